@@ -1,0 +1,136 @@
+import { parseArgs } from "node:util";
+import { DirqError } from "../errors.js";
+
+export type OutputFormat = "auto" | "table" | "json";
+
+export interface QueryCommand {
+  kind: "query";
+  sql: string;
+  noIgnore: boolean;
+  format: OutputFormat;
+}
+
+export type Command = { kind: "help" } | { kind: "version" } | QueryCommand;
+
+const FORMATS: readonly OutputFormat[] = ["auto", "table", "json"];
+
+/** Flags that belong to a mode; before the subcommand (or the SQL) they would be lost. */
+const MODE_FLAGS = new Set([
+  "-c",
+  "--config",
+  "--persist",
+  "--no-ignore",
+  "--extension",
+  "--on-file",
+  "--format",
+]);
+
+function usageError(message: string): DirqError {
+  return new DirqError("USAGE", `${message}. Run dirq --help for usage`);
+}
+
+function flagName(argument: string): string {
+  return argument.split("=")[0] as string;
+}
+
+function parseFormat(value: string | undefined): OutputFormat {
+  if (value === undefined) return "auto";
+  if ((FORMATS as readonly string[]).includes(value)) return value as OutputFormat;
+  throw usageError(`invalid --format '${value}': expected auto, table or json`);
+}
+
+/** Turns node's parseArgs errors into ours, naming the flag. */
+function rethrowParseError(error: unknown): never {
+  const code = (error as { code?: string }).code;
+  const message = (error as Error).message;
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") {
+    const flag = /'([^']+)'/.exec(message)?.[1] ?? "";
+    throw usageError(`unknown option '${flag}'`);
+  }
+  if (code === "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") {
+    throw usageError(message.replace(/^Option '([^']+)'.*$/, "option '$1' needs a value"));
+  }
+  throw error;
+}
+
+function parseQuery(args: string[], usage: string): QueryCommand {
+  let parsed: ReturnType<typeof parseQueryFlags>;
+  try {
+    parsed = parseQueryFlags(args);
+  } catch (error) {
+    rethrowParseError(error);
+  }
+  const [sql, ...extra] = parsed.positionals;
+  if (sql === undefined) throw usageError(`missing SQL: ${usage}`);
+  if (extra.length > 0) {
+    throw usageError(`unexpected argument '${extra[0]}' after the SQL: quote the whole statement`);
+  }
+  return {
+    kind: "query",
+    sql,
+    noIgnore: parsed.values["no-ignore"] === true,
+    format: parseFormat(parsed.values.format),
+  };
+}
+
+function parseQueryFlags(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      "no-ignore": { type: "boolean" },
+      format: { type: "string" },
+    },
+  });
+}
+
+/** Reads the command line (without `node` and the script). Throws a `USAGE` DirqError. */
+export function parseCommandLine(argv: readonly string[]): Command {
+  const [first, ...rest] = argv;
+  if (first === undefined) {
+    throw usageError(
+      `no SQL given: run dirq "<sql>", for example dirq "SELECT path, size FROM './'" (this version has no interactive REPL)`,
+    );
+  }
+  if (first === "--help" || first === "-h" || first === "help") return { kind: "help" };
+  if (first === "--version" || first === "-V") return { kind: "version" };
+  if (first === "query") return parseQuery(rest, `dirq query "<sql>"`);
+  if (first === "server" || first === "init" || first === "repl") {
+    throw usageError(`'dirq ${first}' is not available in this version yet`);
+  }
+  if (first.startsWith("-") && first !== "-" && first !== "--") {
+    const flag = flagName(first);
+    if (MODE_FLAGS.has(flag)) {
+      throw usageError(
+        `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
+      );
+    }
+    throw usageError(`unknown option '${flag}'`);
+  }
+  return parseQuery([...argv], `dirq "<sql>"`);
+}
+
+export const HELP_TEXT = `dirq: query a directory tree as a read-only SQLite database
+
+Usage:
+  dirq "<sql>" [options]         run one statement and print the rows
+  dirq query "<sql>" [options]   the same, explicitly
+  dirq --version                 print the version
+  dirq --help                    print this help
+
+A quoted path or glob in FROM is a table of files (a path-table):
+  dirq "SELECT path, size FROM './' ORDER BY size DESC LIMIT 5"
+  dirq "SELECT count(*) FROM './src/**/*.ts'"
+Columns: path, basename, dir, ext, size, mtime, ctime.
+
+Options (after the SQL or after 'query'):
+  --no-ignore              also scan files that .gitignore hides
+  --format <auto|table|json>
+                           auto (default): a table on a terminal, JSON otherwise
+
+Environment:
+  DIRQ_PROGRESS=auto|always|never   progress lines on stderr (default auto)
+
+Exit codes: 0 success, 1 any failure, 23 some files could not be read.
+`;

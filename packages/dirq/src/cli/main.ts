@@ -1,0 +1,76 @@
+import { once } from "node:events";
+import type { Writable } from "node:stream";
+import { openIndex, type QueryResult } from "../engine.js";
+import { isDirqError } from "../errors.js";
+import { jsonChunks } from "../output/json.js";
+import { renderTable } from "../output/table.js";
+import { readVersion } from "../version.js";
+import { type Command, HELP_TEXT, parseCommandLine, type QueryCommand } from "./args.js";
+
+/** The process streams and settings the CLI runs with (tests may pass their own). */
+export interface CliIo {
+  stdout: Writable & { isTTY?: boolean };
+  stderr: Writable;
+  cwd: string;
+}
+
+/** Exit status of a query whose scan skipped files it could not read. */
+export const EXIT_PARTIAL_SCAN = 23;
+
+async function write(stream: Writable, text: string): Promise<void> {
+  if (!stream.write(text)) await once(stream, "drain");
+}
+
+async function printResult(command: QueryCommand, result: QueryResult, io: CliIo): Promise<void> {
+  const table = command.format === "table" || (command.format === "auto" && io.stdout.isTTY);
+  if (table) {
+    await write(io.stdout, renderTable(result.columns, result.rows));
+    return;
+  }
+  for (const chunk of jsonChunks(result.columns, result.rows)) await write(io.stdout, chunk);
+}
+
+async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
+  const index = openIndex({ root: io.cwd, noIgnore: command.noIgnore });
+  try {
+    const result = await index.query(command.sql);
+    await printResult(command, result, io);
+    for (const skipped of result.skipped) {
+      io.stderr.write(`dirq: skipped ${skipped.path}: ${skipped.reason}\n`);
+    }
+    return result.skipped.length > 0 ? EXIT_PARTIAL_SCAN : 0;
+  } finally {
+    index.close();
+  }
+}
+
+async function runCommand(command: Command, io: CliIo): Promise<number> {
+  switch (command.kind) {
+    case "help":
+      await write(io.stdout, HELP_TEXT);
+      return 0;
+    case "version":
+      await write(io.stdout, `${readVersion()}\n`);
+      return 0;
+    case "query":
+      return runQuery(command, io);
+  }
+}
+
+/**
+ * Runs the CLI and resolves to the exit code. The only place that turns errors into
+ * `dirq: <diagnostic>` lines; `bin/dirq.js` is the only place that sets the exit code.
+ */
+export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    return await runCommand(parseCommandLine(argv), io);
+  } catch (error) {
+    if (isDirqError(error)) {
+      io.stderr.write(`dirq: ${error.message}\n`);
+      return 1;
+    }
+    const detail = process.env.DIRQ_DEBUG ? (error as Error).stack : (error as Error).message;
+    io.stderr.write(`dirq: internal error: ${detail}. Please report this as a bug\n`);
+    return 1;
+  }
+}

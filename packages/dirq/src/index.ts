@@ -1,0 +1,18 @@
+export {
+  DirqIndex,
+  type OpenIndexOptions,
+  openIndex,
+  type QueryResult,
+  type SqlValue,
+} from "./engine.js";
+export { DirqError, type DirqErrorCode, isDirqError } from "./errors.js";
+export { PATH_TABLE_COLUMNS } from "./indexer/path-tables.js";
+export { jsonChunks, jsonValue, toJson } from "./output/json.js";
+export { renderTable } from "./output/table.js";
+export {
+  createProgressReporter,
+  type ProgressMode,
+  type ProgressReporter,
+  progressModeFromEnv,
+} from "./progress/reporter.js";
+export type { SkippedPath } from "./scan/walk.js";

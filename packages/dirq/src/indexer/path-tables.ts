@@ -1,0 +1,143 @@
+import type { ProgressReporter } from "../progress/reporter.js";
+import { STAT_FIELDS, statFiles } from "../scan/file-stats.js";
+import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
+import { type SkippedPath, walkSelection } from "../scan/walk.js";
+import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+
+/** The seven stat columns of a path-table, in table order. */
+export const PATH_TABLE_COLUMNS = [
+  "path",
+  "basename",
+  "dir",
+  "ext",
+  "size",
+  "mtime",
+  "ctime",
+] as const;
+
+/** Column positions that need a stat call; the others come from the walk alone. */
+const FIRST_STAT_COLUMN = PATH_TABLE_COLUMNS.indexOf("size");
+
+const CREATE_COLUMNS =
+  "path TEXT NOT NULL, basename TEXT NOT NULL, dir TEXT NOT NULL, ext TEXT, " +
+  "size INTEGER, mtime INTEGER, ctime INTEGER";
+
+/** Rows per INSERT: one call per batch costs about half of one call per row. */
+const INSERT_BATCH = 16;
+
+type FillLevel = "empty" | "names" | "full";
+
+interface PathTable {
+  name: string;
+  selection: PathSelection;
+  level: FillLevel;
+}
+
+export interface PathTableOptions {
+  root: string;
+  useGitignore: boolean;
+  extraIgnores?: readonly string[];
+  progress: ProgressReporter;
+}
+
+/** `ext`: the last extension without its dot, NULL when there is none (`.env`, `Makefile`). */
+export function extensionOf(basename: string): string | null {
+  const dot = basename.lastIndexOf(".");
+  if (dot <= 0 || dot === basename.length - 1) return null;
+  return basename.slice(dot + 1);
+}
+
+function pushNameColumns(values: unknown[], path: string): void {
+  const slash = path.lastIndexOf("/");
+  const basename = path.slice(slash + 1);
+  values.push(path, basename, slash === -1 ? "" : path.slice(0, slash), extensionOf(basename));
+}
+
+/**
+ * Path-tables of one index: created empty when a statement names them, filled when a statement
+ * reads them. Stat columns are filled only once a statement reads them (`count(*)` and
+ * `SELECT path` never stat a file).
+ */
+export class PathTables {
+  private readonly tables = new Map<string, PathTable>();
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly options: PathTableOptions,
+  ) {}
+
+  /** Creates the empty table for a path-like name; `false` when the name is not path-like. */
+  create(name: string): boolean {
+    const selection = parsePathTableName(name, this.options.root);
+    if (selection === null) return false;
+    this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
+    this.tables.set(name.toLowerCase(), { name, selection, level: "empty" });
+    return true;
+  }
+
+  /** The path-table behind a table name, if that name is one. */
+  has(name: string): boolean {
+    return this.tables.has(name.toLowerCase());
+  }
+
+  /** Whether reading these column positions needs the stat columns. */
+  static needsStat(columns: ReadonlySet<number>): boolean {
+    for (const column of columns) if (column >= FIRST_STAT_COLUMN) return true;
+    return false;
+  }
+
+  /** Makes sure the table holds its rows, with stat columns when `withStat`. */
+  async fill(name: string, withStat: boolean): Promise<SkippedPath[]> {
+    const table = this.tables.get(name.toLowerCase());
+    if (!table) return [];
+    const wanted: FillLevel = withStat ? "full" : "names";
+    if (table.level === "full" || table.level === wanted) return [];
+    const phase = this.options.progress.start();
+    const walked = walkSelection({
+      root: this.options.root,
+      selection: table.selection,
+      useGitignore: this.options.useGitignore,
+      extraIgnores: this.options.extraIgnores,
+      onProgress: (found) => phase.update(`scanning ${found} files`),
+    });
+    const stats = withStat ? await statFiles(this.options.root, walked.paths) : null;
+    const count = this.replaceRows(table.name, walked.paths, stats);
+    phase.finish((duration) => `scanned ${count} files in ${duration}`);
+    table.level = wanted;
+    return walked.skipped;
+  }
+
+  private replaceRows(name: string, paths: readonly string[], stats: Float64Array | null): number {
+    const table = quoteIdentifier(name);
+    const placeholders = "(?, ?, ?, ?, ?, ?, ?)";
+    const insertOne = this.db.prepare(`INSERT INTO ${table} VALUES ${placeholders}`);
+    const insertBatch = this.db.prepare(
+      `INSERT INTO ${table} VALUES ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`,
+    );
+    let inserted = 0;
+    this.db.transaction(() => {
+      this.db.exec(`DELETE FROM ${table}`);
+      const batch: unknown[] = [];
+      let rowsInBatch = 0;
+      for (let i = 0; i < paths.length; i++) {
+        const at = i * STAT_FIELDS;
+        if (stats !== null && Number.isNaN(stats[at])) continue;
+        pushNameColumns(batch, paths[i] as string);
+        if (stats === null) batch.push(null, null, null);
+        else batch.push(stats[at], stats[at + 1], stats[at + 2]);
+        inserted++;
+        if (++rowsInBatch === INSERT_BATCH) {
+          insertBatch.run(batch);
+          batch.length = 0;
+          rowsInBatch = 0;
+        }
+      }
+      for (let row = 0; row < rowsInBatch; row++) {
+        insertOne.run(
+          batch.slice(row * PATH_TABLE_COLUMNS.length, (row + 1) * PATH_TABLE_COLUMNS.length),
+        );
+      }
+    })();
+    return inserted;
+  }
+}

@@ -1,0 +1,154 @@
+import { DirqError } from "../errors.js";
+import { keywordOf, type SqlToken, significantTokens } from "./sql-tokens.js";
+
+/** Hidden columns of parsed tables: queryable by name, so not denied like internal tables. */
+export const HIDDEN_COLUMNS: ReadonlySet<string> = new Set(["_dirq_file_path", "_dirq_row_index"]);
+
+const INTERNAL_NAME = /^(?:\w+\.)?_dirq_\w*$/i;
+
+const READ_KEYWORDS = new Set(["SELECT", "WITH", "VALUES", "EXPLAIN", "PRAGMA"]);
+const WRITE_KEYWORDS = new Set([
+  "INSERT",
+  "UPDATE",
+  "DELETE",
+  "REPLACE",
+  "CREATE",
+  "DROP",
+  "ALTER",
+]);
+const TRANSACTION_KEYWORDS = new Set([
+  "BEGIN",
+  "COMMIT",
+  "END",
+  "ROLLBACK",
+  "SAVEPOINT",
+  "RELEASE",
+]);
+const MAINTENANCE_KEYWORDS = new Set(["VACUUM", "REINDEX", "ANALYZE", "ATTACH", "DETACH"]);
+
+/** Pragmas that only report; these may take an argument (a table or index name). */
+const PRAGMAS_WITH_ARGUMENT = new Set([
+  "table_info",
+  "table_xinfo",
+  "table_list",
+  "index_list",
+  "index_info",
+  "index_xinfo",
+  "foreign_key_list",
+  "foreign_key_check",
+  "integrity_check",
+  "quick_check",
+]);
+
+/** Pragmas that are safe to read bare; with an argument several of them would change a setting. */
+const PRAGMAS_READ_BARE = new Set([
+  ...PRAGMAS_WITH_ARGUMENT,
+  "database_list",
+  "compile_options",
+  "function_list",
+  "module_list",
+  "pragma_list",
+  "collation_list",
+  "user_version",
+  "schema_version",
+  "application_id",
+  "data_version",
+  "encoding",
+  "page_size",
+  "page_count",
+  "freelist_count",
+  "foreign_keys",
+  "case_sensitive_like",
+]);
+
+function rejected(message: string): DirqError {
+  return new DirqError(
+    "QUERY_NOT_READONLY",
+    `${message}. dirq is read-only: only SELECT, WITH, VALUES, EXPLAIN and reading PRAGMAs are allowed`,
+  );
+}
+
+function checkPragma(tokens: SqlToken[]): void {
+  // PRAGMA [schema.]name [= value | (argument)]
+  let nameIndex = 1;
+  if (tokens[2]?.text === ".") nameIndex = 3;
+  const name = tokens[nameIndex]?.value.toLowerCase() ?? "";
+  const after = tokens[nameIndex + 1];
+  if (after?.text === "=")
+    throw rejected(`PRAGMA assignment "PRAGMA ${name} = ..." is not allowed`);
+  const hasArgument = after?.text === "(";
+  const allowed = hasArgument ? PRAGMAS_WITH_ARGUMENT : PRAGMAS_READ_BARE;
+  if (!allowed.has(name)) {
+    const form = hasArgument ? `PRAGMA ${name}(...)` : `PRAGMA ${name}`;
+    throw rejected(`${form} is not allowed: it can change the database or its settings`);
+  }
+}
+
+function checkInternalNames(tokens: SqlToken[]): void {
+  for (const token of tokens) {
+    const named = token.kind === "word" || token.kind === "identifier" || token.kind === "string";
+    if (!named || HIDDEN_COLUMNS.has(token.value.toLowerCase())) continue;
+    if (INTERNAL_NAME.test(token.value)) {
+      throw new DirqError(
+        "QUERY_INTERNAL_TABLE",
+        `${token.value} is an internal dirq table and cannot be queried`,
+      );
+    }
+  }
+}
+
+function checkSingleStatement(tokens: SqlToken[]): void {
+  const firstSemicolon = tokens.findIndex((token) => token.text === ";");
+  if (firstSemicolon === -1) return;
+  if (tokens.slice(firstSemicolon + 1).some((token) => token.text !== ";")) {
+    throw new DirqError(
+      "QUERY_MULTIPLE_STATEMENTS",
+      "more than one statement: send one statement per query",
+    );
+  }
+}
+
+function checkFirstKeyword(tokens: SqlToken[]): void {
+  const keyword = keywordOf(tokens[0]);
+  if (keyword === "EXPLAIN") {
+    let inner = 1;
+    if (keywordOf(tokens[1]) === "QUERY" && keywordOf(tokens[2]) === "PLAN") inner = 3;
+    checkFirstKeyword(tokens.slice(inner));
+    return;
+  }
+  if (keyword === "PRAGMA") {
+    checkPragma(tokens);
+    return;
+  }
+  if (keyword && READ_KEYWORDS.has(keyword)) return;
+  const shown = keyword ?? tokens[0]?.text ?? "";
+  if (keyword && WRITE_KEYWORDS.has(keyword)) throw rejected(`${keyword} writes to the database`);
+  if (keyword && TRANSACTION_KEYWORDS.has(keyword)) {
+    throw rejected(`transaction statement ${keyword} is not allowed`);
+  }
+  if (keyword && MAINTENANCE_KEYWORDS.has(keyword)) {
+    throw rejected(`${keyword} is not allowed: it can create or change files`);
+  }
+  throw rejected(`statement starting with "${shown}" is not allowed`);
+}
+
+/**
+ * Rejects, before anything is prepared or run, every statement that is not a single read:
+ * writes, ATTACH/DETACH, VACUUM (INTO), PRAGMA assignments, transactions, several statements,
+ * and any mention of an internal `_dirq_` table. SQLite's own `readonly` flag is checked
+ * afterwards as a second line (see `run-query.ts`).
+ */
+export function checkReadOnlyStatement(sql: string): void {
+  const tokens = significantTokens(sql);
+  if (tokens.length === 0 || tokens.every((token) => token.text === ";")) {
+    throw new DirqError("QUERY_EMPTY", "empty statement: give one SQL statement to run");
+  }
+  checkFirstKeyword(tokens);
+  checkSingleStatement(tokens);
+  checkInternalNames(tokens);
+}
+
+/** True when the statement is an EXPLAIN (which compiles but never reads rows). */
+export function isExplain(sql: string): boolean {
+  return keywordOf(significantTokens(sql)[0]) === "EXPLAIN";
+}

@@ -1,0 +1,82 @@
+import { lstatSync } from "node:fs";
+import { posix } from "node:path";
+import picomatch from "picomatch";
+import { DirqError } from "../errors.js";
+
+/** What a path-table name selects, relative to the root (`/`-separated, no leading `./`). */
+export type PathSelection =
+  | { kind: "tree"; base: string }
+  | { kind: "file"; file: string }
+  | { kind: "glob"; base: string; pattern: string; maxDepth: number | null };
+
+const PATH_LIKE = /^(?:\.{1,2}(?:\/|$)|\/|~)/;
+
+function hasGlobCharacters(text: string): boolean {
+  return picomatch.scan(text).isGlob;
+}
+
+function outsideRoot(name: string): DirqError {
+  return new DirqError(
+    "PATH_OUTSIDE_ROOT",
+    `path-table '${name}' is outside the root: path-tables name files under the working directory and start with './'`,
+  );
+}
+
+/** Normalizes the part after `./`, rejecting anything that climbs out of the root. */
+function normalizeRelative(name: string): string {
+  if (name.startsWith("/") || name.startsWith("~")) throw outsideRoot(name);
+  const normalized = posix.normalize(name);
+  if (normalized === ".." || normalized.startsWith("../")) throw outsideRoot(name);
+  const trimmed = normalized.replace(/\/+$/, "");
+  return trimmed === "." ? "" : trimmed;
+}
+
+function globSelection(relative: string): PathSelection {
+  const { base, glob } = picomatch.scan(relative);
+  const depth = glob.includes("**") ? null : glob.split("/").length;
+  return { kind: "glob", base, pattern: relative, maxDepth: depth };
+}
+
+function literalSelection(name: string, relative: string, root: string): PathSelection {
+  if (relative === "") return { kind: "tree", base: "" };
+  let stats: ReturnType<typeof lstatSync> | undefined;
+  try {
+    stats = lstatSync(posix.join(root, relative), { throwIfNoEntry: false });
+  } catch (error) {
+    throw new DirqError("PATH_NOT_FOUND", `path-table '${name}': ${(error as Error).message}`);
+  }
+  if (!stats) {
+    throw new DirqError(
+      "PATH_NOT_FOUND",
+      `path-table '${name}': no such file or directory under the root`,
+    );
+  }
+  if (stats.isDirectory()) return { kind: "tree", base: relative };
+  return { kind: "file", file: relative };
+}
+
+/**
+ * Reads a table name as a path-table. Returns `null` when the name is not path-like (then it
+ * is an ordinary missing table), throws a `DirqError` for a path outside the root or a bare
+ * glob. `root` is the absolute index root.
+ */
+export function parsePathTableName(name: string, root: string): PathSelection | null {
+  if (!PATH_LIKE.test(name)) {
+    if (hasGlobCharacters(name) && !/\s/.test(name)) {
+      throw new DirqError(
+        "PATH_INVALID",
+        `'${name}' is not a path-table: path-tables start with './', as in FROM './${name}'`,
+      );
+    }
+    return null;
+  }
+  const withoutDot = name === "." ? "" : name.startsWith("./") ? name.slice(2) : name;
+  const relative = normalizeRelative(withoutDot);
+  if (hasGlobCharacters(relative)) return globSelection(relative);
+  return literalSelection(name, relative, root);
+}
+
+/** Builds the matcher for a glob selection: bash globstar rules, dot-files only when spelled. */
+export function compileGlob(pattern: string): (relativePath: string) => boolean {
+  return picomatch(pattern, { dot: false });
+}
