@@ -1,0 +1,93 @@
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The built CLI, run exactly as a user's shell would run it. */
+export const DIRQ_BIN = fileURLToPath(new URL("../../bin/dirq.js", import.meta.url));
+
+export interface RunResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Spawns `dirq` with `args` in `cwd` and collects its output. Progress is off unless asked. */
+export function runDirq(
+  args: readonly string[],
+  options: { cwd: string; env?: Record<string, string | undefined>; input?: string },
+): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [DIRQ_BIN, ...args], {
+      cwd: options.cwd,
+      env: { ...process.env, DIRQ_PROGRESS: "never", ...options.env },
+      stdio: ["pipe", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+    child.stdin.end(options.input ?? "");
+  });
+}
+
+/** Runs a query expecting success and returns the parsed JSON rows. */
+export async function queryJson(
+  cwd: string,
+  sql: string,
+  extraArgs: readonly string[] = [],
+): Promise<Record<string, unknown>[]> {
+  const result = await runDirq([sql, "--format", "json", ...extraArgs], { cwd });
+  if (result.code !== 0) {
+    throw new Error(`dirq exited ${result.code} for ${sql}: ${result.stderr}`);
+  }
+  return JSON.parse(result.stdout) as Record<string, unknown>[];
+}
+
+/** A file tree: path → content. Paths ending in `/` are empty directories. */
+export type TreeSpec = Record<string, string>;
+
+/** Makes a fresh temp directory holding `tree`; remove it with `removeTree`. */
+export function makeTree(tree: TreeSpec): string {
+  const root = mkdtempSync(join(tmpdir(), "dirq-test-"));
+  for (const [path, content] of Object.entries(tree)) {
+    const full = join(root, path);
+    if (path.endsWith("/")) {
+      mkdirSync(full, { recursive: true });
+      continue;
+    }
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, content);
+  }
+  return root;
+}
+
+export function removeTree(root: string): void {
+  rmSync(root, { recursive: true, force: true });
+}
+
+/** Every file and directory under `root` with its size and mtime, to prove nothing changed. */
+export function snapshotTree(root: string): string {
+  const lines: string[] = [];
+  const visit = (dir: string) => {
+    for (const name of readdirSync(dir).sort()) {
+      const full = join(dir, name);
+      const stats = statSync(full);
+      if (stats.isDirectory()) {
+        lines.push(`${full}/`);
+        visit(full);
+      } else {
+        lines.push(`${full} ${stats.size} ${stats.mtimeMs} ${readFileSync(full, "base64")}`);
+      }
+    }
+  };
+  visit(root);
+  return lines.join("\n");
+}
