@@ -3,7 +3,6 @@ import type { Writable } from "node:stream";
 import { openIndex, type QueryResult } from "../engine.js";
 import { isDirqError } from "../errors.js";
 import { jsonChunks } from "../output/json.js";
-import { renderTable } from "../output/table.js";
 import { readVersion } from "../version.js";
 import { type Command, HELP_TEXT, parseCommandLine, type QueryCommand } from "./args.js";
 
@@ -24,6 +23,8 @@ async function write(stream: Writable, text: string): Promise<void> {
 async function printResult(command: QueryCommand, result: QueryResult, io: CliIo): Promise<void> {
   const table = command.format === "table" || (command.format === "auto" && io.stdout.isTTY);
   if (table) {
+    // Loaded on demand: width measurement is only needed for tables, and start-up counts.
+    const { renderTable } = await import("../output/table.js");
     await write(io.stdout, renderTable(result.columns, result.rows));
     return;
   }

@@ -1,5 +1,6 @@
+import type { Statement } from "better-sqlite3";
 import type { ProgressReporter } from "../progress/reporter.js";
-import { STAT_FIELDS, statFiles } from "../scan/file-stats.js";
+import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
@@ -93,51 +94,104 @@ export class PathTables {
     const wanted: FillLevel = withStat ? "full" : "names";
     if (table.level === "full" || table.level === wanted) return [];
     const phase = this.options.progress.start();
-    const walked = walkSelection({
-      root: this.options.root,
-      selection: table.selection,
-      useGitignore: this.options.useGitignore,
-      extraIgnores: this.options.extraIgnores,
-      onProgress: (found) => phase.update(`scanning ${found} files`),
-    });
-    const stats = withStat ? await statFiles(this.options.root, walked.paths) : null;
-    const count = this.replaceRows(table.name, walked.paths, stats);
-    phase.finish((duration) => `scanned ${count} files in ${duration}`);
-    table.level = wanted;
-    return walked.skipped;
+    const statter = withStat ? new BatchStatter(this.options.root) : null;
+    const batches: {
+      paths: readonly string[];
+      stats: () => Promise<Float64Array> | Float64Array;
+    }[] = [];
+    try {
+      const walked = walkSelection({
+        root: this.options.root,
+        selection: table.selection,
+        useGitignore: this.options.useGitignore,
+        extraIgnores: this.options.extraIgnores,
+        onProgress: (found) => phase.update(`scanning ${found} files`),
+        onBatch: (paths) => {
+          batches.push({ paths, stats: statter ? statter.submit(paths) : () => NO_STATS });
+        },
+      });
+      const rows = new RowWriter(this.db, table.name);
+      const count = await rows.replaceAll(async (write) => {
+        for (const batch of batches) write(batch.paths, statter ? await batch.stats() : null);
+      });
+      phase.finish((duration) => `scanned ${count} files in ${duration}`);
+      table.level = wanted;
+      return walked.skipped;
+    } finally {
+      await statter?.close();
+    }
   }
+}
 
-  private replaceRows(name: string, paths: readonly string[], stats: Float64Array | null): number {
+const NO_STATS = new Float64Array(0);
+
+/** Writes a path-table's rows in batched INSERTs inside one transaction. */
+class RowWriter {
+  private readonly insertOne: Statement;
+  private readonly insertBatch: Statement;
+  private readonly batch: unknown[] = [];
+  private rowsInBatch = 0;
+  private written = 0;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    name: string,
+  ) {
     const table = quoteIdentifier(name);
-    const placeholders = "(?, ?, ?, ?, ?, ?, ?)";
-    const insertOne = this.db.prepare(`INSERT INTO ${table} VALUES ${placeholders}`);
-    const insertBatch = this.db.prepare(
+    const placeholders = `(${PATH_TABLE_COLUMNS.map(() => "?").join(", ")})`;
+    this.insertOne = db.prepare(`INSERT INTO ${table} VALUES ${placeholders}`);
+    this.insertBatch = db.prepare(
       `INSERT INTO ${table} VALUES ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`,
     );
-    let inserted = 0;
-    this.db.transaction(() => {
-      this.db.exec(`DELETE FROM ${table}`);
-      const batch: unknown[] = [];
-      let rowsInBatch = 0;
-      for (let i = 0; i < paths.length; i++) {
-        const at = i * STAT_FIELDS;
-        if (stats !== null && Number.isNaN(stats[at])) continue;
-        pushNameColumns(batch, paths[i] as string);
-        if (stats === null) batch.push(null, null, null);
-        else batch.push(stats[at], stats[at + 1], stats[at + 2]);
-        inserted++;
-        if (++rowsInBatch === INSERT_BATCH) {
-          insertBatch.run(batch);
-          batch.length = 0;
-          rowsInBatch = 0;
-        }
+    this.deleteAll = db.prepare(`DELETE FROM ${table}`);
+  }
+
+  private readonly deleteAll: Statement;
+
+  /**
+   * Replaces every row with what `produce` writes, atomically. The transaction spans awaits
+   * (stats arrive from a helper thread); nothing else writes to the index meanwhile.
+   */
+  async replaceAll(
+    produce: (
+      write: (paths: readonly string[], stats: Float64Array | null) => void,
+    ) => Promise<void>,
+  ): Promise<number> {
+    this.db.exec("BEGIN");
+    try {
+      this.deleteAll.run();
+      await produce((paths, stats) => this.write(paths, stats));
+      this.flushPartialBatch();
+      this.db.exec("COMMIT");
+    } catch (error) {
+      this.db.exec("ROLLBACK");
+      throw error;
+    }
+    return this.written;
+  }
+
+  private write(paths: readonly string[], stats: Float64Array | null): void {
+    for (let i = 0; i < paths.length; i++) {
+      const at = i * STAT_FIELDS;
+      if (stats !== null && Number.isNaN(stats[at])) continue;
+      pushNameColumns(this.batch, paths[i] as string);
+      if (stats === null) this.batch.push(null, null, null);
+      else this.batch.push(stats[at], stats[at + 1], stats[at + 2]);
+      this.written++;
+      if (++this.rowsInBatch === INSERT_BATCH) {
+        this.insertBatch.run(this.batch);
+        this.batch.length = 0;
+        this.rowsInBatch = 0;
       }
-      for (let row = 0; row < rowsInBatch; row++) {
-        insertOne.run(
-          batch.slice(row * PATH_TABLE_COLUMNS.length, (row + 1) * PATH_TABLE_COLUMNS.length),
-        );
-      }
-    })();
-    return inserted;
+    }
+  }
+
+  private flushPartialBatch(): void {
+    const width = PATH_TABLE_COLUMNS.length;
+    for (let row = 0; row < this.rowsInBatch; row++) {
+      this.insertOne.run(this.batch.slice(row * width, (row + 1) * width));
+    }
+    this.batch.length = 0;
+    this.rowsInBatch = 0;
   }
 }

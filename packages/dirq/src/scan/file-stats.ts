@@ -5,11 +5,12 @@ import { Worker } from "node:worker_threads";
 export const STAT_FIELDS = 3;
 
 /**
- * Fills `out` (STAT_FIELDS numbers per path, from `offset`) with the stat of each path, relative
- * to `root`. Symlinks are followed (a listed symlink is a file). A file that vanished since the
- * walk gets NaN, and the indexer drops it.
+ * Stats each path (relative to `root`) into a new array of STAT_FIELDS numbers per path.
+ * Symlinks are followed (a listed symlink is a file). A file that vanished since the walk gets
+ * NaN, and the indexer drops it.
  */
-export function statInto(root: string, paths: readonly string[], out: Float64Array): void {
+export function statPaths(root: string, paths: readonly string[]): Float64Array {
+  const out = new Float64Array(paths.length * STAT_FIELDS);
   for (let i = 0; i < paths.length; i++) {
     const stats = statSync(`${root}/${paths[i]}`, { throwIfNoEntry: false });
     const at = i * STAT_FIELDS;
@@ -21,39 +22,65 @@ export function statInto(root: string, paths: readonly string[], out: Float64Arr
     out[at + 1] = Math.floor(stats.mtimeMs / 1000);
     out[at + 2] = Math.floor(stats.ctimeMs / 1000);
   }
+  return out;
 }
 
-/** Below this many files a helper thread costs more than it saves. */
-const PARALLEL_THRESHOLD = 20_000;
-/** Share of the files the helper thread stats; the main thread also starts the indexer. */
-const HELPER_SHARE = 0.5;
+/** Files stat'ed on the calling thread before a helper thread is worth its start-up. */
+const HELPER_THRESHOLD = 16_384;
 
-function statInWorker(root: string, paths: readonly string[]): Promise<Float64Array> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL("./stat-worker.js", import.meta.url), {
-      workerData: { root, paths },
-    });
-    worker.once("message", (result: Float64Array) => {
-      resolve(result);
-      void worker.terminate();
-    });
-    worker.once("error", reject);
-  });
+interface StatReply {
+  id: number;
+  stats: Float64Array;
 }
 
 /**
- * Stats every path. Large lists are split between this thread and one helper thread: stat is a
- * system call per file, and on a 2-core machine two threads halve that part of a big scan.
+ * Stats batches of paths as a walk finds them. The first files are stat'ed on the calling
+ * thread when asked for; past a threshold one helper thread stats the rest while the walk and
+ * the inserts go on, since a stat is a system call per file and this machine has two cores.
  */
-export async function statFiles(root: string, paths: readonly string[]): Promise<Float64Array> {
-  const out = new Float64Array(paths.length * STAT_FIELDS);
-  if (paths.length < PARALLEL_THRESHOLD) {
-    statInto(root, paths, out);
-    return out;
+export class BatchStatter {
+  private submitted = 0;
+  private worker: Worker | null = null;
+  private readonly waiting = new Map<
+    number,
+    { resolve: (stats: Float64Array) => void; reject: (error: Error) => void }
+  >();
+  private nextId = 0;
+
+  constructor(private readonly root: string) {}
+
+  /** Queues a batch; the returned function yields its stats (possibly later, from the helper). */
+  submit(paths: readonly string[]): () => Promise<Float64Array> | Float64Array {
+    this.submitted += paths.length;
+    if (this.submitted <= HELPER_THRESHOLD) return () => statPaths(this.root, paths);
+    const id = this.nextId++;
+    const result = new Promise<Float64Array>((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      this.helper().postMessage({ id, paths });
+    });
+    return () => result;
   }
-  const split = Math.floor(paths.length * (1 - HELPER_SHARE));
-  const helper = statInWorker(root, paths.slice(split));
-  statInto(root, paths.slice(0, split), out);
-  out.set(await helper, split * STAT_FIELDS);
-  return out;
+
+  private helper(): Worker {
+    if (this.worker === null) {
+      this.worker = new Worker(new URL("./stat-worker.js", import.meta.url), {
+        workerData: { root: this.root },
+      });
+      this.worker.on("message", ({ id, stats }: StatReply) => {
+        this.waiting.get(id)?.resolve(stats);
+        this.waiting.delete(id);
+      });
+      this.worker.on("error", (error) => {
+        for (const { reject } of this.waiting.values()) reject(error);
+        this.waiting.clear();
+      });
+    }
+    return this.worker;
+  }
+
+  /** Stops the helper thread, if one was started. */
+  async close(): Promise<void> {
+    await this.worker?.terminate();
+    this.worker = null;
+  }
 }

@@ -1,8 +1,9 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { STAT_FIELDS, statInto } from "./file-stats.js";
+import { statPaths } from "./file-stats.js";
 
-/** Helper thread of `statFiles`: stats its share of the paths and posts the numbers back. */
-const { root, paths } = workerData as { root: string; paths: string[] };
-const out = new Float64Array(paths.length * STAT_FIELDS);
-statInto(root, paths, out);
-parentPort?.postMessage(out, [out.buffer]);
+/** Helper thread of `BatchStatter`: stats each batch it is sent and posts the numbers back. */
+const { root } = workerData as { root: string };
+parentPort?.on("message", ({ id, paths }: { id: number; paths: string[] }) => {
+  const stats = statPaths(root, paths);
+  parentPort?.postMessage({ id, stats }, [stats.buffer as ArrayBuffer]);
+});

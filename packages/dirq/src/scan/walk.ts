@@ -18,6 +18,8 @@ export interface WalkOptions {
   extraIgnores?: readonly string[];
   /** Called now and then with the number of files found so far. */
   onProgress?: (found: number) => void;
+  /** Called with each batch of newly found paths, in order, so work can start during the walk. */
+  onBatch?: (paths: readonly string[]) => void;
 }
 
 export interface WalkResult {
@@ -27,6 +29,7 @@ export interface WalkResult {
 }
 
 const PROGRESS_EVERY = 512;
+const BATCH_SIZE = 2048;
 
 function byName(a: Dirent, b: Dirent): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
@@ -95,9 +98,23 @@ class Walker {
       if (!isListedFile(entry, `${absoluteDir}/${entry.name}`)) continue;
       if (!rules.isEmpty && rules.ignores(path, false)) continue;
       if (this.match !== null && !this.match(path)) continue;
-      this.paths.push(path);
-      if (this.paths.length % PROGRESS_EVERY === 0) this.options.onProgress?.(this.paths.length);
+      this.found(path);
     }
+  }
+
+  private batchStart = 0;
+
+  found(path: string): void {
+    this.paths.push(path);
+    const count = this.paths.length;
+    if (count % PROGRESS_EVERY === 0) this.options.onProgress?.(count);
+    if (count - this.batchStart === BATCH_SIZE) this.flush();
+  }
+
+  flush(): void {
+    if (this.paths.length === this.batchStart) return;
+    this.options.onBatch?.(this.paths.slice(this.batchStart));
+    this.batchStart = this.paths.length;
   }
 }
 
@@ -123,12 +140,13 @@ export function walkSelection(options: WalkOptions): WalkResult {
     const rules = walker.rulesFor(slash === -1 ? "" : selection.file.slice(0, slash), rootRules);
     const name = selection.file.slice(slash + 1);
     if (rules !== null && !BUILT_IN_SKIPS.has(name) && !rules.ignores(selection.file, false)) {
-      walker.paths.push(selection.file);
+      walker.found(selection.file);
     }
   } else {
     const rules = walker.rulesFor(selection.base, rootRules);
     if (rules !== null) walker.walkDir(selection.base, rules, 0);
   }
+  walker.flush();
   options.onProgress?.(walker.paths.length);
   return { paths: walker.paths, skipped: walker.skipped };
 }
