@@ -50,6 +50,13 @@ function sqlError(error: unknown): unknown {
   if (error instanceof Error && error.name === "SqliteError") {
     return new DirqError("SQL_ERROR", error.message, { cause: error });
   }
+  if (error instanceof RangeError && /parameter/i.test(error.message)) {
+    return new DirqError(
+      "SQL_ERROR",
+      "the statement has parameters (?, :name, @name or $name), which dirq cannot bind: write the values into the SQL",
+      { cause: error },
+    );
+  }
   return error;
 }
 

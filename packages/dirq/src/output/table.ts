@@ -4,7 +4,7 @@ import type { SqlValue } from "../engine.js";
 /** Cells longer than this many characters are cut, ending in an ellipsis. */
 export const MAX_CELL_CHARACTERS = 60;
 
-// biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
+// Matching control characters is the point of this pattern.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/g;
 
 /** Newline and tab as `\n` and `\t`; any other control character as `\u{hex}`. */

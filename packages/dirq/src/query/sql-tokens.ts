@@ -4,15 +4,7 @@
  * quoted identifiers, comments and blobs. It never evaluates anything.
  */
 export type TokenKind =
-  | "word"
-  | "identifier"
-  | "string"
-  | "blob"
-  | "number"
-  | "variable"
-  | "punct"
-  | "comment"
-  | "space";
+  "word" | "identifier" | "string" | "blob" | "number" | "variable" | "punct" | "comment" | "space";
 
 export interface SqlToken {
   kind: TokenKind;
