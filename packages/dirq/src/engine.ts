@@ -119,7 +119,7 @@ export class DirqIndex {
           `${table} is an internal dirq table and cannot be queried (reached through a view)`,
         );
       }
-      skipped.push(...(await this.pathTables.fill(table, PathTables.needsStat(columns))));
+      skipped.push(...(await this.pathTables.fill(table, PathTables.groupsFor(columns))));
     }
     return skipped;
   }

@@ -1,11 +1,31 @@
-import Database from "better-sqlite3";
+import type BetterSqlite3 from "better-sqlite3";
+import { createRequire } from "node:module";
 import { readVersion } from "../version.js";
 
-export type SqliteDatabase = Database.Database;
+export type SqliteDatabase = BetterSqlite3.Database;
+
+const require = createRequire(import.meta.url);
+
+/**
+ * Loads better-sqlite3 through `require` with the addon's path given up front: the ESM-to-CJS
+ * bridge and the `bindings` path search cost about 20 ms of every start-up.
+ */
+function loadSqlite(): { Database: typeof BetterSqlite3; nativeBinding?: string } {
+  const Database = require("better-sqlite3") as typeof BetterSqlite3;
+  try {
+    return {
+      Database,
+      nativeBinding: require.resolve("better-sqlite3/build/Release/better_sqlite3.node"),
+    };
+  } catch {
+    return { Database };
+  }
+}
 
 /** Opens the in-memory index with its internal metadata table. */
 export function openIndexDatabase(root: string): SqliteDatabase {
-  const db = new Database(":memory:");
+  const { Database, nativeBinding } = loadSqlite();
+  const db = new Database(":memory:", nativeBinding ? { nativeBinding } : {});
   db.exec("CREATE TABLE _dirq_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
   db.prepare("INSERT INTO _dirq_meta (key, value) VALUES (?, ?), (?, ?)").run(
     "version",

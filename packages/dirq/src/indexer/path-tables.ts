@@ -16,22 +16,31 @@ export const PATH_TABLE_COLUMNS = [
   "ctime",
 ] as const;
 
-/** Column positions that need a stat call; the others come from the walk alone. */
-const FIRST_STAT_COLUMN = PATH_TABLE_COLUMNS.indexOf("size");
+const NAME_COLUMNS = ["basename", "dir", "ext"] as const;
+const STAT_COLUMNS = ["size", "mtime", "ctime"] as const;
 
 const CREATE_COLUMNS =
-  "path TEXT NOT NULL, basename TEXT NOT NULL, dir TEXT NOT NULL, ext TEXT, " +
+  "path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
   "size INTEGER, mtime INTEGER, ctime INTEGER";
 
 /** Rows per INSERT: one call per batch costs about half of one call per row. */
 const INSERT_BATCH = 16;
 
-type FillLevel = "empty" | "names" | "full";
+/** Which optional column groups a fill writes; `path` is always written. */
+export interface ColumnGroups {
+  /** `basename`, `dir`, `ext`: derived from the path, cheap but not free to insert. */
+  names: boolean;
+  /** `size`, `mtime`, `ctime`: one stat call per file. */
+  stat: boolean;
+}
+
+export const ALL_COLUMN_GROUPS: ColumnGroups = { names: true, stat: true };
 
 interface PathTable {
   name: string;
   selection: PathSelection;
-  level: FillLevel;
+  /** `null` until the first fill. */
+  filled: ColumnGroups | null;
 }
 
 export interface PathTableOptions {
@@ -51,13 +60,13 @@ export function extensionOf(basename: string): string | null {
 function pushNameColumns(values: unknown[], path: string): void {
   const slash = path.lastIndexOf("/");
   const basename = path.slice(slash + 1);
-  values.push(path, basename, slash === -1 ? "" : path.slice(0, slash), extensionOf(basename));
+  values.push(basename, slash === -1 ? "" : path.slice(0, slash), extensionOf(basename));
 }
 
 /**
  * Path-tables of one index: created empty when a statement names them, filled when a statement
- * reads them. Stat columns are filled only once a statement reads them (`count(*)` and
- * `SELECT path` never stat a file).
+ * reads them. Only the column groups a statement reads are written (`count(*)` and
+ * `SELECT path` never stat a file); a later statement that reads more refills the table.
  */
 export class PathTables {
   private readonly tables = new Map<string, PathTable>();
@@ -72,7 +81,7 @@ export class PathTables {
     const selection = parsePathTableName(name, this.options.root);
     if (selection === null) return false;
     this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
-    this.tables.set(name.toLowerCase(), { name, selection, level: "empty" });
+    this.tables.set(name.toLowerCase(), { name, selection, filled: null });
     return true;
   }
 
@@ -81,20 +90,25 @@ export class PathTables {
     return this.tables.has(name.toLowerCase());
   }
 
-  /** Whether reading these column positions needs the stat columns. */
-  static needsStat(columns: ReadonlySet<number>): boolean {
-    for (const column of columns) if (column >= FIRST_STAT_COLUMN) return true;
-    return false;
+  /** The column groups that reading these column positions needs. */
+  static groupsFor(columns: ReadonlySet<number>): ColumnGroups {
+    const read = (names: readonly string[]) =>
+      names.some((column) => columns.has(PATH_TABLE_COLUMNS.indexOf(column as never)));
+    return { names: read(NAME_COLUMNS), stat: read(STAT_COLUMNS) };
   }
 
-  /** Makes sure the table holds its rows, with stat columns when `withStat`. */
-  async fill(name: string, withStat: boolean): Promise<SkippedPath[]> {
+  /** Makes sure the table holds its rows with at least the `wanted` column groups. */
+  async fill(name: string, wanted: ColumnGroups): Promise<SkippedPath[]> {
     const table = this.tables.get(name.toLowerCase());
     if (!table) return [];
-    const wanted: FillLevel = withStat ? "full" : "names";
-    if (table.level === "full" || table.level === wanted) return [];
+    const had = table.filled;
+    if (had && (had.names || !wanted.names) && (had.stat || !wanted.stat)) return [];
+    const groups = {
+      names: wanted.names || (had?.names ?? false),
+      stat: wanted.stat || (had?.stat ?? false),
+    };
     const phase = this.options.progress.start();
-    const statter = withStat ? new BatchStatter(this.options.root) : null;
+    const statter = groups.stat ? new BatchStatter(this.options.root) : null;
     const batches: {
       paths: readonly string[];
       stats: () => Promise<Float64Array> | Float64Array;
@@ -110,12 +124,12 @@ export class PathTables {
           batches.push({ paths, stats: statter ? statter.submit(paths) : () => NO_STATS });
         },
       });
-      const rows = new RowWriter(this.db, table.name);
+      const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
       const count = await rows.replaceAll(async (write) => {
         for (const batch of batches) write(batch.paths, statter ? await batch.stats() : null);
       });
       phase.finish((duration) => `scanned ${count} files in ${duration}`);
-      table.level = wanted;
+      table.filled = groups;
       return walked.skipped;
     } finally {
       await statter?.close();
@@ -133,20 +147,25 @@ class RowWriter {
   private rowsInBatch = 0;
   private written = 0;
 
+  private readonly deleteAll: Statement;
+  private readonly width: number;
+
+  /** `withNames`: also write basename, dir and ext (stat columns come with the stats). */
   constructor(
     private readonly db: SqliteDatabase,
     name: string,
+    private readonly withNames: boolean,
+    private readonly withStat: boolean,
   ) {
     const table = quoteIdentifier(name);
-    const placeholders = `(${PATH_TABLE_COLUMNS.map(() => "?").join(", ")})`;
-    this.insertOne = db.prepare(`INSERT INTO ${table} VALUES ${placeholders}`);
-    this.insertBatch = db.prepare(
-      `INSERT INTO ${table} VALUES ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`,
-    );
+    const columns = ["path", ...(withNames ? NAME_COLUMNS : []), ...(withStat ? STAT_COLUMNS : [])];
+    this.width = columns.length;
+    const into = `INSERT INTO ${table} (${columns.join(", ")}) VALUES`;
+    const placeholders = `(${columns.map(() => "?").join(", ")})`;
+    this.insertOne = db.prepare(`${into} ${placeholders}`);
+    this.insertBatch = db.prepare(`${into} ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`);
     this.deleteAll = db.prepare(`DELETE FROM ${table}`);
   }
-
-  private readonly deleteAll: Statement;
 
   /**
    * Replaces every row with what `produce` writes, atomically. The transaction spans awaits
@@ -174,9 +193,10 @@ class RowWriter {
     for (let i = 0; i < paths.length; i++) {
       const at = i * STAT_FIELDS;
       if (stats !== null && Number.isNaN(stats[at])) continue;
-      pushNameColumns(this.batch, paths[i] as string);
-      if (stats === null) this.batch.push(null, null, null);
-      else this.batch.push(stats[at], stats[at + 1], stats[at + 2]);
+      const path = paths[i] as string;
+      this.batch.push(path);
+      if (this.withNames) pushNameColumns(this.batch, path);
+      if (this.withStat && stats !== null) this.batch.push(stats[at], stats[at + 1], stats[at + 2]);
       this.written++;
       if (++this.rowsInBatch === INSERT_BATCH) {
         this.insertBatch.run(this.batch);
@@ -187,7 +207,7 @@ class RowWriter {
   }
 
   private flushPartialBatch(): void {
-    const width = PATH_TABLE_COLUMNS.length;
+    const width = this.width;
     for (let row = 0; row < this.rowsInBatch; row++) {
       this.insertOne.run(this.batch.slice(row * width, (row + 1) * width));
     }
