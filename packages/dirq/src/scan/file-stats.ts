@@ -27,6 +27,11 @@ export function statPaths(root: string, paths: readonly string[]): Float64Array 
 
 /** Files stat'ed on the calling thread before a helper thread is worth its start-up. */
 const HELPER_THRESHOLD = 16_384;
+/**
+ * Past the threshold, one batch in this many stays on the calling thread: it also walks and
+ * inserts, so it takes a small share and is never left idle waiting for the helper.
+ */
+const CALLER_SHARE_EVERY = 8;
 
 interface StatReply {
   id: number;
@@ -46,13 +51,17 @@ export class BatchStatter {
     { resolve: (stats: Float64Array) => void; reject: (error: Error) => void }
   >();
   private nextId = 0;
+  private batchesPastThreshold = 0;
 
   constructor(private readonly root: string) {}
 
   /** Queues a batch; the returned function yields its stats (possibly later, from the helper). */
   submit(paths: readonly string[]): () => Promise<Float64Array> | Float64Array {
     this.submitted += paths.length;
-    if (this.submitted <= HELPER_THRESHOLD) return () => statPaths(this.root, paths);
+    const onCaller =
+      this.submitted <= HELPER_THRESHOLD ||
+      this.batchesPastThreshold++ % CALLER_SHARE_EVERY === CALLER_SHARE_EVERY - 1;
+    if (onCaller) return () => statPaths(this.root, paths);
     const id = this.nextId++;
     const result = new Promise<Float64Array>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
