@@ -1,11 +1,21 @@
 import { realpathSync, statSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
+import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/load-config.js";
 import { DirqError } from "./errors.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
+import {
+  buildParsedTable,
+  FILE_PATH_COLUMN,
+  type ParsedTableSpec,
+  ROW_INDEX_COLUMN,
+} from "./indexer/parsed-tables.js";
 import { PathTables } from "./indexer/path-tables.js";
+import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
 import { checkReadOnlyStatement, isExplain } from "./query/read-only-guard.js";
+import { visibleColumnPositions } from "./query/hidden-columns.js";
 import { tablesReadBy } from "./query/statement-plan.js";
+import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
 
 export interface OpenIndexOptions {
@@ -15,6 +25,15 @@ export interface OpenIndexOptions {
   noIgnore?: boolean;
   /** Extra ignore globs relative to the root (config `[dirq] ignore`). */
   ignore?: readonly string[];
+  /**
+   * A parser command for every path-table (`--on-file`): each file's rows are what the command
+   * prints, and the stat columns are not reachable. Never applies to config tables.
+   */
+  onFile?: string;
+  /** Merged config (`loadConfigs`): named tables and ignore patterns. */
+  config?: DirqConfig;
+  /** Hooks run at once; default one per CPU core. */
+  hookConcurrency?: number;
   /**
    * Progress reporting. Default: lines on stderr as `DIRQ_PROGRESS` says (so every client of
    * the library behaves like the CLI). `false` turns it off.
@@ -30,7 +49,9 @@ export interface QueryResult {
   columns: string[];
   /** The rows, read lazily from SQLite: iterate once. */
   rows: Iterable<SqlValue[]>;
-  /** Files and folders the scan for this query could not read (a partial scan). */
+  /**
+   * Files the scan for this query could not read, and files whose hook failed: a partial scan.
+   */
   skipped: SkippedPath[];
 }
 
@@ -76,24 +97,92 @@ export class DirqIndex {
   readonly root: string;
   private readonly db: SqliteDatabase;
   private readonly pathTables: PathTables;
+  private readonly config: DirqConfig;
+  private readonly onFile: HookCommand | null;
+  private readonly parsedOptions: ConstructorParameters<typeof PathTables>[1] & {
+    concurrency?: number;
+  };
+  /** Parsed tables built so far (lower-cased name), so each is built once per index. */
+  private readonly builtTables = new Set<string>();
+  /** Files skipped while building tables for the statement being prepared. */
+  private pendingSkipped: SkippedPath[] = [];
 
   constructor(options: OpenIndexOptions = {}) {
     this.root = resolveRoot(options.root ?? process.cwd());
-    this.db = openIndexDatabase(this.root);
+    this.config = options.config ?? EMPTY_CONFIG;
+    this.onFile = options.onFile === undefined ? null : parseHookCommand(options.onFile);
     const progress =
       options.progress === false
         ? { start: () => ({ update() {}, finish() {} }) }
         : (options.progress ?? createProgressReporter(process.stderr));
-    this.pathTables = new PathTables(this.db, {
+    this.parsedOptions = {
       root: this.root,
       useGitignore: !options.noIgnore,
-      extraIgnores: options.ignore,
+      extraIgnores: [...(options.ignore ?? []), ...this.config.ignore],
       progress,
-    });
+      concurrency: options.hookConcurrency,
+    };
+    this.db = openIndexDatabase(this.root);
+    this.pathTables = new PathTables(this.db, this.parsedOptions);
   }
 
-  /** Prepares the statement, creating each path-table it names that does not exist yet. */
-  private prepareCreatingPathTables(sql: string): Statement {
+  private configTable(name: string): TableConfig | undefined {
+    const wanted = name.toLowerCase();
+    return this.config.tables.find((table) => table.name.toLowerCase() === wanted);
+  }
+
+  private async buildParsed(spec: ParsedTableSpec): Promise<void> {
+    const skipped = await buildParsedTable(this.db, spec, this.parsedOptions);
+    this.builtTables.add(spec.name.toLowerCase());
+    this.pendingSkipped.push(...skipped);
+  }
+
+  private configTableSpec(table: TableConfig): ParsedTableSpec {
+    let selection: ParsedTableSpec["selection"];
+    try {
+      selection = parsePathTableName(`./${table.glob}`, this.root);
+    } catch (error) {
+      if ((error as DirqError).code !== "PATH_NOT_FOUND") throw error;
+      selection = null;
+    }
+    return {
+      name: table.name,
+      selection,
+      command: parseHookCommand(table.onFile, table.baseDir),
+      schema: table.schema,
+      ddl: table.ddl,
+      origin: table.origin,
+    };
+  }
+
+  /**
+   * Creates the table a statement names when it is missing: a config table (built with its
+   * hook), a path-table parsed by `--on-file`, or a plain path-table (filled later, with only
+   * the columns the statement reads). `false` when the name is none of these.
+   */
+  private async createMissingTable(name: string): Promise<boolean> {
+    const table = this.configTable(name);
+    if (table !== undefined && !this.builtTables.has(name.toLowerCase())) {
+      await this.buildParsed(this.configTableSpec(table));
+      return true;
+    }
+    if (name.toLowerCase() === "files") throw removedFilesTable();
+    if (this.onFile === null) return this.pathTables.create(name);
+    const selection = parsePathTableName(name, this.root);
+    if (selection === null) return false;
+    await this.buildParsed({
+      name,
+      selection,
+      command: this.onFile,
+      schema: null,
+      ddl: null,
+      origin: "--on-file",
+    });
+    return true;
+  }
+
+  /** Prepares the statement, creating each table it names that does not exist yet. */
+  private async prepareCreatingTables(sql: string): Promise<Statement> {
     for (let created = 0; ; created++) {
       try {
         return this.db.prepare(sql);
@@ -102,8 +191,7 @@ export class DirqIndex {
         if (missing === undefined || created >= MAX_PATH_TABLES_PER_STATEMENT) {
           throw sqlError(error);
         }
-        if (missing.toLowerCase() === "files") throw removedFilesTable();
-        if (!this.pathTables.create(missing)) throw sqlError(error);
+        if (!(await this.createMissingTable(missing))) throw sqlError(error);
       }
     }
   }
@@ -131,21 +219,24 @@ export class DirqIndex {
    */
   async query(sql: string): Promise<QueryResult> {
     checkReadOnlyStatement(sql);
-    const statement = this.prepareCreatingPathTables(sql);
+    this.pendingSkipped = [];
+    const statement = await this.prepareCreatingTables(sql);
     if (!statement.readonly) {
       throw new DirqError(
         "QUERY_NOT_READONLY",
         "this statement writes to the database. dirq is read-only: only reads are allowed",
       );
     }
-    const skipped = await this.fillTablesRead(sql);
+    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(sql))];
     if (!statement.reader) {
       statement.run();
       return { columns: [], rows: [], skipped };
     }
     statement.raw(true).safeIntegers(true);
-    const columns = statement.columns().map((column) => column.name);
-    return { columns, rows: iterateRows(statement), skipped };
+    const shown = visibleColumnPositions(statement.columns(), sql, HIDDEN);
+    const columns = shown.map((i) => statement.columns()[i]?.name ?? "");
+    const all = shown.length === statement.columns().length;
+    return { columns, rows: iterateRows(statement, all ? null : shown), skipped };
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */
@@ -161,9 +252,13 @@ export class DirqIndex {
   }
 }
 
-function* iterateRows(statement: Statement): Iterable<SqlValue[]> {
+const HIDDEN = new Set([FILE_PATH_COLUMN, ROW_INDEX_COLUMN]);
+
+function* iterateRows(statement: Statement, keep: number[] | null): Iterable<SqlValue[]> {
   try {
-    yield* statement.iterate() as Iterable<SqlValue[]>;
+    const rows = statement.iterate() as Iterable<SqlValue[]>;
+    if (keep === null) yield* rows;
+    else for (const row of rows) yield keep.map((i) => row[i] as SqlValue);
   } catch (error) {
     throw sqlError(error);
   }

@@ -13,7 +13,12 @@ export type DirqErrorCode =
   | "PATH_OUTSIDE_ROOT"
   | "PATH_NOT_FOUND"
   | "PATH_INVALID"
-  | "ROOT_INVALID";
+  | "ROOT_INVALID"
+  | "CONFIG_INVALID"
+  | "HOOK_COMMAND_INVALID"
+  | "HOOK_START_FAILED"
+  | "INIT_OUTPUT_EXISTS"
+  | "INIT_WRITE_FAILED";
 
 /** A user error: bad input, with a message that names what is wrong and what to do. */
 export class DirqError extends Error {

@@ -8,9 +8,19 @@ export interface QueryCommand {
   sql: string;
   noIgnore: boolean;
   format: OutputFormat;
+  /** `-c` files in argument order. */
+  configs: string[];
+  onFile: string | null;
 }
 
-export type Command = { kind: "help" } | { kind: "version" } | QueryCommand;
+export interface InitCommand {
+  kind: "init";
+  root: string | null;
+  output: string | null;
+  force: boolean;
+}
+
+export type Command = { kind: "help" } | { kind: "version" } | QueryCommand | InitCommand;
 
 const FORMATS: readonly OutputFormat[] = ["auto", "table", "json"];
 
@@ -65,12 +75,48 @@ function parseQuery(args: string[], usage: string): QueryCommand {
   if (extra.length > 0) {
     throw usageError(`unexpected argument '${extra[0]}' after the SQL: quote the whole statement`);
   }
+  const onFile = parsed.values["on-file"] ?? [];
+  if (onFile.length > 1) {
+    throw usageError("--on-file was given more than once: give one parser command");
+  }
   return {
     kind: "query",
     sql,
     noIgnore: parsed.values["no-ignore"] === true,
     format: parseFormat(parsed.values.format),
+    configs: parsed.values.config ?? [],
+    onFile: onFile[0] ?? null,
   };
+}
+
+function parseInit(args: string[]): InitCommand {
+  let parsed: ReturnType<typeof parseInitFlags>;
+  try {
+    parsed = parseInitFlags(args);
+  } catch (error) {
+    rethrowParseError(error);
+  }
+  const [extra] = parsed.positionals;
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}' for dirq init`);
+  return {
+    kind: "init",
+    root: parsed.values.root ?? null,
+    output: parsed.values.output ?? null,
+    force: parsed.values.force === true,
+  };
+}
+
+function parseInitFlags(args: string[]) {
+  return parseArgs({
+    args,
+    allowPositionals: true,
+    strict: true,
+    options: {
+      root: { type: "string" },
+      output: { type: "string" },
+      force: { type: "boolean" },
+    },
+  });
 }
 
 function parseQueryFlags(args: string[]) {
@@ -81,6 +127,8 @@ function parseQueryFlags(args: string[]) {
     options: {
       "no-ignore": { type: "boolean" },
       format: { type: "string" },
+      config: { type: "string", short: "c", multiple: true },
+      "on-file": { type: "string", multiple: true },
     },
   });
 }
@@ -96,7 +144,8 @@ export function parseCommandLine(argv: readonly string[]): Command {
   if (first === "--help" || first === "-h" || first === "help") return { kind: "help" };
   if (first === "--version" || first === "-V") return { kind: "version" };
   if (first === "query") return parseQuery(rest, `dirq query "<sql>"`);
-  if (first === "server" || first === "init" || first === "repl") {
+  if (first === "init") return parseInit(rest);
+  if (first === "server" || first === "repl") {
     throw usageError(`'dirq ${first}' is not available in this version yet`);
   }
   if (first.startsWith("-") && first !== "-" && first !== "--") {
@@ -116,6 +165,8 @@ export const HELP_TEXT = `dirq: query a directory tree as a read-only SQLite dat
 Usage:
   dirq "<sql>" [options]         run one statement and print the rows
   dirq query "<sql>" [options]   the same, explicitly
+  dirq init [--root <dir>] [--output <path>] [--force]
+                                 write a starter .dirq.toml
   dirq --version                 print the version
   dirq --help                    print this help
 
@@ -125,6 +176,9 @@ A quoted path or glob in FROM is a table of files (a path-table):
 Columns: path, basename, dir, ext, size, mtime, ctime.
 
 Options (after the SQL or after 'query'):
+  -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
+  --on-file <command>      parse every path-table's files with this command: it gets
+                           {path} and {root} and prints a JSON array of row objects
   --no-ignore              also scan files that .gitignore hides
   --format <auto|table|json>
                            auto (default): a table on a terminal, JSON otherwise
@@ -132,5 +186,6 @@ Options (after the SQL or after 'query'):
 Environment:
   DIRQ_PROGRESS=auto|always|never   progress lines on stderr (default auto)
 
-Exit codes: 0 success, 1 any failure, 23 some files could not be read.
+Exit codes: 0 success, 1 any failure, 23 partial scan (some files could not be read
+or parsed; the other rows were printed).
 `;

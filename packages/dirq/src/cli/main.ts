@@ -1,10 +1,19 @@
 import { once } from "node:events";
+import { relative, resolve } from "node:path";
 import type { Writable } from "node:stream";
+import { loadConfigs } from "../config/load-config.js";
+import { STARTER_TABLE, writeStarterConfig } from "../config/starter-config.js";
 import { openIndex, type QueryResult } from "../engine.js";
 import { isDirqError } from "../errors.js";
 import { jsonChunks } from "../output/json.js";
 import { readVersion } from "../version.js";
-import { type Command, HELP_TEXT, parseCommandLine, type QueryCommand } from "./args.js";
+import {
+  type Command,
+  HELP_TEXT,
+  type InitCommand,
+  parseCommandLine,
+  type QueryCommand,
+} from "./args.js";
 
 /** The process streams and settings the CLI runs with (tests may pass their own). */
 export interface CliIo {
@@ -32,7 +41,13 @@ async function printResult(command: QueryCommand, result: QueryResult, io: CliIo
 }
 
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
-  const index = openIndex({ root: io.cwd, noIgnore: command.noIgnore });
+  const config = loadConfigs(command.configs.map((path) => resolve(io.cwd, path)));
+  const index = openIndex({
+    root: io.cwd,
+    noIgnore: command.noIgnore,
+    config,
+    onFile: command.onFile ?? undefined,
+  });
   try {
     const result = await index.query(command.sql);
     await printResult(command, result, io);
@@ -45,6 +60,20 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
   }
 }
 
+async function runInit(command: InitCommand, io: CliIo): Promise<number> {
+  const output = writeStarterConfig({
+    root: resolve(io.cwd, command.root ?? "."),
+    output: command.output === null ? undefined : resolve(io.cwd, command.output),
+    force: command.force,
+  });
+  const shown = relative(io.cwd, output) || output;
+  await write(
+    io.stdout,
+    `wrote ${shown}\ntry: dirq query "SELECT * FROM ${STARTER_TABLE} LIMIT 5" -c ${shown}\n`,
+  );
+  return 0;
+}
+
 async function runCommand(command: Command, io: CliIo): Promise<number> {
   switch (command.kind) {
     case "help":
@@ -55,6 +84,8 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
       return 0;
     case "query":
       return runQuery(command, io);
+    case "init":
+      return runInit(command, io);
   }
 }
 

@@ -1,0 +1,153 @@
+import { readFileSync } from "node:fs";
+import { dirname, isAbsolute, resolve } from "node:path";
+import { parse as parseToml, TomlError } from "smol-toml";
+import { DirqError } from "../errors.js";
+import { configFileSchema, describeIssues } from "./schema.js";
+
+/** A `[[table]]` ready to use: paths resolved, its origin kept for messages. */
+export interface TableConfig {
+  name: string;
+  glob: string;
+  /** Column name → declared type, in order; `null` infers columns from the hook output. */
+  schema: [string, string][] | null;
+  onFile: string;
+  /** Folder a relative hook program resolves against (the config file's folder). */
+  baseDir: string;
+  ddl: string | null;
+  /** `config.toml: table[1]`, for messages. */
+  origin: string;
+}
+
+export interface ExtensionConfig {
+  path: string;
+  entrypoint: string | null;
+  origin: string;
+}
+
+export interface FunctionConfig {
+  name: string;
+  command: string;
+  baseDir: string;
+  deterministic: boolean;
+  origin: string;
+}
+
+/** Every `-c` file merged in argument order. */
+export interface DirqConfig {
+  ignore: string[];
+  tables: TableConfig[];
+  extensions: ExtensionConfig[];
+  functions: FunctionConfig[];
+}
+
+export const EMPTY_CONFIG: DirqConfig = { ignore: [], tables: [], extensions: [], functions: [] };
+
+function configError(message: string, cause?: unknown): DirqError {
+  return new DirqError("CONFIG_INVALID", message, { cause });
+}
+
+function readConfigText(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") throw configError(`config file ${path} not found`, error);
+    if (code === "EISDIR") throw configError(`config file ${path} is a directory`, error);
+    throw configError(`config file ${path} cannot be read: ${(error as Error).message}`, error);
+  }
+}
+
+function parseTomlFile(path: string, text: string): unknown {
+  try {
+    return parseToml(text);
+  } catch (error) {
+    if (error instanceof TomlError) {
+      const reason = error.message.split("\n")[0]?.replace(/^Invalid TOML document: /, "");
+      throw configError(`${path}:${error.line}:${error.column}: invalid TOML: ${reason}`, error);
+    }
+    throw error;
+  }
+}
+
+/** Loads and validates one config file. Errors name the file and the key path. */
+export function loadConfigFile(path: string): DirqConfig {
+  const text = readConfigText(path);
+  const data = parseTomlFile(path, text);
+  const result = configFileSchema.safeParse(data);
+  if (!result.success) {
+    const problems = describeIssues(result.error).map((line) => `${path}: ${line}`);
+    throw configError(problems.join("\n"));
+  }
+  const baseDir = dirname(resolve(path));
+  const file = result.data;
+  return {
+    ignore: file.dirq?.ignore ?? [],
+    tables: (file.table ?? []).map((table, i) => ({
+      name: table.name,
+      glob: table.glob.replace(/^\.\//, ""),
+      schema: table.schema ? Object.entries(table.schema) : null,
+      onFile: table["on-file"],
+      baseDir,
+      ddl: table.ddl ?? null,
+      origin: `${path}: table[${i}]`,
+    })),
+    extensions: (file.dirq?.extension ?? []).map((extension, i) => ({
+      path: isAbsolute(extension.path) ? extension.path : resolve(baseDir, extension.path),
+      entrypoint: extension.entrypoint ?? null,
+      origin: `${path}: dirq.extension[${i}]`,
+    })),
+    functions: (file.dirq?.function ?? []).map((fn, i) => ({
+      name: fn.name,
+      command: fn.command,
+      baseDir,
+      deterministic: fn.deterministic ?? false,
+      origin: `${path}: dirq.function[${i}]`,
+    })),
+  };
+}
+
+function rejectDuplicates(kind: string, entries: { name: string; origin: string }[]): void {
+  const seen = new Map<string, string>();
+  for (const entry of entries) {
+    const key = entry.name.toLowerCase();
+    const first = seen.get(key);
+    if (first !== undefined) {
+      throw configError(
+        `${entry.origin}.name: ${kind} '${entry.name}' is already defined at ${first}: give each ${kind} its own name`,
+      );
+    }
+    seen.set(key, entry.origin);
+  }
+}
+
+/** Features the config may declare that this version does not run yet: a clear error, not silence. */
+function rejectUnsupported(config: DirqConfig): void {
+  const extension = config.extensions[0];
+  if (extension) {
+    throw configError(
+      `${extension.origin}: SQLite extensions are not supported yet by this version of dirq; remove the [[dirq.extension]] entry`,
+    );
+  }
+  const fn = config.functions[0];
+  if (fn) {
+    throw configError(
+      `${fn.origin}: worker-backed functions are not supported yet by this version of dirq; remove the [[dirq.function]] entry`,
+    );
+  }
+}
+
+/** Loads every `-c` file and merges them in order. Never auto-loads anything. */
+export function loadConfigs(paths: readonly string[]): DirqConfig {
+  const merged: DirqConfig = { ignore: [], tables: [], extensions: [], functions: [] };
+  for (const path of paths) {
+    const config = loadConfigFile(path);
+    merged.ignore.push(...config.ignore);
+    merged.tables.push(...config.tables);
+    merged.extensions.push(...config.extensions);
+    merged.functions.push(...config.functions);
+  }
+  rejectDuplicates("table", merged.tables);
+  rejectDuplicates("function", merged.functions);
+  rejectUnsupported(merged);
+  return merged;
+}

@@ -1,0 +1,56 @@
+import { isAbsolute, resolve } from "node:path";
+import { parse as splitWords } from "shell-quote";
+import { DirqError } from "../errors.js";
+
+/** A parsed on-file command: argv with `{path}` and `{root}` still in place. */
+export interface HookCommand {
+  /** The command as written, for messages. */
+  text: string;
+  argv: string[];
+}
+
+function invalid(text: string, why: string): DirqError {
+  return new DirqError("HOOK_COMMAND_INVALID", `on-file command '${text}': ${why}`);
+}
+
+/**
+ * Splits a command like a POSIX shell splits words (quotes, backslashes) without running a
+ * shell: no pipes, redirections, globbing or variable expansion (`$HOME` stays as written).
+ * A relative program path with a `/` resolves against `baseDir` (a config file's folder).
+ */
+export function parseHookCommand(text: string, baseDir?: string): HookCommand {
+  const words = splitWords(text, (name) => `$${name}`);
+  const argv: string[] = [];
+  for (const word of words) {
+    if (typeof word === "string") {
+      argv.push(word);
+      continue;
+    }
+    if ("comment" in word) break;
+    if ("op" in word && word.op === "glob") {
+      argv.push(word.pattern);
+      continue;
+    }
+    const op = "op" in word ? word.op : "?";
+    throw invalid(
+      text,
+      `shell operator '${op}' is not supported because no shell runs the hook; wrap it as sh -c '...' if you need one`,
+    );
+  }
+  const [program] = argv;
+  if (program === undefined) throw invalid(text, "the command is empty");
+  if (baseDir !== undefined && program.includes("/") && !isAbsolute(program)) {
+    argv[0] = resolve(baseDir, program);
+  }
+  return { text, argv };
+}
+
+/** The argv for one file: each placeholder is replaced inside its own argument. */
+export function expandHookCommand(
+  command: HookCommand,
+  values: { path: string; root: string },
+): string[] {
+  return command.argv.map((arg) =>
+    arg.replaceAll("{path}", values.path).replaceAll("{root}", values.root),
+  );
+}

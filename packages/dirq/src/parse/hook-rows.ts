@@ -1,0 +1,83 @@
+/** A value as stored: INTEGER as bigint so SQLite keeps it an integer, nested JSON as text. */
+export type StoredValue = null | bigint | number | string;
+
+/** One row of a hook's output: column name → value, in the hook's key order. */
+export type HookRow = Map<string, StoredValue>;
+
+export type ParsedOutput = { ok: true; rows: HookRow[] } | { ok: false; reason: string };
+
+function describe(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return `a ${typeof value}`;
+}
+
+/** JSON value → stored value: numbers keep their kind, booleans are 0/1, nesting is JSON text. */
+export function toStoredValue(value: unknown): StoredValue {
+  if (value === null || value === undefined) return null;
+  if (typeof value === "boolean") return value ? 1n : 0n;
+  if (typeof value === "number") return Number.isSafeInteger(value) ? BigInt(value) : value;
+  if (typeof value === "string") return value;
+  return JSON.stringify(value);
+}
+
+/** Keys a hook may not set: the hidden columns and anything else in dirq's namespace. */
+function isReservedKey(key: string): boolean {
+  return /^_dirq_/i.test(key);
+}
+
+/**
+ * Reads a hook's stdout: it must be a JSON array of objects (`[]` is zero rows). Anything else
+ * is a reason to skip the file, never an exception.
+ */
+export function parseHookOutput(stdout: Buffer): ParsedOutput {
+  let data: unknown;
+  try {
+    data = JSON.parse(stdout.toString("utf8"));
+  } catch (error) {
+    const excerpt = stdout.toString("utf8", 0, 80).trim();
+    return {
+      ok: false,
+      reason: `hook printed invalid JSON (${(error as Error).message}); output began: ${JSON.stringify(excerpt)}`,
+    };
+  }
+  if (!Array.isArray(data)) {
+    return {
+      ok: false,
+      reason: `hook printed ${describe(data)}, expected a JSON array of row objects`,
+    };
+  }
+  const rows: HookRow[] = [];
+  for (let i = 0; i < data.length; i++) {
+    const item: unknown = data[i];
+    if (item === null || typeof item !== "object" || Array.isArray(item)) {
+      return {
+        ok: false,
+        reason: `row ${i} of the hook's output is ${describe(item)}, expected an object`,
+      };
+    }
+    const row: HookRow = new Map();
+    for (const [key, value] of Object.entries(item)) {
+      if (!isReservedKey(key)) row.set(key, toStoredValue(value));
+    }
+    rows.push(row);
+  }
+  return { ok: true, rows };
+}
+
+/**
+ * Columns as the union of keys in first-seen order. SQLite column names ignore ASCII case, so
+ * `Title` and `title` are one column, spelled as first seen.
+ */
+export function inferColumns(rowSets: Iterable<readonly HookRow[]>): string[] {
+  const columns = new Map<string, string>();
+  for (const rows of rowSets) {
+    for (const row of rows) {
+      for (const key of row.keys()) {
+        const folded = key.toLowerCase();
+        if (!columns.has(folded)) columns.set(folded, key);
+      }
+    }
+  }
+  return [...columns.values()];
+}

@@ -1,0 +1,75 @@
+import { spawn } from "node:child_process";
+import { DirqError } from "../errors.js";
+import { expandHookCommand, type HookCommand } from "./hook-command.js";
+
+/** How much of a failing hook's stderr a message quotes. */
+const STDERR_TAIL_BYTES = 1000;
+
+export type HookOutcome = { ok: true; stdout: Buffer } | { ok: false; reason: string };
+
+function tail(chunks: Buffer[]): string {
+  const text = Buffer.concat(chunks).toString("utf8").trim();
+  if (text.length <= STDERR_TAIL_BYTES) return text;
+  return `…${text.slice(-STDERR_TAIL_BYTES)}`;
+}
+
+/** Keeps only the last bytes of a stream, so a chatty hook's stderr never piles up. */
+function keepTail(chunks: Buffer[], chunk: Buffer): void {
+  chunks.push(chunk);
+  let size = chunks.reduce((sum, part) => sum + part.length, 0);
+  while (chunks.length > 1 && size - (chunks[0]?.length ?? 0) >= STDERR_TAIL_BYTES * 4) {
+    size -= chunks.shift()?.length ?? 0;
+  }
+}
+
+function startFailure(command: HookCommand, error: NodeJS.ErrnoException): DirqError {
+  const program = command.argv[0] ?? "";
+  const why =
+    error.code === "ENOENT"
+      ? `program '${program}' not found (check the name, or give its path)`
+      : error.code === "EACCES"
+        ? `program '${program}' is not executable (chmod +x it, or run it through its interpreter)`
+        : `program '${program}' could not be started: ${error.message}`;
+  return new DirqError("HOOK_START_FAILED", `on-file command '${command.text}': ${why}`, {
+    cause: error,
+  });
+}
+
+/**
+ * Runs the hook for one file in `root` and collects its stdout as it streams (both pipes are
+ * always drained, so a hook never blocks on a full pipe). Resolves with the output, or with
+ * the reason it failed (exit status, signal, stderr tail). Rejects with a `HOOK_START_FAILED`
+ * DirqError when the program cannot be started at all.
+ */
+export function runHook(
+  command: HookCommand,
+  file: { path: string; root: string },
+): Promise<HookOutcome> {
+  const [program, ...args] = expandHookCommand(command, file);
+  return new Promise((resolve, reject) => {
+    const child = spawn(program as string, args, {
+      cwd: file.root,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const stdout: Buffer[] = [];
+    const stderr: Buffer[] = [];
+    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    child.stderr.on("data", (chunk: Buffer) => keepTail(stderr, chunk));
+    child.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code === "ENOENT" || error.code === "EACCES" || child.pid === undefined) {
+        reject(startFailure(command, error));
+      } else {
+        resolve({ ok: false, reason: error.message });
+      }
+    });
+    child.on("close", (code, signal) => {
+      if (code === 0) {
+        resolve({ ok: true, stdout: Buffer.concat(stdout) });
+        return;
+      }
+      const status = signal ? `was killed by ${signal}` : `exited with code ${code}`;
+      const detail = tail(stderr);
+      resolve({ ok: false, reason: detail ? `hook ${status}: ${detail}` : `hook ${status}` });
+    });
+  });
+}
