@@ -1,4 +1,12 @@
 export {
+  type DirqConfig,
+  EMPTY_CONFIG,
+  loadConfigFile,
+  loadConfigs,
+  type TableConfig,
+} from "./config/load-config.js";
+export { type InitOptions, starterConfig, writeStarterConfig } from "./config/starter-config.js";
+export {
   DirqIndex,
   type OpenIndexOptions,
   openIndex,
@@ -6,6 +14,7 @@ export {
   type SqlValue,
 } from "./engine.js";
 export { DirqError, type DirqErrorCode, isDirqError } from "./errors.js";
+export { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "./indexer/parsed-tables.js";
 export { PATH_TABLE_COLUMNS } from "./indexer/path-tables.js";
 export { jsonChunks, jsonValue, toJson } from "./output/json.js";
 export { renderTable } from "./output/table.js";
