@@ -41,7 +41,7 @@ async function printResult(command: QueryCommand, result: QueryResult, io: CliIo
 }
 
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
-  const config = loadConfigs(command.configs.map((path) => resolve(io.cwd, path)));
+  const config = loadConfigs(command.configs, io.cwd);
   const index = openIndex({
     root: io.cwd,
     noIgnore: command.noIgnore,
@@ -52,7 +52,9 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
     const result = await index.query(command.sql);
     await printResult(command, result, io);
     for (const skipped of result.skipped) {
-      io.stderr.write(`dirq: skipped ${skipped.path}: ${skipped.reason}\n`);
+      // A hook's stderr tail may span lines: indent them under the file they belong to.
+      const reason = skipped.reason.replaceAll("\n", "\n    ");
+      io.stderr.write(`dirq: skipped ${skipped.path}: ${reason}\n`);
     }
     return result.skipped.length > 0 ? EXIT_PARTIAL_SCAN : 0;
   } finally {
@@ -98,7 +100,8 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
     return await runCommand(parseCommandLine(argv), io);
   } catch (error) {
     if (isDirqError(error)) {
-      io.stderr.write(`dirq: ${error.message}\n`);
+      // One diagnostic per line (a config may have several problems), each with the prefix.
+      for (const line of error.message.split("\n")) io.stderr.write(`dirq: ${line}\n`);
       return 1;
     }
     const detail = process.env.DIRQ_DEBUG ? (error as Error).stack : (error as Error).message;

@@ -1,5 +1,5 @@
 import { readFileSync } from "node:fs";
-import { dirname, isAbsolute, resolve } from "node:path";
+import { dirname, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { DirqError } from "../errors.js";
 import { configFileSchema, describeIssues } from "./schema.js";
@@ -46,9 +46,9 @@ function configError(message: string, cause?: unknown): DirqError {
   return new DirqError("CONFIG_INVALID", message, { cause });
 }
 
-function readConfigText(path: string): string {
+function readConfigText(file: string, path: string): string {
   try {
-    return readFileSync(path, "utf8");
+    return readFileSync(file, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") throw configError(`config file ${path} not found`, error);
@@ -69,16 +69,19 @@ function parseTomlFile(path: string, text: string): unknown {
   }
 }
 
-/** Loads and validates one config file. Errors name the file and the key path. */
-export function loadConfigFile(path: string): DirqConfig {
-  const text = readConfigText(path);
+/**
+ * Loads and validates one config file; a relative `path` resolves against `cwd`. Errors name
+ * the file as given and the key path.
+ */
+export function loadConfigFile(path: string, cwd: string = process.cwd()): DirqConfig {
+  const text = readConfigText(resolve(cwd, path), path);
   const data = parseTomlFile(path, text);
   const result = configFileSchema.safeParse(data);
   if (!result.success) {
     const problems = describeIssues(result.error).map((line) => `${path}: ${line}`);
     throw configError(problems.join("\n"));
   }
-  const baseDir = dirname(resolve(path));
+  const baseDir = dirname(resolve(cwd, path));
   const file = result.data;
   return {
     ignore: file.dirq?.ignore ?? [],
@@ -92,7 +95,7 @@ export function loadConfigFile(path: string): DirqConfig {
       origin: `${path}: table[${i}]`,
     })),
     extensions: (file.dirq?.extension ?? []).map((extension, i) => ({
-      path: isAbsolute(extension.path) ? extension.path : resolve(baseDir, extension.path),
+      path: resolve(baseDir, extension.path),
       entrypoint: extension.entrypoint ?? null,
       origin: `${path}: dirq.extension[${i}]`,
     })),
@@ -137,10 +140,10 @@ function rejectUnsupported(config: DirqConfig): void {
 }
 
 /** Loads every `-c` file and merges them in order. Never auto-loads anything. */
-export function loadConfigs(paths: readonly string[]): DirqConfig {
+export function loadConfigs(paths: readonly string[], cwd: string = process.cwd()): DirqConfig {
   const merged: DirqConfig = { ignore: [], tables: [], extensions: [], functions: [] };
   for (const path of paths) {
-    const config = loadConfigFile(path);
+    const config = loadConfigFile(path, cwd);
     merged.ignore.push(...config.ignore);
     merged.tables.push(...config.tables);
     merged.extensions.push(...config.extensions);

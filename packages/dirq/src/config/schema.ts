@@ -4,15 +4,23 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A declared column type: SQLite accepts a name with optional size, as in `VARCHAR(40)`. */
 const COLUMN_TYPE = /^[A-Za-z][A-Za-z0-9_ ]*(\(\s*\d+\s*(,\s*\d+\s*)?\))?$/;
 
+/** "is required" when the key is missing, else "expected <what>". */
+function expected(what: string) {
+  return {
+    error: (issue: { input?: unknown }) =>
+      issue.input === undefined ? "is required" : `expected ${what}`,
+  };
+}
+
 const identifier = z
-  .string({ error: "expected a string" })
+  .string(expected("a string"))
   .regex(
     IDENTIFIER,
     "expected an SQL identifier (letters, digits and _, not starting with a digit)",
   )
   .refine((name) => !/^_dirq_/i.test(name), "names starting with _dirq_ are reserved for dirq");
 
-const nonEmptyString = z.string({ error: "expected a string" }).min(1, "must not be empty");
+const nonEmptyString = z.string(expected("a string")).min(1, "must not be empty");
 
 const tableEntry = z.strictObject({
   name: identifier,
@@ -20,8 +28,8 @@ const tableEntry = z.strictObject({
   schema: z
     .record(
       z.string().regex(IDENTIFIER, "column names must be SQL identifiers"),
-      z.string({ error: "expected a string" }).regex(COLUMN_TYPE, "expected a column type"),
-      { error: "expected a table of column = type" },
+      z.string(expected("a string")).regex(COLUMN_TYPE, "expected a column type"),
+      expected("a table of column = type"),
     )
     .optional(),
   "on-file": nonEmptyString,
@@ -36,19 +44,19 @@ const extensionEntry = z.strictObject({
 const functionEntry = z.strictObject({
   name: identifier,
   command: nonEmptyString,
-  deterministic: z.boolean({ error: "expected true or false" }).optional(),
+  deterministic: z.boolean(expected("true or false")).optional(),
 });
 
 /** One `.dirq.toml` file as written (relative paths not yet resolved). */
 export const configFileSchema = z.strictObject({
   dirq: z
     .strictObject({
-      ignore: z.array(nonEmptyString, { error: "expected an array of strings" }).optional(),
-      extension: z.array(extensionEntry, { error: "expected an array of tables" }).optional(),
-      function: z.array(functionEntry, { error: "expected an array of tables" }).optional(),
+      ignore: z.array(nonEmptyString, expected("an array of strings")).optional(),
+      extension: z.array(extensionEntry, expected("an array of tables")).optional(),
+      function: z.array(functionEntry, expected("an array of tables")).optional(),
     })
     .optional(),
-  table: z.array(tableEntry, { error: "expected an array of tables ([[table]])" }).optional(),
+  table: z.array(tableEntry, expected("an array of tables ([[table]])")).optional(),
 });
 
 export type ConfigFile = z.infer<typeof configFileSchema>;
