@@ -106,6 +106,8 @@ export class DirqIndex {
   private readonly builtTables = new Set<string>();
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
+  /** Config tables are built before the first statement runs (views in a `ddl` need them). */
+  private configTablesBuilt = false;
 
   constructor(options: OpenIndexOptions = {}) {
     this.root = resolveRoot(options.root ?? process.cwd());
@@ -124,11 +126,6 @@ export class DirqIndex {
     };
     this.db = openIndexDatabase(this.root);
     this.pathTables = new PathTables(this.db, this.parsedOptions);
-  }
-
-  private configTable(name: string): TableConfig | undefined {
-    const wanted = name.toLowerCase();
-    return this.config.tables.find((table) => table.name.toLowerCase() === wanted);
   }
 
   private async buildParsed(spec: ParsedTableSpec): Promise<void> {
@@ -156,16 +153,25 @@ export class DirqIndex {
   }
 
   /**
-   * Creates the table a statement names when it is missing: a config table (built with its
-   * hook), a path-table parsed by `--on-file`, or a plain path-table (filled later, with only
-   * the columns the statement reads). `false` when the name is none of these.
+   * Builds every config table, in config order, once per index: a `ddl` view or trigger may
+   * read another table, and `sqlite_master` should list them all from the first statement.
+   */
+  private async buildConfigTables(): Promise<void> {
+    if (this.configTablesBuilt) return;
+    this.configTablesBuilt = true;
+    for (const table of this.config.tables) {
+      if (!this.builtTables.has(table.name.toLowerCase())) {
+        await this.buildParsed(this.configTableSpec(table));
+      }
+    }
+  }
+
+  /**
+   * Creates the path-table a statement names when it is missing: parsed by `--on-file`, or a
+   * plain one (filled later, with only the columns the statement reads). `false` when the
+   * name is not a path-table.
    */
   private async createMissingTable(name: string): Promise<boolean> {
-    const table = this.configTable(name);
-    if (table !== undefined && !this.builtTables.has(name.toLowerCase())) {
-      await this.buildParsed(this.configTableSpec(table));
-      return true;
-    }
     if (name.toLowerCase() === "files") throw removedFilesTable();
     if (this.onFile === null) return this.pathTables.create(name);
     const selection = parsePathTableName(name, this.root);
@@ -220,6 +226,7 @@ export class DirqIndex {
   async query(sql: string): Promise<QueryResult> {
     checkReadOnlyStatement(sql);
     this.pendingSkipped = [];
+    await this.buildConfigTables();
     const statement = await this.prepareCreatingTables(sql);
     if (!statement.readonly) {
       throw new DirqError(

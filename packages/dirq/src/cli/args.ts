@@ -148,7 +148,8 @@ export function parseCommandLine(argv: readonly string[]): Command {
   if (first === "server" || first === "repl") {
     throw usageError(`'dirq ${first}' is not available in this version yet`);
   }
-  if (first.startsWith("-") && first !== "-" && first !== "--") {
+  // SQL may start with a comment (`-- note`); no option contains whitespace.
+  if (first.startsWith("-") && first !== "-" && first !== "--" && !/\s/.test(first)) {
     const flag = flagName(first);
     if (MODE_FLAGS.has(flag)) {
       throw usageError(

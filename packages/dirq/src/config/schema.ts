@@ -18,7 +18,8 @@ const identifier = z
     IDENTIFIER,
     "expected an SQL identifier (letters, digits and _, not starting with a digit)",
   )
-  .refine((name) => !/^_dirq_/i.test(name), "names starting with _dirq_ are reserved for dirq");
+  .refine((name) => !/^_dirq_/i.test(name), "names starting with _dirq_ are reserved for dirq")
+  .refine((name) => !/^sqlite_/i.test(name), "names starting with sqlite_ are reserved for SQLite");
 
 const nonEmptyString = z.string(expected("a string")).min(1, "must not be empty");
 
@@ -31,6 +32,19 @@ const tableEntry = z.strictObject({
       z.string(expected("a string")).regex(COLUMN_TYPE, "expected a column type"),
       expected("a table of column = type"),
     )
+    .superRefine((schema, context) => {
+      const seen = new Set<string>();
+      for (const column of Object.keys(schema)) {
+        if (seen.has(column.toLowerCase())) {
+          context.addIssue({
+            code: "custom",
+            path: [column],
+            message: "duplicate column: SQLite column names ignore case",
+          });
+        }
+        seen.add(column.toLowerCase());
+      }
+    })
     .optional(),
   "on-file": nonEmptyString,
   ddl: nonEmptyString.optional(),

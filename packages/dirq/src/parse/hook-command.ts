@@ -13,22 +13,46 @@ function invalid(text: string, why: string): DirqError {
   return new DirqError("HOOK_COMMAND_INVALID", `on-file command '${text}': ${why}`);
 }
 
+/** Stands in for `$` while splitting, so that no variable is expanded (not even `${HOME}`). */
+const DOLLAR = "\uE000";
+
+/** shell-quote closes an unterminated quote silently; a shell would refuse, and so do we. */
+function findUnclosedQuote(text: string): string | null {
+  let quote: string | null = null;
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (quote === "'") {
+      if (ch === "'") quote = null;
+    } else if (ch === "\\") {
+      i++;
+    } else if (quote === '"') {
+      if (ch === '"') quote = null;
+    } else if (ch === "'" || ch === '"') {
+      quote = ch;
+    }
+  }
+  return quote;
+}
+
 /**
  * Splits a command like a POSIX shell splits words (quotes, backslashes) without running a
  * shell: no pipes, redirections, globbing or variable expansion (`$HOME` stays as written).
  * A relative program path with a `/` resolves against `baseDir` (a config file's folder).
  */
 export function parseHookCommand(text: string, baseDir?: string): HookCommand {
-  const words = splitWords(text, (name) => `$${name}`);
+  const unclosed = findUnclosedQuote(text);
+  if (unclosed !== null) throw invalid(text, `a ${unclosed} quote is never closed`);
+  const words = splitWords(text.replaceAll("$", DOLLAR));
+  const restore = (word: string) => word.replaceAll(DOLLAR, "$");
   const argv: string[] = [];
   for (const word of words) {
     if (typeof word === "string") {
-      argv.push(word);
+      argv.push(restore(word));
       continue;
     }
     if ("comment" in word) break;
     if ("op" in word && word.op === "glob") {
-      argv.push(word.pattern);
+      argv.push(restore(word.pattern));
       continue;
     }
     const op = "op" in word ? word.op : "?";

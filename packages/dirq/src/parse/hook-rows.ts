@@ -1,3 +1,5 @@
+import { parse as parseLossless, stringify as stringifyLossless } from "lossless-json";
+
 /** A value as stored: INTEGER as bigint so SQLite keeps it an integer, nested JSON as text. */
 export type StoredValue = null | bigint | number | string;
 
@@ -12,13 +14,39 @@ function describe(value: unknown): string {
   return `a ${typeof value}`;
 }
 
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
 /** JSON value → stored value: numbers keep their kind, booleans are 0/1, nesting is JSON text. */
 export function toStoredValue(value: unknown): StoredValue {
   if (value === null || value === undefined) return null;
   if (typeof value === "boolean") return value ? 1n : 0n;
   if (typeof value === "number") return Number.isSafeInteger(value) ? BigInt(value) : value;
+  if (typeof value === "bigint") {
+    // Exact within SQLite's 64-bit INTEGER; beyond it a REAL, as SQLite itself reads such literals.
+    return value >= INT64_MIN && value <= INT64_MAX ? value : Number(value);
+  }
   if (typeof value === "string") return value;
-  return JSON.stringify(value);
+  return stringifyLossless(value) ?? "null";
+}
+
+/** Sixteen digits or more may be an integer beyond 2^53, which JSON.parse would round. */
+const LONG_NUMBER = /\d{16}/;
+
+function parseNumber(text: string): number | bigint {
+  if (/^-?\d+$/.test(text)) {
+    const exact = BigInt(text);
+    if (exact > BigInt(Number.MAX_SAFE_INTEGER) || exact < BigInt(Number.MIN_SAFE_INTEGER)) {
+      return exact;
+    }
+  }
+  return Number(text);
+}
+
+/** JSON.parse, but integers beyond 2^53 come back exact (as bigint). */
+function parseJson(text: string): unknown {
+  if (!LONG_NUMBER.test(text)) return JSON.parse(text);
+  return parseLossless(text, null, parseNumber);
 }
 
 /** Keys a hook may not set: the hidden columns and anything else in dirq's namespace. */
@@ -33,7 +61,7 @@ function isReservedKey(key: string): boolean {
 export function parseHookOutput(stdout: Buffer): ParsedOutput {
   let data: unknown;
   try {
-    data = JSON.parse(stdout.toString("utf8"));
+    data = parseJson(stdout.toString("utf8"));
   } catch (error) {
     const excerpt = stdout.toString("utf8", 0, 80).trim();
     return {

@@ -26,6 +26,9 @@ const TRANSACTION_KEYWORDS = new Set([
 ]);
 const MAINTENANCE_KEYWORDS = new Set(["VACUUM", "REINDEX", "ANALYZE", "ATTACH", "DETACH"]);
 
+/** Table-valued pragmas whose argument names a table or index. */
+const PRAGMA_FUNCTION = /^pragma_\w+$/i;
+
 /** Pragmas that only report; these may take an argument (a table or index name). */
 const PRAGMAS_WITH_ARGUMENT = new Set([
   "table_info",
@@ -129,7 +132,29 @@ function checkFirstKeyword(tokens: SqlToken[]): void {
   if (keyword && MAINTENANCE_KEYWORDS.has(keyword)) {
     throw rejected(`${keyword} is not allowed: it can create or change files`);
   }
-  throw rejected(`statement starting with "${shown}" is not allowed`);
+  // No SQLite statement starts with anything else: say what SQLite would say.
+  throw new DirqError("SQL_ERROR", `near "${shown}": syntax error`);
+}
+
+/**
+ * A table-valued pragma (`pragma_table_info(...)`) may only name its table with literals:
+ * a computed name could spell an internal table that no token shows.
+ */
+function checkPragmaFunctions(tokens: SqlToken[]): void {
+  tokens.forEach((token, i) => {
+    if (token.kind !== "word" || !PRAGMA_FUNCTION.test(token.text)) return;
+    if (tokens[i + 1]?.text !== "(") return;
+    for (let j = i + 2; j < tokens.length && tokens[j]?.text !== ")"; j++) {
+      const argument = tokens[j] as SqlToken;
+      const literal = ["string", "identifier", "word"].includes(argument.kind);
+      if (!literal && argument.text !== ",") {
+        throw new DirqError(
+          "QUERY_INTERNAL_TABLE",
+          `${token.text}(...) takes only literal names here, so that internal _dirq_ tables stay hidden: write the table name as a string`,
+        );
+      }
+    }
+  });
 }
 
 /**
@@ -146,6 +171,7 @@ export function checkReadOnlyStatement(sql: string): void {
   checkFirstKeyword(tokens);
   checkSingleStatement(tokens);
   checkInternalNames(tokens);
+  checkPragmaFunctions(tokens);
 }
 
 /** True when the statement is an EXPLAIN (which compiles but never reads rows). */

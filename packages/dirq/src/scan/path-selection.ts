@@ -1,5 +1,5 @@
-import { lstatSync } from "node:fs";
-import { posix } from "node:path";
+import { lstatSync, statSync } from "node:fs";
+import { join, posix } from "node:path";
 import picomatch from "picomatch";
 import { DirqError } from "../errors.js";
 
@@ -22,10 +22,10 @@ function outsideRoot(name: string): DirqError {
   );
 }
 
-/** Normalizes the part after `./`, rejecting anything that climbs out of the root. */
-function normalizeRelative(name: string): string {
-  if (name.startsWith("/") || name.startsWith("~")) throw outsideRoot(name);
-  const normalized = posix.normalize(name);
+/** Normalizes `relative` (the part after `./`), rejecting anything that climbs out of the root. */
+function normalizeRelative(name: string, relative: string): string {
+  if (relative.startsWith("/") || relative.startsWith("~")) throw outsideRoot(name);
+  const normalized = posix.normalize(relative);
   if (normalized === ".." || normalized.startsWith("../")) throw outsideRoot(name);
   const trimmed = normalized.replace(/\/+$/, "");
   return trimmed === "." ? "" : trimmed;
@@ -52,6 +52,13 @@ function literalSelection(name: string, relative: string, root: string): PathSel
     );
   }
   if (stats.isDirectory()) return { kind: "tree", base: relative };
+  // A symlink to a directory is never followed: the walk finds the link and lists nothing.
+  if (
+    stats.isSymbolicLink() &&
+    statSync(join(root, relative), { throwIfNoEntry: false })?.isDirectory()
+  ) {
+    return { kind: "tree", base: relative };
+  }
   return { kind: "file", file: relative };
 }
 
@@ -71,12 +78,16 @@ export function parsePathTableName(name: string, root: string): PathSelection | 
     return null;
   }
   const withoutDot = name === "." ? "" : name.startsWith("./") ? name.slice(2) : name;
-  const relative = normalizeRelative(withoutDot);
+  const relative = normalizeRelative(name, withoutDot);
   if (hasGlobCharacters(relative)) return globSelection(relative);
   return literalSelection(name, relative, root);
 }
 
-/** Builds the matcher for a glob selection: bash globstar rules, dot-files only when spelled. */
+/**
+ * Builds the matcher for a glob selection: bash globstar rules, dot-files only when spelled.
+ * picomatch reads `[!a]` as "`!` or `a`"; bash reads it as "not `a`", which `[^a]` spells.
+ */
 export function compileGlob(pattern: string): (relativePath: string) => boolean {
-  return picomatch(pattern, { dot: false });
+  const bashClasses = pattern.replace(/(^|[^\\])\[!/g, "$1[^");
+  return picomatch(bashClasses, { dot: false, nonegate: true });
 }

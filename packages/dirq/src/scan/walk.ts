@@ -1,4 +1,4 @@
-import { type Dirent, readdirSync, statSync } from "node:fs";
+import { type Dirent, lstatSync, readdirSync, statSync } from "node:fs";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { compileGlob, type PathSelection } from "./path-selection.js";
 
@@ -58,13 +58,18 @@ class Walker {
     this.maxDepth = selection.kind === "glob" ? selection.maxDepth : null;
   }
 
-  /** Follows the rules from the root down to `dir`; `null` when `dir` itself is skipped. */
+  /**
+   * Follows the rules from the root down to `dir`; `null` when `dir` is skipped, missing, or
+   * reached through a symlinked directory (never followed: it could lead outside the root).
+   */
   rulesFor(dir: string, rootRules: IgnoreRules): IgnoreRules | null {
     let rules = rootRules;
     let current = "";
     for (const segment of dir === "" ? [] : dir.split("/")) {
       current = joinRelative(current, segment);
       if (BUILT_IN_SKIPS.has(segment) || rules.ignores(current, true)) return null;
+      const stats = lstatSync(`${this.options.root}/${current}`, { throwIfNoEntry: false });
+      if (!stats?.isDirectory()) return null;
       const gitignore = statSync(`${this.options.root}/${current}/.gitignore`, {
         throwIfNoEntry: false,
       });
