@@ -30,7 +30,14 @@ const tableEntry = z.strictObject({
     .record(
       z.string().regex(IDENTIFIER, "column names must be SQL identifiers"),
       z.string(expected("a string")).regex(COLUMN_TYPE, "expected a column type"),
-      expected("a table of column = type"),
+      {
+        error: (issue: { code?: string; input?: unknown }) =>
+          issue.code === "invalid_key"
+            ? "column names must be SQL identifiers (letters, digits and _)"
+            : issue.input === undefined
+              ? "is required"
+              : "expected a table of column = type",
+      },
     )
     .superRefine((schema, context) => {
       const seen = new Set<string>();

@@ -11,7 +11,7 @@ export type ParsedOutput = { ok: true; rows: HookRow[] } | { ok: false; reason: 
 function describe(value: unknown): string {
   if (value === null) return "null";
   if (Array.isArray(value)) return "an array";
-  return `a ${typeof value}`;
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
 }
 
 const INT64_MIN = -(2n ** 63n);
