@@ -1,22 +1,27 @@
-import { realpathSync, statSync } from "node:fs";
+import { lstatSync, realpathSync, statSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/load-config.js";
-import { DirqError } from "./errors.js";
-import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
+import { DirqError, isDirqError } from "./errors.js";
+import { openIndexDatabase, quoteIdentifier, type SqliteDatabase } from "./indexer/database.js";
 import {
   buildParsedTable,
   FILE_PATH_COLUMN,
+  type LiveParsedTable,
   type ParsedTableSpec,
-  ROW_INDEX_COLUMN,
+  replaceFileRows,
 } from "./indexer/parsed-tables.js";
-import { PathTables } from "./indexer/path-tables.js";
+import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
+import type { RowChange } from "./indexer/row-changes.js";
+import type { HookRow } from "./parse/hook-rows.js";
+import { parseFiles } from "./parse/parse-files.js";
+import { InclusionCheck, selectionMatcher } from "./scan/inclusion.js";
 import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
 import { checkReadOnlyStatement, isExplain } from "./query/read-only-guard.js";
-import { visibleColumnPositions } from "./query/hidden-columns.js";
+import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { tablesReadBy } from "./query/statement-plan.js";
 import { parsePathTableName } from "./scan/path-selection.js";
-import type { SkippedPath } from "./scan/walk.js";
+import { type SkippedPath, walkSelection } from "./scan/walk.js";
 
 export interface OpenIndexOptions {
   /** The index root; default: the current working directory. */
@@ -35,20 +40,25 @@ export interface OpenIndexOptions {
   /** Hooks run at once; default one per CPU core. */
   hookConcurrency?: number;
   /**
+   * Keep the index in this SQLite file (WAL mode) instead of memory, so that other processes
+   * can read it (the server's query processes).
+   */
+  databasePath?: string;
+  /**
+   * Fill every column of a path-table on first use, not only the ones the statement reads
+   * (the server does, so the watcher keeps whole rows current).
+   */
+  fillAllColumns?: boolean;
+  /**
    * Progress reporting. Default: lines on stderr as `DIRQ_PROGRESS` says (so every client of
    * the library behaves like the CLI). `false` turns it off.
    */
   progress?: ProgressReporter | false;
 }
 
-/** One SQLite value as dirq returns it: INTEGER as bigint (exact), BLOB as Buffer. */
-export type SqlValue = null | bigint | number | string | Buffer;
+export type { SqlValue };
 
-export interface QueryResult {
-  /** Result column names, in SELECT order. */
-  columns: string[];
-  /** The rows, read lazily from SQLite: iterate once. */
-  rows: Iterable<SqlValue[]>;
+export interface QueryResult extends StatementRows {
   /**
    * Files the scan for this query could not read, and files whose hook failed: a partial scan.
    */
@@ -65,20 +75,6 @@ function removedFilesTable(): DirqError {
     "TABLE_REMOVED",
     "no such table: files. The implicit table 'files' was removed: query the root as a path-table instead, as in SELECT * FROM './'",
   );
-}
-
-function sqlError(error: unknown): unknown {
-  if (error instanceof Error && error.name === "SqliteError") {
-    return new DirqError("SQL_ERROR", error.message, { cause: error });
-  }
-  if (error instanceof RangeError && /parameter/i.test(error.message)) {
-    return new DirqError(
-      "SQL_ERROR",
-      "the statement has parameters (?, :name, @name or $name), which dirq cannot bind: write the values into the SQL",
-      { cause: error },
-    );
-  }
-  return error;
 }
 
 function resolveRoot(root: string): string {
@@ -102,8 +98,9 @@ export class DirqIndex {
   private readonly parsedOptions: ConstructorParameters<typeof PathTables>[1] & {
     concurrency?: number;
   };
-  /** Parsed tables built so far (lower-cased name), so each is built once per index. */
-  private readonly builtTables = new Set<string>();
+  /** Parsed tables built so far, by lower-cased name: each is built once per index. */
+  private readonly parsedTables = new Map<string, LiveParsedTable>();
+  private readonly fillAllColumns: boolean;
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
@@ -124,13 +121,15 @@ export class DirqIndex {
       progress,
       concurrency: options.hookConcurrency,
     };
-    this.db = openIndexDatabase(this.root);
+    this.fillAllColumns = options.fillAllColumns ?? false;
+    this.db = openIndexDatabase(this.root, options.databasePath);
     this.pathTables = new PathTables(this.db, this.parsedOptions);
   }
 
   private async buildParsed(spec: ParsedTableSpec): Promise<void> {
-    const skipped = await buildParsedTable(this.db, spec, this.parsedOptions);
-    this.builtTables.add(spec.name.toLowerCase());
+    const { skipped, columns } = await buildParsedTable(this.db, spec, this.parsedOptions);
+    const matches = spec.selection ? selectionMatcher(spec.selection) : () => false;
+    this.parsedTables.set(spec.name.toLowerCase(), { spec, columns, matches });
     this.pendingSkipped.push(...skipped);
   }
 
@@ -140,7 +139,8 @@ export class DirqIndex {
       selection = parsePathTableName(`./${table.glob}`, this.root);
     } catch (error) {
       if ((error as DirqError).code !== "PATH_NOT_FOUND") throw error;
-      selection = null;
+      // Nothing there yet: the watcher picks the files up if the folder appears later.
+      selection = { kind: "tree", base: table.glob.replace(/\/+$/, "") };
     }
     return {
       name: table.name,
@@ -160,10 +160,20 @@ export class DirqIndex {
     if (this.configTablesBuilt) return;
     this.configTablesBuilt = true;
     for (const table of this.config.tables) {
-      if (!this.builtTables.has(table.name.toLowerCase())) {
+      if (!this.parsedTables.has(table.name.toLowerCase())) {
         await this.buildParsed(this.configTableSpec(table));
       }
     }
+  }
+
+  /**
+   * Builds every config table now rather than before the first statement (the server does
+   * this at start). Returns the files skipped on the way.
+   */
+  async build(): Promise<SkippedPath[]> {
+    this.pendingSkipped = [];
+    await this.buildConfigTables();
+    return this.pendingSkipped;
   }
 
   /**
@@ -213,7 +223,8 @@ export class DirqIndex {
           `${table} is an internal dirq table and cannot be queried (reached through a view)`,
         );
       }
-      skipped.push(...(await this.pathTables.fill(table, PathTables.groupsFor(columns))));
+      const groups = this.fillAllColumns ? ALL_COLUMN_GROUPS : PathTables.groupsFor(columns);
+      skipped.push(...(await this.pathTables.fill(table, groups)));
     }
     return skipped;
   }
@@ -224,6 +235,22 @@ export class DirqIndex {
    * runs.
    */
   async query(sql: string): Promise<QueryResult> {
+    const { statement, skipped } = await this.prepareChecked(sql);
+    return { ...executeStatement(statement, sql), skipped };
+  }
+
+  /**
+   * Checks a statement and builds every table it reads, without running it: what a query
+   * does before its rows are read. The server runs the statement itself in a separate
+   * process, which a timeout can kill. Returns the files skipped while building tables.
+   */
+  async prepare(sql: string): Promise<SkippedPath[]> {
+    return (await this.prepareChecked(sql)).skipped;
+  }
+
+  private async prepareChecked(
+    sql: string,
+  ): Promise<{ statement: Statement; skipped: SkippedPath[] }> {
     checkReadOnlyStatement(sql);
     this.pendingSkipped = [];
     await this.buildConfigTables();
@@ -235,15 +262,7 @@ export class DirqIndex {
       );
     }
     const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(sql))];
-    if (!statement.reader) {
-      statement.run();
-      return { columns: [], rows: [], skipped };
-    }
-    statement.raw(true).safeIntegers(true);
-    const shown = visibleColumnPositions(statement.columns(), sql, HIDDEN);
-    const columns = shown.map((i) => statement.columns()[i]?.name ?? "");
-    const all = shown.length === statement.columns().length;
-    return { columns, rows: iterateRows(statement, all ? null : shown), skipped };
+    return { statement, skipped };
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */
@@ -254,20 +273,114 @@ export class DirqIndex {
     );
   }
 
+  /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
+  private indexedFilesUnder(dir: string): Set<string> {
+    const prefix = dir === "" ? "" : `${dir}/`;
+    const tables: [string, string][] = [
+      ...this.pathTables.filledTables().map((name): [string, string] => [name, "path"]),
+      ...[...this.parsedTables.values()].map((t): [string, string] => [
+        t.spec.name,
+        FILE_PATH_COLUMN,
+      ]),
+    ];
+    const files = new Set<string>();
+    for (const [table, column] of tables) {
+      const rows = this.db
+        .prepare(
+          `SELECT DISTINCT ${column} FROM ${quoteIdentifier(table)} WHERE substr(${column}, 1, ?) = ?`,
+        )
+        .pluck()
+        .all(prefix.length, prefix) as string[];
+      for (const file of rows) files.add(file);
+    }
+    return files;
+  }
+
+  /** The files a changed path stands for: itself, what is under it now, what was under it. */
+  private filesFor(path: string): Set<string> {
+    const files = new Set(this.indexedFilesUnder(path));
+    if (path !== "") files.add(path);
+    const stats = lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false });
+    if (stats?.isDirectory()) {
+      const walked = walkSelection({
+        root: this.root,
+        selection: { kind: "tree", base: path },
+        useGitignore: false,
+      });
+      for (const file of walked.paths) files.add(file);
+    }
+    return files;
+  }
+
+  /** Runs the table's hook over `files`; failures become error changes. */
+  private async parseForRefresh(
+    table: LiveParsedTable,
+    files: string[],
+  ): Promise<{ parsed: Map<string, HookRow[]>; errors: RowChange[] }> {
+    const parsed = new Map<string, HookRow[]>();
+    const errors: RowChange[] = [];
+    const errorFor = (file_path: string, error: string): RowChange => ({
+      action: "error",
+      table: table.spec.name,
+      file_path,
+      error,
+    });
+    try {
+      const result = await parseFiles(table.spec.command, files, {
+        root: this.root,
+        concurrency: this.parsedOptions.concurrency,
+      });
+      for (const file of result.files) parsed.set(file.path, file.rows);
+      for (const skipped of result.skipped) errors.push(errorFor(skipped.path, skipped.reason));
+    } catch (error) {
+      if (!isDirqError(error)) throw error;
+      for (const file of files) errors.push(errorFor(file, error.message));
+    }
+    return { parsed, errors };
+  }
+
+  /**
+   * Brings every built table up to date with the files at `paths` (relative; files or
+   * directories, existing or not) and returns the row changes, committed before it returns.
+   * A file whose hook fails keeps its old rows and yields an `error` change.
+   */
+  async refresh(paths: Iterable<string>): Promise<RowChange[]> {
+    const candidates = new Set<string>();
+    for (const path of paths) for (const file of this.filesFor(path)) candidates.add(file);
+    const inclusion = new InclusionCheck(this.root, this.parsedOptions);
+    const present = new Map<string, boolean>();
+    for (const file of candidates) {
+      const isFile = statSync(`${this.root}/${file}`, { throwIfNoEntry: false })?.isFile() ?? false;
+      present.set(file, isFile && inclusion.includes(file));
+    }
+    const changes: RowChange[] = [];
+    const parsedByTable = new Map<LiveParsedTable, Map<string, HookRow[]>>();
+    for (const table of this.parsedTables.values()) {
+      const files = [...candidates].filter((file) => present.get(file) && table.matches(file));
+      const { parsed, errors } = await this.parseForRefresh(table, files);
+      parsedByTable.set(table, parsed);
+      changes.push(...errors);
+    }
+    this.db.transaction(() => {
+      for (const file of candidates) {
+        changes.push(...this.pathTables.refreshFile(file, present.get(file) ?? false));
+        for (const [table, parsed] of parsedByTable) {
+          const wanted = present.get(file) && table.matches(file);
+          const rows = wanted ? parsed.get(file) : [];
+          if (rows !== undefined) changes.push(...replaceFileRows(this.db, table, file, rows));
+        }
+      }
+    })();
+    return changes;
+  }
+
+  /** Re-checks every file every table holds or should hold (after a `.gitignore` change). */
+  async rescan(): Promise<RowChange[]> {
+    return this.refresh([""]);
+  }
+
   close(): void {
     this.db.close();
-  }
-}
-
-const HIDDEN = new Set([FILE_PATH_COLUMN, ROW_INDEX_COLUMN]);
-
-function* iterateRows(statement: Statement, keep: number[] | null): Iterable<SqlValue[]> {
-  try {
-    const rows = statement.iterate() as Iterable<SqlValue[]>;
-    if (keep === null) yield* rows;
-    else for (const row of rows) yield keep.map((i) => row[i] as SqlValue);
-  } catch (error) {
-    throw sqlError(error);
   }
 }
 

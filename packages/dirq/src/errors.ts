@@ -18,7 +18,10 @@ export type DirqErrorCode =
   | "HOOK_COMMAND_INVALID"
   | "HOOK_START_FAILED"
   | "INIT_OUTPUT_EXISTS"
-  | "INIT_WRITE_FAILED";
+  | "INIT_WRITE_FAILED"
+  | "QUERY_TIMEOUT"
+  | "REQUEST_INVALID"
+  | "SERVER_DEGRADED";
 
 /** A user error: bad input, with a message that names what is wrong and what to do. */
 export class DirqError extends Error {

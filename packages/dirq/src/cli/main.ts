@@ -13,6 +13,7 @@ import {
   type InitCommand,
   parseCommandLine,
   type QueryCommand,
+  type ServerCommand,
 } from "./args.js";
 
 /** The process streams and settings the CLI runs with (tests may pass their own). */
@@ -76,6 +77,25 @@ async function runInit(command: InitCommand, io: CliIo): Promise<number> {
   return 0;
 }
 
+/** Resolves on the first SIGINT or SIGTERM. */
+function stopSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    process.once("SIGINT", () => resolve());
+    process.once("SIGTERM", () => resolve());
+  });
+}
+
+async function runServerCommand(command: ServerCommand, io: CliIo): Promise<number> {
+  const { runServer } = await import("../server/run-server.js");
+  return runServer({
+    ...command,
+    root: io.cwd,
+    stdout: io.stdout,
+    stderr: io.stderr,
+    stopSignal: stopSignal(),
+  });
+}
+
 async function runCommand(command: Command, io: CliIo): Promise<number> {
   switch (command.kind) {
     case "help":
@@ -88,6 +108,8 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
       return runQuery(command, io);
     case "init":
       return runInit(command, io);
+    case "server":
+      return runServerCommand(command, io);
   }
 }
 

@@ -22,10 +22,22 @@ function loadSqlite(): { Database: typeof BetterSqlite3; nativeBinding?: string 
   }
 }
 
-/** Opens the in-memory index with its internal metadata table. */
-export function openIndexDatabase(root: string): SqliteDatabase {
+/** Opens a connection with better-sqlite3, the addon located up front. */
+export function openSqlite(path: string, options: { readonly?: boolean } = {}): SqliteDatabase {
   const { Database, nativeBinding } = loadSqlite();
-  const db = new Database(":memory:", nativeBinding ? { nativeBinding } : {});
+  return new Database(path, { ...options, ...(nativeBinding ? { nativeBinding } : {}) });
+}
+
+/**
+ * Opens the index with its internal metadata table: in memory, or in `path` in WAL mode so
+ * other processes can read while this one writes. It is a cache, so it is not synced to disk.
+ */
+export function openIndexDatabase(root: string, path?: string): SqliteDatabase {
+  const db = openSqlite(path ?? ":memory:");
+  if (path !== undefined) {
+    db.pragma("journal_mode = WAL");
+    db.pragma("synchronous = OFF");
+  }
   db.exec("CREATE TABLE _dirq_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
   db.prepare("INSERT INTO _dirq_meta (key, value) VALUES (?, ?), (?, ?)").run(
     "version",

@@ -6,6 +6,7 @@ import type { ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
 /** Hidden columns of every parsed table: which file a row came from and its place there. */
 export const FILE_PATH_COLUMN = "_dirq_file_path";
@@ -50,30 +51,40 @@ function createTable(db: SqliteDatabase, spec: ParsedTableSpec, columns: string[
   }
 }
 
-function insertRows(
+/** A hook row's values in the table's column order (keys outside the columns are dropped). */
+export function rowValues(columns: readonly string[], row: HookRow): StoredValue[] {
+  const position = new Map(columns.map((column, i) => [column.toLowerCase(), i]));
+  const values: StoredValue[] = new Array(columns.length).fill(null);
+  for (const [key, value] of row) {
+    const at = position.get(key.toLowerCase());
+    if (at !== undefined) values[at] = value;
+  }
+  return values;
+}
+
+/** Inserts one file's rows, with the hidden columns. Call inside a transaction. */
+export function insertFileRows(
   db: SqliteDatabase,
-  spec: ParsedTableSpec,
-  columns: string[],
-  files: ParsedFile[],
+  table: string,
+  columns: readonly string[],
+  path: string,
+  rows: readonly HookRow[],
 ): void {
   const names = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier);
   const insert = db.prepare(
-    `INSERT INTO ${quoteIdentifier(spec.name)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`,
+    `INSERT INTO ${quoteIdentifier(table)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`,
   );
-  const position = new Map(columns.map((column, i) => [column.toLowerCase(), i]));
-  const values: StoredValue[] = new Array(names.length);
-  const writeRow = (row: HookRow, path: string, index: number) => {
-    values.fill(null);
-    for (const [key, value] of row) {
-      const at = position.get(key.toLowerCase());
-      if (at !== undefined) values[at] = value;
-    }
-    values[columns.length] = path;
-    values[columns.length + 1] = BigInt(index);
-    insert.run(values);
-  };
+  rows.forEach((row, index) => insert.run([...rowValues(columns, row), path, BigInt(index)]));
+}
+
+function insertRows(
+  db: SqliteDatabase,
+  table: string,
+  columns: string[],
+  files: ParsedFile[],
+): void {
   db.transaction(() => {
-    for (const file of files) file.rows.forEach((row, i) => writeRow(row, file.path, i));
+    for (const file of files) insertFileRows(db, table, columns, file.path, file.rows);
   })();
 }
 
@@ -86,7 +97,7 @@ export async function buildParsedTable(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
   options: ParsedTableOptions,
-): Promise<SkippedPath[]> {
+): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const scan = options.progress.start();
   const walked = spec.selection
     ? walkSelection({
@@ -109,6 +120,46 @@ export async function buildParsedTable(
     ? spec.schema.map(([column]) => column)
     : inferColumns(parsed.files.map((file) => file.rows));
   createTable(db, spec, columns);
-  insertRows(db, spec, columns, parsed.files);
-  return [...walked.skipped, ...parsed.skipped];
+  insertRows(db, spec.name, columns, parsed.files);
+  return { skipped: [...walked.skipped, ...parsed.skipped], columns };
+}
+
+/** A built parsed table, as the watcher keeps it current. */
+export interface LiveParsedTable {
+  spec: ParsedTableSpec;
+  /** Current visible columns; grows when an inferred table's hook prints a new key. */
+  columns: string[];
+  matches: (path: string) => boolean;
+}
+
+/**
+ * Replaces one file's rows with `rows` (none when the file is gone) and returns the row
+ * changes, matched by position. Without a schema, new keys become new columns. Call inside a
+ * transaction.
+ */
+export function replaceFileRows(
+  db: SqliteDatabase,
+  table: LiveParsedTable,
+  path: string,
+  rows: readonly HookRow[],
+): RowChange[] {
+  const name = table.spec.name;
+  if (table.spec.schema === null) {
+    for (const column of inferColumns([rows])) {
+      if (table.columns.some((known) => known.toLowerCase() === column.toLowerCase())) continue;
+      db.exec(`ALTER TABLE ${quoteIdentifier(name)} ADD COLUMN ${quoteIdentifier(column)}`);
+      table.columns.push(column);
+    }
+  }
+  const before = currentRows(db, name, table.columns, {
+    column: FILE_PATH_COLUMN,
+    value: path,
+    orderBy: ROW_INDEX_COLUMN,
+  });
+  const after = rows.map((row) => rowJson(table.columns, rowValues(table.columns, row)));
+  const changes = diffRows(name, path, before, after);
+  if (changes.length === 0) return [];
+  db.prepare(`DELETE FROM ${quoteIdentifier(name)} WHERE ${FILE_PATH_COLUMN} = ?`).run(path);
+  insertFileRows(db, name, table.columns, path, rows);
+  return changes;
 }

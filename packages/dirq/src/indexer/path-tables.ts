@@ -1,9 +1,11 @@
 import type { Statement } from "better-sqlite3";
 import type { ProgressReporter } from "../progress/reporter.js";
-import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
+import { BatchStatter, STAT_FIELDS, statPaths } from "../scan/file-stats.js";
+import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
 /** The seven stat columns of a path-table, in table order. */
 export const PATH_TABLE_COLUMNS = [
@@ -39,6 +41,8 @@ export const ALL_COLUMN_GROUPS: ColumnGroups = { names: true, stat: true };
 interface PathTable {
   name: string;
   selection: PathSelection;
+  /** Whether a path (relative) belongs to this table, ignore rules aside. */
+  matches: (path: string) => boolean;
   /** `null` until the first fill. */
   filled: ColumnGroups | null;
 }
@@ -81,13 +85,61 @@ export class PathTables {
     const selection = parsePathTableName(name, this.options.root);
     if (selection === null) return false;
     this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
-    this.tables.set(name.toLowerCase(), { name, selection, filled: null });
+    this.tables.set(name.toLowerCase(), {
+      name,
+      selection,
+      matches: selectionMatcher(selection),
+      filled: null,
+    });
     return true;
   }
 
   /** The path-table behind a table name, if that name is one. */
   has(name: string): boolean {
     return this.tables.has(name.toLowerCase());
+  }
+
+  /** Names of the tables that hold rows: the ones the watcher keeps current. */
+  filledTables(): string[] {
+    return [...this.tables.values()].filter((table) => table.filled).map((table) => table.name);
+  }
+
+  /**
+   * Re-reads one file into every filled path-table that selects it; `included` says whether
+   * the ignore rules let it in. Returns the row changes. Call inside a transaction.
+   */
+  refreshFile(path: string, included: boolean): RowChange[] {
+    const changes: RowChange[] = [];
+    for (const table of this.tables.values()) {
+      if (table.filled === null) continue;
+      const before = currentRows(this.db, table.name, PATH_TABLE_COLUMNS, {
+        column: "path",
+        value: path,
+      });
+      const values = included && table.matches(path) ? this.rowFor(path, table.filled) : null;
+      const after = values ? [rowJson(PATH_TABLE_COLUMNS, values)] : [];
+      if (before[0] === after[0]) continue;
+      const quoted = quoteIdentifier(table.name);
+      this.db.prepare(`DELETE FROM ${quoted} WHERE path = ?`).run(path);
+      if (values) {
+        const placeholders = PATH_TABLE_COLUMNS.map(() => "?").join(", ");
+        this.db.prepare(`INSERT INTO ${quoted} VALUES (${placeholders})`).run(values);
+      }
+      changes.push(...diffRows(table.name, path, before, after));
+    }
+    return changes;
+  }
+
+  /** A file's row (unfilled column groups NULL), or `null` when it is no longer a file. */
+  private rowFor(path: string, groups: ColumnGroups): unknown[] | null {
+    const stats = statPaths(this.options.root, [path]);
+    if (Number.isNaN(stats[0])) return null;
+    const values: unknown[] = [path];
+    if (groups.names) pushNameColumns(values, path);
+    else values.push(null, null, null);
+    if (groups.stat) values.push(stats[0], stats[1], stats[2]);
+    else values.push(null, null, null);
+    return values;
   }
 
   /** The column groups that reading these column positions needs. */

@@ -1,5 +1,6 @@
-import { type Dirent, lstatSync, readdirSync, statSync } from "node:fs";
+import { type Dirent, readdirSync, statSync } from "node:fs";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
+import { rulesForDir } from "./inclusion.js";
 import { compileGlob, type PathSelection } from "./path-selection.js";
 
 /** A file or directory the walk could not read; the walk goes on without it. */
@@ -56,26 +57,6 @@ class Walker {
     const { selection } = options;
     this.match = selection.kind === "glob" ? compileGlob(selection.pattern) : null;
     this.maxDepth = selection.kind === "glob" ? selection.maxDepth : null;
-  }
-
-  /**
-   * Follows the rules from the root down to `dir`; `null` when `dir` is skipped, missing, or
-   * reached through a symlinked directory (never followed: it could lead outside the root).
-   */
-  rulesFor(dir: string, rootRules: IgnoreRules): IgnoreRules | null {
-    let rules = rootRules;
-    let current = "";
-    for (const segment of dir === "" ? [] : dir.split("/")) {
-      current = joinRelative(current, segment);
-      if (BUILT_IN_SKIPS.has(segment) || rules.ignores(current, true)) return null;
-      const stats = lstatSync(`${this.options.root}/${current}`, { throwIfNoEntry: false });
-      if (!stats?.isDirectory()) return null;
-      const gitignore = statSync(`${this.options.root}/${current}/.gitignore`, {
-        throwIfNoEntry: false,
-      });
-      rules = rules.enter(current, gitignore !== undefined);
-    }
-    return rules;
   }
 
   /** `inherited` are the rules of the parent; depth 0 is the walk's base (rules already entered). */
@@ -142,13 +123,17 @@ export function walkSelection(options: WalkOptions): WalkResult {
   const { selection } = options;
   if (selection.kind === "file") {
     const slash = selection.file.lastIndexOf("/");
-    const rules = walker.rulesFor(slash === -1 ? "" : selection.file.slice(0, slash), rootRules);
+    const rules = rulesForDir(
+      options.root,
+      slash === -1 ? "" : selection.file.slice(0, slash),
+      rootRules,
+    );
     const name = selection.file.slice(slash + 1);
     if (rules !== null && !BUILT_IN_SKIPS.has(name) && !rules.ignores(selection.file, false)) {
       walker.found(selection.file);
     }
   } else {
-    const rules = walker.rulesFor(selection.base, rootRules);
+    const rules = rulesForDir(options.root, selection.base, rootRules);
     if (rules !== null) walker.walkDir(selection.base, rules, 0);
   }
   walker.flush();

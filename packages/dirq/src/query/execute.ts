@@ -1,0 +1,71 @@
+import type { Statement } from "better-sqlite3";
+import { DirqError } from "../errors.js";
+import type { SqliteDatabase } from "../indexer/database.js";
+import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../indexer/parsed-tables.js";
+import { visibleColumnPositions } from "./hidden-columns.js";
+
+/** One SQLite value as dirq returns it: INTEGER as bigint (exact), BLOB as Buffer. */
+export type SqlValue = null | bigint | number | string | Buffer;
+
+/** Result columns and lazily read rows of one statement. */
+export interface StatementRows {
+  /** Result column names, in SELECT order. */
+  columns: string[];
+  /** The rows, read lazily from SQLite: iterate once. */
+  rows: Iterable<SqlValue[]>;
+}
+
+const HIDDEN = new Set([FILE_PATH_COLUMN, ROW_INDEX_COLUMN]);
+
+/** SQLite's errors become `SQL_ERROR` DirqErrors; anything else is passed through. */
+export function sqlError(error: unknown): unknown {
+  if (error instanceof Error && error.name === "SqliteError") {
+    return new DirqError("SQL_ERROR", error.message, { cause: error });
+  }
+  if (error instanceof RangeError && /parameter/i.test(error.message)) {
+    return new DirqError(
+      "SQL_ERROR",
+      "the statement has parameters (?, :name, @name or $name), which dirq cannot bind: write the values into the SQL",
+      { cause: error },
+    );
+  }
+  return error;
+}
+
+function* iterateRows(statement: Statement, keep: number[] | null): Iterable<SqlValue[]> {
+  try {
+    const rows = statement.iterate() as Iterable<SqlValue[]>;
+    if (keep === null) yield* rows;
+    else for (const row of rows) yield keep.map((i) => row[i] as SqlValue);
+  } catch (error) {
+    throw sqlError(error);
+  }
+}
+
+/**
+ * Runs a prepared, already checked statement: exact integers, raw rows, and the hidden
+ * columns of parsed tables left out unless named. Shared by the in-process query and the
+ * server's query processes, so both return the same bytes.
+ */
+export function executeStatement(statement: Statement, sql: string): StatementRows {
+  if (!statement.reader) {
+    statement.run();
+    return { columns: [], rows: [] };
+  }
+  statement.raw(true).safeIntegers(true);
+  const all = statement.columns();
+  const shown = visibleColumnPositions(all, sql, HIDDEN);
+  const columns = shown.map((i) => all[i]?.name ?? "");
+  return { columns, rows: iterateRows(statement, shown.length === all.length ? null : shown) };
+}
+
+/** Prepares `sql` on `db` (a reader) and runs it; SQLite errors become DirqErrors. */
+export function executeSql(db: SqliteDatabase, sql: string): StatementRows {
+  let statement: Statement;
+  try {
+    statement = db.prepare(sql);
+  } catch (error) {
+    throw sqlError(error);
+  }
+  return executeStatement(statement, sql);
+}

@@ -1,0 +1,69 @@
+import { lstatSync } from "node:fs";
+import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
+import { compileGlob, type PathSelection } from "./path-selection.js";
+
+function joinRelative(dir: string, name: string): string {
+  return dir === "" ? name : `${dir}/${name}`;
+}
+
+/**
+ * Follows the ignore rules from the root down to `dir`; `null` when `dir` is skipped, missing,
+ * or reached through a symlinked directory (never followed: it could lead outside the root).
+ */
+export function rulesForDir(root: string, dir: string, rootRules: IgnoreRules): IgnoreRules | null {
+  let rules = rootRules;
+  let current = "";
+  for (const segment of dir === "" ? [] : dir.split("/")) {
+    current = joinRelative(current, segment);
+    if (BUILT_IN_SKIPS.has(segment) || rules.ignores(current, true)) return null;
+    if (!lstatSync(`${root}/${current}`, { throwIfNoEntry: false })?.isDirectory()) return null;
+    const gitignore = lstatSync(`${root}/${current}/.gitignore`, { throwIfNoEntry: false });
+    rules = rules.enter(current, gitignore !== undefined);
+  }
+  return rules;
+}
+
+/**
+ * Answers "would a walk list this file?" for single paths (the watcher's question), caching
+ * the rules per directory. Make a new one when `.gitignore` files may have changed.
+ */
+export class InclusionCheck {
+  private readonly rootRules: IgnoreRules;
+  private readonly byDir = new Map<string, IgnoreRules | null>();
+
+  constructor(
+    private readonly root: string,
+    options: { useGitignore: boolean; extraIgnores?: readonly string[] },
+  ) {
+    this.rootRules = IgnoreRules.atRoot(root, {
+      useGitignore: options.useGitignore,
+      extraPatterns: options.extraIgnores,
+    });
+  }
+
+  /** Whether the file at `path` (relative) is not skipped by any ignore rule. */
+  includes(path: string): boolean {
+    const slash = path.lastIndexOf("/");
+    const dir = slash === -1 ? "" : path.slice(0, slash);
+    const name = path.slice(slash + 1);
+    if (BUILT_IN_SKIPS.has(name)) return false;
+    let rules = this.byDir.get(dir);
+    if (rules === undefined) {
+      rules = rulesForDir(this.root, dir, this.rootRules);
+      this.byDir.set(dir, rules);
+    }
+    return rules !== null && !rules.ignores(path, false);
+  }
+}
+
+/** A test for "does this selection name this path?", ignore rules aside. */
+export function selectionMatcher(selection: PathSelection): (path: string) => boolean {
+  switch (selection.kind) {
+    case "file":
+      return (path) => path === selection.file;
+    case "tree":
+      return (path) => selection.base === "" || path.startsWith(`${selection.base}/`);
+    case "glob":
+      return compileGlob(selection.pattern);
+  }
+}

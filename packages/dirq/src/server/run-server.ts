@@ -1,0 +1,175 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import type { Server } from "node:http";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Writable } from "node:stream";
+import { createAdaptorServer } from "@hono/node-server";
+import { type DirqConfig, loadConfigs } from "../config/load-config.js";
+import { type DirqIndex, openIndex } from "../engine.js";
+import { DirqError, isDirqError } from "../errors.js";
+import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
+import type { SkippedPath } from "../scan/walk.js";
+import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
+import { createApp } from "./app.js";
+import { EventHub } from "./event-hub.js";
+import { QueryPool } from "./query-pool.js";
+
+export interface ServerOptions {
+  root: string;
+  configs: readonly string[];
+  host: string;
+  port: number;
+  noIgnore: boolean;
+  stdout: Writable;
+  stderr: Writable;
+  /** Resolves when the server should shut down (the CLI wires SIGINT and SIGTERM to it). */
+  stopSignal: Promise<unknown>;
+}
+
+/** Per-query time limit of the server (408 past it). */
+export const QUERY_TIMEOUT_MS = 30_000;
+/** How long shutdown waits for in-flight requests before it closes connections itself. */
+const DRAIN_MS = 5_000;
+
+/** Runs one writer task at a time: building tables and applying file changes both write. */
+function createWriterLock() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => Promise<T>): Promise<T> => {
+    const result = tail.then(task);
+    tail = result.catch(() => undefined);
+    return result;
+  };
+}
+
+function skippedToChanges(skipped: readonly SkippedPath[]): RowChange[] {
+  return skipped.map((file) => ({
+    action: "error",
+    table: null,
+    file_path: file.path,
+    error: file.reason,
+  }));
+}
+
+/** The live parts of a serving (not degraded) server. */
+interface Live {
+  index: DirqIndex;
+  pool: QueryPool;
+  watcher: TreeWatcher;
+  directory: string;
+}
+
+async function startLive(
+  options: ServerOptions,
+  config: DirqConfig,
+  events: EventHub,
+): Promise<{ live: Live; query: (sql: string) => Promise<string> }> {
+  const directory = mkdtempSync(join(tmpdir(), "dirq-index-"));
+  const databasePath = join(directory, "index.db");
+  const index = openIndex({
+    root: options.root,
+    noIgnore: options.noIgnore,
+    config,
+    databasePath,
+    fillAllColumns: true,
+  });
+  const withWriter = createWriterLock();
+  const publish = (changes: readonly RowChange[]) => {
+    for (const change of changes) events.publish(rowChangeJson(change));
+  };
+  await withWriter(() => index.build());
+  const pool = new QueryPool(databasePath, QUERY_TIMEOUT_MS);
+  pool.warm();
+  const watcher = watchTree(index.root, {
+    onBatch: async (batch) => {
+      const changes = await withWriter(() =>
+        batch.rescan ? index.rescan() : index.refresh(batch.paths),
+      );
+      publish(changes);
+    },
+    onError: (error) => options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`),
+  });
+  await watcher.ready;
+  const query = async (sql: string) => {
+    const skipped = await withWriter(() => index.prepare(sql));
+    publish(skippedToChanges(skipped));
+    const answer = await pool.run(sql);
+    if (answer.ok) return answer.body;
+    if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
+    throw new Error(answer.message);
+  };
+  return { live: { index, pool, watcher, directory }, query };
+}
+
+async function stopLive(live: Live): Promise<void> {
+  await live.watcher.close();
+  live.pool.close();
+  live.index.close();
+  rmSync(live.directory, { recursive: true, force: true });
+}
+
+function listen(server: Server, host: string, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(port, host, () => {
+      server.off("error", reject);
+      const address = server.address();
+      resolve(typeof address === "object" && address ? address.port : port);
+    });
+  });
+}
+
+async function shutdown(server: Server, events: EventHub): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  events.closeAll();
+  server.closeIdleConnections();
+  const grace = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
+  await closed;
+  clearTimeout(grace);
+}
+
+/**
+ * `dirq server`: binds, keeps the index current, answers `POST /query` and streams row
+ * changes on `GET /events`, until `stopSignal`. A config that cannot load leaves the server
+ * degraded (503 on both endpoints) instead of stopping it. Resolves with the exit code.
+ */
+export async function runServer(options: ServerOptions): Promise<number> {
+  const events = new EventHub();
+  let degraded: string | null = null;
+  let live: Live | null = null;
+  let query: (sql: string) => Promise<string> = () => Promise.reject(new Error("not serving"));
+  try {
+    const config = loadConfigs(options.configs, options.root);
+    ({ live, query } = await startLive(options, config, events));
+  } catch (error) {
+    if (!isDirqError(error)) throw error;
+    degraded = `failed to load config: ${error.message}`;
+    options.stderr.write(`dirq: ${degraded}\n`);
+  }
+  const app = createApp({
+    degraded,
+    query,
+    events,
+    logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
+  });
+  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  let port: number;
+  try {
+    port = await listen(server, options.host, options.port);
+  } catch (error) {
+    options.stderr.write(
+      `dirq: cannot listen on ${options.host}:${options.port}: ${(error as Error).message}\n`,
+    );
+    if (live) await stopLive(live);
+    return 1;
+  }
+  options.stdout.write(`Running at ${options.host}:${port}\n`);
+  await options.stopSignal;
+  try {
+    await shutdown(server, events);
+    if (live) await stopLive(live);
+    return 0;
+  } catch (error) {
+    options.stderr.write(`dirq: error during shutdown: ${(error as Error).message}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,93 @@
+import { relative, sep } from "node:path";
+import { watch } from "chokidar";
+import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
+
+/** Paths that changed since the last batch; `rescan` when ignore rules may have changed. */
+export interface ChangeBatch {
+  paths: Set<string>;
+  rescan: boolean;
+}
+
+export interface WatchOptions {
+  /** Handles one batch at a time; the next batch waits until it resolves. */
+  onBatch: (batch: ChangeBatch) => Promise<void>;
+  onError?: (error: unknown) => void;
+  /** A batch closes this long after the last event... */
+  quietMs?: number;
+  /** ...or this long after its first, whichever comes first (bursts never starve it). */
+  maxWaitMs?: number;
+}
+
+export interface TreeWatcher {
+  /** Resolves once the watcher sees the whole tree. */
+  ready: Promise<void>;
+  close(): Promise<void>;
+}
+
+function isSkipped(root: string, absolute: string): boolean {
+  const path = relative(root, absolute);
+  return path.split(sep).some((segment) => BUILT_IN_SKIPS.has(segment));
+}
+
+/**
+ * Watches the tree recursively (chokidar) and hands over coalesced batches of changed paths,
+ * relative and `/`-separated. A burst on one file is one entry; the handler re-reads the
+ * file, so the final state is never lost.
+ */
+export function watchTree(root: string, options: WatchOptions): TreeWatcher {
+  const quietMs = options.quietMs ?? 10;
+  const maxWaitMs = options.maxWaitMs ?? 100;
+  let pending: ChangeBatch = { paths: new Set(), rescan: false };
+  let firstEventAt = 0;
+  let timer: NodeJS.Timeout | null = null;
+  let running: Promise<void> | null = null;
+  let closed = false;
+
+  const flush = async () => {
+    timer = null;
+    if (running) {
+      await running;
+      if (timer === null && pending.paths.size > 0) schedule();
+      return;
+    }
+    const batch = pending;
+    pending = { paths: new Set(), rescan: false };
+    if (batch.paths.size === 0 || closed) return;
+    running = options.onBatch(batch).catch((error) => options.onError?.(error));
+    await running;
+    running = null;
+    if (pending.paths.size > 0 && timer === null) schedule();
+  };
+
+  const schedule = () => {
+    const now = Date.now();
+    if (timer === null) firstEventAt = now;
+    else clearTimeout(timer);
+    const wait = Math.max(0, Math.min(quietMs, firstEventAt + maxWaitMs - now));
+    timer = setTimeout(() => void flush(), wait);
+  };
+
+  const watcher = watch(root, {
+    ignoreInitial: true,
+    followSymlinks: false,
+    ignored: (path) => isSkipped(root, path),
+  });
+  watcher.on("all", (_event, absolute) => {
+    const path = relative(root, absolute).split(sep).join("/");
+    if (path === "" || path.startsWith("..")) return;
+    pending.paths.add(path);
+    if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
+    schedule();
+  });
+  watcher.on("error", (error) => options.onError?.(error));
+  const ready = new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
+  return {
+    ready,
+    async close() {
+      closed = true;
+      if (timer) clearTimeout(timer);
+      await watcher.close();
+      await running;
+    },
+  };
+}
