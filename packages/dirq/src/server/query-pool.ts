@@ -33,7 +33,7 @@ export class QueryPool {
   constructor(
     private readonly databasePath: string,
     private readonly timeoutMs: number,
-    maxProcesses = Math.max(2, availableParallelism()),
+    maxProcesses = Math.max(4, 2 * availableParallelism()),
   ) {
     this.maxProcesses = maxProcesses;
   }

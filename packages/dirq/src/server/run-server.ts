@@ -76,7 +76,13 @@ async function startLive(
   const publish = (changes: readonly RowChange[]) => {
     for (const change of changes) events.publish(rowChangeJson(change));
   };
-  await withWriter(() => index.build());
+  try {
+    await withWriter(() => index.build());
+  } catch (error) {
+    index.close();
+    rmSync(directory, { recursive: true, force: true });
+    throw error;
+  }
   const pool = new QueryPool(databasePath, QUERY_TIMEOUT_MS);
   pool.warm();
   const watcher = watchTree(index.root, {
