@@ -1,4 +1,4 @@
-import { parseArgs } from "node:util";
+import { type ParseArgsConfig, parseArgs } from "node:util";
 import { DirqError } from "../errors.js";
 
 export type OutputFormat = "auto" | "table" | "json";
@@ -54,12 +54,14 @@ function parsePort(value: string | undefined): number {
 
 function parseServer(args: string[]): ServerCommand | { kind: "help" } | { kind: "version" } {
   rejectNotYetSupported(args);
-  let parsed: ReturnType<typeof parseServerFlags>;
-  try {
-    parsed = parseServerFlags(args);
-  } catch (error) {
-    rethrowParseError(error);
-  }
+  const parsed = parseFlags(args, {
+    config: { type: "string", short: "c", multiple: true },
+    host: { type: "string" },
+    port: { type: "string" },
+    "no-ignore": { type: "boolean" },
+    help: { type: "boolean" },
+    version: { type: "boolean" },
+  });
   if (parsed.values.help) return { kind: "help" };
   if (parsed.values.version) return { kind: "version" };
   const [extra] = parsed.positionals;
@@ -71,22 +73,6 @@ function parseServer(args: string[]): ServerCommand | { kind: "help" } | { kind:
     port: parsePort(parsed.values.port),
     noIgnore: parsed.values["no-ignore"] === true,
   };
-}
-
-function parseServerFlags(args: string[]) {
-  return parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      config: { type: "string", short: "c", multiple: true },
-      host: { type: "string" },
-      port: { type: "string" },
-      "no-ignore": { type: "boolean" },
-      help: { type: "boolean" },
-      version: { type: "boolean" },
-    },
-  });
 }
 
 const FORMATS: readonly OutputFormat[] = ["auto", "table", "json"];
@@ -116,6 +102,17 @@ function parseFormat(value: string | undefined): OutputFormat {
   throw usageError(`invalid --format '${value}': expected auto, table or json`);
 }
 
+type FlagOptions = NonNullable<ParseArgsConfig["options"]>;
+
+/** parseArgs in strict mode with positionals; its errors become ours, naming the flag. */
+function parseFlags<T extends FlagOptions>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, allowPositionals: true, strict: true });
+  } catch (error) {
+    rethrowParseError(error);
+  }
+}
+
 /** Turns node's parseArgs errors into ours, naming the flag. */
 function rethrowParseError(error: unknown): never {
   const code = (error as { code?: string }).code;
@@ -132,12 +129,12 @@ function rethrowParseError(error: unknown): never {
 
 function parseQuery(args: string[], usage: string): QueryCommand {
   rejectNotYetSupported(args);
-  let parsed: ReturnType<typeof parseQueryFlags>;
-  try {
-    parsed = parseQueryFlags(args);
-  } catch (error) {
-    rethrowParseError(error);
-  }
+  const parsed = parseFlags(args, {
+    "no-ignore": { type: "boolean" },
+    format: { type: "string" },
+    config: { type: "string", short: "c", multiple: true },
+    "on-file": { type: "string", multiple: true },
+  });
   const [sql, ...extra] = parsed.positionals;
   if (sql === undefined) throw usageError(`missing SQL: ${usage}`);
   if (extra.length > 0) {
@@ -158,12 +155,11 @@ function parseQuery(args: string[], usage: string): QueryCommand {
 }
 
 function parseInit(args: string[]): InitCommand {
-  let parsed: ReturnType<typeof parseInitFlags>;
-  try {
-    parsed = parseInitFlags(args);
-  } catch (error) {
-    rethrowParseError(error);
-  }
+  const parsed = parseFlags(args, {
+    root: { type: "string" },
+    output: { type: "string" },
+    force: { type: "boolean" },
+  });
   const [extra] = parsed.positionals;
   if (extra !== undefined) throw usageError(`unexpected argument '${extra}' for dirq init`);
   return {
@@ -172,33 +168,6 @@ function parseInit(args: string[]): InitCommand {
     output: parsed.values.output ?? null,
     force: parsed.values.force === true,
   };
-}
-
-function parseInitFlags(args: string[]) {
-  return parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      root: { type: "string" },
-      output: { type: "string" },
-      force: { type: "boolean" },
-    },
-  });
-}
-
-function parseQueryFlags(args: string[]) {
-  return parseArgs({
-    args,
-    allowPositionals: true,
-    strict: true,
-    options: {
-      "no-ignore": { type: "boolean" },
-      format: { type: "string" },
-      config: { type: "string", short: "c", multiple: true },
-      "on-file": { type: "string", multiple: true },
-    },
-  });
 }
 
 /** Reads the command line (without `node` and the script). Throws a `USAGE` DirqError. */
