@@ -1,0 +1,218 @@
+import { randomUUID } from "node:crypto";
+import { formatHistory } from "./format-history.js";
+import { outputsOf, toMessages } from "./messages.js";
+import { withoutSecrets } from "./redact.js";
+import type {
+  ChatMessage,
+  CompletionResponse,
+  CompletionUsage,
+  ModelType,
+  RequestKwargs,
+} from "./types.js";
+
+/** History entries kept per instance unless `historySize` says otherwise. */
+export const DEFAULT_HISTORY_SIZE = 1000;
+
+/** Options every `BaseLM` takes. Keys that are not options are default request arguments. */
+export interface BaseLMOptions {
+  /** Model name sent in every request. */
+  model: string;
+  /** Only `"chat"`. Also accepted as `model_type`. */
+  modelType?: ModelType;
+  model_type?: ModelType;
+  /** Most history entries kept (oldest dropped first); `0` records nothing. Also `history_size`. */
+  historySize?: number;
+  history_size?: number;
+  /** Anything else: default request arguments (`temperature`, `max_tokens`, ...). */
+  [key: string]: unknown;
+}
+
+/** One recorded `call` / `acall`. */
+export interface HistoryEntry {
+  /** The prompt string, or `null` when a messages list was passed. */
+  prompt: string | null;
+  /** The messages actually sent (a prompt appears as one user message). */
+  messages: ChatMessage[] | null;
+  /** Request arguments of the call (defaults merged with per-call ones), without secrets. */
+  kwargs: RequestKwargs;
+  /** The server's response. */
+  response: CompletionResponse;
+  /** The text of each choice. */
+  outputs: string[];
+  usage: CompletionUsage | null;
+  /** ISO 8601 time the response arrived. */
+  timestamp: string;
+  uuid: string;
+  /** The model the request named. */
+  model: string;
+  /** The model the server said answered, when it said. */
+  responseModel: string | null;
+  modelType: ModelType;
+}
+
+/**
+ * Base class of language-model clients, modelled on DSPy's `BaseLM`: a model name, default
+ * request arguments, `forward` / `aforward` to implement, `call` / `acall` that record history,
+ * `inspectHistory` and `copy`.
+ */
+export abstract class BaseLM {
+  readonly model: string;
+  readonly modelType: ModelType;
+  readonly historySize: number;
+  /** Default request arguments, sent with every call (per-call arguments win). */
+  kwargs: RequestKwargs;
+  /** One entry per `call` / `acall`, oldest first, at most `historySize` long. */
+  history: HistoryEntry[] = [];
+
+  constructor(options: BaseLMOptions) {
+    if (typeof options !== "object" || options === null || Array.isArray(options)) {
+      throw new TypeError('options must be an object, e.g. { model: "llama3.2" }.');
+    }
+    const { model, modelType, model_type, historySize, history_size, ...kwargs } = options;
+    if (typeof model !== "string" || model === "") {
+      throw new TypeError('model must be a non-empty string, e.g. { model: "llama3.2" }.');
+    }
+    const type = pickAlias("modelType", modelType, "model_type", model_type) ?? "chat";
+    if (type !== "chat") {
+      throw new TypeError(`modelType must be "chat", got ${JSON.stringify(type)}.`);
+    }
+    const size = pickAlias("historySize", historySize, "history_size", history_size);
+    if (size !== undefined && (typeof size !== "number" || !Number.isInteger(size) || size < 0)) {
+      throw new TypeError(`historySize must be a non-negative integer, got ${String(size)}.`);
+    }
+    this.model = model;
+    this.modelType = type;
+    this.historySize = size ?? DEFAULT_HISTORY_SIZE;
+    this.kwargs = dropNullish(kwargs);
+  }
+
+  /** Sends one request and returns the server's response, synchronously. */
+  abstract forward(
+    prompt?: string | null,
+    messages?: readonly ChatMessage[] | null,
+    kwargs?: RequestKwargs,
+  ): CompletionResponse;
+
+  /** Asynchronous twin of `forward`. */
+  abstract aforward(
+    prompt?: string | null,
+    messages?: readonly ChatMessage[] | null,
+    kwargs?: RequestKwargs,
+  ): Promise<CompletionResponse>;
+
+  /** Runs `forward`, records the call in `history`, and returns the text of each choice. */
+  call(
+    prompt?: string | null,
+    messages?: readonly ChatMessage[] | null,
+    kwargs: RequestKwargs = {},
+  ): string[] {
+    const response = this.forward(prompt, messages, kwargs);
+    return this.recordCall(prompt, messages, kwargs, response);
+  }
+
+  /** Runs `aforward`, records the call in `history`, and returns the text of each choice. */
+  async acall(
+    prompt?: string | null,
+    messages?: readonly ChatMessage[] | null,
+    kwargs: RequestKwargs = {},
+  ): Promise<string[]> {
+    const response = await this.aforward(prompt, messages, kwargs);
+    return this.recordCall(prompt, messages, kwargs, response);
+  }
+
+  /** Prints the last `n` recorded calls readably (to stdout) and returns the same text. */
+  inspectHistory(n = 1): string {
+    const text = formatHistory(this.history, n);
+    console.log(text);
+    return text;
+  }
+
+  /**
+   * A new instance of the same class with an empty history. A key naming an option
+   * (`model`, `base_url`, `timeout`, ...) sets that option; any other key sets a default request
+   * argument. `null` or `undefined` removes the key (an option goes back to its default).
+   */
+  copy(kwargs: Record<string, unknown> = {}): this {
+    const aliases = this.optionAliases();
+    let defaults: RequestKwargs;
+    try {
+      defaults = structuredClone(this.kwargs);
+    } catch {
+      defaults = { ...this.kwargs };
+    }
+    const options: Record<string, unknown> = { ...defaults, ...this.currentOptions() };
+    for (const [key, value] of Object.entries(kwargs)) {
+      const name = aliases[key] ?? key;
+      if (value === undefined || value === null) delete options[name];
+      else options[name] = value;
+    }
+    const Class = this.constructor as new (options: Record<string, unknown>) => this;
+    return new Class(options);
+  }
+
+  /**
+   * The options (not request arguments) this instance was built with, under their canonical
+   * names. Subclasses with options of their own extend it, and `optionAliases`.
+   */
+  protected currentOptions(): Record<string, unknown> {
+    return { model: this.model, modelType: this.modelType, historySize: this.historySize };
+  }
+
+  /** Alternative spellings of option names, mapped to the canonical name. */
+  protected optionAliases(): Record<string, string> {
+    return { model_type: "modelType", history_size: "historySize" };
+  }
+
+  /** Appends a history entry for one call and returns its outputs. */
+  protected recordCall(
+    prompt: string | null | undefined,
+    messages: readonly ChatMessage[] | null | undefined,
+    kwargs: RequestKwargs,
+    response: CompletionResponse,
+  ): string[] {
+    const outputs = outputsOf(response);
+    if (this.historySize === 0) return outputs;
+    let sent: ChatMessage[] | null;
+    try {
+      sent = structuredClone(toMessages(prompt, messages));
+    } catch {
+      sent = null;
+    }
+    this.history.push({
+      prompt: typeof prompt === "string" ? prompt : null,
+      messages: sent,
+      kwargs: withoutSecrets(dropNullish({ ...this.kwargs, ...kwargs })),
+      response,
+      outputs,
+      usage: response.usage ?? null,
+      timestamp: new Date().toISOString(),
+      uuid: randomUUID(),
+      model: this.model,
+      responseModel: typeof response.model === "string" ? response.model : null,
+      modelType: this.modelType,
+    });
+    if (this.history.length > this.historySize) {
+      this.history.splice(0, this.history.length - this.historySize);
+    }
+    return outputs;
+  }
+}
+
+/** A copy of `record` without the keys whose value is `null` or `undefined`. */
+export function dropNullish(record: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(record)) {
+    if (value !== undefined && value !== null) out[key] = value;
+  }
+  return out;
+}
+
+/** The value of an option that has two spellings; both given and different is an error. */
+export function pickAlias<T>(name: string, value: T, alias: string, aliasValue: T): T | undefined {
+  const a = value ?? undefined;
+  const b = aliasValue ?? undefined;
+  if (a !== undefined && b !== undefined && a !== b) {
+    throw new TypeError(`pass ${name} or ${alias}, not both (they differ).`);
+  }
+  return a ?? b;
+}

@@ -1,0 +1,192 @@
+/** Codes of every error the upstream call can end in. Branch on `code` or on the class. */
+export type LMErrorCode =
+  | "LM_AUTH"
+  | "LM_NOT_FOUND"
+  | "LM_RATE_LIMIT"
+  | "LM_BAD_REQUEST"
+  | "LM_SERVER"
+  | "LM_TIMEOUT"
+  | "LM_CONNECTION"
+  | "LM_BAD_RESPONSE";
+
+/** What an `LMError` carries besides its message. */
+export interface LMErrorDetails {
+  /** HTTP status of the last response, when there was one. */
+  status?: number;
+  /** The server's own error message (from its JSON error body, or its text body). */
+  serverMessage?: string;
+  /** The server's `x-request-id` header, when it sent one. */
+  requestId?: string;
+  /** HTTP attempts made, retries included. */
+  attempts?: number;
+  /** The underlying failure (for connection errors: the network error). */
+  cause?: unknown;
+}
+
+/**
+ * Base class of every failure of the upstream call. Misuse of the API (a bad option, neither
+ * prompt nor messages) is a `TypeError` instead.
+ */
+export class LMError extends Error {
+  readonly code: LMErrorCode;
+  readonly status: number | undefined;
+  readonly serverMessage: string | undefined;
+  readonly requestId: string | undefined;
+  readonly attempts: number | undefined;
+
+  constructor(code: LMErrorCode, message: string, details: LMErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.status = details.status;
+    this.serverMessage = details.serverMessage;
+    this.requestId = details.requestId;
+    this.attempts = details.attempts;
+  }
+}
+
+/** 401 or 403: the server rejected the API key. Not retried. */
+export class AuthenticationError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_AUTH", message, details);
+  }
+}
+
+/** 404: wrong base URL or unknown model. Not retried. */
+export class NotFoundError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_NOT_FOUND", message, details);
+  }
+}
+
+/** 429 after every retry was spent. */
+export class RateLimitError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_RATE_LIMIT", message, details);
+  }
+}
+
+/** Any other 4xx (400, 409, 413, 422, ...): the server refused the request. Not retried (409 is). */
+export class BadRequestError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_BAD_REQUEST", message, details);
+  }
+}
+
+/** 5xx after every retry was spent. */
+export class ServerError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_SERVER", message, details);
+  }
+}
+
+/** No response within `timeout` (on the last attempt), or a 408 from the server. */
+export class TimeoutError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_TIMEOUT", message, details);
+  }
+}
+
+/** The server could not be reached (refused, reset, DNS) after every retry was spent. */
+export class ConnectionError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_CONNECTION", message, details);
+  }
+}
+
+/** A 2xx response that is not a chat completion (not JSON, no `choices` array), or an odd status. */
+export class ResponseError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_BAD_RESPONSE", message, details);
+  }
+}
+
+type LMErrorClass = new (message: string, details?: LMErrorDetails) => LMError;
+
+const CLASS_BY_CODE: Record<LMErrorCode, LMErrorClass> = {
+  LM_AUTH: AuthenticationError,
+  LM_NOT_FOUND: NotFoundError,
+  LM_RATE_LIMIT: RateLimitError,
+  LM_BAD_REQUEST: BadRequestError,
+  LM_SERVER: ServerError,
+  LM_TIMEOUT: TimeoutError,
+  LM_CONNECTION: ConnectionError,
+  LM_BAD_RESPONSE: ResponseError,
+};
+
+/** Builds the error class for `code`. */
+export function createLMError(
+  code: LMErrorCode,
+  message: string,
+  details?: LMErrorDetails,
+): LMError {
+  return new CLASS_BY_CODE[code](message, details);
+}
+
+/** True for an `LMError`, also across duplicated module copies (branching on `code`). */
+export function isLMError(error: unknown): error is LMError {
+  return (
+    error instanceof LMError ||
+    (error instanceof Error &&
+      "code" in error &&
+      typeof error.code === "string" &&
+      error.code in CLASS_BY_CODE)
+  );
+}
+
+/** An error as plain data, to cross the worker-thread boundary of the synchronous path. */
+export interface ErrorPayload {
+  name: string;
+  message: string;
+  code?: string;
+  status?: number;
+  serverMessage?: string;
+  requestId?: string;
+  attempts?: number;
+  cause?: { name: string; message: string; code?: string };
+}
+
+/** Serializes an error thrown in the worker. */
+export function toErrorPayload(error: unknown): ErrorPayload {
+  if (!(error instanceof Error)) {
+    return { name: "Error", message: String(error) };
+  }
+  const payload: ErrorPayload = { name: error.name, message: error.message };
+  if (isLMError(error)) {
+    payload.code = error.code;
+    if (error.status !== undefined) payload.status = error.status;
+    if (error.serverMessage !== undefined) payload.serverMessage = error.serverMessage;
+    if (error.requestId !== undefined) payload.requestId = error.requestId;
+    if (error.attempts !== undefined) payload.attempts = error.attempts;
+  }
+  if (error.cause instanceof Error) {
+    const cause: ErrorPayload["cause"] = { name: error.cause.name, message: error.cause.message };
+    const code = (error.cause as { code?: unknown }).code;
+    if (typeof code === "string") cause.code = code;
+    payload.cause = cause;
+  }
+  return payload;
+}
+
+/** Rebuilds an error serialized by `toErrorPayload`, with the caller's stack. */
+export function fromErrorPayload(payload: ErrorPayload): Error {
+  let cause: Error | undefined;
+  if (payload.cause) {
+    cause = Object.assign(new Error(payload.cause.message), { name: payload.cause.name });
+    if (payload.cause.code !== undefined) Object.assign(cause, { code: payload.cause.code });
+  }
+  if (payload.code !== undefined && payload.code in CLASS_BY_CODE) {
+    return createLMError(payload.code as LMErrorCode, payload.message, {
+      status: payload.status,
+      serverMessage: payload.serverMessage,
+      requestId: payload.requestId,
+      attempts: payload.attempts,
+      cause,
+    });
+  }
+  const error =
+    payload.name === "TypeError" ? new TypeError(payload.message) : new Error(payload.message);
+  if (payload.name !== error.name) error.name = payload.name;
+  if (cause) Object.assign(error, { cause });
+  return error;
+}

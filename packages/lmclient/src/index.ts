@@ -1,0 +1,34 @@
+export { BaseLM, DEFAULT_HISTORY_SIZE } from "./base-lm.js";
+export type { BaseLMOptions, HistoryEntry } from "./base-lm.js";
+export {
+  CompatLM,
+  DEFAULT_API_KEY,
+  DEFAULT_BASE_URL,
+  DEFAULT_MAX_RETRIES,
+  DEFAULT_TIMEOUT_MS,
+} from "./compat-lm.js";
+export type { CompatLMOptions } from "./compat-lm.js";
+export {
+  AuthenticationError,
+  BadRequestError,
+  ConnectionError,
+  isLMError,
+  LMError,
+  NotFoundError,
+  RateLimitError,
+  ResponseError,
+  ServerError,
+  TimeoutError,
+} from "./errors.js";
+export type { LMErrorCode, LMErrorDetails } from "./errors.js";
+export type {
+  ChatMessage,
+  CompletionChoice,
+  CompletionMessage,
+  CompletionResponse,
+  CompletionUsage,
+  ContentPart,
+  ModelType,
+  RequestKwargs,
+  ToolCall,
+} from "./types.js";

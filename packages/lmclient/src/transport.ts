@@ -1,0 +1,271 @@
+import OpenAI, {
+  APIConnectionError,
+  APIConnectionTimeoutError,
+  APIError,
+  APIUserAbortError,
+} from "openai";
+import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
+import { createLMError, type LMError, type LMErrorCode } from "./errors.js";
+import { displayUrl, redactSecret } from "./redact.js";
+import type { CompletionResponse } from "./types.js";
+
+/** Everything one upstream call needs. Plain data: it crosses the worker-thread boundary. */
+export interface TransportRequest {
+  /** Base URL without a trailing slash. */
+  baseUrl: string;
+  apiKey: string;
+  /** Per-attempt timeout in milliseconds. */
+  timeout: number;
+  maxRetries: number;
+  /** The full request body: `model`, `messages` and the extra arguments. */
+  body: Record<string, unknown>;
+}
+
+/** The chat-completion endpoint under a base URL. */
+export function completionsUrl(baseUrl: string): string {
+  return `${baseUrl}/chat/completions`;
+}
+
+/**
+ * Sends one chat completion through the official `openai` client (which owns retries, backoff
+ * and `Retry-After`), and turns every failure into an `LMError`. Both `aforward` and the
+ * synchronous worker run exactly this function.
+ */
+export async function sendChatCompletion(request: TransportRequest): Promise<CompletionResponse> {
+  const attempt = { count: 0, errorBody: undefined as string | undefined };
+  const countingFetch = async (input: string | URL | Request, init?: RequestInit) => {
+    attempt.count += 1;
+    attempt.errorBody = undefined;
+    const response = await fetch(input, init);
+    if (!response.ok) {
+      attempt.errorBody = await response
+        .clone()
+        .text()
+        .catch(() => undefined);
+    }
+    return response;
+  };
+  const client = new OpenAI({
+    apiKey: request.apiKey,
+    // Never pick up OPENAI_* credentials or headers from the environment for a custom server.
+    adminAPIKey: null,
+    organization: null,
+    project: null,
+    webhookSecret: null,
+    baseURL: request.baseUrl,
+    timeout: request.timeout,
+    maxRetries: request.maxRetries,
+    fetch: countingFetch,
+    logLevel: "off",
+  });
+  let result: unknown;
+  try {
+    result = await client.chat.completions.create(
+      request.body as unknown as ChatCompletionCreateParamsNonStreaming,
+    );
+  } catch (error) {
+    throw toLMError(error, request, attempt.count, attempt.errorBody);
+  }
+  return checkCompletion(result, request, attempt.count);
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: "Bad Request",
+  401: "Unauthorized",
+  403: "Forbidden",
+  404: "Not Found",
+  408: "Request Timeout",
+  409: "Conflict",
+  413: "Payload Too Large",
+  422: "Unprocessable Entity",
+  429: "Too Many Requests",
+  500: "Internal Server Error",
+  502: "Bad Gateway",
+  503: "Service Unavailable",
+  504: "Gateway Timeout",
+};
+
+function classify(status: number): { code: LMErrorCode; label: string; hint: string } {
+  if (status === 401 || status === 403) {
+    return { code: "LM_AUTH", label: "authentication failed", hint: " Check api_key." };
+  }
+  if (status === 404) {
+    return {
+      code: "LM_NOT_FOUND",
+      label: "not found",
+      hint: " Check the model name and base_url (it usually ends in /v1).",
+    };
+  }
+  if (status === 408) return { code: "LM_TIMEOUT", label: "request timed out", hint: "" };
+  if (status === 429) return { code: "LM_RATE_LIMIT", label: "rate limited", hint: "" };
+  if (status >= 400 && status < 500) {
+    return { code: "LM_BAD_REQUEST", label: "bad request", hint: "" };
+  }
+  if (status >= 500) return { code: "LM_SERVER", label: "server error", hint: "" };
+  return { code: "LM_BAD_RESPONSE", label: "unexpected response", hint: "" };
+}
+
+function attemptsText(attempts: number): string {
+  return attempts > 1 ? ` (${attempts} attempts)` : "";
+}
+
+function toLMError(
+  error: unknown,
+  request: TransportRequest,
+  attempts: number,
+  errorBody: string | undefined,
+): Error {
+  const secret = request.apiKey;
+  const where = `POST ${displayUrl(completionsUrl(request.baseUrl))}`;
+  const clean = (text: string) => redactSecret(text, secret);
+  if (error instanceof APIConnectionTimeoutError) {
+    return createLMError(
+      "LM_TIMEOUT",
+      clean(
+        `request timed out: no response from ${where} within ${request.timeout} ms` +
+          `${attemptsText(attempts)}. Raise the timeout option for slow models.`,
+      ),
+      { attempts },
+    );
+  }
+  if (error instanceof APIUserAbortError) {
+    return createLMError("LM_CONNECTION", clean(`request aborted: ${where}`), { attempts });
+  }
+  if (error instanceof APIConnectionError) {
+    const cause = rootCause(error);
+    const reason = cause ? `: ${cause.message}` : "";
+    return createLMError(
+      "LM_CONNECTION",
+      clean(
+        `connection failed: ${where}${attemptsText(attempts)}${reason}. ` +
+          "Is the server running at base_url?",
+      ),
+      { attempts, cause: cause ? sanitizeCause(cause, secret) : undefined },
+    );
+  }
+  if (error instanceof APIError && typeof error.status === "number") {
+    const status = error.status;
+    const { code, label, hint } = classify(status);
+    const serverMessage = serverMessageOf(errorBody, error);
+    const statusText = STATUS_TEXT[status] ? ` ${STATUS_TEXT[status]}` : "";
+    const said =
+      serverMessage === undefined ? "(no message)" : serverMessage.replace(/[\s.]+$/, "");
+    const message =
+      `${label}: HTTP ${status}${statusText} from ${where}${attemptsText(attempts)}: ` +
+      `${said}.${hint}`;
+    const details = {
+      status,
+      serverMessage: serverMessage === undefined ? undefined : clean(serverMessage),
+      requestId: error.requestID ?? undefined,
+      attempts,
+    };
+    return createLMError(code, clean(message), details);
+  }
+  if (error instanceof SyntaxError) {
+    return createLMError(
+      "LM_BAD_RESPONSE",
+      clean(`invalid response from ${where}: the body is not valid JSON (${error.message})`),
+      { attempts },
+    );
+  }
+  if (error instanceof Error) {
+    error.message = clean(error.message);
+    return error;
+  }
+  return new Error(clean(String(error)));
+}
+
+function checkCompletion(
+  result: unknown,
+  request: TransportRequest,
+  attempts: number,
+): CompletionResponse {
+  let value = result;
+  if (typeof result === "string") {
+    try {
+      value = JSON.parse(result) as unknown;
+    } catch {
+      throw badResponse(request, attempts, `the body is not JSON: ${truncate(result)}`);
+    }
+  }
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw badResponse(request, attempts, "the body is not a JSON object");
+  }
+  const choices = (value as { choices?: unknown }).choices;
+  if (!Array.isArray(choices)) {
+    throw badResponse(
+      request,
+      attempts,
+      `not a chat completion (no "choices" array): ${truncate(JSON.stringify(value))}`,
+    );
+  }
+  return value as CompletionResponse;
+}
+
+function badResponse(request: TransportRequest, attempts: number, what: string): LMError {
+  const where = `POST ${displayUrl(completionsUrl(request.baseUrl))}`;
+  return createLMError(
+    "LM_BAD_RESPONSE",
+    redactSecret(`invalid response from ${where}: ${what}`, request.apiKey),
+    { status: 200, attempts },
+  );
+}
+
+/**
+ * The server's own message, from the body of its error response. Understands the OpenAI shape
+ * `{"error": {"message": ...}}`, `{"error": "..."}`, vLLM's `{"message": ...}`,
+ * FastAPI's `{"detail": ...}`, and plain text.
+ */
+export function serverMessageOf(body: string | undefined, error?: APIError): string | undefined {
+  const text = body?.trim();
+  if (text) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text) as unknown;
+    } catch {
+      return truncate(text);
+    }
+    const found = messageIn(parsed);
+    return truncate(found ?? text);
+  }
+  const fallback = error ? messageIn({ error: error.error }) : undefined;
+  return fallback === undefined ? undefined : truncate(fallback);
+}
+
+function messageIn(parsed: unknown): string | undefined {
+  if (typeof parsed === "string") return parsed || undefined;
+  if (typeof parsed !== "object" || parsed === null) return undefined;
+  const record = parsed as Record<string, unknown>;
+  for (const key of ["error", "message", "detail", "error_description", "msg"]) {
+    const value = record[key];
+    if (typeof value === "string" && value) return value;
+    if (typeof value === "object" && value !== null) {
+      const nested = messageIn(value);
+      if (nested) return nested;
+      return JSON.stringify(value);
+    }
+  }
+  return undefined;
+}
+
+function rootCause(error: Error): Error | undefined {
+  let current: unknown = error.cause;
+  let deepest: Error | undefined;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth += 1) {
+    deepest = current;
+    current = current.cause;
+  }
+  return deepest;
+}
+
+function sanitizeCause(cause: Error, secret: string): Error {
+  const copy = new Error(redactSecret(cause.message, secret));
+  copy.name = cause.name;
+  const code = (cause as { code?: unknown }).code;
+  if (typeof code === "string") Object.assign(copy, { code });
+  return copy;
+}
+
+function truncate(text: string, limit = 500): string {
+  return text.length > limit ? `${text.slice(0, limit)}...` : text;
+}

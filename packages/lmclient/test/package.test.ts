@@ -1,0 +1,64 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+import { type FakeServer, startFakeServer } from "./support.js";
+
+const PACKAGE_DIR = fileURLToPath(new URL("../../", import.meta.url));
+const REPO_ROOT = fileURLToPath(new URL("../../../../", import.meta.url));
+
+let server: FakeServer;
+
+before(async () => {
+  server = await startFakeServer();
+});
+
+after(async () => {
+  await server.close();
+});
+
+/** Runs an ES module snippet with plain `node` (no loader, no flags) from the repo root. */
+function runNode(source: string, env: Record<string, string> = {}) {
+  const result = spawnSync(process.execPath, ["--input-type=module", "-e", source], {
+    cwd: REPO_ROOT,
+    encoding: "utf8",
+    timeout: 20_000,
+    env: { ...process.env, NODE_OPTIONS: "", ...env },
+  });
+  assert.equal(result.error, undefined);
+  assert.equal(result.status, 0, `node failed: ${result.stderr}`);
+  return result.stdout;
+}
+
+describe("package", () => {
+  it('exports CompatLM and BaseLM from "lmclient" at the repo root', () => {
+    const out = runNode(
+      'import { CompatLM, BaseLM } from "lmclient";' +
+        "console.log(typeof CompatLM, typeof BaseLM, new CompatLM({ model: 'm' }) instanceof BaseLM);",
+    );
+    assert.equal(out.trim(), "function function true");
+  });
+
+  it("forward works under plain node from the compiled worker, and the process exits", () => {
+    const out = runNode(
+      'import { CompatLM } from "lmclient";' +
+        "const lm = new CompatLM({ model: 'plain-node', base_url: process.env.BASE_URL });" +
+        "const r = lm.forward('from plain node');" +
+        "const flags = process.execArgv.filter((a) => a.startsWith('-') && a !== '--input-type=module' && a !== '-e');" +
+        "console.log(JSON.stringify({ content: r.choices[0].message.content, flags }));",
+      { BASE_URL: server.baseUrl },
+    );
+    assert.deepEqual(JSON.parse(out), { content: "echo: from plain node", flags: [] });
+  });
+
+  it("ships the worker as compiled JavaScript next to the code that starts it", () => {
+    assert.ok(existsSync(`${PACKAGE_DIR}dist/src/sync-worker.js`));
+    const manifest = JSON.parse(readFileSync(`${PACKAGE_DIR}package.json`, "utf8")) as {
+      exports: Record<string, { default: string }>;
+      files: string[];
+    };
+    assert.equal(manifest.exports["."]?.default, "./dist/src/index.js");
+    assert.ok(manifest.files.includes("dist/src"));
+  });
+});
