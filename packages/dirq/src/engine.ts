@@ -65,6 +65,9 @@ export interface QueryResult extends StatementRows {
   skipped: SkippedPath[];
 }
 
+/** How many checked statements `prepare` remembers before it starts over. */
+const CHECKED_STATEMENTS_KEPT = 1000;
+
 /** Too many distinct missing tables in one statement means something else is wrong. */
 const MAX_PATH_TABLES_PER_STATEMENT = 64;
 
@@ -103,6 +106,8 @@ export class DirqIndex {
   private readonly fillAllColumns: boolean;
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
+  /** Statements `prepare` has checked, with the schema version they were checked against. */
+  private readonly checkedStatements = new Map<string, number>();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
 
@@ -245,7 +250,14 @@ export class DirqIndex {
    * process, which a timeout can kill. Returns the files skipped while building tables.
    */
   async prepare(sql: string): Promise<SkippedPath[]> {
-    return (await this.prepareChecked(sql)).skipped;
+    // A statement already checked against this very schema needs no second look: nothing it
+    // reads can be missing or unfilled. The server asks this for every request.
+    const schemaVersion = this.db.pragma("schema_version", { simple: true }) as number;
+    if (this.checkedStatements.get(sql) === schemaVersion) return [];
+    const { skipped } = await this.prepareChecked(sql);
+    if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
+    this.checkedStatements.set(sql, this.db.pragma("schema_version", { simple: true }) as number);
+    return skipped;
   }
 
   private async prepareChecked(

@@ -46,10 +46,14 @@ export class QueryPool {
   private start(): Runner {
     const child = fork(new URL("./query-process.js", import.meta.url), [this.databasePath], {
       stdio: ["ignore", "inherit", "inherit", "ipc"],
+      // Structured clone moves large result strings faster than JSON-in-JSON.
+      serialization: "advanced",
     });
     const runner: Runner = { child, busy: true };
     this.runners.add(runner);
     child.once("exit", () => this.runners.delete(runner));
+    // A send to a process that just died fails with EPIPE; run() reports it per query.
+    child.on("error", () => {});
     return runner;
   }
 
@@ -118,7 +122,9 @@ export class QueryPool {
       }, this.timeoutMs);
       runner.child.on("message", onMessage);
       runner.child.once("exit", onExit);
-      runner.child.send({ id, sql });
+      runner.child.send({ id, sql }, (error) => {
+        if (error) onExit();
+      });
     });
   }
 

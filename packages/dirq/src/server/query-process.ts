@@ -28,4 +28,9 @@ process.on("message", (request: QueryRequest) => {
   }
 });
 
+// The server decides when query processes end (a Ctrl-C reaches the whole process group, and
+// in-flight queries must still finish while the server drains): ignore the signals, and leave
+// when the server goes away.
+process.on("SIGINT", () => {});
+process.on("SIGTERM", () => {});
 process.on("disconnect", () => process.exit(0));

@@ -1,16 +1,15 @@
 import { mkdtempSync, rmSync } from "node:fs";
-import type { Server } from "node:http";
+import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Writable } from "node:stream";
-import { createAdaptorServer } from "@hono/node-server";
 import { type DirqConfig, loadConfigs } from "../config/load-config.js";
 import { type DirqIndex, openIndex } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
-import { createApp } from "./app.js";
+import { createRequestHandler } from "./app.js";
 import { EventHub } from "./event-hub.js";
 import { QueryPool } from "./query-pool.js";
 
@@ -151,13 +150,13 @@ export async function runServer(options: ServerOptions): Promise<number> {
     degraded = `failed to load config: ${error.message}`;
     options.stderr.write(`dirq: ${degraded}\n`);
   }
-  const app = createApp({
+  const handler = createRequestHandler({
     degraded,
     query,
     events,
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
   });
-  const server = createAdaptorServer({ fetch: app.fetch }) as Server;
+  const server = createServer(handler);
   let port: number;
   try {
     port = await listen(server, options.host, options.port);

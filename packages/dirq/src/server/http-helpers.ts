@@ -1,0 +1,85 @@
+import { once } from "node:events";
+import type { IncomingMessage, ServerResponse } from "node:http";
+
+/** A request body over the limit. */
+export class BodyTooLargeError extends Error {
+  constructor(readonly limit: number) {
+    super(`request body is larger than ${limit} bytes`);
+  }
+}
+
+/**
+ * Reads a request body as text, refusing more than `limit` bytes (declared or streamed).
+ * node:http streams directly; going through web `Request` objects cost 4x the throughput here.
+ */
+export async function readBody(request: IncomingMessage, limit: number): Promise<string> {
+  const declared = Number(request.headers["content-length"] ?? 0);
+  if (declared > limit) throw new BodyTooLargeError(limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request as AsyncIterable<Buffer>) {
+    size += chunk.length;
+    if (size > limit) throw new BodyTooLargeError(limit);
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks).toString("utf8");
+}
+
+export function sendJson(response: ServerResponse, status: number, body: string): void {
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+  });
+  response.end(body);
+}
+
+export function sendText(
+  response: ServerResponse,
+  status: number,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  response.writeHead(status, { "content-type": "text/plain; charset=utf-8", ...headers });
+  response.end(text);
+}
+
+/**
+ * A Server-Sent Events response. Frames follow the SSE format: each line of `data` gets its
+ * own `data:` field, a blank line ends the frame. `write` waits while the client's socket is
+ * full, so a slow client slows only its own loop.
+ */
+export class EventStreamResponse {
+  constructor(private readonly response: ServerResponse) {
+    response.writeHead(200, {
+      "content-type": "text/event-stream",
+      "cache-control": "no-cache",
+      connection: "keep-alive",
+    });
+    response.flushHeaders();
+  }
+
+  get closed(): boolean {
+    return this.response.destroyed || this.response.writableEnded;
+  }
+
+  async send(event: string, data: string): Promise<void> {
+    const lines = data.split(/\r\n|\r|\n/).map((line) => `data: ${line}\n`);
+    await this.write(`event: ${event}\n${lines.join("")}\n`);
+  }
+
+  /** A comment line, which clients ignore: keeps proxies from closing an idle stream. */
+  async comment(text: string): Promise<void> {
+    await this.write(`: ${text}\n\n`);
+  }
+
+  private async write(text: string): Promise<void> {
+    if (this.closed) return;
+    if (!this.response.write(text)) {
+      await Promise.race([once(this.response, "drain"), once(this.response, "close")]);
+    }
+  }
+
+  end(): void {
+    if (!this.closed) this.response.end();
+  }
+}
