@@ -1,0 +1,15 @@
+#!/usr/bin/env node
+import { run } from "../dist/src/cli/main.js";
+
+// A reader that goes away (`pubtool ... | head`) is not an error.
+process.stdout.on("error", (error) => {
+  if (error.code === "EPIPE") process.exit(0);
+  throw error;
+});
+
+process.exitCode = await run(process.argv.slice(2), {
+  stdout: process.stdout,
+  stderr: process.stderr,
+  cwd: process.cwd(),
+  env: process.env,
+});

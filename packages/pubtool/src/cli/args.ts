@@ -1,0 +1,104 @@
+import { parseArgs } from "node:util";
+import { PubtoolError } from "../errors.js";
+
+/** A parsed command line. */
+export type Command =
+  | { name: "help" }
+  | { name: "version" }
+  | { name: "doctor"; json: boolean; config?: string }
+  | { name: "preflight"; json: boolean; config?: string }
+  | { name: "publish"; dryRun: boolean; config?: string }
+  | { name: "token-list"; secrets: boolean }
+  | { name: "auth-login"; clientId?: string }
+  | { name: "auth-logout" }
+  | { name: "auth-status" };
+
+export const HELP_TEXT = `usage: pubtool <command> [options]
+
+commands:
+  doctor [--json]               check the trust policy: local workflows, declarations, rustreg
+  preflight [--json]            check every package can be published, without side effects
+  publish [--dry-run]           publish every package in dependency order
+  token list [--secrets]        list registry credentials (names only, never values)
+  auth login [--client-id <id>] sign in to the workflow host (OAuth device flow)
+  auth logout                   forget the stored login
+  auth status                   show whether a login is stored
+
+options:
+  -c, --config <file>  config file (default: pubtool.toml in the working directory)
+  -h, --help           show this help
+  -V, --version        show the version
+
+exit codes: 0 ok, 1 a check or step failed, 2 usage or config error
+`;
+
+function usage(message: string): PubtoolError {
+  return new PubtoolError("USAGE", `${message}. Run pubtool --help for usage.`);
+}
+
+/** Parses `argv` (without node and the script). */
+export function parseCommandLine(argv: readonly string[]): Command {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: true,
+      strict: true,
+      options: {
+        help: { type: "boolean", short: "h" },
+        version: { type: "boolean", short: "V" },
+        json: { type: "boolean" },
+        secrets: { type: "boolean" },
+        "dry-run": { type: "boolean" },
+        config: { type: "string", short: "c" },
+        "client-id": { type: "string" },
+      },
+    });
+  } catch (error) {
+    throw usage(error instanceof Error ? error.message.replace(/\.$/, "") : String(error));
+  }
+  const { values, positionals } = parsed;
+  if (values.help) return { name: "help" };
+  if (values.version) return { name: "version" };
+  const [first, second, ...rest] = positionals;
+  const allow = (command: string, flags: string[]) => {
+    for (const flag of Object.keys(values)) {
+      if (!flags.includes(flag)) throw usage(`${command} does not take --${flag}`);
+    }
+  };
+  const noMore = (command: string, extra: readonly (string | undefined)[]) => {
+    const left = extra.filter((value) => value !== undefined);
+    if (left.length > 0) throw usage(`${command}: unexpected argument ${left[0]}`);
+  };
+  switch (first) {
+    case undefined:
+      return { name: "help" };
+    case "doctor":
+    case "preflight":
+      allow(first, ["json", "config"]);
+      noMore(first, [second, ...rest]);
+      return { name: first, json: values.json === true, config: values.config };
+    case "publish":
+      allow(first, ["dry-run", "config"]);
+      noMore(first, [second, ...rest]);
+      return { name: "publish", dryRun: values["dry-run"] === true, config: values.config };
+    case "token":
+      if (second !== "list") throw usage(`unknown command: token ${second ?? ""}`.trim());
+      allow("token list", ["secrets"]);
+      noMore("token list", rest);
+      return { name: "token-list", secrets: values.secrets === true };
+    case "auth":
+      noMore(`auth ${second}`, rest);
+      if (second === "login") {
+        allow("auth login", ["client-id"]);
+        return { name: "auth-login", clientId: values["client-id"] };
+      }
+      if (second === "logout" || second === "status") {
+        allow(`auth ${second}`, []);
+        return { name: second === "logout" ? "auth-logout" : "auth-status" };
+      }
+      throw usage(`unknown command: auth ${second ?? ""}`.trim());
+    default:
+      throw usage(`unknown command: ${first}`);
+  }
+}

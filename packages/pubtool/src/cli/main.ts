@@ -1,0 +1,107 @@
+import type { Writable } from "node:stream";
+import { loadConfig, requireConfig } from "../config/load-config.js";
+import { renderReport } from "../doctor/report.js";
+import { runDoctor } from "../doctor/run-doctor.js";
+import { isPubtoolError, type PubtoolErrorCode } from "../errors.js";
+import { readVersion } from "../version.js";
+import { type Command, HELP_TEXT, parseCommandLine } from "./args.js";
+
+/** The process streams and settings the CLI runs with. */
+export interface CliIo {
+  stdout: Writable;
+  stderr: Writable;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+}
+
+/** Exit codes: the only table that maps error codes to process statuses. */
+export const EXIT_OK = 0;
+export const EXIT_FAILED = 1;
+export const EXIT_USAGE = 2;
+
+const EXIT_CODES: Record<PubtoolErrorCode, number> = {
+  USAGE: EXIT_USAGE,
+  CONFIG_NOT_FOUND: EXIT_USAGE,
+  CONFIG_INVALID: EXIT_USAGE,
+  MANIFEST_INVALID: EXIT_FAILED,
+  REPOSITORY_UNKNOWN: EXIT_FAILED,
+  NOT_LOGGED_IN: EXIT_FAILED,
+  AUTH_FAILED: EXIT_FAILED,
+  HTTP_FAILED: EXIT_FAILED,
+  PUBLISH_FAILED: EXIT_FAILED,
+};
+
+async function dispatch(command: Command, io: CliIo): Promise<number> {
+  switch (command.name) {
+    case "help":
+      io.stdout.write(HELP_TEXT);
+      return EXIT_OK;
+    case "version":
+      io.stdout.write(`${readVersion()}\n`);
+      return EXIT_OK;
+    case "doctor": {
+      const config = loadConfig(io.cwd, command.config);
+      const report = await runDoctor({ root: config?.root ?? io.cwd, config, env: io.env });
+      io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
+      return report.ok ? EXIT_OK : EXIT_FAILED;
+    }
+    case "preflight": {
+      const config = requireConfig(io.cwd, command.config);
+      const { runPreflight, renderPreflight } = await import("../publish/preflight.js");
+      const report = await runPreflight(config, io.env);
+      io.stdout.write(
+        command.json ? `${JSON.stringify(report, null, 2)}\n` : renderPreflight(report),
+      );
+      return report.ok ? EXIT_OK : EXIT_FAILED;
+    }
+    case "publish": {
+      const config = requireConfig(io.cwd, command.config);
+      const { runPublish } = await import("../publish/publish.js");
+      const ok = await runPublish(config, io.env, {
+        dryRun: command.dryRun,
+        out: io.stdout,
+        err: io.stderr,
+      });
+      return ok ? EXIT_OK : EXIT_FAILED;
+    }
+    case "token-list": {
+      const { runTokenList } = await import("../token/token-list.js");
+      return runTokenList({
+        secrets: command.secrets,
+        cwd: io.cwd,
+        env: io.env,
+        out: io.stdout,
+        err: io.stderr,
+      });
+    }
+    case "auth-login": {
+      const { runLogin } = await import("../auth/login.js");
+      await runLogin({ clientId: command.clientId, env: io.env, out: io.stdout });
+      return EXIT_OK;
+    }
+    case "auth-logout": {
+      const { runLogout } = await import("../auth/login.js");
+      runLogout(io.env, io.stdout);
+      return EXIT_OK;
+    }
+    case "auth-status": {
+      const { runStatus } = await import("../auth/login.js");
+      return runStatus(io.env, io.stdout) ? EXIT_OK : EXIT_FAILED;
+    }
+  }
+}
+
+/** Runs the CLI; the only place that prints diagnostics and decides the exit status. */
+export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+  try {
+    return await dispatch(parseCommandLine(argv), io);
+  } catch (error) {
+    if (isPubtoolError(error)) {
+      for (const line of error.message.split("\n")) io.stderr.write(`pubtool: ${line}\n`);
+      return EXIT_CODES[error.code] ?? EXIT_FAILED;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    io.stderr.write(`pubtool: internal error: ${message}\n`);
+    return EXIT_FAILED;
+  }
+}

@@ -1,0 +1,95 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { parse as parseToml } from "smol-toml";
+import { PubtoolError } from "../errors.js";
+import { configSchema, type PackageEntry } from "./schema.js";
+
+/** The default config file name, looked up in the working directory. */
+export const CONFIG_FILE = "pubtool.toml";
+
+/** A validated config: its file, the folder paths resolve against, and the packages. */
+export interface Config {
+  file: string;
+  root: string;
+  packages: PackageEntry[];
+}
+
+/** Formats a zod issue path (`["package", 0, "trust_policy", "workflow"]`) for a message. */
+function describePath(path: readonly PropertyKey[], data: unknown): string {
+  const parts: string[] = [];
+  let where = "";
+  if (path[0] === "package" && typeof path[1] === "number") {
+    const entry = (data as { package?: Record<string, unknown>[] }).package?.[path[1]];
+    const name = typeof entry?.name === "string" ? ` "${entry.name}"` : "";
+    where = `package #${path[1] + 1}${name}`;
+    path = path.slice(2);
+  }
+  for (const part of path) parts.push(typeof part === "number" ? `[${part}]` : String(part));
+  const key = parts.join(".").replaceAll(".[", "[");
+  if (where && key) return `${where}: key ${key}`;
+  return where || (key ? `key ${key}` : "top level");
+}
+
+/** Parses and validates `text` as the contents of `file`. */
+export function parseConfig(text: string, file: string, shown = file): Config {
+  let data: unknown;
+  try {
+    data = parseToml(text);
+  } catch (error) {
+    const detail = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    throw new PubtoolError("CONFIG_INVALID", `${shown}: invalid TOML: ${detail}`);
+  }
+  const result = configSchema.safeParse(data);
+  if (!result.success) {
+    const messages = result.error.issues.map((issue) => {
+      let path = issue.path;
+      let message = issue.message;
+      if (issue.code === "unrecognized_keys") {
+        const keys = issue.keys;
+        path = [...path, keys[0] ?? ""];
+        message = `unknown key${keys.length > 1 ? "s" : ""} ${keys.join(", ")}`;
+      } else if (issue.code === "invalid_type" && message.includes("received undefined")) {
+        message = "is required";
+      }
+      return `${shown}: ${describePath(path, data)}: ${message}`;
+    });
+    throw new PubtoolError("CONFIG_INVALID", messages.join("\n"));
+  }
+  const names = new Set<string>();
+  for (const entry of result.data.package) {
+    const id = `${entry.kind}:${entry.name}`;
+    if (names.has(id)) {
+      throw new PubtoolError(
+        "CONFIG_INVALID",
+        `${shown}: package "${entry.name}": declared twice for ${entry.kind}`,
+      );
+    }
+    names.add(id);
+  }
+  return { file, root: dirname(file), packages: result.data.package };
+}
+
+/**
+ * Loads the config. With an explicit `path` the file must exist; otherwise `pubtool.toml` in
+ * `cwd` is used when present, and `null` is returned when it is absent.
+ */
+export function loadConfig(cwd: string, path?: string): Config | null {
+  const file = resolve(cwd, path ?? CONFIG_FILE);
+  if (!existsSync(file)) {
+    if (path === undefined) return null;
+    throw new PubtoolError("CONFIG_NOT_FOUND", `${path}: no such config file`);
+  }
+  return parseConfig(readFileSync(file, "utf8"), file, path ?? CONFIG_FILE);
+}
+
+/** Like `loadConfig`, but a missing config is an error naming what to create. */
+export function requireConfig(cwd: string, path?: string): Config {
+  const config = loadConfig(cwd, path);
+  if (config === null) {
+    throw new PubtoolError(
+      "CONFIG_NOT_FOUND",
+      `no ${CONFIG_FILE} in ${cwd}. Create one with a [[package]] entry (see docs/config.md).`,
+    );
+  }
+  return config;
+}

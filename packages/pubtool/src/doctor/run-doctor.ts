@@ -1,0 +1,38 @@
+import type { Config } from "../config/load-config.js";
+import { currentRepository } from "../repository.js";
+import { scanWorkflows } from "../workflows/scan-workflows.js";
+import { declaredPhase } from "./declared-phase.js";
+import { localPhase } from "./local-phase.js";
+import { registryPhase } from "./registry-phase.js";
+import { CLOSING_NOTE, type DoctorReport, type Phase } from "./report.js";
+
+/** Runs the doctor phases for the repository at `root`. */
+export async function runDoctor(options: {
+  root: string;
+  config: Config | null;
+  env: NodeJS.ProcessEnv;
+}): Promise<DoctorReport> {
+  const { root, env } = options;
+  const packages = options.config?.packages ?? [];
+  const scan = scanWorkflows(root);
+  const phases: Phase[] = [localPhase(scan), declaredPhase(root, packages, scan, env)];
+  const registry = await registryPhase(packages, env, currentRepository(root, env));
+  if (registry === null) {
+    phases.push({
+      id: "registry",
+      heading: "trust policy (rustreg registry)",
+      status: "neutral",
+      checks: [
+        {
+          id: "registry",
+          label: "skipped: RUSTREG_DOCTOR_TOKEN is not set",
+          status: "neutral",
+          messages: [],
+        },
+      ],
+    });
+  } else {
+    phases.push(registry);
+  }
+  return { ok: phases.every((phase) => phase.status !== "fail"), phases, note: CLOSING_NOTE };
+}

@@ -1,0 +1,73 @@
+import { spawn } from "node:child_process";
+import type { Writable } from "node:stream";
+
+/** Variables every subprocess may see: locating programs, home, temp dir, locale, proxies. */
+const BASE = [
+  "PATH",
+  "HOME",
+  "USERPROFILE",
+  "SystemRoot",
+  "TMPDIR",
+  "TEMP",
+  "TMP",
+  "LANG",
+  "LC_ALL",
+  "HTTP_PROXY",
+  "HTTPS_PROXY",
+  "NO_PROXY",
+  "http_proxy",
+  "https_proxy",
+  "no_proxy",
+  "SSL_CERT_FILE",
+  "NODE_EXTRA_CA_CERTS",
+];
+
+/** A minimal environment: the base variables plus `names` copied from `env`, plus `extra`. */
+export function childEnv(
+  env: NodeJS.ProcessEnv,
+  names: readonly (string | RegExp)[],
+  extra: Record<string, string> = {},
+): Record<string, string> {
+  const result: Record<string, string> = {};
+  for (const [key, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    const wanted =
+      BASE.includes(key) ||
+      names.some((name) => (typeof name === "string" ? name === key : name.test(key)));
+    if (wanted) result[key] = value;
+  }
+  return { ...result, ...extra };
+}
+
+/**
+ * Runs a program; its stdout and stderr go to `log` with every secret value masked.
+ * Resolves with the exit code and the output's tail.
+ */
+export function runProgram(
+  command: string,
+  args: readonly string[],
+  options: { cwd: string; env: Record<string, string>; log: Writable; secrets: readonly string[] },
+): Promise<{ code: number; tail: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(command, args, {
+      cwd: options.cwd,
+      env: options.env,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let tail = "";
+    const mask = (text: string) =>
+      options.secrets.reduce(
+        (masked, secret) => (secret ? masked.split(secret).join("***") : masked),
+        text,
+      );
+    const forward = (chunk: Buffer) => {
+      const text = mask(chunk.toString("utf8"));
+      tail = (tail + text).slice(-2000);
+      options.log.write(text.replace(/^(?=.)/gm, "    "));
+    };
+    child.stdout.on("data", forward);
+    child.stderr.on("data", forward);
+    child.on("error", (error) => resolve({ code: 127, tail: `${command}: ${error.message}` }));
+    child.on("close", (code) => resolve({ code: code ?? 1, tail }));
+  });
+}

@@ -1,0 +1,132 @@
+import type { Config } from "../config/load-config.js";
+import type { PackageEntry } from "../config/schema.js";
+import type { Status } from "../doctor/report.js";
+import { isPubtoolError } from "../errors.js";
+import { authModeFor } from "./auth-mode.js";
+import { dependencyOrder, type Manifest, readManifest } from "./manifest.js";
+import { readPublished } from "./registry-read.js";
+
+/** One line of a package's preflight report. */
+export interface PreflightCheck {
+  label: string;
+  status: Status;
+  message: string;
+}
+
+/** One package's report. */
+export interface PackageReport {
+  name: string;
+  kind: string;
+  path: string;
+  version: string | null;
+  alreadyPublished: boolean;
+  ok: boolean;
+  checks: PreflightCheck[];
+}
+
+/** The whole preflight run, as printed by `--json`. */
+export interface PreflightReport {
+  ok: boolean;
+  packages: PackageReport[];
+}
+
+/** Reads every manifest (keeping errors) and orders the packages by their dependencies. */
+export function loadPackages(
+  config: Config,
+): { entry: PackageEntry; manifest: Manifest | null; error: string | null }[] {
+  const items = config.packages.map((entry) => {
+    try {
+      return { entry, manifest: readManifest(config, entry), error: null };
+    } catch (error) {
+      if (!isPubtoolError(error)) throw error;
+      return { entry, manifest: null, error: error.message };
+    }
+  });
+  return dependencyOrder(items);
+}
+
+/** `pubtool preflight`: reads only, publishes nothing. */
+export async function runPreflight(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+): Promise<PreflightReport> {
+  const packages: PackageReport[] = [];
+  for (const { entry, manifest, error } of loadPackages(config)) {
+    const checks: PreflightCheck[] = [];
+    const report: PackageReport = {
+      name: entry.name,
+      kind: entry.kind,
+      path: entry.path,
+      version: manifest?.version ?? null,
+      alreadyPublished: false,
+      ok: true,
+      checks,
+    };
+    packages.push(report);
+    if (manifest === null) {
+      checks.push({ label: "manifest", status: "fail", message: error ?? "unreadable" });
+    } else {
+      checks.push({
+        label: "manifest",
+        status: "pass",
+        message: `${manifest.file}: ${manifest.name} ${manifest.version}`,
+      });
+      if (manifest.name !== entry.name) {
+        checks.push({
+          label: "name",
+          status: "fail",
+          message: `${manifest.file} names the package ${manifest.name}, pubtool.toml says ${entry.name}`,
+        });
+      }
+      const published = await readPublished(entry.kind, manifest.name, manifest.version, env);
+      if (published.state === "published") {
+        report.alreadyPublished = true;
+        checks.push({
+          label: "version",
+          status: "neutral",
+          message: `${manifest.version} is already published on ${entry.kind}; publish will skip it`,
+        });
+      } else if (published.state === "unpublished") {
+        checks.push({
+          label: "version",
+          status: "pass",
+          message: `${manifest.version} is not published yet`,
+        });
+      } else {
+        checks.push({
+          label: "version",
+          status: "neutral",
+          message: `could not ask ${entry.kind} whether ${manifest.version} exists (${published.reason})`,
+        });
+      }
+    }
+    const auth = authModeFor(entry.kind, env);
+    checks.push({
+      label: "auth",
+      status: auth.mode === "none" ? "fail" : "pass",
+      message: auth.detail,
+    });
+    report.ok = checks.every((check) => check.status !== "fail");
+  }
+  return { ok: packages.every((report) => report.ok), packages };
+}
+
+const MARKS: Record<Status, string> = { pass: "✓", fail: "✗", neutral: "-" };
+
+/** Renders the preflight report for people. */
+export function renderPreflight(report: PreflightReport): string {
+  const lines: string[] = [];
+  if (report.packages.length === 0) lines.push("no [[package]] entries in the config");
+  for (const pkg of report.packages) {
+    lines.push(`package ${pkg.name} (${pkg.kind}, ${pkg.path}):`);
+    for (const check of pkg.checks)
+      lines.push(`  ${MARKS[check.status]} ${check.label}: ${check.message}`);
+  }
+  const failed = report.packages.filter((pkg) => !pkg.ok).length;
+  lines.push(
+    failed === 0
+      ? "preflight: ok"
+      : `preflight: ${failed} package${failed === 1 ? "" : "s"} not ready`,
+  );
+  return `${lines.join("\n")}\n`;
+}

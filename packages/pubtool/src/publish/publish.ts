@@ -1,0 +1,189 @@
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, join, relative } from "node:path";
+import type { Writable } from "node:stream";
+import type { Config } from "../config/load-config.js";
+import type { PackageEntry } from "../config/schema.js";
+import { endpointsFrom, envValue } from "../endpoints.js";
+import { isPubtoolError, PubtoolError } from "../errors.js";
+import { authModeFor, type AuthMode } from "./auth-mode.js";
+import { childEnv, runProgram } from "./child-env.js";
+import type { Manifest } from "./manifest.js";
+import { loadPackages } from "./preflight.js";
+import {
+  DEFAULT_DIST_GLOBS,
+  findDistributions,
+  mintPyregToken,
+  uploadDistribution,
+} from "./pyreg-upload.js";
+import { readPublished } from "./registry-read.js";
+
+interface PublishContext {
+  env: NodeJS.ProcessEnv;
+  dryRun: boolean;
+  out: Writable;
+  err: Writable;
+}
+
+const CARGO_VARIABLES = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_TARGET_DIR"];
+const WORKFLOW_VARIABLES = [/^GITHUB_/, /^RUNNER_/, /^ACTIONS_ID_TOKEN_REQUEST_/, "CI"];
+
+async function publishRustreg(
+  manifest: Manifest,
+  auth: AuthMode,
+  context: PublishContext,
+): Promise<void> {
+  const { env } = context;
+  const token = auth.mode === "token" ? (envValue(env, auth.variable) ?? "") : "";
+  const index = endpointsFrom(env).rustregIndex;
+  const extra: Record<string, string> = {};
+  const args = ["publish"];
+  if (index !== null) {
+    // A private or test registry: an ad-hoc named registry, configured only for this run.
+    extra.CARGO_REGISTRIES_PUBTOOL_INDEX = index;
+    args.push("--registry", "pubtool");
+    if (!context.dryRun) extra.CARGO_REGISTRIES_PUBTOOL_TOKEN = token;
+  } else if (!context.dryRun) {
+    extra.CARGO_REGISTRY_TOKEN = token;
+  }
+  if (context.dryRun) args.push("--dry-run");
+  const result = await runProgram("cargo", args, {
+    cwd: manifest.dir,
+    env: childEnv(env, CARGO_VARIABLES, extra),
+    log: context.err,
+    secrets: [token],
+  });
+  if (result.code !== 0) {
+    if (/already (exists|uploaded)/i.test(result.tail)) return;
+    throw new PubtoolError("PUBLISH_FAILED", `cargo publish exited with ${result.code}`);
+  }
+}
+
+async function publishPyreg(
+  entry: PackageEntry,
+  manifest: Manifest,
+  auth: AuthMode,
+  context: PublishContext,
+): Promise<void> {
+  const { env, out } = context;
+  const files = findDistributions(
+    manifest.dir,
+    entry.paths ?? DEFAULT_DIST_GLOBS,
+    manifest.name,
+    manifest.version,
+  );
+  if (files.length === 0) {
+    throw new PubtoolError(
+      "PUBLISH_FAILED",
+      `no built distributions of ${manifest.name} ${manifest.version} matching ${(entry.paths ?? DEFAULT_DIST_GLOBS).join(", ")}; build them first (python -m build)`,
+    );
+  }
+  if (context.dryRun) {
+    for (const file of files) out.write(`    would upload ${relative(manifest.dir, file)}\n`);
+    return;
+  }
+  const token =
+    auth.mode === "oidc"
+      ? await mintPyregToken(env)
+      : (envValue(env, (auth as { variable: string }).variable) ?? "");
+  for (const file of files) {
+    const state = await uploadDistribution(file, manifest, token, env);
+    out.write(
+      `    ${state === "uploaded" ? "uploaded" : "already on pyreg, skipped"} ${basename(file)}\n`,
+    );
+  }
+}
+
+async function publishJsreg(
+  manifest: Manifest,
+  auth: AuthMode,
+  context: PublishContext,
+): Promise<void> {
+  const { env } = context;
+  const registry = endpointsFrom(env).jsreg;
+  const args = ["publish", "--registry", `${registry}/`];
+  const extra: Record<string, string> = {};
+  const names: (string | RegExp)[] = [];
+  let scratch: string | null = null;
+  let token = "";
+  if (context.dryRun) {
+    args.push("--dry-run");
+  } else if (auth.mode === "oidc") {
+    // npm performs the OIDC exchange itself and signs provenance from the workflow's identity.
+    args.push("--provenance");
+    names.push(...WORKFLOW_VARIABLES);
+  } else if (auth.mode === "token") {
+    token = envValue(env, auth.variable) ?? "";
+    // The token stays in the environment; the temporary npmrc only references it.
+    scratch = mkdtempSync(join(tmpdir(), "pubtool-npm-"));
+    const host = registry.replace(/^https?:/, "");
+    writeFileSync(join(scratch, "npmrc"), `${host}/:_authToken=\${PUBTOOL_JSREG_TOKEN}\n`, {
+      mode: 0o600,
+    });
+    extra.PUBTOOL_JSREG_TOKEN = token;
+    extra.NPM_CONFIG_USERCONFIG = join(scratch, "npmrc");
+  }
+  try {
+    const result = await runProgram("npm", args, {
+      cwd: manifest.dir,
+      env: childEnv(env, names, extra),
+      log: context.err,
+      secrets: [token],
+    });
+    if (result.code !== 0) {
+      if (
+        /cannot publish over the previously published versions|EPUBLISHCONFLICT/i.test(result.tail)
+      )
+        return;
+      throw new PubtoolError("PUBLISH_FAILED", `npm publish exited with ${result.code}`);
+    }
+  } finally {
+    if (scratch !== null) rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** `pubtool publish [--dry-run]`: every package in dependency order; stops at the first failure. */
+export async function runPublish(
+  config: Config,
+  env: NodeJS.ProcessEnv,
+  options: { dryRun: boolean; out: Writable; err: Writable },
+): Promise<boolean> {
+  const context: PublishContext = { env, ...options };
+  const { out, err } = options;
+  const items = loadPackages(config);
+  let failed = false;
+  for (const { entry, manifest, error } of items) {
+    const label = `${entry.name} (${entry.kind})`;
+    if (failed) {
+      out.write(`${label}: not attempted (an earlier package failed)\n`);
+      continue;
+    }
+    try {
+      if (manifest === null)
+        throw new PubtoolError("MANIFEST_INVALID", error ?? "unreadable manifest");
+      const published = await readPublished(entry.kind, manifest.name, manifest.version, env);
+      if (published.state === "published") {
+        out.write(`${label}: ${manifest.version} is already published, skipped\n`);
+        continue;
+      }
+      const auth = authModeFor(entry.kind, env);
+      if (auth.mode === "none" && !options.dryRun) {
+        throw new PubtoolError("PUBLISH_FAILED", `no credentials: ${auth.detail}`);
+      }
+      const how = auth.mode === "none" ? "no credentials (dry run)" : auth.detail;
+      out.write(
+        `${label}: ${options.dryRun ? "dry run of" : "publishing"} ${manifest.version} with ${how}\n`,
+      );
+      if (entry.kind === "rustreg") await publishRustreg(manifest, auth, context);
+      else if (entry.kind === "pyreg") await publishPyreg(entry, manifest, auth, context);
+      else await publishJsreg(manifest, auth, context);
+      out.write(`${label}: ${options.dryRun ? "dry run ok" : `published ${manifest.version}`}\n`);
+    } catch (caught) {
+      if (!isPubtoolError(caught)) throw caught;
+      failed = true;
+      err.write(`pubtool: ${label}: ${caught.message}\n`);
+      out.write(`${label}: failed\n`);
+    }
+  }
+  return !failed;
+}

@@ -1,0 +1,137 @@
+import type { Writable } from "node:stream";
+import { loadAuth } from "../auth/store.js";
+import { endpointsFrom, envValue } from "../endpoints.js";
+import { isPubtoolError } from "../errors.js";
+import { getAllPages } from "../github/api.js";
+import { currentRepository } from "../repository.js";
+import { describeValue, FALLBACK_VARIABLES, registryOfSecret } from "./credential-names.js";
+
+/** One row of the `token list` table. */
+export interface TokenRow {
+  registry: string;
+  source: "env" | "repo-secret" | "environment-secret";
+  name: string;
+  details: string;
+}
+
+/** Rows for the fallback variables set (non-empty) in `env`. Values are never included. */
+export function environmentRows(env: NodeJS.ProcessEnv): TokenRow[] {
+  const rows: TokenRow[] = [];
+  for (const variable of FALLBACK_VARIABLES) {
+    const value = envValue(env, variable.name);
+    if (value === undefined) continue;
+    rows.push({
+      registry: variable.registry,
+      source: "env",
+      name: variable.name,
+      details: `${variable.purpose}; ${describeValue(value)}`,
+    });
+  }
+  return rows;
+}
+
+/** Renders rows as an aligned table with the header `REGISTRY SOURCE ENV/NAME DETAILS`. */
+export function renderTable(rows: readonly TokenRow[]): string {
+  const header = ["REGISTRY", "SOURCE", "ENV/NAME", "DETAILS"];
+  const cells = [header, ...rows.map((row) => [row.registry, row.source, row.name, row.details])];
+  const widths = [0, 1, 2].map((i) => Math.max(...cells.map((line) => (line[i] ?? "").length)));
+  return cells
+    .map((line) =>
+      line
+        .map((cell, i) => (i < 3 ? cell.padEnd(widths[i] ?? 0) : cell))
+        .join("  ")
+        .trimEnd(),
+    )
+    .map((line) => `${line}\n`)
+    .join("");
+}
+
+interface SecretsResult {
+  rows: TokenRow[];
+  note: string | null;
+  failed: boolean;
+}
+
+async function secretRows(cwd: string, env: NodeJS.ProcessEnv): Promise<SecretsResult> {
+  const auth = loadAuth(env);
+  if (auth === null) {
+    return {
+      rows: [],
+      note: "note: not logged in; run `pubtool auth login` to list repository and environment secrets",
+      failed: false,
+    };
+  }
+  const repository = currentRepository(cwd, env);
+  if (repository === null) {
+    return {
+      rows: [],
+      note: "note: unknown repository: set GITHUB_REPOSITORY=<owner>/<repo> or add a git remote named origin",
+      failed: true,
+    };
+  }
+  const client = { base: endpointsFrom(env).githubApi, token: auth.access_token, env };
+  const rows: TokenRow[] = [];
+  try {
+    const secrets = await getAllPages<{ name: string; updated_at?: string }>(
+      client,
+      `/repos/${repository}/actions/secrets`,
+      "secrets",
+    );
+    for (const secret of secrets) {
+      const registry = registryOfSecret(secret.name);
+      if (registry === null) continue;
+      rows.push({
+        registry,
+        source: "repo-secret",
+        name: secret.name,
+        details: `${repository}${secret.updated_at ? `, updated ${secret.updated_at}` : ""}`,
+      });
+    }
+    const environments = await getAllPages<{ name: string }>(
+      client,
+      `/repos/${repository}/environments`,
+      "environments",
+    );
+    for (const environment of environments) {
+      const envSecrets = await getAllPages<{ name: string; updated_at?: string }>(
+        client,
+        `/repos/${repository}/environments/${encodeURIComponent(environment.name)}/secrets`,
+        "secrets",
+      );
+      for (const secret of envSecrets) {
+        const registry = registryOfSecret(secret.name);
+        if (registry === null) continue;
+        rows.push({
+          registry,
+          source: "environment-secret",
+          name: `${environment.name}/${secret.name}`,
+          details: `${repository}, environment ${environment.name}${secret.updated_at ? `, updated ${secret.updated_at}` : ""}`,
+        });
+      }
+    }
+  } catch (error) {
+    if (!isPubtoolError(error)) throw error;
+    return { rows, note: `note: secrets not listed: ${error.message}`, failed: true };
+  }
+  return { rows, note: null, failed: false };
+}
+
+/** `pubtool token list [--secrets]`. */
+export async function runTokenList(options: {
+  secrets: boolean;
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  out: Writable;
+  err: Writable;
+}): Promise<number> {
+  const rows = environmentRows(options.env);
+  let failed = false;
+  if (options.secrets) {
+    const result = await secretRows(options.cwd, options.env);
+    rows.push(...result.rows);
+    if (result.note !== null) options.err.write(`${result.note}\n`);
+    failed = result.failed;
+  }
+  options.out.write(renderTable(rows));
+  return failed ? 1 : 0;
+}

@@ -1,0 +1,126 @@
+import assert from "node:assert/strict";
+import { after, describe, it } from "node:test";
+import { makeTree, removeTree, runPubtool } from "./helpers.js";
+
+const trees: string[] = [];
+after(() => trees.forEach(removeTree));
+
+async function withConfig(toml: string, args: string[] = ["preflight"]) {
+  const root = makeTree({ "pubtool.toml": toml });
+  trees.push(root);
+  return runPubtool(args, { cwd: root });
+}
+
+describe("pubtool.toml validation", { concurrency: true }, () => {
+  const cases: { name: string; toml: string; message: RegExp }[] = [
+    {
+      name: "workflow must be a bare file name",
+      toml: '[[package]]\nname = "a"\nkind = "rustreg"\n[package.trust_policy]\nworkflow = ".github/workflows/release.yml"\n',
+      message:
+        /^pubtool: pubtool\.toml: package #1 "a": key trust_policy\.workflow: must be a bare file name such as "release\.yml", not a path$/m,
+    },
+    {
+      name: "workflow is required in a trust_policy block",
+      toml: '[[package]]\nname = "a"\nkind = "pyreg"\n[package.trust_policy]\nenvironment = "release"\n',
+      message: /pubtool\.toml: package #1 "a": key trust_policy\.workflow: /,
+    },
+    {
+      name: "kind must be one of the three registries",
+      toml: '[[package]]\nname = "a"\nkind = "gem"\n',
+      message: /pubtool\.toml: package #1 "a": key kind: must be "rustreg", "pyreg" or "jsreg"/,
+    },
+    {
+      name: "unknown keys are errors",
+      toml: '[[package]]\nname = "a"\nkind = "jsreg"\nregistry = "x"\n',
+      message: /pubtool\.toml: package #1 "a": key registry: unknown key registry/,
+    },
+    {
+      name: "unknown keys inside trust_policy are errors",
+      toml: '[[package]]\nname = "a"\nkind = "jsreg"\n[package.trust_policy]\nworkflow = "r.yml"\nenviroment = "x"\n',
+      message: /package #1 "a": key trust_policy\.enviroment: unknown key enviroment/,
+    },
+    {
+      name: "repository must be owner/repo",
+      toml: '[[package]]\nname = "a"\nkind = "jsreg"\n[package.trust_policy]\nworkflow = "r.yml"\nrepository = "https://github.com/a/b"\n',
+      message: /key trust_policy\.repository: must be "<owner>\/<repo>"/,
+    },
+    {
+      name: "paths must be an array of strings",
+      toml: '[[package]]\nname = "a"\nkind = "pyreg"\npaths = "dist/*"\n',
+      message: /package #1 "a": key paths: /,
+    },
+    {
+      name: "name is required",
+      toml: '[[package]]\nkind = "pyreg"\n',
+      message: /package #1: key name: /,
+    },
+    {
+      name: "invalid TOML",
+      toml: "[[package]\n",
+      message: /^pubtool: pubtool\.toml: invalid TOML: /m,
+    },
+    {
+      name: "the same package twice",
+      toml: '[[package]]\nname = "a"\nkind = "pyreg"\n[[package]]\nname = "a"\nkind = "pyreg"\n',
+      message: /package "a": declared twice for pyreg/,
+    },
+  ];
+  for (const testCase of cases) {
+    it(testCase.name, async () => {
+      const result = await withConfig(testCase.toml);
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, testCase.message);
+      assert.doesNotMatch(result.stderr, /\n\s+at /, "no stack trace");
+    });
+  }
+
+  it("doctor validates the config too", async () => {
+    const result = await withConfig('[[package]]\nname = "a"\nkind = "x"\n', ["doctor"]);
+    assert.equal(result.code, 2);
+  });
+
+  it("an explicit --config that does not exist", async () => {
+    const result = await withConfig("", ["doctor", "--config", "nope.toml"]);
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /pubtool: nope\.toml: no such config file/);
+  });
+
+  it("preflight without any config names the file to create", async () => {
+    const root = makeTree({});
+    trees.push(root);
+    const result = await runPubtool(["preflight"], { cwd: root });
+    assert.equal(result.code, 2);
+    assert.match(result.stderr, /no pubtool\.toml in /);
+  });
+});
+
+describe("command line", { concurrency: true }, () => {
+  it("--help and --version", async () => {
+    const root = makeTree({});
+    trees.push(root);
+    const [help, version] = await Promise.all([
+      runPubtool(["--help"], { cwd: root }),
+      runPubtool(["--version"], { cwd: root }),
+    ]);
+    assert.equal(help.code, 0);
+    for (const command of ["doctor", "preflight", "publish", "token list", "auth login"]) {
+      assert.ok(help.stdout.includes(command), command);
+    }
+    assert.match(version.stdout, /^\d+\.\d+\.\d+\n$/);
+  });
+
+  it("usage errors exit 2", async () => {
+    const root = makeTree({});
+    trees.push(root);
+    const results = await Promise.all([
+      runPubtool(["frobnicate"], { cwd: root }),
+      runPubtool(["doctor", "--secrets"], { cwd: root }),
+      runPubtool(["token"], { cwd: root }),
+      runPubtool(["auth", "whoami"], { cwd: root }),
+    ]);
+    for (const result of results) {
+      assert.equal(result.code, 2, result.stderr);
+      assert.match(result.stderr, /^pubtool: .*Run pubtool --help for usage\.\n$/);
+    }
+  });
+});

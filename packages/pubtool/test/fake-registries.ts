@@ -1,0 +1,175 @@
+import { createHash } from "node:crypto";
+import { type FakeServer, sendJson, startServer } from "./helpers.js";
+
+/** A fake rustreg: the web API read endpoints, a sparse index and the publish endpoint cargo uses. */
+export interface FakeRustreg extends FakeServer {
+  published: Map<string, { version: string; authorization: string | undefined }[]>;
+}
+
+function indexPath(name: string): string {
+  if (name.length <= 2) return `${name.length}/${name}`;
+  if (name.length === 3) return `3/${name[0]}/${name}`;
+  return `${name.slice(0, 2)}/${name.slice(2, 4)}/${name}`;
+}
+
+export async function startRustreg(existing: Record<string, string[]> = {}): Promise<FakeRustreg> {
+  const published = new Map<string, { version: string; authorization: string | undefined }[]>();
+  const lines = new Map<string, string[]>();
+  const has = (name: string, version: string) =>
+    (existing[name] ?? []).includes(version) ||
+    (published.get(name) ?? []).some((p) => p.version === version);
+  const server = await startServer((request, response, base) => {
+    const url = new URL(request.url, base);
+    if (url.pathname === "/index/config.json")
+      return sendJson(response, 200, { dl: `${base}/dl`, api: base });
+    if (url.pathname.startsWith("/index/")) {
+      const name = url.pathname.split("/").pop() ?? "";
+      const found = lines.get(name);
+      if (!found) return sendJson(response, 404, {});
+      response.writeHead(200, { "content-type": "text/plain" });
+      return void response.end(`${found.join("\n")}\n`);
+    }
+    if (request.method === "PUT" && url.pathname === "/api/v1/crates/new") {
+      const body = request.body;
+      const jsonLength = body.readUInt32LE(0);
+      const meta = JSON.parse(body.subarray(4, 4 + jsonLength).toString("utf8")) as {
+        name: string;
+        vers: string;
+      };
+      const crateLength = body.readUInt32LE(4 + jsonLength);
+      const crate = body.subarray(8 + jsonLength, 8 + jsonLength + crateLength);
+      if (has(meta.name, meta.vers)) {
+        return sendJson(response, 400, {
+          errors: [{ detail: `crate version \`${meta.vers}\` is already uploaded` }],
+        });
+      }
+      const list = published.get(meta.name) ?? [];
+      list.push({ version: meta.vers, authorization: request.headers.authorization });
+      published.set(meta.name, list);
+      const cksum = createHash("sha256").update(crate).digest("hex");
+      const entry = JSON.stringify({
+        name: meta.name,
+        vers: meta.vers,
+        deps: [],
+        cksum,
+        features: {},
+        yanked: false,
+      });
+      lines.set(meta.name, [...(lines.get(meta.name) ?? []), entry]);
+      return sendJson(response, 200, {
+        warnings: { invalid_categories: [], invalid_badges: [], other: [] },
+      });
+    }
+    const read = /^\/api\/v1\/crates\/([^/]+)\/([^/]+)$/.exec(url.pathname);
+    if (read) {
+      const [, name = "", version = ""] = read;
+      return has(name, version)
+        ? sendJson(response, 200, { version: { num: version } })
+        : sendJson(response, 404, { errors: [] });
+    }
+    sendJson(response, 404, {});
+  });
+  return Object.assign(server, { published, indexPath });
+}
+
+/** A fake pyreg: JSON API reads, OIDC audience and mint-token, legacy upload; also the host's OIDC token endpoint. */
+export interface FakePyreg extends FakeServer {
+  uploads: { file: string; name: string; version: string; authorization: string | undefined }[];
+}
+
+export async function startPyreg(existing: Record<string, string[]> = {}): Promise<FakePyreg> {
+  const uploads: FakePyreg["uploads"] = [];
+  const server = await startServer((request, response, base) => {
+    const url = new URL(request.url, base);
+    const read = /^\/pypi\/([^/]+)\/([^/]+)\/json$/.exec(url.pathname);
+    if (read) {
+      const [, name = "", version = ""] = read;
+      const known =
+        (existing[name] ?? []).includes(version) ||
+        uploads.some((u) => u.name === name && u.version === version);
+      return known
+        ? sendJson(response, 200, { info: { version } })
+        : sendJson(response, 404, { message: "Not Found" });
+    }
+    if (url.pathname === "/_/oidc/audience")
+      return sendJson(response, 200, { audience: "pyreg-test" });
+    if (url.pathname === "/actions-oidc") {
+      // The workflow host's token endpoint (ACTIONS_ID_TOKEN_REQUEST_URL).
+      if (request.headers.authorization !== "bearer request-token")
+        return sendJson(response, 401, {});
+      return sendJson(response, 200, {
+        value: `jwt-${url.searchParams.get("audience")}-${url.searchParams.get("scenario")}`,
+      });
+    }
+    if (url.pathname === "/_/oidc/mint-token" && request.method === "POST") {
+      const { token } = JSON.parse(request.body.toString("utf8")) as { token: string };
+      if (token === "jwt-pyreg-test-good")
+        return sendJson(response, 200, { success: true, token: "pypi-minted-token" });
+      return sendJson(response, 422, {
+        message: "Token request failed",
+        errors: [
+          {
+            code: "invalid-publisher",
+            description: "valid token, but no corresponding publisher (environment mismatch)",
+          },
+        ],
+      });
+    }
+    if (url.pathname === "/legacy/" && request.method === "POST") {
+      const text = request.body.toString("latin1");
+      const field = (name: string) =>
+        new RegExp(`name="${name}"\\r\\n\\r\\n([^\\r]*)`).exec(text)?.[1] ?? "";
+      const file = /name="content"; filename="([^"]+)"/.exec(text)?.[1] ?? "";
+      const authorization = request.headers.authorization;
+      if (!authorization?.startsWith("Basic "))
+        return sendJson(response, 403, { message: "no auth" });
+      if (uploads.some((u) => u.file === file)) {
+        response.writeHead(400, { "content-type": "text/plain" });
+        return void response.end("400 File already exists.");
+      }
+      uploads.push({ file, name: field("name"), version: field("version"), authorization });
+      response.writeHead(200, { "content-type": "text/plain" });
+      return void response.end("OK");
+    }
+    sendJson(response, 404, {});
+  });
+  return Object.assign(server, { uploads });
+}
+
+/** A fake jsreg that speaks enough of the npm registry protocol for `npm publish`. */
+export interface FakeJsreg extends FakeServer {
+  publishes: { name: string; versions: string[]; authorization: string | undefined }[];
+}
+
+export async function startJsreg(existing: Record<string, string[]> = {}): Promise<FakeJsreg> {
+  const publishes: FakeJsreg["publishes"] = [];
+  const server = await startServer((request, response, base) => {
+    const name = decodeURIComponent(new URL(request.url, base).pathname.slice(1));
+    if (request.method === "GET") {
+      const versions = [
+        ...(existing[name] ?? []),
+        ...publishes.filter((p) => p.name === name).flatMap((p) => p.versions),
+      ];
+      if (versions.length === 0) return sendJson(response, 404, { error: "not found" });
+      return sendJson(response, 200, {
+        name,
+        versions: Object.fromEntries(versions.map((v) => [v, { name, version: v }])),
+      });
+    }
+    if (request.method === "PUT") {
+      if (request.headers.authorization !== "Bearer js-token-value")
+        return sendJson(response, 401, { error: "unauthorized" });
+      const body = JSON.parse(request.body.toString("utf8")) as {
+        versions: Record<string, unknown>;
+      };
+      publishes.push({
+        name,
+        versions: Object.keys(body.versions),
+        authorization: request.headers.authorization,
+      });
+      return sendJson(response, 201, { ok: true });
+    }
+    sendJson(response, 404, {});
+  });
+  return Object.assign(server, { publishes });
+}

@@ -1,0 +1,411 @@
+import assert from "node:assert/strict";
+import { chmodSync, readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { startJsreg, startPyreg, startRustreg } from "./fake-registries.js";
+import { makeTree, removeTree, runPubtool } from "./helpers.js";
+
+const trees: string[] = [];
+const closers: (() => Promise<void>)[] = [];
+after(async () => {
+  await Promise.all(closers.map((close) => close()));
+  trees.forEach(removeTree);
+});
+
+const CONFIG = `[[package]]
+name = "demo-app"
+kind = "jsreg"
+path = "js/app"
+
+[[package]]
+name = "demo-lib"
+kind = "jsreg"
+path = "js/lib"
+
+[[package]]
+name = "pubtool-demo-core"
+kind = "rustreg"
+path = "crates/core"
+
+[[package]]
+name = "demo-py"
+kind = "pyreg"
+path = "py"
+`;
+
+const PACKAGES: Record<string, string> = {
+  "js/app/package.json": JSON.stringify({
+    name: "demo-app",
+    version: "1.0.0",
+    dependencies: { "demo-lib": "^1.0.0" },
+  }),
+  "js/app/index.js": "export {};\n",
+  "js/lib/package.json": JSON.stringify({ name: "demo-lib", version: "1.0.0" }),
+  "js/lib/index.js": "export {};\n",
+  "crates/core/Cargo.toml":
+    '[package]\nname = "pubtool-demo-core"\nversion = "0.1.0"\nedition = "2021"\nlicense = "MIT"\ndescription = "fixture crate"\n',
+  "crates/core/src/lib.rs": "pub fn answer() -> u32 { 42 }\n",
+  "py/pyproject.toml": '[project]\nname = "demo-py"\nversion = "1.2.0"\n',
+  "py/dist/demo_py-1.2.0-py3-none-any.whl": "wheel bytes",
+  "py/dist/demo_py-1.2.0.tar.gz": "sdist bytes",
+  "py/dist/demo_py-1.1.0.tar.gz": "old sdist",
+};
+
+function fixture(config = CONFIG, extra: Record<string, string> = {}): string {
+  const root = makeTree({ "pubtool.toml": config, ...PACKAGES, ...extra });
+  trees.push(root);
+  return root;
+}
+
+async function registries(
+  existing: {
+    rust?: Record<string, string[]>;
+    py?: Record<string, string[]>;
+    js?: Record<string, string[]>;
+  } = {},
+) {
+  const [rustreg, pyreg, jsreg] = await Promise.all([
+    startRustreg(existing.rust),
+    startPyreg(existing.py),
+    startJsreg(existing.js),
+  ]);
+  closers.push(rustreg.close, pyreg.close, jsreg.close);
+  const env = {
+    PUBTOOL_RUSTREG_URL: rustreg.url,
+    PUBTOOL_RUSTREG_INDEX: `sparse+${rustreg.url}/index/`,
+    PUBTOOL_PYREG_URL: pyreg.url,
+    PUBTOOL_JSREG_URL: jsreg.url,
+    CARGO_HOME: process.env.CARGO_HOME ?? join(homedir(), ".cargo"),
+    RUSTUP_HOME: process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"),
+  };
+  return { rustreg, pyreg, jsreg, env };
+}
+
+const TOKENS = {
+  RUST_REGISTRY_TOKEN: "rust-token-value",
+  PYREG_API_TOKEN: "pypi-fallback-token-value",
+  JSREG_AUTH_TOKEN: "js-token-value",
+};
+
+function assertNoSecrets(text: string) {
+  for (const value of [...Object.values(TOKENS), "pypi-minted-token", "request-token"]) {
+    assert.ok(!text.includes(value), `secret ${value} printed`);
+  }
+}
+
+describe("preflight", { concurrency: true }, () => {
+  it("reports every package in dependency order and passes with credentials", async () => {
+    const { env } = await registries();
+    const result = await runPubtool(["preflight"], { cwd: fixture(), env: { ...env, ...TOKENS } });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    const headings = result.stdout.split("\n").filter((line) => line.startsWith("package "));
+    assert.deepEqual(headings, [
+      "package demo-lib (jsreg, js/lib):",
+      "package demo-app (jsreg, js/app):",
+      "package pubtool-demo-core (rustreg, crates/core):",
+      "package demo-py (pyreg, py):",
+    ]);
+    assert.match(result.stdout, /✓ manifest: Cargo\.toml: pubtool-demo-core 0\.1\.0/);
+    assert.match(result.stdout, /✓ version: 1\.2\.0 is not published yet/);
+    assert.match(result.stdout, /✓ auth: PYREG_API_TOKEN \(fallback token\)/);
+    assert.match(result.stdout, /preflight: ok\n$/);
+    assertNoSecrets(result.stdout + result.stderr);
+  });
+
+  it("fails without credentials, treats empty variables as unset, and names missing manifests", async () => {
+    const { env } = await registries({ py: { "demo-py": ["1.2.0"] } });
+    const root = fixture(
+      `${CONFIG}\n[[package]]\nname = "ghost"\nkind = "pyreg"\npath = "nowhere"\n`,
+    );
+    const result = await runPubtool(["preflight", "--json"], {
+      cwd: root,
+      env: { ...env, JSREG_AUTH_TOKEN: "" },
+    });
+    assert.equal(result.code, 1);
+    const report = JSON.parse(result.stdout) as {
+      ok: boolean;
+      packages: {
+        name: string;
+        alreadyPublished: boolean;
+        checks: { label: string; status: string; message: string }[];
+      }[];
+    };
+    const byName = Object.fromEntries(report.packages.map((p) => [p.name, p]));
+    assert.equal(byName["demo-py"]?.alreadyPublished, true);
+    assert.match(
+      byName["demo-lib"]?.checks.find((c) => c.label === "auth")?.message ?? "",
+      /JSREG_AUTH_TOKEN \/ JSREG_TOKEN is not set/,
+    );
+    assert.match(
+      byName["pubtool-demo-core"]?.checks.find((c) => c.label === "auth")?.message ?? "",
+      /RUST_REGISTRY_TOKEN is not set/,
+    );
+    assert.match(
+      byName.ghost?.checks[0]?.message ?? "",
+      /package ghost: nowhere: no such directory/,
+    );
+  });
+
+  it("with OIDC available pyreg and jsreg need no token", async () => {
+    const { env } = await registries();
+    const result = await runPubtool(["preflight"], {
+      cwd: fixture(),
+      env: {
+        ...env,
+        ACTIONS_ID_TOKEN_REQUEST_URL: "http://127.0.0.1:9/x",
+        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "t",
+      },
+    });
+    assert.equal(result.code, 1, "rustreg still needs RUST_REGISTRY_TOKEN from the auth action");
+    assert.match(result.stdout, /✓ auth: OIDC trusted publishing/);
+    assert.match(
+      result.stdout,
+      /✗ auth: RUST_REGISTRY_TOKEN is not set: run the registry's authentication action/,
+    );
+  });
+});
+
+describe("publish", { concurrency: true }, () => {
+  it("--dry-run uploads nothing", async () => {
+    const { env, rustreg, pyreg, jsreg } = await registries();
+    const result = await runPubtool(["publish", "--dry-run"], {
+      cwd: fixture(),
+      env: { ...env, ...TOKENS },
+    });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /demo-py \(pyreg\): dry run ok/);
+    assert.match(result.stdout, /would upload dist\/demo_py-1\.2\.0-py3-none-any\.whl/);
+    assert.match(result.stdout, /would upload dist\/demo_py-1\.2\.0\.tar\.gz/);
+    assert.doesNotMatch(result.stdout, /1\.1\.0/);
+    assert.match(
+      result.stderr,
+      /Packaging\s+pubtool-demo-core v0\.1\.0/,
+      "cargo publish --dry-run ran",
+    );
+    assert.equal(rustreg.published.size, 0);
+    assert.equal(pyreg.uploads.length, 0);
+    assert.equal(jsreg.publishes.length, 0);
+    assertNoSecrets(result.stdout + result.stderr);
+  });
+
+  it("publishes everything with the fallback tokens, in dependency order, then skips on a re-run", async () => {
+    const { env, rustreg, pyreg, jsreg } = await registries();
+    const root = fixture();
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, ...TOKENS, UNRELATED: "x" },
+    });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.deepEqual(
+      jsreg.publishes.map((p) => p.name),
+      ["demo-lib", "demo-app"],
+    );
+    assert.equal(
+      rustreg.published.get("pubtool-demo-core")?.[0]?.authorization,
+      "rust-token-value",
+    );
+    assert.deepEqual(pyreg.uploads.map((u) => u.file).sort(), [
+      "demo_py-1.2.0-py3-none-any.whl",
+      "demo_py-1.2.0.tar.gz",
+    ]);
+    const basic = `Basic ${Buffer.from("__token__:pypi-fallback-token-value").toString("base64")}`;
+    assert.ok(pyreg.uploads.every((u) => u.authorization === basic));
+    assertNoSecrets(result.stdout + result.stderr);
+
+    const again = await runPubtool(["publish"], { cwd: root, env: { ...env, ...TOKENS } });
+    assert.equal(again.code, 0, again.stderr);
+    assert.equal((again.stdout.match(/is already published, skipped/g) ?? []).length, 4);
+    assert.equal(pyreg.uploads.length, 2);
+  });
+
+  it("pyreg: the OIDC-minted token wins over PYREG_API_TOKEN", async () => {
+    const { env, pyreg } = await registries();
+    const root = fixture('[[package]]\nname = "demo-py"\nkind = "pyreg"\npath = "py"\n');
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: {
+        ...env,
+        PYREG_API_TOKEN: TOKENS.PYREG_API_TOKEN,
+        ACTIONS_ID_TOKEN_REQUEST_URL: `${pyreg.url}/actions-oidc?scenario=good`,
+        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+      },
+    });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /with OIDC trusted publishing/);
+    const audienceAsked = pyreg.requests.some((r) => r.url === "/_/oidc/audience");
+    assert.ok(audienceAsked);
+    assert.ok(
+      pyreg.requests.some((r) =>
+        r.url.startsWith("/actions-oidc?scenario=good&audience=pyreg-test"),
+      ),
+    );
+    const basic = `Basic ${Buffer.from("__token__:pypi-minted-token").toString("base64")}`;
+    assert.equal(pyreg.uploads.length, 2);
+    assert.ok(pyreg.uploads.every((u) => u.authorization === basic));
+    assertNoSecrets(result.stdout + result.stderr);
+  });
+
+  it("pyreg: a refused mint-token exchange fails with the registry's reason", async () => {
+    const { env, pyreg } = await registries();
+    const root = fixture('[[package]]\nname = "demo-py"\nkind = "pyreg"\npath = "py"\n');
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: {
+        ...env,
+        ACTIONS_ID_TOKEN_REQUEST_URL: `${pyreg.url}/actions-oidc?scenario=renamed`,
+        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+      },
+    });
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      /pyreg refused to mint a token \(HTTP 422\): valid token, but no corresponding publisher \(environment mismatch\)/,
+    );
+    assert.equal(pyreg.uploads.length, 0);
+  });
+
+  it("pyreg without built distributions names the fix", async () => {
+    const { env } = await registries();
+    const root = fixture(
+      '[[package]]\nname = "demo-py"\nkind = "pyreg"\npath = "py"\npaths = ["wheels/*.whl"]\n',
+    );
+    const result = await runPubtool(["publish"], { cwd: root, env: { ...env, ...TOKENS } });
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      /no built distributions of demo-py 1\.2\.0 matching wheels\/\*\.whl; build them first \(python -m build\)/,
+    );
+  });
+
+  it("a failure stops the packages that come after it", async () => {
+    const { env, jsreg } = await registries();
+    const result = await runPubtool(["publish"], {
+      cwd: fixture(),
+      env: { ...env, JSREG_AUTH_TOKEN: "wrong-token" },
+    });
+    assert.equal(result.code, 1);
+    assert.match(result.stdout, /demo-lib \(jsreg\): failed/);
+    assert.match(result.stdout, /demo-app \(jsreg\): not attempted/);
+    assert.equal(jsreg.publishes.length, 0);
+    assert.ok(!(result.stdout + result.stderr).includes("wrong-token"));
+  });
+});
+
+describe("publish: what subprocesses receive", { concurrency: true }, () => {
+  // Stand-ins for npm and cargo that record their arguments, environment and npmrc.
+  const recorder = `#!/usr/bin/env node
+const fs = require("node:fs");
+const path = require("node:path");
+let npmrc = null;
+if (process.env.NPM_CONFIG_USERCONFIG) npmrc = fs.readFileSync(process.env.NPM_CONFIG_USERCONFIG, "utf8");
+fs.appendFileSync(path.join(__dirname, "calls.jsonl"), JSON.stringify({ tool: path.basename(__filename), args: process.argv.slice(2), env: process.env, npmrc }) + "\\n");
+`;
+
+  function withRecorders(config: string) {
+    const root = fixture(config, {
+      "fakebin/npm": recorder,
+      "fakebin/cargo": recorder,
+      "fakebin/package.json": '{"type":"commonjs"}',
+    });
+    chmodSync(join(root, "fakebin/npm"), 0o755);
+    chmodSync(join(root, "fakebin/cargo"), 0o755);
+    const calls = () =>
+      readFileSync(join(root, "fakebin/calls.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map(
+          (line) =>
+            JSON.parse(line) as {
+              tool: string;
+              args: string[];
+              env: Record<string, string>;
+              npmrc: string | null;
+            },
+        );
+    return { root, calls, path: `${join(root, "fakebin")}:${process.env.PATH ?? ""}` };
+  }
+
+  it("jsreg with a token: the token only in the environment, referenced by a temporary npmrc", async () => {
+    const { env } = await registries();
+    const { root, calls, path } = withRecorders(
+      '[[package]]\nname = "demo-lib"\nkind = "jsreg"\npath = "js/lib"\n',
+    );
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: {
+        ...env,
+        PATH: path,
+        JSREG_TOKEN: "js-token-value",
+        UNRELATED_SECRET: "s3",
+        PYREG_API_TOKEN: "p",
+      },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const [call] = calls();
+    assert.deepEqual(call?.args, ["publish", "--registry", `${env.PUBTOOL_JSREG_URL}/`]);
+    assert.equal(call?.env.PUBTOOL_JSREG_TOKEN, "js-token-value");
+    assert.match(call?.npmrc ?? "", /:_authToken=\$\{PUBTOOL_JSREG_TOKEN\}/);
+    assert.ok(!(call?.npmrc ?? "").includes("js-token-value"));
+    for (const name of [
+      "UNRELATED_SECRET",
+      "PYREG_API_TOKEN",
+      "JSREG_TOKEN",
+      "RUST_REGISTRY_TOKEN",
+    ]) {
+      assert.equal(call?.env[name], undefined, name);
+    }
+  });
+
+  it("jsreg under OIDC: npm publish --provenance with the workflow's identity variables, no token", async () => {
+    const { env } = await registries();
+    const { root, calls, path } = withRecorders(
+      '[[package]]\nname = "demo-lib"\nkind = "jsreg"\npath = "js/lib"\n',
+    );
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: {
+        ...env,
+        PATH: path,
+        JSREG_AUTH_TOKEN: "js-token-value",
+        ACTIONS_ID_TOKEN_REQUEST_URL: "http://127.0.0.1:9/token",
+        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+        GITHUB_ACTIONS: "true",
+        GITHUB_REPOSITORY: "acme/demo",
+        CI: "true",
+      },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const [call] = calls();
+    assert.ok(call?.args.includes("--provenance"));
+    assert.equal(call?.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN, "request-token");
+    assert.equal(call?.env.GITHUB_REPOSITORY, "acme/demo");
+    assert.equal(call?.env.JSREG_AUTH_TOKEN, undefined);
+    assert.equal(call?.env.PUBTOOL_JSREG_TOKEN, undefined);
+  });
+
+  it("rustreg: cargo gets RUST_REGISTRY_TOKEN as the registry token and nothing else secret", async () => {
+    const { env } = await registries();
+    const { root, calls, path } = withRecorders(
+      '[[package]]\nname = "pubtool-demo-core"\nkind = "rustreg"\npath = "crates/core"\n',
+    );
+    const { PUBTOOL_RUSTREG_INDEX: _index, ...withoutIndex } = env;
+    void _index;
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...withoutIndex, PATH: path, ...TOKENS, UNRELATED_SECRET: "s3" },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const [call] = calls();
+    assert.deepEqual(call?.args, ["publish"]);
+    assert.equal(call?.env.CARGO_REGISTRY_TOKEN, "rust-token-value");
+    for (const name of [
+      "UNRELATED_SECRET",
+      "PYREG_API_TOKEN",
+      "JSREG_AUTH_TOKEN",
+      "RUST_REGISTRY_TOKEN",
+    ]) {
+      assert.equal(call?.env[name], undefined, name);
+    }
+  });
+});

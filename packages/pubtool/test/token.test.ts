@@ -1,0 +1,187 @@
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { after, before, describe, it } from "node:test";
+import {
+  type FakeServer,
+  makeTree,
+  removeTree,
+  runPubtool,
+  sendJson,
+  startServer,
+  writeTree,
+} from "./helpers.js";
+
+const trees: string[] = [];
+let api: FakeServer;
+
+const page = (names: string[]) => ({
+  total_count: names.length,
+  secrets: names.map((name) => ({
+    name,
+    created_at: "2026-01-01T00:00:00Z",
+    updated_at: "2026-02-01T00:00:00Z",
+  })),
+});
+
+before(async () => {
+  api = await startServer((request, response, base) => {
+    if (request.headers.authorization !== "Bearer gho_good")
+      return sendJson(response, 401, { message: "Bad credentials" });
+    const url = new URL(request.url, base);
+    const pageNumber = url.searchParams.get("page") ?? "1";
+    switch (url.pathname) {
+      case "/repos/acme/demo/actions/secrets":
+        if (pageNumber === "1") {
+          return sendJson(
+            response,
+            200,
+            page(["CARGO_REGISTRY_TOKEN", "SLACK_WEBHOOK", "PYPI_API_TOKEN"]),
+            {
+              link: `<${base}/repos/acme/demo/actions/secrets?per_page=100&page=2>; rel="next", <${base}/repos/acme/demo/actions/secrets?per_page=100&page=2>; rel="last"`,
+            },
+          );
+        }
+        return sendJson(response, 200, page(["JSREG_TOKEN", "DEPLOY_KEY"]));
+      case "/repos/acme/demo/environments":
+        return sendJson(response, 200, {
+          total_count: 2,
+          environments: [{ name: "release" }, { name: "staging" }],
+        });
+      case "/repos/acme/demo/environments/release/secrets":
+        return sendJson(response, 200, page(["RUST_REGISTRY_TOKEN", "NPM_TOKEN"]));
+      case "/repos/acme/demo/environments/staging/secrets":
+        return sendJson(response, 200, page(["OTHER"]));
+      default:
+        return sendJson(response, 404, { message: "Not Found" });
+    }
+  });
+});
+after(async () => {
+  await api.close();
+  trees.forEach(removeTree);
+});
+
+function home(loggedIn: boolean, token = "gho_good"): string {
+  const root = makeTree({});
+  trees.push(root);
+  if (loggedIn) {
+    writeTree(root, {
+      ".config/pubtool/auth.json": JSON.stringify({
+        host: "x",
+        client_id: "y",
+        access_token: token,
+        token_type: "bearer",
+        scope: "",
+        created_at: "now",
+      }),
+    });
+  }
+  return root;
+}
+
+const SECRET_VALUES = {
+  RUST_REGISTRY_TOKEN: "cioAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+  PYREG_API_TOKEN: "",
+  JSREG_TOKEN: "npm_BBBBBBBBBBBBBBBBBBBBBBBBBBBB",
+  RUSTREG_DOCTOR_TOKEN: "plain-secret-value",
+};
+
+function assertNoValues(text: string) {
+  for (const value of Object.values(SECRET_VALUES).filter(Boolean))
+    assert.ok(!text.includes(value), "a secret value was printed");
+  assert.ok(!text.includes("gho_good"));
+}
+
+describe("token list", { concurrency: true }, () => {
+  it("scans the environment; empty variables are unset; values are never printed", async () => {
+    const root = home(false);
+    const result = await runPubtool(["token", "list"], { cwd: root, env: SECRET_VALUES });
+    assert.equal(result.code, 0, result.stderr);
+    const lines = result.stdout.trimEnd().split("\n");
+    assert.match(lines[0] ?? "", /^REGISTRY +SOURCE +ENV\/NAME +DETAILS$/);
+    assert.equal(lines.length, 4);
+    assert.match(
+      result.stdout,
+      /^rustreg +env +RUST_REGISTRY_TOKEN +publish fallback; set, 36 chars, rustreg API token format \(cio prefix\)$/m,
+    );
+    assert.match(
+      result.stdout,
+      /^rustreg +env +RUSTREG_DOCTOR_TOKEN +doctor read token; set, 18 chars$/m,
+    );
+    assert.match(
+      result.stdout,
+      /^jsreg +env +JSREG_TOKEN +publish fallback \(alternative name\); set, 32 chars, jsreg/m,
+    );
+    assert.doesNotMatch(result.stdout, /PYREG_API_TOKEN/);
+    assertNoValues(result.stdout + result.stderr);
+  });
+
+  it("an empty environment prints only the header", async () => {
+    const result = await runPubtool(["token", "list"], { cwd: home(false) });
+    assert.equal(result.code, 0);
+    assert.equal(result.stdout, "REGISTRY  SOURCE  ENV/NAME  DETAILS\n");
+  });
+
+  it("--secrets without a login: a one-line note, the environment rows, exit 0", async () => {
+    const root = home(false);
+    const result = await runPubtool(["token", "list", "--secrets"], {
+      cwd: root,
+      env: { ...SECRET_VALUES, GITHUB_REPOSITORY: "acme/demo", PUBTOOL_GITHUB_API_URL: api.url },
+    });
+    assert.equal(result.code, 0);
+    assert.equal(
+      result.stderr,
+      "note: not logged in; run `pubtool auth login` to list repository and environment secrets\n",
+    );
+    assert.match(result.stdout, /RUST_REGISTRY_TOKEN/);
+  });
+
+  it("--secrets lists matching repository and environment secret names across pages", async () => {
+    const root = home(true);
+    const result = await runPubtool(["token", "list", "--secrets"], {
+      cwd: root,
+      env: { ...SECRET_VALUES, GITHUB_REPOSITORY: "acme/demo", PUBTOOL_GITHUB_API_URL: api.url },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(
+      result.stdout,
+      /^rustreg +repo-secret +CARGO_REGISTRY_TOKEN +acme\/demo, updated 2026-02-01T00:00:00Z$/m,
+    );
+    assert.match(result.stdout, /^pyreg +repo-secret +PYPI_API_TOKEN /m);
+    assert.match(result.stdout, /^jsreg +repo-secret +JSREG_TOKEN /m, "second page");
+    assert.match(
+      result.stdout,
+      /^rustreg +environment-secret +release\/RUST_REGISTRY_TOKEN +acme\/demo, environment release/m,
+    );
+    assert.match(result.stdout, /^jsreg +environment-secret +release\/NPM_TOKEN /m);
+    assert.doesNotMatch(result.stdout, /SLACK_WEBHOOK|DEPLOY_KEY|OTHER/);
+    assertNoValues(result.stdout + result.stderr);
+  });
+
+  it("--secrets finds the repository from the git remote", async () => {
+    const root = home(true);
+    execFileSync("git", ["init", "-q"], { cwd: root });
+    execFileSync("git", ["remote", "add", "origin", "git@github.com:acme/demo.git"], { cwd: root });
+    const result = await runPubtool(["token", "list", "--secrets"], {
+      cwd: root,
+      env: { PUBTOOL_GITHUB_API_URL: api.url },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /repo-secret +CARGO_REGISTRY_TOKEN/);
+  });
+
+  it("--secrets with a rejected login (401): a note, the environment rows, exit 1", async () => {
+    const root = home(true, "gho_revoked");
+    const result = await runPubtool(["token", "list", "--secrets"], {
+      cwd: root,
+      env: { ...SECRET_VALUES, GITHUB_REPOSITORY: "acme/demo", PUBTOOL_GITHUB_API_URL: api.url },
+    });
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      /^note: secrets not listed: the workflow host rejected the stored login \(HTTP 401\); run pubtool auth login again\n$/,
+    );
+    assert.match(result.stdout, /env +RUST_REGISTRY_TOKEN/);
+    assert.ok(!(result.stdout + result.stderr).includes("gho_revoked"));
+  });
+});
