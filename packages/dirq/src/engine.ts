@@ -106,6 +106,8 @@ export class DirqIndex {
   private readonly fillAllColumns: boolean;
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
+  /** Size and times of each file as `refresh` last read it, to skip re-reading it unchanged. */
+  private readonly fileSignatures = new Map<string, string>();
   /** Statements `prepare` has checked, with the schema version they were checked against. */
   private readonly checkedStatements = new Map<string, number>();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
@@ -354,16 +356,26 @@ export class DirqIndex {
   /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
-   * A file whose hook fails keeps its old rows and yields an `error` change.
+   * A file whose hook fails keeps its old rows and yields an `error` change. With
+   * `onlyIfChanged`, files whose size and times match the last refresh are left alone.
    */
-  async refresh(paths: Iterable<string>): Promise<RowChange[]> {
+  async refresh(
+    paths: Iterable<string>,
+    options: { onlyIfChanged?: boolean } = {},
+  ): Promise<RowChange[]> {
     const candidates = new Set<string>();
     for (const path of paths) for (const file of this.filesFor(path)) candidates.add(file);
     const inclusion = new InclusionCheck(this.root, this.parsedOptions);
     const present = new Map<string, boolean>();
     for (const file of candidates) {
-      const isFile = statSync(`${this.root}/${file}`, { throwIfNoEntry: false })?.isFile() ?? false;
-      present.set(file, isFile && inclusion.includes(file));
+      const stats = statSync(`${this.root}/${file}`, { throwIfNoEntry: false });
+      const signature = stats ? `${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}` : "missing";
+      if (options.onlyIfChanged && this.fileSignatures.get(file) === signature) {
+        candidates.delete(file);
+        continue;
+      }
+      this.fileSignatures.set(file, signature);
+      present.set(file, (stats?.isFile() ?? false) && inclusion.includes(file));
     }
     const changes: RowChange[] = [];
     const parsedByTable = new Map<LiveParsedTable, Map<string, HookRow[]>>();

@@ -53,7 +53,8 @@ export class EventStreamResponse {
     response.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache",
-      connection: "keep-alive",
+      // An event stream holds its connection to the end; closing it then lets shutdown finish.
+      connection: "close",
     });
     response.flushHeaders();
   }

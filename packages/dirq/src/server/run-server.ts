@@ -27,6 +27,8 @@ export interface ServerOptions {
 
 /** Per-query time limit of the server (408 past it). */
 export const QUERY_TIMEOUT_MS = 30_000;
+/** Events published between two turns of the event loop. */
+const PUBLISH_SLICE = 64;
 /** How long shutdown waits for in-flight requests before it closes connections itself. */
 const DRAIN_MS = 5_000;
 
@@ -72,8 +74,13 @@ async function startLive(
     fillAllColumns: true,
   });
   const withWriter = createWriterLock();
-  const publish = (changes: readonly RowChange[]) => {
-    for (const change of changes) events.publish(rowChangeJson(change));
+  const publish = async (changes: readonly RowChange[]) => {
+    for (let i = 0; i < changes.length; i++) {
+      events.publish(rowChangeJson(changes[i] as RowChange));
+      // Let the sockets drain between slices: a large change set must not overflow the
+      // buffer of a subscriber that keeps up.
+      if (i % PUBLISH_SLICE === PUBLISH_SLICE - 1) await new Promise(setImmediate);
+    }
   };
   try {
     await withWriter(() => index.build());
@@ -86,17 +93,20 @@ async function startLive(
   pool.warm();
   const watcher = watchTree(index.root, {
     onBatch: async (batch) => {
-      const changes = await withWriter(() =>
-        batch.rescan ? index.rescan() : index.refresh(batch.paths),
-      );
-      publish(changes);
+      const changes = await withWriter(async () => {
+        if (batch.rescan) return index.rescan();
+        const changed = await index.refresh(batch.paths);
+        const rechecked = await index.refresh(batch.recheck, { onlyIfChanged: true });
+        return [...changed, ...rechecked];
+      });
+      await publish(changes);
     },
     onError: (error) => options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`),
   });
   await watcher.ready;
   const query = async (sql: string) => {
     const skipped = await withWriter(() => index.prepare(sql));
-    publish(skippedToChanges(skipped));
+    await publish(skippedToChanges(skipped));
     const answer = await pool.run(sql);
     if (answer.ok) return answer.body;
     if (answer.user) throw new DirqError("SQL_ERROR", answer.message);

@@ -2,10 +2,24 @@ import { relative, sep } from "node:path";
 import { watch } from "chokidar";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 
-/** Paths that changed since the last batch; `rescan` when ignore rules may have changed. */
+/**
+ * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
+ * `recheck` for paths handled a moment ago, to re-read only if they changed again.
+ */
 export interface ChangeBatch {
   paths: Set<string>;
+  recheck: Set<string>;
   rescan: boolean;
+}
+
+/**
+ * chokidar drops a second `change` on a path within 50 ms of the first. Paths of every batch
+ * are looked at once more this much later, so a quick second write is never lost.
+ */
+const RECHECK_AFTER_MS = 75;
+
+function emptyBatch(): ChangeBatch {
+  return { paths: new Set(), recheck: new Set(), rescan: false };
 }
 
 export interface WatchOptions {
@@ -37,7 +51,7 @@ function isSkipped(root: string, absolute: string): boolean {
 export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   const quietMs = options.quietMs ?? 10;
   const maxWaitMs = options.maxWaitMs ?? 100;
-  let pending: ChangeBatch = { paths: new Set(), rescan: false };
+  let pending = emptyBatch();
   let firstEventAt = 0;
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
@@ -47,17 +61,26 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     timer = null;
     if (running) {
       await running;
-      if (timer === null && pending.paths.size > 0) schedule();
+      if (timer === null && hasPending()) schedule();
       return;
     }
     const batch = pending;
-    pending = { paths: new Set(), rescan: false };
-    if (batch.paths.size === 0 || closed) return;
+    pending = emptyBatch();
+    if ((batch.paths.size === 0 && batch.recheck.size === 0) || closed) return;
     running = options.onBatch(batch).catch((error) => options.onError?.(error));
     await running;
     running = null;
-    if (pending.paths.size > 0 && timer === null) schedule();
+    if (batch.paths.size > 0) {
+      setTimeout(() => {
+        if (closed) return;
+        for (const path of batch.paths) pending.recheck.add(path);
+        schedule();
+      }, RECHECK_AFTER_MS).unref();
+    }
+    if (hasPending() && timer === null) schedule();
   };
+
+  const hasPending = () => pending.paths.size > 0 || pending.recheck.size > 0;
 
   const schedule = () => {
     const now = Date.now();

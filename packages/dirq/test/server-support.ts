@@ -1,0 +1,736 @@
+import assert from "node:assert/strict";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
+import { readdirSync, readFileSync } from "node:fs";
+import { type Agent, request as httpRequestRaw } from "node:http";
+import { connect, type Socket } from "node:net";
+import { DIRQ_BIN } from "./helpers.js";
+
+/* ------------------------------------------------------------------------------------------ */
+/* A `dirq server` process, started as a user would start it.                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+export interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
+
+export interface ServerProcess {
+  child: ChildProcess;
+  pid: number;
+  /** The host and port from the `Running at <host>:<port>` line. */
+  host: string;
+  port: number;
+  /** Base URL from the printed address: `http://<host>:<port>`. */
+  url: string;
+  /** Everything the server wrote so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves when the process exits. */
+  exited: Promise<Exit>;
+  /** Sends `signal` and resolves with the exit. */
+  stop(signal?: NodeJS.Signals): Promise<Exit>;
+  /** Stops the server if it still runs (SIGTERM, then SIGKILL after a grace period). */
+  kill(): Promise<void>;
+}
+
+export interface StartOptions {
+  cwd: string;
+  /** Give up waiting for the `Running at` line after this long. */
+  timeoutMs?: number;
+  /** Its own process group (as a shell job is), so a signal can reach the whole group. */
+  detached?: boolean;
+}
+
+/** What happened to a process that never printed `Running at`. */
+export interface FailedStart {
+  exit: Exit;
+  stdout: string;
+  stderr: string;
+}
+
+function spawnServer(args: readonly string[], cwd: string, detached = false): ChildProcess {
+  return spawn(process.execPath, [DIRQ_BIN, "server", ...args], {
+    cwd,
+    detached,
+    env: { ...process.env, DIRQ_PROGRESS: "never" },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+function exitOf(child: ChildProcess): Promise<Exit> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) {
+      resolve({ code: child.exitCode, signal: child.signalCode });
+      return;
+    }
+    child.once("exit", (code, signal) => resolve({ code, signal }));
+  });
+}
+
+const RUNNING = /^Running at (\S+):(\d+)\n/m;
+
+/**
+ * Spawns `dirq server <args>` in `cwd` and waits for its `Running at` line. Rejects (with the
+ * output) when the process exits first or takes too long.
+ */
+export async function startServer(
+  args: readonly string[],
+  options: StartOptions,
+): Promise<ServerProcess> {
+  const child = spawnServer(args, options.cwd, options.detached);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = exitOf(child);
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const match = await new Promise<RegExpExecArray>((resolve, reject) => {
+    const check = () => {
+      const found = RUNNING.exec(stdout);
+      if (found) {
+        done();
+        resolve(found);
+      }
+    };
+    const timer = setTimeout(() => {
+      done();
+      child.kill("SIGKILL");
+      reject(new Error(`no 'Running at' line after ${timeoutMs} ms; stderr: ${stderr}`));
+    }, timeoutMs);
+    const onExit = (code: number | null, signal: NodeJS.Signals | null) => {
+      done();
+      reject(
+        new Error(
+          `dirq server exited (${code ?? signal}) before 'Running at'; stdout: ${stdout}; stderr: ${stderr}`,
+        ),
+      );
+    };
+    const done = () => {
+      clearTimeout(timer);
+      child.stdout?.off("data", check);
+      child.off("exit", onExit);
+    };
+    child.stdout?.on("data", check);
+    child.once("exit", onExit);
+    check();
+  });
+  const host = match[1] as string;
+  const port = Number(match[2]);
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+    return exited;
+  };
+  return {
+    child,
+    pid: child.pid as number,
+    host,
+    port,
+    url: `http://${host.includes(":") ? `[${host}]` : host}:${port}`,
+    stdout: () => stdout,
+    stderr: () => stderr,
+    exited,
+    stop,
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      await exited;
+      clearTimeout(timer);
+    },
+  };
+}
+
+/** Spawns `dirq server <args>` expecting it to exit on its own; collects its output. */
+export async function runServerToExit(
+  args: readonly string[],
+  cwd: string,
+  timeoutMs = 30_000,
+): Promise<FailedStart> {
+  const child = spawnServer(args, cwd);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
+    stderr += chunk;
+  });
+  const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
+  const exit = await exitOf(child);
+  clearTimeout(timer);
+  // Let the pipes drain.
+  await new Promise((resolve) => setImmediate(resolve));
+  return { exit, stdout, stderr };
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* HTTP                                                                                         */
+/* ------------------------------------------------------------------------------------------ */
+
+export interface HttpAnswer {
+  status: number;
+  contentType: string;
+  headers: Headers;
+  text: string;
+}
+
+/** Sends a request and reads the whole answer. */
+export async function request(url: string, init: RequestInit = {}): Promise<HttpAnswer> {
+  const response = await fetch(url, init);
+  const text = await response.text();
+  return {
+    status: response.status,
+    contentType: response.headers.get("content-type") ?? "",
+    headers: response.headers,
+    text,
+  };
+}
+
+/** `POST /query` with `{"sql": sql}`. */
+export function postQuery(server: { url: string }, sql: string): Promise<HttpAnswer> {
+  return postRaw(server, JSON.stringify({ sql }));
+}
+
+/** `POST /query` with a raw body. */
+export function postRaw(server: { url: string }, body: string): Promise<HttpAnswer> {
+  return request(`${server.url}/query`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body,
+  });
+}
+
+/** `POST /query` expecting 200; returns the parsed rows. */
+export async function queryRows(
+  server: { url: string },
+  sql: string,
+): Promise<Record<string, unknown>[]> {
+  const answer = await postQuery(server, sql);
+  assert.equal(answer.status, 200, `POST /query ${sql}: ${answer.status} ${answer.text}`);
+  const rows = JSON.parse(answer.text) as unknown;
+  assert.ok(Array.isArray(rows), `not an array: ${answer.text}`);
+  return rows as Record<string, unknown>[];
+}
+
+/** Checks a JSON error answer and returns its message. */
+export function assertJsonError(answer: HttpAnswer, status: number, pattern?: RegExp): string {
+  assert.equal(answer.status, status, `expected ${status}, got ${answer.status}: ${answer.text}`);
+  assert.match(answer.contentType, /^application\/json\b/, `content-type of ${answer.text}`);
+  const body = JSON.parse(answer.text) as unknown;
+  assert.equal(typeof body, "object");
+  assert.deepEqual(Object.keys(body as object), ["error"], `error body: ${answer.text}`);
+  const message = (body as { error: unknown }).error;
+  assert.equal(typeof message, "string");
+  assert.ok((message as string).length > 0, "the error message is not empty");
+  if (pattern) assert.match(message as string, pattern);
+  return message as string;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Server-Sent Events, parsed from the raw bytes of a fetch body                                */
+/* ------------------------------------------------------------------------------------------ */
+
+export interface SseFrame {
+  /** The `event:` field (`message` when absent, as EventSource does). */
+  event: string;
+  /** The `data:` lines joined by `\n`. */
+  data: string;
+  /** The raw lines of the frame, without the blank line that ends it. */
+  lines: string[];
+}
+
+/** A `row` frame's data, parsed. */
+export interface RowEvent {
+  action: "insert" | "update" | "delete" | "error";
+  table: string | null;
+  file_path: string;
+  row?: Record<string, unknown>;
+  old_row?: Record<string, unknown> | null;
+  error?: string;
+}
+
+export type StreamEnd = { how: "end" } | { how: "error"; error: unknown } | { how: "aborted" };
+
+/**
+ * Incremental SSE parser (the WHATWG rules that matter here: `\n`, `\r\n` or `\r` line ends,
+ * `field: value` with one optional space, `:` comments, a blank line dispatches).
+ */
+export class SseParser {
+  private buffer = "";
+  private lines: string[] = [];
+  private event = "";
+  private data: string[] = [];
+  private sawCr = false;
+
+  constructor(
+    private readonly onFrame: (frame: SseFrame) => void,
+    private readonly onComment: (comment: string) => void = () => {},
+  ) {}
+
+  push(text: string): void {
+    let start = 0;
+    if (this.sawCr && text.startsWith("\n")) start = 1;
+    this.sawCr = false;
+    const breaks = /\r\n|\r|\n/g;
+    breaks.lastIndex = start;
+    for (let match = breaks.exec(text); match !== null; match = breaks.exec(text)) {
+      // A lone `\r` at the very end may be the first half of a `\r\n` split across chunks.
+      if (match[0] === "\r" && match.index === text.length - 1) this.sawCr = true;
+      this.line(this.buffer + text.slice(start, match.index));
+      this.buffer = "";
+      start = match.index + match[0].length;
+    }
+    this.buffer += text.slice(start);
+  }
+
+  private line(line: string): void {
+    if (line === "") {
+      if (this.lines.length > 0 && this.data.length > 0) {
+        this.onFrame({
+          event: this.event || "message",
+          data: this.data.join("\n"),
+          lines: this.lines,
+        });
+      }
+      this.lines = [];
+      this.event = "";
+      this.data = [];
+      return;
+    }
+    if (line.startsWith(":")) {
+      this.onComment(line);
+      return;
+    }
+    this.lines.push(line);
+    const colon = line.indexOf(":");
+    const field = colon === -1 ? line : line.slice(0, colon);
+    let value = colon === -1 ? "" : line.slice(colon + 1);
+    if (value.startsWith(" ")) value = value.slice(1);
+    if (field === "event") this.event = value;
+    else if (field === "data") this.data.push(value);
+  }
+}
+
+export interface EventStream {
+  status: number;
+  contentType: string;
+  /** Every frame so far, in arrival order. */
+  frames: SseFrame[];
+  /** Every comment line so far (keep-alives), with their leading `:`. */
+  comments: string[];
+  /** The parsed data of every `row` frame so far. */
+  rows(): RowEvent[];
+  /** How many `row` frames so far (cheap). */
+  rowCount(): number;
+  /** Resolves when the body ends, fails, or is aborted. */
+  ended: Promise<StreamEnd>;
+  /**
+   * The first frame after the cursor that `match` accepts (`row` frames are matched on their
+   * parsed data); moves the cursor past it. Rejects after `timeoutMs` listing what came.
+   */
+  next(match: (row: RowEvent, frame: SseFrame) => boolean, timeoutMs?: number): Promise<RowEvent>;
+  /** Waits until `done()` holds (re-checked on every frame and comment). */
+  until(done: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+  /** Frames from `index` on, parsed (row frames only). */
+  rowsFrom(index: number): RowEvent[];
+  /** Async iteration over frames as they arrive (from the first); ends with the stream. */
+  [Symbol.asyncIterator](): AsyncIterator<SseFrame>;
+  /** Aborts the request. */
+  close(): void;
+  cursor: number;
+}
+
+let lastFrameAt = 0;
+
+/** When any stream opened with `openEvents` last received a frame (`Date.now()`). */
+export function lastFrameTime(): number {
+  return lastFrameAt;
+}
+
+/** Opens `GET /events` with fetch and parses the body stream in the background. */
+export async function openEvents(server: { url: string }): Promise<EventStream> {
+  const controller = new AbortController();
+  const response = await fetch(`${server.url}/events`, { signal: controller.signal });
+  const frames: SseFrame[] = [];
+  const comments: string[] = [];
+  const parsed = new Map<SseFrame, RowEvent>();
+  let waiters: (() => void)[] = [];
+  let endState: StreamEnd | null = null;
+  const notify = () => {
+    const current = waiters;
+    waiters = [];
+    for (const wake of current) wake();
+  };
+  let rowFrames = 0;
+  const parser = new SseParser(
+    (frame) => {
+      frames.push(frame);
+      lastFrameAt = Date.now();
+      if (frame.event === "row") rowFrames++;
+      notify();
+    },
+    (comment) => {
+      comments.push(comment);
+      notify();
+    },
+  );
+  const rowOf = (frame: SseFrame): RowEvent | null => {
+    if (frame.event !== "row") return null;
+    let row = parsed.get(frame);
+    if (row === undefined) {
+      row = JSON.parse(frame.data) as RowEvent;
+      parsed.set(frame, row);
+    }
+    return row;
+  };
+  const ended = (async (): Promise<StreamEnd> => {
+    if (!response.body) return { how: "end" };
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    try {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) break;
+        parser.push(decoder.decode(value, { stream: true }));
+      }
+      parser.push(decoder.decode());
+      return { how: "end" };
+    } catch (error) {
+      if (controller.signal.aborted) return { how: "aborted" };
+      return { how: "error", error };
+    }
+  })().then((end) => {
+    endState = end;
+    notify();
+    return end;
+  });
+  const waitFor = (done: () => boolean, what: string, timeoutMs: number): Promise<void> =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${what}; frames so far:\n${frames
+              .slice(-40)
+              .map((frame) => `  ${frame.event} ${frame.data}`)
+              .join("\n")}`,
+          ),
+        );
+      }, timeoutMs);
+      const check = () => {
+        if (done()) {
+          clearTimeout(timer);
+          resolve();
+        } else if (endState !== null) {
+          clearTimeout(timer);
+          reject(new Error(`the stream ended (${endState.how}) while waiting for ${what}`));
+        } else {
+          waiters.push(check);
+        }
+      };
+      check();
+    });
+  const stream: EventStream = {
+    status: response.status,
+    contentType: response.headers.get("content-type") ?? "",
+    frames,
+    comments,
+    cursor: 0,
+    rows: () => frames.map(rowOf).filter((row): row is RowEvent => row !== null),
+    rowCount: () => rowFrames,
+    rowsFrom: (index) =>
+      frames
+        .slice(index)
+        .map(rowOf)
+        .filter((row): row is RowEvent => row !== null),
+    ended,
+    async next(match, timeoutMs = 5_000) {
+      let found: RowEvent | null = null;
+      await waitFor(
+        () => {
+          for (let i = stream.cursor; i < frames.length; i++) {
+            const frame = frames[i] as SseFrame;
+            const row = rowOf(frame);
+            if (row !== null && match(row, frame)) {
+              stream.cursor = i + 1;
+              found = row;
+              return true;
+            }
+          }
+          return false;
+        },
+        `a matching row frame (from #${stream.cursor})`,
+        timeoutMs,
+      );
+      return found as unknown as RowEvent;
+    },
+    until: (done, what, timeoutMs = 5_000) => waitFor(done, what, timeoutMs),
+    [Symbol.asyncIterator]() {
+      let index = 0;
+      return {
+        async next(): Promise<IteratorResult<SseFrame>> {
+          while (index >= frames.length && endState === null) {
+            await new Promise<void>((resolve) => waiters.push(resolve));
+          }
+          if (index < frames.length) return { value: frames[index++] as SseFrame, done: false };
+          return { value: undefined, done: true };
+        },
+      };
+    },
+    close() {
+      controller.abort();
+    },
+  };
+  return stream;
+}
+
+/** Opens `/events` and waits for its `ready` frame. */
+export async function openReadyEvents(server: { url: string }): Promise<EventStream> {
+  const stream = await openEvents(server);
+  assert.equal(stream.status, 200, "GET /events status");
+  await stream.until(() => stream.frames.length > 0, "the ready frame");
+  const first = stream.frames[0] as SseFrame;
+  assert.equal(first.event, "ready", `first frame: ${JSON.stringify(first)}`);
+  stream.cursor = 1;
+  return stream;
+}
+
+/**
+ * A raw TCP client that sends `GET /events` and then reads nothing until `resume()`: a stuck
+ * subscriber, as far as the server can tell.
+ */
+export interface RawSubscriber {
+  socket: Socket;
+  /** Starts reading; `received()` grows from then on. */
+  resume(): void;
+  /** The raw bytes received so far (status line, headers, chunked body). */
+  received(): Buffer;
+  /** Resolves once `text` (ASCII) has arrived after `resume()`; rejects after `timeoutMs`. */
+  waitFor(text: string, timeoutMs: number): Promise<void>;
+  close(): void;
+}
+
+export function openStuckSubscriber(host: string, port: number): Promise<RawSubscriber> {
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host, port }, () => {
+      socket.write(
+        `GET /events HTTP/1.1\r\nHost: ${host}:${port}\r\nAccept: text/event-stream\r\n\r\n`,
+      );
+      const chunks: Buffer[] = [];
+      let tail = "";
+      const watchers = new Set<(tail: string) => void>();
+      resolve({
+        socket,
+        resume() {
+          socket.on("data", (chunk: Buffer) => {
+            chunks.push(chunk);
+            tail = (tail + chunk.toString("latin1")).slice(-64 * 1024);
+            for (const watcher of watchers) watcher(tail);
+          });
+        },
+        received: () => Buffer.concat(chunks),
+        waitFor: (text, timeoutMs) =>
+          new Promise((done, fail) => {
+            const watcher = (current: string) => {
+              if (!current.includes(text)) return;
+              watchers.delete(watcher);
+              clearTimeout(timer);
+              done();
+            };
+            const timer = setTimeout(() => {
+              watchers.delete(watcher);
+              fail(new Error(`the raw subscriber did not receive ${text} in ${timeoutMs} ms`));
+            }, timeoutMs);
+            watchers.add(watcher);
+            watcher(tail);
+          }),
+        close: () => socket.destroy(),
+      });
+    });
+    socket.once("error", reject);
+  });
+}
+
+/** Splits a raw HTTP/1.1 response into its head and its de-chunked body (complete chunks). */
+export function decodeChunkedResponse(raw: Buffer): { head: string; body: string } {
+  const end = raw.indexOf("\r\n\r\n");
+  if (end === -1) return { head: raw.toString("latin1"), body: "" };
+  const head = raw.subarray(0, end).toString("latin1");
+  const parts: Buffer[] = [];
+  let offset = end + 4;
+  for (;;) {
+    const lineEnd = raw.indexOf("\r\n", offset);
+    if (lineEnd === -1) break;
+    const size = parseInt(raw.subarray(offset, lineEnd).toString("latin1"), 16);
+    if (!Number.isFinite(size) || size === 0) break;
+    const start = lineEnd + 2;
+    if (raw.length < start + size + 2) break;
+    parts.push(raw.subarray(start, start + size));
+    offset = start + size + 2;
+  }
+  return { head, body: Buffer.concat(parts).toString("utf8") };
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* /proc                                                                                        */
+/* ------------------------------------------------------------------------------------------ */
+
+/** Resident set size of a process in bytes (Linux). */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
+  assert.ok(kb !== undefined, `no VmRSS for ${pid}`);
+  return Number(kb) * 1024;
+}
+
+/** Clock ticks per second for /proc times. */
+export function clockTicks(): number {
+  const probe = spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" });
+  const ticks = Number(probe.stdout.trim());
+  return Number.isFinite(ticks) && ticks > 0 ? ticks : 100;
+}
+
+/** utime + stime of one process in clock ticks; `null` once it is gone. */
+export function cpuTicks(pid: number): number | null {
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return null;
+  }
+  // The command name may hold spaces and parentheses: fields start after the last ')'.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // Fields 14 and 15 of stat(5), counted from `state` (field 3) here.
+  return Number(fields[11]) + Number(fields[12]);
+}
+
+/** The process and all its descendants (via /proc/<pid>/task/<tid>/children). */
+export function processTree(pid: number): number[] {
+  const all: number[] = [];
+  const visit = (current: number) => {
+    all.push(current);
+    let tasks: string[] = [];
+    try {
+      tasks = readdirSync(`/proc/${current}/task`);
+    } catch {
+      return;
+    }
+    for (const task of tasks) {
+      let children = "";
+      try {
+        children = readFileSync(`/proc/${current}/task/${task}/children`, "utf8");
+      } catch {
+        continue;
+      }
+      for (const child of children.trim().split(/\s+/).filter(Boolean)) visit(Number(child));
+    }
+  };
+  visit(pid);
+  return all;
+}
+
+/** CPU ticks of the process tree, by pid. */
+export function treeCpu(pid: number): Map<number, number> {
+  const ticks = new Map<number, number>();
+  for (const member of processTree(pid)) {
+    const value = cpuTicks(member);
+    if (value !== null) ticks.set(member, value);
+  }
+  return ticks;
+}
+
+/** Waits `ms` (for sequencing only, never as an assertion). */
+export function delay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Polls `check` until it returns true or `timeoutMs` passes. */
+export async function eventually(
+  check: () => boolean | Promise<boolean>,
+  what: string,
+  timeoutMs = 5_000,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check()) return;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${what}`);
+    await delay(25);
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* node:http, for control over the connection                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * One request with node:http. `agent: false` (the default here) uses a fresh connection that
+ * is closed afterwards; pass a keep-alive Agent to control connection reuse.
+ */
+export function httpRequest(
+  server: { host: string; port: number },
+  options: {
+    method: string;
+    path: string;
+    body?: string | Buffer;
+    chunked?: boolean;
+    agent?: Agent | false;
+  },
+): Promise<HttpAnswer> {
+  return new Promise((resolve, reject) => {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (options.body !== undefined && !options.chunked) {
+      headers["content-length"] = String(Buffer.byteLength(options.body));
+    }
+    if (options.agent === undefined || options.agent === false) headers.connection = "close";
+    let answered = false;
+    const req = httpRequestRaw(
+      {
+        host: "127.0.0.1",
+        port: server.port,
+        path: options.path,
+        method: options.method,
+        agent: options.agent ?? false,
+        headers,
+      },
+      (res) => {
+        answered = true;
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (chunk: string) => {
+          text += chunk;
+        });
+        res.on("end", () => {
+          const fetchHeaders = new Headers();
+          for (const [name, value] of Object.entries(res.headers)) {
+            if (typeof value === "string") fetchHeaders.set(name, value);
+          }
+          resolve({
+            status: res.statusCode ?? 0,
+            contentType: res.headers["content-type"] ?? "",
+            headers: fetchHeaders,
+            text,
+          });
+        });
+        res.on("error", reject);
+      },
+    );
+    // A server that answers early (413) may reset the rest of the upload: not an error here.
+    req.on("error", (error) => {
+      if (!answered) reject(error);
+    });
+    if (options.body !== undefined && options.chunked) {
+      // Several writes without a length: chunked transfer encoding.
+      const body = Buffer.from(options.body);
+      const step = 64 * 1024;
+      for (let offset = 0; offset < body.length; offset += step) {
+        req.write(body.subarray(offset, offset + step));
+      }
+      req.end();
+    } else {
+      req.end(options.body);
+    }
+  });
+}
