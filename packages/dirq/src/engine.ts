@@ -1,6 +1,6 @@
 import { lstatSync, realpathSync, statSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
-import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/load-config.js";
+import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
 import { DirqError, isDirqError } from "./errors.js";
 import { openIndexDatabase, quoteIdentifier, type SqliteDatabase } from "./indexer/database.js";
 import {

@@ -1,7 +1,7 @@
 import { once } from "node:events";
 import { relative, resolve } from "node:path";
 import type { Writable } from "node:stream";
-import { loadConfigs } from "../config/load-config.js";
+import { EMPTY_CONFIG } from "../config/types.js";
 import { STARTER_TABLE, writeStarterConfig } from "../config/starter-config.js";
 import { openIndex, type QueryResult } from "../engine.js";
 import { isDirqError } from "../errors.js";
@@ -42,7 +42,11 @@ async function printResult(command: QueryCommand, result: QueryResult, io: CliIo
 }
 
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
-  const config = loadConfigs(command.configs, io.cwd);
+  // The config loader (TOML, schema validation) is loaded only when a config is given.
+  const config =
+    command.configs.length === 0
+      ? EMPTY_CONFIG
+      : (await import("../config/load-config.js")).loadConfigs(command.configs, io.cwd);
   const index = openIndex({
     root: io.cwd,
     noIgnore: command.noIgnore,

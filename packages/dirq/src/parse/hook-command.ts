@@ -1,6 +1,9 @@
 import { isAbsolute, resolve } from "node:path";
-import { parse as splitWords } from "shell-quote";
+import type ShellQuote from "shell-quote";
+import { lazyModule } from "../lazy-module.js";
 import { DirqError } from "../errors.js";
+
+const shellQuote = lazyModule<typeof ShellQuote>("shell-quote");
 
 /** A parsed on-file command: argv with `{path}` and `{root}` still in place. */
 export interface HookCommand {
@@ -42,7 +45,7 @@ function findUnclosedQuote(text: string): string | null {
 export function parseHookCommand(text: string, baseDir?: string): HookCommand {
   const unclosed = findUnclosedQuote(text);
   if (unclosed !== null) throw invalid(text, `a ${unclosed} quote is never closed`);
-  const words = splitWords(text.replaceAll("$", DOLLAR));
+  const words = shellQuote().parse(text.replaceAll("$", DOLLAR));
   const restore = (word: string) => word.replaceAll(DOLLAR, "$");
   const argv: string[] = [];
   for (const word of words) {

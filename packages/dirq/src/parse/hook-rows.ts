@@ -1,4 +1,7 @@
-import { parse as parseLossless, stringify as stringifyLossless } from "lossless-json";
+import type * as LosslessJson from "lossless-json";
+import { lazyModule } from "../lazy-module.js";
+
+const losslessJson = lazyModule<typeof LosslessJson>("lossless-json");
 
 /** A value as stored: INTEGER as bigint so SQLite keeps it an integer, nested JSON as text. */
 export type StoredValue = null | bigint | number | string;
@@ -27,7 +30,12 @@ export function toStoredValue(value: unknown): StoredValue {
     return value >= INT64_MIN && value <= INT64_MAX ? value : Number(value);
   }
   if (typeof value === "string") return value;
-  return stringifyLossless(value) ?? "null";
+  try {
+    return JSON.stringify(value);
+  } catch {
+    // Only a bigint (an integer beyond 2^53, read exactly) makes JSON.stringify throw.
+    return losslessJson().stringify(value) ?? "null";
+  }
 }
 
 /** Sixteen digits or more may be an integer beyond 2^53, which JSON.parse would round. */
@@ -46,7 +54,7 @@ function parseNumber(text: string): number | bigint {
 /** JSON.parse, but integers beyond 2^53 come back exact (as bigint). */
 function parseJson(text: string): unknown {
   if (!LONG_NUMBER.test(text)) return JSON.parse(text);
-  return parseLossless(text, null, parseNumber);
+  return losslessJson().parse(text, null, parseNumber);
 }
 
 /** Keys a hook may not set: the hidden columns and anything else in dirq's namespace. */

@@ -1,6 +1,11 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import ignore, { type Ignore } from "ignore";
+import type { Ignore } from "ignore";
+import type createIgnore from "ignore";
+import { lazyModule } from "../lazy-module.js";
+
+const ignoreModule = lazyModule<typeof createIgnore>("ignore");
+const ignore = () => ignoreModule()();
 
 /** Names skipped at every level, even with `--no-ignore`. */
 export const BUILT_IN_SKIPS: ReadonlySet<string> = new Set(["node_modules", ".git"]);

@@ -1,7 +1,10 @@
 import { lstatSync, statSync } from "node:fs";
 import { join, posix } from "node:path";
-import picomatch from "picomatch";
+import type Picomatch from "picomatch";
 import { DirqError } from "../errors.js";
+import { lazyModule } from "../lazy-module.js";
+
+const picomatch = lazyModule<typeof Picomatch>("picomatch");
 
 /** What a path-table name selects, relative to the root (`/`-separated, no leading `./`). */
 export type PathSelection =
@@ -12,7 +15,7 @@ export type PathSelection =
 const PATH_LIKE = /^(?:\.{1,2}(?:\/|$)|\/|~)/;
 
 function hasGlobCharacters(text: string): boolean {
-  return picomatch.scan(text).isGlob;
+  return picomatch().scan(text).isGlob;
 }
 
 function outsideRoot(name: string): DirqError {
@@ -32,7 +35,7 @@ function normalizeRelative(name: string, relative: string): string {
 }
 
 function globSelection(relative: string): PathSelection {
-  const { base, glob } = picomatch.scan(relative);
+  const { base, glob } = picomatch().scan(relative);
   const depth = glob.includes("**") ? null : glob.split("/").length;
   return { kind: "glob", base, pattern: relative, maxDepth: depth };
 }
@@ -89,5 +92,5 @@ export function parsePathTableName(name: string, root: string): PathSelection | 
  */
 export function compileGlob(pattern: string): (relativePath: string) => boolean {
   const bashClasses = pattern.replace(/(^|[^\\])\[!/g, "$1[^");
-  return picomatch(bashClasses, { dot: false, nonegate: true });
+  return picomatch()(bashClasses, { dot: false, nonegate: true });
 }

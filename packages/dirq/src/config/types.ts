@@ -1,0 +1,39 @@
+/** The merged configuration, as the engine uses it (no parsing or validation here). */
+
+/** A `[[table]]` ready to use: paths resolved, its origin kept for messages. */
+export interface TableConfig {
+  name: string;
+  glob: string;
+  /** Column name → declared type, in order; `null` infers columns from the hook output. */
+  schema: [string, string][] | null;
+  onFile: string;
+  /** Folder a relative hook program resolves against (the config file's folder). */
+  baseDir: string;
+  ddl: string | null;
+  /** `config.toml: table[1]`, for messages. */
+  origin: string;
+}
+
+export interface ExtensionConfig {
+  path: string;
+  entrypoint: string | null;
+  origin: string;
+}
+
+export interface FunctionConfig {
+  name: string;
+  command: string;
+  baseDir: string;
+  deterministic: boolean;
+  origin: string;
+}
+
+/** Every `-c` file merged in argument order. */
+export interface DirqConfig {
+  ignore: string[];
+  tables: TableConfig[];
+  extensions: ExtensionConfig[];
+  functions: FunctionConfig[];
+}
+
+export const EMPTY_CONFIG: DirqConfig = { ignore: [], tables: [], extensions: [], functions: [] };
