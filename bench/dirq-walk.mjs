@@ -3,27 +3,39 @@
 // plus dirq's start-up against a bare `node -e 0`. See bench/README.md for what it measures.
 import { spawnSync } from "node:child_process";
 import {
-  accessSync,
-  constants,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
-  statSync,
   writeFileSync,
 } from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { delimiter, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-
-const SCRIPT_DIR = dirname(fileURLToPath(import.meta.url));
-const REPO_ROOT = resolve(SCRIPT_DIR, "..");
-const DIRQ_BIN = join(REPO_ROOT, "packages", "dirq", "bin", "dirq.js");
-// bin/dirq.js only imports the compiled CLI; without it every dirq row would just fail.
-const DIRQ_MAIN = join(REPO_ROOT, "packages", "dirq", "dist", "src", "cli", "main.js");
+import { join, resolve } from "node:path";
+import {
+  addRatios,
+  DEFAULT_BENCH_DIR,
+  DIRQ_BIN,
+  DIRQ_ENV,
+  fail,
+  findExecutable,
+  formatNumber,
+  formatRatio,
+  log,
+  markerMatches,
+  parseOptions as parseCommandLine,
+  positiveInteger,
+  renderTable,
+  requireDirqBuilt,
+  resultToJson as baseResultToJson,
+  round,
+  seededRandom,
+  timeCommands,
+  toolVersions,
+  verdict,
+  writeMarker,
+} from "./lib.mjs";
 
 /** Bump when the generator changes, so trees built by an older version are rebuilt. */
 const TREE_FORMAT = 1;
@@ -54,65 +66,31 @@ const USAGE = `Usage: node bench/dirq-walk.mjs [options]
 // ---------------------------------------------------------------------------------------------
 // Options
 
-function fail(message) {
-  process.stderr.write(`dirq-walk: ${message}\n`);
-  process.exit(2);
-}
-
 function parseOptions(argv) {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        runs: { type: "string", default: "7" },
-        only: { type: "string" },
-        dir: { type: "string" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-    });
-  } catch (error) {
-    fail(`${error.message}\n\n${USAGE}`);
-  }
-  const { values } = parsed;
-  if (values.help) {
-    process.stdout.write(USAGE);
-    process.exit(0);
-  }
-  const runs = Number(values.runs);
-  if (!Number.isInteger(runs) || runs < 1) fail(`--runs must be a positive integer`);
+  const values = parseCommandLine(
+    argv,
+    {
+      runs: { type: "string", default: "7" },
+      only: { type: "string" },
+      dir: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
+    USAGE,
+  );
+  const runs = positiveInteger(values.runs, "--runs");
   if (values.only !== undefined && !TREES.some((tree) => tree.name === values.only)) {
     fail(`--only must be one of ${TREES.map((tree) => tree.name).join(", ")}`);
   }
   return {
     runs,
     only: values.only,
-    dir: resolve(values.dir ?? join(REPO_ROOT, ".bench")),
+    dir: resolve(values.dir ?? DEFAULT_BENCH_DIR),
     json: values.json,
   };
 }
 
-/** Progress goes to stderr so that `--json` output on stdout stays parseable. */
-function log(message) {
-  process.stderr.write(`${message}\n`);
-}
-
 // ---------------------------------------------------------------------------------------------
 // Tree generation
-
-/** A small seeded PRNG (mulberry32): the same tree on every machine, so results compare. */
-function seededRandom(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function treePaths(baseDir, tree) {
   return {
@@ -129,12 +107,9 @@ function expectedMarker(tree) {
 /** A tree is reused only if its marker matches and it still has all its directories. */
 function isTreeComplete(baseDir, tree) {
   const { root, marker } = treePaths(baseDir, tree);
-  if (!existsSync(marker) || !existsSync(root)) return false;
+  if (!markerMatches(marker, expectedMarker(tree)) || !existsSync(root)) return false;
   try {
-    const written = JSON.parse(readFileSync(marker, "utf8"));
-    const expected = expectedMarker(tree);
-    const matches = Object.keys(expected).every((key) => written[key] === expected[key]);
-    return matches && readdirSync(root).length === tree.dirs;
+    return readdirSync(root).length === tree.dirs;
   } catch {
     return false;
   }
@@ -165,8 +140,7 @@ function generateTree(baseDir, tree) {
       writeFileSync(join(dir, `f${String(f).padStart(4, "0")}${ext}`), content.subarray(0, size));
     }
   }
-  // Written last: its presence means every file above is on disk.
-  writeFileSync(marker, `${JSON.stringify(expectedMarker(tree), null, 2)}\n`);
+  writeMarker(marker, expectedMarker(tree));
 }
 
 function ensureTree(baseDir, tree) {
@@ -185,44 +159,15 @@ function ensureTree(baseDir, tree) {
 // ---------------------------------------------------------------------------------------------
 // Tools
 
-function findExecutable(name) {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not in this PATH entry; keep looking.
-    }
-  }
-  return null;
-}
-
-/** First line of `<tool> --version`, for the report header; null when it prints nothing. */
-function toolVersion(executable) {
-  const result = spawnSync(executable, ["--version"], { encoding: "utf8" });
-  const line = (result.stdout ?? "").split("\n")[0].trim();
-  // sqlite3 appends its 64-character source hash, which only makes the header wrap.
-  const words = line.split(/\s+/).filter((word) => word.length <= 32);
-  return words.length === 0 ? null : words.join(" ");
-}
-
 function detectTools() {
   // Debian ships fd as `fdfind`, because `fd` was already taken by another package.
   const fd = findExecutable("fd") ?? findExecutable("fdfind");
   const tools = { find: findExecutable("find"), fd, sqlite3: findExecutable("sqlite3") };
-  const versions = { node: process.version };
-  for (const [name, path] of Object.entries(tools)) {
-    versions[name] = path === null ? "not installed" : (toolVersion(path) ?? path);
-  }
-  return { tools, versions };
+  return { tools, versions: toolVersions(tools) };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Commands
-
-const DIRQ_ENV = { ...process.env, DIRQ_PROGRESS: "never" };
 
 function dirqCommand(sql, check) {
   return {
@@ -300,82 +245,6 @@ function startupCommands() {
       check: () => null,
     },
   ];
-}
-
-// ---------------------------------------------------------------------------------------------
-// Timing
-
-function describeFailure(result) {
-  if (result.error) return result.error.message;
-  const firstLine = (result.stderr ?? "").toString().trim().split("\n")[0];
-  const status = result.status === null ? `signal ${result.signal}` : `exit ${result.status}`;
-  return firstLine ? `${status}: ${firstLine}` : status;
-}
-
-/** One timed run: output discarded (as a user piping to /dev/null), wall clock only. */
-function timeOnce(command, cwd) {
-  const started = process.hrtime.bigint();
-  const result = spawnSync(command.executable, command.args, {
-    cwd,
-    env: command.env ?? process.env,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
-  if (result.error || result.status !== 0) return { error: describeFailure(result) };
-  return { elapsedMs };
-}
-
-/** The untimed warm-up doubles as a correctness check, since only it keeps the output. */
-function warmUp(command, cwd) {
-  const result = spawnSync(command.executable, command.args, {
-    cwd,
-    env: command.env ?? process.env,
-    encoding: "utf8",
-    maxBuffer: 256 * 1024 * 1024,
-  });
-  if (result.error || result.status !== 0) return { error: describeFailure(result) };
-  try {
-    return { warning: command.check(result.stdout) };
-  } catch (error) {
-    return { warning: `could not read its output: ${error.message}` };
-  }
-}
-
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
-
-/**
- * Warms every command up, then runs them round-robin: interleaving spreads background noise
- * (other processes, CPU frequency changes) over all commands instead of penalising one.
- */
-function timeCommands(commands, cwd, runs) {
-  const results = commands.map((command) => ({ command, samples: [], status: "ok" }));
-  for (const result of results) {
-    if (result.command.executable === null) {
-      result.status = "not installed";
-      continue;
-    }
-    const warm = warmUp(result.command, cwd);
-    if (warm.error) result.status = `failed (${warm.error})`;
-    else if (warm.warning) result.warning = warm.warning;
-  }
-  for (let run = 0; run < runs; run++) {
-    for (const result of results) {
-      if (result.status !== "ok") continue;
-      const timing = timeOnce(result.command, cwd);
-      if (timing.error) result.status = `failed (${timing.error})`;
-      else result.samples.push(timing.elapsedMs);
-    }
-  }
-  for (const result of results) {
-    if (result.status !== "ok") continue;
-    result.medianMs = median(result.samples);
-    result.minMs = Math.min(...result.samples);
-  }
-  return results;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -461,73 +330,6 @@ function measureMemory(results, cwd, meter) {
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function addRatios(results, baselineKind) {
-  const baseline = results.find((result) => result.command.kind === baselineKind);
-  const baseMs = baseline?.status === "ok" ? baseline.medianMs : null;
-  for (const result of results) {
-    result.ratio = result.status === "ok" && baseMs ? result.medianMs / baseMs : null;
-  }
-  return baseline?.command.label ?? baselineKind;
-}
-
-function formatNumber(value, digits) {
-  return value === null || value === undefined ? "n/a" : value.toFixed(digits);
-}
-
-function renderTable(title, ratioHeader, results) {
-  const header = ["command", "median ms", "min ms", ratioHeader, "peak RSS MB"];
-  const rows = results.map((result) => {
-    if (result.status !== "ok") return [result.command.label, result.status, "", "", ""];
-    const rss = result.command.kind === "dirq" ? formatNumber(result.peakRssMb, 1) : "";
-    return [
-      result.command.label,
-      formatNumber(result.medianMs, 1),
-      formatNumber(result.minMs, 1),
-      result.ratio === null ? "n/a" : `${result.ratio.toFixed(2)}x`,
-      rss,
-    ];
-  });
-  // A status message ("not installed", "failed (...)") spans the numeric columns.
-  const widths = header.map((cell, column) =>
-    Math.max(
-      cell.length,
-      ...rows.filter((row) => row[2] !== "" || column === 0).map((row) => row[column].length),
-    ),
-  );
-  const line = (cells) =>
-    cells
-      .map((cell, column) =>
-        column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]),
-      )
-      .join("  ")
-      .trimEnd();
-  const out = [title, line(header), widths.map((width) => "-".repeat(width)).join("  ")];
-  for (const row of rows) {
-    out.push(row[2] === "" ? `${row[0].padEnd(widths[0])}  ${row[1]}` : line(row));
-  }
-  for (const result of results) {
-    if (result.warning) out.push(`warning: ${result.command.label}: ${result.warning}`);
-  }
-  return out.join("\n");
-}
-
-function verdict(
-  value,
-  limit,
-  unit,
-  { strict = false, digits = 2, missing = "not measured" } = {},
-) {
-  if (value === null) return { value: null, limit, met: null, text: `n/a (${missing})` };
-  // "within" a ratio allows equality; "under" a memory limit does not.
-  const met = strict ? value < limit : value <= limit;
-  return {
-    value,
-    limit,
-    met,
-    text: `${value.toFixed(digits)}${unit} (${met ? "met" : "not met"})`,
-  };
-}
-
 /** The three targets, each null-valued (n/a) when its inputs were not measured. */
 function evaluateTargets(treeResults, startupResults) {
   const big = treeResults.find((entry) => entry.tree.name === "100k");
@@ -559,17 +361,22 @@ function evaluateTargets(treeResults, startupResults) {
 }
 
 function resultToJson(result) {
-  const round = (value) => (typeof value === "number" ? Math.round(value * 100) / 100 : null);
-  return {
-    command: result.command.label,
-    status: result.status,
-    medianMs: round(result.medianMs),
-    minMs: round(result.minMs),
-    samplesMs: result.samples.map(round),
-    ratio: round(result.ratio),
+  return baseResultToJson(result, {
     peakRssMb: result.command.kind === "dirq" ? round(result.peakRssMb) : undefined,
-    warning: result.warning ?? undefined,
-  };
+  });
+}
+
+/** Columns of the tree and start-up tables: times in ms, ratio, peak RSS of dirq rows. */
+function tableColumns(ratioHeader) {
+  return [
+    { header: "median ms", cell: (result) => formatNumber(result.medianMs, 1) },
+    { header: "min ms", cell: (result) => formatNumber(result.minMs, 1) },
+    { header: ratioHeader, cell: (result) => formatRatio(result.ratio) },
+    {
+      header: "peak RSS MB",
+      cell: (result) => (result.command.kind === "dirq" ? formatNumber(result.peakRssMb, 1) : ""),
+    },
+  ];
 }
 
 function printJson(report) {
@@ -601,9 +408,12 @@ function printText(report) {
   ];
   for (const { tree, results } of report.treeResults) {
     const title = `${tree.files.toLocaleString("en-US")} files in ${tree.dirs} directories`;
-    out.push(renderTable(title, "vs find", results), "");
+    out.push(renderTable(title, tableColumns("vs find"), results), "");
   }
-  out.push(renderTable("start-up (empty directory)", "vs node -e 0", report.startupResults), "");
+  out.push(
+    renderTable("start-up (empty directory)", tableColumns("vs node -e 0"), report.startupResults),
+    "",
+  );
   for (const target of report.targets) out.push(`${target.name}: ${target.text}`);
   process.stdout.write(`${out.join("\n")}\n`);
 }
@@ -613,9 +423,7 @@ function printText(report) {
 
 function main() {
   const options = parseOptions(process.argv.slice(2));
-  if (!existsSync(DIRQ_MAIN)) {
-    fail(`dirq is not built (${DIRQ_MAIN} is missing): run cd packages/dirq && npx tsc -p .`);
-  }
+  requireDirqBuilt();
   const { tools, versions } = detectTools();
   const scratch = mkdtempSync(join(tmpdir(), "dirq-bench-"));
   try {

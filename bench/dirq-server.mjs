@@ -1,0 +1,1207 @@
+#!/usr/bin/env node
+// Benchmarks `dirq server`: POST /query throughput and latency against a plain node:http
+// server (the ceiling), the time from a file write to its `row` event at an /events client,
+// and the server's memory with many /events clients. See bench/README.md for what it measures.
+//
+// Self-contained on purpose: the few helpers it shares with bench/lib.mjs are copied below.
+import { spawn, spawnSync } from "node:child_process";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
+import { request as httpRequest } from "node:http";
+import { createRequire } from "node:module";
+import { availableParallelism, loadavg, tmpdir } from "node:os";
+import { basename, delimiter, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+const DEFAULT_BENCH_DIR = join(REPO_ROOT, ".bench");
+const DIRQ_BIN = join(REPO_ROOT, "packages", "dirq", "bin", "dirq.js");
+// bin/dirq.js only imports the compiled CLI; without it the server never starts.
+const DIRQ_MAIN = join(REPO_ROOT, "packages", "dirq", "dist", "src", "cli", "main.js");
+const DIRQ_ENV = { ...process.env, DIRQ_PROGRESS: "never" };
+
+/** Bump when the generator changes, so trees built by an older version are rebuilt. */
+const TREE_FORMAT = 1;
+const MAX_FILE_SIZE = 4096;
+const EXTENSIONS = [".txt", ".json", ".md", ".ts", ".log", ".bin"];
+
+/** The query tree (a 1,000-row answer) and the watched tree (events and memory). */
+const QUERY_TREE = { name: "1k", files: 1_000, dirs: 10 };
+const EVENT_TREE = { name: "10k", files: 10_000, dirs: 100 };
+
+const QUERIES = [
+  {
+    name: "SELECT 1",
+    sql: "SELECT 1",
+    check: (rows) => (rows.length === 1 && rows[0]["1"] === 1 ? null : "unexpected answer"),
+  },
+  {
+    name: "1,000-row path table",
+    sql: "SELECT path, size FROM './'",
+    check: (rows) =>
+      rows.length === QUERY_TREE.files
+        ? null
+        : `returned ${rows.length} rows, expected ${QUERY_TREE.files}`,
+  },
+];
+/** Materializes the whole tree as a path-table, so every file of it is watched. */
+const MATERIALIZE_SQL = "SELECT count(*) FROM './'";
+
+const TARGETS = { shareOfCeiling: 0.6, eventMedianMs: 50, eventP99Ms: 200 };
+
+/** How long to wait for the server's `Running at` line (it indexes the tree first). */
+const START_TIMEOUT_MS = 120_000;
+/** After the last write, how long late events may still arrive before they count as missing. */
+const SETTLE_MS = 2_000;
+
+const USAGE = `Usage: node bench/dirq-server.mjs [options]
+
+  --duration S      seconds of load per measured run (default 10)
+  --warmup S        seconds of load before the first run of each server (default 2)
+  --connections N   concurrent connections of the load generator (default 50)
+  --runs N          measured runs per server and query; medians are reported (default 1)
+  --tool NAME       load generator: autocannon or wrk (default: autocannon, else wrk)
+  --writes N        file writes timed for event latency (default 200)
+  --interval MS     pause between two writes (default 20)
+  --clients N       /events clients open for the memory figure (default 100)
+  --only PART       query (throughput) or events (event latency and memory)
+  --dir PATH        where the generated trees live (default <repo>/.bench)
+  --json            print machine-readable results instead of tables
+  -h, --help        show this help
+`;
+
+// ---------------------------------------------------------------------------------------------
+// Options and messages (copied from bench/lib.mjs)
+
+const SCRIPT_NAME = basename(process.argv[1] ?? "bench", ".mjs");
+
+function fail(message) {
+  process.stderr.write(`${SCRIPT_NAME}: ${message}\n`);
+  process.exit(2);
+}
+
+/** Progress goes to stderr so that `--json` output on stdout stays parseable. */
+function log(message) {
+  process.stderr.write(`${message}\n`);
+}
+
+function positiveInteger(value, flag) {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1) fail(`${flag} must be a positive integer`);
+  return number;
+}
+
+function parseOptions(argv) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      options: {
+        duration: { type: "string", default: "10" },
+        warmup: { type: "string", default: "2" },
+        connections: { type: "string", default: "50" },
+        runs: { type: "string", default: "1" },
+        tool: { type: "string" },
+        writes: { type: "string", default: "200" },
+        interval: { type: "string", default: "20" },
+        clients: { type: "string", default: "100" },
+        only: { type: "string" },
+        dir: { type: "string" },
+        json: { type: "boolean", default: false },
+        help: { type: "boolean", short: "h", default: false },
+      },
+    });
+  } catch (error) {
+    fail(`${error.message}\n\n${USAGE}`);
+  }
+  const { values } = parsed;
+  if (values.help) {
+    process.stdout.write(USAGE);
+    process.exit(0);
+  }
+  if (values.tool !== undefined && !["autocannon", "wrk"].includes(values.tool)) {
+    fail("--tool must be autocannon or wrk");
+  }
+  if (values.only !== undefined && !["query", "events"].includes(values.only)) {
+    fail("--only must be query or events");
+  }
+  const warmup = Number(values.warmup);
+  if (!Number.isInteger(warmup) || warmup < 0) fail("--warmup must be an integer >= 0");
+  const writes = positiveInteger(values.writes, "--writes");
+  if (writes > EVENT_TREE.files) fail(`--writes must be at most ${EVENT_TREE.files}`);
+  return {
+    duration: positiveInteger(values.duration, "--duration"),
+    warmup,
+    connections: positiveInteger(values.connections, "--connections"),
+    runs: positiveInteger(values.runs, "--runs"),
+    tool: values.tool,
+    writes,
+    interval: positiveInteger(values.interval, "--interval"),
+    clients: positiveInteger(values.clients, "--clients"),
+    only: values.only,
+    dir: resolve(values.dir ?? DEFAULT_BENCH_DIR),
+    json: values.json,
+  };
+}
+
+function requireDirqBuilt() {
+  if (!existsSync(DIRQ_MAIN)) {
+    fail(`dirq is not built (${DIRQ_MAIN} is missing): run cd packages/dirq && npx tsc -p .`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Numbers
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** Nearest-rank percentile: the smallest value with at least `p`% of the samples at or below. */
+function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
+}
+
+function medianOrNull(values) {
+  return values.length === 0 || values.some((value) => value === null) ? null : median(values);
+}
+
+/** Two decimals for `--json`; null for anything that is not a finite number. */
+function round(value) {
+  return typeof value === "number" && Number.isFinite(value) ? Math.round(value * 100) / 100 : null;
+}
+
+function formatNumber(value, digits) {
+  if (value === null || value === undefined) return "n/a";
+  if (value === Infinity) return "missing";
+  return value.toFixed(digits);
+}
+
+function sleep(ms) {
+  return new Promise((done) => setTimeout(done, ms));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trees (same generator as bench/dirq-walk.mjs, own names: the event test rewrites files)
+
+/** A small seeded PRNG (mulberry32): the same tree on every machine, so results compare. */
+function seededRandom(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function treePaths(baseDir, tree) {
+  return {
+    root: join(baseDir, `server-${tree.name}`),
+    // Outside the tree, so the marker never shows up in the server's tables.
+    marker: join(baseDir, `server-${tree.name}.complete.json`),
+  };
+}
+
+function expectedMarker(tree) {
+  return { format: TREE_FORMAT, files: tree.files, dirs: tree.dirs, maxFileSize: MAX_FILE_SIZE };
+}
+
+function markerMatches(marker, expected) {
+  if (!existsSync(marker)) return false;
+  try {
+    const written = JSON.parse(readFileSync(marker, "utf8"));
+    return Object.keys(expected).every((key) => written[key] === expected[key]);
+  } catch {
+    return false;
+  }
+}
+
+function dirName(index) {
+  return `d${String(index).padStart(4, "0")}`;
+}
+
+function fileName(index, globalIndex) {
+  return `f${String(index).padStart(4, "0")}${EXTENSIONS[globalIndex % EXTENSIONS.length]}`;
+}
+
+/** The relative path of file `f` of directory `d`, as the server names it in events. */
+function filePath(tree, d, f) {
+  const perDir = tree.files / tree.dirs;
+  return `${dirName(d)}/${fileName(f, d * perDir + f)}`;
+}
+
+/** Reused only if its marker matches and every file is still there (sizes may have changed). */
+function isTreeComplete(root, marker, tree) {
+  if (!markerMatches(marker, expectedMarker(tree)) || !existsSync(root)) return false;
+  try {
+    const dirs = readdirSync(root);
+    const files = dirs.reduce((sum, dir) => sum + readdirSync(join(root, dir)).length, 0);
+    return dirs.length === tree.dirs && files === tree.files;
+  } catch {
+    return false;
+  }
+}
+
+function ensureTree(baseDir, tree) {
+  const { root, marker } = treePaths(baseDir, tree);
+  if (isTreeComplete(root, marker, tree)) {
+    log(`tree ${tree.name}: reusing ${root}`);
+    return root;
+  }
+  log(`tree ${tree.name}: generating ${tree.files} files in ${tree.dirs} directories at ${root}`);
+  rmSync(marker, { force: true });
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root, { recursive: true });
+  const random = seededRandom(tree.files);
+  const content = Buffer.alloc(MAX_FILE_SIZE);
+  for (let i = 0; i < content.length; i++) content[i] = 97 + Math.floor(random() * 26);
+  const perDir = tree.files / tree.dirs;
+  for (let d = 0; d < tree.dirs; d++) {
+    mkdirSync(join(root, dirName(d)));
+    for (let f = 0; f < perDir; f++) {
+      const size = Math.floor(random() * (MAX_FILE_SIZE + 1));
+      writeFileSync(join(root, filePath(tree, d, f)), content.subarray(0, size));
+    }
+  }
+  // Written last: its presence means the whole tree is on disk.
+  writeFileSync(marker, `${JSON.stringify(expectedMarker(tree), null, 2)}\n`);
+  return root;
+}
+
+/**
+ * A new size for a file, always different from its current one: the path-table row has the
+ * size and a whole-second mtime, so only a size change is sure to make an `update` event.
+ */
+function nextContent(path) {
+  const size = (statSync(path).size % MAX_FILE_SIZE) + 1;
+  return Buffer.alloc(size, "w");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+
+function findExecutable(name) {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // Not in this PATH entry; keep looking.
+    }
+  }
+  return null;
+}
+
+/** autocannon from the repo's devDependencies: `{ run, version }`, or null if not installed. */
+async function loadAutocannon() {
+  try {
+    const require = createRequire(import.meta.url);
+    const main = require.resolve("autocannon");
+    const { version } = JSON.parse(readFileSync(join(dirname(main), "package.json"), "utf8"));
+    const run = (await import("autocannon")).default;
+    return { run, version };
+  } catch {
+    return null;
+  }
+}
+
+function wrkVersion(wrk) {
+  // wrk has no --version; `wrk -v` prints "wrk 4.x.y [...]" and exits 1.
+  const result = spawnSync(wrk, ["-v"], { encoding: "utf8" });
+  const line = `${result.stdout ?? ""}${result.stderr ?? ""}`.split("\n")[0].trim();
+  return line.split(" [")[0] || wrk;
+}
+
+async function detectTools(options) {
+  const autocannon = await loadAutocannon();
+  const wrk = findExecutable("wrk");
+  const ps = findExecutable("ps");
+  const versions = {
+    node: process.version,
+    autocannon: autocannon ? autocannon.version : "not installed",
+    wrk: wrk ? wrkVersion(wrk) : "not installed",
+    ps: ps ? "installed" : "not installed",
+  };
+  let generator = null;
+  if (options.tool === "autocannon" || options.tool === undefined) {
+    if (autocannon) generator = { name: "autocannon", ...autocannon };
+  }
+  if (generator === null && (options.tool === "wrk" || options.tool === undefined) && wrk) {
+    generator = { name: "wrk", path: wrk, version: versions.wrk };
+  }
+  return { generator, ps, versions };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes: the dirq server and the ceiling server
+
+const children = new Set();
+
+/**
+ * Starts a server that prints `Running at <host>:<port>` once it listens; resolves with
+ * `{ child, pid, base, stop() }`. Its stderr is kept (the tail) for error messages.
+ */
+function startServer(label, executable, args, cwd, env) {
+  const child = spawn(executable, args, { cwd, env, stdio: ["ignore", "pipe", "pipe"] });
+  children.add(child);
+  let stderr = "";
+  child.stderr.setEncoding("utf8");
+  child.stderr.on("data", (chunk) => {
+    stderr = (stderr + chunk).slice(-4000);
+  });
+  const exited = new Promise((done) =>
+    child.once("exit", (code, signal) => done({ code, signal })),
+  );
+  exited.then(() => children.delete(child));
+  const stop = async () => {
+    if (child.exitCode !== null || child.signalCode !== null) return exited;
+    child.kill("SIGTERM");
+    const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+    const outcome = await exited;
+    clearTimeout(timer);
+    return outcome;
+  };
+  return new Promise((resolveStart, rejectStart) => {
+    let stdout = "";
+    const timer = setTimeout(() => {
+      void stop();
+      rejectStart(new Error(`${label}: no "Running at" line within ${START_TIMEOUT_MS} ms`));
+    }, START_TIMEOUT_MS);
+    child.stdout.setEncoding("utf8");
+    child.stdout.on("data", (chunk) => {
+      if (stdout === null) return;
+      stdout += chunk;
+      const match = /Running at (\S+):(\d+)/.exec(stdout);
+      if (!match) return;
+      stdout = null;
+      clearTimeout(timer);
+      const base = `http://${match[1]}:${match[2]}`;
+      resolveStart({ child, pid: child.pid, base, stop, stderr: () => stderr });
+    });
+    child.once("error", (error) => {
+      clearTimeout(timer);
+      rejectStart(new Error(`${label}: ${error.message}`));
+    });
+    exited.then(({ code, signal }) => {
+      clearTimeout(timer);
+      const status = code === null ? `signal ${signal}` : `exit ${code}`;
+      const detail = stderr.trim().split("\n").slice(-3).join(" | ");
+      rejectStart(
+        new Error(`${label}: ${status} before it listened${detail ? `: ${detail}` : ""}`),
+      );
+    });
+  });
+}
+
+function startDirq(cwd) {
+  return startServer(
+    "dirq server",
+    process.execPath,
+    [DIRQ_BIN, "server", "--port", "0"],
+    cwd,
+    DIRQ_ENV,
+  );
+}
+
+/** SIGTERM must end the server with exit 0 (drained, streams closed); anything else is a warning. */
+async function stopDirq(server, part, warnings) {
+  const { code, signal } = await server.stop();
+  if (code === 0) return;
+  const status = code === null ? `signal ${signal}` : `exit ${code}`;
+  // A crash prints `node:events:...` and the throwing line first: the Error line says more.
+  const lines = server
+    .stderr()
+    .split("\n")
+    .filter((line) => /error/i.test(line) && !/^\s+(at |throw )/.test(line));
+  const detail = lines.length > 0 ? `; stderr: ${lines.slice(0, 2).join(" | ")}` : "";
+  warnings.push(`${part}: dirq server ended with ${status} after SIGTERM${detail}`);
+}
+
+/** The ceiling: node:http answering every request with the bytes of one file, nothing else. */
+const CEILING_JS = `
+const { createServer } = require("node:http");
+const body = require("node:fs").readFileSync(process.argv[1]);
+const server = createServer((req, res) => {
+  req.resume();
+  req.on("end", () => {
+    res.writeHead(200, { "content-type": "application/json", "content-length": body.length });
+    res.end(body);
+  });
+});
+process.on("SIGTERM", () => server.close(() => process.exit(0)));
+server.listen(0, "localhost", () => {
+  process.stdout.write("Running at localhost:" + server.address().port + "\\n");
+});
+`;
+
+function startCeiling(bodyFile, cwd) {
+  return startServer("ceiling", process.execPath, ["-e", CEILING_JS, bodyFile], cwd, process.env);
+}
+
+process.on("SIGINT", () => {
+  for (const child of children) child.kill("SIGKILL");
+  process.exit(130);
+});
+
+// ---------------------------------------------------------------------------------------------
+// HTTP helpers
+
+/** One POST /query; resolves with `{ status, body (Buffer), ms }`. */
+function postQuery(base, sql) {
+  const payload = JSON.stringify({ sql });
+  const started = performance.now();
+  return new Promise((done, reject) => {
+    const request = httpRequest(
+      `${base}/query`,
+      {
+        method: "POST",
+        agent: false,
+        headers: { "content-type": "application/json", "content-length": payload.length },
+      },
+      (response) => {
+        const chunks = [];
+        response.on("data", (chunk) => chunks.push(chunk));
+        response.on("end", () =>
+          done({
+            status: response.statusCode,
+            body: Buffer.concat(chunks),
+            ms: performance.now() - started,
+          }),
+        );
+        response.on("error", reject);
+      },
+    );
+    request.on("error", reject);
+    request.end(payload);
+  });
+}
+
+/** POST /query that must answer 200 with a JSON array; returns the answer and its timing. */
+async function queryOrThrow(base, sql) {
+  const answer = await postQuery(base, sql);
+  if (answer.status !== 200) {
+    throw new Error(`POST /query ${sql}: status ${answer.status}: ${answer.body.toString()}`);
+  }
+  return { ...answer, rows: JSON.parse(answer.body.toString("utf8")) };
+}
+
+/**
+ * An /events client reading the raw SSE stream. `onFrame({ event, data }, receivedAt)` hears
+ * every frame after `ready`; `ready` resolves when the server's `ready` frame arrives.
+ */
+function openEvents(base, onFrame) {
+  let request;
+  let buffer = "";
+  const ready = new Promise((done, reject) => {
+    request = httpRequest(`${base}/events`, { agent: false }, (response) => {
+      if (response.statusCode !== 200) {
+        response.resume();
+        reject(new Error(`GET /events: status ${response.statusCode}`));
+        return;
+      }
+      response.setEncoding("utf8");
+      response.on("data", (chunk) => {
+        const receivedAt = performance.now();
+        buffer += chunk;
+        let end;
+        while ((end = buffer.indexOf("\n\n")) !== -1) {
+          const block = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          const frame = { event: "message", data: [] };
+          for (const raw of block.split("\n")) {
+            const line = raw.endsWith("\r") ? raw.slice(0, -1) : raw;
+            if (line === "" || line.startsWith(":")) continue; // keep-alive comment
+            const colon = line.indexOf(":");
+            const field = colon === -1 ? line : line.slice(0, colon);
+            let value = colon === -1 ? "" : line.slice(colon + 1);
+            if (value.startsWith(" ")) value = value.slice(1);
+            if (field === "event") frame.event = value;
+            else if (field === "data") frame.data.push(value);
+          }
+          if (frame.data.length === 0 && frame.event === "message") continue;
+          const event = { event: frame.event, data: frame.data.join("\n") };
+          if (event.event === "ready") done();
+          else onFrame(event, receivedAt);
+        }
+      });
+      response.on("error", () => {});
+    });
+    request.on("error", reject);
+    request.end();
+  });
+  return { ready, close: () => request.destroy() };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Load generation
+
+/**
+ * Autocannon in this process. Latencies come from its `response` events (float ms, 2xx only):
+ * its own histogram rounds to whole milliseconds, too coarse for fast answers.
+ */
+async function loadWithAutocannon(generator, base, sql, seconds, connections) {
+  const latencies = [];
+  const instance = generator.run({
+    url: `${base}/query`,
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ sql }),
+    connections,
+    duration: seconds,
+  });
+  instance.on("response", (_client, statusCode, _bytes, responseTime) => {
+    if (statusCode >= 200 && statusCode < 300) latencies.push(responseTime);
+  });
+  const result = await instance;
+  const ok = result["2xx"];
+  return {
+    requestsPerSec: ok / result.duration,
+    p50Ms: latencies.length > 0 ? median(latencies) : null,
+    p99Ms: latencies.length > 0 ? percentile(latencies, 99) : null,
+    responses: ok,
+    problems: { non2xx: result.non2xx, errors: result.errors, timeouts: result.timeouts },
+  };
+}
+
+function wrkMs(text) {
+  const match = /^([\d.]+)(us|ms|s|m)$/.exec(text);
+  if (!match) return null;
+  const factor = { us: 0.001, ms: 1, s: 1000, m: 60_000 }[match[2]];
+  return Number(match[1]) * factor;
+}
+
+/** wrk in a child process (`--latency` for the percentiles), POST body via a Lua script. */
+async function loadWithWrk(generator, base, sql, seconds, connections, scratch) {
+  const script = join(scratch, "post.lua");
+  const body = JSON.stringify({ sql });
+  writeFileSync(
+    script,
+    `wrk.method = "POST"\nwrk.body = [==[${body}]==]\nwrk.headers["Content-Type"] = "application/json"\n`,
+  );
+  const threads = Math.max(1, Math.min(availableParallelism(), connections));
+  const args = ["-t", String(threads), "-c", String(connections), "-d", `${seconds}s`];
+  const child = spawn(generator.path, [...args, "--latency", "-s", script, `${base}/query`], {
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let stdout = "";
+  child.stdout.setEncoding("utf8");
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  child.stderr.resume();
+  const code = await new Promise((done) => child.once("exit", done));
+  const number = (pattern) => {
+    const match = pattern.exec(stdout);
+    return match ? Number(match[1]) : 0;
+  };
+  const rps = /Requests\/sec:\s+([\d.]+)/.exec(stdout);
+  if (code !== 0 || !rps) throw new Error(`wrk failed (exit ${code}): ${stdout.trim()}`);
+  const non2xx = number(/Non-2xx or 3xx responses:\s+(\d+)/);
+  const total = number(/(\d+) requests in/);
+  const socket = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(
+    stdout,
+  );
+  const errors = socket ? Number(socket[1]) + Number(socket[2]) + Number(socket[3]) : 0;
+  const latency = (p) => {
+    const match = new RegExp(`^\\s+${p}%\\s+(\\S+)`, "m").exec(stdout);
+    return match ? wrkMs(match[1]) : null;
+  };
+  const okShare = total > 0 ? (total - non2xx) / total : 1;
+  return {
+    requestsPerSec: Number(rps[1]) * okShare,
+    // wrk's percentiles include non-2xx answers; a warning says when there were any.
+    p50Ms: latency(50),
+    p99Ms: latency(99),
+    responses: total - non2xx,
+    problems: { non2xx, errors, timeouts: socket ? Number(socket[4]) : 0 },
+  };
+}
+
+function load(generator, base, sql, seconds, options, scratch) {
+  return generator.name === "autocannon"
+    ? loadWithAutocannon(generator, base, sql, seconds, options.connections)
+    : loadWithWrk(generator, base, sql, seconds, options.connections, scratch);
+}
+
+function problemText(problems) {
+  const parts = Object.entries(problems)
+    .filter(([, count]) => count > 0)
+    .map(([name, count]) => `${count} ${name}`);
+  return parts.length === 0 ? null : parts.join(", ");
+}
+
+// ---------------------------------------------------------------------------------------------
+// 1. POST /query throughput against the ceiling
+
+function summarizeRuns(runs) {
+  return {
+    requestsPerSec: medianOrNull(runs.map((run) => run.requestsPerSec)),
+    p50Ms: medianOrNull(runs.map((run) => run.p50Ms)),
+    p99Ms: medianOrNull(runs.map((run) => run.p99Ms)),
+    runs,
+  };
+}
+
+/** For each query: dirq's answer becomes the ceiling's fixed body, then both are loaded. */
+async function measureThroughput(options, generator, scratch, warnings) {
+  const root = ensureTree(options.dir, QUERY_TREE);
+  log(`query: starting dirq server in ${root}`);
+  const dirq = await startDirq(root);
+  const results = [];
+  try {
+    for (const [index, query] of QUERIES.entries()) {
+      const result = { query, bodyBytes: null, dirq: null, ceiling: null, ratio: null };
+      results.push(result);
+      const answer = await queryOrThrow(dirq.base, query.sql);
+      const wrong = query.check(answer.rows);
+      if (wrong) warnings.push(`${query.name}: dirq ${wrong}`);
+      result.bodyBytes = answer.body.length;
+      const bodyFile = join(scratch, `answer-${index}.json`);
+      writeFileSync(bodyFile, answer.body);
+      const ceiling = await startCeiling(bodyFile, scratch);
+      try {
+        const check = await postQuery(ceiling.base, query.sql);
+        if (check.body.length !== answer.body.length) {
+          warnings.push(`${query.name}: the ceiling's body is ${check.body.length} bytes`);
+        }
+        const servers = [
+          { key: "dirq", server: dirq, runs: [] },
+          { key: "ceiling", server: ceiling, runs: [] },
+        ];
+        for (const entry of servers) {
+          if (options.warmup === 0) continue;
+          log(`query: ${query.name}: ${entry.key}: warm-up ${options.warmup} s`);
+          await load(generator, entry.server.base, query.sql, options.warmup, options, scratch);
+        }
+        // Round-robin, so background noise is shared by both servers.
+        for (let run = 0; run < options.runs; run++) {
+          for (const entry of servers) {
+            const measured = await load(
+              generator,
+              entry.server.base,
+              query.sql,
+              options.duration,
+              options,
+              scratch,
+            );
+            entry.runs.push(measured);
+            const problems = problemText(measured.problems);
+            if (problems) warnings.push(`${query.name}: ${entry.key} run ${run + 1}: ${problems}`);
+            log(
+              `query: ${query.name}: ${entry.key}: run ${run + 1}/${options.runs}: ` +
+                `${Math.round(measured.requestsPerSec)} req/s`,
+            );
+          }
+        }
+        result.dirq = summarizeRuns(servers[0].runs);
+        result.ceiling = summarizeRuns(servers[1].runs);
+        const base = result.ceiling.requestsPerSec;
+        result.ratio = base ? result.dirq.requestsPerSec / base : null;
+      } finally {
+        await ceiling.stop();
+      }
+    }
+  } finally {
+    await stopDirq(dirq, "query", warnings);
+  }
+  return { root, results };
+}
+
+// ---------------------------------------------------------------------------------------------
+// 2. Event latency and 3. memory, on one server over the 10,000-file tree
+
+/** VmRSS (or another `Vm*` field) of a process in kB, from /proc; null if it cannot be read. */
+function rssKb(pid, field = "VmRSS") {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(status);
+    return match ? Number(match[1]) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** The server's RSS and its children's (the query processes), in MB. */
+function memorySnapshot(pid, ps) {
+  const serverKb = rssKb(pid);
+  const peakKb = rssKb(pid, "VmHWM");
+  let children = null;
+  if (ps) {
+    const listed = spawnSync(ps, ["--ppid", String(pid), "-o", "pid="], { encoding: "utf8" });
+    children = (listed.stdout ?? "")
+      .split("\n")
+      .map((line) => Number(line.trim()))
+      .filter((child) => Number.isInteger(child) && child > 0)
+      .map((child) => ({ pid: child, kb: rssKb(child) }))
+      .filter((child) => child.kb !== null);
+  }
+  const childrenKb = children?.reduce((sum, child) => sum + child.kb, 0) ?? null;
+  return {
+    serverMb: serverKb === null ? null : serverKb / 1024,
+    serverPeakMb: peakKb === null ? null : peakKb / 1024,
+    childrenMb: childrenKb === null ? null : childrenKb / 1024,
+    children: children?.length ?? null,
+    totalMb: serverKb === null || childrenKb === null ? null : (serverKb + childrenKb) / 1024,
+  };
+}
+
+/** Times each write (from just before writeFileSync) to its `row` frame at one client. */
+async function measureEventLatency(base, root, options) {
+  const pending = new Map(); // file_path -> { startedAt, latencyMs }
+  let rowFrames = 0;
+  let otherFrames = 0;
+  let unexpected = 0;
+  const client = openEvents(base, (frame, receivedAt) => {
+    if (frame.event !== "row") {
+      otherFrames++;
+      return;
+    }
+    rowFrames++;
+    const path = JSON.parse(frame.data).file_path;
+    const entry = pending.get(path);
+    if (entry === undefined) unexpected++;
+    else if (entry.latencyMs === null) entry.latencyMs = receivedAt - entry.startedAt;
+  });
+  await client.ready;
+  // Different files, spread over the directories: write i goes to directory i % dirs.
+  const perDir = EVENT_TREE.files / EVENT_TREE.dirs;
+  const writes = Array.from({ length: options.writes }, (_, i) => {
+    const d = i % EVENT_TREE.dirs;
+    return filePath(EVENT_TREE, d, Math.floor(i / EVENT_TREE.dirs) % perDir);
+  });
+  for (const path of writes) {
+    const absolute = join(root, path);
+    const content = nextContent(absolute);
+    const entry = { startedAt: performance.now(), latencyMs: null };
+    pending.set(path, entry);
+    writeFileSync(absolute, content);
+    await sleep(options.interval);
+  }
+  const deadline = performance.now() + SETTLE_MS;
+  while (performance.now() < deadline && [...pending.values()].some((e) => e.latencyMs === null)) {
+    await sleep(20);
+  }
+  await sleep(100); // a last moment for duplicate frames, so the frame count is complete
+  client.close();
+  const latencies = [...pending.values()].map((entry) => entry.latencyMs);
+  const received = latencies.filter((ms) => ms !== null);
+  // A write whose event never came counts as infinitely late in the percentiles.
+  const all = latencies.map((ms) => (ms === null ? Infinity : ms));
+  return {
+    writes: writes.length,
+    received: received.length,
+    rowFrames,
+    otherFrames,
+    unexpected,
+    medianMs: median(all),
+    p99Ms: percentile(all, 99),
+    minMs: received.length > 0 ? Math.min(...received) : null,
+    maxMs: received.length > 0 ? Math.max(...received) : null,
+    latenciesMs: latencies,
+  };
+}
+
+/** Opens `count` more /events clients, measures memory, then checks one write reaches all. */
+async function measureMemory(server, root, options, ps) {
+  const before = memorySnapshot(server.pid, ps);
+  const fanoutPath = filePath(
+    EVENT_TREE,
+    EVENT_TREE.dirs - 1,
+    EVENT_TREE.files / EVENT_TREE.dirs - 1,
+  );
+  let writtenAt = null;
+  const arrivals = new Map(); // client index -> ms from the write to its first frame
+  const clients = Array.from({ length: options.clients }, (_, i) =>
+    openEvents(server.base, (frame, receivedAt) => {
+      if (writtenAt === null || frame.event !== "row" || arrivals.has(i)) return;
+      if (JSON.parse(frame.data).file_path === fanoutPath) arrivals.set(i, receivedAt - writtenAt);
+    }),
+  );
+  try {
+    await Promise.all(clients.map((client) => client.ready));
+    await sleep(500);
+    const after = memorySnapshot(server.pid, ps);
+    log(`memory: ${options.clients} clients attached; one write to ${fanoutPath}`);
+    const absolute = join(root, fanoutPath);
+    const content = nextContent(absolute);
+    writtenAt = performance.now();
+    writeFileSync(absolute, content);
+    const deadline = performance.now() + SETTLE_MS;
+    while (performance.now() < deadline && arrivals.size < options.clients) await sleep(20);
+    return {
+      clients: options.clients,
+      noClients: before,
+      withClients: after,
+      fanout: {
+        path: fanoutPath,
+        reached: arrivals.size,
+        of: options.clients,
+        lastMs: arrivals.size > 0 ? Math.max(...arrivals.values()) : null,
+      },
+    };
+  } finally {
+    for (const client of clients) client.close();
+  }
+}
+
+async function measureEventsAndMemory(options, ps, warnings) {
+  const root = ensureTree(options.dir, EVENT_TREE);
+  log(`events: starting dirq server in ${root}`);
+  const started = performance.now();
+  const server = await startDirq(root);
+  const readyMs = performance.now() - started;
+  try {
+    const materialized = await queryOrThrow(server.base, MATERIALIZE_SQL);
+    const count = materialized.rows[0]?.["count(*)"];
+    if (count !== EVENT_TREE.files) {
+      warnings.push(`${MATERIALIZE_SQL} counted ${count}, expected ${EVENT_TREE.files}`);
+    }
+    log(`events: ${options.writes} writes, ${options.interval} ms apart`);
+    const events = await measureEventLatency(server.base, root, options);
+    events.serverReadyMs = readyMs;
+    events.materializeMs = materialized.ms;
+    if (events.received < events.writes) {
+      warnings.push(`events: ${events.writes - events.received} of ${events.writes} never arrived`);
+    }
+    if (events.unexpected > 0) {
+      warnings.push(`events: ${events.unexpected} row frames for files that were not written`);
+    }
+    log(`memory: opening ${options.clients} /events clients`);
+    const memory = await measureMemory(server, root, options, ps);
+    if (memory.fanout.reached < memory.fanout.of) {
+      warnings.push(
+        `memory: the fan-out write reached ${memory.fanout.reached} of ${memory.fanout.of} clients`,
+      );
+    }
+    return { root, events, memory };
+  } finally {
+    await stopDirq(server, "events", warnings);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Targets and report
+
+/** A target's outcome: `{ value, limit, met, text }`, `met` null when it was not measured. */
+function verdict(
+  value,
+  limit,
+  { atLeast = false, percent = false, unit = "", digits = 2, missing } = {},
+) {
+  if (value === null || value === undefined) {
+    return { value: null, limit, met: null, text: `n/a (${missing ?? "not measured"})` };
+  }
+  const met = atLeast ? value >= limit : value < limit;
+  let shown = `${value.toFixed(digits)}${unit}`;
+  if (percent) shown = `${(value * 100).toFixed(1)}%`;
+  if (value === Infinity) shown = "events missing";
+  return { value, limit, met, text: `${shown} (${met ? "met" : "not met"})` };
+}
+
+function evaluateTargets(report) {
+  const targets = [];
+  const share = `${Math.round(TARGETS.shareOfCeiling * 100)}%`;
+  for (const query of QUERIES) {
+    const result = report.throughput?.results.find((entry) => entry.query === query);
+    targets.push({
+      name: `${query.name}: dirq at least ${share} of the ceiling's requests/s`,
+      ...verdict(result?.ratio ?? null, TARGETS.shareOfCeiling, {
+        atLeast: true,
+        percent: true,
+        missing: report.throughputStatus,
+      }),
+    });
+  }
+  const events = report.eventsResult?.events;
+  targets.push(
+    {
+      name: `event latency median under ${TARGETS.eventMedianMs} ms`,
+      ...verdict(events?.medianMs ?? null, TARGETS.eventMedianMs, {
+        unit: " ms",
+        digits: 1,
+        missing: report.eventsStatus,
+      }),
+    },
+    {
+      name: `event latency p99 under ${TARGETS.eventP99Ms} ms`,
+      ...verdict(events?.p99Ms ?? null, TARGETS.eventP99Ms, {
+        unit: " ms",
+        digits: 1,
+        missing: report.eventsStatus,
+      }),
+    },
+  );
+  return targets;
+}
+
+/** Rows of cells; the first column left-aligned, the others right-aligned. */
+function table(header, rows) {
+  const widths = header.map((cell, column) =>
+    Math.max(cell.length, ...rows.map((row) => (row[column] ?? "").length)),
+  );
+  const line = (cells) =>
+    cells
+      .map((cell, column) =>
+        column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]),
+      )
+      .join("  ")
+      .trimEnd();
+  return [line(header), widths.map((width) => "-".repeat(width)).join("  "), ...rows.map(line)];
+}
+
+function mb(value) {
+  return formatNumber(value, 1);
+}
+
+function printText(report) {
+  const { versions, options } = report;
+  const generator = report.generator;
+  const out = [
+    "dirq server benchmark",
+    `node ${versions.node} | autocannon: ${versions.autocannon} | wrk: ${versions.wrk} | ` +
+      `ps: ${versions.ps} | cpus: ${availableParallelism()} | ` +
+      `load average before: ${report.loadBefore.toFixed(2)}`,
+    "",
+  ];
+
+  const runs = options.runs === 1 ? "1 run" : `median of ${options.runs} runs`;
+  out.push(
+    `1. POST /query, ${QUERY_TREE.files.toLocaleString("en-US")}-file tree: ` +
+      `${generator ? generator.name : "no load generator"}, ${options.connections} connections, ` +
+      `${options.duration} s per run (${runs}) after ${options.warmup} s warm-up`,
+  );
+  if (report.throughput) {
+    const rows = [];
+    for (const result of report.throughput.results) {
+      for (const key of ["dirq", "ceiling"]) {
+        const entry = result[key];
+        rows.push([
+          `${result.query.sql}: ${key === "dirq" ? "dirq server" : "node:http ceiling"}`,
+          formatNumber(result.bodyBytes, 0),
+          formatNumber(entry?.requestsPerSec ?? null, 0),
+          formatNumber(entry?.p50Ms ?? null, 2),
+          formatNumber(entry?.p99Ms ?? null, 2),
+          key === "dirq"
+            ? formatNumber(result.ratio === null ? null : result.ratio * 100, 1) + "%"
+            : "",
+        ]);
+      }
+    }
+    out.push(...table(["request", "body B", "req/s", "p50 ms", "p99 ms", "of ceiling"], rows));
+  } else {
+    out.push(report.throughputStatus);
+  }
+  out.push("");
+
+  const events = report.eventsResult?.events;
+  out.push(
+    `2. Event latency, ${EVENT_TREE.files.toLocaleString("en-US")} files in ${EVENT_TREE.dirs} ` +
+      `directories: ${options.writes} writes to different files, ${options.interval} ms apart, ` +
+      "write -> row frame at one /events client",
+  );
+  if (events) {
+    out.push(
+      `server ready after ${formatNumber(events.serverReadyMs / 1000, 2)} s; ` +
+        `"${MATERIALIZE_SQL}" answered in ${formatNumber(events.materializeMs, 0)} ms`,
+      `events: ${events.received} of ${events.writes} writes arrived ` +
+        `(${events.rowFrames} row frames in all, ${events.unexpected} for other files)`,
+      `latency ms: median ${formatNumber(events.medianMs, 1)}, p99 ${formatNumber(events.p99Ms, 1)}, ` +
+        `min ${formatNumber(events.minMs, 1)}, max ${formatNumber(events.maxMs, 1)}`,
+    );
+  } else {
+    out.push(report.eventsStatus);
+  }
+  out.push("");
+
+  const memory = report.eventsResult?.memory;
+  out.push(
+    `3. Memory (VmRSS), ${EVENT_TREE.files.toLocaleString("en-US")} indexed files, ` +
+      "path-table materialized",
+  );
+  if (memory) {
+    const row = (label, snapshot) => [
+      label,
+      mb(snapshot.serverMb),
+      mb(snapshot.serverPeakMb),
+      snapshot.children === null ? "n/a" : String(snapshot.children),
+      mb(snapshot.childrenMb),
+      mb(snapshot.totalMb),
+    ];
+    out.push(
+      ...table(
+        ["/events clients", "server MB", "server peak MB", "query procs", "their MB", "total MB"],
+        [row("0", memory.noClients), row(String(memory.clients), memory.withClients)],
+      ),
+      `fan-out: one write reached ${memory.fanout.reached} of ${memory.fanout.of} clients, ` +
+        `the last after ${formatNumber(memory.fanout.lastMs, 1)} ms`,
+    );
+  } else {
+    out.push(report.eventsStatus);
+  }
+  out.push("");
+
+  for (const warning of report.warnings) out.push(`warning: ${warning}`);
+  if (report.warnings.length > 0) out.push("");
+  for (const target of report.targets) out.push(`${target.name}: ${target.text}`);
+  process.stdout.write(`${out.join("\n")}\n`);
+}
+
+function loadJson(entry) {
+  return entry === null
+    ? null
+    : {
+        requestsPerSec: round(entry.requestsPerSec),
+        p50Ms: round(entry.p50Ms),
+        p99Ms: round(entry.p99Ms),
+        runs: entry.runs.map((run) => ({
+          requestsPerSec: round(run.requestsPerSec),
+          p50Ms: round(run.p50Ms),
+          p99Ms: round(run.p99Ms),
+          responses: run.responses,
+          ...run.problems,
+        })),
+      };
+}
+
+function snapshotJson(snapshot) {
+  return {
+    serverMb: round(snapshot.serverMb),
+    serverPeakMb: round(snapshot.serverPeakMb),
+    queryProcesses: snapshot.children,
+    queryProcessesMb: round(snapshot.childrenMb),
+    totalMb: round(snapshot.totalMb),
+  };
+}
+
+function printJson(report) {
+  const { options } = report;
+  const events = report.eventsResult?.events;
+  const memory = report.eventsResult?.memory;
+  const json = {
+    environment: {
+      ...report.versions,
+      cpus: availableParallelism(),
+      platform: process.platform,
+      loadAverageBefore: round(report.loadBefore),
+    },
+    options: {
+      duration: options.duration,
+      warmup: options.warmup,
+      connections: options.connections,
+      runs: options.runs,
+      writes: options.writes,
+      intervalMs: options.interval,
+      clients: options.clients,
+    },
+    throughput: report.throughput
+      ? {
+          tool: report.generator.name,
+          path: report.throughput.root,
+          queries: report.throughput.results.map((result) => ({
+            name: result.query.name,
+            sql: result.query.sql,
+            bodyBytes: result.bodyBytes,
+            dirq: loadJson(result.dirq),
+            ceiling: loadJson(result.ceiling),
+            ratio: round(result.ratio),
+          })),
+        }
+      : { status: report.throughputStatus },
+    events: events
+      ? {
+          path: report.eventsResult.root,
+          files: EVENT_TREE.files,
+          dirs: EVENT_TREE.dirs,
+          serverReadyMs: round(events.serverReadyMs),
+          materializeMs: round(events.materializeMs),
+          writes: events.writes,
+          received: events.received,
+          rowFrames: events.rowFrames,
+          unexpectedFrames: events.unexpected,
+          medianMs: round(events.medianMs),
+          p99Ms: round(events.p99Ms),
+          minMs: round(events.minMs),
+          maxMs: round(events.maxMs),
+          latenciesMs: events.latenciesMs.map(round),
+        }
+      : { status: report.eventsStatus },
+    memory: memory
+      ? {
+          files: EVENT_TREE.files,
+          noClients: snapshotJson(memory.noClients),
+          withClients: { clients: memory.clients, ...snapshotJson(memory.withClients) },
+          fanout: { ...memory.fanout, lastMs: round(memory.fanout.lastMs) },
+        }
+      : { status: report.eventsStatus },
+    warnings: report.warnings,
+    targets: report.targets.map(({ name, value, limit, met }) => ({
+      name,
+      value: value === Infinity ? null : round(value),
+      limit,
+      met,
+    })),
+  };
+  process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Main
+
+async function main() {
+  const options = parseOptions(process.argv.slice(2));
+  requireDirqBuilt();
+  const { generator, ps, versions } = await detectTools(options);
+  const scratch = mkdtempSync(join(tmpdir(), "dirq-bench-server-"));
+  const warnings = [];
+  // Other processes skew every figure here; the report shows how busy the machine was.
+  const report = { options, versions, generator, warnings, loadBefore: loadavg()[0] };
+  try {
+    if (options.only === "events") {
+      report.throughputStatus = "skipped with --only events";
+    } else if (generator === null) {
+      const wanted = options.tool ?? "autocannon or wrk";
+      report.throughputStatus = `not installed (${wanted}): run npm ci, or apt-get install -y wrk`;
+    } else {
+      try {
+        report.throughput = await measureThroughput(options, generator, scratch, warnings);
+      } catch (error) {
+        report.throughputStatus = `failed (${error.message})`;
+      }
+    }
+    if (options.only === "query") {
+      report.eventsStatus = "skipped with --only query";
+    } else {
+      try {
+        report.eventsResult = await measureEventsAndMemory(options, ps, warnings);
+      } catch (error) {
+        report.eventsStatus = `failed (${error.message})`;
+      }
+    }
+    if (!ps) warnings.push("ps not installed: query processes' memory is not measured");
+    report.targets = evaluateTargets(report);
+    if (options.json) printJson(report);
+    else printText(report);
+  } finally {
+    for (const child of children) child.kill("SIGKILL");
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+await main();

@@ -1,0 +1,317 @@
+// Helpers shared by the benchmarks in bench/: options, tools, generated-tree markers, timing
+// (warm-up + round-robin runs, medians), tables and targets. Plain Node, no dependencies.
+import { spawnSync } from "node:child_process";
+import { accessSync, constants, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { basename, delimiter, dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+
+export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
+export const DEFAULT_BENCH_DIR = join(REPO_ROOT, ".bench");
+export const DIRQ_BIN = join(REPO_ROOT, "packages", "dirq", "bin", "dirq.js");
+// bin/dirq.js only imports the compiled CLI; without it every dirq row would just fail.
+const DIRQ_MAIN = join(REPO_ROOT, "packages", "dirq", "dist", "src", "cli", "main.js");
+
+/** dirq's environment in every benchmark: no progress lines on stderr. */
+export const DIRQ_ENV = { ...process.env, DIRQ_PROGRESS: "never" };
+
+// ---------------------------------------------------------------------------------------------
+// Options and messages
+
+/** Messages are prefixed with the running script's name (`dirq-walk`, `dirq-hooks`). */
+const SCRIPT_NAME = basename(process.argv[1] ?? "bench", ".mjs");
+
+export function fail(message) {
+  process.stderr.write(`${SCRIPT_NAME}: ${message}\n`);
+  process.exit(2);
+}
+
+/** Progress goes to stderr so that `--json` output on stdout stays parseable. */
+export function log(message) {
+  process.stderr.write(`${message}\n`);
+}
+
+/** Strict `parseArgs` over `options`; `-h/--help` prints `usage` and exits. */
+export function parseOptions(argv, options, usage) {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: argv,
+      strict: true,
+      options: { ...options, help: { type: "boolean", short: "h", default: false } },
+    });
+  } catch (error) {
+    fail(`${error.message}\n\n${usage}`);
+  }
+  const { values } = parsed;
+  if (values.help) {
+    process.stdout.write(usage);
+    process.exit(0);
+  }
+  return values;
+}
+
+export function positiveInteger(value, flag) {
+  const number = Number(value);
+  if (!Number.isInteger(number) || number < 1) fail(`${flag} must be a positive integer`);
+  return number;
+}
+
+export function requireDirqBuilt() {
+  if (!existsSync(DIRQ_MAIN)) {
+    fail(`dirq is not built (${DIRQ_MAIN} is missing): run cd packages/dirq && npx tsc -p .`);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Generated trees
+
+/** A small seeded PRNG (mulberry32): the same tree on every machine, so results compare. */
+export function seededRandom(seed) {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** True when `marker` exists and has every key of `expected` with the same value. */
+export function markerMatches(marker, expected) {
+  if (!existsSync(marker)) return false;
+  try {
+    const written = JSON.parse(readFileSync(marker, "utf8"));
+    return Object.keys(expected).every((key) => written[key] === expected[key]);
+  } catch {
+    return false;
+  }
+}
+
+/** Write it last: its presence means everything it describes is on disk. */
+export function writeMarker(marker, contents) {
+  writeFileSync(marker, `${JSON.stringify(contents, null, 2)}\n`);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tools
+
+export function findExecutable(name) {
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, name);
+    try {
+      accessSync(candidate, constants.X_OK);
+      if (statSync(candidate).isFile()) return candidate;
+    } catch {
+      // Not in this PATH entry; keep looking.
+    }
+  }
+  return null;
+}
+
+/** First line of `<tool> --version`, for the report header; null when it prints nothing. */
+export function toolVersion(executable) {
+  const result = spawnSync(executable, ["--version"], { encoding: "utf8" });
+  const line = (result.stdout ?? "").split("\n")[0].trim();
+  // sqlite3 appends its 64-character source hash, which only makes the header wrap.
+  const words = line.split(/\s+/).filter((word) => word.length <= 32);
+  return words.length === 0 ? null : words.join(" ");
+}
+
+/** `{ name: path | null }` → `{ name: version | "not installed" }`, plus node's own version. */
+export function toolVersions(names) {
+  const versions = { node: process.version };
+  for (const [name, path] of Object.entries(names)) {
+    versions[name] = path === null ? "not installed" : (toolVersion(path) ?? path);
+  }
+  return versions;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+//
+// A command is `{ label, kind, executable, args, env?, check, short? }`: `executable` null means
+// "not installed"; `check(stdout)` returns null or a warning; `kind` "baseline" marks the ratio
+// base; `short`, if set, names the command in progress messages instead of its label.
+
+function describeFailure(result) {
+  if (result.error) return result.error.message;
+  const firstLine = (result.stderr ?? "").toString().trim().split("\n")[0];
+  const status = result.status === null ? `signal ${result.signal}` : `exit ${result.status}`;
+  return firstLine ? `${status}: ${firstLine}` : status;
+}
+
+/** One timed run: output discarded (as a user piping to /dev/null), wall clock only. */
+function timeOnce(command, cwd) {
+  const started = process.hrtime.bigint();
+  const result = spawnSync(command.executable, command.args, {
+    cwd,
+    env: command.env ?? process.env,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const elapsedMs = Number(process.hrtime.bigint() - started) / 1e6;
+  if (result.error || result.status !== 0) return { error: describeFailure(result) };
+  return { elapsedMs };
+}
+
+/** The untimed warm-up doubles as a correctness check, since only it keeps the output. */
+function warmUp(command, cwd) {
+  const result = spawnSync(command.executable, command.args, {
+    cwd,
+    env: command.env ?? process.env,
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (result.error || result.status !== 0) return { error: describeFailure(result) };
+  try {
+    return { warning: command.check(result.stdout) };
+  } catch (error) {
+    return { warning: `could not read its output: ${error.message}` };
+  }
+}
+
+function median(values) {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/**
+ * Warms every command up, then runs them round-robin: interleaving spreads background noise
+ * (other processes, CPU frequency changes) over all commands instead of penalising one.
+ * `onProgress(message)`, if given, hears about every warm-up and run (for slow commands).
+ */
+export function timeCommands(commands, cwd, runs, { onProgress } = {}) {
+  const results = commands.map((command) => ({ command, samples: [], status: "ok" }));
+  for (const result of results) {
+    if (result.command.executable === null) {
+      result.status = "not installed";
+      continue;
+    }
+    const name = result.command.short ?? result.command.label;
+    onProgress?.(`warm-up: ${name}`);
+    const warm = warmUp(result.command, cwd);
+    if (warm.error) result.status = `failed (${warm.error})`;
+    else if (warm.warning) result.warning = warm.warning;
+    if (result.status !== "ok" || result.warning) {
+      onProgress?.(`warm-up: ${name}: ${result.warning ?? result.status}`);
+    }
+  }
+  for (let run = 0; run < runs; run++) {
+    for (const result of results) {
+      if (result.status !== "ok") continue;
+      const timing = timeOnce(result.command, cwd);
+      if (timing.error) result.status = `failed (${timing.error})`;
+      else result.samples.push(timing.elapsedMs);
+      const outcome = timing.error ? "failed" : `${(timing.elapsedMs / 1000).toFixed(2)} s`;
+      onProgress?.(
+        `run ${run + 1}/${runs}: ${result.command.short ?? result.command.label}: ${outcome}`,
+      );
+    }
+  }
+  for (const result of results) {
+    if (result.status !== "ok") continue;
+    result.medianMs = median(result.samples);
+    result.minMs = Math.min(...result.samples);
+  }
+  return results;
+}
+
+/** Sets `ratio` (median / the baseline's median) on every result; returns the baseline label. */
+export function addRatios(results, baselineKind) {
+  const baseline = results.find((result) => result.command.kind === baselineKind);
+  const baseMs = baseline?.status === "ok" ? baseline.medianMs : null;
+  for (const result of results) {
+    result.ratio = result.status === "ok" && baseMs ? result.medianMs / baseMs : null;
+  }
+  return baseline?.command.label ?? baselineKind;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Report
+
+export function formatNumber(value, digits) {
+  return value === null || value === undefined ? "n/a" : value.toFixed(digits);
+}
+
+export function formatRatio(ratio) {
+  return ratio === null ? "n/a" : `${ratio.toFixed(2)}x`;
+}
+
+/**
+ * A table of results: the command label, then one column per `{ header, cell(result) }`,
+ * right-aligned. A status message ("not installed", "failed (...)") spans the other columns.
+ * Warnings from the warm-up follow the table.
+ */
+export function renderTable(title, columns, results) {
+  const header = ["command", ...columns.map((column) => column.header)];
+  const rows = results.map((result) =>
+    result.status === "ok"
+      ? [result.command.label, ...columns.map((column) => column.cell(result))]
+      : null,
+  );
+  const widths = header.map((cell, column) =>
+    Math.max(
+      cell.length,
+      ...results.map((result, i) =>
+        column === 0 ? result.command.label.length : (rows[i]?.[column].length ?? 0),
+      ),
+    ),
+  );
+  const line = (cells) =>
+    cells
+      .map((cell, column) =>
+        column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]),
+      )
+      .join("  ")
+      .trimEnd();
+  const out = [title, line(header), widths.map((width) => "-".repeat(width)).join("  ")];
+  results.forEach((result, i) => {
+    out.push(
+      rows[i] ? line(rows[i]) : `${result.command.label.padEnd(widths[0])}  ${result.status}`,
+    );
+  });
+  for (const result of results) {
+    if (result.warning) out.push(`warning: ${result.command.label}: ${result.warning}`);
+  }
+  return out.join("\n");
+}
+
+/** A target's outcome: `{ value, limit, met, text }`, `met` null when it was not measured. */
+export function verdict(
+  value,
+  limit,
+  unit,
+  { strict = false, digits = 2, missing = "not measured" } = {},
+) {
+  if (value === null) return { value: null, limit, met: null, text: `n/a (${missing})` };
+  // "within" a ratio allows equality; "under" a memory limit does not.
+  const met = strict ? value < limit : value <= limit;
+  return {
+    value,
+    limit,
+    met,
+    text: `${value.toFixed(digits)}${unit} (${met ? "met" : "not met"})`,
+  };
+}
+
+/** Two decimals for `--json`; null for anything that is not a number. */
+export function round(value) {
+  return typeof value === "number" ? Math.round(value * 100) / 100 : null;
+}
+
+/** A result for `--json`; `extra` fields go after `ratio` (undefined ones are left out). */
+export function resultToJson(result, extra = {}) {
+  return {
+    command: result.command.label,
+    status: result.status,
+    medianMs: round(result.medianMs),
+    minMs: round(result.minMs),
+    samplesMs: result.samples.map(round),
+    ratio: round(result.ratio),
+    ...extra,
+    warning: result.warning ?? undefined,
+  };
+}
