@@ -112,6 +112,15 @@ export class DirqIndex {
   private readonly checkedStatements = new Map<string, number>();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
+  private changeCount = 0;
+
+  /**
+   * Moves on whenever the index may have changed (tables built or filled, files refreshed):
+   * an answer computed at one generation holds until the next.
+   */
+  get generation(): number {
+    return this.changeCount;
+  }
 
   constructor(options: OpenIndexOptions = {}) {
     this.root = resolveRoot(options.root ?? process.cwd());
@@ -178,6 +187,7 @@ export class DirqIndex {
    * this at start). Returns the files skipped on the way.
    */
   async build(): Promise<SkippedPath[]> {
+    this.changeCount++;
     this.pendingSkipped = [];
     await this.buildConfigTables();
     return this.pendingSkipped;
@@ -256,7 +266,9 @@ export class DirqIndex {
     // reads can be missing or unfilled. The server asks this for every request.
     const schemaVersion = this.db.pragma("schema_version", { simple: true }) as number;
     if (this.checkedStatements.get(sql) === schemaVersion) return [];
+    this.changeCount++;
     const { skipped } = await this.prepareChecked(sql);
+    this.changeCount++;
     if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
     this.checkedStatements.set(sql, this.db.pragma("schema_version", { simple: true }) as number);
     return skipped;
@@ -377,6 +389,7 @@ export class DirqIndex {
       this.fileSignatures.set(file, signature);
       present.set(file, (stats?.isFile() ?? false) && inclusion.includes(file));
     }
+    if (candidates.size > 0) this.changeCount++;
     const changes: RowChange[] = [];
     const parsedByTable = new Map<LiveParsedTable, Map<string, HookRow[]>>();
     for (const table of this.parsedTables.values()) {
@@ -395,6 +408,7 @@ export class DirqIndex {
         }
       }
     })();
+    if (candidates.size > 0) this.changeCount++;
     return changes;
   }
 

@@ -13,6 +13,7 @@ import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
 import { createRequestHandler } from "./app.js";
 import { EventHub } from "./event-hub.js";
 import { QueryPool } from "./query-pool.js";
+import { ResultCache } from "./result-cache.js";
 
 export interface ServerOptions {
   root: string;
@@ -28,6 +29,8 @@ export interface ServerOptions {
 
 /** Per-query time limit of the server (408 past it). */
 export const QUERY_TIMEOUT_MS = 30_000;
+/** Total size of the answers kept for repeated statements (characters). */
+const RESULT_CACHE_CHARS = 64 * 1024 * 1024;
 /** Events published between two turns of the event loop. */
 const PUBLISH_SLICE = 64;
 /** How long shutdown waits for in-flight requests before it closes connections itself. */
@@ -105,11 +108,18 @@ async function startLive(
     onError: (error) => options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`),
   });
   await watcher.ready;
+  const answers = new ResultCache(RESULT_CACHE_CHARS);
   const query = async (sql: string) => {
+    const cached = answers.get(sql, index.generation);
+    if (cached !== undefined) return cached;
     const skipped = await withWriter(() => index.prepare(sql));
     await publish(skippedToChanges(skipped));
+    const generation = index.generation;
     const answer = await pool.run(sql);
-    if (answer.ok) return answer.body;
+    if (answer.ok) {
+      answers.set(sql, generation, answer.body);
+      return answer.body;
+    }
     if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
     throw new Error(answer.message);
   };

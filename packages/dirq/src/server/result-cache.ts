@@ -1,0 +1,71 @@
+import { keywordOf, significantTokens } from "../query/sql-tokens.js";
+
+/** SQL functions whose answer changes without the data changing: never cached. */
+const VOLATILE_FUNCTIONS = new Set([
+  "random",
+  "randomblob",
+  "changes",
+  "total_changes",
+  "last_insert_rowid",
+  "current_timestamp",
+  "current_date",
+  "current_time",
+  "date",
+  "time",
+  "datetime",
+  "julianday",
+  "unixepoch",
+  "strftime",
+  "timediff",
+]);
+
+/** Whether the same statement over the same data always answers the same bytes. */
+export function isCacheable(sql: string): boolean {
+  return !significantTokens(sql).some((token) => {
+    const word = keywordOf(token);
+    return word !== null && VOLATILE_FUNCTIONS.has(word.toLowerCase());
+  });
+}
+
+interface Entry {
+  generation: number;
+  body: string;
+}
+
+/**
+ * Answers of recent statements, valid while the index is at the generation they were computed
+ * at (any change to the index moves it on). Dashboards poll the same statements; they are
+ * answered without running them again. Bounded by total size, least recently used first out.
+ */
+export class ResultCache {
+  private readonly entries = new Map<string, Entry>();
+  private size = 0;
+
+  constructor(private readonly maxChars: number) {}
+
+  get(sql: string, generation: number): string | undefined {
+    const entry = this.entries.get(sql);
+    if (entry === undefined) return undefined;
+    this.entries.delete(sql);
+    if (entry.generation !== generation) {
+      this.size -= entry.body.length;
+      return undefined;
+    }
+    this.entries.set(sql, entry);
+    return entry.body;
+  }
+
+  set(sql: string, generation: number, body: string): void {
+    if (body.length > this.maxChars / 4 || !isCacheable(sql)) return;
+    const old = this.entries.get(sql);
+    if (old) this.size -= old.body.length;
+    this.entries.delete(sql);
+    this.entries.set(sql, { generation, body });
+    this.size += body.length;
+    for (const [key, entry] of this.entries) {
+      if (this.size <= this.maxChars) break;
+      this.entries.delete(key);
+      this.size -= entry.body.length;
+    }
+  }
+}
