@@ -1,27 +1,24 @@
-import { lstatSync, realpathSync, statSync } from "node:fs";
+import { realpathSync, statSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
-import { DirqError, isDirqError } from "./errors.js";
-import { openIndexDatabase, quoteIdentifier, type SqliteDatabase } from "./indexer/database.js";
+import { DirqError } from "./errors.js";
+import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
 import {
   buildParsedTable,
-  FILE_PATH_COLUMN,
   type LiveParsedTable,
   type ParsedTableSpec,
-  replaceFileRows,
 } from "./indexer/parsed-tables.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
+import { Refresher } from "./indexer/refresh.js";
 import type { RowChange } from "./indexer/row-changes.js";
-import type { HookRow } from "./parse/hook-rows.js";
-import { parseFiles } from "./parse/parse-files.js";
-import { InclusionCheck, selectionMatcher } from "./scan/inclusion.js";
+import { selectionMatcher } from "./scan/inclusion.js";
 import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
 import { checkReadOnlyStatement, isExplain } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { tablesReadBy } from "./query/statement-plan.js";
 import { parsePathTableName } from "./scan/path-selection.js";
-import { type SkippedPath, walkSelection } from "./scan/walk.js";
+import type { SkippedPath } from "./scan/walk.js";
 
 export interface OpenIndexOptions {
   /** The index root; default: the current working directory. */
@@ -96,6 +93,7 @@ export class DirqIndex {
   readonly root: string;
   private readonly db: SqliteDatabase;
   private readonly pathTables: PathTables;
+  private readonly refresher: Refresher;
   private readonly config: DirqConfig;
   private readonly onFile: HookCommand | null;
   private readonly parsedOptions: ConstructorParameters<typeof PathTables>[1] & {
@@ -106,8 +104,6 @@ export class DirqIndex {
   private readonly fillAllColumns: boolean;
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
-  /** Size and times of each file as `refresh` last read it, to skip re-reading it unchanged. */
-  private readonly fileSignatures = new Map<string, string>();
   /** Statements `prepare` has checked, with the schema version they were checked against. */
   private readonly checkedStatements = new Map<string, number>();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
@@ -140,6 +136,12 @@ export class DirqIndex {
     this.fillAllColumns = options.fillAllColumns ?? false;
     this.db = openIndexDatabase(this.root, options.databasePath);
     this.pathTables = new PathTables(this.db, this.parsedOptions);
+    this.refresher = new Refresher(
+      this.db,
+      this.root,
+      { pathTables: this.pathTables, parsedTables: this.parsedTables },
+      this.parsedOptions,
+    );
   }
 
   private async buildParsed(spec: ParsedTableSpec): Promise<void> {
@@ -299,72 +301,6 @@ export class DirqIndex {
     );
   }
 
-  /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
-  private indexedFilesUnder(dir: string): Set<string> {
-    const prefix = dir === "" ? "" : `${dir}/`;
-    const tables: [string, string][] = [
-      ...this.pathTables.filledTables().map((name): [string, string] => [name, "path"]),
-      ...[...this.parsedTables.values()].map((t): [string, string] => [
-        t.spec.name,
-        FILE_PATH_COLUMN,
-      ]),
-    ];
-    const files = new Set<string>();
-    for (const [table, column] of tables) {
-      const rows = this.db
-        .prepare(
-          `SELECT DISTINCT ${column} FROM ${quoteIdentifier(table)} WHERE substr(${column}, 1, ?) = ?`,
-        )
-        .pluck()
-        .all(prefix.length, prefix) as string[];
-      for (const file of rows) files.add(file);
-    }
-    return files;
-  }
-
-  /** The files a changed path stands for: itself, what is under it now, what was under it. */
-  private filesFor(path: string): Set<string> {
-    const files = new Set(this.indexedFilesUnder(path));
-    if (path !== "") files.add(path);
-    const stats = lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false });
-    if (stats?.isDirectory()) {
-      const walked = walkSelection({
-        root: this.root,
-        selection: { kind: "tree", base: path },
-        useGitignore: false,
-      });
-      for (const file of walked.paths) files.add(file);
-    }
-    return files;
-  }
-
-  /** Runs the table's hook over `files`; failures become error changes. */
-  private async parseForRefresh(
-    table: LiveParsedTable,
-    files: string[],
-  ): Promise<{ parsed: Map<string, HookRow[]>; errors: RowChange[] }> {
-    const parsed = new Map<string, HookRow[]>();
-    const errors: RowChange[] = [];
-    const errorFor = (file_path: string, error: string): RowChange => ({
-      action: "error",
-      table: table.spec.name,
-      file_path,
-      error,
-    });
-    try {
-      const result = await parseFiles(table.spec.command, files, {
-        root: this.root,
-        concurrency: this.parsedOptions.concurrency,
-      });
-      for (const file of result.files) parsed.set(file.path, file.rows);
-      for (const skipped of result.skipped) errors.push(errorFor(skipped.path, skipped.reason));
-    } catch (error) {
-      if (!isDirqError(error)) throw error;
-      for (const file of files) errors.push(errorFor(file, error.message));
-    }
-    return { parsed, errors };
-  }
-
   /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
@@ -375,40 +311,9 @@ export class DirqIndex {
     paths: Iterable<string>,
     options: { onlyIfChanged?: boolean } = {},
   ): Promise<RowChange[]> {
-    const candidates = new Set<string>();
-    for (const path of paths) for (const file of this.filesFor(path)) candidates.add(file);
-    const inclusion = new InclusionCheck(this.root, this.parsedOptions);
-    const present = new Map<string, boolean>();
-    for (const file of candidates) {
-      const stats = statSync(`${this.root}/${file}`, { throwIfNoEntry: false });
-      const signature = stats ? `${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}` : "missing";
-      if (options.onlyIfChanged && this.fileSignatures.get(file) === signature) {
-        candidates.delete(file);
-        continue;
-      }
-      this.fileSignatures.set(file, signature);
-      present.set(file, (stats?.isFile() ?? false) && inclusion.includes(file));
-    }
-    if (candidates.size > 0) this.changeCount++;
-    const changes: RowChange[] = [];
-    const parsedByTable = new Map<LiveParsedTable, Map<string, HookRow[]>>();
-    for (const table of this.parsedTables.values()) {
-      const files = [...candidates].filter((file) => present.get(file) && table.matches(file));
-      const { parsed, errors } = await this.parseForRefresh(table, files);
-      parsedByTable.set(table, parsed);
-      changes.push(...errors);
-    }
-    this.db.transaction(() => {
-      for (const file of candidates) {
-        changes.push(...this.pathTables.refreshFile(file, present.get(file) ?? false));
-        for (const [table, parsed] of parsedByTable) {
-          const wanted = present.get(file) && table.matches(file);
-          const rows = wanted ? parsed.get(file) : [];
-          if (rows !== undefined) changes.push(...replaceFileRows(this.db, table, file, rows));
-        }
-      }
-    })();
-    if (candidates.size > 0) this.changeCount++;
+    this.changeCount++;
+    const changes = await this.refresher.refresh(paths, options);
+    this.changeCount++;
     return changes;
   }
 
