@@ -3,10 +3,9 @@
 // work run by `find | xargs -P` with no database. See bench/README.md for what it measures.
 import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import {
   addRatios,
-  DEFAULT_BENCH_DIR,
   DIRQ_BIN,
   DIRQ_ENV,
   findExecutable,
@@ -14,7 +13,8 @@ import {
   formatRatio,
   log,
   markerMatches,
-  parseOptions as parseCommandLine,
+  benchOptionsUsage,
+  parseBenchOptions,
   positiveInteger,
   renderTable,
   requireDirqBuilt,
@@ -60,29 +60,24 @@ const USAGE = `Usage: node bench/dirq-hooks.mjs [options]
 
   --runs N      timed runs per command, after one warm-up (default 3)
   --files N     number of JSON files to parse (default ${DEFAULT_FILES}); fewer is faster
-  --dir PATH    where the generated tree lives (default <repo>/.bench)
-  --json        print machine-readable results instead of tables
-  -h, --help    show this help
-`;
+${benchOptionsUsage(16, "where the generated tree lives")}`;
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
 function parseOptions(argv) {
-  const values = parseCommandLine(
+  const values = parseBenchOptions(
     argv,
     {
       runs: { type: "string", default: "3" },
       files: { type: "string", default: String(DEFAULT_FILES) },
-      dir: { type: "string" },
-      json: { type: "boolean", default: false },
     },
     USAGE,
   );
   return {
     runs: positiveInteger(values.runs, "--runs"),
     files: positiveInteger(values.files, "--files"),
-    dir: resolve(values.dir ?? DEFAULT_BENCH_DIR),
+    dir: values.dir,
     json: values.json,
   };
 }

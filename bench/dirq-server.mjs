@@ -2,14 +2,9 @@
 // Benchmarks `dirq server`: POST /query throughput and latency against a plain node:http
 // server (the ceiling), the time from a file write to its `row` event at an /events client,
 // and the server's memory with many /events clients. See bench/README.md for what it measures.
-//
-// Self-contained on purpose: the few helpers it shares with bench/lib.mjs are copied below.
 import { spawn, spawnSync } from "node:child_process";
 import {
-  accessSync,
-  constants,
   existsSync,
-  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -20,21 +15,29 @@ import {
 import { request as httpRequest } from "node:http";
 import { createRequire } from "node:module";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
-import { basename, delimiter, dirname, join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-import { parseArgs } from "node:util";
-
-const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-const DEFAULT_BENCH_DIR = join(REPO_ROOT, ".bench");
-const DIRQ_BIN = join(REPO_ROOT, "packages", "dirq", "bin", "dirq.js");
-// bin/dirq.js only imports the compiled CLI; without it the server never starts.
-const DIRQ_MAIN = join(REPO_ROOT, "packages", "dirq", "dist", "src", "cli", "main.js");
-const DIRQ_ENV = { ...process.env, DIRQ_PROGRESS: "never" };
-
-/** Bump when the generator changes, so trees built by an older version are rebuilt. */
-const TREE_FORMAT = 1;
-const MAX_FILE_SIZE = 4096;
-const EXTENSIONS = [".txt", ".json", ".md", ".ts", ".log", ".bin"];
+import { dirname, join } from "node:path";
+import {
+  DIRQ_BIN,
+  DIRQ_ENV,
+  fail,
+  fileTreeMarker,
+  fileTreePath,
+  fileTreePaths,
+  findExecutable,
+  formatNumber,
+  generateFileTree,
+  log,
+  markerMatches,
+  MAX_FILE_SIZE,
+  median,
+  benchOptionsUsage,
+  parseBenchOptions,
+  percentile,
+  positiveInteger,
+  requireDirqBuilt,
+  round,
+  table,
+} from "./lib.mjs";
 
 /** The query tree (a 1,000-row answer) and the watched tree (events and memory). */
 const QUERY_TREE = { name: "1k", files: 1_000, dirs: 10 };
@@ -76,61 +79,27 @@ const USAGE = `Usage: node bench/dirq-server.mjs [options]
   --interval MS     pause between two writes (default 20)
   --clients N       /events clients open for the memory figure (default 100)
   --only PART       query (throughput) or events (event latency and memory)
-  --dir PATH        where the generated trees live (default <repo>/.bench)
-  --json            print machine-readable results instead of tables
-  -h, --help        show this help
-`;
+${benchOptionsUsage(20, "where the generated trees live")}`;
 
 // ---------------------------------------------------------------------------------------------
-// Options and messages (copied from bench/lib.mjs)
-
-const SCRIPT_NAME = basename(process.argv[1] ?? "bench", ".mjs");
-
-function fail(message) {
-  process.stderr.write(`${SCRIPT_NAME}: ${message}\n`);
-  process.exit(2);
-}
-
-/** Progress goes to stderr so that `--json` output on stdout stays parseable. */
-function log(message) {
-  process.stderr.write(`${message}\n`);
-}
-
-function positiveInteger(value, flag) {
-  const number = Number(value);
-  if (!Number.isInteger(number) || number < 1) fail(`${flag} must be a positive integer`);
-  return number;
-}
+// Options
 
 function parseOptions(argv) {
-  let parsed;
-  try {
-    parsed = parseArgs({
-      args: argv,
-      strict: true,
-      options: {
-        duration: { type: "string", default: "10" },
-        warmup: { type: "string", default: "2" },
-        connections: { type: "string", default: "50" },
-        runs: { type: "string", default: "1" },
-        tool: { type: "string" },
-        writes: { type: "string", default: "200" },
-        interval: { type: "string", default: "20" },
-        clients: { type: "string", default: "100" },
-        only: { type: "string" },
-        dir: { type: "string" },
-        json: { type: "boolean", default: false },
-        help: { type: "boolean", short: "h", default: false },
-      },
-    });
-  } catch (error) {
-    fail(`${error.message}\n\n${USAGE}`);
-  }
-  const { values } = parsed;
-  if (values.help) {
-    process.stdout.write(USAGE);
-    process.exit(0);
-  }
+  const values = parseBenchOptions(
+    argv,
+    {
+      duration: { type: "string", default: "10" },
+      warmup: { type: "string", default: "2" },
+      connections: { type: "string", default: "50" },
+      runs: { type: "string", default: "1" },
+      tool: { type: "string" },
+      writes: { type: "string", default: "200" },
+      interval: { type: "string", default: "20" },
+      clients: { type: "string", default: "100" },
+      only: { type: "string" },
+    },
+    USAGE,
+  );
   if (values.tool !== undefined && !["autocannon", "wrk"].includes(values.tool)) {
     fail("--tool must be autocannon or wrk");
   }
@@ -151,45 +120,16 @@ function parseOptions(argv) {
     interval: positiveInteger(values.interval, "--interval"),
     clients: positiveInteger(values.clients, "--clients"),
     only: values.only,
-    dir: resolve(values.dir ?? DEFAULT_BENCH_DIR),
+    dir: values.dir,
     json: values.json,
   };
-}
-
-function requireDirqBuilt() {
-  if (!existsSync(DIRQ_MAIN)) {
-    fail(`dirq is not built (${DIRQ_MAIN} is missing): run cd packages/dirq && npx tsc -p .`);
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Numbers
 
-function median(values) {
-  const sorted = [...values].sort((a, b) => a - b);
-  const middle = Math.floor(sorted.length / 2);
-  return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
-}
-
-/** Nearest-rank percentile: the smallest value with at least `p`% of the samples at or below. */
-function percentile(values, p) {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
-}
-
 function medianOrNull(values) {
   return values.length === 0 || values.some((value) => value === null) ? null : median(values);
-}
-
-/** Two decimals for `--json`; null for anything that is not a finite number. */
-function round(value) {
-  return typeof value === "number" && Number.isFinite(value) ? Math.round(value * 100) / 100 : null;
-}
-
-function formatNumber(value, digits) {
-  if (value === null || value === undefined) return "n/a";
-  if (value === Infinity) return "missing";
-  return value.toFixed(digits);
 }
 
 function sleep(ms) {
@@ -197,59 +137,11 @@ function sleep(ms) {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Trees (same generator as bench/dirq-walk.mjs, own names: the event test rewrites files)
-
-/** A small seeded PRNG (mulberry32): the same tree on every machine, so results compare. */
-function seededRandom(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
-function treePaths(baseDir, tree) {
-  return {
-    root: join(baseDir, `server-${tree.name}`),
-    // Outside the tree, so the marker never shows up in the server's tables.
-    marker: join(baseDir, `server-${tree.name}.complete.json`),
-  };
-}
-
-function expectedMarker(tree) {
-  return { format: TREE_FORMAT, files: tree.files, dirs: tree.dirs, maxFileSize: MAX_FILE_SIZE };
-}
-
-function markerMatches(marker, expected) {
-  if (!existsSync(marker)) return false;
-  try {
-    const written = JSON.parse(readFileSync(marker, "utf8"));
-    return Object.keys(expected).every((key) => written[key] === expected[key]);
-  } catch {
-    return false;
-  }
-}
-
-function dirName(index) {
-  return `d${String(index).padStart(4, "0")}`;
-}
-
-function fileName(index, globalIndex) {
-  return `f${String(index).padStart(4, "0")}${EXTENSIONS[globalIndex % EXTENSIONS.length]}`;
-}
-
-/** The relative path of file `f` of directory `d`, as the server names it in events. */
-function filePath(tree, d, f) {
-  const perDir = tree.files / tree.dirs;
-  return `${dirName(d)}/${fileName(f, d * perDir + f)}`;
-}
+// Trees (dirq-walk's generator, own names: the event test rewrites files)
 
 /** Reused only if its marker matches and every file is still there (sizes may have changed). */
 function isTreeComplete(root, marker, tree) {
-  if (!markerMatches(marker, expectedMarker(tree)) || !existsSync(root)) return false;
+  if (!markerMatches(marker, fileTreeMarker(tree)) || !existsSync(root)) return false;
   try {
     const dirs = readdirSync(root);
     const files = dirs.reduce((sum, dir) => sum + readdirSync(join(root, dir)).length, 0);
@@ -260,28 +152,13 @@ function isTreeComplete(root, marker, tree) {
 }
 
 function ensureTree(baseDir, tree) {
-  const { root, marker } = treePaths(baseDir, tree);
+  const { root, marker } = fileTreePaths(baseDir, "server", tree);
   if (isTreeComplete(root, marker, tree)) {
     log(`tree ${tree.name}: reusing ${root}`);
     return root;
   }
   log(`tree ${tree.name}: generating ${tree.files} files in ${tree.dirs} directories at ${root}`);
-  rmSync(marker, { force: true });
-  rmSync(root, { recursive: true, force: true });
-  mkdirSync(root, { recursive: true });
-  const random = seededRandom(tree.files);
-  const content = Buffer.alloc(MAX_FILE_SIZE);
-  for (let i = 0; i < content.length; i++) content[i] = 97 + Math.floor(random() * 26);
-  const perDir = tree.files / tree.dirs;
-  for (let d = 0; d < tree.dirs; d++) {
-    mkdirSync(join(root, dirName(d)));
-    for (let f = 0; f < perDir; f++) {
-      const size = Math.floor(random() * (MAX_FILE_SIZE + 1));
-      writeFileSync(join(root, filePath(tree, d, f)), content.subarray(0, size));
-    }
-  }
-  // Written last: its presence means the whole tree is on disk.
-  writeFileSync(marker, `${JSON.stringify(expectedMarker(tree), null, 2)}\n`);
+  generateFileTree(root, marker, tree);
   return root;
 }
 
@@ -296,20 +173,6 @@ function nextContent(path) {
 
 // ---------------------------------------------------------------------------------------------
 // Tools
-
-function findExecutable(name) {
-  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
-    if (dir === "") continue;
-    const candidate = join(dir, name);
-    try {
-      accessSync(candidate, constants.X_OK);
-      if (statSync(candidate).isFile()) return candidate;
-    } catch {
-      // Not in this PATH entry; keep looking.
-    }
-  }
-  return null;
-}
 
 /** autocannon from the repo's devDependencies: `{ run, version }`, or null if not installed. */
 async function loadAutocannon() {
@@ -784,7 +647,7 @@ async function measureEventLatency(base, root, options) {
   const perDir = EVENT_TREE.files / EVENT_TREE.dirs;
   const writes = Array.from({ length: options.writes }, (_, i) => {
     const d = i % EVENT_TREE.dirs;
-    return filePath(EVENT_TREE, d, Math.floor(i / EVENT_TREE.dirs) % perDir);
+    return fileTreePath(EVENT_TREE, d, Math.floor(i / EVENT_TREE.dirs) % perDir);
   });
   for (const path of writes) {
     const absolute = join(root, path);
@@ -821,7 +684,7 @@ async function measureEventLatency(base, root, options) {
 /** Opens `count` more /events clients, measures memory, then checks one write reaches all. */
 async function measureMemory(server, root, options, ps) {
   const before = memorySnapshot(server.pid, ps);
-  const fanoutPath = filePath(
+  const fanoutPath = fileTreePath(
     EVENT_TREE,
     EVENT_TREE.dirs - 1,
     EVENT_TREE.files / EVENT_TREE.dirs - 1,
@@ -949,21 +812,6 @@ function evaluateTargets(report) {
     },
   );
   return targets;
-}
-
-/** Rows of cells; the first column left-aligned, the others right-aligned. */
-function table(header, rows) {
-  const widths = header.map((cell, column) =>
-    Math.max(cell.length, ...rows.map((row) => (row[column] ?? "").length)),
-  );
-  const line = (cells) =>
-    cells
-      .map((cell, column) =>
-        column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]),
-      )
-      .join("  ")
-      .trimEnd();
-  return [line(header), widths.map((width) => "-".repeat(width)).join("  "), ...rows.map(line)];
 }
 
 function mb(value) {

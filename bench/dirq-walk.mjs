@@ -12,35 +12,31 @@ import {
   writeFileSync,
 } from "node:fs";
 import { cpus, tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import {
   addRatios,
-  DEFAULT_BENCH_DIR,
   DIRQ_BIN,
   DIRQ_ENV,
   fail,
+  fileTreeMarker,
+  fileTreePaths,
   findExecutable,
   formatNumber,
   formatRatio,
+  generateFileTree,
   log,
   markerMatches,
-  parseOptions as parseCommandLine,
+  benchOptionsUsage,
+  parseBenchOptions,
   positiveInteger,
   renderTable,
   requireDirqBuilt,
   resultToJson as baseResultToJson,
   round,
-  seededRandom,
   timeCommands,
   toolVersions,
   verdict,
-  writeMarker,
 } from "./lib.mjs";
-
-/** Bump when the generator changes, so trees built by an older version are rebuilt. */
-const TREE_FORMAT = 1;
-const MAX_FILE_SIZE = 4096;
-const EXTENSIONS = [".txt", ".json", ".md", ".ts", ".log", ".bin"];
 
 const TREES = [
   { name: "100k", files: 100_000, dirs: 1_000 },
@@ -58,22 +54,17 @@ const USAGE = `Usage: node bench/dirq-walk.mjs [options]
 
   --runs N          timed runs per command, after one warm-up (default 7)
   --only 10k|100k   benchmark one tree only
-  --dir PATH        where the generated trees live (default <repo>/.bench)
-  --json            print machine-readable results instead of tables
-  -h, --help        show this help
-`;
+${benchOptionsUsage(20, "where the generated trees live")}`;
 
 // ---------------------------------------------------------------------------------------------
 // Options
 
 function parseOptions(argv) {
-  const values = parseCommandLine(
+  const values = parseBenchOptions(
     argv,
     {
       runs: { type: "string", default: "7" },
       only: { type: "string" },
-      dir: { type: "string" },
-      json: { type: "boolean", default: false },
     },
     USAGE,
   );
@@ -84,7 +75,7 @@ function parseOptions(argv) {
   return {
     runs,
     only: values.only,
-    dir: resolve(values.dir ?? DEFAULT_BENCH_DIR),
+    dir: values.dir,
     json: values.json,
   };
 }
@@ -92,22 +83,9 @@ function parseOptions(argv) {
 // ---------------------------------------------------------------------------------------------
 // Tree generation
 
-function treePaths(baseDir, tree) {
-  return {
-    root: join(baseDir, `files-${tree.name}`),
-    // Outside the tree, so the marker never shows up in anyone's file count.
-    marker: join(baseDir, `files-${tree.name}.complete.json`),
-  };
-}
-
-function expectedMarker(tree) {
-  return { format: TREE_FORMAT, files: tree.files, dirs: tree.dirs, maxFileSize: MAX_FILE_SIZE };
-}
-
 /** A tree is reused only if its marker matches and it still has all its directories. */
-function isTreeComplete(baseDir, tree) {
-  const { root, marker } = treePaths(baseDir, tree);
-  if (!markerMatches(marker, expectedMarker(tree)) || !existsSync(root)) return false;
+function isTreeComplete(root, marker, tree) {
+  if (!markerMatches(marker, fileTreeMarker(tree)) || !existsSync(root)) return false;
   try {
     return readdirSync(root).length === tree.dirs;
   } catch {
@@ -115,43 +93,15 @@ function isTreeComplete(baseDir, tree) {
   }
 }
 
-function dirName(index) {
-  return `d${String(index).padStart(4, "0")}`;
-}
-
-function generateTree(baseDir, tree) {
-  const { root, marker } = treePaths(baseDir, tree);
-  // A half-written tree (interrupted run) would skew counts: start again from nothing.
-  rmSync(marker, { force: true });
-  rmSync(root, { recursive: true, force: true });
-  mkdirSync(root, { recursive: true });
-
-  const random = seededRandom(tree.files);
-  const content = Buffer.alloc(MAX_FILE_SIZE);
-  for (let i = 0; i < content.length; i++) content[i] = 97 + Math.floor(random() * 26);
-
-  const perDir = tree.files / tree.dirs;
-  for (let d = 0; d < tree.dirs; d++) {
-    const dir = join(root, dirName(d));
-    mkdirSync(dir);
-    for (let f = 0; f < perDir; f++) {
-      const size = Math.floor(random() * (MAX_FILE_SIZE + 1));
-      const ext = EXTENSIONS[(d * perDir + f) % EXTENSIONS.length];
-      writeFileSync(join(dir, `f${String(f).padStart(4, "0")}${ext}`), content.subarray(0, size));
-    }
-  }
-  writeMarker(marker, expectedMarker(tree));
-}
-
 function ensureTree(baseDir, tree) {
-  const { root } = treePaths(baseDir, tree);
-  if (isTreeComplete(baseDir, tree)) {
+  const { root, marker } = fileTreePaths(baseDir, "files", tree);
+  if (isTreeComplete(root, marker, tree)) {
     log(`tree ${tree.name}: reusing ${root}`);
     return root;
   }
   log(`tree ${tree.name}: generating ${tree.files} files in ${tree.dirs} directories at ${root}`);
   const started = performance.now();
-  generateTree(baseDir, tree);
+  generateFileTree(root, marker, tree);
   log(`tree ${tree.name}: generated in ${((performance.now() - started) / 1000).toFixed(1)}s`);
   return root;
 }

@@ -1,7 +1,17 @@
-// Helpers shared by the benchmarks in bench/: options, tools, generated-tree markers, timing
-// (warm-up + round-robin runs, medians), tables and targets. Plain Node, no dependencies.
+// Helpers shared by the benchmarks in bench/: options, tools, generated trees and their markers,
+// timing (warm-up + round-robin runs, medians, percentiles), tables and targets. Plain Node, no
+// dependencies.
 import { spawnSync } from "node:child_process";
-import { accessSync, constants, existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import {
+  accessSync,
+  constants,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { basename, delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
@@ -18,7 +28,7 @@ export const DIRQ_ENV = { ...process.env, DIRQ_PROGRESS: "never" };
 // ---------------------------------------------------------------------------------------------
 // Options and messages
 
-/** Messages are prefixed with the running script's name (`dirq-walk`, `dirq-hooks`). */
+/** Messages are prefixed with the running script's name (`dirq-walk`, `dirq-server`, ...). */
 const SCRIPT_NAME = basename(process.argv[1] ?? "bench", ".mjs");
 
 export function fail(message) {
@@ -49,6 +59,32 @@ export function parseOptions(argv, options, usage) {
     process.exit(0);
   }
   return values;
+}
+
+/**
+ * `parseOptions` plus the two options every benchmark takes: `--dir PATH` (returned resolved,
+ * default <repo>/.bench) and `--json`.
+ */
+export function parseBenchOptions(argv, options, usage) {
+  const values = parseOptions(
+    argv,
+    { ...options, dir: { type: "string" }, json: { type: "boolean", default: false } },
+    usage,
+  );
+  return { ...values, dir: resolve(values.dir ?? DEFAULT_BENCH_DIR) };
+}
+
+/**
+ * The help lines of the options `parseBenchOptions` adds (and -h), to end a usage text:
+ * descriptions start at `column`, `dirText` says what --dir holds.
+ */
+export function benchOptionsUsage(column, dirText) {
+  const line = (option, text) => `  ${option.padEnd(column - 2)}${text}\n`;
+  return (
+    line("--dir PATH", `${dirText} (default <repo>/.bench)`) +
+    line("--json", "print machine-readable results instead of tables") +
+    line("-h, --help", "show this help")
+  );
 }
 
 export function positiveInteger(value, flag) {
@@ -92,6 +128,65 @@ export function markerMatches(marker, expected) {
 /** Write it last: its presence means everything it describes is on disk. */
 export function writeMarker(marker, contents) {
   writeFileSync(marker, `${JSON.stringify(contents, null, 2)}\n`);
+}
+
+// File trees (dirq-walk, dirq-server): `tree` is `{ name, files, dirs }`, the files spread evenly
+// over the directories, 0 to MAX_FILE_SIZE bytes each, sizes and contents from a seeded PRNG.
+
+/** Bump when the generator changes, so trees built by an older version are rebuilt. */
+const FILE_TREE_FORMAT = 1;
+export const MAX_FILE_SIZE = 4096;
+const EXTENSIONS = [".txt", ".json", ".md", ".ts", ".log", ".bin"];
+
+/** The tree at `<baseDir>/<prefix>-<name>`; its marker is outside it, so it is never counted. */
+export function fileTreePaths(baseDir, prefix, tree) {
+  return {
+    root: join(baseDir, `${prefix}-${tree.name}`),
+    marker: join(baseDir, `${prefix}-${tree.name}.complete.json`),
+  };
+}
+
+/** What the marker of a complete tree says. */
+export function fileTreeMarker(tree) {
+  return {
+    format: FILE_TREE_FORMAT,
+    files: tree.files,
+    dirs: tree.dirs,
+    maxFileSize: MAX_FILE_SIZE,
+  };
+}
+
+export function fileTreeDirName(index) {
+  return `d${String(index).padStart(4, "0")}`;
+}
+
+/** The relative path of file `f` of directory `d`: `d0003/f0012.md`. */
+export function fileTreePath(tree, d, f) {
+  const perDir = tree.files / tree.dirs;
+  const ext = EXTENSIONS[(d * perDir + f) % EXTENSIONS.length];
+  return `${fileTreeDirName(d)}/f${String(f).padStart(4, "0")}${ext}`;
+}
+
+/** Writes the whole tree at `root`, then its marker. */
+export function generateFileTree(root, marker, tree) {
+  // A half-written tree (interrupted run) would skew counts: start again from nothing.
+  rmSync(marker, { force: true });
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root, { recursive: true });
+
+  const random = seededRandom(tree.files);
+  const content = Buffer.alloc(MAX_FILE_SIZE);
+  for (let i = 0; i < content.length; i++) content[i] = 97 + Math.floor(random() * 26);
+
+  const perDir = tree.files / tree.dirs;
+  for (let d = 0; d < tree.dirs; d++) {
+    mkdirSync(join(root, fileTreeDirName(d)));
+    for (let f = 0; f < perDir; f++) {
+      const size = Math.floor(random() * (MAX_FILE_SIZE + 1));
+      writeFileSync(join(root, fileTreePath(tree, d, f)), content.subarray(0, size));
+    }
+  }
+  writeMarker(marker, fileTreeMarker(tree));
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -172,10 +267,16 @@ function warmUp(command, cwd) {
   }
 }
 
-function median(values) {
+export function median(values) {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle] : (sorted[middle - 1] + sorted[middle]) / 2;
+}
+
+/** Nearest-rank percentile: the smallest value with at least `p`% of the samples at or below. */
+export function percentile(values, p) {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.ceil((p / 100) * sorted.length) - 1)];
 }
 
 /**
@@ -232,12 +333,45 @@ export function addRatios(results, baselineKind) {
 // ---------------------------------------------------------------------------------------------
 // Report
 
+/** `n/a` for no value; Infinity (a sample that never arrived, as in dirq-server) is `missing`. */
 export function formatNumber(value, digits) {
-  return value === null || value === undefined ? "n/a" : value.toFixed(digits);
+  if (value === null || value === undefined) return "n/a";
+  if (value === Infinity) return "missing";
+  return value.toFixed(digits);
 }
 
 export function formatRatio(ratio) {
   return ratio === null ? "n/a" : `${ratio.toFixed(2)}x`;
+}
+
+/**
+ * The lines of a table: header, rule, then one line per row; the first column left-aligned, the
+ * others right-aligned. A row is an array of cells, or `{ label, text }`: the label in the first
+ * column and a message spanning the others (it does not widen them).
+ */
+export function table(header, rows) {
+  const widths = header.map((cell, column) =>
+    Math.max(
+      cell.length,
+      ...rows.map((row) =>
+        Array.isArray(row) ? (row[column] ?? "").length : column === 0 ? row.label.length : 0,
+      ),
+    ),
+  );
+  const line = (cells) =>
+    cells
+      .map((cell, column) =>
+        column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]),
+      )
+      .join("  ")
+      .trimEnd();
+  return [
+    line(header),
+    widths.map((width) => "-".repeat(width)).join("  "),
+    ...rows.map((row) =>
+      Array.isArray(row) ? line(row) : `${row.label.padEnd(widths[0])}  ${row.text}`,
+    ),
+  ];
 }
 
 /**
@@ -250,29 +384,9 @@ export function renderTable(title, columns, results) {
   const rows = results.map((result) =>
     result.status === "ok"
       ? [result.command.label, ...columns.map((column) => column.cell(result))]
-      : null,
+      : { label: result.command.label, text: result.status },
   );
-  const widths = header.map((cell, column) =>
-    Math.max(
-      cell.length,
-      ...results.map((result, i) =>
-        column === 0 ? result.command.label.length : (rows[i]?.[column].length ?? 0),
-      ),
-    ),
-  );
-  const line = (cells) =>
-    cells
-      .map((cell, column) =>
-        column === 0 ? cell.padEnd(widths[0]) : cell.padStart(widths[column]),
-      )
-      .join("  ")
-      .trimEnd();
-  const out = [title, line(header), widths.map((width) => "-".repeat(width)).join("  ")];
-  results.forEach((result, i) => {
-    out.push(
-      rows[i] ? line(rows[i]) : `${result.command.label.padEnd(widths[0])}  ${result.status}`,
-    );
-  });
+  const out = [title, ...table(header, rows)];
   for (const result of results) {
     if (result.warning) out.push(`warning: ${result.command.label}: ${result.warning}`);
   }
@@ -297,9 +411,9 @@ export function verdict(
   };
 }
 
-/** Two decimals for `--json`; null for anything that is not a number. */
+/** Two decimals for `--json`; null for anything that is not a finite number. */
 export function round(value) {
-  return typeof value === "number" ? Math.round(value * 100) / 100 : null;
+  return typeof value === "number" && Number.isFinite(value) ? Math.round(value * 100) / 100 : null;
 }
 
 /** A result for `--json`; `extra` fields go after `ratio` (undefined ones are left out). */
