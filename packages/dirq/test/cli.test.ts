@@ -92,15 +92,9 @@ describe("usage errors", { concurrency: true }, () => {
     assertUserError(result);
   });
 
-  it(
-    "bare dirq (a build without the REPL) points at dirq server",
-    {
-      todo: "spec deviation: bare dirq says 'no SQL given ... (this version has no interactive REPL)' without pointing at `dirq server`",
-    },
-    async () => {
-      assertUserError(await runDirq([], { cwd: root }), "dirq server");
-    },
-  );
+  it("bare dirq (a build without the REPL) points at dirq server", async () => {
+    assertUserError(await runDirq([], { cwd: root }), "dirq server");
+  });
 
   it("'dirq query' with no SQL is a usage error", async () => {
     assertUserError(await runDirq(["query"], { cwd: root }), /SQL/);
