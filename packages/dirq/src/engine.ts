@@ -14,7 +14,7 @@ import type { RowChange } from "./indexer/row-changes.js";
 import { selectionMatcher } from "./scan/inclusion.js";
 import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
-import { checkReadOnlyStatement, isExplain } from "./query/read-only-guard.js";
+import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { tablesReadBy } from "./query/statement-plan.js";
 import { parsePathTableName } from "./scan/path-selection.js";
@@ -216,6 +216,13 @@ export class DirqIndex {
     return true;
   }
 
+  private tableExists(name: string): boolean {
+    const found = this.db
+      .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE")
+      .get(name);
+    return found !== undefined;
+  }
+
   /** Prepares the statement, creating each table it names that does not exist yet. */
   private async prepareCreatingTables(sql: string): Promise<Statement> {
     for (let created = 0; ; created++) {
@@ -282,6 +289,9 @@ export class DirqIndex {
     checkReadOnlyStatement(sql);
     this.pendingSkipped = [];
     await this.buildConfigTables();
+    for (const name of tablesDescribedBy(sql)) {
+      if (!this.tableExists(name)) await this.createMissingTable(name);
+    }
     const statement = await this.prepareCreatingTables(sql);
     if (!statement.readonly) {
       throw new DirqError(

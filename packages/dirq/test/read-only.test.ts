@@ -174,25 +174,19 @@ describe("reads that are allowed", { concurrency: 4 }, () => {
     assertTreeUntouched();
   });
 
-  it(
-    "PRAGMA table_info('./') and pragma_table_info('./') describe the seven columns",
-    {
-      todo: "bug?: both return [] because the path-table is only created when a statement reads it (not spec-mandated, but surprising)",
-    },
-    async () => {
-      const expected = ["path", "basename", "dir", "ext", "size", "mtime", "ctime"];
-      const pragma = parseRows(await runOk(root, ["PRAGMA table_info('./')"]));
-      assert.deepEqual(
-        pragma.map((row) => row.name),
-        expected,
-      );
-      const tvf = parseRows(await runOk(root, ["SELECT name FROM pragma_table_info('./')"]));
-      assert.deepEqual(
-        tvf.map((row) => row.name),
-        expected,
-      );
-    },
-  );
+  it("PRAGMA table_info('./') and pragma_table_info('./') describe the seven columns", async () => {
+    const expected = ["path", "basename", "dir", "ext", "size", "mtime", "ctime"];
+    const pragma = parseRows(await runOk(root, ["PRAGMA table_info('./')"]));
+    assert.deepEqual(
+      pragma.map((row) => row.name),
+      expected,
+    );
+    const tvf = parseRows(await runOk(root, ["SELECT name FROM pragma_table_info('./')"]));
+    assert.deepEqual(
+      tvf.map((row) => row.name),
+      expected,
+    );
+  });
 
   it("pragma_table_info over a path-table that the statement also reads", async () => {
     const rows = parseRows(

@@ -174,6 +174,25 @@ export function checkReadOnlyStatement(sql: string): void {
   checkPragmaFunctions(tokens);
 }
 
+const TABLE_INFO_PRAGMAS = new Set(["table_info", "table_xinfo"]);
+
+/**
+ * Table names a statement asks about through `PRAGMA table_info(x)`, `table_xinfo` or their
+ * table-valued forms: a path-table named only there must exist for the answer to describe it.
+ */
+export function tablesDescribedBy(sql: string): string[] {
+  const tokens = significantTokens(sql);
+  const names: string[] = [];
+  tokens.forEach((token, i) => {
+    const word = token.kind === "word" ? token.value.toLowerCase() : "";
+    const pragma = word.startsWith("pragma_") ? word.slice("pragma_".length) : word;
+    if (!TABLE_INFO_PRAGMAS.has(pragma) || tokens[i + 1]?.text !== "(") return;
+    const argument = tokens[i + 2];
+    if (argument && argument.kind !== "punct") names.push(argument.value);
+  });
+  return names;
+}
+
 /** True when the statement is an EXPLAIN (which compiles but never reads rows). */
 export function isExplain(sql: string): boolean {
   return keywordOf(significantTokens(sql)[0]) === "EXPLAIN";
