@@ -1,6 +1,5 @@
 import type { Statement } from "better-sqlite3";
 import { DirqError } from "../errors.js";
-import type { SqliteDatabase } from "../indexer/database.js";
 import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../indexer/parsed-tables.js";
 import { visibleColumnPositions } from "./hidden-columns.js";
 
@@ -57,15 +56,4 @@ export function executeStatement(statement: Statement, sql: string): StatementRo
   const shown = visibleColumnPositions(all, sql, HIDDEN);
   const columns = shown.map((i) => all[i]?.name ?? "");
   return { columns, rows: iterateRows(statement, shown.length === all.length ? null : shown) };
-}
-
-/** Prepares `sql` on `db` (a reader) and runs it; SQLite errors become DirqErrors. */
-export function executeSql(db: SqliteDatabase, sql: string): StatementRows {
-  let statement: Statement;
-  try {
-    statement = db.prepare(sql);
-  } catch (error) {
-    throw sqlError(error);
-  }
-  return executeStatement(statement, sql);
 }

@@ -1,7 +1,8 @@
+import type { Statement } from "better-sqlite3";
 import { isDirqError } from "../errors.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { jsonChunks } from "../output/json.js";
-import { executeSql } from "../query/execute.js";
+import { executeStatement, sqlError } from "../query/execute.js";
 
 /**
  * A query process of the server: reads the shared index (WAL) and runs statements the server
@@ -11,6 +12,25 @@ import { executeSql } from "../query/execute.js";
 const databasePath = process.argv[2] as string;
 let db: SqliteDatabase | null = null;
 
+/** Prepared statements by SQL text: SQLite re-prepares one itself when the schema changes. */
+const statements = new Map<string, Statement>();
+const STATEMENTS_KEPT = 500;
+
+function statementFor(sql: string): Statement {
+  db ??= openSqlite(databasePath, { readonly: true });
+  let statement = statements.get(sql);
+  if (statement === undefined) {
+    try {
+      statement = db.prepare(sql);
+    } catch (error) {
+      throw sqlError(error);
+    }
+    if (statements.size >= STATEMENTS_KEPT) statements.clear();
+    statements.set(sql, statement);
+  }
+  return statement;
+}
+
 interface QueryRequest {
   id: number;
   sql: string;
@@ -18,8 +38,7 @@ interface QueryRequest {
 
 process.on("message", (request: QueryRequest) => {
   try {
-    db ??= openSqlite(databasePath, { readonly: true });
-    const { columns, rows } = executeSql(db, request.sql);
+    const { columns, rows } = executeStatement(statementFor(request.sql), request.sql);
     const body = Array.from(jsonChunks(columns, rows)).join("");
     process.send?.({ id: request.id, body });
   } catch (error) {
