@@ -16,6 +16,7 @@ import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
 import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
+import { CaseVariants } from "./query/case-variants.js";
 import { tablesReadBy } from "./query/statement-plan.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
@@ -105,7 +106,11 @@ export class DirqIndex {
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
   /** Statements `prepare` has checked, with the schema version they were checked against. */
-  private readonly checkedStatements = new Map<string, number>();
+  private readonly checkedStatements = new Map<
+    string,
+    { runnable: string; schemaVersion: number }
+  >();
+  private readonly caseVariants = new CaseVariants();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
   private changeCount = 0;
@@ -202,8 +207,9 @@ export class DirqIndex {
    */
   private async createMissingTable(name: string): Promise<boolean> {
     if (name.toLowerCase() === "files") throw removedFilesTable();
-    if (this.onFile === null) return this.pathTables.create(name);
-    const selection = parsePathTableName(name, this.root);
+    const path = this.caseVariants.pathOf(name);
+    if (this.onFile === null) return this.pathTables.create(name, path);
+    const selection = parsePathTableName(path, this.root);
     if (selection === null) return false;
     await this.buildParsed({
       name,
@@ -265,42 +271,55 @@ export class DirqIndex {
     return { ...executeStatement(statement, sql), skipped };
   }
 
+  /** Path-table names in use, as SQLite knows them. */
+  private pathTableNames(): string[] {
+    const parsed = [...this.parsedTables.values()].map((table) => table.spec.name);
+    return [...this.pathTables.names(), ...parsed];
+  }
+
   /**
    * Checks a statement and builds every table it reads, without running it: what a query
    * does before its rows are read. The server runs the statement itself in a separate
-   * process, which a timeout can kill. Returns the files skipped while building tables.
+   * process, which a timeout can kill. Returns the statement to run (rewritten when a
+   * path-table name differs only in case from another's) and the files skipped while
+   * building tables.
    */
-  async prepare(sql: string): Promise<SkippedPath[]> {
+  async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[] }> {
     // A statement already checked against this very schema needs no second look: nothing it
     // reads can be missing or unfilled. The server asks this for every request.
     const schemaVersion = this.db.pragma("schema_version", { simple: true }) as number;
-    if (this.checkedStatements.get(sql) === schemaVersion) return [];
+    const checked = this.checkedStatements.get(sql);
+    if (checked?.schemaVersion === schemaVersion) return { sql: checked.runnable, skipped: [] };
     this.changeCount++;
-    const { skipped } = await this.prepareChecked(sql);
+    const { runnable, skipped } = await this.prepareChecked(sql);
     this.changeCount++;
     if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
-    this.checkedStatements.set(sql, this.db.pragma("schema_version", { simple: true }) as number);
-    return skipped;
+    this.checkedStatements.set(sql, {
+      runnable,
+      schemaVersion: this.db.pragma("schema_version", { simple: true }) as number,
+    });
+    return { sql: runnable, skipped };
   }
 
   private async prepareChecked(
     sql: string,
-  ): Promise<{ statement: Statement; skipped: SkippedPath[] }> {
+  ): Promise<{ statement: Statement; runnable: string; skipped: SkippedPath[] }> {
     checkReadOnlyStatement(sql);
     this.pendingSkipped = [];
     await this.buildConfigTables();
     for (const name of tablesDescribedBy(sql)) {
       if (!this.tableExists(name)) await this.createMissingTable(name);
     }
-    const statement = await this.prepareCreatingTables(sql);
+    const runnable = this.caseVariants.rewrite(sql, this.pathTableNames());
+    const statement = await this.prepareCreatingTables(runnable);
     if (!statement.readonly) {
       throw new DirqError(
         "QUERY_NOT_READONLY",
         "this statement writes to the database. dirq is read-only: only reads are allowed",
       );
     }
-    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(sql))];
-    return { statement, skipped };
+    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnable))];
+    return { statement, runnable, skipped };
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */

@@ -492,33 +492,21 @@ describe("several path-tables in one statement", { concurrency: true }, () => {
     ]);
   });
 
-  it(
-    "path-tables whose names differ only in case are different tables",
-    {
-      todo: "bug: './Case.md' and './case.md' in one statement both return Case.md (whichever is named first); docs/path-tables.md documents this, but DECISIONS says a path naming a file is that one file",
-    },
-    async () => {
-      const rows = await queryJson(
-        linkRoot,
-        "SELECT (SELECT path FROM './Case.md') AS upper, (SELECT path FROM './case.md') AS lower",
-      );
-      assert.deepEqual(rows, [{ upper: "Case.md", lower: "case.md" }]);
-    },
-  );
+  it("path-tables whose names differ only in case are different tables", async () => {
+    const rows = await queryJson(
+      linkRoot,
+      "SELECT (SELECT path FROM './Case.md') AS upper, (SELECT path FROM './case.md') AS lower",
+    );
+    assert.deepEqual(rows, [{ upper: "Case.md", lower: "case.md" }]);
+  });
 
-  it(
-    "globs whose names differ only in case are different tables",
-    {
-      todo: "bug: './**/*.md' and './**/*.MD' in one statement both return the 4 rows of './**/*.md' (globs are case-sensitive alone)",
-    },
-    async () => {
-      const rows = await queryJson(
-        root,
-        "SELECT (SELECT count(*) FROM './**/*.md') AS lower, (SELECT count(*) FROM './**/*.MD') AS upper",
-      );
-      assert.deepEqual(rows, [{ lower: 4, upper: 1 }]);
-    },
-  );
+  it("globs whose names differ only in case are different tables", async () => {
+    const rows = await queryJson(
+      root,
+      "SELECT (SELECT count(*) FROM './**/*.md') AS lower, (SELECT count(*) FROM './**/*.MD') AS upper",
+    );
+    assert.deepEqual(rows, [{ lower: 4, upper: 1 }]);
+  });
 });
 
 describe("symlinks", { concurrency: true }, () => {

@@ -80,9 +80,12 @@ export class PathTables {
     private readonly options: PathTableOptions,
   ) {}
 
-  /** Creates the empty table for a path-like name; `false` when the name is not path-like. */
-  create(name: string): boolean {
-    const selection = parsePathTableName(name, this.options.root);
+  /**
+   * Creates the empty table `name` for the path-table `path` (the same but for case variants,
+   * see CaseVariants); `false` when the path is not path-like.
+   */
+  create(name: string, path: string = name): boolean {
+    const selection = parsePathTableName(path, this.options.root);
     if (selection === null) return false;
     this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
     this.tables.set(name.toLowerCase(), {
@@ -97,6 +100,11 @@ export class PathTables {
   /** The path-table behind a table name, if that name is one. */
   has(name: string): boolean {
     return this.tables.has(name.toLowerCase());
+  }
+
+  /** Names of every path-table, filled or not. */
+  names(): string[] {
+    return [...this.tables.values()].map((table) => table.name);
   }
 
   /** Names of the tables that hold rows: the ones the watcher keeps current. */

@@ -112,10 +112,10 @@ async function startLive(
   const query = async (sql: string) => {
     const cached = answers.get(sql, index.generation);
     if (cached !== undefined) return cached;
-    const skipped = await withWriter(() => index.prepare(sql));
-    await publish(skippedToChanges(skipped));
+    const prepared = await withWriter(() => index.prepare(sql));
+    await publish(skippedToChanges(prepared.skipped));
     const generation = index.generation;
-    const answer = await pool.run(sql);
+    const answer = await pool.run(prepared.sql);
     if (answer.ok) {
       answers.set(sql, generation, answer.body);
       return answer.body;

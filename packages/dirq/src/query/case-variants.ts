@@ -1,0 +1,58 @@
+import { quoteIdentifier } from "../indexer/database.js";
+import { keywordOf, tokenize } from "./sql-tokens.js";
+
+const PATH_LIKE = /^\.(?:\/|$)/;
+/** Marks a SQLite name made for a case variant; not a character paths normally contain. */
+const VARIANT_MARK = "\u2051";
+
+/**
+ * SQLite compares table names ignoring ASCII case, but `'./Case.md'` and `'./case.md'` are
+ * different files. A path-table whose name differs only in case from one already in use gets
+ * a SQLite name of its own, and statements are rewritten to use it.
+ */
+export class CaseVariants {
+  private readonly aliasByPath = new Map<string, string>();
+  private readonly pathByAlias = new Map<string, string>();
+
+  /** The path-table name behind a SQLite table name (itself unless it is a variant's). */
+  pathOf(tableName: string): string {
+    return this.pathByAlias.get(tableName.toLowerCase()) ?? tableName;
+  }
+
+  private aliasFor(path: string): string {
+    let alias = this.aliasByPath.get(path);
+    if (alias === undefined) {
+      alias = `${path}${VARIANT_MARK}${this.aliasByPath.size + 2}`;
+      this.aliasByPath.set(path, alias);
+      this.pathByAlias.set(alias.toLowerCase(), path);
+    }
+    return alias;
+  }
+
+  /**
+   * Rewrites the path-table names after FROM or JOIN that differ only in case from a name in
+   * `inUse` (existing path-tables) or from one earlier in the statement. Returns `sql` itself
+   * when there is nothing to rewrite.
+   */
+  rewrite(sql: string, inUse: Iterable<string>): string {
+    const spellings = new Map<string, string>();
+    for (const name of inUse) {
+      if (!this.pathByAlias.has(name.toLowerCase())) spellings.set(name.toLowerCase(), name);
+    }
+    const tokens = tokenize(sql).filter((t) => t.kind !== "space" && t.kind !== "comment");
+    let rewritten = "";
+    let copiedUpTo = 0;
+    tokens.forEach((token, i) => {
+      const previous = keywordOf(tokens[i - 1]);
+      if (previous !== "FROM" && previous !== "JOIN") return;
+      if (token.kind !== "string" && token.kind !== "identifier") return;
+      if (!PATH_LIKE.test(token.value)) return;
+      const first = spellings.get(token.value.toLowerCase());
+      if (first === undefined) spellings.set(token.value.toLowerCase(), token.value);
+      if (first === undefined || first === token.value) return;
+      rewritten += sql.slice(copiedUpTo, token.start) + quoteIdentifier(this.aliasFor(token.value));
+      copiedUpTo = token.start + token.text.length;
+    });
+    return copiedUpTo === 0 ? sql : rewritten + sql.slice(copiedUpTo);
+  }
+}
