@@ -1,5 +1,6 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { type DirqErrorCode, isDirqError } from "../errors.js";
+import { isConsolePath, serveConsole } from "./console.js";
 import type { EventHub } from "./event-hub.js";
 import {
   BodyTooLargeError,
@@ -104,7 +105,9 @@ export function createRequestHandler(state: ServerState) {
     const path = (request.url ?? "/").split("?")[0] ?? "/";
     const allowed = ROUTES[path];
     let handled: Promise<void>;
-    if (allowed === undefined) {
+    if (isConsolePath(path)) {
+      handled = Promise.resolve(serveConsole(request, response, path));
+    } else if (allowed === undefined) {
       const message = `no such endpoint: ${request.method} ${path}. The endpoints are POST /query and GET /events`;
       handled = Promise.resolve(sendJson(response, 404, errorBody(message)));
     } else if (request.method !== allowed) {

@@ -1,0 +1,175 @@
+import { type Row, parseJson } from "./api.js";
+import { changedFields, previewText, rowSummary } from "./format.js";
+
+/** A `row` frame of `GET /events`. */
+export interface RowEvent {
+  action: "insert" | "update" | "delete" | "error";
+  table: string | null;
+  file_path: string;
+  row?: Row;
+  old_row?: Row | null;
+  error?: string;
+}
+
+/** Entries kept in the list; older ones are dropped from the page. */
+const MAX_ENTRIES = 500;
+/** Events kept while paused; beyond this the oldest are dropped (and counted). */
+const MAX_HELD = 5_000;
+
+export type ConnectionState = "connecting" | "live" | "reconnecting" | "closed";
+
+export interface EventFeedOptions {
+  list: HTMLOListElement;
+  note: HTMLElement;
+  /** Connection changes, for the header. */
+  onConnection: (state: ConnectionState) => void;
+  /** Row changes (insert, update, delete) that were shown: not called while paused. */
+  onRowsChanged: () => void;
+}
+
+/**
+ * The live feed of `GET /events`: newest first, pausable. While paused, events are held and
+ * shown on resume; the browser's EventSource reconnects by itself after a dropped stream.
+ */
+export class EventFeed {
+  private paused = false;
+  private held: RowEvent[] = [];
+  private dropped = 0;
+  private source: EventSource | null = null;
+
+  constructor(private readonly options: EventFeedOptions) {}
+
+  connect(): void {
+    this.options.onConnection("connecting");
+    const source = new EventSource("/events");
+    this.source = source;
+    source.addEventListener("ready", () => this.options.onConnection("live"));
+    source.addEventListener("row", (message) => {
+      let event: RowEvent;
+      try {
+        event = parseJson((message as MessageEvent<string>).data) as RowEvent;
+      } catch {
+        return;
+      }
+      this.receive(event);
+    });
+    source.addEventListener("error", () => {
+      // CLOSED: the server refused the stream (503 when degraded) or is gone for good.
+      this.options.onConnection(
+        source.readyState === EventSource.CLOSED ? "closed" : "reconnecting",
+      );
+    });
+  }
+
+  isPaused(): boolean {
+    return this.paused;
+  }
+
+  setPaused(paused: boolean): void {
+    this.paused = paused;
+    if (paused) {
+      this.updateNote();
+      return;
+    }
+    const held = this.held;
+    this.held = [];
+    const dropped = this.dropped;
+    this.dropped = 0;
+    for (const event of held) this.prepend(event);
+    this.trim();
+    this.options.note.textContent =
+      dropped > 0 ? `${dropped} older changes were dropped while paused.` : "";
+    if (held.some((event) => event.action !== "error")) this.options.onRowsChanged();
+  }
+
+  clear(): void {
+    this.options.list.replaceChildren();
+    this.held = [];
+    this.dropped = 0;
+    this.updateNote();
+  }
+
+  close(): void {
+    this.source?.close();
+  }
+
+  private receive(event: RowEvent): void {
+    if (this.paused) {
+      this.held.push(event);
+      if (this.held.length > MAX_HELD) {
+        this.held.shift();
+        this.dropped++;
+      }
+      this.updateNote();
+      return;
+    }
+    this.prepend(event);
+    this.trim();
+    if (event.action !== "error") this.options.onRowsChanged();
+  }
+
+  private updateNote(): void {
+    const waiting = this.held.length + this.dropped;
+    this.options.note.textContent = this.paused
+      ? `Paused: ${waiting} change${waiting === 1 ? "" : "s"} waiting.`
+      : "";
+  }
+
+  private trim(): void {
+    const list = this.options.list;
+    while (list.childElementCount > MAX_ENTRIES) list.lastElementChild?.remove();
+  }
+
+  private prepend(event: RowEvent): void {
+    this.options.list.prepend(eventElement(event));
+  }
+}
+
+function eventElement(event: RowEvent): HTMLLIElement {
+  const item = document.createElement("li");
+  item.className = `event ${event.action}`;
+  const head = document.createElement("div");
+  head.className = "event-head";
+  const action = document.createElement("span");
+  action.className = "action";
+  action.textContent = event.action;
+  const table = document.createElement("span");
+  table.className = "event-table";
+  table.textContent = event.table ?? "(no table)";
+  const time = document.createElement("time");
+  const now = new Date();
+  time.dateTime = now.toISOString();
+  time.textContent = now.toLocaleTimeString("en-GB");
+  head.append(action, table, time);
+  const file = document.createElement("div");
+  file.className = "event-file";
+  file.textContent = event.file_path;
+  file.title = event.file_path;
+  item.append(head, file);
+  const detail = document.createElement("div");
+  detail.className = "event-detail";
+  if (event.action === "error") {
+    detail.textContent = previewText(event.error ?? "");
+  } else if (event.action === "update" && event.old_row && event.row) {
+    const changes = changedFields(event.old_row, event.row);
+    if (changes.length === 0) detail.textContent = "(no visible change)";
+    for (const change of changes.slice(0, 6)) {
+      const line = document.createElement("div");
+      line.className = "change";
+      const column = document.createElement("span");
+      column.className = "column-name";
+      column.textContent = change.column;
+      const before = document.createElement("del");
+      before.textContent = previewText(change.before).slice(0, 60);
+      const after = document.createElement("ins");
+      after.textContent = previewText(change.after).slice(0, 60);
+      line.append(column, ": ", before, " → ", after);
+      detail.append(line);
+    }
+    if (changes.length > 6) detail.append(`… and ${changes.length - 6} more columns`);
+  } else if (event.row) {
+    detail.textContent = rowSummary(event.row);
+  }
+  item.append(detail);
+  return item;
+}

@@ -1,0 +1,208 @@
+import type { Cell, Row } from "./api.js";
+import { cellText, isCut, isNull, isNumeric, previewText } from "./format.js";
+
+/** Rows rendered beyond the visible ones on each side, so fast scrolling shows no gap. */
+const OVERSCAN = 12;
+/** Rows sampled to size the columns. */
+const WIDTH_SAMPLE = 400;
+const MIN_CH = 4;
+const MAX_CH = 42;
+
+/** Called when a user asks for a cell's full value (click, or Enter on a focused cell). */
+export type ShowValue = (column: string, rowNumber: number, text: string) => void;
+
+/**
+ * A result table that renders only the rows in view (plus a margin) between two spacer rows,
+ * so 10,000 or 1,000,000 rows cost the same to show and to scroll. Rows have one fixed
+ * height (cells never wrap); the header is sticky; columns get a width from a sample of rows.
+ */
+export class ResultTable {
+  private rows: Row[] = [];
+  private columns: string[] = [];
+  private rowHeight = 0;
+  private headHeight = 0;
+  private rendered: [number, number] = [-1, -1];
+  private frame = 0;
+  private table: HTMLTableElement | null = null;
+  private body: HTMLTableSectionElement | null = null;
+  private readonly resizeObserver: ResizeObserver;
+
+  constructor(
+    private readonly container: HTMLElement,
+    private readonly showValue: ShowValue,
+  ) {
+    container.addEventListener("scroll", () => this.schedule(), { passive: true });
+    this.resizeObserver = new ResizeObserver(() => this.schedule());
+    this.resizeObserver.observe(container);
+    container.addEventListener("click", (event) => this.onActivate(event));
+    container.addEventListener("keydown", (event) => {
+      if (event.key === "Enter") this.onActivate(event);
+    });
+  }
+
+  /**
+   * Replaces the table with these rows (columns in this order). Scrolls back to the top unless
+   * `keepScroll` (a re-run of the same statement keeps the reader's place).
+   */
+  show(columns: string[], rows: Row[], keepScroll = false): void {
+    const [top, left] = keepScroll ? [this.container.scrollTop, this.container.scrollLeft] : [0, 0];
+    this.columns = columns;
+    this.rows = rows;
+    this.rendered = [-1, -1];
+    this.container.replaceChildren();
+    if (columns.length === 0) {
+      this.table = null;
+      this.body = null;
+      const empty = document.createElement("p");
+      empty.className = "empty";
+      empty.textContent = "No rows.";
+      this.container.append(empty);
+      return;
+    }
+    const table = document.createElement("table");
+    table.className = "grid";
+    table.setAttribute("aria-rowcount", String(rows.length + 1));
+    table.setAttribute("aria-colcount", String(columns.length + 1));
+    const colgroup = document.createElement("colgroup");
+    // Width in characters of the mono font, plus each cell's padding and border.
+    const widths = [Math.max(3, String(rows.length).length), ...columnWidths(columns, rows)];
+    for (const width of widths) {
+      const col = document.createElement("col");
+      col.style.width = `calc(${width}ch + 1.2em + 1px)`;
+      colgroup.append(col);
+    }
+    const totalCh = widths.reduce((sum, width) => sum + width, 0);
+    table.style.width = `calc(${totalCh}ch + ${widths.length * 1.2}em + ${widths.length}px)`;
+    const head = document.createElement("thead");
+    const headRow = document.createElement("tr");
+    headRow.setAttribute("aria-rowindex", "1");
+    const corner = document.createElement("th");
+    corner.scope = "col";
+    corner.className = "rownum";
+    corner.textContent = "#";
+    headRow.append(corner);
+    for (const column of columns) {
+      const th = document.createElement("th");
+      th.scope = "col";
+      th.textContent = column;
+      th.title = column;
+      headRow.append(th);
+    }
+    head.append(headRow);
+    const body = document.createElement("tbody");
+    table.append(colgroup, head, body);
+    this.container.append(table);
+    this.table = table;
+    this.body = body;
+    this.headHeight = head.getBoundingClientRect().height;
+    this.rowHeight = 0;
+    this.render();
+    this.container.scrollTop = top;
+    this.container.scrollLeft = left;
+    if (top !== 0) this.render();
+  }
+
+  /** How many rows are in the DOM now (for tests and the benchmark: stays small). */
+  renderedRowCount(): number {
+    return this.body?.querySelectorAll("tr.row").length ?? 0;
+  }
+
+  private schedule(): void {
+    if (this.frame !== 0) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.render();
+    });
+  }
+
+  private render(): void {
+    const body = this.body;
+    if (body === null) return;
+    if (this.rowHeight === 0) {
+      // Measure one real row once; every row has this height (CSS keeps cells on one line).
+      body.replaceChildren(this.rowElement(0));
+      this.rowHeight = Math.max(
+        1,
+        (body.firstElementChild as HTMLElement).getBoundingClientRect().height,
+      );
+      this.rendered = [-1, -1];
+    }
+    const total = this.rows.length;
+    const viewTop = Math.max(0, this.container.scrollTop - this.headHeight);
+    const viewHeight = this.container.clientHeight || 600;
+    const first = Math.max(0, Math.floor(viewTop / this.rowHeight) - OVERSCAN);
+    const last = Math.min(total, Math.ceil((viewTop + viewHeight) / this.rowHeight) + OVERSCAN);
+    if (first === this.rendered[0] && last === this.rendered[1]) return;
+    this.rendered = [first, last];
+    const fragment = document.createDocumentFragment();
+    fragment.append(spacer(first * this.rowHeight));
+    for (let index = first; index < last; index++) fragment.append(this.rowElement(index));
+    fragment.append(spacer((total - last) * this.rowHeight));
+    body.replaceChildren(fragment);
+  }
+
+  private rowElement(index: number): HTMLTableRowElement {
+    const row = this.rows[index] as Row;
+    const tr = document.createElement("tr");
+    tr.className = "row";
+    tr.dataset.index = String(index);
+    tr.setAttribute("aria-rowindex", String(index + 2));
+    const number = document.createElement("td");
+    number.className = "rownum";
+    number.textContent = String(index + 1);
+    tr.append(number);
+    for (const column of this.columns) tr.append(cellElement(row[column]));
+    return tr;
+  }
+
+  private onActivate(event: Event): void {
+    const cell = (event.target as HTMLElement).closest("td.cut");
+    if (cell === null || this.table === null) return;
+    const tr = cell.parentElement as HTMLTableRowElement;
+    const rowIndex = Number(tr.dataset.index);
+    const columnIndex = (cell as HTMLTableCellElement).cellIndex - 1;
+    const column = this.columns[columnIndex];
+    const row = this.rows[rowIndex];
+    if (column === undefined || row === undefined) return;
+    this.showValue(column, rowIndex + 1, cellText(row[column]));
+  }
+}
+
+function spacer(height: number): HTMLTableRowElement {
+  const tr = document.createElement("tr");
+  tr.className = "spacer";
+  tr.setAttribute("aria-hidden", "true");
+  tr.style.height = `${height}px`;
+  return tr;
+}
+
+function cellElement(value: Cell | undefined): HTMLTableCellElement {
+  const td = document.createElement("td");
+  if (isNull(value)) {
+    td.className = "null";
+    td.textContent = "NULL";
+    return td;
+  }
+  const text = cellText(value);
+  td.textContent = previewText(text);
+  if (isNumeric(value)) td.classList.add("num");
+  if (isCut(text)) {
+    td.classList.add("cut");
+    td.tabIndex = 0;
+    td.title = text.length > 2000 ? `${text.slice(0, 2000)}… (click for the full value)` : text;
+  }
+  return td;
+}
+
+/** A width in characters per column, from the header and a sample of rows. */
+function columnWidths(columns: string[], rows: Row[]): number[] {
+  const step = Math.max(1, Math.floor(rows.length / WIDTH_SAMPLE));
+  return columns.map((column) => {
+    let widest = column.length + 1;
+    for (let index = 0; index < rows.length && widest < MAX_CH; index += step) {
+      const value = (rows[index] as Row)[column];
+      widest = Math.max(widest, isNull(value) ? 4 : cellText(value).length);
+    }
+    return Math.min(MAX_CH, Math.max(MIN_CH, widest));
+  });
+}
