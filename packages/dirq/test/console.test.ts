@@ -391,6 +391,23 @@ describe("web console in Chromium", { skip }, () => {
     const rendered = await page.locator("table.grid tr.row").count();
     assert.ok(rendered > 10 && rendered < 200, `${rendered} rows in the DOM`);
     const results = page.locator("#results");
+    // Small steps (rows are reused at the edges), then a jump (the rows are rebuilt): the rows
+    // in the page are always consecutive and each shows its own data.
+    const consecutive = `(() => {
+      const rows = [...document.querySelectorAll("table.grid tr.row")];
+      return rows.length > 0 && rows.every((row, i) =>
+        row.cells[0].textContent === row.cells[1].textContent &&
+        Number(row.cells[0].textContent) === Number(rows[0].cells[0].textContent) + i);
+    })()`;
+    for (let step = 0; step < 12; step++) {
+      await page.mouse.move(600, 500);
+      await page.mouse.wheel(0, 170);
+      await waitUntil(page, consecutive);
+    }
+    const firstShown = Number(
+      await page.locator("table.grid tr.row td.rownum").first().innerText(),
+    );
+    assert.ok(firstShown > 1, `scrolled by the wheel: first row in the DOM is ${firstShown}`);
     await results.evaluate((element: { scrollTop: number; scrollHeight: number }) => {
       element.scrollTop = element.scrollHeight;
     });
@@ -404,6 +421,7 @@ describe("web console in Chromium", { skip }, () => {
     assert.ok(header !== null && area !== null);
     assert.ok(Math.abs(header.y - area.y) < 2, `header at ${header.y}, results at ${area.y}`);
     assert.ok((await page.locator("table.grid tr.row").count()) < 200);
+    assert.ok(await page.evaluate(consecutive), "the last rows are consecutive");
   });
 
   it("is usable in a narrow window, with labelled controls", async () => {

@@ -132,19 +132,45 @@ export class ResultTable {
     const viewHeight = this.container.clientHeight || 600;
     const first = Math.max(0, Math.floor(viewTop / this.rowHeight) - OVERSCAN);
     const last = Math.min(total, Math.ceil((viewTop + viewHeight) / this.rowHeight) + OVERSCAN);
-    if (first === this.rendered[0] && last === this.rendered[1]) return;
+    const [oldFirst, oldLast] = this.rendered;
+    if (first === oldFirst && last === oldLast) return;
     this.rendered = [first, last];
+    const top = body.firstElementChild as HTMLTableRowElement | null;
+    const bottom = body.lastElementChild as HTMLTableRowElement | null;
+    if (
+      oldFirst === -1 ||
+      last <= oldFirst ||
+      first >= oldLast ||
+      top === null ||
+      bottom === null
+    ) {
+      const fragment = document.createDocumentFragment();
+      fragment.append(spacer(first * this.rowHeight));
+      for (let index = first; index < last; index++) fragment.append(this.rowElement(index));
+      fragment.append(spacer((total - last) * this.rowHeight));
+      body.replaceChildren(fragment);
+      return;
+    }
+    // The ranges overlap (ordinary scrolling): keep the rows still in view, change the edges.
+    for (let index = oldFirst; index < first; index++) top.nextElementSibling?.remove();
+    for (let index = last; index < oldLast; index++) bottom.previousElementSibling?.remove();
+    if (first < oldFirst) top.after(this.rowRange(first, oldFirst));
+    if (last > oldLast) bottom.before(this.rowRange(oldLast, last));
+    top.style.height = `${first * this.rowHeight}px`;
+    bottom.style.height = `${(total - last) * this.rowHeight}px`;
+  }
+
+  private rowRange(from: number, to: number): DocumentFragment {
     const fragment = document.createDocumentFragment();
-    fragment.append(spacer(first * this.rowHeight));
-    for (let index = first; index < last; index++) fragment.append(this.rowElement(index));
-    fragment.append(spacer((total - last) * this.rowHeight));
-    body.replaceChildren(fragment);
+    for (let index = from; index < to; index++) fragment.append(this.rowElement(index));
+    return fragment;
   }
 
   private rowElement(index: number): HTMLTableRowElement {
     const row = this.rows[index] as Row;
     const tr = document.createElement("tr");
-    tr.className = "row";
+    // Stripes by row number, not by position in the DOM, which shifts while scrolling.
+    tr.className = index % 2 === 1 ? "row odd" : "row";
     tr.dataset.index = String(index);
     tr.setAttribute("aria-rowindex", String(index + 2));
     const number = document.createElement("td");
