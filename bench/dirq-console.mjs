@@ -8,7 +8,7 @@
 import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { createServer } from "node:http";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import {
@@ -129,6 +129,7 @@ async function measureLoads(url, readySelector) {
   };
 }
 
+log(`load average ${loadavg()[0].toFixed(1)} (2 idle cores: below 1)`);
 log(`page loads: ${RUNS} runs each after a warm-up, fresh browser context each time`);
 const consoleLoad = await measureLoads(
   `${dirq.url}/`,
@@ -334,8 +335,9 @@ if (options.json) {
     console.log(line);
   }
   console.log("");
-  console.log("");
-  console.log("Scrolling the console's 10,000-row table for 180 frames (16.7 ms = 60 frames/s)");
+  console.log(
+    `Scrolling the console's ${ROWS.toLocaleString("en-US")}-row table for 180 frames (16.7 ms = 60 frames/s)`,
+  );
   for (const line of table(
     ["how", "frame median ms", "p95 ms", "worst ms", "long tasks", "rows in DOM"],
     [

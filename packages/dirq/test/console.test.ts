@@ -359,6 +359,12 @@ describe("web console in Chromium", { skip }, () => {
       `[...document.querySelectorAll("table.grid tr.row")].some((row) => row.textContent.includes("beta") && row.cells[2].textContent === "5")`,
     );
 
+    // A file its hook cannot read is an error event with the hook's message; the rows stay.
+    writeFileSync(join(root, "notes", "bad.json"), "{ not json");
+    const failure = page.locator("#event-list li.error", { hasText: "notes/bad.json" });
+    await failure.waitFor();
+    assert.match(await failure.locator(".event-detail").innerText(), /\S/);
+
     // Paused: changes wait (and the query is not re-run); on resume they show and it re-runs.
     await page.getByRole("button", { name: "Pause" }).click();
     assert.equal(
