@@ -411,7 +411,7 @@ describe("POST /query", () => {
 
   it("404 with a JSON error for an unknown path", async () => {
     for (const [method, path] of [
-      ["GET", "/"],
+      ["GET", "/index.html"], // GET / is the web console (console.test.ts)
       ["GET", "/nope"],
       ["POST", "/query/extra"],
       ["GET", "/event"],
