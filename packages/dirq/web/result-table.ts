@@ -102,11 +102,6 @@ export class ResultTable {
     if (top !== 0) this.render();
   }
 
-  /** How many rows are in the DOM now (for tests and the benchmark: stays small). */
-  renderedRowCount(): number {
-    return this.body?.querySelectorAll("tr.row").length ?? 0;
-  }
-
   private schedule(): void {
     if (this.frame !== 0) return;
     this.frame = requestAnimationFrame(() => {
