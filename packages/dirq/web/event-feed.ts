@@ -150,6 +150,7 @@ function eventElement(event: RowEvent): HTMLLIElement {
   detail.className = "event-detail";
   if (event.action === "error") {
     detail.textContent = previewText(event.error ?? "");
+    detail.title = event.error ?? "";
   } else if (event.action === "update" && event.old_row && event.row) {
     const changes = changedFields(event.old_row, event.row);
     if (changes.length === 0) detail.textContent = "(no visible change)";
