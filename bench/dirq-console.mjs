@@ -129,7 +129,7 @@ async function measureLoads(url, readySelector) {
   };
 }
 
-log(`load average ${loadavg()[0].toFixed(1)} (2 idle cores: below 1)`);
+log(`load average ${loadavg()[0].toFixed(1)} (an idle machine: near 0)`);
 log(`page loads: ${RUNS} runs each after a warm-up, fresh browser context each time`);
 const consoleLoad = await measureLoads(
   `${dirq.url}/`,
@@ -137,9 +137,7 @@ const consoleLoad = await measureLoads(
 );
 const floorLoad = await measureLoads(`${floor.url}/`, "p");
 
-log(
-  `load average ${(await import("node:os")).loadavg()[0].toFixed(1)}; ${ROWS} rows: ${RUNS} runs each after a warm-up`,
-);
+log(`${ROWS} rows: ${RUNS} runs each after a warm-up`);
 const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
 const page = await context.newPage();
 await page.goto(`${dirq.url}/`);
