@@ -416,14 +416,21 @@ describe("doctor phase 2: declarations", { concurrency: true }, () => {
   it("inside a workflow run, GITHUB_WORKFLOW_REF must name the declared workflow", async () => {
     const root = repo({
       ".github/workflows/release.yml": GOOD,
+      ".github/workflows/other.yml": GOOD,
+      ".github/workflows/ci.yml":
+        "on: pull_request\njobs:\n  t:\n    runs-on: x\n    steps:\n      - run: pubtool doctor\n",
       "pubtool.toml": config('workflow = "release.yml"'),
     });
     const ref = (file: string) => `acme/demo/.github/workflows/${file}@refs/tags/v1.0.0`;
-    const [wrong, right, outside] = await Promise.all([
+    const [wrong, right, outside, prCheck] = await Promise.all([
       doctorJson(root, { GITHUB_ACTIONS: "true", GITHUB_WORKFLOW_REF: ref("other.yml") }),
       doctorJson(root, { GITHUB_ACTIONS: "true", GITHUB_WORKFLOW_REF: ref("release.yml") }),
       doctorJson(root, { GITHUB_WORKFLOW_REF: ref("other.yml") }),
+      doctorJson(root, { GITHUB_ACTIONS: "true", GITHUB_WORKFLOW_REF: ref("ci.yml") }),
     ]);
+    // A doctor run in a workflow that does not publish (a PR check) is neutral about it.
+    assert.equal(check(prCheck, "declared", "workflow-ref").status, "neutral");
+    assert.match(check(prCheck, "declared", "workflow-ref").messages.join(), /does not publish/);
     assert.equal(check(wrong, "declared", "workflow-ref").status, "fail");
     assert.match(
       check(wrong, "declared", "workflow-ref").messages.join(),

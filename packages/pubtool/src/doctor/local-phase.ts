@@ -1,6 +1,7 @@
 import { missingScopes } from "../workflows/permissions.js";
 import {
   describeJob,
+  isExpression,
   type PublishingJob,
   WORKFLOWS_DIR,
   type WorkflowScan,
@@ -95,6 +96,7 @@ export function localPhase(scan: WorkflowScan): Phase {
     environment.status = "neutral";
     environment.messages.push(reason);
   } else {
+    let expressions = 0;
     for (const job of scan.jobs) {
       const how =
         job.stepKind === "run"
@@ -105,7 +107,12 @@ export function localPhase(scan: WorkflowScan): Phase {
       const result = permissionMessage(job);
       if (!result.ok) permissions.status = "fail";
       permissions.messages.push(result.message);
-      if (job.environment === null) {
+      if (job.environment !== null && isExpression(job.environment)) {
+        environment.messages.push(
+          `trust-policy: ${describeJob(job)} takes its environment from an expression (${job.environment}); it cannot be evaluated locally, not checked`,
+        );
+        expressions++;
+      } else if (job.environment === null) {
         environment.status = "fail";
         environment.messages.push(
           `trust-policy: ${describeJob(job)} has no environment: key; a registry policy that pins an environment rejects its OIDC token`,
@@ -116,6 +123,7 @@ export function localPhase(scan: WorkflowScan): Phase {
         );
       }
     }
+    if (expressions === scan.jobs.length) environment.status = "neutral";
   }
 
   if (onlyCommented.length > 0) {
