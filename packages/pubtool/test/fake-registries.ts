@@ -60,6 +60,13 @@ export async function startRustreg(existing: Record<string, string[]> = {}): Pro
         warnings: { invalid_categories: [], invalid_badges: [], other: [] },
       });
     }
+    const crate = /^\/api\/v1\/crates\/([^/]+)$/.exec(url.pathname);
+    if (crate && request.method === "GET") {
+      const name = crate[1] ?? "";
+      return (existing[name] ?? []).length > 0 || published.has(name)
+        ? sendJson(response, 200, { crate: { name } })
+        : sendJson(response, 404, { errors: [{ detail: "Not Found" }] });
+    }
     const read = /^\/api\/v1\/crates\/([^/]+)\/([^/]+)$/.exec(url.pathname);
     if (read) {
       const [, name = "", version = ""] = read;
@@ -81,6 +88,13 @@ export async function startPyreg(existing: Record<string, string[]> = {}): Promi
   const uploads: FakePyreg["uploads"] = [];
   const server = await startServer((request, response, base) => {
     const url = new URL(request.url, base);
+    const project = /^\/pypi\/([^/]+)\/json$/.exec(url.pathname);
+    if (project) {
+      const name = project[1] ?? "";
+      return (existing[name] ?? []).length > 0 || uploads.some((u) => u.name === name)
+        ? sendJson(response, 200, { info: { name } })
+        : sendJson(response, 404, { message: "Not Found" });
+    }
     const read = /^\/pypi\/([^/]+)\/([^/]+)\/json$/.exec(url.pathname);
     if (read) {
       const [, name = "", version = ""] = read;
