@@ -67,9 +67,10 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
     }
     case "token-list": {
       const { runTokenList } = await import("../token/token-list.js");
+      const config = command.config === undefined ? null : loadConfig(io.cwd, command.config);
       return runTokenList({
         secrets: command.secrets,
-        cwd: io.cwd,
+        cwd: config?.root ?? io.cwd,
         env: io.env,
         out: io.stdout,
         err: io.stderr,
