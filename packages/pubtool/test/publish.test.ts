@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
-import { chmodSync, readFileSync, writeFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { strToU8, zipSync } from "fflate";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { startJsreg, startPyreg, startRustreg } from "./fake-registries.js";
@@ -34,7 +36,49 @@ kind = "pyreg"
 path = "py"
 `;
 
-const PACKAGES: Record<string, string> = {
+/** Core metadata of the demo-py distributions, as a build backend writes it. */
+const PY_METADATA = `Metadata-Version: 2.1
+Name: demo-py
+Version: 1.2.0
+Summary: A demo package
+Requires-Python: >=3.9
+Requires-Dist: requests>=2.31
+Requires-Dist: click>=8; extra == "cli"
+Provides-Extra: cli
+Classifier: Programming Language :: Python :: 3
+Classifier: License :: OSI Approved :: MIT License
+Project-URL: Source, https://example.org/demo
+Description-Content-Type: text/markdown
+
+# demo-py
+
+Long description with ünïcode.
+`;
+
+/** A real wheel (zip) holding `demo_py-1.2.0.dist-info/METADATA`. */
+function wheel(metadata: string): Uint8Array {
+  return zipSync({
+    "demo_py/__init__.py": strToU8(""),
+    "demo_py-1.2.0.dist-info/METADATA": strToU8(metadata),
+    "demo_py-1.2.0.dist-info/WHEEL": strToU8("Wheel-Version: 1.0\n"),
+  });
+}
+
+/** A real sdist made by the system tar: `demo_py-1.2.0/PKG-INFO`. */
+function sdist(metadata: string, top = "demo_py-1.2.0"): Uint8Array {
+  const dir = mkdtempSync(join(tmpdir(), "pubtool-sdist-"));
+  try {
+    mkdirSync(join(dir, top));
+    writeFileSync(join(dir, top, "PKG-INFO"), metadata);
+    writeFileSync(join(dir, top, "pyproject.toml"), '[project]\nname = "demo-py"\n');
+    execFileSync("tar", ["czf", join(dir, "out.tar.gz"), "-C", dir, top]);
+    return readFileSync(join(dir, "out.tar.gz"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const PACKAGES: Record<string, string | Uint8Array> = {
   "js/app/package.json": JSON.stringify({
     name: "demo-app",
     version: "1.0.0",
@@ -47,12 +91,12 @@ const PACKAGES: Record<string, string> = {
     '[package]\nname = "pubtool-demo-core"\nversion = "0.1.0"\nedition = "2021"\nlicense = "MIT"\ndescription = "fixture crate"\n',
   "crates/core/src/lib.rs": "pub fn answer() -> u32 { 42 }\n",
   "py/pyproject.toml": '[project]\nname = "demo-py"\nversion = "1.2.0"\n',
-  "py/dist/demo_py-1.2.0-py3-none-any.whl": "wheel bytes",
-  "py/dist/demo_py-1.2.0.tar.gz": "sdist bytes",
-  "py/dist/demo_py-1.1.0.tar.gz": "old sdist",
+  "py/dist/demo_py-1.2.0-py3-none-any.whl": wheel(PY_METADATA),
+  "py/dist/demo_py-1.2.0.tar.gz": sdist(PY_METADATA),
+  "py/dist/demo_py-1.1.0.tar.gz": sdist(PY_METADATA.replace("1.2.0", "1.1.0"), "demo_py-1.1.0"),
 };
 
-function fixture(config = CONFIG, extra: Record<string, string> = {}): string {
+function fixture(config = CONFIG, extra: Record<string, string | Uint8Array> = {}): string {
   const root = makeTree({ "pubtool.toml": config, ...PACKAGES, ...extra });
   trees.push(root);
   return root;
@@ -583,5 +627,62 @@ fs.appendFileSync(path.join(__dirname, "calls.jsonl"), JSON.stringify({ tool: pa
       result.stdout,
       /- first publish: the crate is not on rustreg yet, and trusted publishing only works for an existing crate/,
     );
+  });
+});
+
+describe("publish: pyreg metadata from the built distributions", { concurrency: true }, () => {
+  const PY = '[[package]]\nname = "demo-py"\nkind = "pyreg"\npath = "py"\n';
+
+  it("sends the wheel's METADATA and the sdist's PKG-INFO fields the upload API takes", async () => {
+    const { pyreg, env } = await registries();
+    const root = fixture(PY);
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, PYREG_API_TOKEN: "pypi-fallback-token-value" },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(pyreg.uploads.length, 2);
+    for (const upload of pyreg.uploads) {
+      const fields = upload.fields.map(([k, v]) => [k, v.replace(/\r\n/g, "\n")]);
+      const all = (name: string) => fields.filter(([k]) => k === name).map(([, v]) => v);
+      assert.deepEqual(all("metadata_version"), ["2.1"], upload.file);
+      assert.deepEqual(all("summary"), ["A demo package"]);
+      assert.deepEqual(all("requires_python"), [">=3.9"]);
+      assert.deepEqual(all("requires_dist"), ["requests>=2.31", 'click>=8; extra == "cli"']);
+      assert.deepEqual(all("provides_extra"), ["cli"]);
+      assert.equal(all("classifiers").length, 2);
+      assert.deepEqual(all("project_urls"), ["Source, https://example.org/demo"]);
+      assert.deepEqual(all("description_content_type"), ["text/markdown"]);
+      assert.deepEqual(all("description"), ["# demo-py\n\nLong description with ünïcode.\n"]);
+      assert.deepEqual(all("filetype"), [upload.file.endsWith(".whl") ? "bdist_wheel" : "sdist"]);
+    }
+  });
+
+  it("a distribution whose metadata disagrees with pyproject.toml, or has none, is refused by name", async () => {
+    const { pyreg, env } = await registries();
+    const root = fixture(PY, {
+      "py/dist/demo_py-1.2.0-py3-none-any.whl": wheel(
+        PY_METADATA.replace("Version: 1.2.0", "Version: 1.1.9"),
+      ),
+      "py/dist/demo_py-1.2.0.tar.gz": "not gzip",
+    });
+    const dry = await runPubtool(["publish", "--dry-run"], { cwd: root, env });
+    assert.equal(dry.code, 1);
+    assert.match(
+      dry.stderr,
+      /demo_py-1\.2\.0-py3-none-any\.whl: its metadata says demo-py 1\.1\.9, but pyproject\.toml says demo-py 1\.2\.0/,
+    );
+    writeFileSync(
+      join(root, "py/dist/demo_py-1.2.0-py3-none-any.whl"),
+      zipSync({ "x.txt": strToU8("x") }),
+    );
+    rmSync(join(root, "py/dist/demo_py-1.2.0.tar.gz"));
+    const none = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, PYREG_API_TOKEN: "pypi-fallback-token-value" },
+    });
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /no \*\.dist-info\/METADATA in the wheel; rebuild it/);
+    assert.equal(pyreg.uploads.length, 0);
   });
 });

@@ -9,6 +9,7 @@ import { isPubtoolError, PubtoolError } from "../errors.js";
 import { authModeFor, type AuthMode, firstPublishAuth } from "./auth-mode.js";
 import { NPM_OIDC_VARIABLES, npmOidcProblem, provenanceBlocker } from "./jsreg-support.js";
 import { childEnv, runProgram } from "./child-env.js";
+import { readDistributionMetadata } from "./dist-metadata.js";
 import type { Manifest } from "./manifest.js";
 import { loadPackages } from "./preflight.js";
 import {
@@ -102,7 +103,12 @@ async function publishPyreg(
     );
   }
   if (context.dryRun) {
-    for (const file of files) out.write(`    would upload ${relative(manifest.dir, file)}\n`);
+    for (const file of files) {
+      const fields = await readDistributionMetadata(file, manifest);
+      out.write(
+        `    would upload ${relative(manifest.dir, file)} with ${fields.length} metadata fields\n`,
+      );
+    }
     return;
   }
   const token =
