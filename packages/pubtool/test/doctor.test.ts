@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { makeTree, removeTree, runPubtool } from "./helpers.js";
 
@@ -451,5 +453,21 @@ describe("doctor phase 2: declarations", { concurrency: true }, () => {
     const phase = report.phases.find((p) => p.id === "declared");
     assert.equal(phase?.status, "neutral");
     assert.equal(phase?.checks.length, 1);
+  });
+});
+
+describe("doctor from a subfolder", () => {
+  it("inside git, finds the repository root and the nearest pubtool.toml above", async () => {
+    const root = repo({
+      ".github/workflows/release.yml": GOOD,
+      "pubtool.toml":
+        '[[package]]\nname = "demo"\nkind = "jsreg"\npath = "js"\n[package.trust_policy]\nworkflow = "release.yml"\nenvironment = "release"\n',
+      "js/src/index.js": "export {};\n",
+    });
+    execFileSync("git", ["init", "-q"], { cwd: root });
+    const report = await doctorJson(join(root, "js", "src"));
+    assert.equal(report.ok, true, JSON.stringify(report, null, 1));
+    assert.equal(check(report, "local", "workflow").status, "pass");
+    assert.equal(check(report, "declared", "workflow-file").status, "pass");
   });
 });
