@@ -471,3 +471,20 @@ describe("doctor from a subfolder", () => {
     assert.equal(check(report, "declared", "workflow-file").status, "pass");
   });
 });
+
+describe("doctor: reusable workflow references", () => {
+  it("a same-repository call to a file that does not exist fails and names it", async () => {
+    const report = await doctorJson(
+      repo({
+        ".github/workflows/release.yml":
+          "on: push\njobs:\n  release:\n    uses: $/.github/workflows/publish.yml@main\n",
+      }),
+    );
+    const workflow = check(report, "local", "workflow");
+    assert.equal(workflow.status, "fail");
+    assert.match(
+      workflow.messages.join(),
+      /release\.yml: job release calls \$\/\.github\/workflows\/publish\.yml@main, but \.github\/workflows\/publish\.yml does not exist/,
+    );
+  });
+});

@@ -86,6 +86,11 @@ export function localPhase(scan: WorkflowScan): Phase {
       found.messages.push(
         `trust-policy: no workflow in ${WORKFLOWS_DIR} runs \`pubtool publish\` or uses the pubtool action with command: publish`,
       );
+      for (const call of scan.external) {
+        found.messages.push(
+          `trust-policy: ${call.file}: job ${call.job} calls ${call.uses}, a reusable workflow of another repository that doctor cannot read; if it publishes, run doctor there`,
+        );
+      }
     }
     const reason =
       onlyCommented.length > 0

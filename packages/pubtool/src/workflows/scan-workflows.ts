@@ -59,6 +59,8 @@ export interface WorkflowScan {
   errors: { file: string; message: string }[];
   jobs: PublishingJob[];
   commented: CommentedStep[];
+  /** Jobs calling a reusable workflow doctor cannot read (another repository). */
+  external: { file: string; job: string; uses: string }[];
 }
 
 function asRecord(value: unknown): Record<string, unknown> | null {
@@ -163,7 +165,14 @@ export interface CallLink {
  */
 export function scanWorkflows(root: string, repository: string | null = null): WorkflowScan {
   const dir = join(root, WORKFLOWS_DIR);
-  const scan: WorkflowScan = { dirExists: false, files: [], errors: [], jobs: [], commented: [] };
+  const scan: WorkflowScan = {
+    dirExists: false,
+    files: [],
+    errors: [],
+    jobs: [],
+    commented: [],
+    external: [],
+  };
   if (!existsSync(dir)) return scan;
   scan.dirExists = true;
   scan.files = readdirSync(dir)
@@ -210,6 +219,13 @@ export function scanWorkflows(root: string, repository: string | null = null): W
       if (target !== null && workflows.has(target)) {
         foundCalls.push({ job, record, target });
         calledFiles.add(target);
+      } else if (target !== null) {
+        scan.errors.push({
+          file: workflow.file,
+          message: `job ${job} calls ${String(record.uses).trim()}, but ${WORKFLOWS_DIR}/${target} does not exist`,
+        });
+      } else if (typeof record.uses === "string" && /\.ya?ml@/.test(record.uses)) {
+        scan.external.push({ file: workflow.file, job, uses: record.uses.trim() });
       }
       if (!Array.isArray(record.steps)) continue;
       let active: LocalJob | null = null;
