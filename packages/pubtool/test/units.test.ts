@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { workflowFromRef } from "../src/doctor/declared-phase.js";
 import { nextLink } from "../src/github/api.js";
+import { parseCoreMetadata } from "../src/publish/dist-metadata.js";
 import { SecretMasker } from "../src/publish/secret-mask.js";
 import { repositoryFromRemote } from "../src/repository.js";
 import { registryOfSecret } from "../src/token/credential-names.js";
@@ -187,5 +188,28 @@ describe("publishing-step detection", () => {
       "      #     pubtool publish",
     ].join("\n");
     assert.deepEqual(findCommentedSteps(text), [4, 8]);
+  });
+});
+
+describe("core metadata", () => {
+  it("reads headers, repeated fields, indented continuations and the body description", () => {
+    const old = parseCoreMetadata(
+      "Metadata-Version: 1.2\r\nName: old\r\nVersion: 0.1\r\nDescription: first line\r\n        |second line\r\nClassifier: A\r\nClassifier: B\r\nHome-page: https://x\r\n",
+    );
+    assert.deepEqual(old, [
+      ["metadata_version", "1.2"],
+      ["name", "old"],
+      ["version", "0.1"],
+      ["description", "first line\nsecond line"],
+      ["classifiers", "A"],
+      ["classifiers", "B"],
+      ["home_page", "https://x"],
+    ]);
+    const modern = parseCoreMetadata("Name: n\nVersion: 1\nX-Unknown: y\n\nBody text\n\n\n");
+    assert.deepEqual(modern, [
+      ["name", "n"],
+      ["version", "1"],
+      ["description", "Body text\n"],
+    ]);
   });
 });
