@@ -213,3 +213,21 @@ describe("core metadata", () => {
     ]);
   });
 });
+
+describe("publishing steps through package scripts", () => {
+  it("follows npm/pnpm/yarn run into the root package.json scripts", () => {
+    const scripts = {
+      release: "npm run build && pubtool publish",
+      check: "pubtool publish --dry-run",
+      build: "tsc",
+    };
+    for (const run of ["npm run release", "pnpm release", "yarn run release", "pnpm run release"]) {
+      assert.equal(classifyStep({ run }, scripts)?.state, "active", run);
+    }
+    assert.equal(classifyStep({ run: "npm run check" }, scripts), null);
+    assert.equal(classifyStep({ run: "npm run build" }, scripts), null);
+    assert.equal(classifyStep({ run: "npm run release" }), null);
+    const loop = { a: "npm run b", b: "npm run a" };
+    assert.equal(classifyStep({ run: "npm run a" }, loop), null);
+  });
+});

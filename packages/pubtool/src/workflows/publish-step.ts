@@ -95,13 +95,34 @@ function isPubtoolProgram(word: string): boolean {
 /** The outcome of reading one simple command. */
 type CommandKind = "publish" | "dry-run" | null;
 
+/** The root `package.json` scripts, for `npm run <script>` and friends. */
+export type Scripts = Readonly<Record<string, string>>;
+
+/** The script a package-manager command runs (`npm run release`, `yarn release`), if any. */
+function scriptOf(words: readonly string[], scripts: Scripts): string | null {
+  const [tool, first, second] = words;
+  let name: string | undefined;
+  if ((tool === "npm" || tool === "bun") && (first === "run" || first === "run-script")) {
+    name = second;
+  } else if (tool === "pnpm" || tool === "yarn") {
+    name = first === "run" ? second : first;
+  }
+  return name !== undefined && Object.hasOwn(scripts, name) ? (scripts[name] ?? null) : null;
+}
+
 /** Reads one simple command: does it run `pubtool publish`, and is it a dry run? */
-function classifyCommand(words: readonly string[]): CommandKind {
+function classifyCommand(words: readonly string[], scripts: Scripts, depth: number): CommandKind {
   let i = 0;
   while (i < words.length) {
     const word = words[i] as string;
     if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(word) || PREFIX_WORDS.has(word)) i++;
     else break;
+  }
+  // `npm run release` where the script runs pubtool publish (a few levels deep at most).
+  const script = depth < 4 ? scriptOf(words.slice(i), scripts) : null;
+  if (script !== null) {
+    const kind = lineKind(script, scripts, depth + 1);
+    if (kind !== null) return kind;
   }
   // `node ./node_modules/.bin/pubtool` or `node node_modules/pubtool/bin/pubtool.js`.
   if (words[i] === "node" && words[i + 1] !== undefined && isPubtoolProgram(words[i + 1] ?? "")) {
@@ -140,10 +161,10 @@ function logicalLines(script: string): string[] {
 }
 
 /** What a line of shell does with `pubtool publish`. */
-export function lineKind(line: string): CommandKind {
+export function lineKind(line: string, scripts: Scripts = {}, depth = 0): CommandKind {
   let found: CommandKind = null;
   for (const command of splitCommands(line)) {
-    const kind = classifyCommand(command);
+    const kind = classifyCommand(command, scripts, depth);
     if (kind === "publish") return "publish";
     if (kind === "dry-run") found = "dry-run";
   }
@@ -151,8 +172,8 @@ export function lineKind(line: string): CommandKind {
 }
 
 /** True when one line of shell runs `pubtool publish` (not a dry run). */
-export function lineRunsPublish(line: string): boolean {
-  return lineKind(line) === "publish";
+export function lineRunsPublish(line: string, scripts: Scripts = {}): boolean {
+  return lineKind(line, scripts) === "publish";
 }
 
 /** True when `uses` names the tool's own workflow action. */
@@ -176,6 +197,7 @@ export function isLiterallyFalse(condition: unknown): boolean {
  */
 export function classifyStep(
   step: unknown,
+  scripts: Scripts = {},
 ): { kind: StepKind; state: "active" | "commented" } | null {
   if (step === null || typeof step !== "object") return null;
   const record = step as Record<string, unknown>;
@@ -189,15 +211,25 @@ export function classifyStep(
     }
     return null;
   }
-  if (typeof record.run !== "string") return null;
+  // changesets/action runs its `publish` input as a command.
+  const inputs = record.with as Record<string, unknown> | undefined;
+  const run =
+    typeof record.run === "string"
+      ? record.run
+      : typeof record.uses === "string" &&
+          /^changesets\/action@/.test(record.uses.trim()) &&
+          typeof inputs?.publish === "string"
+        ? inputs.publish
+        : null;
+  if (run === null) return null;
   let commented = false;
-  for (const line of logicalLines(record.run)) {
+  for (const line of logicalLines(run)) {
     const trimmed = line.trim();
     if (trimmed.startsWith("#")) {
-      if (lineRunsPublish(trimmed.replace(/^#+/, ""))) commented = true;
+      if (lineRunsPublish(trimmed.replace(/^#+/, ""), scripts)) commented = true;
       continue;
     }
-    if (lineRunsPublish(line)) return { kind: "run", state: "active" };
+    if (lineRunsPublish(line, scripts)) return { kind: "run", state: "active" };
   }
   return commented ? { kind: "run", state: "commented" } : null;
 }

@@ -5,6 +5,7 @@ import {
   classifyStep,
   findCommentedSteps,
   isLiterallyFalse,
+  type Scripts,
   type StepKind,
 } from "./publish-step.js";
 import {
@@ -152,6 +153,23 @@ function triggers(workflow: Workflow): string[] {
   return record ? Object.keys(record) : [];
 }
 
+/** The scripts of the root `package.json` (`npm run release` may run pubtool publish). */
+function rootScripts(root: string): Scripts {
+  try {
+    const data = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      scripts?: unknown;
+    };
+    const scripts = asRecord(data.scripts) ?? {};
+    return Object.fromEntries(
+      Object.entries(scripts).filter(
+        (entry): entry is [string, string] => typeof entry[1] === "string",
+      ),
+    );
+  } catch {
+    return {};
+  }
+}
+
 /** One step of a chain of calls: the job in `file` that calls the next workflow. */
 export interface CallLink {
   file: string;
@@ -178,6 +196,7 @@ export function scanWorkflows(root: string, repository: string | null = null): W
   scan.files = readdirSync(dir)
     .filter((name) => /\.ya?ml$/.test(name))
     .sort();
+  const scripts = rootScripts(root);
   const workflows = new Map<string, Workflow>();
   for (const file of scan.files) {
     try {
@@ -230,7 +249,7 @@ export function scanWorkflows(root: string, repository: string | null = null): W
       if (!Array.isArray(record.steps)) continue;
       let active: LocalJob | null = null;
       record.steps.forEach((step, index) => {
-        const kind = classifyStep(step);
+        const kind = classifyStep(step, scripts);
         const line = workflow.stepLines.get(job)?.[index] ?? workflow.jobLines.get(job) ?? 0;
         if (kind?.state === "active" && active === null) {
           active = { job, record, stepKind: kind.kind, line };
