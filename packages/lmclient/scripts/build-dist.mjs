@@ -12,7 +12,7 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 
 const worker = await build({
   absWorkingDir: root,
-  entryPoints: ["dist/src/sync-worker.js"],
+  entryPoints: ["dist/src/transport-worker.js"],
   bundle: true,
   platform: "node",
   format: "cjs",

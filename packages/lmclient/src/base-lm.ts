@@ -190,6 +190,15 @@ export abstract class BaseLM {
     return out;
   }
 
+  /** What `console.log(lm)` / `util.inspect(lm)` show: the same as `toJSON`. */
+  [Symbol.for("nodejs.util.inspect.custom")](
+    _depth: number,
+    options: object,
+    inspect: (value: unknown, options: object) => string,
+  ): string {
+    return `${this.constructor.name} ${inspect(this.toJSON(), options)}`;
+  }
+
   /**
    * The options (not request arguments) this instance was built with, under their canonical
    * names. Subclasses with options of their own extend it, and `optionAliases`.

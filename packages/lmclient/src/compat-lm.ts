@@ -1,7 +1,7 @@
 import { BaseLM, type BaseLMOptions, dropNullish, pickAliases } from "./base-lm.js";
 import { toMessages } from "./messages.js";
-import { sendChatCompletionSync } from "./sync-transport.js";
-import { sendChatCompletion, type TransportRequest } from "./transport.js";
+import type { TransportRequest } from "./request.js";
+import { sendChatCompletionAsync, sendChatCompletionSync } from "./worker-client.js";
 import type { ChatMessage, CompletionResponse, RequestKwargs } from "./types.js";
 
 /** Base URL used when none is given: a local server on this machine (Ollama's port). */
@@ -126,7 +126,7 @@ export class CompatLM extends BaseLM {
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
   ): Promise<CompletionResponse> {
-    return sendChatCompletion(this.buildRequest(prompt, messages, kwargs));
+    return sendChatCompletionAsync(this.buildRequest(prompt, messages, kwargs));
   }
 
   /**

@@ -1,8 +1,6 @@
 import { Agent, type Dispatcher, fetch as undiciFetch, ProxyAgent } from "undici";
 import { Deadline, DeadlineError } from "./deadline.js";
-
-/** The longest `Retry-After` wait honoured; a longer one ends the call at once. */
-export const RETRY_AFTER_CAP_MS = 60_000;
+import { RETRY_AFTER_CAP_MS } from "./request.js";
 
 /** What the attempts of one call observed, read when the call fails. */
 export interface AttemptState {
@@ -75,7 +73,13 @@ export function attemptFetch(options: AttemptOptions) {
     state.errorBody = undefined;
     state.headersReceived = false;
     const deadline = new Deadline(options.timeout);
-    const signal = init.signal ? AbortSignal.any([init.signal, deadline.signal]) : deadline.signal;
+    // Linked by hand: signals from AbortSignal.any can be collected early on Node 20.
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    deadline.signal.addEventListener("abort", abort, { once: true });
+    init.signal?.addEventListener("abort", abort, { once: true });
+    if (init.signal?.aborted) controller.abort();
+    const signal = controller.signal;
     try {
       const response = await undiciFetch(String(input instanceof Request ? input.url : input), {
         ...(init as Record<string, unknown>),
@@ -112,6 +116,7 @@ export function attemptFetch(options: AttemptOptions) {
       throw error;
     } finally {
       deadline.clear();
+      init.signal?.removeEventListener("abort", abort);
     }
   };
 }

@@ -6,38 +6,10 @@ import OpenAI, {
 } from "openai";
 import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
 import { createLMError, isLMError, type LMError, type LMErrorCode } from "./errors.js";
-import {
-  attemptFetch,
-  type AttemptState,
-  newAttemptState,
-  RETRY_AFTER_CAP_MS,
-} from "./http-attempt.js";
+import { attemptFetch, type AttemptState, newAttemptState } from "./http-attempt.js";
+import { completionsUrl, RETRY_AFTER_CAP_MS, type TransportRequest } from "./request.js";
 import { displayUrl, redactSecret } from "./redact.js";
 import type { CompletionResponse } from "./types.js";
-
-/** Everything one upstream call needs. Plain data: it crosses the worker-thread boundary. */
-export interface TransportRequest {
-  /** Base URL without a trailing slash and without a query string. */
-  baseUrl: string;
-  /** Query parameters of `base_url` (e.g. `api-version`), sent with every request. */
-  query: Record<string, string>;
-  apiKey: string;
-  /** Per-attempt timeout in milliseconds, from sending the request to the last body byte. */
-  timeout: number;
-  maxRetries: number;
-  /** Largest response body accepted, in bytes. */
-  maxResponseBytes: number;
-  /** An http(s) proxy URL, or undefined. */
-  proxy: string | undefined;
-  /** The full request body: `model`, `messages` and the extra arguments (JSON values only). */
-  body: Record<string, unknown>;
-}
-
-/** The chat-completion endpoint under a base URL, with the base URL's query string. */
-export function completionsUrl(baseUrl: string, query: Record<string, string> = {}): string {
-  const search = new URLSearchParams(query).toString();
-  return `${baseUrl}/chat/completions${search ? `?${search}` : ""}`;
-}
 
 /**
  * The official client, minus its own per-attempt timer: `setTimeout` misfires for 2^31 ms or
