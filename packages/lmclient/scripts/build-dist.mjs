@@ -18,6 +18,8 @@ const worker = await build({
   format: "cjs",
   target: "node20",
   minify: true,
+  // Class names stay: the openai client builds its User-Agent from its class name.
+  keepNames: true,
   legalComments: "none",
   write: false,
   logLevel: "warning",

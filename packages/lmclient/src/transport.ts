@@ -1,4 +1,4 @@
-import OpenAI, {
+import OfficialClient, {
   APIConnectionError,
   APIConnectionTimeoutError,
   APIError,
@@ -16,11 +16,12 @@ import type { CompletionResponse } from "./types.js";
  * more and after a blocked event loop, and it stops at the headers. `attemptFetch` enforces the
  * deadline instead, over headers and body.
  */
-class Client extends OpenAI {
+// Named OpenAI: the client derives its User-Agent (`OpenAI/JS <version>`) from the class name.
+class OpenAI extends OfficialClient {
   readonly #send: (url: string, init: RequestInit) => Promise<Response>;
 
   constructor(
-    options: ConstructorParameters<typeof OpenAI>[0] & {
+    options: ConstructorParameters<typeof OfficialClient>[0] & {
       send: (url: string, init: RequestInit) => Promise<Response>;
     },
   ) {
@@ -30,7 +31,7 @@ class Client extends OpenAI {
   }
 
   override fetchWithTimeout(
-    ...[url, init, , controller]: Parameters<OpenAI["fetchWithTimeout"]>
+    ...[url, init, , controller]: Parameters<OfficialClient["fetchWithTimeout"]>
   ): Promise<Response> {
     const { signal, method, ...rest } = init ?? {};
     if (signal) signal.addEventListener("abort", () => controller.abort(), { once: true });
@@ -50,7 +51,7 @@ class Client extends OpenAI {
 export async function sendChatCompletion(request: TransportRequest): Promise<CompletionResponse> {
   const state = newAttemptState();
   const stop = new AbortController();
-  const client = new Client({
+  const client = new OpenAI({
     apiKey: request.apiKey,
     // Never pick up OPENAI_* credentials or headers from the environment for a custom server.
     adminAPIKey: null,
