@@ -56,7 +56,7 @@ const methods = {
   "lmclient aforward": () => lm.aforward(undefined, messages),
   "lmclient forward (sync)": () => lm.forward(undefined, messages),
   "fetch (bare, no client)": () =>
-    fetch(`${baseURL}/chat/completions`, {
+    globalThis.fetch(`${baseURL}/chat/completions`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
       body: JSON.stringify({ model: "bench", messages }),
