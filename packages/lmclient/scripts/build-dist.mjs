@@ -1,7 +1,7 @@
 // Runs after `tsc`. Produces what tsc cannot:
-// 1. dist/src/worker-source.js: the worker that makes every request (forward and aforward), bundled with its dependencies
-//    into one script held in a string, so no file is looked up at run time (works inside
-//    application bundles).
+// 1. dist/src/worker-source.js: the worker that makes every request (forward and aforward),
+//    bundled with its dependencies into one script held in a string, so no file is looked up
+//    at run time (works inside application bundles).
 // 2. dist/cjs/index.cjs: a CommonJS entry for `require("lmclient")` on Node versions without
 //    require(esm).
 import { mkdirSync, writeFileSync } from "node:fs";
