@@ -56,11 +56,13 @@ const methods = {
   "lmclient aforward": () => lm.aforward(undefined, messages),
   "lmclient forward (sync)": () => lm.forward(undefined, messages),
   "fetch (bare, no client)": () =>
-    globalThis.fetch(`${baseURL}/chat/completions`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
-      body: JSON.stringify({ model: "bench", messages }),
-    }).then((response) => response.json()),
+    globalThis
+      .fetch(`${baseURL}/chat/completions`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: "Bearer sk-bench" },
+        body: JSON.stringify({ model: "bench", messages }),
+      })
+      .then((response) => response.json()),
 };
 
 const samples = Object.fromEntries(Object.keys(methods).map((name) => [name, []]));
