@@ -4,7 +4,7 @@
  */
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -110,5 +110,57 @@ describe("CommonJS without a bundler", () => {
     } finally {
       rmSync(file, { force: true });
     }
+  });
+});
+
+describe("TypeScript compiled to CommonJS", () => {
+  it("type-checks against the CommonJS types (no skipLibCheck) and runs", () => {
+    const project = mkdtempSync(join(dir, "ts-cjs-"));
+    mkdirSync(join(project, "node_modules"));
+    symlinkSync(
+      fileURLToPath(new URL("../../", import.meta.url)),
+      join(project, "node_modules/lmclient"),
+    );
+    writeFileSync(join(project, "package.json"), '{ "type": "commonjs" }');
+    writeFileSync(
+      join(project, "app.cts"),
+      'import { CompatLM, LMError, type LMOutput } from "lmclient";\n' +
+        "const outputs: LMOutput[] = [];\n" +
+        "const lm = new CompatLM({ model: 'ts-cjs', base_url: process.env.BASE_URL, maxRetries: 0 });\n" +
+        "void (async () => {\n" +
+        "  const sync = lm.forward('sync').choices[0]?.message?.content;\n" +
+        "  const asyncText = (await lm.aforward('async')).choices[0]?.message?.content;\n" +
+        "  const broken = new CompatLM({ model: 'm', base_url: 'http://127.0.0.1:9/v1', maxRetries: 0 });\n" +
+        "  let syncError, asyncError;\n" +
+        "  try { broken.forward('x'); } catch (e) { syncError = e instanceof LMError && e.code; }\n" +
+        "  try { await broken.aforward('x'); } catch (e) { asyncError = e instanceof LMError && e.code; }\n" +
+        "  console.log(JSON.stringify({ sync, asyncText, syncError, asyncError, n: outputs.length }));\n" +
+        "})();\n",
+    );
+    writeFileSync(
+      join(project, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          strict: true,
+          skipLibCheck: false,
+          outDir: "out",
+          types: ["node"],
+          typeRoots: [join(REPO_ROOT, "node_modules/@types")],
+        },
+        files: ["app.cts"],
+      }),
+    );
+    const tsc = spawnSync(
+      process.execPath,
+      [join(REPO_ROOT, "node_modules/typescript/bin/tsc"), "-p", project],
+      { encoding: "utf8", timeout: 120_000 },
+    );
+    assert.equal(tsc.status, 0, `tsc failed: ${tsc.stdout}${tsc.stderr}`);
+    assert.deepEqual(run(join(project, "out/app.cjs"), ["--no-experimental-require-module"]), {
+      ...EXPECTED,
+      n: 0,
+    });
   });
 });
