@@ -19,6 +19,7 @@ import {
   ResponseTooLargeError,
   TimeoutError,
 } from "lmclient";
+import { getGlobalDispatcher, MockAgent, setGlobalDispatcher } from "undici";
 import { type FakeServer, type Step, startFakeServer, timed, uniqueModel } from "./support.js";
 
 const SECRET = "sk-live-do-not-leak-9f8e7d6c5b4a";
@@ -287,6 +288,31 @@ describe("sync path fidelity", () => {
       { BASE_URL: server.baseUrl, SYNCKIT_TIMEOUT: "1" },
     );
     assert.equal(out.trim(), "echo: slow");
+  });
+
+  it("undici's global dispatcher and HTTP_PROXY affect neither path", async () => {
+    const model = uniqueModel("global-dispatcher");
+    const lm = new CompatLM({ model, base_url: server.baseUrl, maxRetries: 0 });
+    const previous = getGlobalDispatcher();
+    const mockAgent = new MockAgent();
+    mockAgent.disableNetConnect();
+    const proxyEnv = process.env.HTTP_PROXY;
+    setGlobalDispatcher(mockAgent);
+    process.env.HTTP_PROXY = "http://127.0.0.1:9";
+    let texts: unknown[];
+    try {
+      texts = [
+        lm.forward("direct").choices[0]?.message?.content,
+        (await lm.aforward("direct")).choices[0]?.message?.content,
+      ];
+    } finally {
+      setGlobalDispatcher(previous);
+      if (proxyEnv === undefined) delete process.env.HTTP_PROXY;
+      else process.env.HTTP_PROXY = proxyEnv;
+      await mockAgent.close();
+    }
+    assert.deepEqual(texts, ["echo: direct", "echo: direct"]);
+    assert.equal((await server.requests(model)).length, 2);
   });
 
   it("the proxy option is honoured by both paths", async () => {
