@@ -11,7 +11,7 @@
  * the worker's status: 0 starting, 1 ready, 2 failed to start, 3 exited.
  */
 import { type MessagePort, workerData } from "node:worker_threads";
-import { toErrorPayload } from "./errors.js";
+import { createLMError, isLMError, toErrorPayload } from "./errors.js";
 import { sendChatCompletion } from "./transport.js";
 import type { WorkerCall, WorkerResult } from "./worker-client.js";
 
@@ -25,7 +25,11 @@ async function run({ id, request }: WorkerCall): Promise<WorkerResult> {
   try {
     return { id, ok: true, response: await sendChatCompletion(request) };
   } catch (error) {
-    return { id, ok: false, error: toErrorPayload(error) };
+    // `sendChatCompletion` throws only LMErrors; anything else is a bug, still typed.
+    const typed = isLMError(error)
+      ? error
+      : createLMError("LM_WORKER", `unexpected failure in the request worker: ${String(error)}`);
+    return { id, ok: false, error: toErrorPayload(typed) };
   }
 }
 
