@@ -107,10 +107,16 @@ export async function buildParsedTable(
         extraIgnores: options.extraIgnores,
         onProgress: (found) => scan.update(`scanning ${found} files`),
       })
-    : { paths: [], skipped: [] };
+    : { paths: [], skipped: [], rawPaths: new Map<string, Buffer>() };
   scan.finish((duration) => `scanned ${walked.paths.length} files in ${duration}`);
+  // A hook gets the file's name as an argument, which cannot carry bytes that are not UTF-8.
+  const unnameable: SkippedPath[] = [...walked.rawPaths.keys()].map((path) => ({
+    path,
+    reason: "its name is not valid UTF-8, so it cannot be handed to the on-file command",
+  }));
+  const paths = walked.paths.filter((path) => !walked.rawPaths.has(path));
   const phase = options.progress.start();
-  const parsed = await parseFiles(spec.command, walked.paths, {
+  const parsed = await parseFiles(spec.command, paths, {
     root: options.root,
     concurrency: options.concurrency,
     phase,
@@ -121,7 +127,7 @@ export async function buildParsedTable(
     : inferColumns(parsed.files.map((file) => file.rows));
   createTable(db, spec, columns);
   insertRows(db, spec.name, columns, parsed.files);
-  return { skipped: [...walked.skipped, ...parsed.skipped], columns };
+  return { skipped: [...walked.skipped, ...unnameable, ...parsed.skipped], columns };
 }
 
 /** A built parsed table, as the watcher keeps it current. */
