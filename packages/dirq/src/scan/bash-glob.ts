@@ -282,13 +282,25 @@ function compileAlternative(pattern: string): CompiledAlternative {
  * Whether `names` (a path split on `/`) match `segments` from the given positions. A
  * globstar matches zero or more names, none of them starting with `.`.
  */
-function matchFrom(segments: Segment[], s: number, names: string[], n: number): boolean {
+function matchFrom(
+  segments: Segment[],
+  s: number,
+  names: string[],
+  n: number,
+  directory: boolean,
+): boolean {
   if (s === segments.length) return n === names.length;
   const segment = segments[s] as Segment;
   if (segment.kind === "globstar") {
-    // The final `**` matches what is below as well as the files beside it.
+    // A final `**` in a file pattern matches names below its folder, never the folder
+    // itself (a file is no folder to look into); `a/**/` does select `a/`.
+    const final = !directory && s === segments.length - 1;
     for (let k = n; k <= names.length; k++) {
-      if (matchFrom(segments, s + 1, names, k)) return true;
+      if (final && k === n) {
+        if (names[k]?.startsWith(".") !== false) return false;
+        continue;
+      }
+      if (matchFrom(segments, s + 1, names, k, directory)) return true;
       const name = names[k];
       if (name === undefined || name.startsWith(".")) return false;
     }
@@ -296,7 +308,7 @@ function matchFrom(segments: Segment[], s: number, names: string[], n: number): 
   }
   const name = names[n];
   if (name === undefined || !nameMatches(segment, name)) return false;
-  return matchFrom(segments, s + 1, names, n + 1);
+  return matchFrom(segments, s + 1, names, n + 1, directory);
 }
 
 /** The literal directory prefix of a pattern (no glob syntax in it), unescaped. */
@@ -339,11 +351,11 @@ export function compileBashGlob(pattern: string): BashGlob {
         : Math.max(0, ...alternatives.map((alt) => alt.segments.length)),
     matchesFile(path) {
       const names = path.split("/");
-      return fileAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0));
+      return fileAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, false));
     },
     matchesDirectory(path) {
       const names = path === "" ? [] : path.split("/");
-      return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0));
+      return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, true));
     },
   };
 }
