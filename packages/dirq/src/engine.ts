@@ -69,7 +69,7 @@ const CHECKED_STATEMENTS_KEPT = 1000;
 /** Too many distinct missing tables in one statement means something else is wrong. */
 const MAX_PATH_TABLES_PER_STATEMENT = 64;
 
-const NO_SUCH_TABLE = /^no such table: (.+)$/;
+const NO_SUCH_TABLE = /^no such table: ([\s\S]+)$/;
 
 function removedFilesTable(): DirqError {
   return new DirqError(
@@ -307,10 +307,10 @@ export class DirqIndex {
     checkReadOnlyStatement(sql);
     this.pendingSkipped = [];
     await this.buildConfigTables();
-    for (const name of tablesDescribedBy(sql)) {
+    const runnable = this.caseVariants.rewrite(sql, this.pathTableNames());
+    for (const name of tablesDescribedBy(runnable)) {
       if (!this.tableExists(name)) await this.createMissingTable(name);
     }
-    const runnable = this.caseVariants.rewrite(sql, this.pathTableNames());
     const statement = await this.prepareCreatingTables(runnable);
     if (!statement.readonly) {
       throw new DirqError(
