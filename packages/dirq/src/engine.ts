@@ -1,7 +1,8 @@
-import { realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { join } from "node:path";
 import type { Statement } from "better-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
-import { DirqError } from "./errors.js";
+import { DirqError, isDirqError } from "./errors.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
 import {
   buildParsedTable,
@@ -75,6 +76,20 @@ function removedFilesTable(): DirqError {
   return new DirqError(
     "TABLE_REMOVED",
     "no such table: files. The implicit table 'files' was removed: query the root as a path-table instead, as in SELECT * FROM './'",
+  );
+}
+
+/** A check of a config table's key failed: the message names the file and the key. */
+function inConfig(table: TableConfig, key: string, error: DirqError): DirqError {
+  return new DirqError("CONFIG_INVALID", `${table.origin}.${key}: ${error.message}`, {
+    cause: error,
+  });
+}
+
+function tooManyPathTables(): DirqError {
+  return new DirqError(
+    "QUERY_TOO_MANY_TABLES",
+    `a statement may name at most ${MAX_PATH_TABLES_PER_STATEMENT} path-tables: split it into several statements, or use one glob (FROM './{a,b}/**') in place of many paths`,
   );
 }
 
@@ -161,14 +176,21 @@ export class DirqIndex {
     try {
       selection = parsePathTableName(`./${table.glob}`, this.root);
     } catch (error) {
-      if ((error as DirqError).code !== "PATH_NOT_FOUND") throw error;
+      if (!isDirqError(error)) throw error;
+      if (error.code !== "PATH_NOT_FOUND") throw inConfig(table, "glob", error);
       // Nothing there yet: the watcher picks the files up if the folder appears later.
       selection = { kind: "tree", base: table.glob.replace(/\/+$/, "") };
+    }
+    let command: HookCommand;
+    try {
+      command = parseHookCommand(table.onFile, table.baseDir);
+    } catch (error) {
+      throw isDirqError(error) ? inConfig(table, "on-file", error) : error;
     }
     return {
       name: table.name,
       selection,
-      command: parseHookCommand(table.onFile, table.baseDir),
+      command,
       schema: table.schema,
       ddl: table.ddl,
       origin: table.origin,
@@ -222,6 +244,19 @@ export class DirqIndex {
     return true;
   }
 
+  /**
+   * "no such table", with a hint when the name is a file or folder under the root written
+   * without its `./` (`FROM 'docs'`).
+   */
+  private missingTableError(name: string, error: unknown): unknown {
+    const plain = !name.includes("/") && !name.includes("\0") && name !== "." && name !== "..";
+    if (!plain || !existsSync(join(this.root, name))) return sqlError(error);
+    return new DirqError(
+      "SQL_ERROR",
+      `no such table: ${name}. '${name}' is a file or folder under the root: a path-table starts with './', as in FROM './${name}'`,
+    );
+  }
+
   private tableExists(name: string): boolean {
     const found = this.db
       .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE")
@@ -236,10 +271,9 @@ export class DirqIndex {
         return this.db.prepare(sql);
       } catch (error) {
         const missing = error instanceof Error ? NO_SUCH_TABLE.exec(error.message)?.[1] : undefined;
-        if (missing === undefined || created >= MAX_PATH_TABLES_PER_STATEMENT) {
-          throw sqlError(error);
-        }
-        if (!(await this.createMissingTable(missing))) throw sqlError(error);
+        if (missing === undefined) throw sqlError(error);
+        if (created >= MAX_PATH_TABLES_PER_STATEMENT) throw tooManyPathTables();
+        if (!(await this.createMissingTable(missing))) throw this.missingTableError(missing, error);
       }
     }
   }

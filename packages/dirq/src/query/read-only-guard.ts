@@ -2,8 +2,9 @@ import { DirqError } from "../errors.js";
 import { keywordOf, type SqlToken, significantTokens } from "./sql-tokens.js";
 import { PRAGMAS_NAMING_A_TABLE, tableNameTokens } from "./table-names.js";
 
-/** Hidden columns of parsed tables: queryable by name, so not denied like internal tables. */
-export const HIDDEN_COLUMNS: ReadonlySet<string> = new Set(["_dirq_file_path", "_dirq_row_index"]);
+import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
+
+export { HIDDEN_COLUMNS };
 
 const INTERNAL_NAME = /^(?:\w+\.)?_dirq_\w*$/i;
 
