@@ -40,6 +40,15 @@ function globSelection(relative: string, trailingSlash: boolean): PathSelection 
   return { kind: "glob", base: glob.base, pattern, maxDepth };
 }
 
+/** Whether a link's target is a directory; a link that cannot be resolved is not. */
+function resolvesToDirectory(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
+  }
+}
+
 function literalSelection(name: string, relative: string, root: string): PathSelection {
   if (relative === "") return { kind: "tree", base: "" };
   let stats: ReturnType<typeof lstatSync> | undefined;
@@ -56,10 +65,7 @@ function literalSelection(name: string, relative: string, root: string): PathSel
   }
   if (stats.isDirectory()) return { kind: "tree", base: relative };
   // A symlink to a directory is never followed: the walk finds the link and lists nothing.
-  if (
-    stats.isSymbolicLink() &&
-    statSync(join(root, relative), { throwIfNoEntry: false })?.isDirectory()
-  ) {
+  if (stats.isSymbolicLink() && resolvesToDirectory(join(root, relative))) {
     return { kind: "tree", base: relative };
   }
   return { kind: "file", file: relative };
