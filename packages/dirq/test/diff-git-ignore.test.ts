@@ -39,6 +39,8 @@ const NAMES = [
   "main.ts",
   "[x]",
   "q?",
+  "#x",
+  "!x",
 ];
 const DIRS = ["src", "Src", "build", "lib", "tmp", "a", "b", "deep", ".cache", "Build", "logs"];
 const PATTERNS = [
@@ -88,6 +90,13 @@ const PATTERNS = [
   "*",
   "!*.ts",
   "b/**/keep",
+  "\\#x",
+  "\\!x",
+  "foo  ",
+  "**/a/**",
+  "a/**/",
+  "*.[lL][oO][gG]",
+  "[[:upper:]]*",
 ];
 
 const home = mkdtempSync(join(tmpdir(), "dirq-git-home-"));
