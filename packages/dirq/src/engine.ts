@@ -19,6 +19,7 @@ import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/re
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { CaseVariants } from "./query/case-variants.js";
 import { tablesReadBy } from "./query/statement-plan.js";
+import { analyzeStatement, type StatementAnalysis } from "./query/statement-analysis.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
 
@@ -279,10 +280,10 @@ export class DirqIndex {
   }
 
   /** Fills the path-tables the statement reads; denies any internal table it would read. */
-  private async fillTablesRead(sql: string): Promise<SkippedPath[]> {
-    if (isExplain(sql)) return [];
+  private async fillTablesRead(statement: StatementAnalysis): Promise<SkippedPath[]> {
+    if (isExplain(statement)) return [];
     const skipped: SkippedPath[] = [];
-    for (const [table, columns] of tablesReadBy(this.db, sql)) {
+    for (const [table, columns] of tablesReadBy(this.db, statement.sql)) {
       if (/^_dirq_/i.test(table)) {
         throw new DirqError(
           "QUERY_INTERNAL_TABLE",
@@ -338,11 +339,14 @@ export class DirqIndex {
   private async prepareChecked(
     sql: string,
   ): Promise<{ statement: Statement; runnable: string; skipped: SkippedPath[] }> {
-    checkReadOnlyStatement(sql);
+    const analysis = analyzeStatement(sql);
+    checkReadOnlyStatement(analysis);
     this.pendingSkipped = [];
     await this.buildConfigTables();
-    const runnable = this.caseVariants.rewrite(sql, this.pathTableNames());
-    for (const name of tablesDescribedBy(runnable)) {
+    const runnable = this.caseVariants.rewrite(analysis, this.pathTableNames());
+    // Tokenized again only when the rewrite changed the statement.
+    const runnableAnalysis = runnable === sql ? analysis : analyzeStatement(runnable);
+    for (const name of tablesDescribedBy(runnableAnalysis)) {
       if (!this.tableExists(name)) await this.createMissingTable(name);
     }
     const statement = await this.prepareCreatingTables(runnable);
@@ -352,7 +356,7 @@ export class DirqIndex {
         "this statement writes to the database. dirq is read-only: only reads are allowed",
       );
     }
-    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnable))];
+    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnableAnalysis))];
     return { statement, runnable, skipped };
   }
 

@@ -1,6 +1,5 @@
 import { quoteIdentifier } from "../indexer/database.js";
-import { significantTokens } from "./sql-tokens.js";
-import { tableNameTokens } from "./table-names.js";
+import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
 
 const PATH_LIKE = /^\.(?:\/|$)/;
 /** Marks a SQLite name made for a case variant; not a character paths normally contain. */
@@ -36,14 +35,15 @@ export class CaseVariants {
    * path-tables) or from one earlier in the statement. Returns `sql` itself when there is
    * nothing to rewrite.
    */
-  rewrite(sql: string, inUse: Iterable<string>): string {
+  rewrite(statement: string | StatementAnalysis, inUse: Iterable<string>): string {
+    const { sql, tableNames } = analysisOf(statement);
     const spellings = new Map<string, string>();
     for (const name of inUse) {
       if (!this.pathByAlias.has(name.toLowerCase())) spellings.set(name.toLowerCase(), name);
     }
     let rewritten = "";
     let copiedUpTo = 0;
-    for (const { token, place } of tableNameTokens(significantTokens(sql))) {
+    for (const { token, place } of tableNames) {
       if (token.kind !== "string" && token.kind !== "identifier") continue;
       if (!PATH_LIKE.test(token.value)) continue;
       const first = spellings.get(token.value.toLowerCase());

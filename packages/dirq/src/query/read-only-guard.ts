@@ -1,6 +1,7 @@
 import { DirqError } from "../errors.js";
-import { keywordOf, type SqlToken, significantTokens } from "./sql-tokens.js";
-import { PRAGMAS_NAMING_A_TABLE, tableNameTokens } from "./table-names.js";
+import { keywordOf, type SqlToken } from "./sql-tokens.js";
+import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
+import { PRAGMAS_NAMING_A_TABLE } from "./table-names.js";
 
 import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
 
@@ -185,8 +186,8 @@ function checkPragmaFunctions(tokens: SqlToken[]): void {
  * and any mention of an internal `_dirq_` table. SQLite's own `readonly` flag is checked
  * afterwards as a second line (see `run-query.ts`).
  */
-export function checkReadOnlyStatement(sql: string): void {
-  const tokens = significantTokens(sql);
+export function checkReadOnlyStatement(statement: string | StatementAnalysis): void {
+  const tokens = [...analysisOf(statement).tokens];
   if (tokens.length === 0 || tokens.every((token) => token.text === ";")) {
     throw new DirqError("QUERY_EMPTY", "empty statement: give one SQL statement to run");
   }
@@ -202,13 +203,11 @@ export function checkReadOnlyStatement(sql: string): void {
  * `pragma_table_info('x')` and the like): a path-table named only there must exist for the
  * answer to describe it.
  */
-export function tablesDescribedBy(sql: string): string[] {
-  return tableNameTokens(significantTokens(sql))
-    .filter((name) => name.place === "pragma")
-    .map((name) => name.token.value);
+export function tablesDescribedBy(statement: string | StatementAnalysis): string[] {
+  return [...analysisOf(statement).describedTables];
 }
 
 /** True when the statement is an EXPLAIN (which compiles but never reads rows). */
-export function isExplain(sql: string): boolean {
-  return keywordOf(significantTokens(sql)[0]) === "EXPLAIN";
+export function isExplain(statement: string | StatementAnalysis): boolean {
+  return analysisOf(statement).isExplain;
 }
