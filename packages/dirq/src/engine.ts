@@ -22,6 +22,7 @@ import { tablesReadBy } from "./query/statement-plan.js";
 import { analyzeStatement, type StatementAnalysis } from "./query/statement-analysis.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
+import { INTERNAL_PREFIX } from "./shared/reserved-names.js";
 
 export interface OpenIndexOptions {
   /** The index root; default: the current working directory. */
@@ -284,7 +285,7 @@ export class DirqIndex {
     if (isExplain(statement)) return [];
     const skipped: SkippedPath[] = [];
     for (const [table, columns] of tablesReadBy(this.db, statement.sql)) {
-      if (/^_dirq_/i.test(table)) {
+      if (INTERNAL_PREFIX.test(table)) {
         throw new DirqError(
           "QUERY_INTERNAL_TABLE",
           `${table} is an internal dirq table and cannot be queried (reached through a view)`,

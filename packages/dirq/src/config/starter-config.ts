@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { DirqError } from "../errors.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { walkSelection } from "../scan/walk.js";
+import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 
 /** The starter table's name and the files it reads. */
 export const STARTER_TABLE = "records";
@@ -38,7 +39,7 @@ function sampleSchema(root: string): { file: string; columns: [string, string][]
       // written config would not load.
       const seen = new Set<string>();
       const columns = Object.entries(row)
-        .filter(([key]) => IDENTIFIER.test(key) && !/^_dirq_/i.test(key))
+        .filter(([key]) => IDENTIFIER.test(key) && !INTERNAL_PREFIX.test(key))
         .filter(([key]) => !seen.has(key.toLowerCase()) && seen.add(key.toLowerCase()))
         .map(([key, value]): [string, string] => [key, sqlType(value)]);
       if (columns.length > 0) return { file: path, columns };
