@@ -1,10 +1,12 @@
 #!/usr/bin/env node
 import { run } from "../dist/src/cli/main.js";
 
-// A reader that goes away (`dirq ... | head`) is not an error.
+// A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
+// stdout (`> /dev/full`) is one diagnostic line, never a stack trace.
 process.stdout.on("error", (error) => {
   if (error.code === "EPIPE") process.exit(0);
-  throw error;
+  process.stderr.write(`dirq: cannot write the output: ${error.message}\n`);
+  process.exit(1);
 });
 
 process.exitCode = await run(process.argv.slice(2), {

@@ -1,7 +1,8 @@
-import { realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync } from "node:fs";
+import { join } from "node:path";
 import type { Statement } from "better-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
-import { DirqError } from "./errors.js";
+import { DirqError, isDirqError } from "./errors.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
 import {
   buildParsedTable,
@@ -18,8 +19,10 @@ import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/re
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { CaseVariants } from "./query/case-variants.js";
 import { tablesReadBy } from "./query/statement-plan.js";
+import { analyzeStatement, type StatementAnalysis } from "./query/statement-analysis.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
+import { INTERNAL_PREFIX } from "./shared/reserved-names.js";
 
 export interface OpenIndexOptions {
   /** The index root; default: the current working directory. */
@@ -69,12 +72,26 @@ const CHECKED_STATEMENTS_KEPT = 1000;
 /** Too many distinct missing tables in one statement means something else is wrong. */
 const MAX_PATH_TABLES_PER_STATEMENT = 64;
 
-const NO_SUCH_TABLE = /^no such table: (.+)$/;
+const NO_SUCH_TABLE = /^no such table: ([\s\S]+)$/;
 
 function removedFilesTable(): DirqError {
   return new DirqError(
     "TABLE_REMOVED",
     "no such table: files. The implicit table 'files' was removed: query the root as a path-table instead, as in SELECT * FROM './'",
+  );
+}
+
+/** A check of a config table's key failed: the message names the file and the key. */
+function inConfig(table: TableConfig, key: string, error: DirqError): DirqError {
+  return new DirqError("CONFIG_INVALID", `${table.origin}.${key}: ${error.message}`, {
+    cause: error,
+  });
+}
+
+function tooManyPathTables(): DirqError {
+  return new DirqError(
+    "QUERY_TOO_MANY_TABLES",
+    `a statement may name at most ${MAX_PATH_TABLES_PER_STATEMENT} path-tables: split it into several statements, or use one glob (FROM './{a,b}/**') in place of many paths`,
   );
 }
 
@@ -161,14 +178,21 @@ export class DirqIndex {
     try {
       selection = parsePathTableName(`./${table.glob}`, this.root);
     } catch (error) {
-      if ((error as DirqError).code !== "PATH_NOT_FOUND") throw error;
+      if (!isDirqError(error)) throw error;
+      if (error.code !== "PATH_NOT_FOUND") throw inConfig(table, "glob", error);
       // Nothing there yet: the watcher picks the files up if the folder appears later.
       selection = { kind: "tree", base: table.glob.replace(/\/+$/, "") };
+    }
+    let command: HookCommand;
+    try {
+      command = parseHookCommand(table.onFile, table.baseDir);
+    } catch (error) {
+      throw isDirqError(error) ? inConfig(table, "on-file", error) : error;
     }
     return {
       name: table.name,
       selection,
-      command: parseHookCommand(table.onFile, table.baseDir),
+      command,
       schema: table.schema,
       ddl: table.ddl,
       origin: table.origin,
@@ -222,6 +246,19 @@ export class DirqIndex {
     return true;
   }
 
+  /**
+   * "no such table", with a hint when the name is a file or folder under the root written
+   * without its `./` (`FROM 'docs'`).
+   */
+  private missingTableError(name: string, error: unknown): unknown {
+    const plain = !name.includes("/") && !name.includes("\0") && name !== "." && name !== "..";
+    if (!plain || !existsSync(join(this.root, name))) return sqlError(error);
+    return new DirqError(
+      "SQL_ERROR",
+      `no such table: ${name}. '${name}' is a file or folder under the root: a path-table starts with './', as in FROM './${name}'`,
+    );
+  }
+
   private tableExists(name: string): boolean {
     const found = this.db
       .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE")
@@ -236,20 +273,19 @@ export class DirqIndex {
         return this.db.prepare(sql);
       } catch (error) {
         const missing = error instanceof Error ? NO_SUCH_TABLE.exec(error.message)?.[1] : undefined;
-        if (missing === undefined || created >= MAX_PATH_TABLES_PER_STATEMENT) {
-          throw sqlError(error);
-        }
-        if (!(await this.createMissingTable(missing))) throw sqlError(error);
+        if (missing === undefined) throw sqlError(error);
+        if (created >= MAX_PATH_TABLES_PER_STATEMENT) throw tooManyPathTables();
+        if (!(await this.createMissingTable(missing))) throw this.missingTableError(missing, error);
       }
     }
   }
 
   /** Fills the path-tables the statement reads; denies any internal table it would read. */
-  private async fillTablesRead(sql: string): Promise<SkippedPath[]> {
-    if (isExplain(sql)) return [];
+  private async fillTablesRead(statement: StatementAnalysis): Promise<SkippedPath[]> {
+    if (isExplain(statement)) return [];
     const skipped: SkippedPath[] = [];
-    for (const [table, columns] of tablesReadBy(this.db, sql)) {
-      if (/^_dirq_/i.test(table)) {
+    for (const [table, columns] of tablesReadBy(this.db, statement.sql)) {
+      if (INTERNAL_PREFIX.test(table)) {
         throw new DirqError(
           "QUERY_INTERNAL_TABLE",
           `${table} is an internal dirq table and cannot be queried (reached through a view)`,
@@ -304,13 +340,16 @@ export class DirqIndex {
   private async prepareChecked(
     sql: string,
   ): Promise<{ statement: Statement; runnable: string; skipped: SkippedPath[] }> {
-    checkReadOnlyStatement(sql);
+    const analysis = analyzeStatement(sql);
+    checkReadOnlyStatement(analysis);
     this.pendingSkipped = [];
     await this.buildConfigTables();
-    for (const name of tablesDescribedBy(sql)) {
+    const runnable = this.caseVariants.rewrite(analysis, this.pathTableNames());
+    // Tokenized again only when the rewrite changed the statement.
+    const runnableAnalysis = runnable === sql ? analysis : analyzeStatement(runnable);
+    for (const name of tablesDescribedBy(runnableAnalysis)) {
       if (!this.tableExists(name)) await this.createMissingTable(name);
     }
-    const runnable = this.caseVariants.rewrite(sql, this.pathTableNames());
     const statement = await this.prepareCreatingTables(runnable);
     if (!statement.readonly) {
       throw new DirqError(
@@ -318,7 +357,7 @@ export class DirqIndex {
         "this statement writes to the database. dirq is read-only: only reads are allowed",
       );
     }
-    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnable))];
+    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnableAnalysis))];
     return { statement, runnable, skipped };
   }
 

@@ -72,7 +72,7 @@ name = "logged"
 glob = "posts/*.json"
 on-file = "./hooks/parse.mjs {path}"
 ddl = """
-CREATE TABLE logged_log(file TEXT, row INTEGER);
+CREATE VIRTUAL TABLE logged_log USING fts5(file, row);
 CREATE TRIGGER logged_insert AFTER INSERT ON logged
   BEGIN INSERT INTO logged_log VALUES (new._dirq_file_path, new._dirq_row_index); END;
 CREATE VIEW logged_titles AS SELECT title FROM logged WHERE title IS NOT NULL

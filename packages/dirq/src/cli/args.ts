@@ -28,8 +28,14 @@ export interface ServerCommand {
   noIgnore: boolean;
 }
 
+export type HelpTopic = "dirq" | "query" | "init" | "server";
+
 export type Command =
-  { kind: "help" } | { kind: "version" } | QueryCommand | InitCommand | ServerCommand;
+  | { kind: "help"; topic: HelpTopic }
+  | { kind: "version" }
+  | QueryCommand
+  | InitCommand
+  | ServerCommand;
 
 /** Flags the spec names that arrive with later features: refused clearly, not as unknown. */
 const NOT_YET_SUPPORTED = ["--persist", "--extension"];
@@ -52,7 +58,7 @@ function parsePort(value: string | undefined): number {
   return port;
 }
 
-function parseServer(args: string[]): ServerCommand | { kind: "help" } | { kind: "version" } {
+function parseServer(args: string[]): Command {
   rejectNotYetSupported(args);
   const parsed = parseFlags(args, {
     config: { type: "string", short: "c", multiple: true },
@@ -62,7 +68,7 @@ function parseServer(args: string[]): ServerCommand | { kind: "help" } | { kind:
     help: { type: "boolean" },
     version: { type: "boolean" },
   });
-  if (parsed.values.help) return { kind: "help" };
+  if (parsed.values.help) return { kind: "help", topic: "server" };
   if (parsed.values.version) return { kind: "version" };
   const [extra] = parsed.positionals;
   if (extra !== undefined) throw usageError(`unexpected argument '${extra}' for dirq server`);
@@ -127,14 +133,43 @@ function rethrowParseError(error: unknown): never {
   throw error;
 }
 
-function parseQuery(args: string[], usage: string): QueryCommand {
+/** Options of `query` that take a value (the next argument, unless written `--x=value`). */
+const QUERY_VALUE_OPTIONS = new Set(["-c", "--config", "--format", "--on-file"]);
+/** Every option of `query`, also in the `--x=value` form. */
+const QUERY_OPTION_NAMES = new Set([...QUERY_VALUE_OPTIONS, "--no-ignore", "--help", "-h"]);
+
+/**
+ * SQL may start with a `--` comment: an argument that starts with `-`, contains whitespace and
+ * is not an option's value is the SQL. It is moved behind a `--`, where no option is read.
+ */
+function sqlAfterDoubleDash(args: readonly string[]): string[] {
+  if (args.includes("--")) return [...args];
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (QUERY_VALUE_OPTIONS.has(arg)) {
+      i++;
+      continue;
+    }
+    if (arg.startsWith("-") && /\s/.test(arg) && !QUERY_OPTION_NAMES.has(flagName(arg))) {
+      return [...args.slice(0, i), ...args.slice(i + 1), "--", arg];
+    }
+  }
+  return [...args];
+}
+
+function parseQuery(
+  args: string[],
+  usage: string,
+): QueryCommand | { kind: "help"; topic: HelpTopic } {
   rejectNotYetSupported(args);
-  const parsed = parseFlags(args, {
+  const parsed = parseFlags(sqlAfterDoubleDash(args), {
     "no-ignore": { type: "boolean" },
     format: { type: "string" },
     config: { type: "string", short: "c", multiple: true },
     "on-file": { type: "string", multiple: true },
+    help: { type: "boolean", short: "h" },
   });
+  if (parsed.values.help) return { kind: "help", topic: "query" };
   const [sql, ...extra] = parsed.positionals;
   if (sql === undefined) throw usageError(`missing SQL: ${usage}`);
   if (extra.length > 0) {
@@ -154,12 +189,14 @@ function parseQuery(args: string[], usage: string): QueryCommand {
   };
 }
 
-function parseInit(args: string[]): InitCommand {
+function parseInit(args: string[]): InitCommand | { kind: "help"; topic: HelpTopic } {
   const parsed = parseFlags(args, {
     root: { type: "string" },
     output: { type: "string" },
     force: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
   });
+  if (parsed.values.help) return { kind: "help", topic: "init" };
   const [extra] = parsed.positionals;
   if (extra !== undefined) throw usageError(`unexpected argument '${extra}' for dirq init`);
   return {
@@ -178,7 +215,8 @@ export function parseCommandLine(argv: readonly string[]): Command {
       `no SQL given: run dirq "<sql>", for example dirq "SELECT path, size FROM './'", or dirq server for the HTTP API (this version has no interactive REPL)`,
     );
   }
-  if (first === "--help" || first === "-h" || first === "help") return { kind: "help" };
+  if (first === "--help" || first === "-h" || first === "help")
+    return { kind: "help", topic: "dirq" };
   if (first === "--version" || first === "-V") return { kind: "version" };
   if (first === "query") return parseQuery(rest, `dirq query "<sql>"`);
   if (first === "init") return parseInit(rest);
@@ -198,6 +236,32 @@ export function parseCommandLine(argv: readonly string[]): Command {
   }
   return parseQuery([...argv], `dirq "<sql>"`);
 }
+
+export const QUERY_HELP_TEXT = `Usage: dirq query "<sql>" [options]   (or: dirq "<sql>" [options])
+
+Runs one read-only SQL statement over the current directory and prints the rows.
+SQL that starts with a -- comment is taken as SQL; after a bare -- nothing is an option.
+
+Options:
+  -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
+  --on-file <command>      parse every path-table's files with this command
+  --no-ignore              also scan files that .gitignore hides
+  --format <auto|table|json>
+                           auto (default): a table on a terminal, JSON otherwise
+  -h, --help               print this help
+`;
+
+export const INIT_HELP_TEXT = `Usage: dirq init [--root <dir>] [--output <path>] [--force]
+
+Writes a starter .dirq.toml with one [[table]] (a glob, a schema and an on-file hook).
+It is never loaded automatically: pass it with -c.
+
+Options:
+  --root <dir>       directory the default output path resolves against (default: .)
+  --output <path>    where to write (default: <root>/.dirq.toml)
+  --force            overwrite an existing file
+  -h, --help         print this help
+`;
 
 export const HELP_TEXT = `dirq: query a directory tree as a read-only SQLite database
 

@@ -4,13 +4,17 @@ import type { Writable } from "node:stream";
 import { EMPTY_CONFIG } from "../config/types.js";
 import { STARTER_TABLE, writeStarterConfig } from "../config/starter-config.js";
 import { openIndex, type QueryResult } from "../engine.js";
-import { isDirqError } from "../errors.js";
+import { DirqError, isDirqError } from "../errors.js";
+import { escapeControlCharacters } from "../output/escape.js";
+import { HeldOutput } from "../output/held-output.js";
 import { jsonChunks } from "../output/json.js";
 import { readVersion } from "../version.js";
 import {
   type Command,
   HELP_TEXT,
+  INIT_HELP_TEXT,
   type InitCommand,
+  QUERY_HELP_TEXT,
   parseCommandLine,
   type QueryCommand,
   type ServerCommand,
@@ -26,19 +30,46 @@ export interface CliIo {
 /** Exit status of a query whose scan skipped files it could not read. */
 export const EXIT_PARTIAL_SCAN = 23;
 
-async function write(stream: Writable, text: string): Promise<void> {
-  if (!stream.write(text)) await once(stream, "drain");
+/** A write to stdout failed (`> /dev/full`, a closed pipe): one diagnostic, no stack. */
+function outputError(error: unknown): DirqError {
+  const message = (error as Error).message;
+  return new DirqError("OUTPUT_FAILED", `cannot write the output: ${message}`, { cause: error });
 }
 
+async function write(stream: Writable, text: string | Buffer): Promise<void> {
+  try {
+    if (!stream.write(text)) await once(stream, "drain");
+  } catch (error) {
+    throw outputError(error);
+  }
+}
+
+/**
+ * Renders the result, holding it until the statement has finished (an error while rows are
+ * read leaves stdout empty), then writes it out.
+ */
 async function printResult(command: QueryCommand, result: QueryResult, io: CliIo): Promise<void> {
   const table = command.format === "table" || (command.format === "auto" && io.stdout.isTTY);
-  if (table) {
-    // Loaded on demand: width measurement is only needed for tables, and start-up counts.
-    const { renderTable } = await import("../output/table.js");
-    await write(io.stdout, renderTable(result.columns, result.rows));
-    return;
+  const held = new HeldOutput(spillThreshold());
+  try {
+    if (table) {
+      // Loaded on demand: width measurement is only needed for tables, and start-up counts.
+      const { renderTable } = await import("../output/table.js");
+      held.add(renderTable(result.columns, result.rows));
+    } else {
+      for (const chunk of jsonChunks(result.columns, result.rows)) held.add(chunk);
+    }
+  } catch (error) {
+    held.discard();
+    throw error;
   }
-  for (const chunk of jsonChunks(result.columns, result.rows)) await write(io.stdout, chunk);
+  await held.release((chunk) => write(io.stdout, chunk));
+}
+
+/** `DIRQ_SPILL_BYTES` lowers the spill threshold (tests use it to exercise the temp file). */
+function spillThreshold(): number | undefined {
+  const fromEnv = Number(process.env.DIRQ_SPILL_BYTES);
+  return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : undefined;
 }
 
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
@@ -57,9 +88,10 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
     const result = await index.query(command.sql);
     await printResult(command, result, io);
     for (const skipped of result.skipped) {
-      // A hook's stderr tail may span lines: indent them under the file they belong to.
-      const reason = skipped.reason.replaceAll("\n", "\n    ");
-      io.stderr.write(`dirq: skipped ${skipped.path}: ${reason}\n`);
+      // One line per file: a name or a hook's stderr never brings its own line breaks or
+      // terminal escapes to the user's terminal.
+      const path = escapeControlCharacters(skipped.path);
+      io.stderr.write(`dirq: skipped ${path}: ${escapeControlCharacters(skipped.reason)}\n`);
     }
     return result.skipped.length > 0 ? EXIT_PARTIAL_SCAN : 0;
   } finally {
@@ -68,17 +100,24 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
 }
 
 async function runInit(command: InitCommand, io: CliIo): Promise<number> {
+  const root = resolve(io.cwd, command.root ?? ".");
   const output = writeStarterConfig({
-    root: resolve(io.cwd, command.root ?? "."),
+    root,
     output: command.output === null ? undefined : resolve(io.cwd, command.output),
     force: command.force,
   });
   const shown = relative(io.cwd, output) || output;
-  await write(
-    io.stdout,
-    `wrote ${shown}\ntry: dirq query "SELECT * FROM ${STARTER_TABLE} LIMIT 5" -c ${shown}\n`,
-  );
+  // Globs are relative to the directory dirq runs in: the hint runs it in the root.
+  const fromRoot = relative(root, output) || output;
+  const query = `dirq query "SELECT * FROM ${STARTER_TABLE} LIMIT 5" -c ${quoteForShell(fromRoot)}`;
+  const hint = root === io.cwd ? query : `cd ${quoteForShell(root)} && ${query}`;
+  await write(io.stdout, `wrote ${shown}\ntry: ${hint}\n`);
   return 0;
+}
+
+/** A path as one shell word. */
+function quoteForShell(path: string): string {
+  return /^[\w./-]+$/.test(path) ? path : `'${path.replaceAll("'", `'"'"'`)}'`;
 }
 
 /** Resolves on the first SIGINT or SIGTERM. */
@@ -103,7 +142,14 @@ async function runServerCommand(command: ServerCommand, io: CliIo): Promise<numb
 async function runCommand(command: Command, io: CliIo): Promise<number> {
   switch (command.kind) {
     case "help":
-      await write(io.stdout, HELP_TEXT);
+      await write(
+        io.stdout,
+        command.topic === "query"
+          ? QUERY_HELP_TEXT
+          : command.topic === "init"
+            ? INIT_HELP_TEXT
+            : HELP_TEXT,
+      );
       return 0;
     case "version":
       await write(io.stdout, `${readVersion()}\n`);
@@ -127,11 +173,14 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   } catch (error) {
     if (isDirqError(error)) {
       // One diagnostic per line (a config may have several problems), each with the prefix.
-      for (const line of error.message.split("\n")) io.stderr.write(`dirq: ${line}\n`);
+      for (const line of error.message.split("\n")) {
+        io.stderr.write(`dirq: ${escapeControlCharacters(line)}\n`);
+      }
       return 1;
     }
     const detail = process.env.DIRQ_DEBUG ? (error as Error).stack : (error as Error).message;
-    io.stderr.write(`dirq: internal error: ${detail}. Please report this as a bug\n`);
+    const shown = process.env.DIRQ_DEBUG ? detail : escapeControlCharacters(detail ?? "");
+    io.stderr.write(`dirq: internal error: ${shown}. Please report this as a bug\n`);
     return 1;
   }
 }

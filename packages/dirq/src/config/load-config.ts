@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { DirqError } from "../errors.js";
+import { checkDdl } from "./ddl-check.js";
 import { configFileSchema, describeIssues } from "./schema.js";
 import type { DirqConfig } from "./types.js";
 
@@ -49,6 +50,10 @@ export function loadConfigFile(path: string, cwd: string = process.cwd()): DirqC
   }
   const baseDir = dirname(resolve(cwd, path));
   const file = result.data;
+  (file.table ?? []).forEach((table, i) => {
+    const problem = table.ddl === undefined ? null : checkDdl(table.ddl);
+    if (problem !== null) throw configError(`${path}: table[${i}].ddl: ${problem}`);
+  });
   return {
     ignore: file.dirq?.ignore ?? [],
     tables: (file.table ?? []).map((table, i) => ({

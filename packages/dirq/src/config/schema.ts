@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A declared column type: SQLite accepts a name with optional size, as in `VARCHAR(40)`. */
@@ -18,7 +19,7 @@ const identifier = z
     IDENTIFIER,
     "expected an SQL identifier (letters, digits and _, not starting with a digit)",
   )
-  .refine((name) => !/^_dirq_/i.test(name), "names starting with _dirq_ are reserved for dirq")
+  .refine((name) => !INTERNAL_PREFIX.test(name), "names starting with _dirq_ are reserved for dirq")
   .refine((name) => !/^sqlite_/i.test(name), "names starting with sqlite_ are reserved for SQLite");
 
 const nonEmptyString = z.string(expected("a string")).min(1, "must not be empty");

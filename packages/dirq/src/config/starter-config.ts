@@ -3,6 +3,7 @@ import { resolve } from "node:path";
 import { DirqError } from "../errors.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { walkSelection } from "../scan/walk.js";
+import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 
 /** The starter table's name and the files it reads. */
 export const STARTER_TABLE = "records";
@@ -34,8 +35,12 @@ function sampleSchema(root: string): { file: string; columns: [string, string][]
       const data: unknown = JSON.parse(readFileSync(resolve(root, path), "utf8"));
       const row = Array.isArray(data) ? data[0] : data;
       if (row === null || typeof row !== "object" || Array.isArray(row)) continue;
+      // SQLite column names ignore case: keep the first of `Title` and `title`, or the
+      // written config would not load.
+      const seen = new Set<string>();
       const columns = Object.entries(row)
-        .filter(([key]) => IDENTIFIER.test(key) && !/^_dirq_/i.test(key))
+        .filter(([key]) => IDENTIFIER.test(key) && !INTERNAL_PREFIX.test(key))
+        .filter(([key]) => !seen.has(key.toLowerCase()) && seen.add(key.toLowerCase()))
         .map(([key, value]): [string, string] => [key, sqlType(value)]);
       if (columns.length > 0) return { file: path, columns };
     } catch {
@@ -50,8 +55,8 @@ function schemaLines(root: string): string[] {
   if (sample === null) {
     return [
       "# schema fixes the columns and their order; keys outside it are dropped, missing ones are",
-      "# NULL. Without it, columns are the union of the keys the hook prints (first seen first).",
-      '# schema = { title = "TEXT", author = "TEXT", words = "INTEGER" }',
+      "# NULL. Delete the line to take the union of the keys the hook prints (first seen first).",
+      'schema = { title = "TEXT", author = "TEXT", words = "INTEGER" }',
     ];
   }
   const pairs = sample.columns.map(([column, type]) => `${column} = "${type}"`).join(", ");

@@ -8,9 +8,9 @@ import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
-/** Hidden columns of every parsed table: which file a row came from and its place there. */
-export const FILE_PATH_COLUMN = "_dirq_file_path";
-export const ROW_INDEX_COLUMN = "_dirq_row_index";
+import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
+
+export { FILE_PATH_COLUMN, ROW_INDEX_COLUMN };
 
 /** A table whose rows a hook prints: a config `[[table]]` or a path-table with `--on-file`. */
 export interface ParsedTableSpec {
@@ -49,6 +49,38 @@ function createTable(db: SqliteDatabase, spec: ParsedTableSpec, columns: string[
       cause: error,
     });
   }
+}
+
+/** Columns a table may have besides the two hidden ones (SQLite's limit is 2000). */
+export const MAX_HOOK_COLUMNS = 1998;
+
+/**
+ * Keeps the files whose keys fit in one table: a file that would take the inferred columns
+ * past SQLite's limit is skipped with a message naming the count, and the others stand.
+ */
+function withinColumnLimit(files: ParsedFile[]): { files: ParsedFile[]; tooWide: SkippedPath[] } {
+  const known = new Set<string>();
+  const kept: ParsedFile[] = [];
+  const tooWide: SkippedPath[] = [];
+  for (const file of files) {
+    const added = new Set<string>();
+    for (const row of file.rows) {
+      for (const key of row.keys()) {
+        const folded = key.toLowerCase();
+        if (!known.has(folded)) added.add(folded);
+      }
+    }
+    if (known.size + added.size > MAX_HOOK_COLUMNS) {
+      tooWide.push({
+        path: file.path,
+        reason: `hook printed ${added.size} new keys, more than a table's ${MAX_HOOK_COLUMNS} columns allow with the keys of the other files (give the table a schema to keep only the columns you need)`,
+      });
+      continue;
+    }
+    for (const key of added) known.add(key);
+    kept.push(file);
+  }
+  return { files: kept, tooWide };
 }
 
 /** A hook row's values in the table's column order (keys outside the columns are dropped). */
@@ -107,21 +139,33 @@ export async function buildParsedTable(
         extraIgnores: options.extraIgnores,
         onProgress: (found) => scan.update(`scanning ${found} files`),
       })
-    : { paths: [], skipped: [] };
+    : { paths: [], skipped: [], rawPaths: new Map<string, Buffer>() };
   scan.finish((duration) => `scanned ${walked.paths.length} files in ${duration}`);
+  // A hook gets the file's name as an argument, which cannot carry bytes that are not UTF-8.
+  const unnameable: SkippedPath[] = [...walked.rawPaths.keys()].map((path) => ({
+    path,
+    reason: "its name is not valid UTF-8, so it cannot be handed to the on-file command",
+  }));
+  const paths = walked.paths.filter((path) => !walked.rawPaths.has(path));
   const phase = options.progress.start();
-  const parsed = await parseFiles(spec.command, walked.paths, {
+  const parsed = await parseFiles(spec.command, paths, {
     root: options.root,
     concurrency: options.concurrency,
     phase,
   });
   phase.finish((duration) => `indexed ${walked.paths.length} files in ${duration}`);
+  const { files, tooWide } = spec.schema
+    ? { files: parsed.files, tooWide: [] }
+    : withinColumnLimit(parsed.files);
   const columns = spec.schema
     ? spec.schema.map(([column]) => column)
-    : inferColumns(parsed.files.map((file) => file.rows));
+    : inferColumns(files.map((file) => file.rows));
   createTable(db, spec, columns);
-  insertRows(db, spec.name, columns, parsed.files);
-  return { skipped: [...walked.skipped, ...parsed.skipped], columns };
+  insertRows(db, spec.name, columns, files);
+  return {
+    skipped: [...walked.skipped, ...unnameable, ...parsed.skipped, ...tooWide],
+    columns,
+  };
 }
 
 /** A built parsed table, as the watcher keeps it current. */

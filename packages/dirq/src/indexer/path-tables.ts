@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { ProgressReporter } from "../progress/reporter.js";
 import { BatchStatter, STAT_FIELDS, statPaths } from "../scan/file-stats.js";
+import { isListedFileAt } from "../scan/file-kind.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
@@ -140,6 +141,7 @@ export class PathTables {
 
   /** A file's row (unfilled column groups NULL), or `null` when it is no longer a file. */
   private rowFor(path: string, groups: ColumnGroups): unknown[] | null {
+    if (!isListedFileAt(this.options.root, `${this.options.root}/${path}`)) return null;
     const stats = statPaths(this.options.root, [path]);
     if (Number.isNaN(stats[0])) return null;
     const values: unknown[] = [path];
@@ -180,8 +182,9 @@ export class PathTables {
         useGitignore: this.options.useGitignore,
         extraIgnores: this.options.extraIgnores,
         onProgress: (found) => phase.update(`scanning ${found} files`),
-        onBatch: (paths) => {
-          batches.push({ paths, stats: statter ? statter.submit(paths) : () => NO_STATS });
+        onBatch: (paths, rawPaths) => {
+          const stats = statter ? statter.submit(paths, rawPaths) : () => NO_STATS;
+          batches.push({ paths, stats });
         },
       });
       const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);

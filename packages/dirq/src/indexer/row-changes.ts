@@ -1,5 +1,5 @@
 import { jsonValue } from "../output/json.js";
-import type { SqlValue } from "../query/execute.js";
+import type { SqlValue } from "../shared/sql-value.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 
 /** One row-level change, as the event stream sends it. Rows are JSON object text. */

@@ -1,4 +1,4 @@
-import type { SqlValue } from "../engine.js";
+import type { SqlValue } from "../shared/sql-value.js";
 
 /** One value as JSON: exact integers, NaN/±Infinity as null, BLOB as lowercase hex. */
 export function jsonValue(value: SqlValue | undefined): string {

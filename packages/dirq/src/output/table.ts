@@ -1,20 +1,11 @@
 import stringWidth from "string-width";
-import type { SqlValue } from "../engine.js";
+import type { SqlValue } from "../shared/sql-value.js";
+import { escapeControlCharacters } from "./escape.js";
 
 /** Cells longer than this many characters are cut, ending in an ellipsis. */
 export const MAX_CELL_CHARACTERS = 60;
 
-// Matching control characters is the point of this pattern.
-const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/g;
-
-/** Newline and tab as `\n` and `\t`; any other control character as `\u{hex}`. */
-export function escapeControlCharacters(text: string): string {
-  return text.replace(CONTROL_CHARACTER, (character) => {
-    if (character === "\n") return "\\n";
-    if (character === "\t") return "\\t";
-    return `\\u{${(character.codePointAt(0) ?? 0).toString(16)}}`;
-  });
-}
+export { escapeControlCharacters };
 
 function truncate(text: string): string {
   const characters = Array.from(text);

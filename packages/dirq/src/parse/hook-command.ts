@@ -72,12 +72,17 @@ export function parseHookCommand(text: string, baseDir?: string): HookCommand {
   return { text, argv };
 }
 
-/** The argv for one file: each placeholder is replaced inside its own argument. */
+const PLACEHOLDER = /\{(path|root)\}/g;
+
+/**
+ * The argv for one file: each placeholder is replaced inside its own argument, in one pass,
+ * so a `{root}` inside a file's name stays as written.
+ */
 export function expandHookCommand(
   command: HookCommand,
   values: { path: string; root: string },
 ): string[] {
   return command.argv.map((arg) =>
-    arg.replaceAll("{path}", values.path).replaceAll("{root}", values.root),
+    arg.replace(PLACEHOLDER, (_, key: "path" | "root") => values[key]),
   );
 }

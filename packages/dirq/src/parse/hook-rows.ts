@@ -1,5 +1,6 @@
 import type * as LosslessJson from "lossless-json";
 import { lazyModule } from "../lazy-module.js";
+import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 
 const losslessJson = lazyModule<typeof LosslessJson>("lossless-json");
 
@@ -59,7 +60,7 @@ function parseJson(text: string): unknown {
 
 /** Keys a hook may not set: the hidden columns and anything else in dirq's namespace. */
 function isReservedKey(key: string): boolean {
-  return /^_dirq_/i.test(key);
+  return INTERNAL_PREFIX.test(key);
 }
 
 /**

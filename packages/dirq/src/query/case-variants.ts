@@ -1,5 +1,5 @@
 import { quoteIdentifier } from "../indexer/database.js";
-import { keywordOf, tokenize } from "./sql-tokens.js";
+import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
 
 const PATH_LIKE = /^\.(?:\/|$)/;
 /** Marks a SQLite name made for a case variant; not a character paths normally contain. */
@@ -30,29 +30,32 @@ export class CaseVariants {
   }
 
   /**
-   * Rewrites the path-table names after FROM or JOIN that differ only in case from a name in
-   * `inUse` (existing path-tables) or from one earlier in the statement. Returns `sql` itself
-   * when there is nothing to rewrite.
+   * Rewrites every path-table name (wherever a table name stands: FROM, JOIN, comma lists,
+   * CTE bodies, pragma arguments) that differs only in case from a name in `inUse` (existing
+   * path-tables) or from one earlier in the statement. Returns `sql` itself when there is
+   * nothing to rewrite.
    */
-  rewrite(sql: string, inUse: Iterable<string>): string {
+  rewrite(statement: string | StatementAnalysis, inUse: Iterable<string>): string {
+    const { sql, tableNames } = analysisOf(statement);
     const spellings = new Map<string, string>();
     for (const name of inUse) {
       if (!this.pathByAlias.has(name.toLowerCase())) spellings.set(name.toLowerCase(), name);
     }
-    const tokens = tokenize(sql).filter((t) => t.kind !== "space" && t.kind !== "comment");
     let rewritten = "";
     let copiedUpTo = 0;
-    tokens.forEach((token, i) => {
-      const previous = keywordOf(tokens[i - 1]);
-      if (previous !== "FROM" && previous !== "JOIN") return;
-      if (token.kind !== "string" && token.kind !== "identifier") return;
-      if (!PATH_LIKE.test(token.value)) return;
+    for (const { token, place } of tableNames) {
+      if (token.kind !== "string" && token.kind !== "identifier") continue;
+      if (!PATH_LIKE.test(token.value)) continue;
       const first = spellings.get(token.value.toLowerCase());
       if (first === undefined) spellings.set(token.value.toLowerCase(), token.value);
-      if (first === undefined || first === token.value) return;
-      rewritten += sql.slice(copiedUpTo, token.start) + quoteIdentifier(this.aliasFor(token.value));
+      if (first === undefined || first === token.value) continue;
+      const alias = this.aliasFor(token.value);
+      // In a pragma's argument list a name is an expression: a string literal says it safely.
+      const replacement =
+        place === "pragma" ? `'${alias.replaceAll("'", "''")}'` : quoteIdentifier(alias);
+      rewritten += sql.slice(copiedUpTo, token.start) + replacement;
       copiedUpTo = token.start + token.text.length;
-    });
+    }
     return copiedUpTo === 0 ? sql : rewritten + sql.slice(copiedUpTo);
   }
 }

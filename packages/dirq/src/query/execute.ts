@@ -1,10 +1,10 @@
 import type { Statement } from "better-sqlite3";
 import { DirqError } from "../errors.js";
-import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../indexer/parsed-tables.js";
+import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
+import type { SqlValue } from "../shared/sql-value.js";
 import { visibleColumnPositions } from "./hidden-columns.js";
 
-/** One SQLite value as dirq returns it: INTEGER as bigint (exact), BLOB as Buffer. */
-export type SqlValue = null | bigint | number | string | Buffer;
+export type { SqlValue };
 
 /** Result columns and lazily read rows of one statement. */
 export interface StatementRows {
@@ -14,7 +14,7 @@ export interface StatementRows {
   rows: Iterable<SqlValue[]>;
 }
 
-const HIDDEN = new Set([FILE_PATH_COLUMN, ROW_INDEX_COLUMN]);
+const HIDDEN = HIDDEN_COLUMNS;
 
 /** SQLite's errors become `SQL_ERROR` DirqErrors; anything else is passed through. */
 export function sqlError(error: unknown): unknown {

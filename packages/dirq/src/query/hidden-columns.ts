@@ -1,4 +1,4 @@
-import { keywordOf, significantTokens } from "./sql-tokens.js";
+import { keywordOf, type SqlToken, significantTokens } from "./sql-tokens.js";
 
 /** Result column metadata as better-sqlite3 reports it. */
 export interface ResultColumn {
@@ -32,8 +32,67 @@ function selectListMentions(sql: string, hidden: ReadonlySet<string>): Map<strin
   return mentions;
 }
 
+/** A select list item: where it starts in the list, and whether it is `*` or `t.*`. */
+function mainSelectItems(sql: string): { stars: number[]; count: number } | null {
+  const tokens = significantTokens(sql);
+  let depth = 0;
+  let start = -1;
+  for (let i = 0; i < tokens.length; i++) {
+    const text = tokens[i]?.text;
+    if (text === "(") depth++;
+    else if (text === ")") depth--;
+    else if (depth === 0 && keywordOf(tokens[i]) === "SELECT") {
+      start = i + 1;
+      break;
+    }
+  }
+  if (start === -1) return null;
+  const first = keywordOf(tokens[start]);
+  if (first === "DISTINCT" || first === "ALL") start++;
+  const items: SqlToken[][] = [[]];
+  depth = 0;
+  for (let i = start; i < tokens.length; i++) {
+    const token = tokens[i] as SqlToken;
+    if (token.text === "(") depth++;
+    else if (token.text === ")") depth--;
+    if (depth === 0) {
+      const keyword = keywordOf(token);
+      if (keyword !== null && SELECT_LIST_END.has(keyword)) break;
+      if (token.text === ";") break;
+      if (token.text === ",") {
+        items.push([]);
+        continue;
+      }
+    }
+    items.at(-1)?.push(token);
+  }
+  const stars: number[] = [];
+  items.forEach((item, i) => {
+    const last = item.at(-1)?.text;
+    if (last === "*" && (item.length === 1 || (item.length === 3 && item[1]?.text === "."))) {
+      stars.push(i);
+    }
+  });
+  return { stars, count: items.length };
+}
+
+const SELECT_LIST_END = new Set([
+  "FROM",
+  "WHERE",
+  "GROUP",
+  "HAVING",
+  "ORDER",
+  "LIMIT",
+  "WINDOW",
+  "UNION",
+  "INTERSECT",
+  "EXCEPT",
+]);
+
 /**
- * Positions of the result columns to return. Hidden columns reach a result through `SELECT *`;
+ * Positions of the result columns to return. With one `*` in the main select list its
+ * columns are known exactly (the other items give one column each): the hidden columns among
+ * them are left out and everything else keeps its SELECT order. Otherwise:  Hidden columns reach a result through `SELECT *`;
  * those copies are left out. A copy the statement names in a select list is kept (the last
  * copies, since `*, _dirq_file_path` lists the star's copy first), and so is an aliased one.
  */
@@ -42,6 +101,21 @@ export function visibleColumnPositions(
   sql: string,
   hidden: ReadonlySet<string>,
 ): number[] {
+  const isHidden = (column: ResultColumn) => {
+    const origin = column.column?.toLowerCase();
+    return origin !== undefined && hidden.has(origin) && column.name.toLowerCase() === origin;
+  };
+  const list = mainSelectItems(sql);
+  if (list !== null && list.stars.length <= 1 && columns.length >= list.count - 1) {
+    const [star] = list.stars;
+    const width = columns.length - (list.count - 1);
+    const shown: number[] = [];
+    columns.forEach((column, i) => {
+      const fromStar = star !== undefined && i >= star && i < star + width;
+      if (!fromStar || !isHidden(column)) shown.push(i);
+    });
+    return shown;
+  }
   const mentions = selectListMentions(sql, hidden);
   const remainingCopies = new Map<string, number>();
   for (const column of columns) {

@@ -1,8 +1,11 @@
 import { DirqError } from "../errors.js";
-import { keywordOf, type SqlToken, significantTokens } from "./sql-tokens.js";
+import { keywordOf, type SqlToken } from "./sql-tokens.js";
+import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
+import { PRAGMAS_NAMING_A_TABLE } from "./table-names.js";
 
-/** Hidden columns of parsed tables: queryable by name, so not denied like internal tables. */
-export const HIDDEN_COLUMNS: ReadonlySet<string> = new Set(["_dirq_file_path", "_dirq_row_index"]);
+import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
+
+export { HIDDEN_COLUMNS };
 
 const INTERNAL_NAME = /^(?:\w+\.)?_dirq_\w*$/i;
 
@@ -100,6 +103,15 @@ function checkInternalNames(tokens: SqlToken[]): void {
   }
 }
 
+function checkNoParameters(tokens: SqlToken[]): void {
+  const parameter = tokens.find((token) => token.kind === "variable");
+  if (parameter === undefined) return;
+  throw new DirqError(
+    "QUERY_PARAMETERS",
+    `the statement has a bound parameter (${parameter.text}), and dirq has no values to bind: write the value into the SQL instead`,
+  );
+}
+
 function checkSingleStatement(tokens: SqlToken[]): void {
   const firstSemicolon = tokens.findIndex((token) => token.text === ";");
   if (firstSemicolon === -1) return;
@@ -143,7 +155,18 @@ function checkFirstKeyword(tokens: SqlToken[]): void {
 function checkPragmaFunctions(tokens: SqlToken[]): void {
   tokens.forEach((token, i) => {
     if (token.kind !== "word" || !PRAGMA_FUNCTION.test(token.text)) return;
-    if (tokens[i + 1]?.text !== "(") return;
+    if (tokens[i + 1]?.text !== "(") {
+      // Without its argument list, a table-valued pragma takes its table name from the hidden
+      // `arg` column, which a WHERE or ON clause can compute: `arg = '_dirq' || '_x'`.
+      const pragma = token.text.toLowerCase().slice("pragma_".length);
+      if (PRAGMAS_NAMING_A_TABLE.has(pragma) && pragma !== "table_list") {
+        throw new DirqError(
+          "QUERY_INTERNAL_TABLE",
+          `${token.text} needs its table name in parentheses here, as in ${token.text}('./'), so that internal _dirq_ tables stay hidden`,
+        );
+      }
+      return;
+    }
     for (let j = i + 2; j < tokens.length && tokens[j]?.text !== ")"; j++) {
       const argument = tokens[j] as SqlToken;
       const literal = ["string", "identifier", "word"].includes(argument.kind);
@@ -163,37 +186,28 @@ function checkPragmaFunctions(tokens: SqlToken[]): void {
  * and any mention of an internal `_dirq_` table. SQLite's own `readonly` flag is checked
  * afterwards as a second line (see `run-query.ts`).
  */
-export function checkReadOnlyStatement(sql: string): void {
-  const tokens = significantTokens(sql);
+export function checkReadOnlyStatement(statement: string | StatementAnalysis): void {
+  const tokens = [...analysisOf(statement).tokens];
   if (tokens.length === 0 || tokens.every((token) => token.text === ";")) {
     throw new DirqError("QUERY_EMPTY", "empty statement: give one SQL statement to run");
   }
   checkFirstKeyword(tokens);
   checkSingleStatement(tokens);
+  checkNoParameters(tokens);
   checkInternalNames(tokens);
   checkPragmaFunctions(tokens);
 }
 
-const TABLE_INFO_PRAGMAS = new Set(["table_info", "table_xinfo"]);
-
 /**
- * Table names a statement asks about through `PRAGMA table_info(x)`, `table_xinfo` or their
- * table-valued forms: a path-table named only there must exist for the answer to describe it.
+ * Table names a statement asks about through a pragma (`PRAGMA table_info(x)`,
+ * `pragma_table_info('x')` and the like): a path-table named only there must exist for the
+ * answer to describe it.
  */
-export function tablesDescribedBy(sql: string): string[] {
-  const tokens = significantTokens(sql);
-  const names: string[] = [];
-  tokens.forEach((token, i) => {
-    const word = token.kind === "word" ? token.value.toLowerCase() : "";
-    const pragma = word.startsWith("pragma_") ? word.slice("pragma_".length) : word;
-    if (!TABLE_INFO_PRAGMAS.has(pragma) || tokens[i + 1]?.text !== "(") return;
-    const argument = tokens[i + 2];
-    if (argument && argument.kind !== "punct") names.push(argument.value);
-  });
-  return names;
+export function tablesDescribedBy(statement: string | StatementAnalysis): string[] {
+  return [...analysisOf(statement).describedTables];
 }
 
 /** True when the statement is an EXPLAIN (which compiles but never reads rows). */
-export function isExplain(sql: string): boolean {
-  return keywordOf(significantTokens(sql)[0]) === "EXPLAIN";
+export function isExplain(statement: string | StatementAnalysis): boolean {
+  return analysisOf(statement).isExplain;
 }

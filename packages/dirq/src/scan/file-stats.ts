@@ -1,26 +1,48 @@
-import { statSync } from "node:fs";
+import { type BigIntStats, statSync } from "node:fs";
 import { Worker } from "node:worker_threads";
 
 /** Stat fields per file, three numbers each: size (bytes), mtime and ctime (Unix seconds). */
 export const STAT_FIELDS = 3;
 
+const NANOSECONDS_PER_SECOND = 1_000_000_000n;
+
+/** Whole Unix seconds of a nanosecond time, floored (also before 1970), computed exactly. */
+export function flooredSeconds(nanoseconds: bigint): number {
+  let seconds = nanoseconds / NANOSECONDS_PER_SECOND;
+  if (nanoseconds < 0n && seconds * NANOSECONDS_PER_SECOND !== nanoseconds) seconds -= 1n;
+  return Number(seconds);
+}
+
 /**
- * Stats each path (relative to `root`) into a new array of STAT_FIELDS numbers per path.
- * Symlinks are followed (a listed symlink is a file). A file that vanished since the walk gets
- * NaN, and the indexer drops it.
+ * Stats each path (relative to `root`, or its raw bytes from `rawPaths` when its name is not
+ * valid UTF-8) into a new array of STAT_FIELDS numbers per path. Symlinks are followed (a
+ * listed symlink is a file). Times come from the exact nanosecond fields, so a time just
+ * below a whole second never rounds up. A path that vanished, or no longer names a regular
+ * file, or cannot be stat'ed at all gets NaN, and the indexer drops it.
  */
-export function statPaths(root: string, paths: readonly string[]): Float64Array {
+export function statPaths(
+  root: string,
+  paths: readonly string[],
+  rawPaths?: ReadonlyMap<string, Uint8Array>,
+): Float64Array {
   const out = new Float64Array(paths.length * STAT_FIELDS);
   for (let i = 0; i < paths.length; i++) {
-    const stats = statSync(`${root}/${paths[i]}`, { throwIfNoEntry: false });
+    const path = paths[i] as string;
     const at = i * STAT_FIELDS;
-    if (stats === undefined) {
+    let stats: BigIntStats | undefined;
+    try {
+      const target = rawPaths?.get(path) ?? `${root}/${path}`;
+      stats = statSync(target as string, { bigint: true, throwIfNoEntry: false });
+    } catch {
+      stats = undefined;
+    }
+    if (stats === undefined || !stats.isFile()) {
       out[at] = Number.NaN;
       continue;
     }
-    out[at] = stats.size;
-    out[at + 1] = Math.floor(stats.mtimeMs / 1000);
-    out[at + 2] = Math.floor(stats.ctimeMs / 1000);
+    out[at] = Number(stats.size);
+    out[at + 1] = flooredSeconds(stats.mtimeNs);
+    out[at + 2] = flooredSeconds(stats.ctimeNs);
   }
   return out;
 }
@@ -56,16 +78,19 @@ export class BatchStatter {
   constructor(private readonly root: string) {}
 
   /** Queues a batch; the returned function yields its stats (possibly later, from the helper). */
-  submit(paths: readonly string[]): () => Promise<Float64Array> | Float64Array {
+  submit(
+    paths: readonly string[],
+    rawPaths?: ReadonlyMap<string, Uint8Array>,
+  ): () => Promise<Float64Array> | Float64Array {
     this.submitted += paths.length;
     const onCaller =
       this.submitted <= HELPER_THRESHOLD ||
       this.batchesPastThreshold++ % CALLER_SHARE_EVERY === CALLER_SHARE_EVERY - 1;
-    if (onCaller) return () => statPaths(this.root, paths);
+    if (onCaller) return () => statPaths(this.root, paths, rawPaths);
     const id = this.nextId++;
     const result = new Promise<Float64Array>((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
-      this.helper().postMessage({ id, paths });
+      this.helper().postMessage({ id, paths, rawPaths });
     });
     return () => result;
   }

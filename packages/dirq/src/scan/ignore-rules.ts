@@ -1,11 +1,6 @@
-import { readFileSync } from "node:fs";
-import { join } from "node:path";
-import type { Ignore } from "ignore";
-import type createIgnore from "ignore";
-import { lazyModule } from "../lazy-module.js";
-
-const ignoreModule = lazyModule<typeof createIgnore>("ignore");
-const ignore = () => ignoreModule()();
+import { readFileSync, statSync } from "node:fs";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { compileGitignore, type GitignorePatterns } from "./gitignore-patterns.js";
 
 /** Names skipped at every level, even with `--no-ignore`. */
 export const BUILT_IN_SKIPS: ReadonlySet<string> = new Set(["node_modules", ".git"]);
@@ -13,7 +8,7 @@ export const BUILT_IN_SKIPS: ReadonlySet<string> = new Set(["node_modules", ".gi
 /** One directory's ignore file(s), with the directory they are relative to. */
 interface IgnoreLevel {
   dir: string;
-  matcher: Ignore;
+  matcher: GitignorePatterns;
 }
 
 function readIfPresent(path: string): string | null {
@@ -24,6 +19,53 @@ function readIfPresent(path: string): string | null {
   }
 }
 
+/** The git repository that holds a directory: its top (work tree) and its `info/exclude`. */
+interface EnclosingRepository {
+  top: string;
+  excludeFile: string;
+}
+
+/** Where `.git` at `top` points: itself when a directory; the `gitdir:` of a `.git` file. */
+function gitDirOf(top: string): string | null {
+  const dotGit = join(top, ".git");
+  const stats = statSync(dotGit, { throwIfNoEntry: false });
+  if (stats === undefined) return null;
+  if (stats.isDirectory()) return dotGit;
+  const text = readIfPresent(dotGit);
+  const target = text === null ? null : /^gitdir:\s*(.+?)\s*$/m.exec(text)?.[1];
+  return target ? resolve(top, target) : null;
+}
+
+/**
+ * Finds the repository enclosing `dir` (the nearest folder upwards with a `.git`). In a
+ * worktree or submodule `.git` is a file naming the real git directory, and a worktree's
+ * `info/exclude` lives in the common directory its `commondir` file names.
+ */
+export function findEnclosingRepository(dir: string): EnclosingRepository | null {
+  for (let current = dir; ; current = dirname(current)) {
+    let gitDir: string | null = null;
+    try {
+      gitDir = gitDirOf(current);
+    } catch {
+      gitDir = null;
+    }
+    if (gitDir !== null) {
+      const common = readIfPresent(join(gitDir, "commondir"))?.trim();
+      const commonDir = common ? resolve(gitDir, common) : gitDir;
+      return { top: current, excludeFile: join(commonDir, "info", "exclude") };
+    }
+    if (dirname(current) === current) return null;
+  }
+}
+
+/** Config `ignore` patterns are relative to the root; a leading `./` says the same. */
+function rootRelativePattern(pattern: string): string {
+  const negated = pattern.startsWith("!");
+  const body = negated ? pattern.slice(1) : pattern;
+  const stripped = body.replace(/^(?:\.\/)+/, "/");
+  return negated ? `!${stripped}` : stripped;
+}
+
 /**
  * The ignore rules in force in one directory: every `.gitignore` from the root down (a deeper
  * file wins over a shallower one, negations included) plus `.git/info/exclude` at the root,
@@ -32,27 +74,47 @@ function readIfPresent(path: string): string | null {
 export class IgnoreRules {
   private constructor(
     private readonly root: string,
+    /** The root's path below the repository top (`''` at the top or outside a repository). */
+    private readonly prefix: string,
     private readonly levels: readonly IgnoreLevel[],
-    private readonly forced: Ignore | null,
+    private readonly forced: GitignorePatterns | null,
     private readonly useGitignore: boolean,
+    /** The root itself lies in a folder git ignores: git lists nothing here. */
+    private readonly rootIgnored = false,
   ) {}
 
-  /** Rules at the root. `useGitignore: false` is `--no-ignore`. */
+  /**
+   * Rules at the root. `useGitignore: false` is `--no-ignore`. Inside a git repository, the
+   * `.gitignore` files of the folders from the repository's top down to the root and the
+   * repository's `info/exclude` apply, as they do for git.
+   */
   static atRoot(
     root: string,
     options: { useGitignore: boolean; extraPatterns?: readonly string[] },
   ): IgnoreRules {
-    const extra = options.extraPatterns ?? [];
-    const forced = extra.length > 0 ? ignore().add([...extra]) : null;
-    const base = new IgnoreRules(root, [], forced, options.useGitignore);
-    if (!options.useGitignore) return base;
-    const exclude = readIfPresent(join(root, ".git", "info", "exclude"));
-    const gitignore = readIfPresent(join(root, ".gitignore"));
-    if (exclude === null && gitignore === null) return base;
-    const matcher = ignore()
-      .add(exclude ?? "")
-      .add(gitignore ?? "");
-    return new IgnoreRules(root, [{ dir: "", matcher }], forced, true);
+    const extra = (options.extraPatterns ?? []).map(rootRelativePattern);
+    const forced = extra.length > 0 ? compileGitignore(extra.join("\n")) : null;
+    if (!options.useGitignore) return new IgnoreRules(root, "", [], forced, false);
+    const repository = findEnclosingRepository(root);
+    const top = repository?.top ?? root;
+    const prefix = relative(top, root).split(sep).join("/");
+    const levels: IgnoreLevel[] = [];
+    const exclude = repository ? readIfPresent(repository.excludeFile) : null;
+    if (exclude !== null) levels.push({ dir: "", matcher: compileGitignore(exclude) });
+    let rules = new IgnoreRules(root, prefix, levels, forced, true);
+    // Folders from the top down to the root: their .gitignore files, and whether git would
+    // ignore the root itself (then it lists nothing under it).
+    const segments = prefix === "" ? [] : prefix.split("/");
+    for (let depth = 0; depth <= segments.length; depth++) {
+      const dir = segments.slice(0, depth).join("/");
+      if (depth > 0 && rules.matchLevels(dir, true)) {
+        return new IgnoreRules(root, prefix, levels, forced, true, true);
+      }
+      const text = readIfPresent(join(top, dir, ".gitignore"));
+      if (text !== null) levels.push({ dir, matcher: compileGitignore(text) });
+      rules = new IgnoreRules(root, prefix, [...levels], forced, true);
+    }
+    return rules;
   }
 
   /** Rules for a subdirectory `dir` (relative), adding its `.gitignore` when it has one. */
@@ -60,25 +122,42 @@ export class IgnoreRules {
     if (!this.useGitignore || !hasGitignore) return this;
     const text = readIfPresent(join(this.root, dir, ".gitignore"));
     if (text === null) return this;
-    const level = { dir, matcher: ignore().add(text) };
-    return new IgnoreRules(this.root, [...this.levels, level], this.forced, true);
+    const level = { dir: this.fromTop(dir), matcher: compileGitignore(text) };
+    return new IgnoreRules(
+      this.root,
+      this.prefix,
+      [...this.levels, level],
+      this.forced,
+      true,
+      this.rootIgnored,
+    );
   }
 
-  /** Whether `path` (relative to the root) is ignored; `isDir` lets `dir/` patterns match. */
-  ignores(path: string, isDir: boolean): boolean {
-    if (this.forced?.ignores(isDir ? `${path}/` : path)) return true;
+  private fromTop(path: string): string {
+    return this.prefix === "" ? path : `${this.prefix}/${path}`;
+  }
+
+  /** The `.gitignore` levels' verdict for a path relative to the repository top. */
+  private matchLevels(fromTop: string, isDir: boolean): boolean {
     let ignored = false;
     for (const level of this.levels) {
-      const local = level.dir === "" ? path : path.slice(level.dir.length + 1);
-      const result = level.matcher.test(isDir ? `${local}/` : local);
-      if (result.ignored) ignored = true;
-      else if (result.unignored) ignored = false;
+      if (level.dir !== "" && !fromTop.startsWith(`${level.dir}/`)) continue;
+      const local = level.dir === "" ? fromTop : fromTop.slice(level.dir.length + 1);
+      const verdict = level.matcher.verdict(local, isDir);
+      if (verdict !== null) ignored = verdict;
     }
     return ignored;
   }
 
+  /** Whether `path` (relative to the root) is ignored; `isDir` lets `dir/` patterns match. */
+  ignores(path: string, isDir: boolean): boolean {
+    if (this.rootIgnored) return true;
+    if (this.forced?.verdict(path, isDir) === true) return true;
+    return this.matchLevels(this.fromTop(path), isDir);
+  }
+
   /** True when no rule could ignore anything here (lets the walk skip the checks). */
   get isEmpty(): boolean {
-    return this.levels.length === 0 && this.forced === null;
+    return this.levels.length === 0 && this.forced === null && !this.rootIgnored;
   }
 }

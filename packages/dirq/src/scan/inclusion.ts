@@ -6,6 +6,15 @@ function joinRelative(dir: string, name: string): string {
   return dir === "" ? name : `${dir}/${name}`;
 }
 
+/** lstat that answers `undefined` for anything it cannot see (missing, no permission, ...). */
+function lstatQuietly(path: string): ReturnType<typeof lstatSync> | undefined {
+  try {
+    return lstatSync(path, { throwIfNoEntry: false });
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Follows the ignore rules from the root down to `dir`; `null` when `dir` is skipped, missing,
  * or reached through a symlinked directory (never followed: it could lead outside the root).
@@ -16,8 +25,9 @@ export function rulesForDir(root: string, dir: string, rootRules: IgnoreRules): 
   for (const segment of dir === "" ? [] : dir.split("/")) {
     current = joinRelative(current, segment);
     if (BUILT_IN_SKIPS.has(segment) || rules.ignores(current, true)) return null;
-    if (!lstatSync(`${root}/${current}`, { throwIfNoEntry: false })?.isDirectory()) return null;
-    const gitignore = lstatSync(`${root}/${current}/.gitignore`, { throwIfNoEntry: false });
+    if (!lstatQuietly(`${root}/${current}`)?.isDirectory()) return null;
+    // An unsearchable folder has no readable .gitignore; the walk reports the folder itself.
+    const gitignore = lstatQuietly(`${root}/${current}/.gitignore`);
     rules = rules.enter(current, gitignore !== undefined);
   }
   return rules;

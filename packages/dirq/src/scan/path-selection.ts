@@ -1,10 +1,7 @@
 import { lstatSync, statSync } from "node:fs";
 import { join, posix } from "node:path";
-import type Picomatch from "picomatch";
 import { DirqError } from "../errors.js";
-import { lazyModule } from "../lazy-module.js";
-
-const picomatch = lazyModule<typeof Picomatch>("picomatch");
+import { compileBashGlob, hasEscape, hasGlobSyntax, unescapeGlob } from "./bash-glob.js";
 
 /** What a path-table name selects, relative to the root (`/`-separated, no leading `./`). */
 export type PathSelection =
@@ -15,7 +12,7 @@ export type PathSelection =
 const PATH_LIKE = /^(?:\.{1,2}(?:\/|$)|\/|~)/;
 
 function hasGlobCharacters(text: string): boolean {
-  return picomatch().scan(text).isGlob;
+  return hasGlobSyntax(text);
 }
 
 function outsideRoot(name: string): DirqError {
@@ -34,10 +31,22 @@ function normalizeRelative(name: string, relative: string): string {
   return trimmed === "." ? "" : trimmed;
 }
 
-function globSelection(relative: string): PathSelection {
-  const { base, glob } = picomatch().scan(relative);
-  const depth = glob.includes("**") ? null : glob.split("/").length;
-  return { kind: "glob", base, pattern: relative, maxDepth: depth };
+/** `maxDepth` counts segments below `base`. A pattern ending in `/` keeps its slash. */
+function globSelection(relative: string, trailingSlash: boolean): PathSelection {
+  const pattern = trailingSlash ? `${relative}/` : relative;
+  const glob = compileBashGlob(pattern);
+  const baseDepth = glob.base === "" ? 0 : glob.base.split("/").length;
+  const maxDepth = glob.maxDepth === null ? null : glob.maxDepth - baseDepth;
+  return { kind: "glob", base: glob.base, pattern, maxDepth };
+}
+
+/** Whether a link's target is a directory; a link that cannot be resolved is not. */
+function resolvesToDirectory(path: string): boolean {
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false;
+  }
 }
 
 function literalSelection(name: string, relative: string, root: string): PathSelection {
@@ -56,10 +65,7 @@ function literalSelection(name: string, relative: string, root: string): PathSel
   }
   if (stats.isDirectory()) return { kind: "tree", base: relative };
   // A symlink to a directory is never followed: the walk finds the link and lists nothing.
-  if (
-    stats.isSymbolicLink() &&
-    statSync(join(root, relative), { throwIfNoEntry: false })?.isDirectory()
-  ) {
+  if (stats.isSymbolicLink() && resolvesToDirectory(join(root, relative))) {
     return { kind: "tree", base: relative };
   }
   return { kind: "file", file: relative };
@@ -82,15 +88,24 @@ export function parsePathTableName(name: string, root: string): PathSelection | 
   }
   const withoutDot = name === "." ? "" : name.startsWith("./") ? name.slice(2) : name;
   const relative = normalizeRelative(name, withoutDot);
-  if (hasGlobCharacters(relative)) return globSelection(relative);
-  return literalSelection(name, relative, root);
+  if (hasGlobCharacters(relative)) return globSelection(relative, /\/$/.test(withoutDot));
+  // `'./\[x\].md'` names the file `[x].md`: escapes are removed from a literal path.
+  const literal = hasEscape(relative) ? unescapeGlob(relative) : relative;
+  return literalSelection(name, literal, root);
 }
 
 /**
- * Builds the matcher for a glob selection: bash globstar rules, dot-files only when spelled.
- * picomatch reads `[!a]` as "`!` or `a`"; bash reads it as "not `a`", which `[^a]` spells.
+ * Whether a path (relative, a file's) belongs to a glob selection: bash globstar rules,
+ * dot-files only when spelled; under a trailing `/`, every file below a matched directory.
  */
 export function compileGlob(pattern: string): (relativePath: string) => boolean {
-  const bashClasses = pattern.replace(/(^|[^\\])\[!/g, "$1[^");
-  return picomatch()(bashClasses, { dot: false, nonegate: true });
+  const glob = compileBashGlob(pattern);
+  if (!glob.selectsDirectories) return (path) => glob.matchesFile(path);
+  return (path) => {
+    if (glob.matchesFile(path)) return true;
+    for (let slash = path.indexOf("/"); slash !== -1; slash = path.indexOf("/", slash + 1)) {
+      if (glob.matchesDirectory(path.slice(0, slash))) return true;
+    }
+    return false;
+  };
 }

@@ -1,0 +1,37 @@
+import { keywordOf, type SqlToken, significantTokens } from "./sql-tokens.js";
+import { type TableNameToken, tableNameTokens } from "./table-names.js";
+
+/**
+ * One statement, tokenized once, with what the read-only guard, the case-variant rewrite and
+ * the table builder need to know about it.
+ */
+export interface StatementAnalysis {
+  readonly sql: string;
+  /** Tokens without whitespace and comments. */
+  readonly tokens: readonly SqlToken[];
+  /** Every token that stands where a table name stands (FROM, JOIN, commas, pragmas). */
+  readonly tableNames: readonly TableNameToken[];
+  /** An EXPLAIN compiles but never reads rows. */
+  readonly isExplain: boolean;
+  /** Table names given to a pragma (`pragma_table_info('./a')`): they must exist first. */
+  readonly describedTables: readonly string[];
+}
+
+export function analyzeStatement(sql: string): StatementAnalysis {
+  const tokens = significantTokens(sql);
+  const tableNames = tableNameTokens(tokens);
+  return {
+    sql,
+    tokens,
+    tableNames,
+    isExplain: keywordOf(tokens[0]) === "EXPLAIN",
+    describedTables: tableNames
+      .filter((name) => name.place === "pragma")
+      .map((name) => name.token.value),
+  };
+}
+
+/** Accepts either form, so callers that hold an analysis never tokenize again. */
+export function analysisOf(statement: string | StatementAnalysis): StatementAnalysis {
+  return typeof statement === "string" ? analyzeStatement(statement) : statement;
+}

@@ -1,0 +1,361 @@
+/**
+ * Glob patterns with the meaning bash gives them under `shopt -s globstar` (no `dotglob`,
+ * no `extglob`, no `nocaseglob`): brace expansion first, then per-segment matching.
+ *
+ * - `*` and `?` stay inside one segment; `**` as a whole segment crosses directories.
+ * - `[abc]`, `[a-z]`, `[!a]`, `[^a]`, `[[:alpha:]]`.
+ * - A name that starts with `.` is matched only by a segment that starts with a literal `.`
+ *   (also never by `[.]` or a negated class, as in bash).
+ * - `\x` is a literal `x`; every character outside `* ? [ ] { } \` is literal, so
+ *   parentheses, `!`, `+` and `@` are just characters.
+ * - A trailing `/` selects directories only.
+ *
+ * Written here rather than taken from a glob library because the libraries at hand
+ * (picomatch, minimatch) follow other shells' rules for the cases above.
+ */
+
+/** One segment of a pattern: a globstar, or a regular expression for one name. */
+type Segment = { kind: "globstar" } | { kind: "name"; regex: RegExp; literalDot: boolean };
+
+/** One brace alternative of a pattern, compiled. */
+interface CompiledAlternative {
+  segments: Segment[];
+  /** The pattern ended in `/`: it selects directories. */
+  directoriesOnly: boolean;
+}
+
+export interface BashGlob {
+  /** The pattern as written. */
+  pattern: string;
+  /** Whether some alternative ends in `/`. */
+  selectsDirectories: boolean;
+  /** Does the glob match this file path (relative, `/`-separated)? */
+  matchesFile(path: string): boolean;
+  /** Does a trailing-`/` alternative match this directory path? */
+  matchesDirectory(path: string): boolean;
+  /**
+   * The deepest directory below which every match lies (`''` for the root), and the most
+   * segments a match can have below the root (`null` when a `**` makes it unbounded).
+   */
+  base: string;
+  maxDepth: number | null;
+}
+
+/** Whether `text` has an unescaped `*`, `?`, a bracket expression or an expandable brace. */
+export function hasGlobSyntax(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i] as string;
+    if (ch === "\\") {
+      i++;
+      continue;
+    }
+    if (ch === "*" || ch === "?") return true;
+    if (ch === "[" && bracketEnd(text, i) !== -1) return true;
+  }
+  return expandBraces(text).length > 1;
+}
+
+/** Whether the text has a backslash escape (then it must be read as a pattern). */
+export function hasEscape(text: string): boolean {
+  return text.includes("\\");
+}
+
+/** The text with backslash escapes removed (`\[` → `[`). */
+export function unescapeGlob(text: string): string {
+  return text.replace(/\\(.)/gs, "$1");
+}
+
+/** Index of the `]` closing the bracket expression opened at `open`, or -1 when none does. */
+export function bracketEnd(text: string, open: number): number {
+  let i = open + 1;
+  if (text[i] === "!" || text[i] === "^") i++;
+  if (text[i] === "]") i++;
+  while (i < text.length) {
+    const ch = text[i];
+    if (ch === "/") return -1;
+    if (ch === "[" && text[i + 1] === ":") {
+      const close = text.indexOf(":]", i + 2);
+      if (close !== -1) {
+        i = close + 2;
+        continue;
+      }
+    }
+    if (ch === "\\") i++;
+    else if (ch === "]") return i;
+    i++;
+  }
+  return -1;
+}
+
+/** Closing brace of the group opened at `open` and its top-level comma positions. */
+function braceGroup(text: string, open: number): { close: number; commas: number[] } | null {
+  let depth = 0;
+  const commas: number[] = [];
+  for (let i = open; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === "\\") {
+      i++;
+      continue;
+    }
+    if (ch === "{") depth++;
+    else if (ch === "}") {
+      depth--;
+      if (depth === 0) return { close: i, commas };
+    } else if (ch === "," && depth === 1) commas.push(i);
+  }
+  return null;
+}
+
+const SEQUENCE = /^(-?\d+)\.\.(-?\d+)(?:\.\.(-?\d+))?$|^([A-Za-z])\.\.([A-Za-z])$/;
+
+/** `{1..3}` and `{a..c}`: the words of a sequence expression, or null when it is not one. */
+function sequenceWords(body: string): string[] | null {
+  const match = SEQUENCE.exec(body);
+  if (match === null) return null;
+  const words: string[] = [];
+  if (match[4] !== undefined && match[5] !== undefined) {
+    const from = match[4].charCodeAt(0);
+    const to = match[5].charCodeAt(0);
+    const step = from <= to ? 1 : -1;
+    for (let c = from; step > 0 ? c <= to : c >= to; c += step) words.push(String.fromCharCode(c));
+    return words;
+  }
+  const from = Number(match[1]);
+  const to = Number(match[2]);
+  const by = Math.abs(Number(match[3] ?? 1)) || 1;
+  if (Math.abs(to - from) / by > 10_000) return null;
+  const step = from <= to ? by : -by;
+  for (let n = from; step > 0 ? n <= to : n >= to; n += step) words.push(String(n));
+  return words;
+}
+
+/** Most patterns one brace expression may expand to, against `{a,b}{c,d}...` blow-ups. */
+const MAX_ALTERNATIVES = 1024;
+
+/** Bash brace expansion: `a{b,c}d` → `abd`, `acd`; a brace without a comma stays literal. */
+export function expandBraces(text: string): string[] {
+  for (let i = 0; i < text.length; i++) {
+    const ch = text[i];
+    if (ch === "\\") {
+      i++;
+      continue;
+    }
+    if (ch !== "{") continue;
+    const group = braceGroup(text, i);
+    if (group === null) return [text];
+    const prefix = text.slice(0, i);
+    const suffix = text.slice(group.close + 1);
+    const body = text.slice(i + 1, group.close);
+    let words: string[] | null;
+    if (group.commas.length > 0) {
+      const bounds = [i, ...group.commas, group.close];
+      words = bounds.slice(1).map((end, k) => text.slice((bounds[k] as number) + 1, end));
+    } else {
+      words = sequenceWords(body);
+    }
+    if (words === null) {
+      // Not an expansion: keep this brace literal and look for one further on.
+      return expandBraces(text.slice(i + 1)).map((rest) => `${prefix}{${rest}`);
+    }
+    const out: string[] = [];
+    for (const word of words) {
+      for (const expanded of expandBraces(`${prefix}${word}${suffix}`)) {
+        out.push(expanded);
+        if (out.length > MAX_ALTERNATIVES) return out;
+      }
+    }
+    return out;
+  }
+  return [text];
+}
+
+export function escapeRegex(ch: string): string {
+  return ch.replace(/[\\^$.*+?()[\]{}|/-]/g, "\\$&");
+}
+
+const POSIX_CLASSES: Record<string, string> = {
+  alpha: "A-Za-z",
+  digit: "0-9",
+  alnum: "A-Za-z0-9",
+  upper: "A-Z",
+  lower: "a-z",
+  space: " \\t\\n\\r\\f\\v",
+  blank: " \\t",
+  punct: "!-\\/:-@\\[-`{-~",
+  xdigit: "0-9A-Fa-f",
+  word: "A-Za-z0-9_",
+  cntrl: "\\x00-\\x1f\\x7f",
+  print: "\\x20-\\x7e",
+  graph: "\\x21-\\x7e",
+};
+
+/** A bracket expression (`text[open..close]`) as a regex character class. */
+export function bracketRegex(text: string, open: number, close: number): string {
+  let i = open + 1;
+  let negated = false;
+  if (text[i] === "!" || text[i] === "^") {
+    negated = true;
+    i++;
+  }
+  let body = "";
+  let first = true;
+  while (i < close) {
+    const ch = text[i] as string;
+    if (ch === "[" && text[i + 1] === ":") {
+      const end = text.indexOf(":]", i + 2);
+      if (end !== -1 && end < close) {
+        body += POSIX_CLASSES[text.slice(i + 2, end)] ?? "";
+        i = end + 2;
+        first = false;
+        continue;
+      }
+    }
+    if (ch === "\\" && i + 1 < close) {
+      body += escapeRegex(text[i + 1] as string);
+      i += 2;
+    } else if (ch === "-" && !first && i + 1 < close) {
+      body += "-";
+      i++;
+    } else {
+      body += escapeRegex(ch);
+      i++;
+    }
+    first = false;
+  }
+  if (body === "") return negated ? "[^/]" : "(?!)";
+  return negated ? `[^/${body}]` : `[${body}]`;
+}
+
+/** One path segment of a pattern as an anchored regular expression. */
+function segmentRegex(segment: string): Segment {
+  if (segment === "**") return { kind: "globstar" };
+  let source = "";
+  for (let i = 0; i < segment.length; i++) {
+    const ch = segment[i] as string;
+    if (ch === "\\" && i + 1 < segment.length) {
+      source += escapeRegex(segment[++i] as string);
+    } else if (ch === "*") {
+      while (segment[i + 1] === "*") i++;
+      source += "[^/]*";
+    } else if (ch === "?") {
+      source += "[^/]";
+    } else if (ch === "[") {
+      const close = bracketEnd(segment, i);
+      if (close === -1) source += "\\[";
+      else {
+        source += bracketRegex(segment, i, close);
+        i = close;
+      }
+    } else {
+      source += escapeRegex(ch);
+    }
+  }
+  const literalDot = segment.startsWith(".") || segment.startsWith("\\.");
+  return { kind: "name", regex: new RegExp(`^${source}$`, "s"), literalDot };
+}
+
+function nameMatches(segment: Segment & { kind: "name" }, name: string): boolean {
+  if (name.startsWith(".") && !segment.literalDot) return false;
+  return segment.regex.test(name);
+}
+
+/** Splits a pattern into segments on `/` (a `/` is never escaped inside a name). */
+function splitSegments(pattern: string): string[] {
+  return pattern.split("/").filter((segment, i, all) => segment !== "" || i === all.length - 1);
+}
+
+function compileAlternative(pattern: string): CompiledAlternative {
+  const directoriesOnly = pattern.endsWith("/");
+  const trimmed = pattern.replace(/\/+$/, "");
+  const parts = trimmed === "" ? [] : splitSegments(trimmed);
+  const segments: Segment[] = [];
+  for (const part of parts) {
+    const segment = segmentRegex(part);
+    // `**/**` is the same as `**`.
+    if (segment.kind === "globstar" && segments.at(-1)?.kind === "globstar") continue;
+    segments.push(segment);
+  }
+  return { segments, directoriesOnly };
+}
+
+/**
+ * Whether `names` (a path split on `/`) match `segments` from the given positions. A
+ * globstar matches zero or more names, none of them starting with `.`.
+ */
+function matchFrom(
+  segments: Segment[],
+  s: number,
+  names: string[],
+  n: number,
+  directory: boolean,
+): boolean {
+  if (s === segments.length) return n === names.length;
+  const segment = segments[s] as Segment;
+  if (segment.kind === "globstar") {
+    // A final `**` in a file pattern matches names below its folder, never the folder
+    // itself (a file is no folder to look into); `a/**/` does select `a/`.
+    const final = !directory && s === segments.length - 1;
+    for (let k = n; k <= names.length; k++) {
+      if (final && k === n) {
+        if (names[k]?.startsWith(".") !== false) return false;
+        continue;
+      }
+      if (matchFrom(segments, s + 1, names, k, directory)) return true;
+      const name = names[k];
+      if (name === undefined || name.startsWith(".")) return false;
+    }
+    return false;
+  }
+  const name = names[n];
+  if (name === undefined || !nameMatches(segment, name)) return false;
+  return matchFrom(segments, s + 1, names, n + 1, directory);
+}
+
+/** The literal directory prefix of a pattern (no glob syntax in it), unescaped. */
+function literalPrefix(pattern: string): string[] {
+  const out: string[] = [];
+  const parts = splitSegments(pattern.replace(/\/+$/, ""));
+  for (const part of parts.slice(0, -1)) {
+    if (hasGlobSyntax(part)) break;
+    out.push(unescapeGlob(part));
+  }
+  return out;
+}
+
+function commonPrefix(lists: string[][]): string[] {
+  const [first = []] = lists;
+  let length = first.length;
+  for (const list of lists) {
+    let k = 0;
+    while (k < length && k < list.length && list[k] === first[k]) k++;
+    length = k;
+  }
+  return first.slice(0, length);
+}
+
+/** Compiles a bash glob (relative to the root, no leading `./`). */
+export function compileBashGlob(pattern: string): BashGlob {
+  const expanded = expandBraces(pattern);
+  const alternatives = expanded.map(compileAlternative);
+  const fileAlternatives = alternatives.filter((alt) => !alt.directoriesOnly);
+  const directoryAlternatives = alternatives.filter((alt) => alt.directoriesOnly);
+  const unbounded = alternatives.some((alt) => alt.segments.some((s) => s.kind === "globstar"));
+  const base = commonPrefix(expanded.map(literalPrefix)).join("/");
+  return {
+    pattern,
+    selectsDirectories: directoryAlternatives.length > 0,
+    base,
+    maxDepth:
+      unbounded || directoryAlternatives.length > 0
+        ? null
+        : Math.max(0, ...alternatives.map((alt) => alt.segments.length)),
+    matchesFile(path) {
+      const names = path.split("/");
+      return fileAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, false));
+    },
+    matchesDirectory(path) {
+      const names = path === "" ? [] : path.split("/");
+      return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, true));
+    },
+  };
+}

@@ -1,0 +1,114 @@
+import { bracketEnd, bracketRegex, escapeRegex } from "./bash-glob.js";
+
+/**
+ * One `.gitignore` file (or `info/exclude`, or config `ignore`) compiled to git's rules
+ * (gitignore(5) with wildmatch): the last matching pattern decides, `!` re-includes, a
+ * trailing `/` matches directories only, a pattern with a `/` before its end is anchored to
+ * the file's folder and one without matches a name at any depth, `**` crosses folders,
+ * matching is with case (git on Linux), and a leading `.` is not special.
+ *
+ * Deliberately no "a file in an ignored folder is ignored" check: the walk never enters an
+ * ignored folder, and a deeper `.gitignore` may re-include a folder that this file ignores.
+ */
+export interface GitignorePatterns {
+  /** `true` ignored, `false` re-included by a negation, `null` when no pattern matches. */
+  verdict(path: string, isDir: boolean): boolean | null;
+  readonly size: number;
+}
+
+interface Rule {
+  regex: RegExp;
+  negative: boolean;
+  directoryOnly: boolean;
+  /** Matched against the last name only (the pattern had no `/` before its end). */
+  basenameOnly: boolean;
+}
+
+/** Trailing spaces end a pattern unless escaped with a backslash. */
+function trimTrailingSpaces(line: string): string {
+  let end = line.length;
+  while (end > 0 && line[end - 1] === " " && line[end - 2] !== "\\") end--;
+  return line.slice(0, end);
+}
+
+/** The body of a wildmatch pattern (no leading `/`, no trailing `/`) as a regex source. */
+function wildmatchSource(pattern: string): string {
+  let source = "";
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i] as string;
+    if (ch === "*") {
+      let run = 1;
+      while (pattern[i + run] === "*") run++;
+      const atStart = i === 0 || pattern[i - 1] === "/";
+      const atEnd = i + run === pattern.length || pattern[i + run] === "/";
+      i += run - 1;
+      if (run >= 2 && atStart && atEnd) {
+        if (i + 1 === pattern.length) {
+          source += ".*"; // `a/**`: everything inside
+        } else {
+          source += "(?:[^/]*/)*"; // `**/`: zero or more folders
+          i++; // the slash is part of it
+        }
+        continue;
+      }
+      source += "[^/]*";
+    } else if (ch === "?") {
+      source += "[^/]";
+    } else if (ch === "[") {
+      const close = bracketEnd(pattern, i);
+      if (close === -1) source += "\\[";
+      else {
+        source += bracketRegex(pattern, i, close);
+        i = close;
+      }
+    } else if (ch === "\\" && i + 1 < pattern.length) {
+      source += escapeRegex(pattern[++i] as string);
+    } else {
+      source += escapeRegex(ch);
+    }
+  }
+  return source;
+}
+
+function compileRule(line: string): Rule | null {
+  let text = trimTrailingSpaces(line.replace(/\r$/, ""));
+  if (text === "" || text.startsWith("#")) return null;
+  let negative = false;
+  if (text.startsWith("!")) {
+    negative = true;
+    text = text.slice(1);
+  }
+  let directoryOnly = false;
+  if (text.endsWith("/") && !text.endsWith("\\/")) {
+    directoryOnly = true;
+    text = text.replace(/\/+$/, "");
+  }
+  if (text === "") return null;
+  const basenameOnly = !text.includes("/");
+  if (text.startsWith("/")) text = text.slice(1);
+  return {
+    regex: new RegExp(`^${wildmatchSource(text)}$`, "s"),
+    negative,
+    directoryOnly,
+    basenameOnly,
+  };
+}
+
+export function compileGitignore(text: string): GitignorePatterns {
+  const rules = text
+    .split("\n")
+    .map(compileRule)
+    .filter((rule): rule is Rule => rule !== null);
+  return {
+    size: rules.length,
+    verdict(path, isDir) {
+      const name = path.slice(path.lastIndexOf("/") + 1);
+      for (let i = rules.length - 1; i >= 0; i--) {
+        const rule = rules[i] as Rule;
+        if (rule.directoryOnly && !isDir) continue;
+        if (rule.regex.test(rule.basenameOnly ? name : path)) return !rule.negative;
+      }
+      return null;
+    },
+  };
+}
