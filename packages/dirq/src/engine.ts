@@ -9,7 +9,7 @@ import {
   type ParsedTableSpec,
 } from "./indexer/parsed-tables.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
-import { Refresher } from "./indexer/refresh.js";
+import { Refresher, type WriterLock } from "./indexer/refresh.js";
 import type { RowChange } from "./indexer/row-changes.js";
 import { selectionMatcher } from "./scan/inclusion.js";
 import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
@@ -78,6 +78,19 @@ function removedFilesTable(): DirqError {
   );
 }
 
+/**
+ * The index's one writer: tasks run one at a time, in order, and a failed task never blocks
+ * the next. Reads never take it.
+ */
+function createWriterLock(): WriterLock {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => T | Promise<T>): Promise<T> => {
+    const result = tail.then(task);
+    tail = result.catch(() => undefined);
+    return result;
+  };
+}
+
 function resolveRoot(root: string): string {
   const stats = statSync(root, { throwIfNoEntry: false });
   if (!stats?.isDirectory()) {
@@ -114,6 +127,7 @@ export class DirqIndex {
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
   private changeCount = 0;
+  private readonly withWriter = createWriterLock();
 
   /**
    * Moves on whenever the index may have changed (tables built or filled, files refreshed):
@@ -146,6 +160,7 @@ export class DirqIndex {
       this.root,
       { pathTables: this.pathTables, parsedTables: this.parsedTables },
       this.parsedOptions,
+      this.withWriter,
     );
   }
 
@@ -194,10 +209,12 @@ export class DirqIndex {
    * this at start). Returns the files skipped on the way.
    */
   async build(): Promise<SkippedPath[]> {
-    this.changeCount++;
-    this.pendingSkipped = [];
-    await this.buildConfigTables();
-    return this.pendingSkipped;
+    return this.withWriter(async () => {
+      this.pendingSkipped = [];
+      await this.buildConfigTables();
+      this.changeCount++;
+      return this.pendingSkipped;
+    });
   }
 
   /**
@@ -213,6 +230,7 @@ export class DirqIndex {
     if (selection === null) return false;
     await this.buildParsed({
       name,
+      label: path,
       selection,
       command: this.onFile,
       schema: null,
@@ -267,8 +285,11 @@ export class DirqIndex {
    * runs.
    */
   async query(sql: string): Promise<QueryResult> {
-    const { statement, skipped } = await this.prepareChecked(sql);
-    return { ...executeStatement(statement, sql), skipped };
+    return this.withWriter(async () => {
+      const { statement, skipped } = await this.prepareChecked(sql);
+      this.changeCount++;
+      return { ...executeStatement(statement, sql), skipped };
+    });
   }
 
   /** Path-table names in use, as SQLite knows them. */
@@ -287,18 +308,23 @@ export class DirqIndex {
   async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[] }> {
     // A statement already checked against this very schema needs no second look: nothing it
     // reads can be missing or unfilled. The server asks this for every request.
-    const schemaVersion = this.db.pragma("schema_version", { simple: true }) as number;
+    // This look-up takes no lock: a statement never waits for a hook or a refresh.
     const checked = this.checkedStatements.get(sql);
-    if (checked?.schemaVersion === schemaVersion) return { sql: checked.runnable, skipped: [] };
-    this.changeCount++;
-    const { runnable, skipped } = await this.prepareChecked(sql);
-    this.changeCount++;
-    if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
-    this.checkedStatements.set(sql, {
-      runnable,
-      schemaVersion: this.db.pragma("schema_version", { simple: true }) as number,
+    if (checked?.schemaVersion === this.schemaVersion) {
+      return { sql: checked.runnable, skipped: [] };
+    }
+    return this.withWriter(async () => {
+      const { runnable, skipped } = await this.prepareChecked(sql);
+      this.changeCount++;
+      if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
+      this.checkedStatements.set(sql, { runnable, schemaVersion: this.schemaVersion });
+      return { sql: runnable, skipped };
     });
-    return { sql: runnable, skipped };
+  }
+
+  /** SQLite's schema version: moves with every table, column or index created or dropped. */
+  get schemaVersion(): number {
+    return this.db.pragma("schema_version", { simple: true }) as number;
   }
 
   private async prepareChecked(
@@ -333,15 +359,16 @@ export class DirqIndex {
   /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
-   * A file whose hook fails keeps its old rows and yields an `error` change. With
+   * A file whose hook fails (or whose rows break a rule of its table) has no rows, as a fresh
+   * scan would show, and yields an `error` change; every other file's change commits. With
    * `onlyIfChanged`, files whose size and times match the last refresh are left alone.
    */
   async refresh(
     paths: Iterable<string>,
     options: { onlyIfChanged?: boolean } = {},
   ): Promise<RowChange[]> {
-    this.changeCount++;
     const changes = await this.refresher.refresh(paths, options);
+    // After the commit: an answer computed before it was right until now.
     this.changeCount++;
     return changes;
   }

@@ -1,6 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { ProgressReporter } from "../progress/reporter.js";
-import { BatchStatter, STAT_FIELDS, statPaths } from "../scan/file-stats.js";
+import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
@@ -39,7 +39,10 @@ export interface ColumnGroups {
 export const ALL_COLUMN_GROUPS: ColumnGroups = { names: true, stat: true };
 
 interface PathTable {
+  /** The SQLite name. */
   name: string;
+  /** The name as the user wrote it, which events carry (differs for case variants). */
+  label: string;
   selection: PathSelection;
   /** Whether a path (relative) belongs to this table, ignore rules aside. */
   matches: (path: string) => boolean;
@@ -52,6 +55,20 @@ export interface PathTableOptions {
   useGitignore: boolean;
   extraIgnores?: readonly string[];
   progress: ProgressReporter;
+}
+
+/** A file's row (unfilled column groups NULL). */
+function rowFor(
+  path: string,
+  stat: readonly [number, number, number],
+  groups: ColumnGroups,
+): unknown[] {
+  const values: unknown[] = [path];
+  if (groups.names) pushNameColumns(values, path);
+  else values.push(null, null, null);
+  if (groups.stat) values.push(stat[0], stat[1], stat[2]);
+  else values.push(null, null, null);
+  return values;
 }
 
 /** `ext`: the last extension without its dot, NULL when there is none (`.env`, `Makefile`). */
@@ -90,6 +107,7 @@ export class PathTables {
     this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
     this.tables.set(name.toLowerCase(), {
       name,
+      label: path,
       selection,
       matches: selectionMatcher(selection),
       filled: null,
@@ -113,10 +131,12 @@ export class PathTables {
   }
 
   /**
-   * Re-reads one file into every filled path-table that selects it; `included` says whether
-   * the ignore rules let it in. Returns the row changes. Call inside a transaction.
+   * Brings one file's row up to date in every filled path-table that selects it. `stat` is
+   * the file's size, mtime and ctime, or `null` when it is no longer a row (gone, ignored, a
+   * broken link or one leading outside the root). Returns the row changes. Call inside a
+   * savepoint: a throw rolls back this file alone.
    */
-  refreshFile(path: string, included: boolean): RowChange[] {
+  refreshFile(path: string, stat: readonly [number, number, number] | null): RowChange[] {
     const changes: RowChange[] = [];
     for (const table of this.tables.values()) {
       if (table.filled === null) continue;
@@ -124,7 +144,7 @@ export class PathTables {
         column: "path",
         value: path,
       });
-      const values = included && table.matches(path) ? this.rowFor(path, table.filled) : null;
+      const values = stat && table.matches(path) ? rowFor(path, stat, table.filled) : null;
       const after = values ? [rowJson(PATH_TABLE_COLUMNS, values)] : [];
       if (before[0] === after[0]) continue;
       const quoted = quoteIdentifier(table.name);
@@ -133,21 +153,9 @@ export class PathTables {
         const placeholders = PATH_TABLE_COLUMNS.map(() => "?").join(", ");
         this.db.prepare(`INSERT INTO ${quoted} VALUES (${placeholders})`).run(values);
       }
-      changes.push(...diffRows(table.name, path, before, after));
+      changes.push(...diffRows(table.label, path, before, after));
     }
     return changes;
-  }
-
-  /** A file's row (unfilled column groups NULL), or `null` when it is no longer a file. */
-  private rowFor(path: string, groups: ColumnGroups): unknown[] | null {
-    const stats = statPaths(this.options.root, [path]);
-    if (Number.isNaN(stats[0])) return null;
-    const values: unknown[] = [path];
-    if (groups.names) pushNameColumns(values, path);
-    else values.push(null, null, null);
-    if (groups.stat) values.push(stats[0], stats[1], stats[2]);
-    else values.push(null, null, null);
-    return values;
   }
 
   /** The column groups that reading these column positions needs. */

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { DirqError } from "../errors.js";
 import { expandHookCommand, type HookCommand } from "./hook-command.js";
 
@@ -35,6 +35,17 @@ function startFailure(command: HookCommand, error: NodeJS.ErrnoException): DirqE
   });
 }
 
+/** Hook processes running now, so that a server shutting down can stop them. */
+const running = new Set<ChildProcess>();
+
+/**
+ * Stops every hook process still running (a long-lived process shutting down): a hung hook
+ * would otherwise keep it alive for ever. Their files count as failed.
+ */
+export function stopRunningHooks(): void {
+  for (const child of running) child.kill("SIGKILL");
+}
+
 /**
  * Runs the hook for one file in `root` and collects its stdout as it streams (both pipes are
  * always drained, so a hook never blocks on a full pipe). Resolves with the output, or with
@@ -51,6 +62,9 @@ export function runHook(
       cwd: file.root,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    running.add(child);
+    child.once("close", () => running.delete(child));
+    child.once("error", () => running.delete(child));
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
