@@ -98,9 +98,10 @@ function insertRows(
         insertFileRows(db, spec.name, columns, file.path, file.rows);
       } catch (error) {
         if (!(error instanceof Error) || error.name !== "SqliteError") throw error;
+        const key = spec.ddl === null ? "schema" : "ddl";
         throw new DirqError(
           "CONFIG_INVALID",
-          `${spec.origin}: the rows of ${file.path} break a rule of the table (${error.message}); check its schema and ddl, or the file`,
+          `${spec.origin}.${key}: the rows of ${file.path} break a rule of table '${spec.name}' (${error.message}); fix the file or the table's ${key}`,
           { cause: error },
         );
       }

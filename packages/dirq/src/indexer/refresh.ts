@@ -2,6 +2,7 @@ import { lstatSync, realpathSync, statSync } from "node:fs";
 import { isDirqError } from "../errors.js";
 import type { HookRow } from "../parse/hook-rows.js";
 import { parseFiles } from "../parse/parse-files.js";
+import { statPaths } from "../scan/file-stats.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { walkSelection } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
@@ -63,12 +64,14 @@ function fileRowStat(root: string, path: string): FileStat | null {
     if (link.isSymbolicLink()) {
       const target = realpathSync(absolute);
       if (!target.startsWith(`${root}/`)) return null;
+      if (!statSync(target, { throwIfNoEntry: false })?.isFile()) return null;
     } else if (!link.isFile()) {
       return null;
     }
-    const stats = statSync(absolute, { throwIfNoEntry: false });
-    if (!stats?.isFile()) return null;
-    return [stats.size, Math.floor(stats.mtimeMs / 1000), Math.floor(stats.ctimeMs / 1000)];
+    // The walk's own stat, so a refreshed row and a freshly built one agree to the second.
+    const stats = statPaths(root, [path]);
+    if (Number.isNaN(stats[0])) return null;
+    return [stats[0] as number, stats[1] as number, stats[2] as number];
   } catch (error) {
     if (isNotARow(error)) return null;
     throw error;
