@@ -121,8 +121,10 @@ export class DirqIndex {
   /** Statements `prepare` has checked, with the schema version they were checked against. */
   private readonly checkedStatements = new Map<
     string,
-    { runnable: string; schemaVersion: number }
+    { runnable: string; schemaVersion: number; tablesRead: string[] }
   >();
+  /** Tables the statement being prepared reads (set by `fillTablesRead`). */
+  private tablesRead: string[] = [];
   private readonly caseVariants = new CaseVariants();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
@@ -242,7 +244,9 @@ export class DirqIndex {
 
   private tableExists(name: string): boolean {
     const found = this.db
-      .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE")
+      .prepare(
+        "SELECT 1 FROM main.sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
+      )
       .get(name);
     return found !== undefined;
   }
@@ -266,7 +270,9 @@ export class DirqIndex {
   private async fillTablesRead(sql: string): Promise<SkippedPath[]> {
     if (isExplain(sql)) return [];
     const skipped: SkippedPath[] = [];
-    for (const [table, columns] of tablesReadBy(this.db, sql)) {
+    const read = tablesReadBy(this.db, sql);
+    this.tablesRead = [...read.keys()];
+    for (const [table, columns] of read) {
       if (/^_dirq_/i.test(table)) {
         throw new DirqError(
           "QUERY_INTERNAL_TABLE",
@@ -311,13 +317,19 @@ export class DirqIndex {
     // This look-up takes no lock: a statement never waits for a hook or a refresh.
     const checked = this.checkedStatements.get(sql);
     if (checked?.schemaVersion === this.schemaVersion) {
+      this.pathTables.touch(checked.tablesRead);
       return { sql: checked.runnable, skipped: [] };
     }
     return this.withWriter(async () => {
+      this.tablesRead = [];
       const { runnable, skipped } = await this.prepareChecked(sql);
       this.changeCount++;
       if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
-      this.checkedStatements.set(sql, { runnable, schemaVersion: this.schemaVersion });
+      this.checkedStatements.set(sql, {
+        runnable,
+        schemaVersion: this.schemaVersion,
+        tablesRead: this.tablesRead,
+      });
       return { sql: runnable, skipped };
     });
   }

@@ -90,8 +90,6 @@ function fileRowStat(root: string, path: string): FileStat | null {
 export class Refresher {
   /** Size and times of each file as `refresh` last read it, to skip re-reading it unchanged. */
   private readonly fileSignatures = new Map<string, string>();
-  /** Tables that have an index on the column a refresh looks rows up by. */
-  private readonly lookupIndexed = new Set<string>();
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -114,15 +112,13 @@ export class Refresher {
 
   /**
    * Indexes the lookup column of every live table, once: a refresh then costs what changed,
-   * not the size of the table. Made on first refresh, so one-shot queries never pay for it.
+   * not the size of the table. Made on first refresh, so one-shot queries never pay for it
+   * (and a table dropped and built again gets its index again).
    */
   private ensureLookupIndexes(): void {
     for (const [table, column] of this.liveTables()) {
-      const key = table.toLowerCase();
-      if (this.lookupIndexed.has(key)) continue;
       const index = quoteIdentifier(`_dirq_lookup_${table}`);
       this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
-      this.lookupIndexed.add(key);
     }
   }
 

@@ -9,6 +9,7 @@ import type { DirqConfig } from "../config/types.js";
 import { type DirqIndex, openIndex } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
+import { InclusionCheck } from "../scan/inclusion.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
 import { stopRunningHooks } from "../parse/run-hook.js";
@@ -133,6 +134,14 @@ async function startLive(
   });
   pool.warm();
   const watcher = watchTree(index.root, {
+    ignoredFolders: () => {
+      const check = new InclusionCheck(index.root, {
+        useGitignore: !options.noIgnore,
+        extraIgnores: config.ignore,
+      });
+      // A folder is ignored when a file in it would be, whatever its name.
+      return (path) => !check.includes(`${path}/\u0001`);
+    },
     onBatch: async (batch) => {
       // Hooks run outside the index's writer lock; only each commit takes it.
       if (batch.rescan) return publish(await index.rescan());
