@@ -322,7 +322,12 @@ export class DirqIndex {
     }
     return this.withWriter(async () => {
       this.tablesRead = [];
-      const { runnable, skipped } = await this.prepareChecked(sql);
+      // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
+      // EXPLAIN): a user error (400), never an internal one.
+      const { runnable, skipped } = await this.prepareChecked(sql).catch((error: unknown) => {
+        const unbound = error instanceof TypeError && /parameter/i.test(error.message);
+        throw sqlError(unbound ? new RangeError(error.message) : error);
+      });
       this.changeCount++;
       if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
       this.checkedStatements.set(sql, {
