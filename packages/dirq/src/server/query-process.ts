@@ -34,6 +34,9 @@ function statementFor(sql: string): Statement {
   if (schema !== statementsSchema) {
     statements.clear();
     statementsSchema = schema;
+    // This connection still holds the old schema (a statement prepared now would report the
+    // old column list); reading sqlite_master makes SQLite load the new one.
+    db.prepare("SELECT 1 FROM sqlite_master LIMIT 1").get();
   }
   let statement = statements.get(sql);
   if (statement === undefined) {
