@@ -205,6 +205,8 @@ export class Refresher {
     options: { onlyIfChanged?: boolean } = {},
   ): Promise<RowChange[]> {
     const changes: RowChange[] = [];
+    // Before the first look-up: without its index, finding a folder's rows scans the table.
+    await this.withWriter(() => this.ensureLookupIndexes());
     const candidates = new Set<string>();
     for (const path of paths) for (const file of this.filesFor(path, changes)) candidates.add(file);
     const gathered = await this.gather(candidates, options.onlyIfChanged ?? false, changes);
@@ -270,7 +272,6 @@ export class Refresher {
     };
     try {
       this.db.transaction(() => {
-        this.ensureLookupIndexes();
         for (const [file, { stat, parsed }] of gathered) {
           isolated(file, null, () => this.tables.pathTables.refreshFile(file, stat));
           for (const table of this.tables.parsedTables.values()) {
