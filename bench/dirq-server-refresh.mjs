@@ -58,7 +58,7 @@ async function startServer(bin) {
 }
 
 async function query(url, sql) {
-  const response = await fetch(`${url}/query`, {
+  const response = await globalThis.fetch(`${url}/query`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ sql }),
@@ -70,10 +70,10 @@ async function measure(bin, round) {
   const server = await startServer(bin);
   try {
     await query(server.url, "SELECT count(*), sum(size) FROM './'");
-    const controller = new AbortController();
-    const response = await fetch(`${server.url}/events`, { signal: controller.signal });
+    const controller = new globalThis.AbortController();
+    const response = await globalThis.fetch(`${server.url}/events`, { signal: controller.signal });
     const reader = response.body.getReader();
-    const decoder = new TextDecoder();
+    const decoder = new globalThis.TextDecoder();
     let updates = 0;
     let lastEventAt = 0;
     let resolveDone;
