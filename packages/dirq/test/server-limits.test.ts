@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, readlinkSync, existsSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { connect, createServer as createTcpServer } from "node:net";
 import { after, describe, it } from "node:test";
 import { makeTree, removeTree } from "./helpers.js";
@@ -222,8 +223,29 @@ describe("freezes", { concurrency: true }, () => {
     for (const answer of await Promise.all(runaways)) assertJsonError(answer, 408, /30-second/);
   });
 
-  it("kill -9 of the server ends its query processes and removes the temporary index", async () => {
-    const server = await serve(tree({ "a.md": "a" }));
+  it("kill -9 of the server ends its query processes and hooks, and removes the temporary index", async () => {
+    const hook = `import { basename } from "node:path";
+if (basename(process.argv[2]) === "hang.json") setInterval(() => {}, 1000);
+else process.stdout.write("[]");
+`;
+    const root = tree({
+      "hook.mjs": hook,
+      "dirq.toml": `[[table]]\nname = "t"\nglob = "data/*.json"\non-file = ${JSON.stringify(`'${process.execPath}' hook.mjs {path}`)}\n`,
+      "data/a.json": "{}",
+    });
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    writeFileSync(join(root, "data/hang.json"), "{}");
+    let hookPid = 0;
+    await eventually(
+      () => {
+        for (const pid of processTree(server.pid).slice(1)) {
+          if (safeRead(`/proc/${pid}/cmdline`).includes("hang.json")) hookPid = pid;
+        }
+        return hookPid !== 0;
+      },
+      "the hanging hook runs",
+      60_000,
+    );
     const running = postQuery(server, RUNAWAY).catch(() => null);
     let indexDir = "";
     await eventually(
@@ -240,7 +262,7 @@ describe("freezes", { concurrency: true }, () => {
       60_000,
     );
     const children = processTree(server.pid).slice(1);
-    assert.ok(children.length > 0);
+    assert.ok(children.includes(hookPid));
     assert.ok(existsSync(indexDir));
     await server.stop("SIGKILL");
     await running;
@@ -303,6 +325,14 @@ function safeReaddir(path: string): string[] {
     return readdirSync(path);
   } catch {
     return [];
+  }
+}
+
+function safeRead(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
   }
 }
 

@@ -38,6 +38,19 @@ function startFailure(command: HookCommand, error: NodeJS.ErrnoException): DirqE
 /** Hook processes running now, so that a server shutting down can stop them. */
 const running = new Set<ChildProcess>();
 
+/** Told about every hook process started and ended (a server's reaper keeps the list). */
+export interface HookProcessObserver {
+  started(pid: number): void;
+  ended(pid: number): void;
+}
+
+let observer: HookProcessObserver | null = null;
+
+/** Installs the one observer of hook processes (`null` removes it). */
+export function observeHookProcesses(next: HookProcessObserver | null): void {
+  observer = next;
+}
+
 /**
  * Stops every hook process still running (a long-lived process shutting down): a hung hook
  * would otherwise keep it alive for ever. Their files count as failed.
@@ -63,8 +76,14 @@ export function runHook(
       stdio: ["ignore", "pipe", "pipe"],
     });
     running.add(child);
-    child.once("close", () => running.delete(child));
-    child.once("error", () => running.delete(child));
+    const pid = child.pid;
+    if (pid !== undefined) observer?.started(pid);
+    const ended = () => {
+      if (!running.delete(child)) return;
+      if (pid !== undefined) observer?.ended(pid);
+    };
+    child.once("close", ended);
+    child.once("error", ended);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));

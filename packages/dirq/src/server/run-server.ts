@@ -12,7 +12,7 @@ import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
-import { stopRunningHooks } from "../parse/run-hook.js";
+import { observeHookProcesses, stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
 import { applyHttpLimits, hostChecker, SERVER_LIMIT_OPTIONS } from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
@@ -62,8 +62,8 @@ interface Live {
 }
 
 /**
- * Starts the helper that removes `directory` when this process ends in any way (kill -9
- * included); the server removes it itself when it stops cleanly.
+ * Starts the helper that removes `directory` and stops running hooks when this process ends
+ * in any way (kill -9 included); the server does both itself when it stops cleanly.
  */
 function startReaper(directory: string): void {
   const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory], {
@@ -72,6 +72,14 @@ function startReaper(directory: string): void {
   reaper.on("error", () => {});
   reaper.unref();
   reaper.channel?.unref();
+  // The reaper stops hooks the server leaves behind when it is killed.
+  const tell = (message: { started?: number; ended?: number }) => {
+    if (reaper.connected) reaper.send(message, undefined, undefined, () => {});
+  };
+  observeHookProcesses({
+    started: (pid) => tell({ started: pid }),
+    ended: (pid) => tell({ ended: pid }),
+  });
 }
 
 type Query = (sql: string, arrival: number) => Promise<string>;
@@ -240,15 +248,29 @@ export async function runServer(options: ServerOptions): Promise<number> {
     return 1;
   }
   const stopped = options.stopSignal.then(() => "stop" as const);
+  // Set when a signal came before the start-up build finished: what it starts is stopped.
+  let abandoned = false;
   const starting = (async () => {
     const config = loadConfigs(options.configs, options.root);
-    ({ live, query } = await startLive(options, config, events));
+    const started = await startLive(options, config, events);
+    if (abandoned) return stopLive(started.live);
+    ({ live, query } = started);
   })().catch((error: unknown) => {
     if (!isDirqError(error)) throw error;
     degraded = `failed to load config: ${error.message}`;
     options.stderr.write(`dirq: ${degraded}\n`);
   });
-  if ((await Promise.race([starting.then(() => "started" as const), stopped])) === "started") {
+  let outcome: "started" | "stop";
+  try {
+    outcome = await Promise.race([starting.then(() => "started" as const), stopped]);
+  } catch (error) {
+    // An internal fault while starting: do not leave the port bound with nobody serving.
+    server.closeAllConnections();
+    server.close();
+    stopRunningHooks();
+    throw error;
+  }
+  if (outcome === "started") {
     markReady();
     if (isNonLoopback(options.host)) {
       options.stderr.write(
@@ -257,6 +279,8 @@ export async function runServer(options: ServerOptions): Promise<number> {
     }
     options.stdout.write(`Running at ${options.host}:${port}\n`);
     await stopped;
+  } else {
+    abandoned = true;
   }
   try {
     await shutdown(server, events);
