@@ -10,7 +10,7 @@ import {
   type ParsedTableSpec,
 } from "./indexer/parsed-tables.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
-import { Refresher } from "./indexer/refresh.js";
+import { Refresher, type WriterLock } from "./indexer/refresh.js";
 import type { RowChange } from "./indexer/row-changes.js";
 import { selectionMatcher } from "./scan/inclusion.js";
 import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
@@ -95,6 +95,19 @@ function tooManyPathTables(): DirqError {
   );
 }
 
+/**
+ * The index's one writer: tasks run one at a time, in order, and a failed task never blocks
+ * the next. Reads never take it.
+ */
+function createWriterLock(): WriterLock {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => T | Promise<T>): Promise<T> => {
+    const result = tail.then(task);
+    tail = result.catch(() => undefined);
+    return result;
+  };
+}
+
 function resolveRoot(root: string): string {
   const stats = statSync(root, { throwIfNoEntry: false });
   if (!stats?.isDirectory()) {
@@ -125,12 +138,15 @@ export class DirqIndex {
   /** Statements `prepare` has checked, with the schema version they were checked against. */
   private readonly checkedStatements = new Map<
     string,
-    { runnable: string; schemaVersion: number }
+    { runnable: string; schemaVersion: number; tablesRead: string[] }
   >();
+  /** Tables the statement being prepared reads (set by `fillTablesRead`). */
+  private tablesRead: string[] = [];
   private readonly caseVariants = new CaseVariants();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
   private changeCount = 0;
+  private readonly withWriter = createWriterLock();
 
   /**
    * Moves on whenever the index may have changed (tables built or filled, files refreshed):
@@ -163,6 +179,7 @@ export class DirqIndex {
       this.root,
       { pathTables: this.pathTables, parsedTables: this.parsedTables },
       this.parsedOptions,
+      this.withWriter,
     );
   }
 
@@ -218,10 +235,12 @@ export class DirqIndex {
    * this at start). Returns the files skipped on the way.
    */
   async build(): Promise<SkippedPath[]> {
-    this.changeCount++;
-    this.pendingSkipped = [];
-    await this.buildConfigTables();
-    return this.pendingSkipped;
+    return this.withWriter(async () => {
+      this.pendingSkipped = [];
+      await this.buildConfigTables();
+      this.changeCount++;
+      return this.pendingSkipped;
+    });
   }
 
   /**
@@ -237,6 +256,7 @@ export class DirqIndex {
     if (selection === null) return false;
     await this.buildParsed({
       name,
+      label: path,
       selection,
       command: this.onFile,
       schema: null,
@@ -261,7 +281,9 @@ export class DirqIndex {
 
   private tableExists(name: string): boolean {
     const found = this.db
-      .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'table' AND name = ? COLLATE NOCASE")
+      .prepare(
+        "SELECT 1 FROM main.sqlite_schema WHERE type IN ('table', 'view') AND name = ? COLLATE NOCASE",
+      )
       .get(name);
     return found !== undefined;
   }
@@ -284,7 +306,9 @@ export class DirqIndex {
   private async fillTablesRead(statement: StatementAnalysis): Promise<SkippedPath[]> {
     if (isExplain(statement)) return [];
     const skipped: SkippedPath[] = [];
-    for (const [table, columns] of tablesReadBy(this.db, statement.sql)) {
+    const read = tablesReadBy(this.db, statement.sql);
+    this.tablesRead = [...read.keys()];
+    for (const [table, columns] of read) {
       if (INTERNAL_PREFIX.test(table)) {
         throw new DirqError(
           "QUERY_INTERNAL_TABLE",
@@ -303,8 +327,11 @@ export class DirqIndex {
    * runs.
    */
   async query(sql: string): Promise<QueryResult> {
-    const { statement, skipped } = await this.prepareChecked(sql);
-    return { ...executeStatement(statement, sql), skipped };
+    return this.withWriter(async () => {
+      const { statement, skipped } = await this.prepareChecked(sql);
+      this.changeCount++;
+      return { ...executeStatement(statement, sql), skipped };
+    });
   }
 
   /** Path-table names in use, as SQLite knows them. */
@@ -323,18 +350,34 @@ export class DirqIndex {
   async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[] }> {
     // A statement already checked against this very schema needs no second look: nothing it
     // reads can be missing or unfilled. The server asks this for every request.
-    const schemaVersion = this.db.pragma("schema_version", { simple: true }) as number;
+    // This look-up takes no lock: a statement never waits for a hook or a refresh.
     const checked = this.checkedStatements.get(sql);
-    if (checked?.schemaVersion === schemaVersion) return { sql: checked.runnable, skipped: [] };
-    this.changeCount++;
-    const { runnable, skipped } = await this.prepareChecked(sql);
-    this.changeCount++;
-    if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
-    this.checkedStatements.set(sql, {
-      runnable,
-      schemaVersion: this.db.pragma("schema_version", { simple: true }) as number,
+    if (checked?.schemaVersion === this.schemaVersion) {
+      this.pathTables.touch(checked.tablesRead);
+      return { sql: checked.runnable, skipped: [] };
+    }
+    return this.withWriter(async () => {
+      this.tablesRead = [];
+      // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
+      // EXPLAIN): a user error (400), never an internal one.
+      const { runnable, skipped } = await this.prepareChecked(sql).catch((error: unknown) => {
+        const unbound = error instanceof TypeError && /parameter/i.test(error.message);
+        throw sqlError(unbound ? new RangeError(error.message) : error);
+      });
+      this.changeCount++;
+      if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
+      this.checkedStatements.set(sql, {
+        runnable,
+        schemaVersion: this.schemaVersion,
+        tablesRead: this.tablesRead,
+      });
+      return { sql: runnable, skipped };
     });
-    return { sql: runnable, skipped };
+  }
+
+  /** SQLite's schema version: moves with every table, column or index created or dropped. */
+  get schemaVersion(): number {
+    return this.db.pragma("schema_version", { simple: true }) as number;
   }
 
   private async prepareChecked(
@@ -372,15 +415,16 @@ export class DirqIndex {
   /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
-   * A file whose hook fails keeps its old rows and yields an `error` change. With
+   * A file whose hook fails (or whose rows break a rule of its table) has no rows, as a fresh
+   * scan would show, and yields an `error` change; every other file's change commits. With
    * `onlyIfChanged`, files whose size and times match the last refresh are left alone.
    */
   async refresh(
     paths: Iterable<string>,
     options: { onlyIfChanged?: boolean } = {},
   ): Promise<RowChange[]> {
-    this.changeCount++;
     const changes = await this.refresher.refresh(paths, options);
+    // After the commit: an answer computed before it was right until now.
     this.changeCount++;
     return changes;
   }

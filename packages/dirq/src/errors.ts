@@ -24,6 +24,7 @@ export type DirqErrorCode =
   | "INIT_WRITE_FAILED"
   | "QUERY_TIMEOUT"
   | "REQUEST_INVALID"
+  | "ANSWER_TOO_LARGE"
   | "SERVER_DEGRADED";
 
 /** A user error: bad input, with a message that names what is wrong and what to do. */

@@ -6,7 +6,7 @@ import type { ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
-import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
+import { currentRows, diffRows, type RowChange } from "./row-changes.js";
 
 import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 
@@ -14,7 +14,10 @@ export { FILE_PATH_COLUMN, ROW_INDEX_COLUMN };
 
 /** A table whose rows a hook prints: a config `[[table]]` or a path-table with `--on-file`. */
 export interface ParsedTableSpec {
+  /** The SQLite name of the table. */
   name: string;
+  /** The name events carry: what the user wrote (differs from `name` for case variants). */
+  label?: string;
   /** The files to parse; `null` when the table's path names nothing yet. */
   selection: PathSelection | null;
   command: HookCommand;
@@ -109,14 +112,32 @@ export function insertFileRows(
   rows.forEach((row, index) => insert.run([...rowValues(columns, row), path, BigInt(index)]));
 }
 
+/**
+ * Inserts every file's rows in one transaction. A constraint of the table's `ddl` or schema
+ * that a file's rows violate fails the whole build with an error naming the file and the
+ * config key: which of two clashing files is "the bad one" depends on order, so no answer
+ * built without one of them would be right.
+ */
 function insertRows(
   db: SqliteDatabase,
-  table: string,
+  spec: ParsedTableSpec,
   columns: string[],
   files: ParsedFile[],
 ): void {
   db.transaction(() => {
-    for (const file of files) insertFileRows(db, table, columns, file.path, file.rows);
+    for (const file of files) {
+      try {
+        insertFileRows(db, spec.name, columns, file.path, file.rows);
+      } catch (error) {
+        if (!(error instanceof Error) || error.name !== "SqliteError") throw error;
+        const key = spec.ddl === null ? "schema" : "ddl";
+        throw new DirqError(
+          "CONFIG_INVALID",
+          `${spec.origin}.${key}: the rows of ${file.path} break a rule of table '${spec.name}' (${error.message}); fix the file or the table's ${key}`,
+          { cause: error },
+        );
+      }
+    }
   })();
 }
 
@@ -161,7 +182,7 @@ export async function buildParsedTable(
     ? spec.schema.map(([column]) => column)
     : inferColumns(files.map((file) => file.rows));
   createTable(db, spec, columns);
-  insertRows(db, spec.name, columns, files);
+  insertRows(db, spec, columns, files);
   return {
     skipped: [...walked.skipped, ...unnameable, ...parsed.skipped, ...tooWide],
     columns,
@@ -171,15 +192,29 @@ export async function buildParsedTable(
 /** A built parsed table, as the watcher keeps it current. */
 export interface LiveParsedTable {
   spec: ParsedTableSpec;
-  /** Current visible columns; grows when an inferred table's hook prints a new key. */
+  /**
+   * Visible columns as of the last commit; grows when an inferred table's hook prints a new
+   * key. A cache of SQLite's own column list: re-read after every refresh, never edited ahead
+   * of a commit.
+   */
   columns: string[];
   matches: (path: string) => boolean;
 }
 
+const HIDDEN_COLUMNS = new Set([FILE_PATH_COLUMN, ROW_INDEX_COLUMN]);
+
+/** A parsed table's visible columns as SQLite has them now (the source of truth). */
+export function storedColumns(db: SqliteDatabase, table: string): string[] {
+  const rows = db.prepare("SELECT name FROM pragma_table_info(?)").pluck().all(table) as string[];
+  return rows.filter((name) => !HIDDEN_COLUMNS.has(name));
+}
+
 /**
- * Replaces one file's rows with `rows` (none when the file is gone) and returns the row
- * changes, matched by position. Without a schema, new keys become new columns. Call inside a
- * transaction.
+ * Replaces one file's rows with `rows` (none when the file is gone or failed) and returns the
+ * row changes, matched by position. Without a schema, new keys become new columns. Old and
+ * new rows are both read back from SQLite, so events carry the values a query returns (the
+ * column types applied) and a rewrite that changes no stored row yields no change. Call
+ * inside a savepoint: on a throw, the caller rolls back this file alone.
  */
 export function replaceFileRows(
   db: SqliteDatabase,
@@ -188,22 +223,19 @@ export function replaceFileRows(
   rows: readonly HookRow[],
 ): RowChange[] {
   const name = table.spec.name;
+  let columns = storedColumns(db, name);
   if (table.spec.schema === null) {
     for (const column of inferColumns([rows])) {
-      if (table.columns.some((known) => known.toLowerCase() === column.toLowerCase())) continue;
+      if (columns.some((known) => known.toLowerCase() === column.toLowerCase())) continue;
       db.exec(`ALTER TABLE ${quoteIdentifier(name)} ADD COLUMN ${quoteIdentifier(column)}`);
-      table.columns.push(column);
+      columns = [...columns, column];
     }
   }
-  const before = currentRows(db, name, table.columns, {
-    column: FILE_PATH_COLUMN,
-    value: path,
-    orderBy: ROW_INDEX_COLUMN,
-  });
-  const after = rows.map((row) => rowJson(table.columns, rowValues(table.columns, row)));
-  const changes = diffRows(name, path, before, after);
-  if (changes.length === 0) return [];
+  const where = { column: FILE_PATH_COLUMN, value: path, orderBy: ROW_INDEX_COLUMN };
+  const before = currentRows(db, name, columns, where);
+  if (before.length === 0 && rows.length === 0) return [];
   db.prepare(`DELETE FROM ${quoteIdentifier(name)} WHERE ${FILE_PATH_COLUMN} = ?`).run(path);
-  insertFileRows(db, name, table.columns, path, rows);
-  return changes;
+  insertFileRows(db, name, columns, path, rows);
+  const after = currentRows(db, name, columns, where);
+  return diffRows(table.spec.label ?? name, path, before, after);
 }

@@ -1,7 +1,6 @@
 import type { Statement } from "better-sqlite3";
 import type { ProgressReporter } from "../progress/reporter.js";
-import { BatchStatter, STAT_FIELDS, statPaths } from "../scan/file-stats.js";
-import { isListedFileAt } from "../scan/file-kind.js";
+import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
@@ -40,12 +39,32 @@ export interface ColumnGroups {
 export const ALL_COLUMN_GROUPS: ColumnGroups = { names: true, stat: true };
 
 interface PathTable {
+  /** The SQLite name. */
   name: string;
+  /** The name as the user wrote it, which events carry (differs for case variants). */
+  label: string;
   selection: PathSelection;
   /** Whether a path (relative) belongs to this table, ignore rules aside. */
   matches: (path: string) => boolean;
   /** `null` until the first fill. */
   filled: ColumnGroups | null;
+  /** When a statement last named it (ms), for dropping the least recently used. */
+  lastUsed: number;
+  /** Other names of the same selection (`'./x/../'` for `'./'`): views over this table. */
+  aliases: string[];
+}
+
+/**
+ * Live path-tables kept at most: each is refreshed on every change under it. Past this, the
+ * least recently used one is dropped (and built again if a statement names it later).
+ */
+export const MAX_LIVE_PATH_TABLES = 100;
+/** A path-table no statement has named for this long is dropped the next time one is made. */
+export const PATH_TABLE_IDLE_MS = 60 * 60 * 1000;
+
+/** One key per selection: names that select the same files share one table. */
+function selectionKey(selection: PathSelection): string {
+  return JSON.stringify(selection);
 }
 
 export interface PathTableOptions {
@@ -53,6 +72,20 @@ export interface PathTableOptions {
   useGitignore: boolean;
   extraIgnores?: readonly string[];
   progress: ProgressReporter;
+}
+
+/** A file's row (unfilled column groups NULL). */
+function rowFor(
+  path: string,
+  stat: readonly [number, number, number],
+  groups: ColumnGroups,
+): unknown[] {
+  const values: unknown[] = [path];
+  if (groups.names) pushNameColumns(values, path);
+  else values.push(null, null, null);
+  if (groups.stat) values.push(stat[0], stat[1], stat[2]);
+  else values.push(null, null, null);
+  return values;
 }
 
 /** `ext`: the last extension without its dot, NULL when there is none (`.env`, `Makefile`). */
@@ -75,6 +108,9 @@ function pushNameColumns(values: unknown[], path: string): void {
  */
 export class PathTables {
   private readonly tables = new Map<string, PathTable>();
+  /** Lower-cased alias name → lower-cased name of the table it is a view over. */
+  private readonly aliasOf = new Map<string, string>();
+  private readonly bySelection = new Map<string, PathTable>();
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -88,24 +124,75 @@ export class PathTables {
   create(name: string, path: string = name): boolean {
     const selection = parsePathTableName(path, this.options.root);
     if (selection === null) return false;
+    this.dropStale(Date.now());
+    const key = selectionKey(selection);
+    const same = this.bySelection.get(key);
+    if (same !== undefined) {
+      // `'./x/../'` and `'./'` are one selection: one table, refreshed once; the new name is
+      // a view over it.
+      this.db.exec(
+        `CREATE VIEW ${quoteIdentifier(name)} AS SELECT * FROM ${quoteIdentifier(same.name)}`,
+      );
+      same.aliases.push(name);
+      same.lastUsed = Date.now();
+      this.aliasOf.set(name.toLowerCase(), same.name.toLowerCase());
+      return true;
+    }
     this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
-    this.tables.set(name.toLowerCase(), {
+    const table: PathTable = {
       name,
+      label: path,
       selection,
       matches: selectionMatcher(selection),
       filled: null,
-    });
+      lastUsed: Date.now(),
+      aliases: [],
+    };
+    this.tables.set(name.toLowerCase(), table);
+    this.bySelection.set(key, table);
     return true;
+  }
+
+  /** Drops path-tables idle too long, and the least recently used beyond the limit. */
+  private dropStale(now: number): void {
+    const byAge = [...this.tables.values()].sort((a, b) => a.lastUsed - b.lastUsed);
+    let count = byAge.length;
+    for (const table of byAge) {
+      if (count < MAX_LIVE_PATH_TABLES && now - table.lastUsed < PATH_TABLE_IDLE_MS) break;
+      this.drop(table);
+      count--;
+    }
+  }
+
+  private drop(table: PathTable): void {
+    for (const alias of table.aliases) {
+      this.db.exec(`DROP VIEW IF EXISTS ${quoteIdentifier(alias)}`);
+      this.aliasOf.delete(alias.toLowerCase());
+    }
+    this.db.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(table.name)}`);
+    this.tables.delete(table.name.toLowerCase());
+    this.bySelection.delete(selectionKey(table.selection));
+  }
+
+  /** Marks the path-tables (or their aliases) among `names` as just used. */
+  touch(names: Iterable<string>): void {
+    const now = Date.now();
+    for (const name of names) {
+      const lower = name.toLowerCase();
+      const table = this.tables.get(this.aliasOf.get(lower) ?? lower);
+      if (table) table.lastUsed = now;
+    }
   }
 
   /** The path-table behind a table name, if that name is one. */
   has(name: string): boolean {
-    return this.tables.has(name.toLowerCase());
+    const lower = name.toLowerCase();
+    return this.tables.has(lower) || this.aliasOf.has(lower);
   }
 
-  /** Names of every path-table, filled or not. */
+  /** Names of every path-table and alias, filled or not. */
   names(): string[] {
-    return [...this.tables.values()].map((table) => table.name);
+    return [...this.tables.values()].flatMap((table) => [table.name, ...table.aliases]);
   }
 
   /** Names of the tables that hold rows: the ones the watcher keeps current. */
@@ -114,10 +201,12 @@ export class PathTables {
   }
 
   /**
-   * Re-reads one file into every filled path-table that selects it; `included` says whether
-   * the ignore rules let it in. Returns the row changes. Call inside a transaction.
+   * Brings one file's row up to date in every filled path-table that selects it. `stat` is
+   * the file's size, mtime and ctime, or `null` when it is no longer a row (gone, ignored, a
+   * broken link or one leading outside the root). Returns the row changes. Call inside a
+   * savepoint: a throw rolls back this file alone.
    */
-  refreshFile(path: string, included: boolean): RowChange[] {
+  refreshFile(path: string, stat: readonly [number, number, number] | null): RowChange[] {
     const changes: RowChange[] = [];
     for (const table of this.tables.values()) {
       if (table.filled === null) continue;
@@ -125,7 +214,7 @@ export class PathTables {
         column: "path",
         value: path,
       });
-      const values = included && table.matches(path) ? this.rowFor(path, table.filled) : null;
+      const values = stat && table.matches(path) ? rowFor(path, stat, table.filled) : null;
       const after = values ? [rowJson(PATH_TABLE_COLUMNS, values)] : [];
       if (before[0] === after[0]) continue;
       const quoted = quoteIdentifier(table.name);
@@ -134,22 +223,9 @@ export class PathTables {
         const placeholders = PATH_TABLE_COLUMNS.map(() => "?").join(", ");
         this.db.prepare(`INSERT INTO ${quoted} VALUES (${placeholders})`).run(values);
       }
-      changes.push(...diffRows(table.name, path, before, after));
+      changes.push(...diffRows(table.label, path, before, after));
     }
     return changes;
-  }
-
-  /** A file's row (unfilled column groups NULL), or `null` when it is no longer a file. */
-  private rowFor(path: string, groups: ColumnGroups): unknown[] | null {
-    if (!isListedFileAt(this.options.root, `${this.options.root}/${path}`)) return null;
-    const stats = statPaths(this.options.root, [path]);
-    if (Number.isNaN(stats[0])) return null;
-    const values: unknown[] = [path];
-    if (groups.names) pushNameColumns(values, path);
-    else values.push(null, null, null);
-    if (groups.stat) values.push(stats[0], stats[1], stats[2]);
-    else values.push(null, null, null);
-    return values;
   }
 
   /** The column groups that reading these column positions needs. */
@@ -163,6 +239,7 @@ export class PathTables {
   async fill(name: string, wanted: ColumnGroups): Promise<SkippedPath[]> {
     const table = this.tables.get(name.toLowerCase());
     if (!table) return [];
+    table.lastUsed = Date.now();
     const had = table.filled;
     if (had && (had.names || !wanted.names) && (had.stat || !wanted.stat)) return [];
     const groups = {

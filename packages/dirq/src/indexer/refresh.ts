@@ -1,11 +1,17 @@
-import { lstatSync, statSync } from "node:fs";
+import { lstatSync, realpathSync, statSync } from "node:fs";
 import { isDirqError } from "../errors.js";
 import type { HookRow } from "../parse/hook-rows.js";
 import { parseFiles } from "../parse/parse-files.js";
+import { statPaths } from "../scan/file-stats.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { walkSelection } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
-import { FILE_PATH_COLUMN, type LiveParsedTable, replaceFileRows } from "./parsed-tables.js";
+import {
+  FILE_PATH_COLUMN,
+  type LiveParsedTable,
+  replaceFileRows,
+  storedColumns,
+} from "./parsed-tables.js";
 import type { PathTables } from "./path-tables.js";
 import type { RowChange } from "./row-changes.js";
 
@@ -21,10 +27,65 @@ export interface RefreshOptions {
   concurrency?: number;
 }
 
+/** Runs a task while no other write to the index runs (the index's one writer). */
+export type WriterLock = <T>(task: () => T | Promise<T>) => Promise<T>;
+
+type FileStat = [size: number, mtime: number, ctime: number];
+
+/** What a refresh learned about one file before it writes anything. */
+interface Gathered {
+  /** Size and times when the file is a row, `null` when it is not (or no longer) one. */
+  stat: FileStat | null;
+  /** Hook output per parsed table that selects the file; a string is why the hook failed. */
+  parsed: Map<LiveParsedTable, HookRow[] | string>;
+}
+
+/** Errors that mean "this path is not a file row now", as a fresh walk would see it. */
+const NOT_A_ROW = new Set(["ENOENT", "ENOTDIR", "ELOOP", "EACCES", "EPERM", "ENAMETOOLONG"]);
+
+function isNotARow(error: unknown): boolean {
+  return NOT_A_ROW.has((error as NodeJS.ErrnoException | null)?.code ?? "");
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
 /**
- * Brings built tables up to date with changed files: the watcher's half of the index. For
- * each changed path it re-reads the files that path stands for, diffs their rows and writes
- * the difference in one transaction.
+ * Whether the file at `path` is a row, and its size and times (whole seconds, as the walk's
+ * stat records them). Symlinks count when they resolve to a regular file inside the root; a
+ * link leading outside is never read. Throws only for errors a walk would not explain.
+ */
+function fileRowStat(root: string, path: string): FileStat | null {
+  const absolute = `${root}/${path}`;
+  try {
+    const link = lstatSync(absolute, { throwIfNoEntry: false });
+    if (link === undefined) return null;
+    if (link.isSymbolicLink()) {
+      const target = realpathSync(absolute);
+      if (!target.startsWith(`${root}/`)) return null;
+      if (!statSync(target, { throwIfNoEntry: false })?.isFile()) return null;
+    } else if (!link.isFile()) {
+      return null;
+    }
+    // The walk's own stat, so a refreshed row and a freshly built one agree to the second.
+    const stats = statPaths(root, [path]);
+    if (Number.isNaN(stats[0])) return null;
+    return [stats[0] as number, stats[1] as number, stats[2] as number];
+  } catch (error) {
+    if (isNotARow(error)) return null;
+    throw error;
+  }
+}
+
+/**
+ * Brings built tables up to date with changed files: the watcher's half of the index. A
+ * refresh has two phases. *Gather* (async, nothing locked, nothing written): find the files
+ * each changed path stands for, stat them, run the hooks. *Apply* (synchronous, one
+ * transaction, under the writer lock): each file and table gets its own savepoint, so one
+ * file's failure (a constraint of the `ddl`, a bad value) is an `error` change for that file
+ * while every other file commits. In-memory state (column lists) is re-read from SQLite after
+ * the transaction, so it can never drift from what committed.
  */
 export class Refresher {
   /** Size and times of each file as `refresh` last read it, to skip re-reading it unchanged. */
@@ -35,116 +96,208 @@ export class Refresher {
     private readonly root: string,
     private readonly tables: LiveTables,
     private readonly options: RefreshOptions,
+    private readonly withWriter: WriterLock,
   ) {}
 
-  /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
-  private indexedFilesUnder(dir: string): Set<string> {
-    const prefix = dir === "" ? "" : `${dir}/`;
-    const tables: [string, string][] = [
+  /** Live tables with the column that holds each row's file. */
+  private liveTables(): [string, string][] {
+    return [
       ...this.tables.pathTables.filledTables().map((name): [string, string] => [name, "path"]),
       ...[...this.tables.parsedTables.values()].map((t): [string, string] => [
         t.spec.name,
         FILE_PATH_COLUMN,
       ]),
     ];
+  }
+
+  /**
+   * Indexes the lookup column of every live table, once: a refresh then costs what changed,
+   * not the size of the table. Made on first refresh, so one-shot queries never pay for it
+   * (and a table dropped and built again gets its index again).
+   */
+  private ensureLookupIndexes(): void {
+    for (const [table, column] of this.liveTables()) {
+      const index = quoteIdentifier(`_dirq_lookup_${table}`);
+      this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
+    }
+  }
+
+  /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
+  private indexedFilesUnder(dir: string): Set<string> {
     const files = new Set<string>();
-    for (const [table, column] of tables) {
-      const rows = this.db
-        .prepare(
-          `SELECT DISTINCT ${column} FROM ${quoteIdentifier(table)} WHERE substr(${column}, 1, ?) = ?`,
-        )
-        .pluck()
-        .all(prefix.length, prefix) as string[];
+    for (const [table, column] of this.liveTables()) {
+      // A range on the indexed column: every path that starts with `dir/` sorts between
+      // `dir/` and `dir0` ('0' follows '/').
+      const sql =
+        dir === ""
+          ? `SELECT DISTINCT ${column} FROM ${quoteIdentifier(table)}`
+          : `SELECT DISTINCT ${column} FROM ${quoteIdentifier(table)} WHERE ${column} > ? AND ${column} < ?`;
+      const statement = this.db.prepare(sql).pluck();
+      const rows = (dir === "" ? statement.all() : statement.all(`${dir}/`, `${dir}0`)) as string[];
       for (const file of rows) files.add(file);
     }
     return files;
   }
 
-  /** The files a changed path stands for: itself, what is under it now, what was under it. */
-  private filesFor(path: string): Set<string> {
+  /**
+   * The files a changed path stands for: itself, what is under it now, what was under it.
+   * Folders the walk could not read become error changes; their files are not rows.
+   */
+  private filesFor(path: string, errors: RowChange[]): Set<string> {
     const files = new Set(this.indexedFilesUnder(path));
     if (path !== "") files.add(path);
-    const stats = lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false });
-    if (stats?.isDirectory()) {
-      const walked = walkSelection({
-        root: this.root,
-        selection: { kind: "tree", base: path },
-        useGitignore: false,
-      });
-      for (const file of walked.paths) files.add(file);
+    try {
+      const stats = lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false });
+      if (stats?.isDirectory()) {
+        const walked = walkSelection({
+          root: this.root,
+          selection: { kind: "tree", base: path },
+          useGitignore: false,
+        });
+        for (const file of walked.paths) files.add(file);
+        for (const skipped of walked.skipped) {
+          errors.push({
+            action: "error",
+            table: null,
+            file_path: skipped.path,
+            error: skipped.reason,
+          });
+        }
+      }
+    } catch (error) {
+      if (!isNotARow(error)) {
+        errors.push({ action: "error", table: null, file_path: path, error: messageOf(error) });
+      }
     }
     return files;
   }
 
-  /** Runs the table's hook over `files`; failures become error changes. */
+  /** Runs the table's hook over `files`; a file's failure is its reason string. */
   private async parseForRefresh(
     table: LiveParsedTable,
     files: string[],
-  ): Promise<{ parsed: Map<string, HookRow[]>; errors: RowChange[] }> {
-    const parsed = new Map<string, HookRow[]>();
-    const errors: RowChange[] = [];
-    const errorFor = (file_path: string, error: string): RowChange => ({
-      action: "error",
-      table: table.spec.name,
-      file_path,
-      error,
-    });
+    gathered: Map<string, Gathered>,
+  ): Promise<void> {
+    let result: Awaited<ReturnType<typeof parseFiles>>;
     try {
-      const result = await parseFiles(table.spec.command, files, {
+      result = await parseFiles(table.spec.command, files, {
         root: this.root,
         concurrency: this.options.concurrency,
       });
-      for (const file of result.files) parsed.set(file.path, file.rows);
-      for (const skipped of result.skipped) errors.push(errorFor(skipped.path, skipped.reason));
     } catch (error) {
       if (!isDirqError(error)) throw error;
-      for (const file of files) errors.push(errorFor(file, error.message));
+      for (const file of files) gathered.get(file)?.parsed.set(table, error.message);
+      return;
     }
-    return { parsed, errors };
+    for (const file of result.files) gathered.get(file.path)?.parsed.set(table, file.rows);
+    for (const file of result.skipped) gathered.get(file.path)?.parsed.set(table, file.reason);
   }
 
   /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
-   * A file whose hook fails keeps its old rows and yields an `error` change. With
-   * `onlyIfChanged`, files whose size and times match the last refresh are left alone.
+   * A file whose hook fails has no rows (as a fresh scan would show) and yields an `error`
+   * change. With `onlyIfChanged`, files whose size and times match the last refresh are left
+   * alone. Hooks run before the writer lock is taken; only the commit holds it.
    */
   async refresh(
     paths: Iterable<string>,
     options: { onlyIfChanged?: boolean } = {},
   ): Promise<RowChange[]> {
-    const candidates = new Set<string>();
-    for (const path of paths) for (const file of this.filesFor(path)) candidates.add(file);
-    const inclusion = new InclusionCheck(this.root, this.options);
-    const present = new Map<string, boolean>();
-    for (const file of candidates) {
-      const stats = statSync(`${this.root}/${file}`, { throwIfNoEntry: false });
-      const signature = stats ? `${stats.size}:${stats.mtimeMs}:${stats.ctimeMs}` : "missing";
-      if (options.onlyIfChanged && this.fileSignatures.get(file) === signature) {
-        candidates.delete(file);
-        continue;
-      }
-      this.fileSignatures.set(file, signature);
-      present.set(file, (stats?.isFile() ?? false) && inclusion.includes(file));
-    }
     const changes: RowChange[] = [];
-    const parsedByTable = new Map<LiveParsedTable, Map<string, HookRow[]>>();
-    for (const table of this.tables.parsedTables.values()) {
-      const files = [...candidates].filter((file) => present.get(file) && table.matches(file));
-      const { parsed, errors } = await this.parseForRefresh(table, files);
-      parsedByTable.set(table, parsed);
-      changes.push(...errors);
-    }
-    this.db.transaction(() => {
-      for (const file of candidates) {
-        changes.push(...this.tables.pathTables.refreshFile(file, present.get(file) ?? false));
-        for (const [table, parsed] of parsedByTable) {
-          const wanted = present.get(file) && table.matches(file);
-          const rows = wanted ? parsed.get(file) : [];
-          if (rows !== undefined) changes.push(...replaceFileRows(this.db, table, file, rows));
-        }
-      }
-    })();
+    // Before the first look-up: without its index, finding a folder's rows scans the table.
+    await this.withWriter(() => this.ensureLookupIndexes());
+    const candidates = new Set<string>();
+    for (const path of paths) for (const file of this.filesFor(path, changes)) candidates.add(file);
+    const gathered = await this.gather(candidates, options.onlyIfChanged ?? false, changes);
+    const parsedTables = new Set(this.tables.parsedTables.values());
+    const late = await this.withWriter(() => this.apply(gathered, parsedTables, changes));
+    // A table built while the hooks ran has no output for these files yet: read them again.
+    if (late.size > 0) changes.push(...(await this.refresh(late)));
     return changes;
+  }
+
+  private async gather(
+    candidates: Set<string>,
+    onlyIfChanged: boolean,
+    changes: RowChange[],
+  ): Promise<Map<string, Gathered>> {
+    const inclusion = new InclusionCheck(this.root, this.options);
+    const gathered = new Map<string, Gathered>();
+    for (const file of candidates) {
+      let stat: FileStat | null;
+      try {
+        stat = fileRowStat(this.root, file);
+        if (stat !== null && !inclusion.includes(file)) stat = null;
+      } catch (error) {
+        // Unexplained: the file is not a row until it can be read again.
+        changes.push({ action: "error", table: null, file_path: file, error: messageOf(error) });
+        stat = null;
+      }
+      const signature = stat ? stat.join(":") : "missing";
+      if (onlyIfChanged && this.fileSignatures.get(file) === signature) continue;
+      this.fileSignatures.set(file, signature);
+      gathered.set(file, { stat, parsed: new Map() });
+    }
+    for (const table of this.tables.parsedTables.values()) {
+      const files = [...gathered].filter(([file, g]) => g.stat && table.matches(file));
+      if (files.length === 0) continue;
+      await this.parseForRefresh(
+        table,
+        files.map(([file]) => file),
+        gathered,
+      );
+    }
+    return gathered;
+  }
+
+  /**
+   * Writes what `gather` found, in one transaction with a savepoint per file and table.
+   * Returns the files that a table built meanwhile still needs parsed.
+   */
+  private apply(
+    gathered: Map<string, Gathered>,
+    parsedBefore: ReadonlySet<LiveParsedTable>,
+    changes: RowChange[],
+  ): Set<string> {
+    const late = new Set<string>();
+    const isolated = (file: string, table: string | null, write: () => RowChange[]): boolean => {
+      try {
+        changes.push(...this.db.transaction(write)());
+        return true;
+      } catch (error) {
+        changes.push({ action: "error", table, file_path: file, error: messageOf(error) });
+        return false;
+      }
+    };
+    try {
+      this.db.transaction(() => {
+        for (const [file, { stat, parsed }] of gathered) {
+          isolated(file, null, () => this.tables.pathTables.refreshFile(file, stat));
+          for (const table of this.tables.parsedTables.values()) {
+            const label = table.spec.label ?? table.spec.name;
+            const wanted = stat !== null && table.matches(file);
+            if (wanted && !parsedBefore.has(table)) {
+              late.add(file);
+              continue;
+            }
+            const output = wanted ? (parsed.get(table) ?? []) : [];
+            if (typeof output === "string") {
+              changes.push({ action: "error", table: label, file_path: file, error: output });
+            }
+            const rows = typeof output === "string" ? [] : output;
+            if (!isolated(file, label, () => replaceFileRows(this.db, table, file, rows))) {
+              // Its rows break a rule of the table: the file has no rows, like a failed hook.
+              isolated(file, label, () => replaceFileRows(this.db, table, file, []));
+            }
+          }
+        }
+      })();
+    } finally {
+      for (const table of this.tables.parsedTables.values()) {
+        table.columns = storedColumns(this.db, table.spec.name);
+      }
+    }
+    return late;
   }
 }

@@ -35,7 +35,9 @@ export function currentRows(
   columns: readonly string[],
   where: { column: string; value: string; orderBy?: string },
 ): string[] {
-  const list = columns.map(quoteIdentifier).join(", ");
+  // A table may have no visible column yet (a schema-less table whose files printed nothing):
+  // each row is then `{}`, and the list still needs one expression.
+  const list = columns.length === 0 ? "NULL" : columns.map(quoteIdentifier).join(", ");
   const order = where.orderBy ? ` ORDER BY ${where.orderBy}` : "";
   const statement = db
     .prepare(

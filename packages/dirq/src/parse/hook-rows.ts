@@ -42,6 +42,14 @@ export function toStoredValue(value: unknown): StoredValue {
 /** Sixteen digits or more may be an integer beyond 2^53, which JSON.parse would round. */
 const LONG_NUMBER = /\d{16}/;
 
+/**
+ * Marks a long integer turned into a string before JSON.parse: a private-use character. Used
+ * only when the text holds no such character (raw or escaped), so it cannot be confused.
+ */
+const MARK = "\uE000";
+const MARK_IN_TEXT = /\uE000|\\u[eE]000/;
+const MARKED_IN_JSON = /"\uE000(-?\d+)"/g;
+
 function parseNumber(text: string): number | bigint {
   if (/^-?\d+$/.test(text)) {
     const exact = BigInt(text);
@@ -52,10 +60,84 @@ function parseNumber(text: string): number | bigint {
   return Number(text);
 }
 
-/** JSON.parse, but integers beyond 2^53 come back exact (as bigint). */
-function parseJson(text: string): unknown {
-  if (!LONG_NUMBER.test(text)) return JSON.parse(text);
-  return losslessJson().parse(text, null, parseNumber);
+/** A parsed value with marked long integers turned back into exact ones. */
+function unmark(value: unknown): unknown {
+  if (typeof value === "string") {
+    return value.startsWith(MARK) ? parseNumber(value.slice(MARK.length)) : value;
+  }
+  if (value === null || typeof value !== "object") return value;
+  // Nested JSON is stored as its text: put the digits back as written.
+  return JSON.stringify(value).replace(MARKED_IN_JSON, "$1");
+}
+
+/**
+ * JSON.parse, but integers beyond 2^53 come back exact (as bigint). Long integer literals are
+ * rewritten as marked strings so the native parser does the work: a general exact-number
+ * parser costs tens of times the memory of the text on output full of long digit runs.
+ * Returns whether values need `unmark`.
+ */
+function parseJson(text: string): { data: unknown; marked: boolean } {
+  if (!LONG_NUMBER.test(text)) return { data: JSON.parse(text), marked: false };
+  if (MARK_IN_TEXT.test(text)) {
+    return { data: losslessJson().parse(text, null, parseNumber), marked: false };
+  }
+  const rewritten = markLongIntegers(text);
+  return { data: JSON.parse(rewritten ?? text), marked: rewritten !== null };
+}
+
+/** The end of the JSON string whose opening quote is at `open` (after its closing quote). */
+function stringEnd(text: string, open: number): number {
+  let close = text.indexOf('"', open + 1);
+  for (;;) {
+    if (close === -1) return text.length;
+    let backslashes = 0;
+    while (text.charCodeAt(close - 1 - backslashes) === 92) backslashes++;
+    if (backslashes % 2 === 0) return close + 1;
+    close = text.indexOf('"', close + 1);
+  }
+}
+
+function isNumberChar(code: number): boolean {
+  // 0-9 . e E + -
+  return (
+    (code >= 48 && code <= 57) ||
+    code === 46 ||
+    code === 101 ||
+    code === 69 ||
+    code === 43 ||
+    code === 45
+  );
+}
+
+/**
+ * Rewrites each integer literal of 16 digits or more (outside strings) as a marked string;
+ * `null` when there is none. One pass; strings are skipped with native searches.
+ */
+function markLongIntegers(text: string): string | null {
+  const parts: string[] = [];
+  let copied = 0;
+  let i = 0;
+  while (i < text.length) {
+    const code = text.charCodeAt(i);
+    if (code === 34) {
+      i = stringEnd(text, i);
+    } else if (code === 45 || (code >= 48 && code <= 57)) {
+      const start = i;
+      while (i < text.length && isNumberChar(text.charCodeAt(i))) i++;
+      if (i - start >= 16) {
+        const token = text.slice(start, i);
+        if (/^-?\d+$/.test(token)) {
+          parts.push(text.slice(copied, start), `"${MARK}${token}"`);
+          copied = i;
+        }
+      }
+    } else {
+      i++;
+    }
+  }
+  if (copied === 0) return null;
+  parts.push(text.slice(copied));
+  return parts.join("");
 }
 
 /** Keys a hook may not set: the hidden columns and anything else in dirq's namespace. */
@@ -69,8 +151,9 @@ function isReservedKey(key: string): boolean {
  */
 export function parseHookOutput(stdout: Buffer): ParsedOutput {
   let data: unknown;
+  let marked: boolean;
   try {
-    data = parseJson(stdout.toString("utf8"));
+    ({ data, marked } = parseJson(stdout.toString("utf8")));
   } catch (error) {
     const excerpt = stdout.toString("utf8", 0, 80).trim();
     return {
@@ -95,7 +178,7 @@ export function parseHookOutput(stdout: Buffer): ParsedOutput {
     }
     const row: HookRow = new Map();
     for (const [key, value] of Object.entries(item)) {
-      if (!isReservedKey(key)) row.set(key, toStoredValue(value));
+      if (!isReservedKey(key)) row.set(key, toStoredValue(marked ? unmark(value) : value));
     }
     rows.push(row);
   }

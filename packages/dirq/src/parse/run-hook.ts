@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { DirqError } from "../errors.js";
 import { expandHookCommand, type HookCommand } from "./hook-command.js";
 
@@ -35,6 +35,30 @@ function startFailure(command: HookCommand, error: NodeJS.ErrnoException): DirqE
   });
 }
 
+/** Hook processes running now, so that a server shutting down can stop them. */
+const running = new Set<ChildProcess>();
+
+/** Told about every hook process started and ended (a server's reaper keeps the list). */
+export interface HookProcessObserver {
+  started(pid: number): void;
+  ended(pid: number): void;
+}
+
+let observer: HookProcessObserver | null = null;
+
+/** Installs the one observer of hook processes (`null` removes it). */
+export function observeHookProcesses(next: HookProcessObserver | null): void {
+  observer = next;
+}
+
+/**
+ * Stops every hook process still running (a long-lived process shutting down): a hung hook
+ * would otherwise keep it alive for ever. Their files count as failed.
+ */
+export function stopRunningHooks(): void {
+  for (const child of running) child.kill("SIGKILL");
+}
+
 /**
  * Runs the hook for one file in `root` and collects its stdout as it streams (both pipes are
  * always drained, so a hook never blocks on a full pipe). Resolves with the output, or with
@@ -51,6 +75,15 @@ export function runHook(
       cwd: file.root,
       stdio: ["ignore", "pipe", "pipe"],
     });
+    running.add(child);
+    const pid = child.pid;
+    if (pid !== undefined) observer?.started(pid);
+    const ended = () => {
+      if (!running.delete(child)) return;
+      if (pid !== undefined) observer?.ended(pid);
+    };
+    child.once("close", ended);
+    child.once("error", ended);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
     child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));

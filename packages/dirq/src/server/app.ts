@@ -12,10 +12,17 @@ import {
 
 /** What the HTTP layer needs from the rest of the server. */
 export interface ServerState {
+  /** Resolves once the server has built its index (or knows it is degraded). */
+  ready: Promise<void>;
   /** The `failed to load config: ...` diagnostic when degraded, else `null`. */
-  degraded: string | null;
-  /** Runs one statement; resolves with the JSON body; rejects with a DirqError for the user. */
-  query: (sql: string) => Promise<string>;
+  degraded(): string | null;
+  /**
+   * Runs one statement that arrived at `arrival` (ms since the epoch; the timeout counts from
+   * there); resolves with the JSON body; rejects with a DirqError for the user.
+   */
+  query: (sql: string, arrival: number) => Promise<string>;
+  /** Whether a Host header names this server (a loopback name or the bound address). */
+  allowsHost: (host: string | undefined) => boolean;
   events: EventHub;
   /** Logs an internal fault (its details never reach the client). */
   logFault: (error: unknown) => void;
@@ -29,6 +36,7 @@ export const KEEP_ALIVE_MS = 15_000;
 /** The one table that maps core error codes to HTTP statuses; other DirqErrors are 400. */
 const STATUS_BY_CODE: Partial<Record<DirqErrorCode, number>> = {
   QUERY_TIMEOUT: 408,
+  ANSWER_TOO_LARGE: 413,
   SERVER_DEGRADED: 503,
 };
 
@@ -50,12 +58,23 @@ function sqlOf(body: string): { sql: string } | { problem: string } {
   return { problem: `"sql" ${why}: send {"sql": "<one read-only statement>"}` };
 }
 
+/** `application/json`, with or without parameters (`; charset=utf-8`). */
+function isJsonContentType(value: string | undefined): boolean {
+  return (value ?? "").split(";")[0]?.trim().toLowerCase() === "application/json";
+}
+
 async function handleQuery(
   state: ServerState,
   request: IncomingMessage,
   response: ServerResponse,
 ): Promise<void> {
-  if (state.degraded !== null) return sendJson(response, 503, errorBody(state.degraded));
+  const arrival = Date.now();
+  if (!isJsonContentType(request.headers["content-type"])) {
+    // A form or text/plain post is what a cross-site page can send without asking.
+    response.setHeader("connection", "close");
+    const message = `POST /query needs Content-Type: application/json (got ${JSON.stringify(request.headers["content-type"] ?? "none")})`;
+    return sendJson(response, 415, errorBody(message));
+  }
   let body: string;
   try {
     body = await readBody(request, MAX_BODY_BYTES);
@@ -64,12 +83,17 @@ async function handleQuery(
       response.setHeader("connection", "close");
       return sendJson(response, 413, errorBody(error.message));
     }
+    // The client went away (or timed out) mid-body: nobody is left to answer.
+    if (!request.complete) return void response.destroy();
     throw error;
   }
+  await state.ready;
+  const degraded = state.degraded();
+  if (degraded !== null) return sendJson(response, 503, errorBody(degraded));
   const parsed = sqlOf(body);
   if ("problem" in parsed) return sendJson(response, 400, errorBody(parsed.problem));
   try {
-    sendJson(response, 200, await state.query(parsed.sql));
+    sendJson(response, 200, await state.query(parsed.sql, arrival));
   } catch (error) {
     if (!isDirqError(error)) throw error;
     sendJson(response, STATUS_BY_CODE[error.code] ?? 400, errorBody(error.message));
@@ -77,7 +101,9 @@ async function handleQuery(
 }
 
 async function handleEvents(state: ServerState, response: ServerResponse): Promise<void> {
-  if (state.degraded !== null) return sendJson(response, 503, errorBody(state.degraded));
+  await state.ready;
+  const degraded = state.degraded();
+  if (degraded !== null) return sendJson(response, 503, errorBody(degraded));
   const stream = new EventStreamResponse(response);
   const subscription = state.events.subscribe();
   response.once("close", () => subscription.close());
@@ -105,7 +131,11 @@ export function createRequestHandler(state: ServerState) {
     const path = (request.url ?? "/").split("?")[0] ?? "/";
     const allowed = ROUTES[path];
     let handled: Promise<void>;
-    if (isConsolePath(path)) {
+    if (!state.allowsHost(request.headers.host)) {
+      // DNS rebinding: a page on another origin reaching a loopback server by a name of its own.
+      const message = `Host ${JSON.stringify(request.headers.host ?? "")} is not this server: use a loopback name (localhost, 127.0.0.1, [::1]) or the address it is bound to`;
+      handled = Promise.resolve(sendJson(response, 403, errorBody(message)));
+    } else if (isConsolePath(path)) {
       handled = Promise.resolve(serveConsole(request, response, path));
     } else if (allowed === undefined) {
       const message = `no such endpoint: ${request.method} ${path}. The endpoints are POST /query and GET /events`;

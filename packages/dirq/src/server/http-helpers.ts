@@ -1,4 +1,3 @@
-import { once } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 
 /** A request body over the limit. */
@@ -75,9 +74,18 @@ export class EventStreamResponse {
 
   private async write(text: string): Promise<void> {
     if (this.closed) return;
-    if (!this.response.write(text)) {
-      await Promise.race([once(this.response, "drain"), once(this.response, "close")]);
-    }
+    if (this.response.write(text)) return;
+    // Wait for whichever comes first, and remove both listeners either way: one left behind
+    // per frame that met back-pressure would pile up on a long-lived stream.
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.response.off("drain", done);
+        this.response.off("close", done);
+        resolve();
+      };
+      this.response.on("drain", done);
+      this.response.on("close", done);
+    });
   }
 
   end(): void {

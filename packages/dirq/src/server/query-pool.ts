@@ -4,24 +4,54 @@ import { DirqError } from "../errors.js";
 
 /** What a query process answers. */
 export type QueryAnswer =
-  { ok: true; body: string } | { ok: false; message: string; user: boolean };
+  { ok: true; body: string } | { ok: false; message: string; user: boolean; tooLarge?: boolean };
 
 interface QueryReply {
   id: number;
   body?: string;
   error?: string;
   user?: boolean;
+  tooLarge?: boolean;
+  /** The process leaves after this reply (it held a large answer): do not reuse it. */
+  retiring?: boolean;
 }
 
 interface Runner {
   child: ChildProcess;
   busy: boolean;
+  /** When its current statement started (ms), for telling slow statements from quick ones. */
+  since: number;
+}
+
+/** A statement running longer than this no longer counts against the pool's size. */
+const SLOW_AFTER_MS = 1_000;
+
+export interface QueryPoolOptions {
+  /** The shared index (WAL) the processes read. */
+  databasePath: string;
+  /** The 30-second limit: counted from a request's arrival, queueing included. */
+  timeoutMs: number;
+  /** Answers larger than this (bytes of JSON) are refused with a `tooLarge` error. */
+  maxAnswerBytes: number;
+  /** Processes for quick statements; default max(4, 2 × cores). */
+  maxProcesses?: number;
+}
+
+function timeoutError(timeoutMs: number): DirqError {
+  const seconds = Math.round(timeoutMs / 1000);
+  return new DirqError(
+    "QUERY_TIMEOUT",
+    `query exceeded the ${seconds}-second timeout and was stopped; narrow it (WHERE, LIMIT) and try again`,
+  );
 }
 
 /**
  * Query processes over the shared index. A statement runs in an idle process (a new one is
  * started when all are busy, up to a limit); one that outlives the timeout is killed, which
- * really stops its work, and its place is taken by a fresh process on demand.
+ * really stops its work, and its place is taken by a fresh process on demand. Statements that
+ * have run for a while stop counting against the limit (up to a hard cap), so a few runaway
+ * statements never starve quick ones. A process that produced a large answer leaves after it,
+ * so its memory goes back to the system.
  */
 export class QueryPool {
   private readonly runners = new Set<Runner>();
@@ -29,13 +59,11 @@ export class QueryPool {
   private nextId = 0;
   private closed = false;
   readonly maxProcesses: number;
+  private readonly hardCap: number;
 
-  constructor(
-    private readonly databasePath: string,
-    private readonly timeoutMs: number,
-    maxProcesses = Math.max(4, 2 * availableParallelism()),
-  ) {
-    this.maxProcesses = maxProcesses;
+  constructor(private readonly options: QueryPoolOptions) {
+    this.maxProcesses = options.maxProcesses ?? Math.max(4, 2 * availableParallelism());
+    this.hardCap = 4 * this.maxProcesses;
   }
 
   /** Starts one process ahead of the first query, so it pays no start-up. */
@@ -44,12 +72,16 @@ export class QueryPool {
   }
 
   private start(): Runner {
-    const child = fork(new URL("./query-process.js", import.meta.url), [this.databasePath], {
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
-      // Structured clone moves large result strings faster than JSON-in-JSON.
-      serialization: "advanced",
-    });
-    const runner: Runner = { child, busy: true };
+    const child = fork(
+      new URL("./query-process.js", import.meta.url),
+      [this.options.databasePath, String(this.options.maxAnswerBytes)],
+      {
+        stdio: ["ignore", "inherit", "inherit", "ipc"],
+        // Structured clone moves large result strings faster than JSON-in-JSON.
+        serialization: "advanced",
+      },
+    );
+    const runner: Runner = { child, busy: true, since: Date.now() };
     this.runners.add(runner);
     child.once("exit", () => this.runners.delete(runner));
     // A send to a process that just died fails with EPIPE; run() reports it per query.
@@ -57,15 +89,56 @@ export class QueryPool {
     return runner;
   }
 
-  private acquire(): Promise<Runner> {
+  /** Busy processes whose statement is still young: the ones the size limit counts. */
+  private quickBusy(now: number): number {
+    let count = 0;
+    for (const runner of this.runners) {
+      if (runner.busy && now - runner.since < SLOW_AFTER_MS) count++;
+    }
+    return count;
+  }
+
+  private canStart(): boolean {
+    if (this.runners.size >= this.hardCap) return false;
+    if (this.runners.size < this.maxProcesses) return true;
+    return this.quickBusy(Date.now()) < this.maxProcesses;
+  }
+
+  private acquire(): { runner: Runner } | { wait: Promise<Runner>; cancel: () => void } {
     for (const runner of this.runners) {
       if (!runner.busy) {
         runner.busy = true;
-        return Promise.resolve(runner);
+        return { runner };
       }
     }
-    if (this.runners.size < this.maxProcesses) return Promise.resolve(this.start());
-    return new Promise((resolve) => this.waiting.push(resolve));
+    if (this.canStart()) return { runner: this.start() };
+    let resolveWait!: (runner: Runner) => void;
+    const wait = new Promise<Runner>((resolve) => {
+      resolveWait = resolve;
+    });
+    this.waiting.push(resolveWait);
+    // Quick statements should not wait behind slow ones for long: look again once the busy
+    // ones may have become "slow".
+    const retry = setTimeout(() => this.admitWaiting(), SLOW_AFTER_MS);
+    retry.unref();
+    return {
+      wait,
+      cancel: () => {
+        clearTimeout(retry);
+        const at = this.waiting.indexOf(resolveWait);
+        if (at !== -1) this.waiting.splice(at, 1);
+      },
+    };
+  }
+
+  /** Starts processes for waiting statements while the limits allow. */
+  private admitWaiting(): void {
+    while (this.waiting.length > 0 && !this.closed && this.canStart()) {
+      this.waiting.shift()?.(this.start());
+    }
+    if (this.waiting.length > 0 && !this.closed) {
+      setTimeout(() => this.admitWaiting(), SLOW_AFTER_MS).unref();
+    }
   }
 
   private release(runner: Runner): void {
@@ -81,10 +154,34 @@ export class QueryPool {
     if (next && !this.closed) next(this.start());
   }
 
-  /** Runs a checked statement; rejects with a `QUERY_TIMEOUT` DirqError past the timeout. */
-  async run(sql: string): Promise<QueryAnswer> {
+  /**
+   * Runs a checked statement. Rejects with a `QUERY_TIMEOUT` DirqError at `deadline` (ms since
+   * the epoch), whether the statement was still queued or running.
+   */
+  async run(sql: string, deadline: number): Promise<QueryAnswer> {
     if (this.closed) throw new Error("the query pool is closed");
-    const runner = await this.acquire();
+    const acquired = this.acquire();
+    let runner: Runner;
+    if ("runner" in acquired) {
+      runner = acquired.runner;
+    } else {
+      let timer: NodeJS.Timeout | undefined;
+      const expired = new Promise<never>((_, reject) => {
+        timer = setTimeout(
+          () => reject(timeoutError(this.options.timeoutMs)),
+          Math.max(0, deadline - Date.now()),
+        );
+      });
+      try {
+        runner = await Promise.race([acquired.wait, expired]);
+      } catch (error) {
+        acquired.cancel();
+        throw error;
+      } finally {
+        clearTimeout(timer);
+      }
+    }
+    runner.since = Date.now();
     const id = this.nextId++;
     return new Promise<QueryAnswer>((resolve, reject) => {
       const cleanup = () => {
@@ -95,13 +192,20 @@ export class QueryPool {
       const onMessage = (reply: QueryReply) => {
         if (reply.id !== id) return;
         cleanup();
-        this.release(runner);
+        if (reply.retiring) {
+          this.runners.delete(runner);
+          const next = this.waiting.shift();
+          if (next && !this.closed) next(this.start());
+        } else {
+          this.release(runner);
+        }
         if (reply.body !== undefined) resolve({ ok: true, body: reply.body });
         else
           resolve({
             ok: false,
             message: reply.error ?? "unknown error",
             user: reply.user === true,
+            tooLarge: reply.tooLarge === true,
           });
       };
       const onExit = () => {
@@ -109,17 +213,14 @@ export class QueryPool {
         this.replace(runner);
         reject(new Error("a query process exited while running a statement"));
       };
-      const timer = setTimeout(() => {
-        cleanup();
-        this.replace(runner);
-        const seconds = Math.round(this.timeoutMs / 1000);
-        reject(
-          new DirqError(
-            "QUERY_TIMEOUT",
-            `query exceeded the ${seconds}-second timeout and was stopped; narrow it (WHERE, LIMIT) and try again`,
-          ),
-        );
-      }, this.timeoutMs);
+      const timer = setTimeout(
+        () => {
+          cleanup();
+          this.replace(runner);
+          reject(timeoutError(this.options.timeoutMs));
+        },
+        Math.max(0, deadline - Date.now()),
+      );
       runner.child.on("message", onMessage);
       runner.child.once("exit", onExit);
       runner.child.send({ id, sql }, (error) => {

@@ -28,7 +28,7 @@ export function isCacheable(sql: string): boolean {
 }
 
 interface Entry {
-  generation: number;
+  generation: string;
   body: string;
 }
 
@@ -43,7 +43,7 @@ export class ResultCache {
 
   constructor(private readonly maxChars: number) {}
 
-  get(sql: string, generation: number): string | undefined {
+  get(sql: string, generation: string): string | undefined {
     const entry = this.entries.get(sql);
     if (entry === undefined) return undefined;
     this.entries.delete(sql);
@@ -55,7 +55,7 @@ export class ResultCache {
     return entry.body;
   }
 
-  set(sql: string, generation: number, body: string): void {
+  set(sql: string, generation: string, body: string): void {
     if (body.length > this.maxChars / 4 || !isCacheable(sql)) return;
     const old = this.entries.get(sql);
     if (old) this.size -= old.body.length;

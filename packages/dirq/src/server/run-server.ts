@@ -1,3 +1,4 @@
+import { fork } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -8,9 +9,12 @@ import type { DirqConfig } from "../config/types.js";
 import { type DirqIndex, openIndex } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
+import { InclusionCheck } from "../scan/inclusion.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
+import { observeHookProcesses, stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
+import { applyHttpLimits, hostChecker, SERVER_LIMIT_OPTIONS } from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
 import { QueryPool } from "./query-pool.js";
 import { ResultCache } from "./result-cache.js";
@@ -29,22 +33,14 @@ export interface ServerOptions {
 
 /** Per-query time limit of the server (408 past it). */
 export const QUERY_TIMEOUT_MS = 30_000;
+/** Largest answer the server sends (bytes of JSON); past it, 413 naming the limit. */
+export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** Total size of the answers kept for repeated statements (characters). */
 const RESULT_CACHE_CHARS = 64 * 1024 * 1024;
 /** Events published between two turns of the event loop. */
 const PUBLISH_SLICE = 64;
 /** How long shutdown waits for in-flight requests before it closes connections itself. */
 const DRAIN_MS = 5_000;
-
-/** Runs one writer task at a time: building tables and applying file changes both write. */
-function createWriterLock() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(task: () => Promise<T>): Promise<T> => {
-    const result = tail.then(task);
-    tail = result.catch(() => undefined);
-    return result;
-  };
-}
 
 function skippedToChanges(skipped: readonly SkippedPath[]): RowChange[] {
   return skipped.map((file) => ({
@@ -61,14 +57,60 @@ interface Live {
   pool: QueryPool;
   watcher: TreeWatcher;
   directory: string;
+  /** `stopping` is set at shutdown: a refresh cut short then is not worth a message. */
+  shutdownState: { stopping: boolean };
+}
+
+/**
+ * Starts the helper that removes `directory` and stops running hooks when this process ends
+ * in any way (kill -9 included); the server does both itself when it stops cleanly.
+ */
+function startReaper(directory: string): void {
+  const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory], {
+    stdio: ["ignore", "ignore", "ignore", "ipc"],
+  });
+  reaper.on("error", () => {});
+  reaper.unref();
+  reaper.channel?.unref();
+  // The reaper stops hooks the server leaves behind when it is killed.
+  const tell = (message: { started?: number; ended?: number }) => {
+    if (reaper.connected) reaper.send(message, undefined, undefined, () => {});
+  };
+  observeHookProcesses({
+    started: (pid) => tell({ started: pid }),
+    ended: (pid) => tell({ ended: pid }),
+  });
+}
+
+type Query = (sql: string, arrival: number) => Promise<string>;
+
+/** Rejects with a 408 DirqError at `deadline` unless `work` settles first. */
+function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const expired = new Promise<never>((_, reject) => {
+    timer = setTimeout(
+      () => {
+        const seconds = Math.round(QUERY_TIMEOUT_MS / 1000);
+        reject(
+          new DirqError(
+            "QUERY_TIMEOUT",
+            `query exceeded the ${seconds}-second timeout while its tables were being built; try again later`,
+          ),
+        );
+      },
+      Math.max(0, deadline - Date.now()),
+    );
+  });
+  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
 }
 
 async function startLive(
   options: ServerOptions,
   config: DirqConfig,
   events: EventHub,
-): Promise<{ live: Live; query: (sql: string) => Promise<string> }> {
+): Promise<{ live: Live; query: Query }> {
   const directory = mkdtempSync(join(tmpdir(), "dirq-index-"));
+  startReaper(directory);
   const databasePath = join(directory, "index.db");
   const index = openIndex({
     root: options.root,
@@ -77,7 +119,6 @@ async function startLive(
     databasePath,
     fillAllColumns: true,
   });
-  const withWriter = createWriterLock();
   const publish = async (changes: readonly RowChange[]) => {
     for (let i = 0; i < changes.length; i++) {
       events.publish(rowChangeJson(changes[i] as RowChange));
@@ -87,46 +128,65 @@ async function startLive(
     }
   };
   try {
-    await withWriter(() => index.build());
+    await index.build();
   } catch (error) {
     index.close();
     rmSync(directory, { recursive: true, force: true });
     throw error;
   }
-  const pool = new QueryPool(databasePath, QUERY_TIMEOUT_MS);
+  const shutdownState = { stopping: false };
+  const pool = new QueryPool({
+    databasePath,
+    timeoutMs: QUERY_TIMEOUT_MS,
+    maxAnswerBytes: MAX_ANSWER_BYTES,
+  });
   pool.warm();
   const watcher = watchTree(index.root, {
-    onBatch: async (batch) => {
-      const changes = await withWriter(async () => {
-        if (batch.rescan) return index.rescan();
-        const changed = await index.refresh(batch.paths);
-        const rechecked = await index.refresh(batch.recheck, { onlyIfChanged: true });
-        return [...changed, ...rechecked];
+    ignoredFolders: () => {
+      const check = new InclusionCheck(index.root, {
+        useGitignore: !options.noIgnore,
+        extraIgnores: config.ignore,
       });
-      await publish(changes);
+      // A folder is ignored when a file in it would be, whatever its name.
+      return (path) => !check.includes(`${path}/\u0001`);
     },
-    onError: (error) => options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`),
+    onBatch: async (batch) => {
+      // Hooks run outside the index's writer lock; only each commit takes it.
+      if (batch.rescan) return publish(await index.rescan());
+      await publish(await index.refresh(batch.paths));
+      await publish(await index.refresh(batch.recheck, { onlyIfChanged: true }));
+    },
+    onError: (error) => {
+      if (!shutdownState.stopping)
+        options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`);
+    },
   });
   await watcher.ready;
   const answers = new ResultCache(RESULT_CACHE_CHARS);
-  const query = async (sql: string) => {
-    const cached = answers.get(sql, index.generation);
+  // Answers are valid for one generation of the data and one version of the schema.
+  const version = () => `${index.generation}:${index.schemaVersion}`;
+  const query: Query = async (sql, arrival) => {
+    const deadline = arrival + QUERY_TIMEOUT_MS;
+    const cached = answers.get(sql, version());
     if (cached !== undefined) return cached;
-    const prepared = await withWriter(() => index.prepare(sql));
+    const prepared = await beforeDeadline(index.prepare(sql), deadline);
     await publish(skippedToChanges(prepared.skipped));
-    const generation = index.generation;
-    const answer = await pool.run(prepared.sql);
+    const at = version();
+    const answer = await pool.run(prepared.sql, deadline);
     if (answer.ok) {
-      answers.set(sql, generation, answer.body);
+      answers.set(sql, at, answer.body);
       return answer.body;
     }
+    if (answer.tooLarge) throw new DirqError("ANSWER_TOO_LARGE", answer.message);
     if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
     throw new Error(answer.message);
   };
-  return { live: { index, pool, watcher, directory }, query };
+  return { live: { index, pool, watcher, directory, shutdownState }, query };
 }
 
 async function stopLive(live: Live): Promise<void> {
+  live.shutdownState.stopping = true;
+  stopRunningHooks();
   await live.watcher.close();
   live.pool.close();
   live.index.close();
@@ -162,22 +222,22 @@ export async function runServer(options: ServerOptions): Promise<number> {
   const events = new EventHub();
   let degraded: string | null = null;
   let live: Live | null = null;
-  let query: (sql: string) => Promise<string> = () => Promise.reject(new Error("not serving"));
-  try {
-    const config = loadConfigs(options.configs, options.root);
-    ({ live, query } = await startLive(options, config, events));
-  } catch (error) {
-    if (!isDirqError(error)) throw error;
-    degraded = `failed to load config: ${error.message}`;
-    options.stderr.write(`dirq: ${degraded}\n`);
-  }
+  let query: Query = () => Promise.reject(new Error("not serving"));
+  let markReady!: () => void;
+  const ready = new Promise<void>((resolve) => {
+    markReady = resolve;
+  });
   const handler = createRequestHandler({
-    degraded,
-    query,
+    ready,
+    degraded: () => degraded,
+    query: (sql, arrival) => query(sql, arrival),
+    allowsHost: hostChecker(options.host),
     events,
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
   });
-  const server = createServer(handler);
+  const server = createServer(SERVER_LIMIT_OPTIONS, handler);
+  applyHttpLimits(server);
+  // Bind first: a port in use is reported at once, not after the start-up build.
   let port: number;
   try {
     port = await listen(server, options.host, options.port);
@@ -185,17 +245,55 @@ export async function runServer(options: ServerOptions): Promise<number> {
     options.stderr.write(
       `dirq: cannot listen on ${options.host}:${options.port}: ${(error as Error).message}\n`,
     );
-    if (live) await stopLive(live);
     return 1;
   }
-  options.stdout.write(`Running at ${options.host}:${port}\n`);
-  await options.stopSignal;
+  const stopped = options.stopSignal.then(() => "stop" as const);
+  // Set when a signal came before the start-up build finished: what it starts is stopped.
+  let abandoned = false;
+  const starting = (async () => {
+    const config = loadConfigs(options.configs, options.root);
+    const started = await startLive(options, config, events);
+    if (abandoned) return stopLive(started.live);
+    ({ live, query } = started);
+  })().catch((error: unknown) => {
+    if (!isDirqError(error)) throw error;
+    degraded = `failed to load config: ${error.message}`;
+    options.stderr.write(`dirq: ${degraded}\n`);
+  });
+  let outcome: "started" | "stop";
+  try {
+    outcome = await Promise.race([starting.then(() => "started" as const), stopped]);
+  } catch (error) {
+    // An internal fault while starting: do not leave the port bound with nobody serving.
+    server.closeAllConnections();
+    server.close();
+    stopRunningHooks();
+    throw error;
+  }
+  if (outcome === "started") {
+    markReady();
+    if (isNonLoopback(options.host)) {
+      options.stderr.write(
+        `dirq: warning: listening on ${options.host}, not a loopback address; there is no authentication, so anyone who can reach it can read every answer\n`,
+      );
+    }
+    options.stdout.write(`Running at ${options.host}:${port}\n`);
+    await stopped;
+  } else {
+    abandoned = true;
+  }
   try {
     await shutdown(server, events);
     if (live) await stopLive(live);
+    // A start-up build still running (a hung hook) must not keep the process alive.
+    stopRunningHooks();
     return 0;
   } catch (error) {
     options.stderr.write(`dirq: error during shutdown: ${(error as Error).message}\n`);
     return 1;
   }
+}
+
+function isNonLoopback(host: string): boolean {
+  return !/^(localhost|127\.\d+\.\d+\.\d+|::1|\[::1\])$/i.test(host);
 }

@@ -1,5 +1,6 @@
 import { relative, sep } from "node:path";
-import { watch } from "chokidar";
+import type { Stats } from "node:fs";
+import { type FSWatcher, watch } from "chokidar";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 
 /**
@@ -30,6 +31,12 @@ export interface WatchOptions {
   quietMs?: number;
   /** ...or this long after its first, whichever comes first (bursts never starve it). */
   maxWaitMs?: number;
+  /**
+   * Makes the test for folders not to watch (relative path → ignored), asked again whenever a
+   * `.gitignore` changed. An ignored folder gets no watch at all (a build folder can hold tens
+   * of thousands of files). Default: only the built-in skips.
+   */
+  ignoredFolders?: () => (path: string) => boolean;
 }
 
 export interface TreeWatcher {
@@ -41,6 +48,10 @@ export interface TreeWatcher {
 function isSkipped(root: string, absolute: string): boolean {
   const path = relative(root, absolute);
   return path.split(sep).some((segment) => BUILT_IN_SKIPS.has(segment));
+}
+
+function relativePath(root: string, absolute: string): string {
+  return relative(root, absolute).split(sep).join("/");
 }
 
 /**
@@ -56,6 +67,7 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
   let closed = false;
+  let reopen: () => Promise<void> = async () => {};
 
   const flush = async () => {
     timer = null;
@@ -70,10 +82,12 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     running = options.onBatch(batch).catch((error) => options.onError?.(error));
     await running;
     running = null;
+    // A rescan that the reopening itself asked for has no new rules to pick up.
+    if (batch.rescan && !batch.paths.has("") && !closed) void reopen();
     if (batch.paths.size > 0) {
       setTimeout(() => {
         if (closed) return;
-        for (const path of batch.paths) pending.recheck.add(path);
+        for (const path of batch.paths) if (path !== "") pending.recheck.add(path);
         schedule();
       }, RECHECK_AFTER_MS).unref();
     }
@@ -90,26 +104,53 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     timer = setTimeout(() => void flush(), wait);
   };
 
-  const watcher = watch(root, {
-    ignoreInitial: true,
-    followSymlinks: false,
-    ignored: (path) => isSkipped(root, path),
-  });
-  watcher.on("all", (_event, absolute) => {
-    const path = relative(root, absolute).split(sep).join("/");
-    if (path === "" || path.startsWith("..")) return;
-    pending.paths.add(path);
-    if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
+  let ready: Promise<void> = Promise.resolve();
+  let watcher: FSWatcher | null = null;
+  const open = () => {
+    const ignoredFolder = options.ignoredFolders?.() ?? (() => false);
+    const next = watch(root, {
+      ignoreInitial: true,
+      followSymlinks: false,
+      ignored: (absolute: string, stats?: Stats) => {
+        if (isSkipped(root, absolute)) return true;
+        if (!stats?.isDirectory()) return false;
+        const path = relativePath(root, absolute);
+        return path !== "" && !path.startsWith("..") && ignoredFolder(path);
+      },
+    });
+    next.on("all", (_event, absolute) => {
+      if (next !== watcher) return;
+      const path = relativePath(root, absolute);
+      if (path === "" || path.startsWith("..")) return;
+      pending.paths.add(path);
+      if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
+      schedule();
+    });
+    next.on("error", (error) => options.onError?.(error));
+    watcher = next;
+    ready = new Promise<void>((resolve) => next.once("ready", () => resolve()));
+    return ready;
+  };
+  /**
+   * Ignore rules changed: watch again with the new ones (a folder no longer ignored needs its
+   * watches), then rescan once more for what changed while no watcher looked.
+   */
+  reopen = async () => {
+    const old = watcher;
+    await open();
+    await old?.close();
+    if (closed) return;
+    pending.rescan = true;
+    pending.paths.add("");
     schedule();
-  });
-  watcher.on("error", (error) => options.onError?.(error));
-  const ready = new Promise<void>((resolve) => watcher.once("ready", () => resolve()));
+  };
+  open();
   return {
     ready,
     async close() {
       closed = true;
       if (timer) clearTimeout(timer);
-      await watcher.close();
+      await watcher?.close();
       await running;
     },
   };

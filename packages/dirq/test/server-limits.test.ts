@@ -1,0 +1,364 @@
+import assert from "node:assert/strict";
+import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { connect, createServer as createTcpServer } from "node:net";
+import { after, describe, it } from "node:test";
+import { makeTree, removeTree } from "./helpers.js";
+import {
+  assertJsonError,
+  eventually,
+  postQuery,
+  processTree,
+  queryRows,
+  request,
+  type ServerProcess,
+  startServer,
+} from "./server-support.js";
+import { spawn } from "node:child_process";
+import { DIRQ_BIN } from "./helpers.js";
+
+const roots: string[] = [];
+const servers: ServerProcess[] = [];
+
+after(async () => {
+  await Promise.all(servers.map((server) => server.kill()));
+  for (const root of roots) removeTree(root);
+});
+
+function tree(spec: Record<string, string>): string {
+  const root = makeTree(spec);
+  roots.push(root);
+  return root;
+}
+
+async function serve(root: string, args: readonly string[] = []): Promise<ServerProcess> {
+  const server = await startServer([...args, "--host", "127.0.0.1", "--port", "0"], {
+    cwd: root,
+  });
+  servers.push(server);
+  return server;
+}
+
+/** Sends raw bytes on a new connection and resolves with everything the server sent back. */
+function rawExchange(port: number, text: string | Buffer, keepOpen = true): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1");
+    let answer = "";
+    socket.setEncoding("utf8");
+    socket.on("data", (chunk: string) => {
+      answer += chunk;
+    });
+    socket.on("error", (error) => (answer ? resolve(answer) : reject(error)));
+    socket.on("close", () => resolve(answer));
+    socket.write(text);
+    if (!keepOpen) socket.end();
+  });
+}
+
+/** The status and JSON error body of a raw HTTP answer. */
+function parseRaw(answer: string): { status: number; contentType: string; body: string } {
+  const [head = "", body = ""] = answer.split("\r\n\r\n");
+  const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(head)?.[1]);
+  const contentType = /\r\ncontent-type: ([^\r]+)/i.exec(head)?.[1] ?? "";
+  return { status, contentType, body };
+}
+
+function assertRawJsonError(answer: string, status: number, pattern?: RegExp): void {
+  const parsed = parseRaw(answer);
+  assert.equal(parsed.status, status, answer);
+  assert.match(parsed.contentType, /^application\/json/, answer);
+  const body = JSON.parse(parsed.body) as { error: string };
+  assert.deepEqual(Object.keys(body), ["error"]);
+  if (pattern) assert.match(body.error, pattern);
+}
+
+const QUERY_BODY = JSON.stringify({ sql: "SELECT 1 AS one" });
+
+function rawPost(host: string | null, contentType: string | null, body = QUERY_BODY): string {
+  const lines = ["POST /query HTTP/1.1"];
+  if (host !== null) lines.push(`Host: ${host}`);
+  if (contentType !== null) lines.push(`Content-Type: ${contentType}`);
+  lines.push(`Content-Length: ${Buffer.byteLength(body)}`, "Connection: close");
+  return `${lines.join("\r\n")}\r\n\r\n${body}`;
+}
+
+describe("origins, framing and limits", () => {
+  let server: ServerProcess;
+  let root: string;
+
+  it("starts", async () => {
+    root = tree({ "docs/a.md": "a" });
+    server = await serve(root);
+  });
+
+  it("a Host that is not this server is refused with 403 (DNS rebinding)", async () => {
+    for (const host of ["evil.example", `evil.example:${server.port}`, "localhost.evil.example"]) {
+      assertRawJsonError(
+        await rawExchange(server.port, rawPost(host, "application/json")),
+        403,
+        /Host/,
+      );
+    }
+    const events = `GET /events HTTP/1.1\r\nHost: attacker.test\r\nConnection: close\r\n\r\n`;
+    assertRawJsonError(await rawExchange(server.port, events), 403);
+    // No Host at all: refused the same way, with a JSON body.
+    assertRawJsonError(await rawExchange(server.port, rawPost(null, "application/json")), 403);
+    for (const host of [
+      `localhost:${server.port}`,
+      `127.0.0.1:${server.port}`,
+      "localhost",
+      "[::1]:1",
+    ]) {
+      const answer = parseRaw(await rawExchange(server.port, rawPost(host, "application/json")));
+      assert.equal(answer.status, 200, host);
+      assert.equal(answer.body, '[{"one":1}]\n');
+    }
+  });
+
+  it("POST /query needs Content-Type application/json (415 otherwise)", async () => {
+    const host = `127.0.0.1:${server.port}`;
+    for (const type of ["text/plain", "application/x-www-form-urlencoded", null]) {
+      assertRawJsonError(
+        await rawExchange(server.port, rawPost(host, type)),
+        415,
+        /application\/json/,
+      );
+    }
+    const ok = parseRaw(
+      await rawExchange(server.port, rawPost(host, "application/json; charset=utf-8")),
+    );
+    assert.equal(ok.status, 200);
+    // A browser's cross-site form post cannot set application/json without a preflight.
+    const answer = await request(`${server.url}/query`, {
+      method: "POST",
+      headers: { "content-type": "text/plain" },
+      body: QUERY_BODY,
+    });
+    assertJsonError(answer, 415);
+  });
+
+  it("errors node:http answers itself have JSON bodies", async () => {
+    assertRawJsonError(await rawExchange(server.port, "NOT HTTP AT ALL\r\n\r\n"), 400);
+    const longUrl = `GET /events?${"x".repeat(20_000)} HTTP/1.1\r\nHost: localhost\r\n\r\n`;
+    assertRawJsonError(await rawExchange(server.port, longUrl), 431, /16384 bytes/);
+    const badLength = "POST /query HTTP/1.1\r\nHost: localhost\r\nContent-Length: x\r\n\r\n";
+    assertRawJsonError(await rawExchange(server.port, badLength), 400);
+    // Headers never finished: the header timeout answers 408, with a JSON body.
+    const slow = await rawExchange(
+      server.port,
+      "POST /query HTTP/1.1\r\nHost: localhost\r\n",
+      true,
+    );
+    assertRawJsonError(slow, 408, /in time/);
+  });
+
+  it("a body the client abandons is not an internal error", async () => {
+    const head = `POST /query HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"sql":`;
+    await new Promise<void>((resolve) => {
+      const socket = connect(server.port, "127.0.0.1", () => {
+        socket.write(head, () => setTimeout(() => socket.destroy(), 100));
+      });
+      socket.on("close", () => resolve());
+      socket.on("error", () => {});
+    });
+    assert.deepEqual(await queryRows(server, "SELECT 2 AS two"), [{ two: 2 }]);
+    assert.doesNotMatch(server.stderr(), /internal error/);
+  });
+
+  it("a statement with bound parameters is a 400, not a 500", async () => {
+    for (const sql of ["SELECT ?", "SELECT :name", "SELECT * FROM './' WHERE path = $p"]) {
+      assertJsonError(await postQuery(server, sql), 400);
+    }
+  });
+
+  it("an answer over the size limit is a 413 naming the limit; the server goes on", async () => {
+    const big =
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 800000) " +
+      "SELECT x, printf('%.100c', 'a') AS pad FROM c";
+    assertJsonError(await postQuery(server, big), 413, /64 MiB/);
+    assert.deepEqual(await queryRows(server, "SELECT 3 AS three"), [{ three: 3 }]);
+  });
+
+  it("connections beyond the limit get a 503 JSON answer", async () => {
+    const sockets = await Promise.all(
+      Array.from(
+        { length: 256 },
+        () =>
+          new Promise<import("node:net").Socket>((resolve, reject) => {
+            const socket = connect(server.port, "127.0.0.1", () => resolve(socket));
+            socket.on("error", reject);
+          }),
+      ),
+    );
+    try {
+      const answer = await rawExchange(server.port, rawPost("localhost", "application/json"));
+      assertRawJsonError(answer, 503, /connections/);
+    } finally {
+      for (const socket of sockets) socket.destroy();
+    }
+    await eventually(
+      async () => (await postQuery(server, "SELECT 4 AS four")).status === 200,
+      "served again once connections closed",
+      60_000,
+    );
+  });
+});
+
+describe("freezes", { concurrency: true }, () => {
+  const RUNAWAY =
+    "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c) SELECT count(*) FROM c";
+
+  it("quick statements are answered while runaway ones fill every query process", async () => {
+    const server = await serve(tree({ "a.md": "a" }));
+    let finished = 0;
+    const runaways = Array.from({ length: 5 }, () =>
+      postQuery(server, RUNAWAY).then((answer) => {
+        finished++;
+        return answer;
+      }),
+    );
+    assert.deepEqual(await queryRows(server, "SELECT 1 AS one"), [{ one: 1 }]);
+    assert.deepEqual(await queryRows(server, "SELECT count(*) AS n FROM './'"), [{ n: 1 }]);
+    assert.equal(finished, 0, "answered while the runaways still ran");
+    for (const answer of await Promise.all(runaways)) assertJsonError(answer, 408, /30-second/);
+  });
+
+  it("kill -9 of the server ends its query processes and hooks, and removes the temporary index", async () => {
+    const hook = `import { basename } from "node:path";
+if (basename(process.argv[2]) === "hang.json") setInterval(() => {}, 1000);
+else process.stdout.write("[]");
+`;
+    const root = tree({
+      "hook.mjs": hook,
+      "dirq.toml": `[[table]]\nname = "t"\nglob = "data/*.json"\non-file = ${JSON.stringify(`'${process.execPath}' hook.mjs {path}`)}\n`,
+      "data/a.json": "{}",
+    });
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    writeFileSync(join(root, "data/hang.json"), "{}");
+    let hookPid = 0;
+    await eventually(
+      () => {
+        for (const pid of processTree(server.pid).slice(1)) {
+          if (safeRead(`/proc/${pid}/cmdline`).includes("hang.json")) hookPid = pid;
+        }
+        return hookPid !== 0;
+      },
+      "the hanging hook runs",
+      60_000,
+    );
+    const running = postQuery(server, RUNAWAY).catch(() => null);
+    let indexDir = "";
+    await eventually(
+      () => {
+        for (const pid of processTree(server.pid).slice(1)) {
+          for (const fd of safeReaddir(`/proc/${pid}/fd`)) {
+            const target = safeReadlink(`/proc/${pid}/fd/${fd}`);
+            if (target.endsWith("/index.db")) indexDir = target.slice(0, -"/index.db".length);
+          }
+        }
+        return indexDir !== "";
+      },
+      "a query process has the index open",
+      60_000,
+    );
+    const children = processTree(server.pid).slice(1);
+    assert.ok(children.includes(hookPid));
+    assert.ok(existsSync(indexDir));
+    await server.stop("SIGKILL");
+    await running;
+    await eventually(
+      () => children.every((pid) => !existsSync(`/proc/${pid}`) || isZombie(pid)),
+      "every child of the killed server is gone",
+      60_000,
+    );
+    await eventually(() => !existsSync(indexDir), "the temporary index is removed", 60_000);
+  });
+
+  it("a port in use is reported at once, even when the start-up build would never end", async () => {
+    const root = tree({
+      "hang.mjs": "setInterval(() => {}, 1000);\n",
+      "dirq.toml": `[[table]]\nname = "t"\nglob = "*.md"\non-file = ${JSON.stringify(`'${process.execPath}' hang.mjs {path}`)}\n`,
+      "a.md": "a",
+    });
+    const blocker = createTcpServer();
+    await new Promise<void>((resolve) => blocker.listen(0, "127.0.0.1", resolve));
+    const port = (blocker.address() as { port: number }).port;
+    try {
+      const child = spawn(
+        process.execPath,
+        [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", String(port)],
+        {
+          cwd: root,
+          stdio: ["ignore", "pipe", "pipe"],
+          env: { ...process.env, DIRQ_PROGRESS: "never" },
+        },
+      );
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+      assert.equal(code, 1);
+      assert.match(stderr, /cannot listen on 127\.0\.0\.1/);
+    } finally {
+      blocker.close();
+    }
+  });
+
+  it("ignored folders get no inotify watch", async () => {
+    const spec: Record<string, string> = { ".gitignore": "target/\n", "src/a.md": "a" };
+    for (let d = 0; d < 40; d++) for (let f = 0; f < 25; f++) spec[`target/d${d}/f${f}.o`] = "x";
+    const root = tree(spec);
+    const server = await serve(root);
+    assert.deepEqual(await queryRows(server, "SELECT path FROM './'"), [
+      { path: ".gitignore" },
+      { path: "src/a.md" },
+    ]);
+    const watches = inotifyWatches(server.pid);
+    assert.ok(
+      watches < 40,
+      `${watches} inotify watches for a tree whose ignored part has 41 folders`,
+    );
+  });
+});
+
+function safeReaddir(path: string): string[] {
+  try {
+    return readdirSync(path);
+  } catch {
+    return [];
+  }
+}
+
+function safeRead(path: string): string {
+  try {
+    return readFileSync(path, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+function safeReadlink(path: string): string {
+  try {
+    return readlinkSync(path);
+  } catch {
+    return "";
+  }
+}
+
+function isZombie(pid: number): boolean {
+  try {
+    return /^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, "utf8"));
+  } catch {
+    return true;
+  }
+}
+
+/** inotify watches the process holds (lines `inotify wd:` in the fdinfo of its inotify fds). */
+function inotifyWatches(pid: number): number {
+  let count = 0;
+  for (const fd of safeReaddir(`/proc/${pid}/fd`)) {
+    if (safeReadlink(`/proc/${pid}/fd/${fd}`) !== "anon_inode:inotify") continue;
+    const info = readFileSync(`/proc/${pid}/fdinfo/${fd}`, "utf8");
+    count += info.split("\n").filter((line) => line.startsWith("inotify wd:")).length;
+  }
+  return count;
+}
