@@ -20,6 +20,7 @@ export type DirqErrorCode =
   | "INIT_OUTPUT_EXISTS"
   | "INIT_WRITE_FAILED"
   | "QUERY_TIMEOUT"
+  | "QUERY_CANCELLED"
   | "REQUEST_INVALID"
   | "SERVER_DEGRADED";
 

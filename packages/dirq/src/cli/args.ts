@@ -13,6 +13,11 @@ export interface QueryCommand {
   onFile: string | null;
 }
 
+/** Bare `dirq` (options only): the interactive session. */
+export interface ReplCommand extends Omit<QueryCommand, "kind" | "sql"> {
+  kind: "repl";
+}
+
 export interface InitCommand {
   kind: "init";
   root: string | null;
@@ -29,7 +34,7 @@ export interface ServerCommand {
 }
 
 export type Command =
-  { kind: "help" } | { kind: "version" } | QueryCommand | InitCommand | ServerCommand;
+  { kind: "help" } | { kind: "version" } | QueryCommand | ReplCommand | InitCommand | ServerCommand;
 
 /** Flags the spec names that arrive with later features: refused clearly, not as unknown. */
 const NOT_YET_SUPPORTED = ["--persist", "--extension"];
@@ -77,7 +82,10 @@ function parseServer(args: string[]): ServerCommand | { kind: "help" } | { kind:
 
 const FORMATS: readonly OutputFormat[] = ["auto", "table", "json"];
 
-/** Flags that belong to a mode; before the subcommand (or the SQL) they would be lost. */
+/**
+ * Flags that belong to a mode: alone they configure the REPL; before the subcommand (or the
+ * SQL) they would be lost, so that is an error.
+ */
 const MODE_FLAGS = new Set([
   "-c",
   "--config",
@@ -127,31 +135,52 @@ function rethrowParseError(error: unknown): never {
   throw error;
 }
 
+const QUERY_FLAGS = {
+  "no-ignore": { type: "boolean" },
+  format: { type: "string" },
+  config: { type: "string", short: "c", multiple: true },
+  "on-file": { type: "string", multiple: true },
+} as const;
+
+/** The flags `query` and the REPL share. */
+function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>["values"]) {
+  const onFile = values["on-file"] ?? [];
+  if (onFile.length > 1) {
+    throw usageError("--on-file was given more than once: give one parser command");
+  }
+  return {
+    noIgnore: values["no-ignore"] === true,
+    format: parseFormat(values.format),
+    configs: values.config ?? [],
+    onFile: onFile[0] ?? null,
+  };
+}
+
+/**
+ * Bare `dirq`, with options only, opens the REPL; options before SQL stay an error. `argv`
+ * starts with an option (or is empty).
+ */
+function parseBare(argv: string[]): ReplCommand {
+  rejectNotYetSupported(argv);
+  const parsed = parseFlags(argv, QUERY_FLAGS);
+  if (parsed.positionals.length > 0) {
+    const flag = flagName(argv[0] as string);
+    throw usageError(
+      `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
+    );
+  }
+  return { kind: "repl", ...queryOptions(parsed.values) };
+}
+
 function parseQuery(args: string[], usage: string): QueryCommand {
   rejectNotYetSupported(args);
-  const parsed = parseFlags(args, {
-    "no-ignore": { type: "boolean" },
-    format: { type: "string" },
-    config: { type: "string", short: "c", multiple: true },
-    "on-file": { type: "string", multiple: true },
-  });
+  const parsed = parseFlags(args, QUERY_FLAGS);
   const [sql, ...extra] = parsed.positionals;
   if (sql === undefined) throw usageError(`missing SQL: ${usage}`);
   if (extra.length > 0) {
     throw usageError(`unexpected argument '${extra[0]}' after the SQL: quote the whole statement`);
   }
-  const onFile = parsed.values["on-file"] ?? [];
-  if (onFile.length > 1) {
-    throw usageError("--on-file was given more than once: give one parser command");
-  }
-  return {
-    kind: "query",
-    sql,
-    noIgnore: parsed.values["no-ignore"] === true,
-    format: parseFormat(parsed.values.format),
-    configs: parsed.values.config ?? [],
-    onFile: onFile[0] ?? null,
-  };
+  return { kind: "query", sql, ...queryOptions(parsed.values) };
 }
 
 function parseInit(args: string[]): InitCommand {
@@ -173,27 +202,17 @@ function parseInit(args: string[]): InitCommand {
 /** Reads the command line (without `node` and the script). Throws a `USAGE` DirqError. */
 export function parseCommandLine(argv: readonly string[]): Command {
   const [first, ...rest] = argv;
-  if (first === undefined) {
-    throw usageError(
-      `no SQL given: run dirq "<sql>", for example dirq "SELECT path, size FROM './'", or dirq server for the HTTP API (this version has no interactive REPL)`,
-    );
-  }
+  if (first === undefined) return parseBare([]);
   if (first === "--help" || first === "-h" || first === "help") return { kind: "help" };
   if (first === "--version" || first === "-V") return { kind: "version" };
   if (first === "query") return parseQuery(rest, `dirq query "<sql>"`);
   if (first === "init") return parseInit(rest);
   if (first === "server") return parseServer(rest);
-  if (first === "repl") {
-    throw usageError(`'dirq ${first}' is not available in this version yet`);
-  }
+  if (first === "repl") return parseBare(rest);
   // SQL may start with a comment (`-- note`); no option contains whitespace.
   if (first.startsWith("-") && first !== "-" && first !== "--" && !/\s/.test(first)) {
     const flag = flagName(first);
-    if (MODE_FLAGS.has(flag)) {
-      throw usageError(
-        `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
-      );
-    }
+    if (MODE_FLAGS.has(flag)) return parseBare([...argv]);
     throw usageError(`unknown option '${flag}'`);
   }
   return parseQuery([...argv], `dirq "<sql>"`);

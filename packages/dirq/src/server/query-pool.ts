@@ -13,6 +13,15 @@ interface QueryReply {
   user?: boolean;
 }
 
+/** How a statement's answer is shaped: the JSON body, or an aligned text table. */
+export type AnswerFormat = "json" | "table";
+
+export interface RunOptions {
+  format?: AnswerFormat;
+  /** Aborting kills the statement's process (its work really stops) and rejects. */
+  signal?: AbortSignal;
+}
+
 interface Runner {
   child: ChildProcess;
   busy: boolean;
@@ -32,7 +41,8 @@ export class QueryPool {
 
   constructor(
     private readonly databasePath: string,
-    private readonly timeoutMs: number,
+    /** `null`: no time limit (the REPL). */
+    private readonly timeoutMs: number | null,
     maxProcesses = Math.max(4, 2 * availableParallelism()),
   ) {
     this.maxProcesses = maxProcesses;
@@ -81,16 +91,26 @@ export class QueryPool {
     if (next && !this.closed) next(this.start());
   }
 
-  /** Runs a checked statement; rejects with a `QUERY_TIMEOUT` DirqError past the timeout. */
-  async run(sql: string): Promise<QueryAnswer> {
+  /**
+   * Runs a checked statement; rejects with a `QUERY_TIMEOUT` DirqError past the timeout, and
+   * with a `QUERY_CANCELLED` one when `options.signal` aborts.
+   */
+  async run(sql: string, options: RunOptions = {}): Promise<QueryAnswer> {
     if (this.closed) throw new Error("the query pool is closed");
+    const { signal, format = "json" } = options;
     const runner = await this.acquire();
     const id = this.nextId++;
     return new Promise<QueryAnswer>((resolve, reject) => {
       const cleanup = () => {
-        clearTimeout(timer);
+        if (timer !== null) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
         runner.child.off("message", onMessage);
         runner.child.off("exit", onExit);
+      };
+      const onAbort = () => {
+        cleanup();
+        this.replace(runner);
+        reject(new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped"));
       };
       const onMessage = (reply: QueryReply) => {
         if (reply.id !== id) return;
@@ -109,20 +129,25 @@ export class QueryPool {
         this.replace(runner);
         reject(new Error("a query process exited while running a statement"));
       };
-      const timer = setTimeout(() => {
-        cleanup();
-        this.replace(runner);
-        const seconds = Math.round(this.timeoutMs / 1000);
-        reject(
-          new DirqError(
-            "QUERY_TIMEOUT",
-            `query exceeded the ${seconds}-second timeout and was stopped; narrow it (WHERE, LIMIT) and try again`,
-          ),
-        );
-      }, this.timeoutMs);
+      const timer =
+        this.timeoutMs === null
+          ? null
+          : setTimeout(() => {
+              cleanup();
+              this.replace(runner);
+              const seconds = Math.round((this.timeoutMs ?? 0) / 1000);
+              reject(
+                new DirqError(
+                  "QUERY_TIMEOUT",
+                  `query exceeded the ${seconds}-second timeout and was stopped; narrow it (WHERE, LIMIT) and try again`,
+                ),
+              );
+            }, this.timeoutMs);
       runner.child.on("message", onMessage);
       runner.child.once("exit", onExit);
-      runner.child.send({ id, sql }, (error) => {
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      runner.child.send({ id, sql, format }, (error) => {
         if (error) onExit();
       });
     });

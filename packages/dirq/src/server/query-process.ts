@@ -2,6 +2,7 @@ import type { Statement } from "better-sqlite3";
 import { isDirqError } from "../errors.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { jsonChunks } from "../output/json.js";
+import type { AnswerFormat } from "./query-pool.js";
 import { executeStatement, sqlError } from "../query/execute.js";
 
 /**
@@ -34,12 +35,17 @@ function statementFor(sql: string): Statement {
 interface QueryRequest {
   id: number;
   sql: string;
+  format?: AnswerFormat;
 }
 
-process.on("message", (request: QueryRequest) => {
+process.on("message", async (request: QueryRequest) => {
   try {
     const { columns, rows } = executeStatement(statementFor(request.sql), request.sql);
-    const body = Array.from(jsonChunks(columns, rows)).join("");
+    const body =
+      request.format === "table"
+        ? // Loaded on demand: only the REPL asks for tables.
+          (await import("../output/table.js")).renderTable(columns, rows)
+        : Array.from(jsonChunks(columns, rows)).join("");
     process.send?.({ id: request.id, body });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
