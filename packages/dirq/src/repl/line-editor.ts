@@ -1,4 +1,4 @@
-import { createInterface, type Interface, type Key } from "node:readline";
+import { createInterface, Interface, type Key } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 
 /** What one read from the terminal gives. */
@@ -14,7 +14,18 @@ interface EditableInterface extends Interface {
   line: string;
   cursor: number;
   history: string[];
+  isCompletionEnabled: boolean;
 }
+
+/**
+ * Whether this Node's readline keeps a kill ring (Ctrl-Y yank, Alt-Y yank-pop; newer Node
+ * releases do). Where it does not, this module keeps the last killed text itself.
+ */
+const READLINE_YANKS = (() => {
+  const internal = Object.getPrototypeOf(Interface.prototype) as object | null;
+  const symbols = internal ? Object.getOwnPropertySymbols(internal) : [];
+  return symbols.some((symbol) => symbol.description === "_yank");
+})();
 
 /** An incremental search of the history (Ctrl-R), as in bash and sqlite3. */
 interface Search {
@@ -37,9 +48,9 @@ function isPrintable(text: string | undefined, key: Key): text is string {
 
 /**
  * The terminal line editor: node:readline (history on Up/Down, Ctrl-A/E, Alt-B/F, Ctrl-W/K/U,
- * Ctrl-D) plus what it lacks in Node 20: Ctrl-R reverse search of the history and Ctrl-Y to
- * yank the last killed text. `history` is shared, newest first; the caller adds entries
- * (a multi-line statement is one entry).
+ * Ctrl-D, and Ctrl-Y where its Node release has a kill ring) plus what it lacks: Ctrl-R
+ * reverse search of the history, and Ctrl-Y on releases without a kill ring. `history` is
+ * shared, newest first; the caller adds entries (a multi-line statement is one entry).
  */
 export class LineEditor {
   private readonly rl: EditableInterface;
@@ -122,6 +133,10 @@ export class LineEditor {
   }
 
   private handleKey(text: string | undefined, key: Key): void {
+    // Readline turns this off for every key but the last of a chunk (a paste, or keys typed
+    // faster than they are read), and then inserts at the end of the line whatever the
+    // cursor position. It only guards tab completion, which the REPL does not use.
+    this.rl.isCompletionEnabled = true;
     if (this.search !== null) {
       this.handleSearchKey(text, key);
       return;
@@ -129,6 +144,10 @@ export class LineEditor {
     if (key.ctrl && key.name === "r") {
       this.search = { query: "", index: -1, savedLine: this.rl.line, savedCursor: this.rl.cursor };
       this.showSearch();
+      return;
+    }
+    if (READLINE_YANKS) {
+      this.forward(text, key);
       return;
     }
     if (key.ctrl && key.name === "y") {
