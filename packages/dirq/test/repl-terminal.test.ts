@@ -1,12 +1,19 @@
 import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { makeTree, removeTree } from "./helpers.js";
-import { KEY, TerminalSession } from "./terminal.js";
+import { descendants, KEY, TerminalSession } from "./terminal.js";
 
-describe("REPL in a terminal", () => {
+/** The terminal comes from Python's standard pty module; without python3 there is none. */
+const noPty =
+  spawnSync("python3", ["-c", "import pty"]).status === 0
+    ? false
+    : "python3 (with its pty module) is needed to drive a pseudo-terminal";
+
+describe("REPL in a terminal", { skip: noPty }, () => {
   let root: string;
   let dataHome: string;
   const sessions: TerminalSession[] = [];
@@ -107,8 +114,22 @@ describe("REPL in a terminal", () => {
       `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;${KEY.enter}`,
     );
     await repl.waitFor("count(*) FROM n;\n");
+    // The statement runs in a query process below the REPL; wait until it is there.
+    const queryProcesses = () =>
+      (descendants(repl.pid) ?? []).filter(({ command }) => command.includes("query-process"));
+    let running = queryProcesses();
+    while (running.length === 0 && descendants(repl.pid) !== null) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      running = queryProcesses();
+    }
     repl.type(KEY.ctrlC);
     await repl.waitFor("dirq: interrupted: the statement was stopped");
+    // Its work really stopped: the process that ran it is gone.
+    for (const { pid } of running) {
+      while (queryProcesses().some((process) => process.pid === pid)) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
     await repl.waitFor("dirq> ");
     repl.type(`SELECT count(*) AS files FROM './';${KEY.enter}`);
     assert.match(await repl.waitFor("(1 row)"), /files\n-+\n\s*3\n/);

@@ -1,4 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { DIRQ_BIN } from "./helpers.js";
 
@@ -92,6 +93,11 @@ export class TerminalSession {
     });
   }
 
+  /** The driver's process id: the REPL and its query processes run below it. */
+  get pid(): number {
+    return this.child.pid as number;
+  }
+
   type(keys: string): void {
     this.child.stdin.write(keys);
   }
@@ -99,4 +105,37 @@ export class TerminalSession {
   kill(): void {
     this.child.kill("SIGKILL");
   }
+}
+
+/** Processes below `pid` (Linux /proc), with their command lines; `null` without /proc. */
+export function descendants(pid: number): { pid: number; command: string }[] | null {
+  if (!existsSync("/proc/self/stat")) return null;
+  const parents = new Map<number, number>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      // The command name is in parentheses and may hold spaces: fields follow the last `)`.
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      if (fields[0] !== "Z") parents.set(Number(name), Number(fields[1]));
+    } catch {
+      // The process ended while we looked.
+    }
+  }
+  const found: { pid: number; command: string }[] = [];
+  const visit = (parent: number) => {
+    for (const [child, ppid] of parents) {
+      if (ppid !== parent) continue;
+      let command = "";
+      try {
+        command = readFileSync(`/proc/${child}/cmdline`, "utf8").replaceAll("\0", " ");
+      } catch {
+        continue;
+      }
+      found.push({ pid: child, command });
+      visit(child);
+    }
+  };
+  visit(pid);
+  return found;
 }

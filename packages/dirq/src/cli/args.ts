@@ -221,6 +221,8 @@ export function parseCommandLine(argv: readonly string[]): Command {
 export const HELP_TEXT = `dirq: query a directory tree as a read-only SQLite database
 
 Usage:
+  dirq [options]                 an interactive SQL session (REPL); with piped input,
+                                 one statement per line
   dirq "<sql>" [options]         run one statement and print the rows
   dirq query "<sql>" [options]   the same, explicitly
   dirq init [--root <dir>] [--output <path>] [--force]
@@ -235,7 +237,7 @@ A quoted path or glob in FROM is a table of files (a path-table):
   dirq "SELECT count(*) FROM './src/**/*.ts'"
 Columns: path, basename, dir, ext, size, mtime, ctime.
 
-Options (after the SQL or after 'query'):
+Options (after the SQL or after 'query'; alone for the REPL):
   -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
   --on-file <command>      parse every path-table's files with this command: it gets
                            {path} and {root} and prints a JSON array of row objects

@@ -49,6 +49,30 @@ function serialize(): <T>(task: () => Promise<T>) => Promise<T> {
   };
 }
 
+function cancelled(): DirqError {
+  return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
+}
+
+/**
+ * Resolves with `work`, or rejects as soon as `signal` aborts. Building the tables a statement
+ * reads cannot be stopped half-way (its writes are committed file by file); it finishes in the
+ * background, and the next statement waits for it.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(cancelled());
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => undefined);
+      reject(cancelled());
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
 /** Builds the index (config tables first) and starts watching. Throws a DirqError. */
 export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveIndex> {
   const directory = mkdtempSync(join(tmpdir(), "dirq-repl-"));
@@ -86,7 +110,10 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
       root: live.root,
       skipped,
       async run(sql, { format, signal }) {
-        const prepared = await withWriter(() => live.prepare(sql));
+        const prepared = await untilAborted(
+          withWriter(() => live.prepare(sql)),
+          signal,
+        );
         const answer = await pool.run(prepared.sql, { format, signal });
         if (!answer.ok) {
           if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
