@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
 import { assertUserError } from "./support.js";
+import { descendants } from "./terminal.js";
 
 const HOOK = `
 import { readFileSync } from "node:fs";
@@ -194,6 +195,41 @@ describe("REPL with piped input", () => {
       assert.equal(code, 0);
     } finally {
       child.kill();
+    }
+  });
+
+  it("Ctrl-C (SIGINT) stops the running statement and the script", async () => {
+    const child = spawn(process.execPath, [DIRQ_BIN], {
+      cwd: root,
+      env: { ...process.env, DIRQ_PROGRESS: "never" },
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    let stdout = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    try {
+      child.stdin.write("SELECT 1 AS one\n");
+      while (!stdout.includes("\n")) await new Promise((resolve) => setTimeout(resolve, 50));
+      child.stdin.write(
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n\nSELECT 2\n",
+      );
+      // Wait until a query process is busy (Linux /proc; elsewhere, signal at once).
+      const running = () =>
+        (descendants(child.pid as number) ?? [{ command: "query-process", state: "R" }]).some(
+          ({ command, state }) => command.includes("query-process") && state === "R",
+        );
+      while (!running()) await new Promise((resolve) => setTimeout(resolve, 50));
+      child.kill("SIGINT");
+      assert.equal(await closed, 130);
+      assert.equal(stdout, '[{"one":1}]\n');
+      assert.match(stderr, /dirq: interrupted: the statement was stopped/);
+    } finally {
+      child.kill("SIGKILL");
     }
   });
 });

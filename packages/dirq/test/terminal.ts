@@ -108,23 +108,24 @@ export class TerminalSession {
 }
 
 /** Processes below `pid` (Linux /proc), with their command lines; `null` without /proc. */
-export function descendants(pid: number): { pid: number; command: string }[] | null {
+export function descendants(pid: number): { pid: number; command: string; state: string }[] | null {
   if (!existsSync("/proc/self/stat")) return null;
-  const parents = new Map<number, number>();
+  const parents = new Map<number, { ppid: number; state: string }>();
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name)) continue;
     try {
       const stat = readFileSync(`/proc/${name}/stat`, "utf8");
       // The command name is in parentheses and may hold spaces: fields follow the last `)`.
       const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-      if (fields[0] !== "Z") parents.set(Number(name), Number(fields[1]));
+      const state = fields[0] ?? "";
+      if (state !== "Z") parents.set(Number(name), { ppid: Number(fields[1]), state });
     } catch {
       // The process ended while we looked.
     }
   }
-  const found: { pid: number; command: string }[] = [];
+  const found: { pid: number; command: string; state: string }[] = [];
   const visit = (parent: number) => {
-    for (const [child, ppid] of parents) {
+    for (const [child, { ppid, state }] of parents) {
       if (ppid !== parent) continue;
       let command = "";
       try {
@@ -132,7 +133,7 @@ export function descendants(pid: number): { pid: number; command: string }[] | n
       } catch {
         continue;
       }
-      found.push({ pid: child, command });
+      found.push({ pid: child, command, state });
       visit(child);
     }
   };

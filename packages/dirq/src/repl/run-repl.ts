@@ -1,4 +1,5 @@
 import { once } from "node:events";
+import { constants as osConstants } from "node:os";
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import type { ReplCommand } from "../cli/args.js";
@@ -45,6 +46,7 @@ function reportSkipped(stderr: Writable, skipped: readonly SkippedPath[]): void 
 /** One session: runs statements one at a time; Ctrl-C stops the running one. */
 class Session {
   private running: AbortController | null = null;
+  private stopped = false;
   /** Files the watcher could not re-read since the last statement, told after the next. */
   private watchErrors: RowChange[] = [];
 
@@ -63,8 +65,15 @@ class Session {
     this.running?.abort();
   }
 
+  /** Stops the running statement, and every later one before it starts. */
+  stop(): void {
+    this.stopped = true;
+    this.interrupt();
+  }
+
   /** Runs one statement; a failure is told on stderr and the session goes on. */
   async run(sql: string): Promise<void> {
+    if (this.stopped) return;
     const controller = new AbortController();
     this.running = controller;
     try {
@@ -89,9 +98,34 @@ class Session {
   }
 }
 
+/**
+ * Calls `stop` on the first of `signals`; returns the exit code it implies (128 + its number),
+ * or 0 when none came, and removes the handlers.
+ */
+function watchSignals(signals: readonly NodeJS.Signals[], stop: () => void) {
+  let received: NodeJS.Signals | null = null;
+  const handlers = signals.map((signal) => {
+    const handler = () => {
+      received ??= signal;
+      stop();
+    };
+    process.on(signal, handler);
+    return () => process.off(signal, handler);
+  });
+  return (): number => {
+    for (const remove of handlers) remove();
+    return received === null ? 0 : 128 + osConstants.signals[received];
+  };
+}
+
 /** Not a terminal: one statement per line, no banner, editor or history. */
 async function runPiped(session: Session, io: ReplIo): Promise<number> {
   const lines = createInterface({ input: io.stdin, crlfDelay: Infinity, terminal: false });
+  // Without a terminal, Ctrl-C is a signal: it stops the running statement and the script.
+  const stopped = watchSignals(["SIGINT", "SIGTERM", "SIGHUP"], () => {
+    session.stop();
+    lines.close();
+  });
   try {
     for await (const line of lines) {
       if (!hasStatementContent(line)) continue;
@@ -100,11 +134,12 @@ async function runPiped(session: Session, io: ReplIo): Promise<number> {
     }
   } catch (error) {
     diagnostic(io.stderr, `cannot read the input: ${(error as Error).message}`);
+    stopped();
     return 1;
   } finally {
     lines.close();
   }
-  return 0;
+  return stopped();
 }
 
 function banner(root: string): string {
@@ -121,6 +156,12 @@ async function runInteractive(session: Session, io: ReplIo, root: string): Promi
   await write(output, banner(root));
   const editor = new LineEditor(io.stdin, output, history.entries);
   editor.onBusyInterrupt = () => session.interrupt();
+  // On a terminal Ctrl-C is a key (see LineEditor); the terminal going away, or a kill, ends
+  // the session so that the index is cleaned up.
+  const stopped = watchSignals(["SIGTERM", "SIGHUP"], () => {
+    session.stop();
+    editor.close();
+  });
   let historyWarned = false;
   let pending: string[] = [];
   try {
@@ -149,8 +190,10 @@ async function runInteractive(session: Session, io: ReplIo, root: string): Promi
   } finally {
     editor.close();
   }
-  await write(output, "\n");
-  return 0;
+  const code = stopped();
+  // Leave the shell's prompt on a line of its own (not when the terminal is gone).
+  if (code === 0) await write(output, "\n");
+  return code;
 }
 
 /**
