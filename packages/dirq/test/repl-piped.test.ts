@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
@@ -139,6 +139,23 @@ describe("REPL with piped input", () => {
       await runDirq(["--on-file", "./hook.mjs {path}"], { cwd: root, input: "SELECT 1\n" }),
       "is not executable",
     );
+  });
+
+  it("stdin that cannot be read (a directory): exit 1, nothing executed", async () => {
+    const directory = openSync(root, "r");
+    try {
+      const result = spawnSync(process.execPath, [DIRQ_BIN], {
+        cwd: root,
+        stdio: [directory, "pipe", "pipe"],
+        encoding: "utf8",
+      });
+      assertUserError(
+        { code: result.status, stdout: result.stdout, stderr: result.stderr },
+        "stdin is a directory",
+      );
+    } finally {
+      closeSync(directory);
+    }
   });
 
   it("options before SQL stay an error; --persist is refused as by dirq query", async () => {

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -154,5 +154,32 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     assert.match(await repl.waitFor("(1 row)"), /nine\n-+\n\s*9\n/);
     repl.type(KEY.ctrlD);
     assert.equal(await repl.exited, 0);
+  });
+
+  test("files skipped while building are named once, before the first prompt", async () => {
+    const hook = join(root, "hook.mjs");
+    writeFileSync(
+      hook,
+      `const p = process.argv[2]; if (p.endsWith("b.md")) { console.error("no good"); process.exit(2); }
+console.log(JSON.stringify([{ file: p.split("/").pop() }]));`,
+    );
+    const config = join(root, "t.toml");
+    writeFileSync(
+      config,
+      `[[table]]\nname = "md"\nglob = "**/*.md"\non-file = ${JSON.stringify(`${process.execPath} ${hook} {path}`)}\n`,
+    );
+    try {
+      const repl = open(["-c", config]);
+      const before = await repl.waitFor("dirq> ");
+      assert.match(before, /dirq: skipped b\.md: hook exited with code 2: no good\n/);
+      repl.type(`SELECT file FROM md;${KEY.enter}`);
+      assert.match(await repl.waitFor("(1 row)"), /file\n-+\nc\.md\n/);
+      repl.type(KEY.ctrlD);
+      assert.equal(await repl.exited, 0);
+      assert.equal(repl.text.match(/dirq: skipped/g)?.length, 1);
+    } finally {
+      rmSync(hook);
+      rmSync(config);
+    }
   });
 });

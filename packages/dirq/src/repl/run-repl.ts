@@ -1,10 +1,11 @@
 import { once } from "node:events";
+import { fstatSync } from "node:fs";
 import { constants as osConstants } from "node:os";
 import { createInterface } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 import type { ReplCommand } from "../cli/args.js";
 import { EMPTY_CONFIG } from "../config/types.js";
-import { isDirqError } from "../errors.js";
+import { DirqError, isDirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
 import type { AnswerFormat } from "../server/query-pool.js";
@@ -24,6 +25,22 @@ export interface ReplIo {
 
 export const PROMPT = "dirq> ";
 export const CONTINUATION_PROMPT = "...> ";
+
+/**
+ * Node reads a directory given as stdin (`dirq < /`) as empty input, and a closed stdin
+ * likewise: both are a failure to read, before the index is built.
+ */
+function checkStdinReadable(): void {
+  let problem: string | null = null;
+  try {
+    if (fstatSync(0).isDirectory()) problem = "stdin is a directory";
+  } catch (error) {
+    problem = `stdin cannot be read: ${(error as Error).message}`;
+  }
+  if (problem !== null) {
+    throw new DirqError("USAGE", `${problem}: give statements on a terminal, a pipe or a file`);
+  }
+}
 
 /** `exit` or `quit`, any case, taken as typed (a `;` after it is allowed too). */
 const LEAVE = /^\s*(exit|quit)\s*;?\s*$/i;
@@ -202,6 +219,7 @@ async function runInteractive(session: Session, io: ReplIo, root: string): Promi
  * or the end of input. Resolves to the exit code.
  */
 export async function runRepl(command: ReplCommand, io: ReplIo): Promise<number> {
+  if (io.stdin === process.stdin) checkStdinReadable();
   const config =
     command.configs.length === 0
       ? EMPTY_CONFIG
