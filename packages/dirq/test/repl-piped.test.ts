@@ -158,6 +158,17 @@ describe("REPL with piped input", () => {
     }
   });
 
+  it("dirq repl is the same session spelled out; --help prints the usage", async () => {
+    const result = await runDirq(["repl", "--format", "json"], {
+      cwd: root,
+      input: "SELECT 1 AS x\n",
+    });
+    assert.deepEqual(result, { code: 0, stdout: '[{"x":1}]\n', stderr: "" });
+    const help = await runDirq(["repl", "--help"], { cwd: root });
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /dirq \[options\] +an interactive SQL session/);
+  });
+
   it("options before SQL stay an error; --persist is refused as by dirq query", async () => {
     assertUserError(
       await runDirq(["-c", "x.toml", "SELECT 1"], { cwd: root }),

@@ -160,7 +160,8 @@ function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>[
  * Bare `dirq`, with options only, opens the REPL; options before SQL stay an error. `argv`
  * starts with an option (or is empty).
  */
-function parseBare(argv: string[]): ReplCommand {
+function parseBare(argv: string[]): ReplCommand | { kind: "help" } {
+  if (argv.includes("--help") || argv.includes("-h")) return { kind: "help" };
   rejectNotYetSupported(argv);
   const parsed = parseFlags(argv, QUERY_FLAGS);
   if (parsed.positionals.length > 0) {
