@@ -1,4 +1,4 @@
-import { createInterface, Interface, type Key } from "node:readline";
+import { createInterface, type Interface, type Key } from "node:readline";
 import type { Readable, Writable } from "node:stream";
 
 /** What one read from the terminal gives. */
@@ -17,16 +17,6 @@ interface EditableInterface extends Interface {
   isCompletionEnabled: boolean;
 }
 
-/**
- * Whether this Node's readline keeps a kill ring (Ctrl-Y yank, Alt-Y yank-pop; newer Node
- * releases do). Where it does not, this module keeps the last killed text itself.
- */
-const READLINE_YANKS = (() => {
-  const internal = Object.getPrototypeOf(Interface.prototype) as object | null;
-  const symbols = internal ? Object.getOwnPropertySymbols(internal) : [];
-  return symbols.some((symbol) => symbol.description === "_yank");
-})();
-
 /** An incremental search of the history (Ctrl-R), as in bash and sqlite3. */
 interface Search {
   query: string;
@@ -36,21 +26,15 @@ interface Search {
   savedCursor: number;
 }
 
-/** Keys whose deleted text goes to the kill buffer, for Ctrl-Y. */
-function isKill(key: Key): boolean {
-  if (key.ctrl && (key.name === "w" || key.name === "k" || key.name === "u")) return true;
-  return key.meta === true && (key.name === "d" || key.name === "backspace");
-}
-
 function isPrintable(text: string | undefined, key: Key): text is string {
   return typeof text === "string" && !key.ctrl && !key.meta && text.length > 0 && text >= " ";
 }
 
 /**
- * The terminal line editor: node:readline (history on Up/Down, Ctrl-A/E, Alt-B/F, Ctrl-W/K/U,
- * Ctrl-D, and Ctrl-Y where its Node release has a kill ring) plus what it lacks: Ctrl-R
- * reverse search of the history, and Ctrl-Y on releases without a kill ring. `history` is
- * shared, newest first; the caller adds entries (a multi-line statement is one entry).
+ * The terminal line editor: node:readline (history on Up/Down, Ctrl-A/E, Alt-B/F, Ctrl-W/K/U
+ * and its kill ring with Ctrl-Y / Alt-Y, Node 18 and later, Ctrl-D) plus what it lacks:
+ * Ctrl-R reverse search of the history. `history` is shared, newest first; the caller adds
+ * entries (a multi-line statement is one entry).
  */
 export class LineEditor {
   private readonly rl: EditableInterface;
@@ -60,7 +44,6 @@ export class LineEditor {
   private waiter: ((input: EditorInput) => void) | null = null;
   private readonly queued: EditorInput[] = [];
   private prompt = "";
-  private killed = "";
   private search: Search | null = null;
   /** Called on Ctrl-C while no line is being read (a statement is running). */
   onBusyInterrupt: (() => void) | null = null;
@@ -79,7 +62,7 @@ export class LineEditor {
       historySize: 0,
       tabSize: 4,
     }) as EditableInterface;
-    // Readline listens to keypresses itself; stand in front of it to see Ctrl-R and Ctrl-Y.
+    // Readline listens to keypresses itself; stand in front of it to see Ctrl-R.
     const readlineListeners = input.listeners("keypress") as ((...args: unknown[]) => void)[];
     input.removeAllListeners("keypress");
     input.on("keypress", this.onKeypress);
@@ -144,21 +127,6 @@ export class LineEditor {
     if (key.ctrl && key.name === "r") {
       this.search = { query: "", index: -1, savedLine: this.rl.line, savedCursor: this.rl.cursor };
       this.showSearch();
-      return;
-    }
-    if (READLINE_YANKS) {
-      this.forward(text, key);
-      return;
-    }
-    if (key.ctrl && key.name === "y") {
-      if (this.killed !== "") this.rl.write(this.killed);
-      return;
-    }
-    if (isKill(key)) {
-      const before = this.rl.line;
-      this.forward(text, key);
-      const removed = before.length - this.rl.line.length;
-      if (removed > 0) this.killed = before.slice(this.rl.cursor, this.rl.cursor + removed);
       return;
     }
     this.forward(text, key);
