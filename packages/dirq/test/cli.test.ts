@@ -87,15 +87,6 @@ describe("usage errors", { concurrency: true }, () => {
     });
   }
 
-  it("bare dirq is a usage error, exit 1", async () => {
-    const result = await runDirq([], { cwd: root });
-    assertUserError(result);
-  });
-
-  it("bare dirq (a build without the REPL) points at dirq server", async () => {
-    assertUserError(await runDirq([], { cwd: root }), "dirq server");
-  });
-
   it("'dirq query' with no SQL is a usage error", async () => {
     assertUserError(await runDirq(["query"], { cwd: root }), /SQL/);
   });

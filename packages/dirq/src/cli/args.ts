@@ -13,6 +13,11 @@ export interface QueryCommand {
   onFile: string | null;
 }
 
+/** Bare `dirq` (options only): the interactive session. */
+export interface ReplCommand extends Omit<QueryCommand, "kind" | "sql"> {
+  kind: "repl";
+}
+
 export interface InitCommand {
   kind: "init";
   root: string | null;
@@ -34,6 +39,7 @@ export type Command =
   | { kind: "help"; topic: HelpTopic }
   | { kind: "version" }
   | QueryCommand
+  | ReplCommand
   | InitCommand
   | ServerCommand;
 
@@ -83,7 +89,10 @@ function parseServer(args: string[]): Command {
 
 const FORMATS: readonly OutputFormat[] = ["auto", "table", "json"];
 
-/** Flags that belong to a mode; before the subcommand (or the SQL) they would be lost. */
+/**
+ * Flags that belong to a mode: alone they configure the REPL; before the subcommand (or the
+ * SQL) they would be lost, so that is an error.
+ */
 const MODE_FLAGS = new Set([
   "-c",
   "--config",
@@ -157,36 +166,58 @@ function sqlAfterDoubleDash(args: readonly string[]): string[] {
   return [...args];
 }
 
+const QUERY_FLAGS = {
+  "no-ignore": { type: "boolean" },
+  format: { type: "string" },
+  config: { type: "string", short: "c", multiple: true },
+  "on-file": { type: "string", multiple: true },
+  help: { type: "boolean", short: "h" },
+} as const;
+
+/** The flags `query` and the REPL share. */
+function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>["values"]) {
+  const onFile = values["on-file"] ?? [];
+  if (onFile.length > 1) {
+    throw usageError("--on-file was given more than once: give one parser command");
+  }
+  return {
+    noIgnore: values["no-ignore"] === true,
+    format: parseFormat(values.format),
+    configs: values.config ?? [],
+    onFile: onFile[0] ?? null,
+  };
+}
+
+/**
+ * Bare `dirq`, with options only, opens the REPL; options before SQL stay an error. `argv`
+ * starts with an option (or is empty).
+ */
+function parseBare(argv: string[]): ReplCommand | { kind: "help"; topic: HelpTopic } {
+  if (argv.includes("--help") || argv.includes("-h")) return { kind: "help", topic: "dirq" };
+  rejectNotYetSupported(argv);
+  const parsed = parseFlags(argv, QUERY_FLAGS);
+  if (parsed.positionals.length > 0) {
+    const flag = flagName(argv[0] as string);
+    throw usageError(
+      `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
+    );
+  }
+  return { kind: "repl", ...queryOptions(parsed.values) };
+}
+
 function parseQuery(
   args: string[],
   usage: string,
 ): QueryCommand | { kind: "help"; topic: HelpTopic } {
   rejectNotYetSupported(args);
-  const parsed = parseFlags(sqlAfterDoubleDash(args), {
-    "no-ignore": { type: "boolean" },
-    format: { type: "string" },
-    config: { type: "string", short: "c", multiple: true },
-    "on-file": { type: "string", multiple: true },
-    help: { type: "boolean", short: "h" },
-  });
+  const parsed = parseFlags(sqlAfterDoubleDash(args), QUERY_FLAGS);
   if (parsed.values.help) return { kind: "help", topic: "query" };
   const [sql, ...extra] = parsed.positionals;
   if (sql === undefined) throw usageError(`missing SQL: ${usage}`);
   if (extra.length > 0) {
     throw usageError(`unexpected argument '${extra[0]}' after the SQL: quote the whole statement`);
   }
-  const onFile = parsed.values["on-file"] ?? [];
-  if (onFile.length > 1) {
-    throw usageError("--on-file was given more than once: give one parser command");
-  }
-  return {
-    kind: "query",
-    sql,
-    noIgnore: parsed.values["no-ignore"] === true,
-    format: parseFormat(parsed.values.format),
-    configs: parsed.values.config ?? [],
-    onFile: onFile[0] ?? null,
-  };
+  return { kind: "query", sql, ...queryOptions(parsed.values) };
 }
 
 function parseInit(args: string[]): InitCommand | { kind: "help"; topic: HelpTopic } {
@@ -210,28 +241,18 @@ function parseInit(args: string[]): InitCommand | { kind: "help"; topic: HelpTop
 /** Reads the command line (without `node` and the script). Throws a `USAGE` DirqError. */
 export function parseCommandLine(argv: readonly string[]): Command {
   const [first, ...rest] = argv;
-  if (first === undefined) {
-    throw usageError(
-      `no SQL given: run dirq "<sql>", for example dirq "SELECT path, size FROM './'", or dirq server for the HTTP API (this version has no interactive REPL)`,
-    );
-  }
+  if (first === undefined) return parseBare([]);
   if (first === "--help" || first === "-h" || first === "help")
     return { kind: "help", topic: "dirq" };
   if (first === "--version" || first === "-V") return { kind: "version" };
   if (first === "query") return parseQuery(rest, `dirq query "<sql>"`);
   if (first === "init") return parseInit(rest);
   if (first === "server") return parseServer(rest);
-  if (first === "repl") {
-    throw usageError(`'dirq ${first}' is not available in this version yet`);
-  }
+  if (first === "repl") return parseBare(rest);
   // SQL may start with a comment (`-- note`); no option contains whitespace.
   if (first.startsWith("-") && first !== "-" && first !== "--" && !/\s/.test(first)) {
     const flag = flagName(first);
-    if (MODE_FLAGS.has(flag)) {
-      throw usageError(
-        `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
-      );
-    }
+    if (MODE_FLAGS.has(flag)) return parseBare([...argv]);
     throw usageError(`unknown option '${flag}'`);
   }
   return parseQuery([...argv], `dirq "<sql>"`);
@@ -266,6 +287,8 @@ Options:
 export const HELP_TEXT = `dirq: query a directory tree as a read-only SQLite database
 
 Usage:
+  dirq [options]                 an interactive SQL session (REPL); with piped input,
+                                 one statement per line
   dirq "<sql>" [options]         run one statement and print the rows
   dirq query "<sql>" [options]   the same, explicitly
   dirq init [--root <dir>] [--output <path>] [--force]
@@ -280,7 +303,7 @@ A quoted path or glob in FROM is a table of files (a path-table):
   dirq "SELECT count(*) FROM './src/**/*.ts'"
 Columns: path, basename, dir, ext, size, mtime, ctime.
 
-Options (after the SQL or after 'query'):
+Options (after the SQL or after 'query'; alone for the REPL):
   -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
   --on-file <command>      parse every path-table's files with this command: it gets
                            {path} and {root} and prints a JSON array of row objects

@@ -1,6 +1,6 @@
 import { once } from "node:events";
 import { relative, resolve } from "node:path";
-import type { Writable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { EMPTY_CONFIG } from "../config/types.js";
 import { STARTER_TABLE, writeStarterConfig } from "../config/starter-config.js";
 import { openIndex, type QueryResult } from "../engine.js";
@@ -25,6 +25,8 @@ export interface CliIo {
   stdout: Writable & { isTTY?: boolean };
   stderr: Writable;
   cwd: string;
+  /** What the REPL reads; default: the process's stdin. */
+  stdin?: Readable & { isTTY?: boolean };
 }
 
 /** Exit status of a query whose scan skipped files it could not read. */
@@ -160,6 +162,10 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
       return runInit(command, io);
     case "server":
       return runServerCommand(command, io);
+    case "repl": {
+      const { runRepl } = await import("../repl/run-repl.js");
+      return runRepl(command, { ...io, stdin: io.stdin ?? process.stdin });
+    }
   }
 }
 

@@ -16,6 +16,17 @@ interface QueryReply {
   retiring?: boolean;
 }
 
+/** How a statement's answer is shaped: the JSON body, or an aligned text table. */
+export type AnswerFormat = "json" | "table";
+
+export interface RunOptions {
+  format?: AnswerFormat;
+  /** Aborting kills the statement's process (its work really stops) and rejects. */
+  signal?: AbortSignal;
+  /** When the statement must have answered (ms since the epoch); none: no limit. */
+  deadline?: number;
+}
+
 interface Runner {
   child: ChildProcess;
   busy: boolean;
@@ -141,6 +152,35 @@ export class QueryPool {
     }
   }
 
+  /** An idle process, waiting for one until `deadline` or until `signal` aborts. */
+  private async acquireBefore(deadline?: number, signal?: AbortSignal): Promise<Runner> {
+    const acquired = this.acquire();
+    if ("runner" in acquired) return acquired.runner;
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort: (() => void) | undefined;
+    const stopped = new Promise<never>((_, reject) => {
+      if (deadline !== undefined) {
+        timer = setTimeout(
+          () => reject(timeoutError(this.options.timeoutMs)),
+          Math.max(0, deadline - Date.now()),
+        );
+      }
+      onAbort = () =>
+        reject(new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped"));
+      if (signal?.aborted) onAbort();
+      else signal?.addEventListener("abort", onAbort, { once: true });
+    });
+    try {
+      return await Promise.race([acquired.wait, stopped]);
+    } catch (error) {
+      acquired.cancel();
+      throw error;
+    } finally {
+      clearTimeout(timer);
+      if (onAbort) signal?.removeEventListener("abort", onAbort);
+    }
+  }
+
   private release(runner: Runner): void {
     const next = this.waiting.shift();
     if (next) next(runner);
@@ -155,39 +195,27 @@ export class QueryPool {
   }
 
   /**
-   * Runs a checked statement. Rejects with a `QUERY_TIMEOUT` DirqError at `deadline` (ms since
-   * the epoch), whether the statement was still queued or running.
+   * Runs a checked statement. Rejects with a `QUERY_TIMEOUT` DirqError at `options.deadline`
+   * (ms since the epoch; none: no limit, as in the REPL), whether the statement was still
+   * queued or running, and with a `QUERY_CANCELLED` one when `options.signal` aborts.
    */
-  async run(sql: string, deadline: number): Promise<QueryAnswer> {
+  async run(sql: string, options: RunOptions = {}): Promise<QueryAnswer> {
     if (this.closed) throw new Error("the query pool is closed");
-    const acquired = this.acquire();
-    let runner: Runner;
-    if ("runner" in acquired) {
-      runner = acquired.runner;
-    } else {
-      let timer: NodeJS.Timeout | undefined;
-      const expired = new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(timeoutError(this.options.timeoutMs)),
-          Math.max(0, deadline - Date.now()),
-        );
-      });
-      try {
-        runner = await Promise.race([acquired.wait, expired]);
-      } catch (error) {
-        acquired.cancel();
-        throw error;
-      } finally {
-        clearTimeout(timer);
-      }
-    }
+    const { signal, format = "json", deadline } = options;
+    const runner = await this.acquireBefore(deadline, signal);
     runner.since = Date.now();
     const id = this.nextId++;
     return new Promise<QueryAnswer>((resolve, reject) => {
       const cleanup = () => {
-        clearTimeout(timer);
+        if (timer !== null) clearTimeout(timer);
+        signal?.removeEventListener("abort", onAbort);
         runner.child.off("message", onMessage);
         runner.child.off("exit", onExit);
+      };
+      const onAbort = () => {
+        cleanup();
+        this.replace(runner);
+        reject(new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped"));
       };
       const onMessage = (reply: QueryReply) => {
         if (reply.id !== id) return;
@@ -213,17 +241,22 @@ export class QueryPool {
         this.replace(runner);
         reject(new Error("a query process exited while running a statement"));
       };
-      const timer = setTimeout(
-        () => {
-          cleanup();
-          this.replace(runner);
-          reject(timeoutError(this.options.timeoutMs));
-        },
-        Math.max(0, deadline - Date.now()),
-      );
+      const timer =
+        deadline === undefined
+          ? null
+          : setTimeout(
+              () => {
+                cleanup();
+                this.replace(runner);
+                reject(timeoutError(this.options.timeoutMs));
+              },
+              Math.max(0, deadline - Date.now()),
+            );
       runner.child.on("message", onMessage);
       runner.child.once("exit", onExit);
-      runner.child.send({ id, sql }, (error) => {
+      if (signal?.aborted) return onAbort();
+      signal?.addEventListener("abort", onAbort, { once: true });
+      runner.child.send({ id, sql, format }, (error) => {
         if (error) onExit();
       });
     });

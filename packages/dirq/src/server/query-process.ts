@@ -3,6 +3,7 @@ import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { jsonChunks } from "../output/json.js";
+import type { AnswerFormat } from "./query-pool.js";
 import { executeStatement, sqlError } from "../query/execute.js";
 
 /**
@@ -54,6 +55,7 @@ function statementFor(sql: string): Statement {
 interface QueryRequest {
   id: number;
   sql: string;
+  format?: AnswerFormat;
 }
 
 class AnswerTooLarge extends Error {}
@@ -62,10 +64,16 @@ function limitText(bytes: number): string {
   return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }
 
-process.on("message", (request: QueryRequest) => {
+process.on("message", async (request: QueryRequest) => {
   let size = 0;
   try {
     const { columns, rows } = executeStatement(statementFor(request.sql), request.sql);
+    if (request.format === "table") {
+      // Loaded on demand: only the REPL asks for tables (and sets no answer limit).
+      const body = (await import("../output/table.js")).renderTable(columns, rows);
+      reply({ id: request.id, body }, body.length);
+      return;
+    }
     const chunks: string[] = [];
     for (const chunk of jsonChunks(columns, rows)) {
       // Characters, an underestimate of bytes for non-ASCII text; exact enough for a limit.

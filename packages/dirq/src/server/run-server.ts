@@ -172,7 +172,7 @@ async function startLive(
     const prepared = await beforeDeadline(index.prepare(sql), deadline);
     await publish(skippedToChanges(prepared.skipped));
     const at = version();
-    const answer = await pool.run(prepared.sql, deadline);
+    const answer = await pool.run(prepared.sql, { deadline });
     if (answer.ok) {
       answers.set(sql, at, answer.body);
       return answer.body;

@@ -1,0 +1,142 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { DirqConfig } from "../config/types.js";
+import { type DirqIndex, openIndex } from "../engine.js";
+import { DirqError } from "../errors.js";
+import type { RowChange } from "../indexer/row-changes.js";
+import type { SkippedPath } from "../scan/walk.js";
+import { type AnswerFormat, QueryPool } from "../server/query-pool.js";
+import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
+
+export interface LiveIndexOptions {
+  root: string;
+  config: DirqConfig;
+  noIgnore: boolean;
+  onFile: string | null;
+  /** Row changes the watcher could not apply (a file's hook failed): reported, not fatal. */
+  onChangeErrors: (changes: RowChange[]) => void;
+  onWatchError: (error: unknown) => void;
+}
+
+export interface Answer {
+  /** The result as the requested format prints it. */
+  body: string;
+  /** Files skipped while building the tables the statement reads. */
+  skipped: SkippedPath[];
+}
+
+/**
+ * The REPL's index: built once, kept current by the server's watcher and refresh code, and
+ * read by a killable query process (the server's), so that Ctrl-C really stops a statement.
+ */
+export interface LiveIndex {
+  /** The index root, resolved. */
+  readonly root: string;
+  /** Files skipped while building the config tables, before the first statement. */
+  readonly skipped: SkippedPath[];
+  run(sql: string, options: { format: AnswerFormat; signal: AbortSignal }): Promise<Answer>;
+  close(): Promise<void>;
+}
+
+/** Runs one writer task at a time: building tables and applying file changes both write. */
+function serialize(): <T>(task: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (task) => {
+    const result = tail.then(task);
+    tail = result.catch(() => undefined);
+    return result;
+  };
+}
+
+function cancelled(): DirqError {
+  return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
+}
+
+/**
+ * Resolves with `work`, or rejects as soon as `signal` aborts. Building the tables a statement
+ * reads cannot be stopped half-way (its writes are committed file by file); it finishes in the
+ * background, and the next statement waits for it.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) {
+    work.catch(() => undefined);
+    return Promise.reject(cancelled());
+  }
+  return new Promise((resolve, reject) => {
+    const onAbort = () => {
+      work.catch(() => undefined);
+      reject(cancelled());
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/** Builds the index (config tables first) and starts watching. Throws a DirqError. */
+export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveIndex> {
+  const directory = mkdtempSync(join(tmpdir(), "dirq-repl-"));
+  const databasePath = join(directory, "index.db");
+  let index: DirqIndex | null = null;
+  try {
+    index = openIndex({
+      root: options.root,
+      noIgnore: options.noIgnore,
+      config: options.config,
+      onFile: options.onFile ?? undefined,
+      databasePath,
+      fillAllColumns: true,
+    });
+    const live = index;
+    const withWriter = serialize();
+    const skipped = await withWriter(() => live.build());
+    // No time limit and no answer limit: the REPL is a local session.
+    const pool = new QueryPool({
+      databasePath,
+      timeoutMs: Number.POSITIVE_INFINITY,
+      maxAnswerBytes: Number.MAX_SAFE_INTEGER,
+      maxProcesses: 1,
+    });
+    pool.warm();
+    const watcher: TreeWatcher = watchTree(live.root, {
+      onBatch: async (batch) => {
+        const changes = await withWriter(async () => {
+          if (batch.rescan) return live.rescan();
+          const changed = await live.refresh(batch.paths);
+          const rechecked = await live.refresh(batch.recheck, { onlyIfChanged: true });
+          return [...changed, ...rechecked];
+        });
+        const errors = changes.filter((change) => change.action === "error");
+        if (errors.length > 0) options.onChangeErrors(errors);
+      },
+      onError: options.onWatchError,
+    });
+    await watcher.ready;
+    return {
+      root: live.root,
+      skipped,
+      async run(sql, { format, signal }) {
+        const prepared = await untilAborted(
+          withWriter(() => live.prepare(sql)),
+          signal,
+        );
+        const answer = await pool.run(prepared.sql, { format, signal });
+        if (!answer.ok) {
+          if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
+          throw new Error(answer.message);
+        }
+        return { body: answer.body, skipped: prepared.skipped };
+      },
+      async close() {
+        await watcher.close();
+        pool.close();
+        live.close();
+        rmSync(directory, { recursive: true, force: true });
+      },
+    };
+  } catch (error) {
+    index?.close();
+    rmSync(directory, { recursive: true, force: true });
+    throw error;
+  }
+}

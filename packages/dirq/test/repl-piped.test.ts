@@ -1,0 +1,263 @@
+import assert from "node:assert/strict";
+import { spawn, spawnSync } from "node:child_process";
+import { closeSync, openSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import { assertUserError } from "./support.js";
+import { descendants } from "./terminal.js";
+
+const HOOK = `
+import { readFileSync } from "node:fs";
+const text = readFileSync(process.argv[2], "utf8");
+if (text.startsWith("bad")) { console.error("cannot parse " + process.argv[2]); process.exit(3); }
+console.log(JSON.stringify([{ word: text.trim(), length: text.trim().length }]));
+`;
+
+describe("REPL with piped input", () => {
+  let root: string;
+
+  before(() => {
+    root = makeTree({
+      "a.txt": "one",
+      "b.md": "three",
+      "notes/c.md": "seven",
+      "notes/d.md": "bad file",
+      "hook.mjs": HOOK,
+    });
+  });
+
+  after(() => removeTree(root));
+
+  it("runs one statement per line, prints each result in turn, exit 0 despite failures", async () => {
+    const script = [
+      "SELECT path FROM './*.md'",
+      "",
+      "-- a comment line is skipped",
+      "SELECT nope FROM './'",
+      "SELECT count(*) AS n FROM './notes';",
+      "DELETE FROM './'",
+      "SELECT 'a;b' AS s, NULL AS z",
+      "",
+    ].join("\n");
+    const result = await runDirq([], { cwd: root, input: script });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, '[{"path":"b.md"}]\n[{"n":2}]\n[{"s":"a;b","z":null}]\n');
+    const lines = result.stderr.trimEnd().split("\n");
+    assert.equal(lines.length, 2, result.stderr);
+    assert.equal(lines[0], "dirq: no such column: nope");
+    assert.match(lines[1] ?? "", /^dirq: .*read-only/);
+  });
+
+  it("exit and quit (any case) end the session; nothing after them runs", async () => {
+    for (const word of ["exit", "QUIT", "Exit;"]) {
+      const result = await runDirq([], { cwd: root, input: `SELECT 1 AS x\n${word}\nSELECT 2\n` });
+      assert.equal(result.code, 0);
+      assert.equal(result.stdout, '[{"x":1}]\n', word);
+      assert.equal(result.stderr, "");
+    }
+  });
+
+  it("empty input: no banner, nothing printed, exit 0", async () => {
+    const result = await runDirq([], { cwd: root, input: "" });
+    assert.deepEqual(result, { code: 0, stdout: "", stderr: "" });
+  });
+
+  it("--format table applies (and auto is JSON when stdout is not a terminal)", async () => {
+    const result = await runDirq(["--format", "table"], {
+      cwd: root,
+      input: "SELECT path, size FROM './' WHERE ext = 'txt'\n",
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, "path   size\n-----  ----\na.txt     3\n(1 row)\n");
+  });
+
+  it("--on-file parses every path-table; a failing file is named and the session goes on", async () => {
+    const result = await runDirq(["--on-file", `${process.execPath} hook.mjs {path}`], {
+      cwd: root,
+      input: "SELECT word, length FROM './notes' ORDER BY word\nSELECT 5 AS five\n",
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, '[{"word":"seven","length":5}]\n[{"five":5}]\n');
+    assert.match(
+      result.stderr,
+      /^dirq: skipped notes\/d\.md: hook exited with code 3: cannot parse/,
+    );
+  });
+
+  it("--no-ignore applies", async () => {
+    writeFileSync(join(root, ".gitignore"), "a.txt\n");
+    try {
+      const sql = "SELECT count(*) AS n FROM './' WHERE path = 'a.txt'\n";
+      const ignored = await runDirq([], { cwd: root, input: sql });
+      const all = await runDirq(["--no-ignore"], { cwd: root, input: sql });
+      assert.equal(ignored.stdout, '[{"n":0}]\n');
+      assert.equal(all.stdout, '[{"n":1}]\n');
+    } finally {
+      writeFileSync(join(root, ".gitignore"), "");
+    }
+  });
+
+  it("config tables are built before the first statement; skipped files are named once", async () => {
+    const config = join(root, "repl.toml");
+    writeFileSync(
+      config,
+      `[[table]]\nname = "notes"\nglob = "notes/*.md"\non-file = ${JSON.stringify(`${process.execPath} hook.mjs {path}`)}\n`,
+    );
+    const result = await runDirq(["-c", config], {
+      cwd: root,
+      input: "SELECT word FROM notes\nSELECT count(*) AS n FROM notes\n",
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout, '[{"word":"seven"}]\n[{"n":1}]\n');
+    const skipped = result.stderr.split("\n").filter((line) => line.startsWith("dirq: skipped"));
+    assert.equal(skipped.length, 1, result.stderr);
+    assert.match(skipped[0] ?? "", /notes\/d\.md/);
+  });
+
+  it("a config that cannot load: reported once, exit 1, nothing executed", async () => {
+    const config = join(root, "broken.toml");
+    writeFileSync(config, "[[table]\nname = \n");
+    const result = await runDirq(["-c", config], { cwd: root, input: "SELECT 1\n" });
+    assertUserError(result, "broken.toml");
+    assert.equal(result.stderr.split("\n").filter(Boolean).length, 1, result.stderr);
+  });
+
+  it("a missing config and an --on-file that cannot start: exit 1, nothing executed", async () => {
+    assertUserError(
+      await runDirq(["-c", "missing.toml"], { cwd: root, input: "SELECT 1\n" }),
+      "missing.toml",
+    );
+    assertUserError(
+      await runDirq(["--on-file", "no-such-program-dirq {path}"], {
+        cwd: root,
+        input: "SELECT 1\n",
+      }),
+      "program 'no-such-program-dirq' not found",
+    );
+    assertUserError(
+      await runDirq(["--on-file", "./hook.mjs {path}"], { cwd: root, input: "SELECT 1\n" }),
+      "is not executable",
+    );
+  });
+
+  it("stdin that cannot be read (a directory): exit 1, nothing executed", async () => {
+    const directory = openSync(root, "r");
+    try {
+      const result = spawnSync(process.execPath, [DIRQ_BIN], {
+        cwd: root,
+        stdio: [directory, "pipe", "pipe"],
+        encoding: "utf8",
+      });
+      assertUserError(
+        { code: result.status, stdout: result.stdout, stderr: result.stderr },
+        "stdin is a directory",
+      );
+    } finally {
+      closeSync(directory);
+    }
+  });
+
+  it("dirq repl is the same session spelled out; --help prints the usage", async () => {
+    const result = await runDirq(["repl", "--format", "json"], {
+      cwd: root,
+      input: "SELECT 1 AS x\n",
+    });
+    assert.deepEqual(result, { code: 0, stdout: '[{"x":1}]\n', stderr: "" });
+    const help = await runDirq(["repl", "--help"], { cwd: root });
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /dirq \[options\] +an interactive SQL session/);
+  });
+
+  it("options before SQL stay an error; --persist is refused as by dirq query", async () => {
+    assertUserError(
+      await runDirq(["-c", "x.toml", "SELECT 1"], { cwd: root }),
+      "-c must come after",
+    );
+    assertUserError(await runDirq(["--persist"], { cwd: root }), "--persist is not supported yet");
+    assertUserError(
+      await runDirq(["--on-file", "a", "--on-file", "b"], { cwd: root }),
+      "more than once",
+    );
+  });
+
+  it("the watcher keeps the index current between statements", async () => {
+    const child = spawn(process.execPath, [DIRQ_BIN], {
+      cwd: root,
+      env: { ...process.env, DIRQ_PROGRESS: "never" },
+    });
+    let stdout = "";
+    const answers: string[] = [];
+    let waiting: ((line: string) => void) | null = null;
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+      let newline: number;
+      while ((newline = stdout.indexOf("\n")) >= 0) {
+        const line = stdout.slice(0, newline);
+        stdout = stdout.slice(newline + 1);
+        if (waiting) {
+          const resolve = waiting;
+          waiting = null;
+          resolve(line);
+        } else answers.push(line);
+      }
+    });
+    const ask = (sql: string) =>
+      new Promise<string>((resolve) => {
+        waiting = resolve;
+        child.stdin.write(`${sql}\n`);
+      });
+    const count = "SELECT count(*) AS n FROM './' WHERE ext = 'log'";
+    try {
+      assert.equal(await ask(count), '[{"n":0}]');
+      writeFileSync(join(root, "new.log"), "x");
+      // No timing assumption: ask until the change shows (the test runner's timeout bounds it).
+      let answer = await ask(count);
+      while (answer !== '[{"n":1}]') {
+        assert.equal(answer, '[{"n":0}]');
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        answer = await ask(count);
+      }
+      child.stdin.end();
+      const code = await new Promise((resolve) => child.on("close", resolve));
+      assert.equal(code, 0);
+    } finally {
+      child.kill();
+    }
+  });
+
+  it("Ctrl-C (SIGINT) stops the running statement and the script", async () => {
+    const child = spawn(process.execPath, [DIRQ_BIN], {
+      cwd: root,
+      env: { ...process.env, DIRQ_PROGRESS: "never" },
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    const closed = new Promise<number | null>((resolve) => child.on("close", resolve));
+    let stdout = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      stdout += chunk;
+    });
+    try {
+      child.stdin.write("SELECT 1 AS one\n");
+      while (!stdout.includes("\n")) await new Promise((resolve) => setTimeout(resolve, 50));
+      child.stdin.write(
+        "WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n\nSELECT 2\n",
+      );
+      // Wait until a query process is busy (Linux /proc; elsewhere, signal at once).
+      const running = () =>
+        (descendants(child.pid as number) ?? [{ command: "query-process", state: "R" }]).some(
+          ({ command, state }) => command.includes("query-process") && state === "R",
+        );
+      while (!running()) await new Promise((resolve) => setTimeout(resolve, 50));
+      child.kill("SIGINT");
+      assert.equal(await closed, 130);
+      assert.equal(stdout, '[{"one":1}]\n');
+      assert.match(stderr, /dirq: interrupted: the statement was stopped/);
+    } finally {
+      child.kill("SIGKILL");
+    }
+  });
+});

@@ -1,0 +1,185 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { makeTree, removeTree } from "./helpers.js";
+import { descendants, KEY, TerminalSession } from "./terminal.js";
+
+/** The terminal comes from Python's standard pty module; without python3 there is none. */
+const noPty =
+  spawnSync("python3", ["-c", "import pty"]).status === 0
+    ? false
+    : "python3 (with its pty module) is needed to drive a pseudo-terminal";
+
+describe("REPL in a terminal", { skip: noPty }, () => {
+  let root: string;
+  let dataHome: string;
+  const sessions: TerminalSession[] = [];
+
+  const open = (args: readonly string[] = [], xdg = dataHome) => {
+    const session = new TerminalSession(args, { cwd: root, env: { XDG_DATA_HOME: xdg } });
+    sessions.push(session);
+    return session;
+  };
+
+  before(() => {
+    root = makeTree({ "a.txt": "a", "b.md": "bb", "docs/c.md": "ccc" });
+    dataHome = mkdtempSync(join(tmpdir(), "dirq-xdg-"));
+  });
+
+  after(() => {
+    for (const session of sessions) session.kill();
+    removeTree(root);
+    rmSync(dataHome, { recursive: true, force: true });
+  });
+
+  test("banner, prompts, a multi-line statement as a table, Ctrl-D leaves with 0", async () => {
+    const repl = open();
+    await repl.waitFor(/dirq \S+: read-only SQL over /);
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT path, size${KEY.enter}`);
+    await repl.waitFor("...> ");
+    repl.type(`FROM './' WHERE ext = 'md'${KEY.enter}`);
+    await repl.waitFor("...> ");
+    repl.type(`ORDER BY path;${KEY.enter}`);
+    const shown = await repl.waitFor("(2 rows)");
+    assert.match(shown, /path\s+size\n-+\s+-+\nb\.md\s+2\ndocs\/c\.md\s+3\n/);
+    await repl.waitFor("dirq> ");
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+  });
+
+  test("history is recalled in a second session, a multi-line statement as one entry", async () => {
+    const ownHome = join(dataHome, "history-test");
+    const first = open([], ownHome);
+    await first.waitFor("dirq> ");
+    first.type(`SELECT 'first' AS word;${KEY.enter}`);
+    await first.waitFor("(1 row)");
+    first.type(`SELECT 2${KEY.enter}AS two;${KEY.enter}`);
+    await first.waitFor("(1 row)");
+    first.type(`exit${KEY.enter}`);
+    assert.equal(await first.exited, 0);
+    const file = readFileSync(join(ownHome, "dirq", "history"), "utf8");
+    assert.equal(file, "SELECT 'first' AS word;\nSELECT 2\\nAS two;\n");
+
+    const second = open([], ownHome);
+    await second.waitFor("dirq> ");
+    second.type(KEY.up);
+    await second.waitFor("AS two;");
+    second.type(KEY.up);
+    await second.waitFor("SELECT 'first' AS word;");
+    second.type(KEY.enter);
+    assert.match(await second.waitFor("(1 row)"), /word\n-+\nfirst\n/);
+    second.type(`quit${KEY.enter}`);
+    assert.equal(await second.exited, 0);
+  });
+
+  test("Ctrl-R finds a statement in the history", async () => {
+    const repl = open();
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT 'needle' AS found;${KEY.enter}`);
+    await repl.waitFor("(1 row)");
+    repl.type(`SELECT 'other' AS x;${KEY.enter}`);
+    await repl.waitFor("(1 row)");
+    await repl.waitFor("dirq> ");
+    repl.type(`${KEY.ctrlR}need`);
+    await repl.waitFor("(reverse-i-search)'need': SELECT 'needle' AS found;");
+    repl.type(KEY.enter);
+    assert.match(await repl.waitFor("(1 row)"), /found\n-+\nneedle\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+  });
+
+  test("Ctrl-C abandons the line and the session goes on", async () => {
+    const repl = open();
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT nothing_here${KEY.enter}FROM`);
+    await repl.waitFor("...> FROM");
+    repl.type(KEY.ctrlC);
+    await repl.waitFor("^C");
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT 3 AS three;${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /three\n-+\n\s*3\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+    assert.doesNotMatch(repl.text, /nothing_here.*\n.*no such column/);
+  });
+
+  test("Ctrl-C stops a statement that runs for ever; the index survives", async () => {
+    const repl = open();
+    await repl.waitFor("dirq> ");
+    repl.type(
+      `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;${KEY.enter}`,
+    );
+    await repl.waitFor("count(*) FROM n;\n");
+    // The statement runs in a query process below the REPL; wait until it is there.
+    const queryProcesses = () =>
+      (descendants(repl.pid) ?? []).filter(({ command }) => command.includes("query-process"));
+    let running = queryProcesses();
+    while (running.length === 0 && descendants(repl.pid) !== null) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      running = queryProcesses();
+    }
+    repl.type(KEY.ctrlC);
+    await repl.waitFor("dirq: interrupted: the statement was stopped");
+    // Its work really stopped: the process that ran it is gone.
+    for (const { pid } of running) {
+      while (queryProcesses().some((process) => process.pid === pid)) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    }
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT count(*) AS files FROM './';${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /files\n-+\n\s*3\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+  });
+
+  test("line editing: Ctrl-A/E, Alt-B/F, Ctrl-W, Ctrl-K and Ctrl-Y", async () => {
+    const repl = open();
+    await repl.waitFor("dirq> ");
+    // Alt-B moves before `six`; Ctrl-E back to the end.
+    repl.type(`SELECT 6 six${KEY.altB}AS ${KEY.ctrlE};${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /six\n-+\n\s*6\n/);
+    // Ctrl-A, then Alt-F moves past `SELECT ` (readline skips the space after a word too).
+    repl.type(`SELECT AS seven;${KEY.ctrlA}${KEY.altF}7 ${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /seven\n-+\n\s*7\n/);
+    // Ctrl-W removes the last word.
+    repl.type(`SELECT 8 AS eight; oops${KEY.ctrlW}${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /eight\n-+\n\s*8\n/);
+    // Ctrl-K kills the whole line from its start; Ctrl-Y yanks it back.
+    repl.type(`SELECT 9 AS nine;${KEY.ctrlA}${KEY.ctrlK}${KEY.ctrlY}${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /nine\n-+\n\s*9\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+  });
+
+  test("files skipped while building are named once, before the first prompt", async () => {
+    const hook = join(root, "hook.mjs");
+    writeFileSync(
+      hook,
+      `const p = process.argv[2]; if (p.endsWith("b.md")) { console.error("no good"); process.exit(2); }
+console.log(JSON.stringify([{ file: p.split("/").pop() }]));`,
+    );
+    const config = join(root, "t.toml");
+    writeFileSync(
+      config,
+      `[[table]]\nname = "md"\nglob = "**/*.md"\non-file = ${JSON.stringify(`${process.execPath} ${hook} {path}`)}\n`,
+    );
+    try {
+      const repl = open(["-c", config]);
+      const before = await repl.waitFor("dirq> ");
+      assert.match(before, /dirq: skipped b\.md: hook exited with code 2: no good\n/);
+      repl.type(`SELECT file FROM md;${KEY.enter}`);
+      assert.match(await repl.waitFor("(1 row)"), /file\n-+\nc\.md\n/);
+      repl.type(KEY.ctrlD);
+      assert.equal(await repl.exited, 0);
+      assert.equal(repl.text.match(/dirq: skipped/g)?.length, 1);
+    } finally {
+      rmSync(hook);
+      rmSync(config);
+    }
+  });
+});
