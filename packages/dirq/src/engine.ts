@@ -1,7 +1,16 @@
 import { realpathSync, statSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
+import {
+  applyProfile,
+  type ConnectionProfile,
+  type ExtensionSpec,
+  functionsCalledBy,
+  profileOf,
+  refuseLoadExtension,
+} from "./connection/profile.js";
 import { DirqError } from "./errors.js";
+import type { WorkerFunctions, WorkerSpec } from "./functions/worker-functions.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
 import {
   buildParsedTable,
@@ -35,6 +44,11 @@ export interface OpenIndexOptions {
   onFile?: string;
   /** Merged config (`loadConfigs`): named tables and ignore patterns. */
   config?: DirqConfig;
+  /**
+   * SQLite extensions to load (`--extension`, see `parseExtensionArgument`). When any is
+   * given, the config's `[[dirq.extension]]` entries are not loaded.
+   */
+  extensions?: readonly ExtensionSpec[];
   /** Hooks run at once; default one per CPU core. */
   hookConcurrency?: number;
   /**
@@ -103,12 +117,16 @@ export class DirqIndex {
   /** Parsed tables built so far, by lower-cased name: each is built once per index. */
   private readonly parsedTables = new Map<string, LiveParsedTable>();
   private readonly fillAllColumns: boolean;
+  private readonly progress: ProgressReporter;
+  /** Extensions and worker functions of every connection to this index. */
+  readonly connectionProfile: ConnectionProfile;
+  private readonly functions: WorkerFunctions;
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
   /** Statements `prepare` has checked, with the schema version they were checked against. */
   private readonly checkedStatements = new Map<
     string,
-    { runnable: string; schemaVersion: number }
+    { runnable: string; schemaVersion: number; cacheable: boolean }
   >();
   private readonly caseVariants = new CaseVariants();
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
@@ -127,7 +145,7 @@ export class DirqIndex {
     this.root = resolveRoot(options.root ?? process.cwd());
     this.config = options.config ?? EMPTY_CONFIG;
     this.onFile = options.onFile === undefined ? null : parseHookCommand(options.onFile);
-    const progress =
+    const progress: ProgressReporter =
       options.progress === false
         ? { start: () => ({ update() {}, finish() {} }) }
         : (options.progress ?? createProgressReporter(process.stderr));
@@ -138,8 +156,17 @@ export class DirqIndex {
       progress,
       concurrency: options.hookConcurrency,
     };
+    this.progress = progress;
     this.fillAllColumns = options.fillAllColumns ?? false;
+    this.connectionProfile = profileOf(this.config, options.extensions);
     this.db = openIndexDatabase(this.root, options.databasePath);
+    try {
+      // Before any table is built: a config table's ddl may use an extension.
+      this.functions = applyProfile(this.db, this.connectionProfile);
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
     this.pathTables = new PathTables(this.db, this.parsedOptions);
     this.refresher = new Refresher(
       this.db,
@@ -267,8 +294,17 @@ export class DirqIndex {
    * runs.
    */
   async query(sql: string): Promise<QueryResult> {
-    const { statement, skipped } = await this.prepareChecked(sql);
-    return { ...executeStatement(statement, sql), skipped };
+    const { statement, workerCalls, skipped } = await this.prepareChecked(sql);
+    if (workerCalls.length === 0) return { ...executeStatement(statement, sql), skipped };
+    // Run in passes until every worker call is answered (see WorkerFunctions); the rows of
+    // the last pass are the answer.
+    const result = await this.functions.run((pending) => {
+      const { columns, rows } = executeStatement(statement, sql);
+      const kept: SqlValue[][] = [];
+      for (const row of rows) if (!pending()) kept.push(row);
+      return { columns, rows: kept };
+    }, this.progress);
+    return { ...result, skipped };
   }
 
   /** Path-table names in use, as SQLite knows them. */
@@ -284,26 +320,34 @@ export class DirqIndex {
    * path-table name differs only in case from another's) and the files skipped while
    * building tables.
    */
-  async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[] }> {
+  async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[]; cacheable: boolean }> {
     // A statement already checked against this very schema needs no second look: nothing it
     // reads can be missing or unfilled. The server asks this for every request.
     const schemaVersion = this.db.pragma("schema_version", { simple: true }) as number;
     const checked = this.checkedStatements.get(sql);
-    if (checked?.schemaVersion === schemaVersion) return { sql: checked.runnable, skipped: [] };
+    if (checked?.schemaVersion === schemaVersion) {
+      return { sql: checked.runnable, skipped: [], cacheable: checked.cacheable };
+    }
     this.changeCount++;
-    const { runnable, skipped } = await this.prepareChecked(sql);
+    const { runnable, skipped, workerCalls } = await this.prepareChecked(sql);
+    // A non-deterministic worker function may answer differently each time.
+    const cacheable = workerCalls.every((fn) => fn.deterministic);
     this.changeCount++;
     if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
     this.checkedStatements.set(sql, {
       runnable,
       schemaVersion: this.db.pragma("schema_version", { simple: true }) as number,
+      cacheable,
     });
-    return { sql: runnable, skipped };
+    return { sql: runnable, skipped, cacheable };
   }
 
-  private async prepareChecked(
-    sql: string,
-  ): Promise<{ statement: Statement; runnable: string; skipped: SkippedPath[] }> {
+  private async prepareChecked(sql: string): Promise<{
+    statement: Statement;
+    runnable: string;
+    skipped: SkippedPath[];
+    workerCalls: WorkerSpec[];
+  }> {
     checkReadOnlyStatement(sql);
     this.pendingSkipped = [];
     await this.buildConfigTables();
@@ -318,8 +362,10 @@ export class DirqIndex {
         "this statement writes to the database. dirq is read-only: only reads are allowed",
       );
     }
+    const called = isExplain(runnable) ? new Set<string>() : functionsCalledBy(this.db, runnable);
+    refuseLoadExtension(called);
     const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnable))];
-    return { statement, runnable, skipped };
+    return { statement, runnable, skipped, workerCalls: this.functions.calledIn(called) };
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */
@@ -352,6 +398,7 @@ export class DirqIndex {
   }
 
   close(): void {
+    this.functions.close();
     this.db.close();
   }
 }

@@ -11,6 +11,8 @@ export interface QueryCommand {
   /** `-c` files in argument order. */
   configs: string[];
   onFile: string | null;
+  /** `--extension` arguments in order (`<path>` or `<path>::<entrypoint>`). */
+  extensions: string[];
 }
 
 export interface InitCommand {
@@ -26,13 +28,15 @@ export interface ServerCommand {
   host: string;
   port: number;
   noIgnore: boolean;
+  /** `--extension` arguments in order (`<path>` or `<path>::<entrypoint>`). */
+  extensions: string[];
 }
 
 export type Command =
   { kind: "help" } | { kind: "version" } | QueryCommand | InitCommand | ServerCommand;
 
 /** Flags the spec names that arrive with later features: refused clearly, not as unknown. */
-const NOT_YET_SUPPORTED = ["--persist", "--extension"];
+const NOT_YET_SUPPORTED = ["--persist"];
 
 function rejectNotYetSupported(args: readonly string[]): void {
   for (const arg of args) {
@@ -59,6 +63,7 @@ function parseServer(args: string[]): ServerCommand | { kind: "help" } | { kind:
     host: { type: "string" },
     port: { type: "string" },
     "no-ignore": { type: "boolean" },
+    extension: { type: "string", multiple: true },
     help: { type: "boolean" },
     version: { type: "boolean" },
   });
@@ -72,6 +77,7 @@ function parseServer(args: string[]): ServerCommand | { kind: "help" } | { kind:
     host: parsed.values.host ?? "localhost",
     port: parsePort(parsed.values.port),
     noIgnore: parsed.values["no-ignore"] === true,
+    extensions: parsed.values.extension ?? [],
   };
 }
 
@@ -134,6 +140,7 @@ function parseQuery(args: string[], usage: string): QueryCommand {
     format: { type: "string" },
     config: { type: "string", short: "c", multiple: true },
     "on-file": { type: "string", multiple: true },
+    extension: { type: "string", multiple: true },
   });
   const [sql, ...extra] = parsed.positionals;
   if (sql === undefined) throw usageError(`missing SQL: ${usage}`);
@@ -151,6 +158,7 @@ function parseQuery(args: string[], usage: string): QueryCommand {
     format: parseFormat(parsed.values.format),
     configs: parsed.values.config ?? [],
     onFile: onFile[0] ?? null,
+    extensions: parsed.values.extension ?? [],
   };
 }
 
@@ -207,6 +215,7 @@ Usage:
   dirq init [--root <dir>] [--output <path>] [--force]
                                  write a starter .dirq.toml
   dirq server [-c <config>]... [--host <addr>] [--port <n>] [--no-ignore]
+              [--extension <path>[::<entrypoint>]]...
                                  serve POST /query and GET /events (default localhost:7117)
   dirq --version                 print the version
   dirq --help                    print this help
@@ -221,6 +230,9 @@ Options (after the SQL or after 'query'):
   --on-file <command>      parse every path-table's files with this command: it gets
                            {path} and {root} and prints a JSON array of row objects
   --no-ignore              also scan files that .gitignore hides
+  --extension <path>[::<entrypoint>]
+                           load a SQLite extension (repeatable); when given, the
+                           config's [[dirq.extension]] entries are not loaded
   --format <auto|table|json>
                            auto (default): a table on a terminal, JSON otherwise
 

@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { availableParallelism } from "node:os";
+import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
 
 /** What a query process answers. */
@@ -34,6 +35,7 @@ export class QueryPool {
     private readonly databasePath: string,
     private readonly timeoutMs: number,
     maxProcesses = Math.max(4, 2 * availableParallelism()),
+    private readonly profile: ConnectionProfile = EMPTY_PROFILE,
   ) {
     this.maxProcesses = maxProcesses;
   }
@@ -44,8 +46,12 @@ export class QueryPool {
   }
 
   private start(): Runner {
-    const child = fork(new URL("./query-process.js", import.meta.url), [this.databasePath], {
+    const args = [this.databasePath, JSON.stringify(this.profile)];
+    const child = fork(new URL("./query-process.js", import.meta.url), args, {
       stdio: ["ignore", "inherit", "inherit", "ipc"],
+      // Its own process group: killing the group also stops the worker processes of its
+      // worker-backed functions, even one that hangs.
+      detached: true,
       // Structured clone moves large result strings faster than JSON-in-JSON.
       serialization: "advanced",
     });
@@ -75,7 +81,7 @@ export class QueryPool {
   }
 
   private replace(runner: Runner): void {
-    runner.child.kill("SIGKILL");
+    killGroup(runner.child);
     this.runners.delete(runner);
     const next = this.waiting.shift();
     if (next && !this.closed) next(this.start());
@@ -131,7 +137,16 @@ export class QueryPool {
   /** Stops every query process. */
   close(): void {
     this.closed = true;
-    for (const runner of this.runners) runner.child.kill("SIGKILL");
+    for (const runner of this.runners) killGroup(runner.child);
     this.runners.clear();
+  }
+}
+
+/** Kills a query process and everything in its process group (its function workers). */
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+  } catch {
+    child.kill("SIGKILL");
   }
 }

@@ -1,6 +1,9 @@
 import type { Statement } from "better-sqlite3";
 import { isDirqError } from "../errors.js";
+import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
+import type { WorkerFunctions } from "../functions/worker-functions.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
+import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import { executeStatement, sqlError } from "../query/execute.js";
 
@@ -10,25 +13,64 @@ import { executeStatement, sqlError } from "../query/execute.js";
  * killed: SQLite here has no interrupt, and a blocked worker thread cannot be terminated.
  */
 const databasePath = process.argv[2] as string;
-let db: SqliteDatabase | null = null;
+/** The index's extensions and worker functions: the same profile as the server's connection. */
+const profile = JSON.parse(
+  process.argv[3] ?? '{"extensions":[],"functions":[]}',
+) as ConnectionProfile;
+let connection: { db: SqliteDatabase; functions: WorkerFunctions } | null = null;
+const progress = createProgressReporter(process.stderr);
+
+interface PreparedStatement {
+  statement: Statement;
+  /** Whether it calls a worker-backed function (then it runs in passes). */
+  callsWorkers: boolean;
+}
 
 /** Prepared statements by SQL text: SQLite re-prepares one itself when the schema changes. */
-const statements = new Map<string, Statement>();
+const statements = new Map<string, PreparedStatement>();
 const STATEMENTS_KEPT = 500;
 
-function statementFor(sql: string): Statement {
-  db ??= openSqlite(databasePath, { readonly: true });
-  let statement = statements.get(sql);
-  if (statement === undefined) {
+function open(): { db: SqliteDatabase; functions: WorkerFunctions } {
+  if (connection === null) {
+    const db = openSqlite(databasePath, { readonly: true });
+    // Workers share this process's group: the server kills the group on a timeout.
+    connection = { db, functions: applyProfile(db, profile, { sharedGroup: true }) };
+  }
+  return connection;
+}
+
+function statementFor(sql: string): PreparedStatement {
+  const { db, functions } = open();
+  let prepared = statements.get(sql);
+  if (prepared === undefined) {
     try {
-      statement = db.prepare(sql);
+      const statement = db.prepare(sql);
+      const callsWorkers = functions.calledIn(functionsCalledBy(db, sql)).length > 0;
+      prepared = { statement, callsWorkers };
     } catch (error) {
       throw sqlError(error);
     }
     if (statements.size >= STATEMENTS_KEPT) statements.clear();
-    statements.set(sql, statement);
+    statements.set(sql, prepared);
   }
-  return statement;
+  return prepared;
+}
+
+/** The JSON body of a statement's answer; one with worker calls runs in passes. */
+async function answer(sql: string): Promise<string> {
+  const { statement, callsWorkers } = statementFor(sql);
+  const body = () => {
+    const { columns, rows } = executeStatement(statement, sql);
+    return Array.from(jsonChunks(columns, rows)).join("");
+  };
+  if (!callsWorkers) return body();
+  return open().functions.run((pending) => {
+    const { columns, rows } = executeStatement(statement, sql);
+    // Rows of a pass with unanswered calls are thrown away: read them without keeping them.
+    const kept = [];
+    for (const row of rows) if (!pending()) kept.push(row);
+    return pending() ? "" : Array.from(jsonChunks(columns, kept)).join("");
+  }, progress);
 }
 
 interface QueryRequest {
@@ -36,11 +78,9 @@ interface QueryRequest {
   sql: string;
 }
 
-process.on("message", (request: QueryRequest) => {
+process.on("message", async (request: QueryRequest) => {
   try {
-    const { columns, rows } = executeStatement(statementFor(request.sql), request.sql);
-    const body = Array.from(jsonChunks(columns, rows)).join("");
-    process.send?.({ id: request.id, body });
+    process.send?.({ id: request.id, body: await answer(request.sql) });
   } catch (error) {
     const message = error instanceof Error ? error.message : String(error);
     process.send?.({ id: request.id, error: message, user: isDirqError(error) });
@@ -52,4 +92,7 @@ process.on("message", (request: QueryRequest) => {
 // when the server goes away.
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
-process.on("disconnect", () => process.exit(0));
+process.on("disconnect", () => {
+  connection?.functions.close();
+  process.exit(0);
+});

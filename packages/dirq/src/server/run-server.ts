@@ -6,6 +6,7 @@ import type { Writable } from "node:stream";
 import { loadConfigs } from "../config/load-config.js";
 import type { DirqConfig } from "../config/types.js";
 import { type DirqIndex, openIndex } from "../engine.js";
+import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
@@ -21,6 +22,8 @@ export interface ServerOptions {
   host: string;
   port: number;
   noIgnore: boolean;
+  /** `--extension` arguments; when any is given the config's extensions are not loaded. */
+  extensions?: readonly string[];
   stdout: Writable;
   stderr: Writable;
   /** Resolves when the server should shut down (the CLI wires SIGINT and SIGTERM to it). */
@@ -76,6 +79,7 @@ async function startLive(
     config,
     databasePath,
     fillAllColumns: true,
+    extensions: (options.extensions ?? []).map((arg) => parseExtensionArgument(arg, options.root)),
   });
   const withWriter = createWriterLock();
   const publish = async (changes: readonly RowChange[]) => {
@@ -93,7 +97,8 @@ async function startLive(
     rmSync(directory, { recursive: true, force: true });
     throw error;
   }
-  const pool = new QueryPool(databasePath, QUERY_TIMEOUT_MS);
+  // Query processes open their connections with the index's extensions and functions.
+  const pool = new QueryPool(databasePath, QUERY_TIMEOUT_MS, undefined, index.connectionProfile);
   pool.warm();
   const watcher = watchTree(index.root, {
     onBatch: async (batch) => {
@@ -117,7 +122,7 @@ async function startLive(
     const generation = index.generation;
     const answer = await pool.run(prepared.sql);
     if (answer.ok) {
-      answers.set(sql, generation, answer.body);
+      if (prepared.cacheable) answers.set(sql, generation, answer.body);
       return answer.body;
     }
     if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
