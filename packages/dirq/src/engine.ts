@@ -298,12 +298,16 @@ export class DirqIndex {
     if (workerCalls.length === 0) return { ...executeStatement(statement, sql), skipped };
     // Run in passes until every worker call is answered (see WorkerFunctions); the rows of
     // the last pass are the answer.
-    const result = await this.functions.run((pending) => {
-      const { columns, rows } = executeStatement(statement, sql);
-      const kept: SqlValue[][] = [];
-      for (const row of rows) if (!pending()) kept.push(row);
-      return { columns, rows: kept };
-    }, this.progress);
+    const result = await this.functions.run(
+      (pending) => {
+        const { columns, rows } = executeStatement(statement, sql);
+        const kept: SqlValue[][] = [];
+        for (const row of rows) if (!pending()) kept.push(row);
+        return { columns, rows: kept };
+      },
+      this.progress,
+      workerCalls,
+    );
     return { ...result, skipped };
   }
 

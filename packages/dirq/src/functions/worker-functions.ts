@@ -16,8 +16,9 @@ const MAX_ROUNDS = 32;
 interface CallState {
   /** Answers by call key, kept across the passes of one query. */
   answers: Map<string, unknown>;
-  /** Calls of this pass that have no answer yet, by key, with their arguments. */
-  missing: Map<string, unknown[]>;
+  /** Calls of this pass that have no answer yet, by key: their position in the batch sent. */
+  missing: Map<string, number>;
+  worker: WorkerProcess;
   /** How often each argument list was seen in this pass (non-deterministic functions). */
   seen: Map<string, number>;
 }
@@ -31,13 +32,21 @@ function toJsonArgument(value: unknown): unknown {
   return value;
 }
 
-/** Distinguishes `1` from `'1'` and a blob from its hex text. */
+/**
+ * A call's identity: distinguishes `1` from `'1'` and a blob from its hex text. Built by hand
+ * (type tag, length for text) because it runs once per call on every pass.
+ */
 function callKey(args: readonly unknown[]): string {
-  return JSON.stringify(
-    args.map((value) =>
-      Buffer.isBuffer(value) ? { blob: value.toString("hex") } : toJsonArgument(value),
-    ),
-  );
+  let key = "";
+  for (const value of args) {
+    if (value === null) key += "z;";
+    else if (typeof value === "bigint") key += `i${value};`;
+    else if (typeof value === "number") key += `n${value};`;
+    else if (typeof value === "string") key += `s${value.length}:${value}`;
+    else if (Buffer.isBuffer(value)) key += `b${value.toString("hex")};`;
+    else key += `j${JSON.stringify(value)};`;
+  }
+  return key;
 }
 
 /**
@@ -58,6 +67,8 @@ export class WorkerFunctions {
   private readonly workers = new Map<string, WorkerProcess>();
   /** Call state of the query being answered; `null` between queries. */
   private calls: Map<string, CallState> | null = null;
+  /** Calls of the current pass still without an answer, over all functions. */
+  private unanswered = 0;
 
   constructor(
     private readonly specs: readonly WorkerSpec[],
@@ -94,8 +105,14 @@ export class WorkerFunctions {
       state.seen.set(callId, seen + 1);
       callId = `${callId}#${seen}`;
     }
-    if (state.answers.has(callId)) return state.answers.get(callId);
-    state.missing.set(callId, args.map(toJsonArgument));
+    // Answers are never `undefined` (a JSON null is stored as null).
+    const answer = state.answers.get(callId);
+    if (answer !== undefined) return answer;
+    if (!state.missing.has(callId)) {
+      // Sent at once: the worker answers while this pass goes on.
+      state.missing.set(callId, state.worker.send(args.map(toJsonArgument)));
+      this.unanswered++;
+    }
     return null;
   }
 
@@ -109,13 +126,19 @@ export class WorkerFunctions {
    * returns its result, `pending()` telling whether any call of this pass is still unanswered
    * (so rows of a pass that will be thrown away need not be kept).
    */
-  async run<T>(pass: (pending: () => boolean) => T, progress: ProgressReporter): Promise<T> {
+  async run<T>(
+    pass: (pending: () => boolean) => T,
+    progress: ProgressReporter,
+    called: readonly WorkerSpec[] = [],
+  ): Promise<T> {
     if (this.calls !== null) throw new Error("worker functions are already answering a query");
     const calls = new Map<string, CallState>();
-    for (const key of this.workers.keys()) {
-      calls.set(key, { answers: new Map(), missing: new Map(), seen: new Map() });
+    for (const [key, worker] of this.workers) {
+      calls.set(key, { answers: new Map(), missing: new Map(), seen: new Map(), worker });
     }
-    const pending = () => [...calls.values()].some((state) => state.missing.size > 0);
+    const pending = () => this.unanswered > 0;
+    // The statement is about to call these: their start-up overlaps the first pass.
+    for (const spec of called) this.workers.get(spec.name.toLowerCase())?.start();
     let phase: ReturnType<ProgressReporter["start"]> | null = null;
     let sent = 0;
     let cached = 0;
@@ -127,6 +150,7 @@ export class WorkerFunctions {
           state.missing.clear();
           state.seen.clear();
         }
+        this.unanswered = 0;
         const result = pass(pending);
         if (!pending()) {
           phase?.finish((duration) => `ran ${sent} worker calls in ${duration}`);
@@ -143,17 +167,15 @@ export class WorkerFunctions {
         // Every exchange is let finish (or fail) before the first failure is reported, so
         // that no worker is left answering a batch nobody waits for.
         const exchanges = await Promise.allSettled(
-          [...calls].map(async ([key, state]) => {
+          [...calls.values()].map(async (state) => {
             if (state.missing.size === 0) return;
-            const worker = this.workers.get(key) as WorkerProcess;
-            const ids = [...state.missing.keys()];
-            sent += ids.length;
+            sent += state.missing.size;
             current.update(line());
-            const replies = await worker.exchange([...state.missing.values()], (reply) => {
+            const replies = await state.worker.collect((reply) => {
               if (reply.cached) cached++;
               current.update(line());
             });
-            this.record(worker.spec, state, ids, replies);
+            this.record(state, replies);
           }),
         );
         // The round's final count (with its cache hits) is shown, whatever the rate limit.
@@ -164,16 +186,21 @@ export class WorkerFunctions {
       }
     } finally {
       this.calls = null;
+      // A pass that failed may have left requests unanswered: such a worker is stopped (the
+      // next call starts a fresh one) rather than waited for.
+      for (const worker of this.workers.values()) worker.abandonBatch();
     }
   }
 
-  private record(spec: WorkerSpec, state: CallState, ids: string[], replies: WorkerReply[]): void {
-    replies.forEach((reply, i) => {
+  private record(state: CallState, replies: WorkerReply[]): void {
+    for (const [callId, position] of state.missing) {
+      const reply = replies[position] as WorkerReply;
       if (!reply.ok) {
-        throw new DirqError("WORKER_FAILED", `worker function ${spec.name}: ${reply.error}`);
+        const name = state.worker.spec.name;
+        throw new DirqError("WORKER_FAILED", `worker function ${name}: ${reply.error}`);
       }
-      state.answers.set(ids[i] as string, toStoredValue(reply.result));
-    });
+      state.answers.set(callId, toStoredValue(reply.result));
+    }
   }
 
   /** Stops every worker. */

@@ -26,14 +26,25 @@ const STDERR_TAIL_CHARS = 2000;
 /** How much of a garbage line a message quotes. */
 const QUOTED_CHARS = 120;
 
+/** Requests sent since the last `collect`, and their replies so far. */
 interface Batch {
-  replies: (WorkerReply | undefined)[];
   firstId: number;
-  remaining: number;
-  onReply: (reply: WorkerReply) => void;
-  resolve: (replies: WorkerReply[]) => void;
-  reject: (error: Error) => void;
+  /** Requests sent. */
+  sent: number;
+  replies: (WorkerReply | undefined)[];
+  received: number;
+  /** Set when the worker failed before `collect` was waiting. */
+  failure: Error | null;
+  /** Set by `collect`. */
+  waiter: {
+    onReply: (reply: WorkerReply) => void;
+    resolve: (replies: WorkerReply[]) => void;
+    reject: (error: Error) => void;
+  } | null;
 }
+
+/** Requests are written to the worker in slices of this many lines. */
+const WRITE_SLICE = 256;
 
 /** Every worker this process has running, so that an exiting process leaves none behind. */
 const running = new Set<WorkerProcess>();
@@ -76,13 +87,17 @@ export class WorkerProcess {
   private stderrTail = "";
   private nextId = 1;
   private batch: Batch | null = null;
+  /** Request lines not yet written. */
+  private outgoing: string[] = [];
 
   constructor(
     readonly spec: WorkerSpec,
     private readonly options: { sharedGroup?: boolean } = {},
   ) {}
 
-  private start(): ChildProcessWithoutNullStreams {
+  /** Starts the worker unless it runs (also ahead of the first call, to overlap its start-up). */
+  start(): ChildProcessWithoutNullStreams {
+    if (this.child !== null) return this.child;
     installExitHook();
     const child = spawn(this.spec.argv[0] as string, this.spec.argv.slice(1), {
       cwd: this.spec.cwd,
@@ -127,22 +142,31 @@ export class WorkerProcess {
     this.child = null;
     running.delete(this);
     killGroup(child, this.options.sharedGroup === true);
+    this.outgoing = [];
     const batch = this.batch;
-    this.batch = null;
-    batch?.reject(error);
+    if (batch?.waiter) {
+      this.batch = null;
+      batch.waiter.reject(error);
+    } else if (batch) {
+      batch.failure ??= error;
+    }
   }
 
   private onStdout(child: ChildProcessWithoutNullStreams, chunk: string): void {
     if (this.child !== child) return;
-    this.stdoutBuffer += chunk;
+    // Scan by index and keep only the unfinished tail: slicing the buffer once per line would
+    // copy a large chunk over and over.
+    const text = this.stdoutBuffer + chunk;
+    let start = 0;
     let newline: number;
-    while ((newline = this.stdoutBuffer.indexOf("\n")) >= 0) {
-      const line = this.stdoutBuffer.slice(0, newline).trim();
-      this.stdoutBuffer = this.stdoutBuffer.slice(newline + 1);
+    while ((newline = text.indexOf("\n", start)) >= 0) {
+      const line = text.slice(start, newline).trim();
+      start = newline + 1;
       if (line === "") continue;
       this.onLine(child, line);
       if (this.child !== child) return;
     }
+    this.stdoutBuffer = text.slice(start);
   }
 
   private onLine(child: ChildProcessWithoutNullStreams, line: string): void {
@@ -166,7 +190,7 @@ export class WorkerProcess {
     const { id, result, error, meta } = message as Record<string, unknown>;
     const batch = this.batch;
     const index = typeof id === "number" && batch ? id - batch.firstId : -1;
-    if (!batch || index < 0 || index >= batch.replies.length || batch.replies[index]) {
+    if (!batch || index < 0 || index >= batch.sent || batch.replies[index]) {
       return garbage("whose id answers no request in flight");
     }
     const cached =
@@ -184,43 +208,69 @@ export class WorkerProcess {
       return garbage('which has neither "result" nor "error"');
     }
     batch.replies[index] = reply;
-    batch.onReply(reply);
-    if (--batch.remaining === 0) {
-      this.batch = null;
-      batch.resolve(batch.replies as WorkerReply[]);
+    batch.received++;
+    if (batch.waiter) {
+      batch.waiter.onReply(reply);
+      if (batch.received === batch.sent) {
+        this.batch = null;
+        batch.waiter.resolve(batch.replies as WorkerReply[]);
+      }
     }
   }
 
   /**
-   * Sends every argument list at once (pipelined) and resolves with the replies in order.
+   * Sends one request, written along with others in slices, so the worker starts answering
+   * while SQLite is still producing calls. Returns its position in the batch `collect` answers.
+   */
+  send(args: readonly unknown[]): number {
+    const child = this.child ?? this.start();
+    this.batch ??= {
+      firstId: this.nextId,
+      sent: 0,
+      replies: [],
+      received: 0,
+      failure: null,
+      waiter: null,
+    };
+    const id = this.nextId++;
+    this.outgoing.push(`${JSON.stringify({ id, args })}\n`);
+    if (this.outgoing.length >= WRITE_SLICE) this.flush(child);
+    return this.batch.sent++;
+  }
+
+  private flush(child: ChildProcessWithoutNullStreams): void {
+    if (this.outgoing.length === 0) return;
+    child.stdin.write(this.outgoing.join(""));
+    this.outgoing = [];
+  }
+
+  /**
+   * Resolves with the replies to every request sent since the last collect, in order.
    * Rejects with a `WORKER_FAILED` DirqError when the worker cannot start, dies or prints
    * something that is not a response; the worker is then gone and the next call restarts it.
    */
-  exchange(
-    argLists: readonly unknown[][],
-    onReply: (reply: WorkerReply) => void,
-  ): Promise<WorkerReply[]> {
-    if (this.batch) throw new Error(`worker ${this.spec.name} is already answering a batch`);
-    if (argLists.length === 0) return Promise.resolve([]);
-    const child = this.child ?? this.start();
-    const firstId = this.nextId;
-    this.nextId += argLists.length;
+  collect(onReply: (reply: WorkerReply) => void): Promise<WorkerReply[]> {
+    const batch = this.batch;
+    if (batch === null) return Promise.resolve([]);
+    if (batch.failure) {
+      // A worker started after the failure (by a later call of the same pass) goes too.
+      this.kill();
+      return Promise.reject(batch.failure);
+    }
+    if (this.child) this.flush(this.child);
+    for (const reply of batch.replies) if (reply) onReply(reply);
+    if (batch.received === batch.sent) {
+      this.batch = null;
+      return Promise.resolve(batch.replies as WorkerReply[]);
+    }
     return new Promise<WorkerReply[]>((resolve, reject) => {
-      this.batch = {
-        replies: new Array<WorkerReply | undefined>(argLists.length),
-        firstId,
-        remaining: argLists.length,
-        onReply,
-        resolve,
-        reject,
-      };
-      const lines = argLists.map((args, i) => `${JSON.stringify({ id: firstId + i, args })}\n`);
-      // One write per slice keeps the pipe busy without building one huge string.
-      const SLICE = 512;
-      for (let i = 0; i < lines.length; i += SLICE) {
-        child.stdin.write(lines.slice(i, i + SLICE).join(""));
-      }
+      batch.waiter = { onReply, resolve, reject };
     });
+  }
+
+  /** Stops the worker if requests are still out (a query failed before collecting them). */
+  abandonBatch(): void {
+    if (this.batch !== null) this.kill();
   }
 
   /** Stops the worker (and, in its own group, whatever it started). */
@@ -231,7 +281,8 @@ export class WorkerProcess {
     running.delete(this);
     child.stdin.end();
     killGroup(child, this.options.sharedGroup === true);
-    this.batch?.reject(workerError(this.spec, "the worker was stopped"));
+    this.outgoing = [];
+    this.batch?.waiter?.reject(workerError(this.spec, "the worker was stopped"));
     this.batch = null;
   }
 }

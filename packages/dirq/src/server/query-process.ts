@@ -1,7 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import { isDirqError } from "../errors.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
-import type { WorkerFunctions } from "../functions/worker-functions.js";
+import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
@@ -22,8 +22,8 @@ const progress = createProgressReporter(process.stderr);
 
 interface PreparedStatement {
   statement: Statement;
-  /** Whether it calls a worker-backed function (then it runs in passes). */
-  callsWorkers: boolean;
+  /** The worker-backed functions it calls (then it runs in passes). */
+  workerCalls: WorkerSpec[];
 }
 
 /** Prepared statements by SQL text: SQLite re-prepares one itself when the schema changes. */
@@ -45,8 +45,7 @@ function statementFor(sql: string): PreparedStatement {
   if (prepared === undefined) {
     try {
       const statement = db.prepare(sql);
-      const callsWorkers = functions.calledIn(functionsCalledBy(db, sql)).length > 0;
-      prepared = { statement, callsWorkers };
+      prepared = { statement, workerCalls: functions.calledIn(functionsCalledBy(db, sql)) };
     } catch (error) {
       throw sqlError(error);
     }
@@ -58,19 +57,23 @@ function statementFor(sql: string): PreparedStatement {
 
 /** The JSON body of a statement's answer; one with worker calls runs in passes. */
 async function answer(sql: string): Promise<string> {
-  const { statement, callsWorkers } = statementFor(sql);
+  const { statement, workerCalls } = statementFor(sql);
   const body = () => {
     const { columns, rows } = executeStatement(statement, sql);
     return Array.from(jsonChunks(columns, rows)).join("");
   };
-  if (!callsWorkers) return body();
-  return open().functions.run((pending) => {
-    const { columns, rows } = executeStatement(statement, sql);
-    // Rows of a pass with unanswered calls are thrown away: read them without keeping them.
-    const kept = [];
-    for (const row of rows) if (!pending()) kept.push(row);
-    return pending() ? "" : Array.from(jsonChunks(columns, kept)).join("");
-  }, progress);
+  if (workerCalls.length === 0) return body();
+  return open().functions.run(
+    (pending) => {
+      const { columns, rows } = executeStatement(statement, sql);
+      // Rows of a pass with unanswered calls are thrown away: read them without keeping them.
+      const kept = [];
+      for (const row of rows) if (!pending()) kept.push(row);
+      return pending() ? "" : Array.from(jsonChunks(columns, kept)).join("");
+    },
+    progress,
+    workerCalls,
+  );
 }
 
 interface QueryRequest {
