@@ -145,6 +145,13 @@ function main() {
     name: `dirq within ${TARGET_RATIO}x of the pipe`,
     ...verdict(dirq?.ratio ?? null, TARGET_RATIO, "x", { missing: "a command failed" }),
   };
+  // dirq's own start-up (Node, modules, config) is about as long as the whole pipe run; what
+  // the worker calls add on top of it is compared to the pipe as well.
+  const reference = results.find((result) => result.command.kind === "reference");
+  const added =
+    dirq?.status === "ok" && reference?.status === "ok" ? dirq.medianMs - reference.medianMs : null;
+  const pipe = results.find((result) => result.command.kind === "baseline");
+  const addedRatio = added !== null && pipe?.status === "ok" ? added / pipe.medianMs : null;
   const callsPerSecond = (result) =>
     result.status === "ok" && result.command.kind !== "reference"
       ? options.rows / (result.medianMs / 1000)
@@ -159,6 +166,8 @@ function main() {
         resultToJson(result, { callsPerSecond: callsPerSecond(result) }),
       ),
       target: { name: target.name, value: target.value, limit: target.limit, met: target.met },
+      workerCallsAddedMs: added === null ? null : Math.round(added),
+      workerCallsAddedRatio: addedRatio === null ? null : Math.round(addedRatio * 100) / 100,
     };
     process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
     return;
@@ -177,6 +186,10 @@ function main() {
     renderTable(title, columns, results),
     "",
     `${target.name}: ${target.text}`,
+    `time the worker calls add to dirq (with worker - without): ${formatNumber(
+      added === null ? null : added / 1000,
+      3,
+    )} s, ${formatRatio(addedRatio)} of the pipe`,
   ];
   process.stdout.write(`${out.join("\n")}\n`);
 }

@@ -42,7 +42,7 @@ lines.on("line", (line) => {
     process.exit(3);
   }
   if (first === "garbage") return process.stdout.write("this is not json\\n");
-  if (first === "hang") return;
+  if (first === "hang") return appendFileSync("hang.log", process.pid + "\\n");
   if (first === null) return reply({ result: null });
   const text = String(first);
   reply({
@@ -70,33 +70,50 @@ command = "node worker.mjs spawn.log spawn"
 deterministic = true
 `;
 
+/** The test folder: the indexed tree in `tree/`, configs and workers (and their logs) in `cfg/`. */
+let base: string;
+/** The index root, where dirq runs. */
 let root: string;
+/** The config's folder: the workers' working directory, where they write their logs. */
+let cfg: string;
 
 before(() => {
-  root = makeTree({
-    "worker.mjs": WORKER,
-    "dirq.toml": CONFIG,
-    "sub/relative.toml": `[[dirq.function]]\nname = "up"\ncommand = "node ../worker.mjs calls.log"\n`,
-    "notes/a.md": "a",
-    "notes/b.md": "bb",
-    "notes/c.md": "ccc",
-    "notes/cat.txt": "meow",
-    "notes/d.txt": "dddd",
+  base = makeTree({
+    "cfg/worker.mjs": WORKER,
+    "cfg/dirq.toml": CONFIG,
+    "cfg/sub/relative.toml": `[[dirq.function]]\nname = "up"\ncommand = "node ../worker.mjs calls.log"\n`,
+    "tree/notes/a.md": "a",
+    "tree/notes/b.md": "bb",
+    "tree/notes/c.md": "ccc",
+    "tree/notes/cat.txt": "meow",
+    "tree/notes/d.txt": "dddd",
   });
+  root = join(base, "tree");
+  cfg = join(base, "cfg");
 });
 
-after(() => removeTree(root));
+after(() => removeTree(base));
+
+/** The config, as given on the command line from the root. */
+const CONFIG_ARG = "../cfg/dirq.toml";
 
 /** Forgets what earlier tests' workers logged. */
 function clearLogs(): void {
-  for (const name of ["calls.log", "each.log", "spawn.log", "pids.log", "children.log"]) {
-    rmSync(join(root, name), { force: true });
-    rmSync(join(root, "sub", name), { force: true });
+  for (const name of [
+    "calls.log",
+    "each.log",
+    "spawn.log",
+    "pids.log",
+    "children.log",
+    "hang.log",
+  ]) {
+    rmSync(join(cfg, name), { force: true });
+    rmSync(join(cfg, "sub", name), { force: true });
   }
 }
 
 function logLines(name: string): string[] {
-  const path = join(root, name);
+  const path = join(cfg, name);
   if (!existsSync(path)) return [];
   return readFileSync(path, "utf8").split("\n").filter(Boolean);
 }
@@ -116,7 +133,7 @@ function alive(pid: number): boolean {
 }
 
 async function query(sql: string, env: Record<string, string> = {}) {
-  return runDirq([sql, "-c", "dirq.toml", "--format", "json"], { cwd: root, env });
+  return runDirq([sql, "-c", CONFIG_ARG, "--format", "json"], { cwd: root, env });
 }
 
 async function queryOk(sql: string): Promise<Record<string, unknown>[]> {
@@ -171,7 +188,7 @@ describe("worker-backed functions in a one-shot query", () => {
   });
 
   it("resolves a relative command against the config file's folder", async () => {
-    const result = await runDirq(["SELECT up('x') AS u", "-c", "sub/relative.toml"], {
+    const result = await runDirq(["SELECT up('x') AS u", "-c", "../cfg/sub/relative.toml"], {
       cwd: root,
     });
     assert.equal(result.code, 0, result.stderr);
@@ -214,10 +231,10 @@ describe("worker-backed functions in a one-shot query", () => {
   });
 
   it("a worker that cannot start is an error naming the function and its config", async () => {
-    const config = join(root, "missing.toml");
+    const config = join(cfg, "missing.toml");
     const text = `[[dirq.function]]\nname = "nope"\ncommand = "./no-such-worker"\n`;
     await import("node:fs").then((fs) => fs.writeFileSync(config, text));
-    const result = await runDirq(["SELECT nope(1)", "-c", "missing.toml"], { cwd: root });
+    const result = await runDirq(["SELECT nope(1)", "-c", "../cfg/missing.toml"], { cwd: root });
     assertUserError(
       result,
       /worker function nope .*cannot be started.*missing\.toml: dirq\.function\[0\]/,
@@ -233,12 +250,12 @@ describe("worker-backed functions in a one-shot query", () => {
   });
 
   it("leaves no worker behind after dirq is killed with SIGKILL mid-query", async () => {
-    const child = spawn(process.execPath, [DIRQ_BIN, "SELECT up('hang')", "-c", "dirq.toml"], {
+    const child = spawn(process.execPath, [DIRQ_BIN, "SELECT up('hang')", "-c", CONFIG_ARG], {
       cwd: root,
       stdio: "ignore",
     });
-    await eventually(() => logLines("calls.log").length === 1, "the worker got the call");
-    const [worker] = pids();
+    await eventually(() => pids("hang.log").length === 1, "the worker got the call");
+    const [worker] = pids("hang.log");
     assert.ok(worker !== undefined && alive(worker));
     child.kill("SIGKILL");
     // Its stdin reaches end of file: the worker exits.
@@ -250,7 +267,7 @@ describe("worker-backed functions in the server", () => {
   let server: ServerProcess;
   before(async () => {
     clearLogs();
-    server = await startServer(["--port", "0", "-c", "dirq.toml"], { cwd: root });
+    server = await startServer(["--port", "0", "-c", CONFIG_ARG], { cwd: root });
   });
   after(async () => {
     await server.kill();
@@ -300,8 +317,17 @@ describe("worker-backed functions in the server", () => {
     assert.deepEqual(await queryRows(server, "SELECT up('fine') AS u"), [{ u: "FINE" }]);
   });
 
+  it("a worker that hangs past the query timeout is stopped; the next query gets a fresh one", async () => {
+    const answer = await postQuery(server, "SELECT up('hang') AS u");
+    assertJsonError(answer, 408, /timeout/);
+    const hung = pids("hang.log");
+    assert.equal(hung.length, 1, "one worker got the call");
+    await eventually(() => hung.every((pid) => !alive(pid)), "the hung worker is killed");
+    assert.deepEqual(await queryRows(server, "SELECT up('next') AS u"), [{ u: "NEXT" }]);
+  });
+
   it("no worker is left behind after the server is killed with SIGKILL", async () => {
-    const own = await startServer(["--port", "0", "-c", "dirq.toml"], { cwd: root });
+    const own = await startServer(["--port", "0", "-c", CONFIG_ARG], { cwd: root });
     const before = new Set(pids());
     await queryRows(own, "SELECT up('one more') AS u, up_each('x') AS e");
     const started = pids().filter((pid) => !before.has(pid));

@@ -37,11 +37,17 @@ function toJsonArgument(value: unknown): unknown {
  * (type tag, length for text) because it runs once per call on every pass.
  */
 function callKey(args: readonly unknown[]): string {
-  let key = "";
+  if (args.length === 1) {
+    // The common case, without the generic loop.
+    const value = args[0];
+    if (typeof value === "string") return `1s${value}`;
+    if (typeof value === "bigint" || typeof value === "number") return `1${typeof value}${value}`;
+  }
+  let key = `${args.length}`;
   for (const value of args) {
     if (value === null) key += "z;";
-    else if (typeof value === "bigint") key += `i${value};`;
-    else if (typeof value === "number") key += `n${value};`;
+    else if (typeof value === "bigint") key += `bigint${value};`;
+    else if (typeof value === "number") key += `number${value};`;
     else if (typeof value === "string") key += `s${value.length}:${value}`;
     else if (Buffer.isBuffer(value)) key += `b${value.toString("hex")};`;
     else key += `j${JSON.stringify(value)};`;
