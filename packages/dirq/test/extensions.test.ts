@@ -5,7 +5,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { makeTree, removeTree, runDirq } from "./helpers.js";
-import { queryRows, type ServerProcess, startServer } from "./server-support.js";
+import { postQuery, queryRows, type ServerProcess, startServer } from "./server-support.js";
 import { assertUserError, parseRows, runOk } from "./support.js";
 
 /**
@@ -200,6 +200,19 @@ describe("extensions in the server", () => {
   it("query processes load the same extensions", async () => {
     const sql = "SELECT tiny_hello() AS h, vec_length('[1, 2]') AS n FROM './notes' LIMIT 1";
     assert.deepEqual(await queryRows(server, sql), [{ h: "hello from C", n: 2 }]);
+  });
+
+  it("a missing --extension leaves the server degraded, naming it", async () => {
+    const degraded = await startServer(["--port", "0", "--extension", "ext/nope.so"], {
+      cwd: root,
+    });
+    try {
+      const answer = await postQuery(degraded, "SELECT 1");
+      assert.equal(answer.status, 503);
+      assert.match(answer.text, /failed to load an extension: SQLite extension .*ext\/nope\.so/);
+    } finally {
+      await degraded.kill();
+    }
   });
 
   it("refuses load_extension()", async () => {

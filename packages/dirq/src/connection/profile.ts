@@ -4,6 +4,7 @@ import { type ExtensionSpec, loadExtensions } from "../extensions/load-extension
 import { WorkerFunctions, type WorkerSpec } from "../functions/worker-functions.js";
 import type { SqliteDatabase } from "../indexer/database.js";
 import { parseHookCommand } from "../parse/hook-command.js";
+import { sqlError } from "../query/execute.js";
 
 export type { ExtensionSpec, WorkerSpec };
 
@@ -73,7 +74,13 @@ const EXPLAINED_FUNCTION = /^([^()]+)\(-?\d+\)$/;
 /** Lower-cased names of the SQL functions a statement calls, also through views. */
 export function functionsCalledBy(db: SqliteDatabase, sql: string): Set<string> {
   const names = new Set<string>();
-  for (const row of db.prepare(`EXPLAIN ${sql}`).all() as { opcode: string; p4: unknown }[]) {
+  let plan: { opcode: string; p4: unknown }[];
+  try {
+    plan = db.prepare(`EXPLAIN ${sql}`).all() as typeof plan;
+  } catch (error) {
+    throw sqlError(error);
+  }
+  for (const row of plan) {
     if (!/Func/.test(row.opcode) || typeof row.p4 !== "string") continue;
     const name = EXPLAINED_FUNCTION.exec(row.p4)?.[1];
     if (name !== undefined) names.add(name.toLowerCase());

@@ -173,7 +173,10 @@ export async function runServer(options: ServerOptions): Promise<number> {
     ({ live, query } = await startLive(options, config, events));
   } catch (error) {
     if (!isDirqError(error)) throw error;
-    degraded = `failed to load config: ${error.message}`;
+    degraded =
+      error.code === "EXTENSION_LOAD_FAILED"
+        ? `failed to load an extension: ${error.message}`
+        : `failed to load config: ${error.message}`;
     options.stderr.write(`dirq: ${degraded}\n`);
   }
   const handler = createRequestHandler({
