@@ -263,6 +263,22 @@ describe("worker-backed functions in a one-shot query", () => {
   });
 });
 
+describe("worker-backed functions in the library", () => {
+  afterEach(clearLogs);
+
+  it("overlapping queries on one index each get their own answers", async () => {
+    const { loadConfigs, openIndex } = await import("../src/index.js");
+    const index = openIndex({ root, config: loadConfigs([CONFIG_ARG], root), progress: false });
+    try {
+      const statements = ["a", "b", "c"].map((x) => `SELECT up('${x}') AS u, up_each('${x}') AS e`);
+      const results = await Promise.all(statements.map((sql) => index.queryObjects(sql)));
+      assert.deepEqual(results, [[{ u: "A", e: "A" }], [{ u: "B", e: "B" }], [{ u: "C", e: "C" }]]);
+    } finally {
+      index.close();
+    }
+  });
+});
+
 describe("worker-backed functions in the server", () => {
   let server: ServerProcess;
   before(async () => {

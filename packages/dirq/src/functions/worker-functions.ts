@@ -75,6 +75,8 @@ export class WorkerFunctions {
   private calls: Map<string, CallState> | null = null;
   /** Calls of the current pass still without an answer, over all functions. */
   private unanswered = 0;
+  /** The statement being answered: the next waits for it. */
+  private queue: Promise<unknown> = Promise.resolve();
 
   constructor(
     private readonly specs: readonly WorkerSpec[],
@@ -132,12 +134,23 @@ export class WorkerFunctions {
    * returns its result, `pending()` telling whether any call of this pass is still unanswered
    * (so rows of a pass that will be thrown away need not be kept).
    */
-  async run<T>(
+  run<T>(
     pass: (pending: () => boolean) => T,
     progress: ProgressReporter,
     called: readonly WorkerSpec[] = [],
   ): Promise<T> {
-    if (this.calls !== null) throw new Error("worker functions are already answering a query");
+    // One statement at a time: a worker answers one batch at a time, and the call state is
+    // the statement's. Overlapping queries (the library allows them) wait their turn.
+    const result = this.queue.then(() => this.runNow(pass, progress, called));
+    this.queue = result.catch(() => undefined);
+    return result;
+  }
+
+  private async runNow<T>(
+    pass: (pending: () => boolean) => T,
+    progress: ProgressReporter,
+    called: readonly WorkerSpec[],
+  ): Promise<T> {
     const calls = new Map<string, CallState>();
     for (const [key, worker] of this.workers) {
       calls.set(key, { answers: new Map(), missing: new Map(), seen: new Map(), worker });
