@@ -104,7 +104,7 @@ export class WorkerFunctions {
     if (state === undefined) {
       throw new DirqError(
         "WORKER_FAILED",
-        `worker function ${spec.name} was called where dirq did not expect it; please report this statement as a bug`,
+        `worker function ${spec.name} can only be called by a query, not while tables are built (from a ddl trigger, index or generated column); call it in the query instead`,
       );
     }
     let callId = callKey(args);
