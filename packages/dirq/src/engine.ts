@@ -2,7 +2,16 @@ import { existsSync, realpathSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Statement } from "better-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
+import {
+  applyProfile,
+  type ConnectionProfile,
+  type ExtensionSpec,
+  functionsCalledBy,
+  profileOf,
+  refuseLoadExtension,
+} from "./connection/profile.js";
 import { DirqError, isDirqError } from "./errors.js";
+import type { WorkerFunctions, WorkerSpec } from "./functions/worker-functions.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
 import {
   buildParsedTable,
@@ -38,6 +47,11 @@ export interface OpenIndexOptions {
   onFile?: string;
   /** Merged config (`loadConfigs`): named tables and ignore patterns. */
   config?: DirqConfig;
+  /**
+   * SQLite extensions to load (`--extension`, see `parseExtensionArgument`). When any is
+   * given, the config's `[[dirq.extension]]` entries are not loaded.
+   */
+  extensions?: readonly ExtensionSpec[];
   /** Hooks run at once; default one per CPU core. */
   hookConcurrency?: number;
   /**
@@ -133,12 +147,16 @@ export class DirqIndex {
   /** Parsed tables built so far, by lower-cased name: each is built once per index. */
   private readonly parsedTables = new Map<string, LiveParsedTable>();
   private readonly fillAllColumns: boolean;
+  private readonly progress: ProgressReporter;
+  /** Extensions and worker functions of every connection to this index. */
+  readonly connectionProfile: ConnectionProfile;
+  private readonly functions: WorkerFunctions;
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
   /** Statements `prepare` has checked, with the schema version they were checked against. */
   private readonly checkedStatements = new Map<
     string,
-    { runnable: string; schemaVersion: number; tablesRead: string[] }
+    { runnable: string; schemaVersion: number; tablesRead: string[]; cacheable: boolean }
   >();
   /** Tables the statement being prepared reads (set by `fillTablesRead`). */
   private tablesRead: string[] = [];
@@ -160,7 +178,7 @@ export class DirqIndex {
     this.root = resolveRoot(options.root ?? process.cwd());
     this.config = options.config ?? EMPTY_CONFIG;
     this.onFile = options.onFile === undefined ? null : parseHookCommand(options.onFile);
-    const progress =
+    const progress: ProgressReporter =
       options.progress === false
         ? { start: () => ({ update() {}, finish() {} }) }
         : (options.progress ?? createProgressReporter(process.stderr));
@@ -171,8 +189,17 @@ export class DirqIndex {
       progress,
       concurrency: options.hookConcurrency,
     };
+    this.progress = progress;
     this.fillAllColumns = options.fillAllColumns ?? false;
+    this.connectionProfile = profileOf(this.config, options.extensions);
     this.db = openIndexDatabase(this.root, options.databasePath);
+    try {
+      // Before any table is built: a config table's ddl may use an extension.
+      this.functions = applyProfile(this.db, this.connectionProfile);
+    } catch (error) {
+      this.db.close();
+      throw error;
+    }
     this.pathTables = new PathTables(this.db, this.parsedOptions);
     this.refresher = new Refresher(
       this.db,
@@ -328,9 +355,22 @@ export class DirqIndex {
    */
   async query(sql: string): Promise<QueryResult> {
     return this.withWriter(async () => {
-      const { statement, skipped } = await this.prepareChecked(sql);
+      const { statement, workerCalls, skipped } = await this.prepareChecked(sql);
       this.changeCount++;
-      return { ...executeStatement(statement, sql), skipped };
+      if (workerCalls.length === 0) return { ...executeStatement(statement, sql), skipped };
+      // Run in passes until every worker call is answered (see WorkerFunctions); the rows of
+      // the last pass are the answer.
+      const result = await this.functions.run(
+        (pending) => {
+          const { columns, rows } = executeStatement(statement, sql);
+          const kept: SqlValue[][] = [];
+          for (const row of rows) if (!pending()) kept.push(row);
+          return { columns, rows: kept };
+        },
+        this.progress,
+        workerCalls,
+      );
+      return { ...result, skipped };
     });
   }
 
@@ -347,31 +387,36 @@ export class DirqIndex {
    * path-table name differs only in case from another's) and the files skipped while
    * building tables.
    */
-  async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[] }> {
+  async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[]; cacheable: boolean }> {
     // A statement already checked against this very schema needs no second look: nothing it
     // reads can be missing or unfilled. The server asks this for every request.
     // This look-up takes no lock: a statement never waits for a hook or a refresh.
     const checked = this.checkedStatements.get(sql);
     if (checked?.schemaVersion === this.schemaVersion) {
       this.pathTables.touch(checked.tablesRead);
-      return { sql: checked.runnable, skipped: [] };
+      return { sql: checked.runnable, skipped: [], cacheable: checked.cacheable };
     }
     return this.withWriter(async () => {
       this.tablesRead = [];
       // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
       // EXPLAIN): a user error (400), never an internal one.
-      const { runnable, skipped } = await this.prepareChecked(sql).catch((error: unknown) => {
-        const unbound = error instanceof TypeError && /parameter/i.test(error.message);
-        throw sqlError(unbound ? new RangeError(error.message) : error);
-      });
+      const { runnable, skipped, workerCalls } = await this.prepareChecked(sql).catch(
+        (error: unknown) => {
+          const unbound = error instanceof TypeError && /parameter/i.test(error.message);
+          throw sqlError(unbound ? new RangeError(error.message) : error);
+        },
+      );
+      // A non-deterministic worker function may answer differently each time.
+      const cacheable = workerCalls.every((fn) => fn.deterministic);
       this.changeCount++;
       if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
       this.checkedStatements.set(sql, {
         runnable,
         schemaVersion: this.schemaVersion,
         tablesRead: this.tablesRead,
+        cacheable,
       });
-      return { sql: runnable, skipped };
+      return { sql: runnable, skipped, cacheable };
     });
   }
 
@@ -380,9 +425,12 @@ export class DirqIndex {
     return this.db.pragma("schema_version", { simple: true }) as number;
   }
 
-  private async prepareChecked(
-    sql: string,
-  ): Promise<{ statement: Statement; runnable: string; skipped: SkippedPath[] }> {
+  private async prepareChecked(sql: string): Promise<{
+    statement: Statement;
+    runnable: string;
+    skipped: SkippedPath[];
+    workerCalls: WorkerSpec[];
+  }> {
     const analysis = analyzeStatement(sql);
     checkReadOnlyStatement(analysis);
     this.pendingSkipped = [];
@@ -400,8 +448,12 @@ export class DirqIndex {
         "this statement writes to the database. dirq is read-only: only reads are allowed",
       );
     }
+    const called = isExplain(runnableAnalysis)
+      ? new Set<string>()
+      : functionsCalledBy(this.db, runnable);
+    refuseLoadExtension(called);
     const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnableAnalysis))];
-    return { statement, runnable, skipped };
+    return { statement, runnable, skipped, workerCalls: this.functions.calledIn(called) };
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */
@@ -435,6 +487,7 @@ export class DirqIndex {
   }
 
   close(): void {
+    this.functions.close();
     this.db.close();
   }
 }

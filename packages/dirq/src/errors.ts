@@ -26,7 +26,9 @@ export type DirqErrorCode =
   | "QUERY_CANCELLED"
   | "REQUEST_INVALID"
   | "ANSWER_TOO_LARGE"
-  | "SERVER_DEGRADED";
+  | "SERVER_DEGRADED"
+  | "EXTENSION_LOAD_FAILED"
+  | "WORKER_FAILED";
 
 /** A user error: bad input, with a message that names what is wrong and what to do. */
 export class DirqError extends Error {

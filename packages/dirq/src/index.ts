@@ -14,6 +14,7 @@ export {
   type SqlValue,
 } from "./engine.js";
 export { DirqError, type DirqErrorCode, isDirqError } from "./errors.js";
+export { type ExtensionSpec, parseExtensionArgument } from "./extensions/load-extensions.js";
 export { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "./indexer/parsed-tables.js";
 export { PATH_TABLE_COLUMNS } from "./indexer/path-tables.js";
 export { jsonChunks, jsonValue, toJson } from "./output/json.js";

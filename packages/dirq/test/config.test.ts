@@ -135,7 +135,6 @@ on-file = "node authors.mjs {path}"
   "bad/d2.toml": `[[table]]\nname = "other"\nglob = "*.json"\non-file = "cat {path}"\n\n[[table]]\nname = "dup"\nglob = "*.json"\non-file = "cat {path}"\n`,
   "bad/dup-one-file.toml": `${TABLE}\n${TABLE}`,
   "bad/extension.toml": `[[dirq.extension]]\npath = "./ext/vec0.so"\n`,
-  "bad/function.toml": `[[dirq.function]]\nname = "embed"\ncommand = "node embed.js"\ndeterministic = true\n`,
   "bad/ddl.toml": `${TABLE}ddl = "CREATE INDEXX nope ON t(author)"\n`,
   "bad/schema-case.toml": `${TABLE}schema = { author = "TEXT", Author = "TEXT" }\n`,
   "bad/name-sqlite.toml": `[[table]]\nname = "sqlite_stuff"\nglob = "posts/*.json"\non-file = "node authors.mjs {path}"\n`,
@@ -496,14 +495,9 @@ describe("config errors: exit 1, the file and the key named", { concurrency: tru
       ["bad/dup-one-file.toml: table[1].name", "already defined"],
     ],
     [
-      "[[dirq.extension]] is not supported yet",
+      "a [[dirq.extension]] whose file is missing is named, resolved against the config's folder",
       ["-c", "bad/extension.toml"],
-      ["bad/extension.toml", "dirq.extension[0]", "not supported yet"],
-    ],
-    [
-      "[[dirq.function]] is not supported yet",
-      ["-c", "bad/function.toml"],
-      ["bad/function.toml", "dirq.function[0]", "not supported yet"],
+      ["bad/extension.toml: dirq.extension[0]", join(root, "bad/ext/vec0.so"), "was not found"],
     ],
     [
       "a bad second config after a good first one",

@@ -11,6 +11,8 @@ export interface QueryCommand {
   /** `-c` files in argument order. */
   configs: string[];
   onFile: string | null;
+  /** `--extension` arguments in order (`<path>` or `<path>::<entrypoint>`). */
+  extensions: string[];
 }
 
 /** Bare `dirq` (options only): the interactive session. */
@@ -31,6 +33,8 @@ export interface ServerCommand {
   host: string;
   port: number;
   noIgnore: boolean;
+  /** `--extension` arguments in order (`<path>` or `<path>::<entrypoint>`). */
+  extensions: string[];
 }
 
 export type HelpTopic = "dirq" | "query" | "init" | "server";
@@ -44,7 +48,7 @@ export type Command =
   | ServerCommand;
 
 /** Flags the spec names that arrive with later features: refused clearly, not as unknown. */
-const NOT_YET_SUPPORTED = ["--persist", "--extension"];
+const NOT_YET_SUPPORTED = ["--persist"];
 
 function rejectNotYetSupported(args: readonly string[]): void {
   for (const arg of args) {
@@ -71,6 +75,7 @@ function parseServer(args: string[]): Command {
     host: { type: "string" },
     port: { type: "string" },
     "no-ignore": { type: "boolean" },
+    extension: { type: "string", multiple: true },
     help: { type: "boolean" },
     version: { type: "boolean" },
   });
@@ -84,6 +89,7 @@ function parseServer(args: string[]): Command {
     host: parsed.values.host ?? "localhost",
     port: parsePort(parsed.values.port),
     noIgnore: parsed.values["no-ignore"] === true,
+    extensions: parsed.values.extension ?? [],
   };
 }
 
@@ -143,7 +149,7 @@ function rethrowParseError(error: unknown): never {
 }
 
 /** Options of `query` that take a value (the next argument, unless written `--x=value`). */
-const QUERY_VALUE_OPTIONS = new Set(["-c", "--config", "--format", "--on-file"]);
+const QUERY_VALUE_OPTIONS = new Set(["-c", "--config", "--format", "--on-file", "--extension"]);
 /** Every option of `query`, also in the `--x=value` form. */
 const QUERY_OPTION_NAMES = new Set([...QUERY_VALUE_OPTIONS, "--no-ignore", "--help", "-h"]);
 
@@ -171,6 +177,7 @@ const QUERY_FLAGS = {
   format: { type: "string" },
   config: { type: "string", short: "c", multiple: true },
   "on-file": { type: "string", multiple: true },
+  extension: { type: "string", multiple: true },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -185,6 +192,7 @@ function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>[
     format: parseFormat(values.format),
     configs: values.config ?? [],
     onFile: onFile[0] ?? null,
+    extensions: values.extension ?? [],
   };
 }
 
@@ -294,6 +302,7 @@ Usage:
   dirq init [--root <dir>] [--output <path>] [--force]
                                  write a starter .dirq.toml
   dirq server [-c <config>]... [--host <addr>] [--port <n>] [--no-ignore]
+              [--extension <path>[::<entrypoint>]]...
                                  serve POST /query and GET /events (default localhost:7117)
   dirq --version                 print the version
   dirq --help                    print this help
@@ -308,6 +317,9 @@ Options (after the SQL or after 'query'; alone for the REPL):
   --on-file <command>      parse every path-table's files with this command: it gets
                            {path} and {root} and prints a JSON array of row objects
   --no-ignore              also scan files that .gitignore hides
+  --extension <path>[::<entrypoint>]
+                           load a SQLite extension (repeatable); when given, the
+                           config's [[dirq.extension]] entries are not loaded
   --format <auto|table|json>
                            auto (default): a table on a terminal, JSON otherwise
 

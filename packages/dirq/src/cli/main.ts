@@ -5,6 +5,7 @@ import { EMPTY_CONFIG } from "../config/types.js";
 import { STARTER_TABLE, writeStarterConfig } from "../config/starter-config.js";
 import { openIndex, type QueryResult } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
+import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { escapeControlCharacters } from "../output/escape.js";
 import { HeldOutput } from "../output/held-output.js";
 import { jsonChunks } from "../output/json.js";
@@ -85,6 +86,7 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
     noIgnore: command.noIgnore,
     config,
     onFile: command.onFile ?? undefined,
+    extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
   });
   try {
     const result = await index.query(command.sql);

@@ -94,22 +94,6 @@ function rejectDuplicates(kind: string, entries: { name: string; origin: string 
   }
 }
 
-/** Features the config may declare that this version does not run yet: a clear error, not silence. */
-function rejectUnsupported(config: DirqConfig): void {
-  const extension = config.extensions[0];
-  if (extension) {
-    throw configError(
-      `${extension.origin}: SQLite extensions are not supported yet by this version of dirq; remove the [[dirq.extension]] entry`,
-    );
-  }
-  const fn = config.functions[0];
-  if (fn) {
-    throw configError(
-      `${fn.origin}: worker-backed functions are not supported yet by this version of dirq; remove the [[dirq.function]] entry`,
-    );
-  }
-}
-
 /** Loads every `-c` file and merges them in order. Never auto-loads anything. */
 export function loadConfigs(paths: readonly string[], cwd: string = process.cwd()): DirqConfig {
   const merged: DirqConfig = { ignore: [], tables: [], extensions: [], functions: [] };
@@ -122,6 +106,5 @@ export function loadConfigs(paths: readonly string[], cwd: string = process.cwd(
   }
   rejectDuplicates("table", merged.tables);
   rejectDuplicates("function", merged.functions);
-  rejectUnsupported(merged);
   return merged;
 }

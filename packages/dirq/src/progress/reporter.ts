@@ -25,7 +25,8 @@ export function formatDuration(milliseconds: number): string {
 
 /** One running phase: `update` rewrites its line, `finish` replaces it with a summary. */
 export interface ProgressPhase {
-  update(line: string): void;
+  /** `force` shows a line that must not be dropped by the rate limit (a phase's last state). */
+  update(line: string, force?: boolean): void;
   finish(summary: (duration: string) => string): void;
 }
 
@@ -60,9 +61,9 @@ class TextPhase implements ProgressPhase {
     else this.stream.write(`${line}\n`);
   }
 
-  update(line: string): void {
+  update(line: string, force = false): void {
     const now = performance.now();
-    if (!this.visible(now) || now - this.lastWrite < MIN_INTERVAL_MS) return;
+    if (!this.visible(now) || (!force && now - this.lastWrite < MIN_INTERVAL_MS)) return;
     this.lastWrite = now;
     this.shown = true;
     this.write(`dirq: ${line}`, false);

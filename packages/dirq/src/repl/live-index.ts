@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DirqConfig } from "../config/types.js";
+import type { ExtensionSpec } from "../connection/profile.js";
 import { type DirqIndex, openIndex } from "../engine.js";
 import { DirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
@@ -14,6 +15,8 @@ export interface LiveIndexOptions {
   config: DirqConfig;
   noIgnore: boolean;
   onFile: string | null;
+  /** `--extension` arguments; when any is given the config's extensions are not loaded. */
+  extensions: readonly ExtensionSpec[];
   /** Row changes the watcher could not apply (a file's hook failed): reported, not fatal. */
   onChangeErrors: (changes: RowChange[]) => void;
   onWatchError: (error: unknown) => void;
@@ -84,6 +87,7 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
       noIgnore: options.noIgnore,
       config: options.config,
       onFile: options.onFile ?? undefined,
+      extensions: options.extensions,
       databasePath,
       fillAllColumns: true,
     });
@@ -96,6 +100,7 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
       timeoutMs: Number.POSITIVE_INFINITY,
       maxAnswerBytes: Number.MAX_SAFE_INTEGER,
       maxProcesses: 1,
+      profile: live.connectionProfile,
     });
     pool.warm();
     const watcher: TreeWatcher = watchTree(live.root, {

@@ -11,6 +11,7 @@ import type { SkippedPath } from "../scan/walk.js";
 import type { AnswerFormat } from "../server/query-pool.js";
 import { readVersion } from "../version.js";
 import { History, historyPath } from "./history.js";
+import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { checkHookCanStart } from "./hook-preflight.js";
 import { LineEditor } from "./line-editor.js";
 import { type LiveIndex, openLiveIndex } from "./live-index.js";
@@ -235,6 +236,7 @@ export async function runRepl(command: ReplCommand, io: ReplIo): Promise<number>
     config,
     noIgnore: command.noIgnore,
     onFile: command.onFile,
+    extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
     onChangeErrors: (changes) => session?.noteWatchErrors(changes),
     onWatchError: (error) => diagnostic(io.stderr, `watcher: ${(error as Error).message}`),
   });

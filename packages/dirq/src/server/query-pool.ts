@@ -1,5 +1,6 @@
 import { type ChildProcess, fork } from "node:child_process";
 import { availableParallelism } from "node:os";
+import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
 
 /** What a query process answers. */
@@ -46,6 +47,8 @@ export interface QueryPoolOptions {
   maxAnswerBytes: number;
   /** Processes for quick statements; default max(4, 2 × cores). */
   maxProcesses?: number;
+  /** Extensions and worker functions the processes' connections load (the index's own). */
+  profile?: ConnectionProfile;
 }
 
 function timeoutError(timeoutMs: number): DirqError {
@@ -83,15 +86,19 @@ export class QueryPool {
   }
 
   private start(): Runner {
-    const child = fork(
-      new URL("./query-process.js", import.meta.url),
-      [this.options.databasePath, String(this.options.maxAnswerBytes)],
-      {
-        stdio: ["ignore", "inherit", "inherit", "ipc"],
-        // Structured clone moves large result strings faster than JSON-in-JSON.
-        serialization: "advanced",
-      },
-    );
+    const args = [
+      this.options.databasePath,
+      String(this.options.maxAnswerBytes),
+      JSON.stringify(this.options.profile ?? EMPTY_PROFILE),
+    ];
+    const child = fork(new URL("./query-process.js", import.meta.url), args, {
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+      // Its own process group: killing the group also stops the worker processes of its
+      // worker-backed functions, even one that hangs.
+      detached: true,
+      // Structured clone moves large result strings faster than JSON-in-JSON.
+      serialization: "advanced",
+    });
     const runner: Runner = { child, busy: true, since: Date.now() };
     this.runners.add(runner);
     child.once("exit", () => this.runners.delete(runner));
@@ -188,7 +195,7 @@ export class QueryPool {
   }
 
   private replace(runner: Runner): void {
-    runner.child.kill("SIGKILL");
+    killGroup(runner.child);
     this.runners.delete(runner);
     const next = this.waiting.shift();
     if (next && !this.closed) next(this.start());
@@ -265,7 +272,16 @@ export class QueryPool {
   /** Stops every query process. */
   close(): void {
     this.closed = true;
-    for (const runner of this.runners) runner.child.kill("SIGKILL");
+    for (const runner of this.runners) killGroup(runner.child);
     this.runners.clear();
+  }
+}
+
+/** Kills a query process and everything in its process group (its function workers). */
+function killGroup(child: ChildProcess): void {
+  try {
+    if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
+  } catch {
+    child.kill("SIGKILL");
   }
 }

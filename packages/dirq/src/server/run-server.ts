@@ -7,6 +7,7 @@ import type { Writable } from "node:stream";
 import { loadConfigs } from "../config/load-config.js";
 import type { DirqConfig } from "../config/types.js";
 import { type DirqIndex, openIndex } from "../engine.js";
+import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
 import { InclusionCheck } from "../scan/inclusion.js";
@@ -25,6 +26,8 @@ export interface ServerOptions {
   host: string;
   port: number;
   noIgnore: boolean;
+  /** `--extension` arguments; when any is given the config's extensions are not loaded. */
+  extensions?: readonly string[];
   stdout: Writable;
   stderr: Writable;
   /** Resolves when the server should shut down (the CLI wires SIGINT and SIGTERM to it). */
@@ -118,6 +121,7 @@ async function startLive(
     config,
     databasePath,
     fillAllColumns: true,
+    extensions: (options.extensions ?? []).map((arg) => parseExtensionArgument(arg, options.root)),
   });
   const publish = async (changes: readonly RowChange[]) => {
     for (let i = 0; i < changes.length; i++) {
@@ -135,10 +139,12 @@ async function startLive(
     throw error;
   }
   const shutdownState = { stopping: false };
+  // Query processes open their connections with the index's extensions and functions.
   const pool = new QueryPool({
     databasePath,
     timeoutMs: QUERY_TIMEOUT_MS,
     maxAnswerBytes: MAX_ANSWER_BYTES,
+    profile: index.connectionProfile,
   });
   pool.warm();
   const watcher = watchTree(index.root, {
@@ -174,7 +180,7 @@ async function startLive(
     const at = version();
     const answer = await pool.run(prepared.sql, { deadline });
     if (answer.ok) {
-      answers.set(sql, at, answer.body);
+      if (prepared.cacheable) answers.set(sql, at, answer.body);
       return answer.body;
     }
     if (answer.tooLarge) throw new DirqError("ANSWER_TOO_LARGE", answer.message);
@@ -257,7 +263,10 @@ export async function runServer(options: ServerOptions): Promise<number> {
     ({ live, query } = started);
   })().catch((error: unknown) => {
     if (!isDirqError(error)) throw error;
-    degraded = `failed to load config: ${error.message}`;
+    degraded =
+      error.code === "EXTENSION_LOAD_FAILED"
+        ? `failed to load an extension: ${error.message}`
+        : `failed to load config: ${error.message}`;
     options.stderr.write(`dirq: ${degraded}\n`);
   });
   let outcome: "started" | "stop";

@@ -1,0 +1,99 @@
+import type { DirqConfig } from "../config/types.js";
+import { DirqError, isDirqError } from "../errors.js";
+import { type ExtensionSpec, loadExtensions } from "../extensions/load-extensions.js";
+import { WorkerFunctions, type WorkerSpec } from "../functions/worker-functions.js";
+import type { SqliteDatabase } from "../indexer/database.js";
+import { parseHookCommand } from "../parse/hook-command.js";
+import { sqlError } from "../query/execute.js";
+
+export type { ExtensionSpec, WorkerSpec };
+
+/**
+ * What every connection to one index carries besides the data: the SQLite extensions loaded
+ * into it and the worker-backed functions declared on it. Plain data, so the server's query
+ * processes open their connections with the very same profile.
+ */
+export interface ConnectionProfile {
+  extensions: ExtensionSpec[];
+  functions: WorkerSpec[];
+}
+
+export const EMPTY_PROFILE: ConnectionProfile = { extensions: [], functions: [] };
+
+/**
+ * The profile of a config: its functions, and its extensions unless `extensions` (from
+ * `--extension`) is given, in which case only those are loaded.
+ */
+export function profileOf(
+  config: DirqConfig,
+  extensions?: readonly ExtensionSpec[],
+): ConnectionProfile {
+  return {
+    extensions:
+      extensions !== undefined && extensions.length > 0
+        ? [...extensions]
+        : config.extensions.map(({ path, entrypoint, origin }) => ({ path, entrypoint, origin })),
+    functions: config.functions.map((fn) => {
+      let argv: string[];
+      try {
+        argv = parseHookCommand(fn.command, fn.baseDir).argv;
+      } catch (error) {
+        if (!isDirqError(error)) throw error;
+        throw new DirqError("CONFIG_INVALID", `${fn.origin}.command: ${error.message}`);
+      }
+      return {
+        name: fn.name,
+        argv,
+        command: fn.command,
+        cwd: fn.baseDir,
+        deterministic: fn.deterministic,
+        origin: fn.origin,
+      };
+    }),
+  };
+}
+
+/**
+ * Applies a profile to a freshly opened connection: loads its extensions, declares its
+ * functions. Returns the functions, whose workers start on their first call.
+ */
+export function applyProfile(
+  db: SqliteDatabase,
+  profile: ConnectionProfile,
+  options: { sharedGroup?: boolean } = {},
+): WorkerFunctions {
+  loadExtensions(db, profile.extensions);
+  const functions = new WorkerFunctions(profile.functions, options);
+  functions.register(db);
+  return functions;
+}
+
+/** `f(-1)` in EXPLAIN's p4 column: the function a Function or PureFunc opcode calls. */
+const EXPLAINED_FUNCTION = /^([^()]+)\(-?\d+\)$/;
+
+/** Lower-cased names of the SQL functions a statement calls, also through views. */
+export function functionsCalledBy(db: SqliteDatabase, sql: string): Set<string> {
+  const names = new Set<string>();
+  let plan: { opcode: string; p4: unknown }[];
+  try {
+    plan = db.prepare(`EXPLAIN ${sql}`).all() as typeof plan;
+  } catch (error) {
+    throw sqlError(error);
+  }
+  for (const row of plan) {
+    if (!/Func/.test(row.opcode) || typeof row.p4 !== "string") continue;
+    const name = EXPLAINED_FUNCTION.exec(row.p4)?.[1];
+    if (name !== undefined) names.add(name.toLowerCase());
+  }
+  return names;
+}
+
+/** Refuses a statement that calls `load_extension()`: only dirq's own profile loads libraries. */
+export function refuseLoadExtension(called: ReadonlySet<string>): void {
+  if (called.has("load_extension")) {
+    throw new DirqError(
+      "QUERY_NOT_READONLY",
+      "load_extension() cannot be called from SQL: load SQLite extensions with --extension <path> or a [[dirq.extension]] config entry",
+    );
+  }
+}

@@ -1,0 +1,298 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { DirqError } from "../errors.js";
+
+/** One worker-backed SQL function as a connection profile carries it (serializable). */
+export interface WorkerSpec {
+  /** The SQL name. */
+  name: string;
+  /** The command, split like an on-file hook, relative program already resolved. */
+  argv: string[];
+  /** The command as written, for messages. */
+  command: string;
+  /** Working directory of the worker (the config file's folder). */
+  cwd: string;
+  /** Identical arguments inside one query are sent once. */
+  deterministic: boolean;
+  /** `config.toml: dirq.function[0]`, for messages. */
+  origin: string;
+}
+
+/** A worker's answer to one request. */
+export type WorkerReply =
+  { ok: true; result: unknown; cached: boolean } | { ok: false; error: string; cached: boolean };
+
+/** How much of a worker's stderr is kept to explain its failure. */
+const STDERR_TAIL_CHARS = 2000;
+/** How much of a garbage line a message quotes. */
+const QUOTED_CHARS = 120;
+
+/** Requests sent since the last `collect`, and their replies so far. */
+interface Batch {
+  firstId: number;
+  /** Requests sent. */
+  sent: number;
+  replies: (WorkerReply | undefined)[];
+  received: number;
+  /** Set when the worker failed before `collect` was waiting. */
+  failure: Error | null;
+  /** Set by `collect`. */
+  waiter: {
+    onReply: (reply: WorkerReply) => void;
+    resolve: (replies: WorkerReply[]) => void;
+    reject: (error: Error) => void;
+  } | null;
+}
+
+/** Requests are written to the worker in slices of this many lines. */
+const WRITE_SLICE = 256;
+
+/** Every worker this process has running, so that an exiting process leaves none behind. */
+const running = new Set<WorkerProcess>();
+let exitHookInstalled = false;
+
+function installExitHook(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const worker of running) worker.kill();
+  });
+}
+
+function workerError(spec: WorkerSpec, message: string): DirqError {
+  return new DirqError(
+    "WORKER_FAILED",
+    `worker function ${spec.name} (${spec.command}): ${message}`,
+  );
+}
+
+function quote(line: string): string {
+  const shown = line.length > QUOTED_CHARS ? `${line.slice(0, QUOTED_CHARS)}…` : line;
+  return JSON.stringify(shown);
+}
+
+/**
+ * One long-lived worker process speaking newline-delimited JSON: request
+ * `{"id": n, "args": [...]}`, response `{"id": n, "result": v}` or `{"id": n, "error": "..."}`,
+ * optionally with `"meta": {"cached": true}`. Started on first use; after it dies, prints
+ * garbage or is stopped, the next exchange starts a fresh one.
+ *
+ * The worker runs in its own process group (so dirq can kill whatever it started too), or,
+ * with `sharedGroup`, in dirq's own group (a server query process, whose whole group the
+ * server kills on a timeout). If dirq dies without a chance to kill it, the worker's stdin
+ * reaches end of file: worker authors are told to exit then.
+ */
+export class WorkerProcess {
+  private child: ChildProcessWithoutNullStreams | null = null;
+  private stdoutBuffer = "";
+  private stderrTail = "";
+  private nextId = 1;
+  private batch: Batch | null = null;
+  /** Request lines not yet written. */
+  private outgoing: string[] = [];
+
+  constructor(
+    readonly spec: WorkerSpec,
+    private readonly options: { sharedGroup?: boolean } = {},
+  ) {}
+
+  /** Starts the worker unless it runs (also ahead of the first call, to overlap its start-up). */
+  start(): ChildProcessWithoutNullStreams {
+    if (this.child !== null) return this.child;
+    installExitHook();
+    const child = spawn(this.spec.argv[0] as string, this.spec.argv.slice(1), {
+      cwd: this.spec.cwd,
+      stdio: ["pipe", "pipe", "pipe"],
+      detached: this.options.sharedGroup !== true,
+    });
+    this.child = child;
+    this.stdoutBuffer = "";
+    this.stderrTail = "";
+    running.add(this);
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => this.onStdout(child, chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      this.stderrTail = (this.stderrTail + chunk).slice(-STDERR_TAIL_CHARS);
+    });
+    // A write to a worker that just died fails with EPIPE; its exit is reported instead.
+    child.stdin.on("error", () => {});
+    child.on("error", (error) => {
+      const reason =
+        (error as NodeJS.ErrnoException).code === "ENOENT"
+          ? `cannot be started: ${this.spec.argv[0]} was not found`
+          : `cannot be started: ${error.message}`;
+      this.fail(child, workerError(this.spec, `${reason} (${this.spec.origin})`));
+    });
+    child.on("exit", (code, signal) => {
+      const how = signal === null ? `exited with status ${code}` : `was killed by ${signal}`;
+      const tail = this.stderrTail.trim();
+      const detail = tail === "" ? "" : `; its stderr ended with: ${tail}`;
+      this.fail(
+        child,
+        workerError(
+          this.spec,
+          `the worker ${how} while answering; it is restarted on the next call${detail}`,
+        ),
+      );
+    });
+    return child;
+  }
+
+  /** Ends the current batch with `error` and forgets the worker (the next call starts anew). */
+  private fail(child: ChildProcessWithoutNullStreams, error: Error): void {
+    if (this.child !== child) return;
+    this.child = null;
+    running.delete(this);
+    killGroup(child, this.options.sharedGroup === true);
+    this.outgoing = [];
+    const batch = this.batch;
+    if (batch?.waiter) {
+      this.batch = null;
+      batch.waiter.reject(error);
+    } else if (batch) {
+      batch.failure ??= error;
+    }
+  }
+
+  private onStdout(child: ChildProcessWithoutNullStreams, chunk: string): void {
+    if (this.child !== child) return;
+    // Scan by index and keep only the unfinished tail: slicing the buffer once per line would
+    // copy a large chunk over and over.
+    const text = this.stdoutBuffer + chunk;
+    let start = 0;
+    let newline: number;
+    while ((newline = text.indexOf("\n", start)) >= 0) {
+      const line = text.slice(start, newline).trim();
+      start = newline + 1;
+      if (line === "") continue;
+      this.onLine(child, line);
+      if (this.child !== child) return;
+    }
+    this.stdoutBuffer = text.slice(start);
+  }
+
+  private onLine(child: ChildProcessWithoutNullStreams, line: string): void {
+    const garbage = (why: string) =>
+      this.fail(
+        child,
+        workerError(
+          this.spec,
+          `the worker printed ${quote(line)}, ${why}; it was stopped and is restarted on the next call`,
+        ),
+      );
+    let message: unknown;
+    try {
+      message = JSON.parse(line);
+    } catch {
+      return garbage("which is not a JSON response");
+    }
+    if (typeof message !== "object" || message === null || Array.isArray(message)) {
+      return garbage('which is not a response object {"id": n, "result": ...}');
+    }
+    const { id, result, error, meta } = message as Record<string, unknown>;
+    const batch = this.batch;
+    const index = typeof id === "number" && batch ? id - batch.firstId : -1;
+    if (!batch || index < 0 || index >= batch.sent || batch.replies[index]) {
+      return garbage("whose id answers no request in flight");
+    }
+    const cached =
+      typeof meta === "object" && meta !== null && (meta as { cached?: unknown }).cached === true;
+    let reply: WorkerReply;
+    if (error !== undefined) {
+      reply = {
+        ok: false,
+        error: typeof error === "string" ? error : JSON.stringify(error),
+        cached,
+      };
+    } else if ("result" in (message as object)) {
+      reply = { ok: true, result, cached };
+    } else {
+      return garbage('which has neither "result" nor "error"');
+    }
+    batch.replies[index] = reply;
+    batch.received++;
+    if (batch.waiter) {
+      batch.waiter.onReply(reply);
+      if (batch.received === batch.sent) {
+        this.batch = null;
+        batch.waiter.resolve(batch.replies as WorkerReply[]);
+      }
+    }
+  }
+
+  /**
+   * Sends one request, written along with others in slices, so the worker starts answering
+   * while SQLite is still producing calls. Returns its position in the batch `collect` answers.
+   */
+  send(args: readonly unknown[]): number {
+    const child = this.child ?? this.start();
+    this.batch ??= {
+      firstId: this.nextId,
+      sent: 0,
+      replies: [],
+      received: 0,
+      failure: null,
+      waiter: null,
+    };
+    const id = this.nextId++;
+    this.outgoing.push(`${JSON.stringify({ id, args })}\n`);
+    if (this.outgoing.length >= WRITE_SLICE) this.flush(child);
+    return this.batch.sent++;
+  }
+
+  private flush(child: ChildProcessWithoutNullStreams): void {
+    if (this.outgoing.length === 0) return;
+    child.stdin.write(this.outgoing.join(""));
+    this.outgoing = [];
+  }
+
+  /**
+   * Resolves with the replies to every request sent since the last collect, in order.
+   * Rejects with a `WORKER_FAILED` DirqError when the worker cannot start, dies or prints
+   * something that is not a response; the worker is then gone and the next call restarts it.
+   */
+  collect(onReply: (reply: WorkerReply) => void): Promise<WorkerReply[]> {
+    const batch = this.batch;
+    if (batch === null) return Promise.resolve([]);
+    if (batch.failure) {
+      // A worker started after the failure (by a later call of the same pass) goes too.
+      this.kill();
+      return Promise.reject(batch.failure);
+    }
+    if (this.child) this.flush(this.child);
+    for (const reply of batch.replies) if (reply) onReply(reply);
+    if (batch.received === batch.sent) {
+      this.batch = null;
+      return Promise.resolve(batch.replies as WorkerReply[]);
+    }
+    return new Promise<WorkerReply[]>((resolve, reject) => {
+      batch.waiter = { onReply, resolve, reject };
+    });
+  }
+
+  /** Stops the worker if requests are still out (a query failed before collecting them). */
+  abandonBatch(): void {
+    if (this.batch !== null) this.kill();
+  }
+
+  /** Stops the worker (and, in its own group, whatever it started). */
+  kill(): void {
+    const child = this.child;
+    if (child === null) return;
+    this.child = null;
+    running.delete(this);
+    child.stdin.end();
+    killGroup(child, this.options.sharedGroup === true);
+    this.outgoing = [];
+    this.batch?.waiter?.reject(workerError(this.spec, "the worker was stopped"));
+    this.batch = null;
+  }
+}
+
+function killGroup(child: ChildProcessWithoutNullStreams, sharedGroup: boolean): void {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  try {
+    // A negative pid is the process group the detached worker leads.
+    process.kill(sharedGroup ? child.pid : -child.pid, "SIGKILL");
+  } catch {
+    child.kill("SIGKILL");
+  }
+}
