@@ -12,7 +12,8 @@ import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
 import { Refresher } from "./indexer/refresh.js";
 import type { RowChange } from "./indexer/row-changes.js";
 import { selectionMatcher } from "./scan/inclusion.js";
-import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
+import { commandExtractor, type Extractor } from "./parse/extractor.js";
+import { parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
 import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
@@ -96,7 +97,7 @@ export class DirqIndex {
   private readonly pathTables: PathTables;
   private readonly refresher: Refresher;
   private readonly config: DirqConfig;
-  private readonly onFile: HookCommand | null;
+  private readonly onFile: Extractor | null;
   private readonly parsedOptions: ConstructorParameters<typeof PathTables>[1] & {
     concurrency?: number;
   };
@@ -126,7 +127,8 @@ export class DirqIndex {
   constructor(options: OpenIndexOptions = {}) {
     this.root = resolveRoot(options.root ?? process.cwd());
     this.config = options.config ?? EMPTY_CONFIG;
-    this.onFile = options.onFile === undefined ? null : parseHookCommand(options.onFile);
+    this.onFile =
+      options.onFile === undefined ? null : commandExtractor(parseHookCommand(options.onFile));
     const progress =
       options.progress === false
         ? { start: () => ({ update() {}, finish() {} }) }
@@ -168,7 +170,7 @@ export class DirqIndex {
     return {
       name: table.name,
       selection,
-      command: parseHookCommand(table.onFile, table.baseDir),
+      extractor: table.extractor ?? commandExtractor(parseHookCommand(table.onFile, table.baseDir)),
       schema: table.schema,
       ddl: table.ddl,
       origin: table.origin,
@@ -214,7 +216,7 @@ export class DirqIndex {
     await this.buildParsed({
       name,
       selection,
-      command: this.onFile,
+      extractor: this.onFile,
       schema: null,
       ddl: null,
       origin: "--on-file",

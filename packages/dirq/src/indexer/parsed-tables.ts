@@ -1,5 +1,5 @@
 import { DirqError } from "../errors.js";
-import type { HookCommand } from "../parse/hook-command.js";
+import type { Extractor } from "../parse/extractor.js";
 import { type HookRow, inferColumns, type StoredValue } from "../parse/hook-rows.js";
 import { type ParsedFile, parseFiles } from "../parse/parse-files.js";
 import type { ProgressReporter } from "../progress/reporter.js";
@@ -12,12 +12,16 @@ import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js
 export const FILE_PATH_COLUMN = "_dirq_file_path";
 export const ROW_INDEX_COLUMN = "_dirq_row_index";
 
-/** A table whose rows a hook prints: a config `[[table]]` or a path-table with `--on-file`. */
+/**
+ * A table whose rows an extractor produces: a config `[[table]]`, a path-table with
+ * `--on-file`, or a table defined in code with an `extract` function.
+ */
 export interface ParsedTableSpec {
   name: string;
   /** The files to parse; `null` when the table's path names nothing yet. */
   selection: PathSelection | null;
-  command: HookCommand;
+  /** What turns each file into rows (an on-file hook or an in-process function). */
+  extractor: Extractor;
   /** Fixed columns and their declared types; `null` infers them from the output. */
   schema: [string, string][] | null;
   ddl: string | null;
@@ -110,7 +114,7 @@ export async function buildParsedTable(
     : { paths: [], skipped: [] };
   scan.finish((duration) => `scanned ${walked.paths.length} files in ${duration}`);
   const phase = options.progress.start();
-  const parsed = await parseFiles(spec.command, walked.paths, {
+  const parsed = await parseFiles(spec.extractor, walked.paths, {
     root: options.root,
     concurrency: options.concurrency,
     phase,

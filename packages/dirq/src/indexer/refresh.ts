@@ -90,7 +90,7 @@ export class Refresher {
       error,
     });
     try {
-      const result = await parseFiles(table.spec.command, files, {
+      const result = await parseFiles(table.spec.extractor, files, {
         root: this.root,
         concurrency: this.options.concurrency,
       });

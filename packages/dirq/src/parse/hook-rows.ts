@@ -52,7 +52,7 @@ function parseNumber(text: string): number | bigint {
 }
 
 /** JSON.parse, but integers beyond 2^53 come back exact (as bigint). */
-function parseJson(text: string): unknown {
+export function parseJson(text: string): unknown {
   if (!LONG_NUMBER.test(text)) return JSON.parse(text);
   return losslessJson().parse(text, null, parseNumber);
 }
@@ -77,10 +77,18 @@ export function parseHookOutput(stdout: Buffer): ParsedOutput {
       reason: `hook printed invalid JSON (${(error as Error).message}); output began: ${JSON.stringify(excerpt)}`,
     };
   }
+  return toRows(data, { whole: "hook printed", row: "the hook's output" });
+}
+
+/**
+ * Checks that `data` is an array of row objects and converts their values as stored. `source`
+ * names who produced it, for the reason a file is skipped (`hook printed`, `the hook's output`).
+ */
+export function toRows(data: unknown, source: { whole: string; row: string }): ParsedOutput {
   if (!Array.isArray(data)) {
     return {
       ok: false,
-      reason: `hook printed ${describe(data)}, expected a JSON array of row objects`,
+      reason: `${source.whole} ${describe(data)}, expected a JSON array of row objects`,
     };
   }
   const rows: HookRow[] = [];
@@ -89,7 +97,7 @@ export function parseHookOutput(stdout: Buffer): ParsedOutput {
     if (item === null || typeof item !== "object" || Array.isArray(item)) {
       return {
         ok: false,
-        reason: `row ${i} of the hook's output is ${describe(item)}, expected an object`,
+        reason: `row ${i} of ${source.row} is ${describe(item)}, expected an object`,
       };
     }
     const row: HookRow = new Map();
