@@ -21,7 +21,8 @@ export type DirqErrorCode =
   | "INIT_WRITE_FAILED"
   | "QUERY_TIMEOUT"
   | "REQUEST_INVALID"
-  | "SERVER_DEGRADED";
+  | "SERVER_DEGRADED"
+  | "INDEX_CLOSED";
 
 /** A user error: bad input, with a message that names what is wrong and what to do. */
 export class DirqError extends Error {
