@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { run } from "../dist/src/cli/main.js";
+// The npm launcher: plugin discovery (see docs/plugins.md), then the CLI.
+import { fileURLToPath } from "node:url";
+import { launch } from "../dist/src/launcher/launch.js";
 
 // A reader that goes away (`dirq ... | head`) is not an error.
 process.stdout.on("error", (error) => {
@@ -7,8 +9,8 @@ process.stdout.on("error", (error) => {
   throw error;
 });
 
-process.exitCode = await run(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  cwd: process.cwd(),
-});
+process.exitCode = await launch(
+  process.argv.slice(2),
+  { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() },
+  { env: process.env, launcherPackage: fileURLToPath(new URL("..", import.meta.url)) },
+);
