@@ -9,19 +9,27 @@ import { promisify } from "node:util";
 const exec = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL("../..", import.meta.url));
 const EXAMPLES = join(PACKAGE_DIR, "examples");
-const SDK_DOC = readFileSync(join(PACKAGE_DIR, "docs", "sdk.md"), "utf8");
+/** Docs whose ```js blocks must each be a whole example file. */
+const DOCS = ["docs/sdk.md", "README.md"].map((path) => ({
+  path,
+  text: readFileSync(join(PACKAGE_DIR, path), "utf8"),
+}));
 
 /** Every example in the docs is one of these files, shown whole: they run here. */
 describe("SDK examples (examples/*.mjs, shown in docs/sdk.md)", () => {
   const examples = readdirSync(EXAMPLES).filter((name) => name.endsWith(".mjs"));
 
-  test("there are examples, and every ```js block of docs/sdk.md is one of them", () => {
+  test("there are examples, and every ```js block of the docs is one of them", () => {
     assert.ok(examples.length >= 3, examples.join(", "));
     const sources = examples.map((name) => readFileSync(join(EXAMPLES, name), "utf8"));
-    const blocks = [...SDK_DOC.matchAll(/```js\n([\s\S]*?)```/g)].map((match) => match[1]);
-    assert.equal(blocks.length, examples.length, "one block per example");
-    for (const block of blocks)
-      assert.ok(sources.includes(block ?? ""), `not an example file:\n${block}`);
+    const shown = new Set<string>();
+    for (const doc of DOCS) {
+      for (const [, block] of doc.text.matchAll(/```js\n([\s\S]*?)```/g)) {
+        assert.ok(sources.includes(block ?? ""), `${doc.path}: not an example file:\n${block}`);
+        shown.add(block ?? "");
+      }
+    }
+    assert.equal(shown.size, examples.length, "the docs show every example");
   });
 
   for (const name of examples) {

@@ -243,6 +243,46 @@ await db.close();`;
     writeFileSync(join(app, "sdk.mjs"), sdk);
     const viaSdk = await run(process.execPath, ["sdk.mjs"], { cwd: app, env });
     assert.deepEqual(JSON.parse(viaSdk.stdout), [{ p: "people.csv", lines: 3 }]);
-    assert.ok(existsSync(join(app, "node_modules", "dirq", "dist", "src", "index.d.ts")));
+    // The shipped declarations type a consumer, and keep internals out of reach.
+    writeFileSync(
+      join(app, "consumer.ts"),
+      `import { open, isDirqError, type Row, type RowEvent } from "dirq";
+const db = open({
+  tables: [{ name: "t", glob: "*.csv", extract: (path: string, content: Buffer) => [{ path, n: content.length }] }],
+});
+const rows: Row[] = await db.query("SELECT 1");
+for await (const event of db.watch()) {
+  const known: RowEvent = event;
+  if (known.action === "error") console.log(known.error.toUpperCase(), isDirqError(known));
+  else console.log(known.row, rows);
+  break;
+}
+// @ts-expect-error the engine is internal
+import("dirq").then((dirq) => dirq.openIndex);
+await db.close();
+export {};
+`,
+    );
+    const tsc = join(REPO_NODE_MODULES, "typescript", "bin", "tsc");
+    await run(
+      process.execPath,
+      [
+        tsc,
+        "--noEmit",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--target",
+        "es2022",
+        "--typeRoots",
+        join(REPO_NODE_MODULES, "@types"),
+        "--types",
+        "node",
+        "consumer.ts",
+      ],
+      { cwd: app },
+    );
   });
 });

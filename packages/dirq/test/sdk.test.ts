@@ -128,6 +128,19 @@ describe("SDK: open, query, values and rules", () => {
     }
   });
 
+  test("onFile parses every path-table a statement names, as --on-file", async () => {
+    const tree = makeTree({ "a.rows": '[{"x": 1}, {"x": 2}]', "b.rows": '[{"x": 3}]' });
+    try {
+      await using db = open({ root: tree, progress: false, onFile: "cat {path}" });
+      const sql = "SELECT sum(x) AS total, count(*) AS n FROM './*.rows'";
+      assert.deepEqual(await db.query(sql), [{ total: 6, n: 3 }]);
+      const cli = await runDirq([sql, "--on-file", "cat {path}"], { cwd: tree });
+      assert.deepEqual(await db.query(sql), parseCliRows(cli.stdout));
+    } finally {
+      removeTree(tree);
+    }
+  });
+
   test("overlapping queries run one after another", async () => {
     await using db = open({
       root,
@@ -327,6 +340,28 @@ describe("SDK: watch", () => {
       sse.close();
       await server.kill();
       await db.close();
+    }
+  });
+
+  test("live keeps tables current without a watch() consumer", async () => {
+    await using db = open({
+      root,
+      live: true,
+      progress: false,
+      tables: [{ name: "posts", glob: "posts/*.json", extract: parsePost }],
+    });
+    await db.ready;
+    writeFileSync(join(root, "posts/live.json"), post("live", 5));
+    try {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const rows = await db.query("SELECT title FROM posts WHERE title = 'live'");
+        if (rows.length === 1) break;
+        assert.ok(Date.now() < deadline, "the new file never showed up");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      rmSync(join(root, "posts/live.json"), { force: true });
     }
   });
 
