@@ -5,7 +5,7 @@
 export type { TableDefinition } from "./sdk/code-tables.js";
 export { Dirq, open, type OpenOptions, type SkippedFile, type WatchOptions } from "./sdk/dirq.js";
 export type { RowEventStream } from "./sdk/row-event-stream.js";
-export type { Row, RowEvent, RowValue } from "./sdk/row-values.js";
+export type { Row, RowEvent, RowValue } from "./sdk/types.js";
 export type { ExtractedRows, ExtractFunction } from "./parse/extractor.js";
 export type { ProgressPhase, ProgressReporter } from "./progress/reporter.js";
 export { DirqError, type DirqErrorCode, isDirqError } from "./errors.js";

@@ -245,7 +245,7 @@ await db.close();`;
     assert.deepEqual(JSON.parse(viaSdk.stdout), [{ p: "people.csv", lines: 3 }]);
     // The shipped declarations type a consumer, and keep internals out of reach.
     writeFileSync(
-      join(app, "consumer.ts"),
+      join(app, "consumer.mts"),
       `import { open, isDirqError, type Row, type RowEvent } from "dirq";
 const db = open({
   tables: [{ name: "t", glob: "*.csv", extract: (path: string, content: Buffer) => [{ path, n: content.length }] }],
@@ -280,7 +280,7 @@ export {};
         join(REPO_NODE_MODULES, "@types"),
         "--types",
         "node",
-        "consumer.ts",
+        "consumer.mts",
       ],
       { cwd: app },
     );

@@ -8,7 +8,8 @@ import type { ProgressReporter } from "../progress/reporter.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
 import { codeTables, type TableDefinition, withCodeTables } from "./code-tables.js";
-import { type Row, type RowEvent, toRowEvent, toRows } from "./row-values.js";
+import { toRowEvent, toRows } from "./row-values.js";
+import type { Row, RowEvent } from "./types.js";
 import { RowEventStream } from "./row-event-stream.js";
 
 /** What `open` takes. Every key is optional. */

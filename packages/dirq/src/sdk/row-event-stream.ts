@@ -1,4 +1,4 @@
-import type { RowEvent } from "./row-values.js";
+import type { RowEvent } from "./types.js";
 
 /**
  * The async iterable `watch()` returns: a bounded buffer of row events for one consumer.
