@@ -14,7 +14,7 @@ import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
-import { withPluginConfigs } from "../src/launcher/plugin-args.js";
+import { takeNoPluginFlag, withPluginConfigs } from "../src/launcher/plugin-args.js";
 import { makeTree, removeTree, runDirq } from "./helpers.js";
 import { assertUserError, parseRows } from "./support.js";
 
@@ -42,27 +42,31 @@ function writePackage(dir: string, files: Record<string, string>): void {
   if (existsSync(join(dir, "parse.mjs"))) chmodSync(join(dir, "parse.mjs"), 0o755);
 }
 
+/** Shared with the Python launcher's test: both launchers compose command lines alike. */
+export const PLUGIN_ARGS_CASES = fileURLToPath(
+  new URL("../../test/fixtures/plugin-args-cases.json", import.meta.url),
+);
+
 describe("npm launcher: plugin composition", () => {
-  test("fragments go after the user's last -c, before --, and never into init or --help", () => {
-    const f = ["/p/a.toml", "/p/b.toml"];
-    const added = ["-c", "/p/a.toml", "-c", "/p/b.toml"];
-    assert.deepEqual(withPluginConfigs(["SELECT 1"], f), ["SELECT 1", ...added]);
-    assert.deepEqual(withPluginConfigs(["query", "SELECT 1"], f), ["query", ...added, "SELECT 1"]);
-    assert.deepEqual(
-      withPluginConfigs(["server", "--port", "0", "-c", "u.toml", "--no-ignore"], f),
-      ["server", "--port", "0", "-c", "u.toml", ...added, "--no-ignore"],
-    );
-    assert.deepEqual(withPluginConfigs(["S", "--config=u.toml", "-cv.toml", "--persist"], f), [
-      "S",
-      "--config=u.toml",
-      "-cv.toml",
-      ...added,
-      "--persist",
-    ]);
-    assert.deepEqual(withPluginConfigs(["query", "--", "-c"], f), ["query", ...added, "--", "-c"]);
-    for (const argv of [["init"], ["--help"], ["--version"], [], ["-c", "x.toml"]]) {
-      assert.deepEqual(withPluginConfigs(argv, f), argv);
+  test("fragments go after the user's last -c, else after the subcommand or SQL, else last", () => {
+    const { fragments, cases } = JSON.parse(readFileSync(PLUGIN_ARGS_CASES, "utf8")) as {
+      fragments: string[];
+      cases: [string[], string[]][];
+    };
+    for (const [argv, expected] of cases) {
+      assert.deepEqual(withPluginConfigs(argv, fragments), expected, JSON.stringify(argv));
     }
+  });
+
+  test("--no-plugin is taken out before a --, never after", () => {
+    assert.deepEqual(takeNoPluginFlag(["SELECT 1", "--no-plugin"]), {
+      argv: ["SELECT 1"],
+      noPlugin: true,
+    });
+    assert.deepEqual(takeNoPluginFlag(["query", "--", "--no-plugin"]), {
+      argv: ["query", "--", "--no-plugin"],
+      noPlugin: false,
+    });
   });
 });
 

@@ -131,6 +131,24 @@ describe("Python launcher, installed in a venv", { timeout: 900_000 }, () => {
   });
   after(() => removeTree(work));
 
+  test("the command line is composed as the npm launcher composes it (shared cases)", async () => {
+    const cases = fileURLToPath(
+      new URL("../../test/fixtures/plugin-args-cases.json", import.meta.url),
+    );
+    const check = `import json, sys
+from dirq_launcher.plugins import take_no_plugin_flag, with_plugin_configs
+data = json.load(open(sys.argv[1]))
+for argv, expected in data["cases"]:
+    got = with_plugin_configs(argv, data["fragments"])
+    assert got == expected, (argv, got, expected)
+assert take_no_plugin_flag(["SELECT 1", "--no-plugin"]) == (["SELECT 1"], True)
+assert take_no_plugin_flag(["query", "--", "--no-plugin"]) == (["query", "--", "--no-plugin"], False)
+print(len(data["cases"]))
+`;
+    const { stdout } = await exec(join(venvBin, "python"), ["-c", check, cases]);
+    assert.ok(Number(stdout) >= 10, stdout);
+  });
+
   test("a plugin's table is there, from its dirq.toml and its own hook", async () => {
     const outcome = await dirq(["SELECT section, key, value FROM ini ORDER BY section, key"]);
     assert.equal(outcome.code, 0, outcome.stderr);

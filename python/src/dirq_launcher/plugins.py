@@ -17,8 +17,8 @@ GROUP = "dirq"
 FRAGMENT = "dirq.toml"
 NO_PLUGIN_FLAG = "--no-plugin"
 
-CONFIG_COMMANDS = {"query", "server"}
-NO_CONFIG_FIRST = {"init", "help", "--help", "-h", "--version", "-V", "repl"}
+CONFIG_COMMANDS = {"query", "server", "repl"}
+NO_CONFIG_FIRST = {"init", "help", "--help", "-h", "--version", "-V"}
 
 
 class LauncherError(Exception):
@@ -60,19 +60,21 @@ def _after_last_config(argv: Sequence[str], end: int) -> int:
 
 
 def with_plugin_configs(argv: Sequence[str], fragments: Sequence[str]) -> List[str]:
-    """The command line with ``-c <fragment>`` per plugin after the user's last ``-c`` (or
-    right after the subcommand or the SQL). ``init``, ``--help``, ``--version`` and a bare
-    ``dirq`` are left alone."""
+    """The command line with ``-c <fragment>`` per plugin after the user's last ``-c``, else
+    right after the subcommand or the SQL, else (a bare ``dirq`` or options alone: the REPL)
+    at the end, before any ``--``. ``init``, ``--help`` and ``--version`` are left alone."""
     argv = list(argv)
-    if not fragments or not argv or argv[0] in NO_CONFIG_FIRST:
-        return argv
-    first = argv[0]
-    if first.startswith("-") and not re.search(r"\s", first):
+    if not fragments or (argv and argv[0] in NO_CONFIG_FIRST):
         return argv
     end = argv.index("--") if "--" in argv else len(argv)
     at = _after_last_config(argv, end)
     if at == -1:
-        at = 1 if first in CONFIG_COMMANDS else min(1, end)
+        first = argv[0] if argv else None
+        options_only = first is None or (first.startswith("-") and not re.search(r"\s", first))
+        if options_only:
+            at = end
+        else:
+            at = 1 if first in CONFIG_COMMANDS else min(1, end)
     added = [part for fragment in fragments for part in ("-c", fragment)]
     return argv[:at] + added + argv[at:]
 

@@ -12,10 +12,10 @@ export function pluginsDisabledByEnv(value: string | undefined): boolean {
   return ["1", "true", "yes"].includes((value ?? "").trim().toLowerCase());
 }
 
-/** Subcommands that take `-c`; the default mode (SQL first) does too. */
-const CONFIG_COMMANDS = new Set(["query", "server"]);
+/** Subcommands that take `-c` after them; the default mode (SQL first) does too. */
+const CONFIG_COMMANDS = new Set(["query", "server", "repl"]);
 /** First arguments that never take configs. */
-const NO_CONFIG_FIRST = new Set(["init", "help", "--help", "-h", "--version", "-V", "repl"]);
+const NO_CONFIG_FIRST = new Set(["init", "help", "--help", "-h", "--version", "-V"]);
 
 /**
  * Removes `--no-plugin` (before a `--` that ends the options) and says whether it was there.
@@ -44,22 +44,23 @@ function afterLastConfig(argv: readonly string[], end: number): number {
 }
 
 /**
- * The command line with `-c <fragment>` for each plugin, after the user's last `-c` (or right
- * after the subcommand or the SQL when there is none). Commands that take no config (`init`,
- * `--help`, `--version`) and a bare `dirq` are left alone.
+ * The command line with `-c <fragment>` for each plugin, after the user's last `-c`, else
+ * right after the subcommand or the SQL, else (a bare `dirq` or options alone: the REPL) at
+ * the end, before any `--`. Commands that take no config (`init`, `--help`, `--version`) are
+ * left alone.
  */
 export function withPluginConfigs(argv: readonly string[], fragments: readonly string[]): string[] {
   const [first] = argv;
-  if (fragments.length === 0 || first === undefined || NO_CONFIG_FIRST.has(first)) {
+  if (fragments.length === 0 || (first !== undefined && NO_CONFIG_FIRST.has(first))) {
     return [...argv];
   }
-  // A first argument that is an option (not SQL starting with a `--` comment) is a usage error
-  // the CLI reports; plugins must not change its message.
-  if (first.startsWith("-") && !/\s/.test(first)) return [...argv];
   const terminator = argv.indexOf("--");
   const end = terminator === -1 ? argv.length : terminator;
   let at = afterLastConfig(argv, end);
-  if (at === -1) at = CONFIG_COMMANDS.has(first) ? 1 : Math.min(1, end);
+  if (at === -1) {
+    const optionsOnly = first === undefined || (first.startsWith("-") && !/\s/.test(first));
+    at = optionsOnly ? end : CONFIG_COMMANDS.has(first) ? 1 : Math.min(1, end);
+  }
   const added = fragments.flatMap((fragment) => ["-c", fragment]);
   return [...argv.slice(0, at), ...added, ...argv.slice(at)];
 }
