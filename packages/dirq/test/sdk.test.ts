@@ -300,11 +300,13 @@ describe("SDK: watch", () => {
       const iterator = stream[Symbol.asyncIterator]();
       const forTable = (events: RowEvent[], table: string) =>
         events.filter((e) => e.table === table);
+      // A broken file comes last, as a new file: whether a failing file keeps its old rows or
+      // loses them, it then has none, and the error event is the only event.
       const steps: [() => void, string][] = [
         [() => writeFileSync(join(root, "posts/b.json"), post("beta", 7)), "insert"],
         [() => writeFileSync(join(root, "posts/b.json"), post("beta", 8)), "update"],
-        [() => writeFileSync(join(root, "posts/b.json"), "{broken"), "error"],
         [() => rmSync(join(root, "posts/b.json")), "delete"],
+        [() => writeFileSync(join(root, "posts/c.json"), "{broken"), "error"],
       ];
       for (const [change, action] of steps) {
         change();
@@ -322,7 +324,7 @@ describe("SDK: watch", () => {
           assert.deepEqual(fromSdk, fromServer);
         }
         const posts = forTable(events, "posts").find((e) => e.action === action);
-        assert.equal(posts?.file_path, "posts/b.json");
+        assert.equal(posts?.file_path, action === "error" ? "posts/c.json" : "posts/b.json");
         if (posts?.action === "insert") {
           assert.deepEqual(posts, {
             action: "insert",
@@ -337,6 +339,7 @@ describe("SDK: watch", () => {
       assert.deepEqual(await db.query("SELECT title FROM posts"), [{ title: "alpha" }]);
       await iterator.return?.();
     } finally {
+      rmSync(join(root, "posts/c.json"), { force: true });
       sse.close();
       await server.kill();
       await db.close();
