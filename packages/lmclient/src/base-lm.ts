@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { formatHistory } from "./format-history.js";
-import { outputsOf, toMessages } from "./messages.js";
-import { withoutSecrets } from "./redact.js";
+import { type LMOutput, outputsOf, toMessages } from "./messages.js";
+import { isSecretKey, withoutSecrets } from "./redact.js";
 import type {
   ChatMessage,
   CompletionResponse,
@@ -9,6 +9,9 @@ import type {
   ModelType,
   RequestKwargs,
 } from "./types.js";
+
+/** Fields every instance has; `copy` rebuilds them rather than copying them. */
+const BASE_FIELDS = new Set(["model", "modelType", "historySize", "kwargs", "history"]);
 
 /** History entries kept per instance unless `historySize` says otherwise. */
 export const DEFAULT_HISTORY_SIZE = 1000;
@@ -37,8 +40,8 @@ export interface HistoryEntry {
   kwargs: RequestKwargs;
   /** The server's response. */
   response: CompletionResponse;
-  /** The text of each choice. */
-  outputs: string[];
+  /** What `call` returned: the text of each choice, or objects (see `LMOutput`). */
+  outputs: LMOutput[];
   usage: CompletionUsage | null;
   /** ISO 8601 time the response arrived. */
   timestamp: string;
@@ -100,22 +103,26 @@ export abstract class BaseLM {
     kwargs?: RequestKwargs,
   ): Promise<CompletionResponse>;
 
-  /** Runs `forward`, records the call in `history`, and returns the text of each choice. */
+  /**
+   * Runs `forward`, records the call in `history`, and returns the outputs (as DSPy): the text
+   * of each choice (`null` when the server sent `content: null`), or, when a choice carries
+   * tool calls, requested logprobs or reasoning content, an object per choice.
+   */
   call(
     prompt?: string | null,
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
-  ): string[] {
+  ): LMOutput[] {
     const response = this.forward(prompt, messages, kwargs);
     return this.recordCall(prompt, messages, kwargs, response);
   }
 
-  /** Runs `aforward`, records the call in `history`, and returns the text of each choice. */
+  /** Runs `aforward`, records the call in `history`, and returns what `call` would. */
   async acall(
     prompt?: string | null,
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
-  ): Promise<string[]> {
+  ): Promise<LMOutput[]> {
     const response = await this.aforward(prompt, messages, kwargs);
     return this.recordCall(prompt, messages, kwargs, response);
   }
@@ -141,13 +148,55 @@ export abstract class BaseLM {
       defaults = { ...this.kwargs };
     }
     const options: Record<string, unknown> = { ...defaults, ...this.currentOptions() };
+    // Attributes set on the instance after construction (DSPy copies the whole object).
+    const current = this.currentOptions();
+    const extra = Object.keys(this).filter(
+      (key) => !BASE_FIELDS.has(key) && !(key in current) && !(key in aliases),
+    );
+    const attributes: Record<string, unknown> = {};
+    for (const key of extra) attributes[key] = (this as Record<string, unknown>)[key];
     for (const [key, value] of Object.entries(kwargs)) {
       const name = aliases[key] ?? key;
-      if (value === undefined || value === null) delete options[name];
+      if (extra.includes(name) && !(name in this.kwargs)) {
+        if (value === undefined || value === null) delete attributes[name];
+        else attributes[name] = value;
+      } else if (value === undefined || value === null) delete options[name];
       else options[name] = value;
     }
     const Class = this.constructor as new (options: Record<string, unknown>) => this;
-    return new Class(options);
+    const copy = new Class(options);
+    for (const [key, value] of Object.entries(attributes)) {
+      if (Object.hasOwn(copy, key) && key !== "history") continue;
+      let cloned: unknown;
+      try {
+        cloned = structuredClone(value);
+      } catch {
+        cloned = value;
+      }
+      (copy as Record<string, unknown>)[key] = cloned;
+    }
+    return copy;
+  }
+
+  /**
+   * What `JSON.stringify(lm)` shows: the public fields, with secret-named request arguments
+   * (`api_*`, `apiKey`, `authorization`, ...) left out. The API key is never a field.
+   */
+  toJSON(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(this)) {
+      if (!isSecretKey(key)) out[key] = key === "kwargs" ? withoutSecrets(value) : value;
+    }
+    return out;
+  }
+
+  /** What `console.log(lm)` / `util.inspect(lm)` show: the same as `toJSON`. */
+  [Symbol.for("nodejs.util.inspect.custom")](
+    _depth: number,
+    options: object,
+    inspect: (value: unknown, options: object) => string,
+  ): string {
+    return `${this.constructor.name} ${inspect(this.toJSON(), options)}`;
   }
 
   /**
@@ -169,8 +218,9 @@ export abstract class BaseLM {
     messages: readonly ChatMessage[] | null | undefined,
     kwargs: RequestKwargs,
     response: CompletionResponse,
-  ): string[] {
-    const outputs = outputsOf(response);
+  ): LMOutput[] {
+    const merged = dropNullish({ ...this.kwargs, ...kwargs });
+    const outputs = outputsOf(response, Boolean(merged.logprobs));
     if (this.historySize === 0) return outputs;
     let sent: ChatMessage[] | null;
     try {
@@ -181,7 +231,7 @@ export abstract class BaseLM {
     this.history.push({
       prompt: typeof prompt === "string" ? prompt : null,
       messages: sent,
-      kwargs: withoutSecrets(dropNullish({ ...this.kwargs, ...kwargs })),
+      kwargs: withoutSecrets(merged),
       response,
       outputs,
       usage: response.usage ?? null,
@@ -205,6 +255,23 @@ export function dropNullish(record: Record<string, unknown>): Record<string, unk
     if (value !== undefined && value !== null) out[key] = value;
   }
   return out;
+}
+
+/**
+ * The value of an option with several spellings in `record`; two given with different values
+ * is an error.
+ */
+export function pickAliases(record: Record<string, unknown>, spellings: string[]): unknown {
+  let found: { name: string; value: unknown } | undefined;
+  for (const name of spellings) {
+    const value = record[name] ?? undefined;
+    if (value === undefined) continue;
+    if (found && found.value !== value) {
+      throw new TypeError(`pass ${found.name} or ${name}, not both (they differ).`);
+    }
+    found ??= { name, value };
+  }
+  return found?.value;
 }
 
 /** The value of an option that has two spellings; both given and different is an error. */

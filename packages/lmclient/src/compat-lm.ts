@@ -1,7 +1,7 @@
-import { BaseLM, type BaseLMOptions, dropNullish, pickAlias } from "./base-lm.js";
+import { BaseLM, type BaseLMOptions, dropNullish, pickAliases } from "./base-lm.js";
 import { toMessages } from "./messages.js";
-import { sendChatCompletionSync } from "./sync-transport.js";
-import { sendChatCompletion, type TransportRequest } from "./transport.js";
+import type { TransportRequest } from "./request.js";
+import { sendChatCompletionAsync, sendChatCompletionSync } from "./worker-client.js";
 import type { ChatMessage, CompletionResponse, RequestKwargs } from "./types.js";
 
 /** Base URL used when none is given: a local server on this machine (Ollama's port). */
@@ -12,30 +12,56 @@ export const DEFAULT_API_KEY = "lmclient-no-key";
 export const DEFAULT_TIMEOUT_MS = 600_000;
 /** Retries of a 408/409/429/5xx response, a refused connection or a timeout, when not given. */
 export const DEFAULT_MAX_RETRIES = 2;
+/** Largest response body accepted when none is given: 64 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
 /** Constructor options of `CompatLM`. Unknown keys are default request arguments. */
 export interface CompatLMOptions extends BaseLMOptions {
-  /** Base URL of the API, e.g. `http://localhost:8000/v1`. A trailing slash is stripped. */
+  /**
+   * Base URL of the API, e.g. `http://localhost:8000/v1`. A trailing slash is stripped. Also
+   * `baseUrl`, `baseURL` (openai client) and `api_base` (LiteLLM, DSPy).
+   */
   base_url?: string;
   baseUrl?: string;
-  /** Sent as `Authorization: Bearer <api_key>`. */
+  baseURL?: string;
+  api_base?: string;
+  /** Sent as `Authorization: Bearer <api_key>` (surrounding whitespace trimmed). */
   api_key?: string;
   apiKey?: string;
-  /** Per-attempt timeout in milliseconds (default 600000). */
+  /** Per-attempt timeout in milliseconds, headers and body (default 600000). */
   timeout?: number;
-  /** Retries after the first attempt (default 2). Also `max_retries`. */
+  /** Retries after the first attempt (default 2). Also `max_retries`, `num_retries`. */
   maxRetries?: number;
   max_retries?: number;
+  num_retries?: number;
+  /** Largest response body accepted, in bytes (default 64 MiB). Also `max_response_bytes`. */
+  maxResponseBytes?: number;
+  max_response_bytes?: number;
+  /** An http(s) proxy for every request, on both paths. */
+  proxy?: string;
 }
+
+/** Option names (canonical, as properties) and every spelling the constructor accepts. */
+const OPTION_SPELLINGS: Record<string, string[]> = {
+  baseUrl: ["base_url", "baseUrl", "baseURL", "api_base"],
+  apiKey: ["api_key", "apiKey"],
+  timeout: ["timeout"],
+  maxRetries: ["maxRetries", "max_retries", "num_retries"],
+  maxResponseBytes: ["maxResponseBytes", "max_response_bytes"],
+  proxy: ["proxy"],
+};
 
 /** Per-call keys that are not request arguments, with the hint for what to do instead. */
 const RESERVED_KWARGS: Record<string, string> = {
   model: "use lm.copy({ model }) to call another model.",
   messages: "pass messages as the second argument.",
   ...Object.fromEntries(
-    ["base_url", "baseUrl", "api_key", "apiKey", "timeout", "maxRetries", "max_retries"].map(
-      (name) => [name, `it is an option, not a request argument; use lm.copy({ ${name} }).`],
-    ),
+    Object.values(OPTION_SPELLINGS)
+      .flat()
+      .map((name) => [
+        name,
+        `it is an option, not a request argument; use lm.copy({ ${name} }) or pass it to the constructor.`,
+      ]),
   ),
 };
 
@@ -44,30 +70,41 @@ const RESERVED_KWARGS: Record<string, string> = {
  * Ollama, vLLM, LM Studio, llama.cpp, hosted providers.
  */
 export class CompatLM extends BaseLM {
-  /** Base URL without a trailing slash. */
+  /** Base URL without a trailing slash (with its query string, if it has one). */
   readonly baseUrl: string;
   readonly timeout: number;
   readonly maxRetries: number;
+  readonly maxResponseBytes: number;
   #apiKey: string;
+  #proxy: string | undefined;
 
   constructor(options: CompatLMOptions) {
     if (typeof options !== "object" || options === null || Array.isArray(options)) {
       throw new TypeError('options must be an object, e.g. { model: "llama3.2" }.');
     }
-    const { base_url, baseUrl, api_key, apiKey, timeout, maxRetries, max_retries, ...rest } =
-      options;
+    const rest: Record<string, unknown> = { ...options };
+    const picked: Record<string, unknown> = {};
+    for (const [name, spellings] of Object.entries(OPTION_SPELLINGS)) {
+      picked[name] = pickAliases(rest, spellings);
+      for (const spelling of spellings) delete rest[spelling];
+    }
     super(rest as BaseLMOptions);
-    this.baseUrl = checkBaseUrl(pickAlias("base_url", base_url, "baseUrl", baseUrl));
-    this.#apiKey = checkApiKey(pickAlias("api_key", api_key, "apiKey", apiKey));
-    this.timeout = checkTimeout(timeout ?? undefined);
-    this.maxRetries = checkMaxRetries(
-      pickAlias("maxRetries", maxRetries, "max_retries", max_retries),
-    );
+    this.baseUrl = checkBaseUrl(picked.baseUrl);
+    this.#apiKey = checkApiKey(picked.apiKey);
+    this.timeout = checkTimeout(picked.timeout);
+    this.maxRetries = checkMaxRetries(picked.maxRetries);
+    this.maxResponseBytes = checkMaxResponseBytes(picked.maxResponseBytes);
+    this.#proxy = checkProxy(picked.proxy);
   }
 
   /** The API key (kept out of enumerable properties, history and error messages). */
   get apiKey(): string {
     return this.#apiKey;
+  }
+
+  /** The proxy URL, if any (not enumerable: it may carry proxy credentials). */
+  get proxy(): string | undefined {
+    return this.#proxy;
   }
 
   /**
@@ -89,7 +126,7 @@ export class CompatLM extends BaseLM {
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
   ): Promise<CompletionResponse> {
-    return sendChatCompletion(this.buildRequest(prompt, messages, kwargs));
+    return sendChatCompletionAsync(this.buildRequest(prompt, messages, kwargs));
   }
 
   /**
@@ -115,7 +152,16 @@ export class CompatLM extends BaseLM {
         "stream is not supported: forward and aforward return one complete response.",
       );
     }
-    return { model: this.model, messages: toMessages(prompt, messages), ...merged };
+    const body = { model: this.model, messages: toMessages(prompt, messages), ...merged };
+    // The bytes the server gets: toJSON applied, functions and undefined dropped. Both paths
+    // send this (the synchronous one copies it to a worker thread, which would not keep them).
+    try {
+      return JSON.parse(JSON.stringify(body)) as Record<string, unknown>;
+    } catch (error) {
+      throw new TypeError(
+        `request arguments must be JSON-serializable: ${(error as Error).message}.`,
+      );
+    }
   }
 
   protected override currentOptions(): Record<string, unknown> {
@@ -125,16 +171,17 @@ export class CompatLM extends BaseLM {
       apiKey: this.#apiKey,
       timeout: this.timeout,
       maxRetries: this.maxRetries,
+      maxResponseBytes: this.maxResponseBytes,
+      proxy: this.#proxy,
     };
   }
 
   protected override optionAliases(): Record<string, string> {
-    return {
-      ...super.optionAliases(),
-      base_url: "baseUrl",
-      api_key: "apiKey",
-      max_retries: "maxRetries",
-    };
+    const aliases: Record<string, string> = { ...super.optionAliases() };
+    for (const [name, spellings] of Object.entries(OPTION_SPELLINGS)) {
+      for (const spelling of spellings) aliases[spelling] = name;
+    }
+    return aliases;
   }
 
   private buildRequest(
@@ -142,11 +189,17 @@ export class CompatLM extends BaseLM {
     messages: readonly ChatMessage[] | null | undefined,
     kwargs: RequestKwargs,
   ): TransportRequest {
+    const url = new URL(this.baseUrl);
+    const query = Object.fromEntries(url.searchParams);
+    url.search = "";
     return {
-      baseUrl: this.baseUrl,
+      baseUrl: url.toString().replace(/\/+$/, ""),
+      query,
       apiKey: this.#apiKey,
       timeout: this.timeout,
       maxRetries: this.maxRetries,
+      maxResponseBytes: this.maxResponseBytes,
+      proxy: this.#proxy,
       body: this.requestBody(prompt, messages, kwargs),
     };
   }
@@ -157,10 +210,9 @@ function checkBaseUrl(value: unknown): string {
   if (typeof value !== "string") {
     throw new TypeError(`base_url must be a string, got ${typeof value}.`);
   }
-  const trimmed = value.trim().replace(/\/+$/, "");
   let url: URL;
   try {
-    url = new URL(trimmed);
+    url = new URL(value.trim());
   } catch {
     throw new TypeError(
       `base_url must be an absolute http(s) URL such as ${DEFAULT_BASE_URL}, got ${JSON.stringify(value)}.`,
@@ -169,15 +221,55 @@ function checkBaseUrl(value: unknown): string {
   if (url.protocol !== "http:" && url.protocol !== "https:") {
     throw new TypeError(`base_url must use http or https, got ${JSON.stringify(url.protocol)}.`);
   }
-  return trimmed;
+  if (url.username || url.password) {
+    // Never echoed: the value holds a credential.
+    throw new TypeError(
+      "base_url must not contain credentials (user:password@): pass the key as api_key " +
+        "(sent as a Bearer token) instead.",
+    );
+  }
+  if (url.hash) {
+    throw new TypeError(`base_url must not contain a #fragment, got ${JSON.stringify(value)}.`);
+  }
+  // A trailing slash on the path is stripped; a query string (`?api-version=...`) is kept and
+  // sent after /chat/completions.
+  url.pathname = url.pathname.replace(/\/+$/, "");
+  const text = url.toString();
+  return url.search ? text : text.replace(/\/+$/, "");
 }
 
 function checkApiKey(value: unknown): string {
-  if (value === undefined) return DEFAULT_API_KEY;
-  if (typeof value !== "string" || value === "") {
+  const key = typeof value === "string" ? value.trim() : value;
+  if (key === undefined) return DEFAULT_API_KEY;
+  if (typeof key !== "string" || key === "") {
     throw new TypeError("api_key must be a non-empty string.");
   }
+  if (/[\r\n]/.test(key)) {
+    throw new TypeError("api_key must be one line: it contains a line break.");
+  }
+  return key;
+}
+
+function checkMaxResponseBytes(value: unknown): number {
+  if (value === undefined) return DEFAULT_MAX_RESPONSE_BYTES;
+  if (typeof value !== "number" || !Number.isInteger(value) || value <= 0) {
+    throw new TypeError(`maxResponseBytes must be a positive integer, got ${String(value)}.`);
+  }
   return value;
+}
+
+function checkProxy(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = typeof value === "string" ? new URL(value) : undefined;
+  } catch {
+    url = undefined;
+  }
+  if (!url || (url.protocol !== "http:" && url.protocol !== "https:")) {
+    throw new TypeError("proxy must be an http(s) URL such as http://127.0.0.1:3128.");
+  }
+  return value as string;
 }
 
 function checkTimeout(value: unknown): number {

@@ -7,7 +7,9 @@ export type LMErrorCode =
   | "LM_SERVER"
   | "LM_TIMEOUT"
   | "LM_CONNECTION"
-  | "LM_BAD_RESPONSE";
+  | "LM_BAD_RESPONSE"
+  | "LM_TOO_LARGE"
+  | "LM_WORKER";
 
 /** What an `LMError` carries besides its message. */
 export interface LMErrorDetails {
@@ -101,6 +103,23 @@ export class ResponseError extends LMError {
   }
 }
 
+/** A response body larger than `maxResponseBytes`. Not retried. */
+export class ResponseTooLargeError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_TOO_LARGE", message, details);
+  }
+}
+
+/**
+ * The synchronous path could not run: its worker thread failed to start or stopped answering.
+ * `aforward` does not need the worker.
+ */
+export class WorkerError extends LMError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super("LM_WORKER", message, details);
+  }
+}
+
 type LMErrorClass = new (message: string, details?: LMErrorDetails) => LMError;
 
 const CLASS_BY_CODE: Record<LMErrorCode, LMErrorClass> = {
@@ -112,6 +131,8 @@ const CLASS_BY_CODE: Record<LMErrorCode, LMErrorClass> = {
   LM_TIMEOUT: TimeoutError,
   LM_CONNECTION: ConnectionError,
   LM_BAD_RESPONSE: ResponseError,
+  LM_TOO_LARGE: ResponseTooLargeError,
+  LM_WORKER: WorkerError,
 };
 
 /** Builds the error class for `code`. */

@@ -4,10 +4,12 @@ export {
   CompatLM,
   DEFAULT_API_KEY,
   DEFAULT_BASE_URL,
+  DEFAULT_MAX_RESPONSE_BYTES,
   DEFAULT_MAX_RETRIES,
   DEFAULT_TIMEOUT_MS,
 } from "./compat-lm.js";
 export type { CompatLMOptions } from "./compat-lm.js";
+export type { LMOutput, LMOutputObject } from "./messages.js";
 export {
   AuthenticationError,
   BadRequestError,
@@ -17,8 +19,10 @@ export {
   NotFoundError,
   RateLimitError,
   ResponseError,
+  ResponseTooLargeError,
   ServerError,
   TimeoutError,
+  WorkerError,
 } from "./errors.js";
 export type { LMErrorCode, LMErrorDetails } from "./errors.js";
 export type {

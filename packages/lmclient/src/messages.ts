@@ -1,8 +1,8 @@
-import type { ChatMessage, CompletionResponse } from "./types.js";
+import type { ChatMessage, CompletionResponse, ToolCall } from "./types.js";
 
 /**
  * The messages a call sends: a string `prompt` becomes one user message, a `messages` list is
- * used as is. Exactly one of the two must be given.
+ * used as is. When both are given, `messages` wins (as in DSPy).
  */
 export function toMessages(
   prompt: string | null | undefined,
@@ -10,19 +10,13 @@ export function toMessages(
 ): ChatMessage[] {
   const hasPrompt = prompt !== undefined && prompt !== null;
   const hasMessages = messages !== undefined && messages !== null;
-  if (hasPrompt && hasMessages) {
-    throw new TypeError(
-      "pass either a prompt or a messages list, not both. " +
-        "Put the prompt into the messages list as a user message instead.",
-    );
-  }
   if (!hasPrompt && !hasMessages) {
     throw new TypeError(
       'pass a prompt string or a messages list, e.g. lm.forward("Hello") or ' +
         'lm.forward(undefined, [{ role: "user", content: "Hello" }]).',
     );
   }
-  if (hasPrompt) {
+  if (hasPrompt && !hasMessages) {
     if (typeof prompt !== "string") {
       throw new TypeError(
         `prompt must be a string, got ${describe(prompt)}. ` +
@@ -44,12 +38,43 @@ export function toMessages(
   return messages.map((message) => ({ ...message }));
 }
 
-/** The text of every choice, in order. A choice without text content gives `""`. */
-export function outputsOf(response: CompletionResponse): string[] {
-  return response.choices.map((choice) => {
-    const content = choice.message?.content;
-    return typeof content === "string" ? content : "";
+/** One output of a choice carrying more than text (DSPy's output dict). */
+export interface LMOutputObject {
+  text: string | null;
+  tool_calls?: ToolCall[];
+  logprobs?: unknown;
+  reasoning_content?: string;
+}
+
+/** One entry of what `call` / `acall` return. */
+export type LMOutput = string | null | LMOutputObject;
+
+/**
+ * The outputs of a response, as DSPy's `BaseLM` builds them: per choice `text` (the message
+ * content, `null` stays `null`), `logprobs` when they were requested, `tool_calls` and
+ * `reasoning_content` when present. When no choice has more than its text, a list of texts.
+ */
+export function outputsOf(response: CompletionResponse, logprobsRequested = false): LMOutput[] {
+  const objects = response.choices.map((choice) => {
+    const message = choice.message ?? {};
+    const content = message.content;
+    const output: LMOutputObject = {
+      text:
+        typeof content === "string" ? content : content == null ? null : JSON.stringify(content),
+    };
+    if (logprobsRequested) output.logprobs = choice.logprobs ?? null;
+    if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) {
+      output.tool_calls = message.tool_calls;
+    }
+    if (typeof message.reasoning_content === "string" && message.reasoning_content) {
+      output.reasoning_content = message.reasoning_content;
+    }
+    return output;
   });
+  if (objects.every((output) => Object.keys(output).length === 1)) {
+    return objects.map((output) => output.text);
+  }
+  return objects;
 }
 
 function describe(value: unknown): string {

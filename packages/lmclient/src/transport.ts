@@ -1,29 +1,46 @@
-import OpenAI, {
+import OfficialClient, {
   APIConnectionError,
   APIConnectionTimeoutError,
   APIError,
   APIUserAbortError,
 } from "openai";
 import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
-import { createLMError, type LMError, type LMErrorCode } from "./errors.js";
+import { createLMError, isLMError, type LMError, type LMErrorCode } from "./errors.js";
+import { attemptFetch, type AttemptState, newAttemptState } from "./http-attempt.js";
+import { completionsUrl, RETRY_AFTER_CAP_MS, type TransportRequest } from "./request.js";
 import { displayUrl, redactSecret } from "./redact.js";
 import type { CompletionResponse } from "./types.js";
 
-/** Everything one upstream call needs. Plain data: it crosses the worker-thread boundary. */
-export interface TransportRequest {
-  /** Base URL without a trailing slash. */
-  baseUrl: string;
-  apiKey: string;
-  /** Per-attempt timeout in milliseconds. */
-  timeout: number;
-  maxRetries: number;
-  /** The full request body: `model`, `messages` and the extra arguments. */
-  body: Record<string, unknown>;
-}
+/**
+ * The official client, minus its own per-attempt timer: `setTimeout` misfires for 2^31 ms or
+ * more and after a blocked event loop, and it stops at the headers. `attemptFetch` enforces the
+ * deadline instead, over headers and body.
+ */
+// Named OpenAI: the client derives its User-Agent (`OpenAI/JS <version>`) from the class name.
+class OpenAI extends OfficialClient {
+  readonly #send: (url: string, init: RequestInit) => Promise<Response>;
 
-/** The chat-completion endpoint under a base URL. */
-export function completionsUrl(baseUrl: string): string {
-  return `${baseUrl}/chat/completions`;
+  constructor(
+    options: ConstructorParameters<typeof OfficialClient>[0] & {
+      send: (url: string, init: RequestInit) => Promise<Response>;
+    },
+  ) {
+    const { send, ...rest } = options;
+    super(rest);
+    this.#send = send;
+  }
+
+  override fetchWithTimeout(
+    ...[url, init, , controller]: Parameters<OfficialClient["fetchWithTimeout"]>
+  ): Promise<Response> {
+    const { signal, method, ...rest } = init ?? {};
+    if (signal) signal.addEventListener("abort", () => controller.abort(), { once: true });
+    return this.#send(String(url), {
+      ...rest,
+      signal: controller.signal,
+      method: method ? method.toUpperCase() : "GET",
+    });
+  }
 }
 
 /**
@@ -32,19 +49,8 @@ export function completionsUrl(baseUrl: string): string {
  * synchronous worker run exactly this function.
  */
 export async function sendChatCompletion(request: TransportRequest): Promise<CompletionResponse> {
-  const attempt = { count: 0, errorBody: undefined as string | undefined };
-  const countingFetch = async (input: string | URL | Request, init?: RequestInit) => {
-    attempt.count += 1;
-    attempt.errorBody = undefined;
-    const response = await fetch(input, init);
-    if (!response.ok) {
-      attempt.errorBody = await response
-        .clone()
-        .text()
-        .catch(() => undefined);
-    }
-    return response;
-  };
+  const state = newAttemptState();
+  const stop = new AbortController();
   const client = new OpenAI({
     apiKey: request.apiKey,
     // Never pick up OPENAI_* credentials or headers from the environment for a custom server.
@@ -53,20 +59,51 @@ export async function sendChatCompletion(request: TransportRequest): Promise<Com
     project: null,
     webhookSecret: null,
     baseURL: request.baseUrl,
+    defaultQuery: Object.keys(request.query).length > 0 ? request.query : undefined,
     timeout: request.timeout,
     maxRetries: request.maxRetries,
-    fetch: countingFetch,
+    send: attemptFetch({
+      timeout: request.timeout,
+      maxResponseBytes: request.maxResponseBytes,
+      proxy: request.proxy,
+      state,
+      stop,
+      tooLarge: (bytes, declared) => tooLargeError(request, bytes, declared, state.count),
+    }),
     logLevel: "off",
   });
   let result: unknown;
   try {
     result = await client.chat.completions.create(
       request.body as unknown as ChatCompletionCreateParamsNonStreaming,
+      { signal: stop.signal },
     );
   } catch (error) {
-    throw toLMError(error, request, attempt.count, attempt.errorBody);
+    throw toLMError(error, request, state);
   }
-  return checkCompletion(result, request, attempt.count);
+  return checkCompletion(result, request, state.count);
+}
+
+function whereOf(request: TransportRequest): string {
+  return `POST ${displayUrl(completionsUrl(request.baseUrl, request.query))}`;
+}
+
+function tooLargeError(
+  request: TransportRequest,
+  bytes: number,
+  declared: boolean,
+  attempts: number,
+): LMError {
+  const size = declared ? `declares ${bytes} bytes` : `passed ${request.maxResponseBytes} bytes`;
+  return createLMError(
+    "LM_TOO_LARGE",
+    redactSecret(
+      `response too large: the body from ${whereOf(request)} ${size}, more than ` +
+        `maxResponseBytes (${request.maxResponseBytes}). Raise maxResponseBytes if this is expected.`,
+      request.apiKey,
+    ),
+    { status: 200, attempts },
+  );
 }
 
 const STATUS_TEXT: Record<number, string> = {
@@ -109,20 +146,18 @@ function attemptsText(attempts: number): string {
   return attempts > 1 ? ` (${attempts} attempts)` : "";
 }
 
-function toLMError(
-  error: unknown,
-  request: TransportRequest,
-  attempts: number,
-  errorBody: string | undefined,
-): Error {
+function toLMError(error: unknown, request: TransportRequest, state: AttemptState): LMError {
   const secret = request.apiKey;
-  const where = `POST ${displayUrl(completionsUrl(request.baseUrl))}`;
+  const attempts = state.count;
+  const where = whereOf(request);
   const clean = (text: string) => redactSecret(text, secret);
+  if (state.fatal && isLMError(state.fatal)) return state.fatal;
   if (error instanceof APIConnectionTimeoutError) {
+    const what = state.headersReceived ? "no complete response" : "no response";
     return createLMError(
       "LM_TIMEOUT",
       clean(
-        `request timed out: no response from ${where} within ${request.timeout} ms` +
+        `request timed out: ${what} from ${where} within ${request.timeout} ms` +
           `${attemptsText(attempts)}. Raise the timeout option for slow models.`,
       ),
       { attempts },
@@ -134,25 +169,37 @@ function toLMError(
   if (error instanceof APIConnectionError) {
     const cause = rootCause(error);
     const reason = cause ? `: ${cause.message}` : "";
+    const what = state.headersReceived
+      ? `connection broke while reading the response from ${where}`
+      : `connection failed: ${where}`;
+    const hint = state.headersReceived
+      ? "The server or a proxy closed the connection mid-response."
+      : "Is the server running at base_url?";
     return createLMError(
       "LM_CONNECTION",
-      clean(
-        `connection failed: ${where}${attemptsText(attempts)}${reason}. ` +
-          "Is the server running at base_url?",
-      ),
-      { attempts, cause: cause ? sanitizeCause(cause, secret) : undefined },
+      clean(`${what}${attemptsText(attempts)}${reason}. ${hint}`),
+      {
+        attempts,
+        cause: cause ? sanitizeCause(cause, secret) : undefined,
+      },
     );
   }
   if (error instanceof APIError && typeof error.status === "number") {
     const status = error.status;
     const { code, label, hint } = classify(status);
-    const serverMessage = serverMessageOf(errorBody, error);
+    const serverMessage = serverMessageOf(state.errorBody, error);
     const statusText = STATUS_TEXT[status] ? ` ${STATUS_TEXT[status]}` : "";
     const said =
       serverMessage === undefined ? "(no message)" : serverMessage.replace(/[\s.]+$/, "");
+    const waited =
+      state.retryAfterMs === undefined
+        ? ""
+        : ` The server asked to wait ${Math.ceil(state.retryAfterMs / 1000)} s before a retry ` +
+          `(Retry-After), more than the ${RETRY_AFTER_CAP_MS / 1000} s lmclient waits, so it ` +
+          "did not retry.";
     const message =
       `${label}: HTTP ${status}${statusText} from ${where}${attemptsText(attempts)}: ` +
-      `${said}.${hint}`;
+      `${said}.${hint}${waited}`;
     const details = {
       status,
       serverMessage: serverMessage === undefined ? undefined : clean(serverMessage),
@@ -168,11 +215,12 @@ function toLMError(
       { attempts },
     );
   }
-  if (error instanceof Error) {
-    error.message = clean(error.message);
-    return error;
-  }
-  return new Error(clean(String(error)));
+  // Anything else the client can end in is still a failure of the request.
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return createLMError("LM_CONNECTION", clean(`request failed: ${where}: ${text}`), {
+    attempts,
+    cause: error instanceof Error ? sanitizeCause(error, secret) : undefined,
+  });
 }
 
 function checkCompletion(
@@ -203,7 +251,7 @@ function checkCompletion(
 }
 
 function badResponse(request: TransportRequest, attempts: number, what: string): LMError {
-  const where = `POST ${displayUrl(completionsUrl(request.baseUrl))}`;
+  const where = whereOf(request);
   return createLMError(
     "LM_BAD_RESPONSE",
     redactSecret(`invalid response from ${where}: ${what}`, request.apiKey),

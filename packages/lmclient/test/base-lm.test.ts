@@ -200,7 +200,21 @@ describe("BaseLM", () => {
       }
     }
     const lm = new ToolLM({ model: "m" });
-    assert.deepEqual(lm.call("weather?"), ["", "plain"]);
+    // DSPy: a choice with tool calls or reasoning makes every output an object; null stays null.
+    assert.deepEqual(lm.call("weather?"), [
+      {
+        text: null,
+        reasoning_content: "need the weather",
+        tool_calls: [
+          {
+            id: "c1",
+            type: "function",
+            function: { name: "weather", arguments: '{"city":"Oslo"}' },
+          },
+        ],
+      },
+      { text: "plain" },
+    ]);
     const text = quietly(() => lm.inspectHistory());
     assert.match(text, /Reasoning 1 of 2:\nneed the weather/);
     assert.match(text, /Response 1 of 2:\n\(no content\)\ntool call: weather\(\{"city":"Oslo"\}\)/);

@@ -21,12 +21,22 @@ export interface Step {
   delayMs?: number;
   /** Close the connection without answering. */
   destroy?: boolean;
+  /** Send the headers and half the body, then wait this long before the rest (a stall). */
+  stallMidBodyMs?: number;
+  /** Send the headers and half the body, then reset the connection. */
+  resetMidBody?: boolean;
+  /** Pad the completion to about this many bytes (a field `padding`). */
+  padTo?: number;
+  /** Send the body chunked (no content-length). */
+  chunked?: boolean;
 }
 
 /** A request as the server received it. */
 export interface RecordedRequest {
   method: string;
   path: string;
+  /** The query string, with its `?` (or ""). */
+  search: string;
   headers: Record<string, string | string[] | undefined>;
   body: unknown;
 }
@@ -95,7 +105,13 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
   }
   const model = String((body as { model?: unknown } | null)?.model ?? "");
   const list = requests.get(model) ?? [];
-  list.push({ method: req.method ?? "", path: url.pathname, headers: req.headers, body });
+  list.push({
+    method: req.method ?? "",
+    path: url.pathname,
+    search: url.search,
+    headers: req.headers,
+    body,
+  });
   requests.set(model, list);
 
   const step = scripts.get(model)?.shift() ?? {};
@@ -124,8 +140,33 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
       json = { error: { message: `scripted ${status}` } };
     }
   }
+  let text = JSON.stringify(json);
+  if (step.padTo && step.padTo > text.length) {
+    const padding = "x".repeat(step.padTo - text.length - 14);
+    text = JSON.stringify({ ...(json as object), padding });
+  }
+  if (step.stallMidBodyMs !== undefined || step.resetMidBody || step.chunked) {
+    const headers: Record<string, string> = { "content-type": "application/json" };
+    if (!step.chunked) headers["content-length"] = String(Buffer.byteLength(text));
+    res.writeHead(status, { ...headers, ...step.headers });
+    if (step.chunked) {
+      for (let i = 0; i < text.length; i += 65_536) res.write(text.slice(i, i + 65_536));
+      res.end();
+      return;
+    }
+    const half = Math.floor(text.length / 2);
+    res.write(text.slice(0, half));
+    if (step.resetMidBody) {
+      setTimeout(() => req.socket.resetAndDestroy(), 50);
+      return;
+    }
+    setTimeout(() => {
+      if (!res.destroyed) res.end(text.slice(half));
+    }, step.stallMidBodyMs);
+    return;
+  }
   res.writeHead(status, { "content-type": "application/json", ...step.headers });
-  res.end(JSON.stringify(json));
+  res.end(text);
 }
 
 server.listen(0, "127.0.0.1", () => {

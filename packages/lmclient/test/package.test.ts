@@ -52,13 +52,15 @@ describe("package", () => {
     assert.deepEqual(JSON.parse(out), { content: "echo: from plain node", flags: [] });
   });
 
-  it("ships the worker as compiled JavaScript next to the code that starts it", () => {
-    assert.ok(existsSync(`${PACKAGE_DIR}dist/src/sync-worker.js`));
+  it("ships an ESM and a CommonJS entry, and the worker inlined as a string", () => {
+    assert.ok(existsSync(`${PACKAGE_DIR}dist/src/worker-source.js`));
+    assert.ok(existsSync(`${PACKAGE_DIR}dist/cjs/index.cjs`));
     const manifest = JSON.parse(readFileSync(`${PACKAGE_DIR}package.json`, "utf8")) as {
-      exports: Record<string, { default: string }>;
+      exports: Record<string, Record<string, { default: string }>>;
       files: string[];
     };
-    assert.equal(manifest.exports["."]?.default, "./dist/src/index.js");
-    assert.ok(manifest.files.includes("dist/src"));
+    assert.equal(manifest.exports["."]?.import?.default, "./dist/src/index.js");
+    assert.equal(manifest.exports["."]?.require?.default, "./dist/cjs/index.cjs");
+    assert.ok(manifest.files.includes("dist/src") && manifest.files.includes("dist/cjs"));
   });
 });

@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, statSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
@@ -146,5 +154,41 @@ describe("auth login (device flow)", { concurrency: true }, () => {
     });
     assert.equal(result.code, 1);
     assert.match(result.stderr, /could not start the device flow: unknown client/);
+  });
+});
+
+describe("auth login: where the token goes", { concurrency: true }, () => {
+  it("without a client id: exit 2, says how to get one, contacts nobody", async () => {
+    const quiet = await startServer((_request, response) => sendJson(response, 500, {}));
+    try {
+      const result = await runPubtool(["auth", "login"], {
+        cwd: newHome(),
+        env: { PUBTOOL_GITHUB_URL: quiet.url },
+      });
+      assert.equal(result.code, 2);
+      assert.match(result.stderr, /no device-flow client id: register a GitHub App.*--client-id/);
+      assert.equal(quiet.requests.length, 0);
+    } finally {
+      await quiet.close();
+    }
+  });
+
+  it("a symlinked auth.json is replaced, not written through; the API base is recorded", async () => {
+    const home = newHome();
+    const dir = join(home, ".config", "pubtool");
+    mkdirSync(dir, { recursive: true });
+    const target = join(home, "victim.txt");
+    writeFileSync(target, "do not touch\n");
+    symlinkSync(target, join(dir, "auth.json"));
+    const result = await runPubtool(["auth", "login", "--client-id", "env-client"], {
+      cwd: home,
+      env: { PUBTOOL_GITHUB_URL: host.url, PUBTOOL_GITHUB_API_URL: "http://127.0.0.1:7" },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(readFileSync(target, "utf8"), "do not touch\n");
+    assert.ok(!lstatSync(join(dir, "auth.json")).isSymbolicLink());
+    const stored = JSON.parse(readFileSync(join(dir, "auth.json"), "utf8")) as { api: string };
+    assert.equal(stored.api, "http://127.0.0.1:7");
+    assert.equal(statSync(join(dir, "auth.json")).mode & 0o777, 0o600);
   });
 });

@@ -124,3 +124,28 @@ describe("command line", { concurrency: true }, () => {
     }
   });
 });
+
+describe("-c on every command that --help says takes it", () => {
+  it("each is accepted (a missing file is a config error, not a usage error)", async () => {
+    const root = makeTree({});
+    try {
+      const help = await runPubtool(["--help"], { cwd: root });
+      const commands = help.stdout
+        .split("\n")
+        .filter((line) => /^ {2}[a-z]/.test(line) && line.includes("-c <file>"))
+        .map((line) => line.trim().split(/\s+\[/)[0] ?? "");
+      assert.deepEqual(commands, ["doctor", "preflight", "publish", "token list"]);
+      for (const command of commands) {
+        const result = await runPubtool([...command.split(" "), "-c", "missing.toml"], {
+          cwd: root,
+        });
+        assert.equal(result.code, 2, command);
+        assert.equal(result.stderr, "pubtool: missing.toml: no such config file\n", command);
+      }
+      const login = await runPubtool(["auth", "login", "-c", "x.toml"], { cwd: root });
+      assert.match(login.stderr, /auth login does not take --config/);
+    } finally {
+      removeTree(root);
+    }
+  });
+});

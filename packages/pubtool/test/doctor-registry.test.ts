@@ -74,6 +74,21 @@ before(async () => {
             registration({ repository_name: "fork", workflow_filename: "publish.yml" }),
           ],
         });
+      case "any-environment":
+        return sendJson(response, 200, { github_configs: [registration({ environment: null })] });
+      case "rate-limited":
+        return sendJson(response, 429, { errors: [{ detail: "too many requests" }] });
+      case "garbled":
+        response.writeHead(200, { "content-type": "text/html" });
+        return void response.end("<html>maintenance</html>");
+      case "forbidden":
+        return sendJson(response, 403, {
+          errors: [
+            { detail: "this token does not have the required permissions to perform this action" },
+          ],
+        });
+      case "bad-request":
+        return sendJson(response, 400, { errors: [{ detail: "invalid crate name" }] });
       case "none-registered":
         return sendJson(response, 200, { github_configs: [] });
       case "broken":
@@ -219,6 +234,40 @@ describe("doctor phase 3: rustreg registry", { concurrency: true }, () => {
     const result = await doctor("good-crate");
     assert.doesNotMatch(result.phase, /py-demo/);
     assert.match(result.stdout, /not diffed against pyreg or jsreg registrations/);
+  });
+});
+
+describe("doctor phase 3: what the registry's answers mean", { concurrency: true }, () => {
+  it("a registration without an environment accepts any environment", async () => {
+    const result = await doctor("any-environment");
+    assert.equal(result.code, 0, result.stdout);
+    assert.match(result.phase, /✓ crate any-environment/);
+  });
+
+  it("429 and an unreadable 200 are neutral skips", async () => {
+    const [limited, garbled] = await Promise.all([doctor("rate-limited"), doctor("garbled")]);
+    assert.equal(limited.code, 0, limited.stdout);
+    assert.match(
+      limited.phase,
+      /- crate rate-limited\n {6}skipped: the registry could not be read \(rate limited, HTTP 429\)/,
+    );
+    assert.equal(garbled.code, 0, garbled.stdout);
+    assert.match(
+      garbled.phase,
+      /- crate garbled\n {6}skipped: the registry answered HTTP 200 with a body doctor cannot read/,
+    );
+  });
+
+  it("400 and 403 fail with the registry's own message", async () => {
+    const [forbidden, bad] = await Promise.all([doctor("forbidden"), doctor("bad-request")]);
+    assert.equal(forbidden.code, 1);
+    assert.match(
+      forbidden.phase,
+      /refused the read \(HTTP 403\): this token does not have the required permissions to perform this action; RUSTREG_DOCTOR_TOKEN must belong to an owner of the crate .*trusted-publishing scope/,
+    );
+    assert.doesNotMatch(forbidden.phase, /not an owner|missing scope/);
+    assert.equal(bad.code, 1);
+    assert.match(bad.phase, /refused the read \(HTTP 400\): invalid crate name$/m);
   });
 });
 

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { makeTree, removeTree, runPubtool } from "./helpers.js";
 
@@ -416,14 +418,21 @@ describe("doctor phase 2: declarations", { concurrency: true }, () => {
   it("inside a workflow run, GITHUB_WORKFLOW_REF must name the declared workflow", async () => {
     const root = repo({
       ".github/workflows/release.yml": GOOD,
+      ".github/workflows/other.yml": GOOD,
+      ".github/workflows/ci.yml":
+        "on: pull_request\njobs:\n  t:\n    runs-on: x\n    steps:\n      - run: pubtool doctor\n",
       "pubtool.toml": config('workflow = "release.yml"'),
     });
     const ref = (file: string) => `acme/demo/.github/workflows/${file}@refs/tags/v1.0.0`;
-    const [wrong, right, outside] = await Promise.all([
+    const [wrong, right, outside, prCheck] = await Promise.all([
       doctorJson(root, { GITHUB_ACTIONS: "true", GITHUB_WORKFLOW_REF: ref("other.yml") }),
       doctorJson(root, { GITHUB_ACTIONS: "true", GITHUB_WORKFLOW_REF: ref("release.yml") }),
       doctorJson(root, { GITHUB_WORKFLOW_REF: ref("other.yml") }),
+      doctorJson(root, { GITHUB_ACTIONS: "true", GITHUB_WORKFLOW_REF: ref("ci.yml") }),
     ]);
+    // A doctor run in a workflow that does not publish (a PR check) is neutral about it.
+    assert.equal(check(prCheck, "declared", "workflow-ref").status, "neutral");
+    assert.match(check(prCheck, "declared", "workflow-ref").messages.join(), /does not publish/);
     assert.equal(check(wrong, "declared", "workflow-ref").status, "fail");
     assert.match(
       check(wrong, "declared", "workflow-ref").messages.join(),
@@ -444,5 +453,38 @@ describe("doctor phase 2: declarations", { concurrency: true }, () => {
     const phase = report.phases.find((p) => p.id === "declared");
     assert.equal(phase?.status, "neutral");
     assert.equal(phase?.checks.length, 1);
+  });
+});
+
+describe("doctor from a subfolder", () => {
+  it("inside git, finds the repository root and the nearest pubtool.toml above", async () => {
+    const root = repo({
+      ".github/workflows/release.yml": GOOD,
+      "pubtool.toml":
+        '[[package]]\nname = "demo"\nkind = "jsreg"\npath = "js"\n[package.trust_policy]\nworkflow = "release.yml"\nenvironment = "release"\n',
+      "js/src/index.js": "export {};\n",
+    });
+    execFileSync("git", ["init", "-q"], { cwd: root });
+    const report = await doctorJson(join(root, "js", "src"));
+    assert.equal(report.ok, true, JSON.stringify(report, null, 1));
+    assert.equal(check(report, "local", "workflow").status, "pass");
+    assert.equal(check(report, "declared", "workflow-file").status, "pass");
+  });
+});
+
+describe("doctor: reusable workflow references", () => {
+  it("a same-repository call to a file that does not exist fails and names it", async () => {
+    const report = await doctorJson(
+      repo({
+        ".github/workflows/release.yml":
+          "on: push\njobs:\n  release:\n    uses: $/.github/workflows/publish.yml@main\n",
+      }),
+    );
+    const workflow = check(report, "local", "workflow");
+    assert.equal(workflow.status, "fail");
+    assert.match(
+      workflow.messages.join(),
+      /release\.yml: job release calls \$\/\.github\/workflows\/publish\.yml@main, but \.github\/workflows\/publish\.yml does not exist/,
+    );
   });
 });

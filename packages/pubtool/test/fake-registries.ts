@@ -60,6 +60,13 @@ export async function startRustreg(existing: Record<string, string[]> = {}): Pro
         warnings: { invalid_categories: [], invalid_badges: [], other: [] },
       });
     }
+    const crate = /^\/api\/v1\/crates\/([^/]+)$/.exec(url.pathname);
+    if (crate && request.method === "GET") {
+      const name = crate[1] ?? "";
+      return (existing[name] ?? []).length > 0 || published.has(name)
+        ? sendJson(response, 200, { crate: { name } })
+        : sendJson(response, 404, { errors: [{ detail: "Not Found" }] });
+    }
     const read = /^\/api\/v1\/crates\/([^/]+)\/([^/]+)$/.exec(url.pathname);
     if (read) {
       const [, name = "", version = ""] = read;
@@ -74,13 +81,27 @@ export async function startRustreg(existing: Record<string, string[]> = {}): Pro
 
 /** A fake pyreg: JSON API reads, OIDC audience and mint-token, legacy upload; also the host's OIDC token endpoint. */
 export interface FakePyreg extends FakeServer {
-  uploads: { file: string; name: string; version: string; authorization: string | undefined }[];
+  uploads: {
+    file: string;
+    name: string;
+    version: string;
+    authorization: string | undefined;
+    /** Every form field but the file, in order (repeated fields repeat). */
+    fields: [string, string][];
+  }[];
 }
 
 export async function startPyreg(existing: Record<string, string[]> = {}): Promise<FakePyreg> {
   const uploads: FakePyreg["uploads"] = [];
   const server = await startServer((request, response, base) => {
     const url = new URL(request.url, base);
+    const project = /^\/pypi\/([^/]+)\/json$/.exec(url.pathname);
+    if (project) {
+      const name = project[1] ?? "";
+      return (existing[name] ?? []).length > 0 || uploads.some((u) => u.name === name)
+        ? sendJson(response, 200, { info: { name } })
+        : sendJson(response, 404, { message: "Not Found" });
+    }
     const read = /^\/pypi\/([^/]+)\/([^/]+)\/json$/.exec(url.pathname);
     if (read) {
       const [, name = "", version = ""] = read;
@@ -127,7 +148,15 @@ export async function startPyreg(existing: Record<string, string[]> = {}): Promi
         response.writeHead(400, { "content-type": "text/plain" });
         return void response.end("400 File already exists.");
       }
-      uploads.push({ file, name: field("name"), version: field("version"), authorization });
+      const fields: [string, string][] = [];
+      for (const part of text.split(/--[^\r\n]+\r\n/)) {
+        const match = /^Content-Disposition: form-data; name="([^"]+)"\r\n\r\n([\s\S]*)\r\n$/.exec(
+          part,
+        );
+        if (match)
+          fields.push([match[1] ?? "", Buffer.from(match[2] ?? "", "latin1").toString("utf8")]);
+      }
+      uploads.push({ file, name: field("name"), version: field("version"), authorization, fields });
       response.writeHead(200, { "content-type": "text/plain" });
       return void response.end("OK");
     }

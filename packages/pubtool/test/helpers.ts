@@ -59,14 +59,14 @@ export function runPubtool(
 }
 
 /** Creates a temp directory holding `files` (path → contents). */
-export function makeTree(files: Record<string, string>): string {
+export function makeTree(files: Record<string, string | Uint8Array>): string {
   const root = mkdtempSync(join(tmpdir(), "pubtool-test-"));
   writeTree(root, files);
   return root;
 }
 
 /** Writes `files` under `root`. */
-export function writeTree(root: string, files: Record<string, string>): void {
+export function writeTree(root: string, files: Record<string, string | Uint8Array>): void {
   for (const [path, contents] of Object.entries(files)) {
     mkdirSync(dirname(join(root, path)), { recursive: true });
     writeFileSync(join(root, path), contents);

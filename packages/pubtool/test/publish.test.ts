@@ -1,6 +1,8 @@
 import assert from "node:assert/strict";
-import { chmodSync, readFileSync } from "node:fs";
-import { homedir } from "node:os";
+import { execFileSync } from "node:child_process";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { strToU8, zipSync } from "fflate";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { startJsreg, startPyreg, startRustreg } from "./fake-registries.js";
@@ -34,7 +36,49 @@ kind = "pyreg"
 path = "py"
 `;
 
-const PACKAGES: Record<string, string> = {
+/** Core metadata of the demo-py distributions, as a build backend writes it. */
+const PY_METADATA = `Metadata-Version: 2.1
+Name: demo-py
+Version: 1.2.0
+Summary: A demo package
+Requires-Python: >=3.9
+Requires-Dist: requests>=2.31
+Requires-Dist: click>=8; extra == "cli"
+Provides-Extra: cli
+Classifier: Programming Language :: Python :: 3
+Classifier: License :: OSI Approved :: MIT License
+Project-URL: Source, https://example.org/demo
+Description-Content-Type: text/markdown
+
+# demo-py
+
+Long description with ünïcode.
+`;
+
+/** A real wheel (zip) holding `demo_py-1.2.0.dist-info/METADATA`. */
+function wheel(metadata: string): Uint8Array {
+  return zipSync({
+    "demo_py/__init__.py": strToU8(""),
+    "demo_py-1.2.0.dist-info/METADATA": strToU8(metadata),
+    "demo_py-1.2.0.dist-info/WHEEL": strToU8("Wheel-Version: 1.0\n"),
+  });
+}
+
+/** A real sdist made by the system tar: `demo_py-1.2.0/PKG-INFO`. */
+function sdist(metadata: string, top = "demo_py-1.2.0"): Uint8Array {
+  const dir = mkdtempSync(join(tmpdir(), "pubtool-sdist-"));
+  try {
+    mkdirSync(join(dir, top));
+    writeFileSync(join(dir, top, "PKG-INFO"), metadata);
+    writeFileSync(join(dir, top, "pyproject.toml"), '[project]\nname = "demo-py"\n');
+    execFileSync("tar", ["czf", join(dir, "out.tar.gz"), "-C", dir, top]);
+    return readFileSync(join(dir, "out.tar.gz"));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const PACKAGES: Record<string, string | Uint8Array> = {
   "js/app/package.json": JSON.stringify({
     name: "demo-app",
     version: "1.0.0",
@@ -47,12 +91,12 @@ const PACKAGES: Record<string, string> = {
     '[package]\nname = "pubtool-demo-core"\nversion = "0.1.0"\nedition = "2021"\nlicense = "MIT"\ndescription = "fixture crate"\n',
   "crates/core/src/lib.rs": "pub fn answer() -> u32 { 42 }\n",
   "py/pyproject.toml": '[project]\nname = "demo-py"\nversion = "1.2.0"\n',
-  "py/dist/demo_py-1.2.0-py3-none-any.whl": "wheel bytes",
-  "py/dist/demo_py-1.2.0.tar.gz": "sdist bytes",
-  "py/dist/demo_py-1.1.0.tar.gz": "old sdist",
+  "py/dist/demo_py-1.2.0-py3-none-any.whl": wheel(PY_METADATA),
+  "py/dist/demo_py-1.2.0.tar.gz": sdist(PY_METADATA),
+  "py/dist/demo_py-1.1.0.tar.gz": sdist(PY_METADATA.replace("1.2.0", "1.1.0"), "demo_py-1.1.0"),
 };
 
-function fixture(config = CONFIG, extra: Record<string, string> = {}): string {
+function fixture(config = CONFIG, extra: Record<string, string | Uint8Array> = {}): string {
   const root = makeTree({ "pubtool.toml": config, ...PACKAGES, ...extra });
   trees.push(root);
   return root;
@@ -294,9 +338,19 @@ describe("publish", { concurrency: true }, () => {
 
 describe("publish: what subprocesses receive", { concurrency: true }, () => {
   // Stand-ins for npm and cargo that record their arguments, environment and npmrc.
+  // \`--version\` answers FAKE_NPM_VERSION (default 11.6.0); FAKE_PRINT is printed in two
+  // writes split in the middle, 50 ms apart, on stdout and on stderr.
   const recorder = `#!/usr/bin/env node
 const fs = require("node:fs");
 const path = require("node:path");
+if (process.argv[2] === "--version") { console.log(process.env.FAKE_NPM_VERSION || "11.6.0"); process.exit(0); }
+const print = process.env.FAKE_PRINT_VALUE ? process.env[process.env.FAKE_PRINT_VALUE] : "";
+if (print) {
+  const half = Math.floor(print.length / 2);
+  process.stdout.write("token: " + print.slice(0, half));
+  process.stderr.write("err: " + print.slice(0, half));
+  setTimeout(() => { process.stdout.write(print.slice(half) + " done\\n"); process.stderr.write(print.slice(half) + "\\n"); }, 50);
+}
 let npmrc = null;
 if (process.env.NPM_CONFIG_USERCONFIG) npmrc = fs.readFileSync(process.env.NPM_CONFIG_USERCONFIG, "utf8");
 fs.appendFileSync(path.join(__dirname, "calls.jsonl"), JSON.stringify({ tool: path.basename(__filename), args: process.argv.slice(2), env: process.env, npmrc }) + "\\n");
@@ -358,7 +412,7 @@ fs.appendFileSync(path.join(__dirname, "calls.jsonl"), JSON.stringify({ tool: pa
   });
 
   it("jsreg under OIDC: npm publish --provenance with the workflow's identity variables, no token", async () => {
-    const { env } = await registries();
+    const { env } = await registries({ js: { "demo-lib": ["0.9.0"] } });
     const { root, calls, path } = withRecorders(
       '[[package]]\nname = "demo-lib"\nkind = "jsreg"\npath = "js/lib"\n',
     );
@@ -372,12 +426,18 @@ fs.appendFileSync(path.join(__dirname, "calls.jsonl"), JSON.stringify({ tool: pa
         ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
         GITHUB_ACTIONS: "true",
         GITHUB_REPOSITORY: "acme/demo",
+        GITHUB_TOKEN: "ghs_workflow_token_value",
+        ACTIONS_RUNTIME_TOKEN: "runtime-token-value",
+        NODE_AUTH_TOKEN: "XXXXX-XXXXX-XXXXX-XXXXX",
         CI: "true",
       },
     });
     assert.equal(result.code, 0, result.stderr);
     const [call] = calls();
     assert.ok(call?.args.includes("--provenance"));
+    for (const name of ["GITHUB_TOKEN", "ACTIONS_RUNTIME_TOKEN", "NODE_AUTH_TOKEN"]) {
+      assert.equal(call?.env[name], undefined, name);
+    }
     assert.equal(call?.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN, "request-token");
     assert.equal(call?.env.GITHUB_REPOSITORY, "acme/demo");
     assert.equal(call?.env.JSREG_AUTH_TOKEN, undefined);
@@ -407,5 +467,222 @@ fs.appendFileSync(path.join(__dirname, "calls.jsonl"), JSON.stringify({ tool: pa
     ]) {
       assert.equal(call?.env[name], undefined, name);
     }
+  });
+});
+
+describe("publish: masking, npm version, provenance, first publish", { concurrency: true }, () => {
+  const stand = `#!/usr/bin/env node
+const fs = require("node:fs");
+const path = require("node:path");
+const versionFile = path.join(__dirname, "npm-version");
+if (process.argv[2] === "--version") { console.log(fs.existsSync(versionFile) ? fs.readFileSync(versionFile, "utf8").trim() : "11.6.0"); process.exit(0); }
+fs.appendFileSync(path.join(__dirname, "calls.jsonl"), JSON.stringify({ tool: path.basename(__filename), args: process.argv.slice(2), env: process.env }) + "\\n");
+// Every token it was given, printed in two writes split in the middle, 50 ms apart.
+(async () => {
+  for (const [name, value] of Object.entries(process.env)) {
+    if (!/_TOKEN$/.test(name) || !value) continue;
+    const half = Math.floor(value.length / 2);
+    process.stdout.write(name + ": " + value.slice(0, half));
+    process.stderr.write("err " + name + ": " + value.slice(0, half));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    process.stdout.write(value.slice(half) + " done\\n");
+    process.stderr.write(value.slice(half) + "\\n");
+  }
+})();
+`;
+  function standIns(config: string) {
+    const root = fixture(config, {
+      "fakebin/npm": stand,
+      "fakebin/cargo": stand,
+      "fakebin/package.json": '{"type":"commonjs"}',
+    });
+    chmodSync(join(root, "fakebin/npm"), 0o755);
+    chmodSync(join(root, "fakebin/cargo"), 0o755);
+    const calls = () =>
+      readFileSync(join(root, "fakebin/calls.jsonl"), "utf8")
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as { args: string[]; env: Record<string, string> });
+    return { root, calls, path: `${join(root, "fakebin")}:${process.env.PATH ?? ""}` };
+  }
+  const JS = '[[package]]\nname = "demo-lib"\nkind = "jsreg"\npath = "js/lib"\n';
+  const RUST = '[[package]]\nname = "pubtool-demo-core"\nkind = "rustreg"\npath = "crates/core"\n';
+  const OIDC = {
+    ACTIONS_ID_TOKEN_REQUEST_URL: "http://127.0.0.1:9/token",
+    ACTIONS_ID_TOKEN_REQUEST_TOKEN: "oidc-request-token-0123456789",
+    GITHUB_ACTIONS: "true",
+    GITHUB_REPOSITORY: "acme/demo",
+  };
+
+  it("cargo: a token printed across two writes is masked on stdout and stderr", async () => {
+    const { env } = await registries();
+    const { root, path } = standIns(RUST);
+    const token = "cio_split_token_0123456789abcdef";
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, PATH: path, RUST_REGISTRY_TOKEN: token },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const all = result.stdout + result.stderr;
+    assert.ok(!all.includes(token), all);
+    assert.ok(!all.includes(token.slice(0, 16)) || !all.includes(token.slice(16)), all);
+    assert.match(result.stderr, /^ {4}CARGO_REGISTRIES_PUBTOOL_TOKEN: \*\*\* done$/m);
+    assert.match(result.stderr, /^ {4}err CARGO_REGISTRIES_PUBTOOL_TOKEN: \*\*\*$/m);
+  });
+
+  it("npm under OIDC: the OIDC request token reaches npm but never the output", async () => {
+    const { env } = await registries({ js: { "demo-lib": ["0.9.0"] } });
+    const { root, calls, path } = standIns(JS);
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: {
+        ...env,
+        ...OIDC,
+        PATH: path,
+        GITHUB_TOKEN: "ghs_should_not_pass",
+        UNRELATED: "x",
+      },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const [call] = calls();
+    assert.equal(call?.env.ACTIONS_ID_TOKEN_REQUEST_TOKEN, OIDC.ACTIONS_ID_TOKEN_REQUEST_TOKEN);
+    assert.equal(call?.env.GITHUB_TOKEN, undefined);
+    assert.equal(call?.env.UNRELATED, undefined);
+    assert.match(result.stderr, /^ {4}ACTIONS_ID_TOKEN_REQUEST_TOKEN: \*\*\* done$/m);
+    assert.ok(!(result.stdout + result.stderr).includes("oidc-request-token"));
+  });
+
+  it("npm older than 11.5.1: preflight and publish say so under OIDC", async () => {
+    const { env } = await registries({ js: { "demo-lib": ["0.9.0"] } });
+    const { root, path } = standIns(JS);
+    writeFileSync(join(root, "fakebin/npm-version"), "10.9.2\n");
+    const run = (args: string[]) =>
+      runPubtool(args, { cwd: root, env: { ...env, ...OIDC, PATH: path } });
+    const preflight = await run(["preflight"]);
+    assert.equal(preflight.code, 1);
+    assert.match(preflight.stdout, /✗ npm: npm 10\.9\.2 is older than 11\.5\.1/);
+    const publish = await run(["publish"]);
+    assert.equal(publish.code, 1);
+    assert.match(publish.stderr, /npm 10\.9\.2 is older than 11\.5\.1.*npm install -g npm@latest/);
+  });
+
+  it("private repository or self-hosted runner: provenance skipped with a note", async () => {
+    const { env } = await registries({ js: { "demo-lib": ["0.9.0"] } });
+    const { root, calls, path } = standIns(JS);
+    writeFileSync(
+      join(root, "event.json"),
+      JSON.stringify({ repository: { private: true, visibility: "private" } }),
+    );
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, ...OIDC, PATH: path, GITHUB_EVENT_PATH: join(root, "event.json") },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /provenance skipped: the repository is private/);
+    const [call] = calls();
+    assert.ok(!call?.args.includes("--provenance"));
+    assert.equal(call?.env.NPM_CONFIG_PROVENANCE, "false");
+    const hosted = await runPubtool(["preflight"], {
+      cwd: root,
+      env: { ...env, ...OIDC, PATH: path, RUNNER_ENVIRONMENT: "self-hosted" },
+    });
+    assert.match(hosted.stdout, /- provenance: skipped: the job runs on a self-hosted runner/);
+  });
+
+  it("first publish: jsreg explains and falls back to the token; without one it fails clearly", async () => {
+    const { env } = await registries();
+    const { root, calls, path } = standIns(JS);
+    const withToken = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, ...OIDC, PATH: path, JSREG_AUTH_TOKEN: "js-token-value" },
+    });
+    assert.equal(withToken.code, 0, withToken.stderr);
+    assert.match(
+      withToken.stdout,
+      /first publish: jsreg trusted publishing needs an existing package/,
+    );
+    const [call] = calls();
+    assert.equal(call?.env.PUBTOOL_JSREG_TOKEN, "js-token-value");
+    assert.ok(!call?.args.includes("--provenance"));
+    const without = await runPubtool(["preflight"], {
+      cwd: root,
+      env: { ...env, ...OIDC, PATH: path },
+    });
+    assert.equal(without.code, 1);
+    assert.match(
+      without.stdout,
+      /✗ first publish: the package is not on jsreg yet.*Set JSREG_AUTH_TOKEN/,
+    );
+  });
+
+  it("first publish: rustreg preflight explains that the crate must exist for trusted publishing", async () => {
+    const { env } = await registries();
+    const { root, path } = standIns(RUST);
+    const result = await runPubtool(["preflight"], {
+      cwd: root,
+      env: { ...env, ...OIDC, PATH: path, RUST_REGISTRY_TOKEN: "cio_long_lived" },
+    });
+    assert.equal(result.code, 0, result.stdout);
+    assert.match(
+      result.stdout,
+      /- first publish: the crate is not on rustreg yet, and trusted publishing only works for an existing crate/,
+    );
+  });
+});
+
+describe("publish: pyreg metadata from the built distributions", { concurrency: true }, () => {
+  const PY = '[[package]]\nname = "demo-py"\nkind = "pyreg"\npath = "py"\n';
+
+  it("sends the wheel's METADATA and the sdist's PKG-INFO fields the upload API takes", async () => {
+    const { pyreg, env } = await registries();
+    const root = fixture(PY);
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, PYREG_API_TOKEN: "pypi-fallback-token-value" },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(pyreg.uploads.length, 2);
+    for (const upload of pyreg.uploads) {
+      const fields = upload.fields.map(([k, v]) => [k, v.replace(/\r\n/g, "\n")]);
+      const all = (name: string) => fields.filter(([k]) => k === name).map(([, v]) => v);
+      assert.deepEqual(all("metadata_version"), ["2.1"], upload.file);
+      assert.deepEqual(all("summary"), ["A demo package"]);
+      assert.deepEqual(all("requires_python"), [">=3.9"]);
+      assert.deepEqual(all("requires_dist"), ["requests>=2.31", 'click>=8; extra == "cli"']);
+      assert.deepEqual(all("provides_extra"), ["cli"]);
+      assert.equal(all("classifiers").length, 2);
+      assert.deepEqual(all("project_urls"), ["Source, https://example.org/demo"]);
+      assert.deepEqual(all("description_content_type"), ["text/markdown"]);
+      assert.deepEqual(all("description"), ["# demo-py\n\nLong description with ünïcode.\n"]);
+      assert.deepEqual(all("filetype"), [upload.file.endsWith(".whl") ? "bdist_wheel" : "sdist"]);
+    }
+  });
+
+  it("a distribution whose metadata disagrees with pyproject.toml, or has none, is refused by name", async () => {
+    const { pyreg, env } = await registries();
+    const root = fixture(PY, {
+      "py/dist/demo_py-1.2.0-py3-none-any.whl": wheel(
+        PY_METADATA.replace("Version: 1.2.0", "Version: 1.1.9"),
+      ),
+      "py/dist/demo_py-1.2.0.tar.gz": "not gzip",
+    });
+    const dry = await runPubtool(["publish", "--dry-run"], { cwd: root, env });
+    assert.equal(dry.code, 1);
+    assert.match(
+      dry.stderr,
+      /demo_py-1\.2\.0-py3-none-any\.whl: its metadata says demo-py 1\.1\.9, but pyproject\.toml says demo-py 1\.2\.0/,
+    );
+    writeFileSync(
+      join(root, "py/dist/demo_py-1.2.0-py3-none-any.whl"),
+      zipSync({ "x.txt": strToU8("x") }),
+    );
+    rmSync(join(root, "py/dist/demo_py-1.2.0.tar.gz"));
+    const none = await runPubtool(["publish"], {
+      cwd: root,
+      env: { ...env, PYREG_API_TOKEN: "pypi-fallback-token-value" },
+    });
+    assert.equal(none.code, 1);
+    assert.match(none.stderr, /no \*\.dist-info\/METADATA in the wheel; rebuild it/);
+    assert.equal(pyreg.uploads.length, 0);
   });
 });

@@ -42,6 +42,20 @@ before(async () => {
           );
         }
         return sendJson(response, 200, page(["JSREG_TOKEN", "DEPLOY_KEY"]));
+      case "/repos/acme/private/actions/secrets":
+        return sendJson(
+          response,
+          200,
+          page([
+            "CARGO_RELEASE_TOKEN",
+            "PROD_PYPI_KEY",
+            "NPM_PUBLISH_SECRET",
+            "CARGO_VERSION",
+            "UV_PUBLISH_TOKEN",
+          ]),
+        );
+      case "/repos/acme/private/environments":
+        return sendJson(response, 404, { message: "Not Found" });
       case "/repos/acme/demo/environments":
         return sendJson(response, 200, {
           total_count: 2,
@@ -61,13 +75,14 @@ after(async () => {
   trees.forEach(removeTree);
 });
 
-function home(loggedIn: boolean, token = "gho_good"): string {
+function home(loggedIn: boolean, token = "gho_good", apiUrl = api.url): string {
   const root = makeTree({});
   trees.push(root);
   if (loggedIn) {
     writeTree(root, {
       ".config/pubtool/auth.json": JSON.stringify({
-        host: "x",
+        host: "http://127.0.0.1",
+        api: apiUrl,
         client_id: "y",
         access_token: token,
         token_type: "bearer",
@@ -183,5 +198,89 @@ describe("token list", { concurrency: true }, () => {
     );
     assert.match(result.stdout, /env +RUST_REGISTRY_TOKEN/);
     assert.ok(!(result.stdout + result.stderr).includes("gho_revoked"));
+  });
+});
+
+describe("token list: binding, remotes, inventory", { concurrency: true }, () => {
+  it("the stored login is not sent to another API base", async () => {
+    const other = await startServer((_request, response) =>
+      sendJson(response, 200, { secrets: [] }),
+    );
+    try {
+      const result = await runPubtool(["token", "list", "--secrets"], {
+        cwd: home(true),
+        env: { GITHUB_REPOSITORY: "acme/demo", PUBTOOL_GITHUB_API_URL: other.url },
+      });
+      assert.equal(result.code, 1);
+      assert.match(
+        result.stderr,
+        /the stored login belongs to http:\/\/127\.0\.0\.1:\d+, not http:\/\/127\.0\.0\.1:\d+ \(PUBTOOL_GITHUB_API_URL\); it is not sent there/,
+      );
+      assert.equal(other.requests.length, 0);
+    } finally {
+      await other.close();
+    }
+  });
+
+  it("a non-GitHub origin remote names no repository on the workflow host", async () => {
+    const github = await startServer((_request, response) =>
+      sendJson(response, 200, { secrets: [] }),
+    );
+    try {
+      const root = home(true, "gho_good", github.url);
+      execFileSync("git", ["init", "-q"], { cwd: root });
+      execFileSync("git", ["remote", "add", "origin", "git@gitlab.com:acme/demo.git"], {
+        cwd: root,
+      });
+      const result = await runPubtool(["token", "list", "--secrets"], {
+        cwd: root,
+        env: { PUBTOOL_GITHUB_API_URL: github.url },
+      });
+      assert.equal(result.code, 1);
+      assert.match(
+        result.stderr,
+        /the origin remote is on gitlab\.com, not on the workflow host; set GITHUB_REPOSITORY/,
+      );
+      assert.equal(github.requests.length, 0);
+    } finally {
+      await github.close();
+    }
+  });
+
+  it("CARGO_RELEASE_TOKEN-style names, a 404 on the environments list, and the tools' own variables", async () => {
+    const result = await runPubtool(["token", "list", "--secrets"], {
+      cwd: home(true),
+      env: {
+        GITHUB_REPOSITORY: "acme/private",
+        PUBTOOL_GITHUB_API_URL: api.url,
+        CARGO_REGISTRY_TOKEN: "cio_env_value",
+        CARGO_REGISTRIES_MIRROR_TOKEN: "mirror-value",
+        TWINE_PASSWORD: "pypi-twine-value",
+        UV_PUBLISH_TOKEN: "pypi-uv-value",
+        POETRY_PYPI_TOKEN_PYPI: "pypi-poetry-value",
+        NODE_AUTH_TOKEN: "npm_node_auth_value",
+      },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    for (const [registry, name] of [
+      ["rustreg", "CARGO_RELEASE_TOKEN"],
+      ["pyreg", "PROD_PYPI_KEY"],
+      ["jsreg", "NPM_PUBLISH_SECRET"],
+      ["pyreg", "UV_PUBLISH_TOKEN"],
+    ]) {
+      assert.match(result.stdout, new RegExp(`^${registry} +repo-secret +${name} `, "m"));
+    }
+    assert.doesNotMatch(result.stdout, /CARGO_VERSION/);
+    for (const [registry, name] of [
+      ["rustreg", "CARGO_REGISTRY_TOKEN"],
+      ["rustreg", "CARGO_REGISTRIES_MIRROR_TOKEN"],
+      ["pyreg", "TWINE_PASSWORD"],
+      ["pyreg", "UV_PUBLISH_TOKEN"],
+      ["pyreg", "POETRY_PYPI_TOKEN_PYPI"],
+      ["jsreg", "NODE_AUTH_TOKEN"],
+    ]) {
+      assert.match(result.stdout, new RegExp(`^${registry} +env +${name} `, "m"));
+    }
+    assert.ok(!/value/.test(result.stdout.replace(/DETAILS/, "")), result.stdout);
   });
 });

@@ -5,11 +5,13 @@ import { describeResult, parseJson, request } from "../http/request.js";
 import { authFile, loadAuth, removeAuth, saveAuth } from "./store.js";
 
 /**
- * Client id of pubtool's public GitHub App, used for the device flow unless `--client-id` or
- * `PUBTOOL_GITHUB_CLIENT_ID` says otherwise. The app asks for read-only access to secrets,
- * environments and actions metadata; a GitHub App needs no OAuth scope parameter.
+ * pubtool ships no registered app of its own: the device flow needs the client id of a GitHub App
+ * (device flow enabled; repository permissions Secrets, Environments, Actions and Metadata:
+ * read-only) given by `--client-id` or `PUBTOOL_GITHUB_CLIENT_ID`. A GitHub App needs no OAuth
+ * scope parameter. See docs/commands.md.
  */
-export const DEFAULT_CLIENT_ID = "Iv23lipubtool0device";
+export const CLIENT_ID_HELP =
+  "no device-flow client id: register a GitHub App with device flow enabled and read-only Secrets, Environments, Actions and Metadata permissions, then pass its client id with --client-id <id> or PUBTOOL_GITHUB_CLIENT_ID (see docs/commands.md)";
 
 const DEVICE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 
@@ -45,8 +47,8 @@ export async function runLogin(options: {
 }): Promise<void> {
   const { env, out } = options;
   const host = endpointsFrom(env).github;
-  const clientId =
-    options.clientId || envValue(env, "PUBTOOL_GITHUB_CLIENT_ID") || DEFAULT_CLIENT_ID;
+  const clientId = options.clientId || envValue(env, "PUBTOOL_GITHUB_CLIENT_ID");
+  if (!clientId) throw new PubtoolError("USAGE", CLIENT_ID_HELP);
   const start = await postForm(`${host}/login/device/code`, { client_id: clientId }, env);
   const code = start.body as Partial<DeviceCode> & { error?: string; error_description?: string };
   if (
@@ -74,6 +76,7 @@ export async function runLogin(options: {
     if (typeof body.access_token === "string" && body.access_token !== "") {
       const file = saveAuth(env, {
         host,
+        api: endpointsFrom(env).githubApi,
         client_id: clientId,
         access_token: body.access_token,
         token_type: String(body.token_type ?? "bearer"),

@@ -1,10 +1,21 @@
-import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  chmodSync,
+  existsSync,
+  mkdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { homedir } from "node:os";
 import { dirname, join } from "node:path";
 
 /** What `auth login` stores. */
 export interface StoredAuth {
+  /** The web origin the device flow ran against. */
   host: string;
+  /** The REST API base the token belongs to; it is sent nowhere else. */
+  api?: string;
   client_id: string;
   access_token: string;
   token_type: string;
@@ -23,7 +34,16 @@ export function saveAuth(env: NodeJS.ProcessEnv, auth: StoredAuth): string {
   const file = authFile(env);
   mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
   chmodSync(dirname(file), 0o700);
-  writeFileSync(file, `${JSON.stringify(auth, null, 2)}\n`, { mode: 0o600 });
+  // A new file renamed over the old path: a symlink planted at auth.json is replaced, never
+  // written through.
+  const temporary = join(dirname(file), `.auth.json.${process.pid}.${Date.now()}.tmp`);
+  writeFileSync(temporary, `${JSON.stringify(auth, null, 2)}\n`, { mode: 0o600, flag: "wx" });
+  try {
+    renameSync(temporary, file);
+  } catch (error) {
+    rmSync(temporary, { force: true });
+    throw error;
+  }
   chmodSync(file, 0o600);
   return file;
 }
@@ -48,4 +68,10 @@ export function removeAuth(env: NodeJS.ProcessEnv): boolean {
   if (!existsSync(file)) return false;
   rmSync(file);
   return true;
+}
+
+/** The API base a stored login belongs to (older files: derived from github.com only). */
+export function apiOfAuth(auth: StoredAuth): string | null {
+  if (typeof auth.api === "string" && auth.api !== "") return auth.api.replace(/\/+$/, "");
+  return auth.host.replace(/\/+$/, "") === "https://github.com" ? "https://api.github.com" : null;
 }

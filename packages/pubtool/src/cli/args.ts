@@ -8,7 +8,7 @@ export type Command =
   | { name: "doctor"; json: boolean; config?: string }
   | { name: "preflight"; json: boolean; config?: string }
   | { name: "publish"; dryRun: boolean; config?: string }
-  | { name: "token-list"; secrets: boolean }
+  | { name: "token-list"; secrets: boolean; config?: string }
   | { name: "auth-login"; clientId?: string }
   | { name: "auth-logout" }
   | { name: "auth-status" };
@@ -16,16 +16,18 @@ export type Command =
 export const HELP_TEXT = `usage: pubtool <command> [options]
 
 commands:
-  doctor [--json]               check the trust policy: local workflows, declarations, rustreg
-  preflight [--json]            check every package can be published, without side effects
-  publish [--dry-run]           publish every package in dependency order
-  token list [--secrets]        list registry credentials (names only, never values)
-  auth login [--client-id <id>] sign in to the workflow host (OAuth device flow)
-  auth logout                   forget the stored login
-  auth status                   show whether a login is stored
+  doctor [-c <file>] [--json]        check the trust policy: workflows, declarations, rustreg
+  preflight [-c <file>] [--json]     check every package can be published, without side effects
+  publish [-c <file>] [--dry-run]    publish every package in dependency order
+  token list [-c <file>] [--secrets] list registry credentials (names only, never values)
+  auth login [--client-id <id>]      sign in to the workflow host (OAuth device flow)
+  auth logout                        forget the stored login
+  auth status                        show whether a login is stored
 
 options:
-  -c, --config <file>  config file (default: pubtool.toml in the working directory)
+  -c, --config <file>  config file (default: the nearest pubtool.toml from the working
+                       directory up to the repository root); token list looks for the
+                       repository's origin remote in its folder
   -h, --help           show this help
   -V, --version        show the version
 
@@ -84,9 +86,9 @@ export function parseCommandLine(argv: readonly string[]): Command {
       return { name: "publish", dryRun: values["dry-run"] === true, config: values.config };
     case "token":
       if (second !== "list") throw usage(`unknown command: token ${second ?? ""}`.trim());
-      allow("token list", ["secrets"]);
+      allow("token list", ["secrets", "config"]);
       noMore("token list", rest);
-      return { name: "token-list", secrets: values.secrets === true };
+      return { name: "token-list", secrets: values.secrets === true, config: values.config };
     case "auth":
       noMore(`auth ${second}`, rest);
       if (second === "login") {

@@ -3,6 +3,7 @@ import { loadConfig, requireConfig } from "../config/load-config.js";
 import { renderReport } from "../doctor/report.js";
 import { runDoctor } from "../doctor/run-doctor.js";
 import { isPubtoolError, type PubtoolErrorCode } from "../errors.js";
+import { findRepositoryRoot } from "../repository.js";
 import { readVersion } from "../version.js";
 import { type Command, HELP_TEXT, parseCommandLine } from "./args.js";
 
@@ -41,7 +42,7 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
       return EXIT_OK;
     case "doctor": {
       const config = loadConfig(io.cwd, command.config);
-      const report = await runDoctor({ root: config?.root ?? io.cwd, config, env: io.env });
+      const report = await runDoctor({ root: findRepositoryRoot(io.cwd), config, env: io.env });
       io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
       return report.ok ? EXIT_OK : EXIT_FAILED;
     }
@@ -66,9 +67,10 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
     }
     case "token-list": {
       const { runTokenList } = await import("../token/token-list.js");
+      const config = command.config === undefined ? null : loadConfig(io.cwd, command.config);
       return runTokenList({
         secrets: command.secrets,
-        cwd: io.cwd,
+        cwd: config?.root ?? io.cwd,
         env: io.env,
         out: io.stdout,
         err: io.stderr,

@@ -1,5 +1,6 @@
 import { existsSync, readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
+import { dirname, join, relative, resolve } from "node:path";
+import { ancestors, findRepositoryRoot } from "../repository.js";
 import { parse as parseToml } from "smol-toml";
 import { PubtoolError } from "../errors.js";
 import { configSchema, type PackageEntry } from "./schema.js";
@@ -70,16 +71,27 @@ export function parseConfig(text: string, file: string, shown = file): Config {
 }
 
 /**
- * Loads the config. With an explicit `path` the file must exist; otherwise `pubtool.toml` in
- * `cwd` is used when present, and `null` is returned when it is absent.
+ * Loads the config. With an explicit `path` the file must exist; otherwise the nearest
+ * `pubtool.toml` in `cwd` or a folder above it (up to the repository root) is used when present,
+ * and `null` is returned when there is none.
  */
 export function loadConfig(cwd: string, path?: string): Config | null {
-  const file = resolve(cwd, path ?? CONFIG_FILE);
-  if (!existsSync(file)) {
-    if (path === undefined) return null;
-    throw new PubtoolError("CONFIG_NOT_FOUND", `${path}: no such config file`);
+  if (path !== undefined) {
+    const file = resolve(cwd, path);
+    if (!existsSync(file))
+      throw new PubtoolError("CONFIG_NOT_FOUND", `${path}: no such config file`);
+    return parseConfig(readFileSync(file, "utf8"), file, path);
   }
-  return parseConfig(readFileSync(file, "utf8"), file, path ?? CONFIG_FILE);
+  // From a subfolder: the nearest pubtool.toml up to the repository root.
+  const root = findRepositoryRoot(cwd);
+  for (const dir of ancestors(cwd)) {
+    const file = join(dir, CONFIG_FILE);
+    if (existsSync(file)) {
+      return parseConfig(readFileSync(file, "utf8"), file, relative(cwd, file) || CONFIG_FILE);
+    }
+    if (dir === root) break;
+  }
+  return null;
 }
 
 /** Like `loadConfig`, but a missing config is an error naming what to create. */

@@ -1,8 +1,14 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import type { PackageEntry, TrustPolicy } from "../config/schema.js";
-import { describeJob, WORKFLOWS_DIR, type WorkflowScan } from "../workflows/scan-workflows.js";
-import { type Check, type Phase, phaseStatus } from "./report.js";
+import type { PackageEntry, RegistryKind, TrustPolicy } from "../config/schema.js";
+import {
+  describeJob,
+  isExpression,
+  type PublishingJob,
+  WORKFLOWS_DIR,
+  type WorkflowScan,
+} from "../workflows/scan-workflows.js";
+import { type Check, type Phase, phaseStatus, type Status } from "./report.js";
 
 type Declared = PackageEntry & { trust_policy: TrustPolicy };
 
@@ -55,56 +61,98 @@ export function declaredPhase(
     status: "pass",
     messages: [],
   };
+  const outcomes = new Map<Check, Status[]>([
+    [workflow, []],
+    [environment, []],
+    [ref, []],
+  ]);
+  const note = (check: Check, status: Status, message: string) => {
+    outcomes.get(check)?.push(status);
+    check.messages.push(message);
+  };
+  const running =
+    env.GITHUB_ACTIONS === "true" && env.GITHUB_WORKFLOW_REF
+      ? workflowFromRef(env.GITHUB_WORKFLOW_REF)
+      : null;
+  const runningJobs = running === null ? [] : scan.jobs.filter((job) => job.entryFile === running);
 
   for (const entry of declared) {
     const policy = entry.trust_policy;
     const file = policy.workflow;
-    const jobs = scan.jobs.filter((job) => job.entryFile === file);
+    const matchesFile = (job: PublishingJob) => matchedFile(entry.kind, job) === file;
+    const jobs = scan.jobs.filter(matchesFile);
+    const where = `trust-policy: ${file}: package ${entry.name} (${entry.kind})`;
     if (!existsSync(join(root, WORKFLOWS_DIR, file))) {
-      workflow.status = "fail";
       const other = file.endsWith(".yml")
         ? `${file.slice(0, -4)}.yaml`
         : file.replace(/\.yaml$/, ".yml");
       const hint = existsSync(join(root, WORKFLOWS_DIR, other)) ? ` (there is ${other})` : "";
-      workflow.messages.push(
-        `trust-policy: ${file}: package ${entry.name} declares it, but ${WORKFLOWS_DIR}/${file} does not exist${hint}`,
+      note(
+        workflow,
+        "fail",
+        `${where} declares it, but ${WORKFLOWS_DIR}/${file} does not exist${hint}`,
       );
     } else if (jobs.length === 0) {
-      workflow.status = "fail";
-      workflow.messages.push(
-        `trust-policy: ${file}: package ${entry.name} declares it, but no job in it publishes`,
-      );
+      // The file publishes, but the registry matches the other end of a reusable-workflow call.
+      const other = scan.jobs.filter((job) => otherFile(entry.kind, job) === file);
+      const right = [...new Set(other.map((job) => matchedFile(entry.kind, job)))];
+      if (other.length > 0 && entry.kind === "pyreg") {
+        note(
+          workflow,
+          "fail",
+          `${where} declares it, but its publishing job is in ${right.join(", ")} (a reusable workflow it calls); pyreg matches the file that contains the publishing job: declare ${right.join(" or ")}`,
+        );
+      } else if (other.length > 0) {
+        note(
+          workflow,
+          "fail",
+          `${where} declares it, but it only publishes when called from ${right.join(", ")}; ${entry.kind} matches the top-level (calling) workflow: declare ${right.join(" or ")}`,
+        );
+      } else {
+        note(workflow, "fail", `${where} declares it, but no job in it publishes`);
+      }
     } else {
       for (const job of jobs) {
-        workflow.messages.push(
+        note(
+          workflow,
+          "pass",
           `trust-policy: ${describeJob(job)} publishes package ${entry.name} as declared`,
         );
       }
     }
 
     if (policy.environment === undefined) {
-      environment.messages.push(
-        `trust-policy: ${file}: package ${entry.name} declares no environment; not compared`,
-      );
+      note(environment, "neutral", `${where} declares no environment; not compared`);
     } else if (jobs.length === 0) {
-      environment.status = environment.status === "fail" ? "fail" : "neutral";
-      environment.messages.push(
-        `trust-policy: ${file}: package ${entry.name}: not compared, no publishing job in the declared workflow`,
+      note(
+        environment,
+        "neutral",
+        `${where}: not compared, no publishing job matches the declared workflow`,
       );
     } else {
       for (const job of jobs) {
-        if (job.environment === null) {
-          environment.status = "fail";
-          environment.messages.push(
+        if (job.environment !== null && isExpression(job.environment)) {
+          note(
+            environment,
+            "neutral",
+            `trust-policy: ${describeJob(job)} takes its environment from an expression (${job.environment}); cannot be evaluated locally, not compared with ${policy.environment}`,
+          );
+        } else if (job.environment === null) {
+          note(
+            environment,
+            "fail",
             `trust-policy: ${describeJob(job)} has no environment: key, but package ${entry.name} declares environment ${policy.environment}`,
           );
         } else if (job.environment.toLowerCase() !== policy.environment.toLowerCase()) {
-          environment.status = "fail";
-          environment.messages.push(
+          note(
+            environment,
+            "fail",
             `trust-policy: ${describeJob(job)} uses environment ${job.environment}, but package ${entry.name} declares ${policy.environment}`,
           );
         } else {
-          environment.messages.push(
+          note(
+            environment,
+            "pass",
             `trust-policy: ${describeJob(job)} uses environment ${job.environment} as declared`,
           );
         }
@@ -112,34 +160,54 @@ export function declaredPhase(
     }
 
     if (env.GITHUB_ACTIONS !== "true") continue;
-    const running = env.GITHUB_WORKFLOW_REF ? workflowFromRef(env.GITHUB_WORKFLOW_REF) : null;
     if (running === null) {
-      ref.messages.push(
-        `trust-policy: ${file}: package ${entry.name}: GITHUB_WORKFLOW_REF is not set or not readable; not compared`,
+      note(
+        ref,
+        "neutral",
+        `${where}: GITHUB_WORKFLOW_REF is not set or not readable; not compared`,
       );
-    } else if (running !== file) {
-      ref.status = "fail";
-      ref.messages.push(
-        `trust-policy: ${file}: package ${entry.name} declares it, but this run is ${running} (GITHUB_WORKFLOW_REF); the registry will reject the OIDC token`,
+    } else if (runningJobs.length === 0) {
+      note(
+        ref,
+        "neutral",
+        `${where}: this run is ${running} (GITHUB_WORKFLOW_REF), which does not publish; not compared`,
+      );
+    } else if (runningJobs.some(matchesFile)) {
+      note(
+        ref,
+        "pass",
+        entry.kind === "pyreg" && running !== file
+          ? `${where}: this run is ${running} (GITHUB_WORKFLOW_REF), which publishes through ${file} as declared`
+          : `${where}: this run is the declared workflow (GITHUB_WORKFLOW_REF)`,
       );
     } else {
-      ref.messages.push(
-        `trust-policy: ${file}: this run is the declared workflow (GITHUB_WORKFLOW_REF)`,
+      const actual = [...new Set(runningJobs.map((job) => matchedFile(entry.kind, job)))];
+      note(
+        ref,
+        "fail",
+        `${where} declares it, but this run is ${running} (GITHUB_WORKFLOW_REF)${entry.kind === "pyreg" ? `, which publishes from ${actual.join(", ")}` : ""}; the registry will reject the OIDC token`,
       );
     }
   }
   if (env.GITHUB_ACTIONS !== "true") {
-    ref.status = "neutral";
-    ref.messages.push("not inside a workflow run (GITHUB_ACTIONS is not true); not compared");
-  } else if (ref.status !== "fail" && ref.messages.every((m) => m.includes("not compared"))) {
-    ref.status = "neutral";
+    note(ref, "neutral", "not inside a workflow run (GITHUB_ACTIONS is not true); not compared");
   }
-  if (
-    environment.status !== "fail" &&
-    environment.messages.every((m) => m.includes("not compared"))
-  ) {
-    environment.status = "neutral";
+  for (const [check, statuses] of outcomes) {
+    check.status = statuses.includes("fail")
+      ? "fail"
+      : statuses.includes("pass")
+        ? "pass"
+        : "neutral";
   }
   const checks = [workflow, environment, ref];
   return { id: "declared", heading, status: phaseStatus(checks), checks };
+}
+
+/** The file a registry's trust policy names: pyreg the called file, rustreg and jsreg the caller. */
+export function matchedFile(kind: RegistryKind, job: PublishingJob): string {
+  return kind === "pyreg" ? job.file : job.entryFile;
+}
+
+function otherFile(kind: RegistryKind, job: PublishingJob): string {
+  return kind === "pyreg" ? job.entryFile : job.file;
 }

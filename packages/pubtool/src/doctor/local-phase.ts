@@ -1,6 +1,7 @@
 import { missingScopes } from "../workflows/permissions.js";
 import {
   describeJob,
+  isExpression,
   type PublishingJob,
   WORKFLOWS_DIR,
   type WorkflowScan,
@@ -85,6 +86,11 @@ export function localPhase(scan: WorkflowScan): Phase {
       found.messages.push(
         `trust-policy: no workflow in ${WORKFLOWS_DIR} runs \`pubtool publish\` or uses the pubtool action with command: publish`,
       );
+      for (const call of scan.external) {
+        found.messages.push(
+          `trust-policy: ${call.file}: job ${call.job} calls ${call.uses}, a reusable workflow of another repository that doctor cannot read; if it publishes, run doctor there`,
+        );
+      }
     }
     const reason =
       onlyCommented.length > 0
@@ -95,6 +101,7 @@ export function localPhase(scan: WorkflowScan): Phase {
     environment.status = "neutral";
     environment.messages.push(reason);
   } else {
+    let expressions = 0;
     for (const job of scan.jobs) {
       const how =
         job.stepKind === "run"
@@ -105,7 +112,12 @@ export function localPhase(scan: WorkflowScan): Phase {
       const result = permissionMessage(job);
       if (!result.ok) permissions.status = "fail";
       permissions.messages.push(result.message);
-      if (job.environment === null) {
+      if (job.environment !== null && isExpression(job.environment)) {
+        environment.messages.push(
+          `trust-policy: ${describeJob(job)} takes its environment from an expression (${job.environment}); it cannot be evaluated locally, not checked`,
+        );
+        expressions++;
+      } else if (job.environment === null) {
         environment.status = "fail";
         environment.messages.push(
           `trust-policy: ${describeJob(job)} has no environment: key; a registry policy that pins an environment rejects its OIDC token`,
@@ -116,6 +128,7 @@ export function localPhase(scan: WorkflowScan): Phase {
         );
       }
     }
+    if (expressions === scan.jobs.length) environment.status = "neutral";
   }
 
   if (onlyCommented.length > 0) {

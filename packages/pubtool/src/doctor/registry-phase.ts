@@ -34,7 +34,9 @@ export function differingFields(
       `workflow filename (registered ${config.workflow_filename}, declared ${declared.workflow})`,
     );
   }
-  if (!same(config.environment, declared.environment)) {
+  // A registration without an environment accepts a run from any environment.
+  const registeredEnvironment = config.environment ?? "";
+  if (registeredEnvironment !== "" && !same(registeredEnvironment, declared.environment)) {
     fields.push(
       `environment (registered ${config.environment ?? "none"}, declared ${declared.environment ?? "none"})`,
     );
@@ -46,6 +48,16 @@ export function differingFields(
     }
   }
   return fields;
+}
+
+/** The registry's own error text (`{"errors":[{"detail":...}]}`), else the start of the body. */
+export function registryError(text: string): string {
+  const body = parseJson(text) as { errors?: { detail?: unknown }[] } | undefined;
+  const details = Array.isArray(body?.errors)
+    ? body.errors.map((error) => error?.detail).filter((detail) => typeof detail === "string")
+    : [];
+  const message = details.length > 0 ? details.join("; ") : text.trim() || "(empty body)";
+  return message.replace(/\s+/g, " ").slice(0, 300);
 }
 
 /** Phase 3: each declared rustreg package against the registry's registrations. */
@@ -83,9 +95,12 @@ export async function registryPhase(
       headers: { authorization: token, accept: "application/json" },
       env,
     });
-    if (result.kind !== "response" || result.status >= 500) {
+    if (result.kind !== "response" || result.status >= 500 || result.status === 429) {
       check.status = "neutral";
-      check.messages.push(`skipped: the registry could not be read (${describeResult(result)})`);
+      const why = result.kind === "response" && result.status === 429 ? "rate limited, " : "";
+      check.messages.push(
+        `skipped: the registry could not be read (${why}${describeResult(result)})`,
+      );
       continue;
     }
     if (result.status === 401) {
@@ -100,10 +115,30 @@ export async function registryPhase(
       );
       continue;
     }
+    if (result.status === 400 || result.status === 403) {
+      check.status = "fail";
+      const hint =
+        result.status === 403
+          ? "; RUSTREG_DOCTOR_TOKEN must belong to an owner of the crate (a user, not a team) and have the trusted-publishing scope, or no scopes at all"
+          : "";
+      check.messages.push(
+        `${where}: the registry refused the read (HTTP ${result.status}): ${registryError(result.text)}${hint}`,
+      );
+      continue;
+    }
     const body = parseJson(result.text) as { github_configs?: RegisteredConfig[] } | undefined;
+    if (result.status === 200 && !Array.isArray(body?.github_configs)) {
+      check.status = "neutral";
+      check.messages.push(
+        `skipped: the registry answered HTTP 200 with a body doctor cannot read (no github_configs list)`,
+      );
+      continue;
+    }
     if (result.status !== 200 || !Array.isArray(body?.github_configs)) {
       check.status = "fail";
-      check.messages.push(`${where}: unexpected answer from the registry (HTTP ${result.status})`);
+      check.messages.push(
+        `${where}: unexpected answer from the registry (HTTP ${result.status}): ${registryError(result.text)}`,
+      );
       continue;
     }
     const configs = body.github_configs;

@@ -14,9 +14,10 @@ export async function runDoctor(options: {
 }): Promise<DoctorReport> {
   const { root, env } = options;
   const packages = options.config?.packages ?? [];
-  const scan = scanWorkflows(root);
+  const repository = currentRepository(root, env);
+  const scan = scanWorkflows(root, repository);
   const phases: Phase[] = [localPhase(scan), declaredPhase(root, packages, scan, env)];
-  const registry = await registryPhase(packages, env, currentRepository(root, env));
+  const registry = await registryPhase(packages, env, repository);
   if (registry === null) {
     phases.push({
       id: "registry",

@@ -23,6 +23,7 @@ export async function getAllPages<T>(
   client: GithubClient,
   path: string,
   key: string,
+  options: { notFoundIsEmpty?: boolean } = {},
 ): Promise<T[]> {
   const items: T[] = [];
   let url: string | null = `${client.base}${path}${path.includes("?") ? "&" : "?"}per_page=100`;
@@ -44,6 +45,7 @@ export async function getAllPages<T>(
         "the workflow host rejected the stored login (HTTP 401); run pubtool auth login again",
       );
     }
+    if (result.status === 404 && options.notFoundIsEmpty) return items;
     if (result.status !== 200) {
       throw new PubtoolError(
         "HTTP_FAILED",

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import type { Writable } from "node:stream";
+import { SecretMasker } from "./secret-mask.js";
 
 /** Variables every subprocess may see: locating programs, home, temp dir, locale, proxies. */
 const BASE = [
@@ -39,8 +40,23 @@ export function childEnv(
   return { ...result, ...extra };
 }
 
+/** Indents every line of a stream by four spaces, also when lines arrive in pieces. */
+function indenter(): (text: string) => string {
+  let atLineStart = true;
+  return (text) => {
+    let out = "";
+    for (const char of text) {
+      if (atLineStart && char !== "\n") out += "    ";
+      out += char;
+      atLineStart = char === "\n";
+    }
+    return out;
+  };
+}
+
 /**
- * Runs a program; its stdout and stderr go to `log` with every secret value masked.
+ * Runs a program; its stdout and stderr go to `log` with every secret value masked (each stream
+ * through its own `SecretMasker`, so a secret split across writes is still masked).
  * Resolves with the exit code and the output's tail.
  */
 export function runProgram(
@@ -55,19 +71,25 @@ export function runProgram(
       stdio: ["ignore", "pipe", "pipe"],
     });
     let tail = "";
-    const mask = (text: string) =>
-      options.secrets.reduce(
-        (masked, secret) => (secret ? masked.split(secret).join("***") : masked),
-        text,
-      );
-    const forward = (chunk: Buffer) => {
-      const text = mask(chunk.toString("utf8"));
+    const indent = indenter();
+    const emit = (text: string) => {
+      if (text === "") return;
       tail = (tail + text).slice(-2000);
-      options.log.write(text.replace(/^(?=.)/gm, "    "));
+      options.log.write(indent(text));
     };
-    child.stdout.on("data", forward);
-    child.stderr.on("data", forward);
+    const streams = [child.stdout, child.stderr].map((stream) => {
+      const masker = new SecretMasker(options.secrets);
+      stream.on("data", (chunk: Buffer) => emit(masker.write(chunk)));
+      return new Promise<void>((done) =>
+        stream.on("close", () => {
+          emit(masker.end());
+          done();
+        }),
+      );
+    });
     child.on("error", (error) => resolve({ code: 127, tail: `${command}: ${error.message}` }));
-    child.on("close", (code) => resolve({ code: code ?? 1, tail }));
+    child.on("close", (code) => {
+      void Promise.all(streams).then(() => resolve({ code: code ?? 1, tail }));
+    });
   });
 }

@@ -2,7 +2,8 @@ import type { Config } from "../config/load-config.js";
 import type { PackageEntry } from "../config/schema.js";
 import type { Status } from "../doctor/report.js";
 import { isPubtoolError } from "../errors.js";
-import { authModeFor } from "./auth-mode.js";
+import { authModeFor, type FirstPublish, firstPublishAuth } from "./auth-mode.js";
+import { MIN_NPM_FOR_OIDC, npmOidcProblem, provenanceBlocker } from "./jsreg-support.js";
 import { dependencyOrder, type Manifest, readManifest } from "./manifest.js";
 import { readPublished } from "./registry-read.js";
 
@@ -63,6 +64,7 @@ export async function runPreflight(
       checks,
     };
     packages.push(report);
+    let firstPublish: FirstPublish | null = null;
     if (manifest === null) {
       checks.push({ label: "manifest", status: "fail", message: error ?? "unreadable" });
     } else {
@@ -92,6 +94,7 @@ export async function runPreflight(
           status: "pass",
           message: `${manifest.version} is not published yet`,
         });
+        if (published.packageExists === false) firstPublish = firstPublishAuth(entry.kind, env);
       } else {
         checks.push({
           label: "version",
@@ -100,12 +103,35 @@ export async function runPreflight(
         });
       }
     }
-    const auth = authModeFor(entry.kind, env);
+    const auth = firstPublish?.auth ?? authModeFor(entry.kind, env);
+    if (firstPublish !== null) {
+      checks.push({
+        label: "first publish",
+        status: firstPublish.problem ? "fail" : "neutral",
+        message: firstPublish.message,
+      });
+    }
     checks.push({
       label: "auth",
       status: auth.mode === "none" ? "fail" : "pass",
       message: auth.detail,
     });
+    if (entry.kind === "jsreg" && auth.mode === "oidc") {
+      const problem = npmOidcProblem(env);
+      checks.push({
+        label: "npm",
+        status: problem === null ? "pass" : "fail",
+        message: problem ?? `npm is ${MIN_NPM_FOR_OIDC} or newer, as trusted publishing needs`,
+      });
+      const blocker = provenanceBlocker(env);
+      if (blocker !== null) {
+        checks.push({
+          label: "provenance",
+          status: "neutral",
+          message: `skipped: ${blocker}; the registry accepts provenance only from public repositories on the host's own runners`,
+        });
+      }
+    }
     report.ok = checks.every((check) => check.status !== "fail");
   }
   return { ok: packages.every((report) => report.ok), packages };

@@ -6,8 +6,10 @@ import type { Config } from "../config/load-config.js";
 import type { PackageEntry } from "../config/schema.js";
 import { endpointsFrom, envValue } from "../endpoints.js";
 import { isPubtoolError, PubtoolError } from "../errors.js";
-import { authModeFor, type AuthMode } from "./auth-mode.js";
+import { authModeFor, type AuthMode, firstPublishAuth } from "./auth-mode.js";
+import { NPM_OIDC_VARIABLES, npmOidcProblem, provenanceBlocker } from "./jsreg-support.js";
 import { childEnv, runProgram } from "./child-env.js";
+import { readDistributionMetadata } from "./dist-metadata.js";
 import type { Manifest } from "./manifest.js";
 import { loadPackages } from "./preflight.js";
 import {
@@ -26,7 +28,29 @@ interface PublishContext {
 }
 
 const CARGO_VARIABLES = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_TARGET_DIR"];
-const WORKFLOW_VARIABLES = [/^GITHUB_/, /^RUNNER_/, /^ACTIONS_ID_TOKEN_REQUEST_/, "CI"];
+
+/** Values no subprocess output may show, whether or not the subprocess received them. */
+const MASKED_VARIABLES = [
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "ACTIONS_RUNTIME_TOKEN",
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "NODE_AUTH_TOKEN",
+  "NPM_TOKEN",
+  "RUST_REGISTRY_TOKEN",
+  "CARGO_REGISTRY_TOKEN",
+  "RUSTREG_DOCTOR_TOKEN",
+  "PYREG_API_TOKEN",
+  "JSREG_AUTH_TOKEN",
+  "JSREG_TOKEN",
+];
+
+/** `token` and every secret-looking value of `env`, for masking. */
+function secretsOf(env: NodeJS.ProcessEnv, token: string): string[] {
+  return [token, ...MASKED_VARIABLES.map((name) => envValue(env, name) ?? "")].filter(
+    (value) => value.length >= 4,
+  );
+}
 
 async function publishRustreg(
   manifest: Manifest,
@@ -51,7 +75,7 @@ async function publishRustreg(
     cwd: manifest.dir,
     env: childEnv(env, CARGO_VARIABLES, extra),
     log: context.err,
-    secrets: [token],
+    secrets: secretsOf(env, token),
   });
   if (result.code !== 0) {
     if (/already (exists|uploaded)/i.test(result.tail)) return;
@@ -79,7 +103,12 @@ async function publishPyreg(
     );
   }
   if (context.dryRun) {
-    for (const file of files) out.write(`    would upload ${relative(manifest.dir, file)}\n`);
+    for (const file of files) {
+      const fields = await readDistributionMetadata(file, manifest);
+      out.write(
+        `    would upload ${relative(manifest.dir, file)} with ${fields.length} metadata fields\n`,
+      );
+    }
     return;
   }
   const token =
@@ -109,9 +138,18 @@ async function publishJsreg(
   if (context.dryRun) {
     args.push("--dry-run");
   } else if (auth.mode === "oidc") {
-    // npm performs the OIDC exchange itself and signs provenance from the workflow's identity.
-    args.push("--provenance");
-    names.push(...WORKFLOW_VARIABLES);
+    // npm (11.5.1 or newer) performs the OIDC exchange itself; it gets only the variables it
+    // needs, never GITHUB_TOKEN.
+    const problem = npmOidcProblem(env);
+    if (problem !== null) throw new PubtoolError("PUBLISH_FAILED", problem);
+    names.push(...NPM_OIDC_VARIABLES);
+    const blocker = provenanceBlocker(env);
+    if (blocker === null) {
+      args.push("--provenance");
+    } else {
+      extra.NPM_CONFIG_PROVENANCE = "false";
+      context.out.write(`    provenance skipped: ${blocker}\n`);
+    }
   } else if (auth.mode === "token") {
     token = envValue(env, auth.variable) ?? "";
     // The token stays in the environment; the temporary npmrc only references it.
@@ -128,7 +166,7 @@ async function publishJsreg(
       cwd: manifest.dir,
       env: childEnv(env, names, extra),
       log: context.err,
-      secrets: [token],
+      secrets: secretsOf(env, token),
     });
     if (result.code !== 0) {
       if (
@@ -166,7 +204,14 @@ export async function runPublish(
         out.write(`${label}: ${manifest.version} is already published, skipped\n`);
         continue;
       }
-      const auth = authModeFor(entry.kind, env);
+      let auth = authModeFor(entry.kind, env);
+      if (published.state === "unpublished" && published.packageExists === false) {
+        const first = firstPublishAuth(entry.kind, env);
+        out.write(`${label}: first publish: ${first.message}\n`);
+        auth = first.auth;
+        if (first.problem && !options.dryRun)
+          throw new PubtoolError("PUBLISH_FAILED", first.message);
+      }
       if (auth.mode === "none" && !options.dryRun) {
         throw new PubtoolError("PUBLISH_FAILED", `no credentials: ${auth.detail}`);
       }

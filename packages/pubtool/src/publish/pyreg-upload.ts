@@ -4,6 +4,7 @@ import { basename, join } from "node:path";
 import { endpointsFrom, envValue } from "../endpoints.js";
 import { PubtoolError } from "../errors.js";
 import { describeResult, parseJson, request } from "../http/request.js";
+import { readDistributionMetadata } from "./dist-metadata.js";
 
 /** Default distribution globs of a pyreg package, relative to its `path`. */
 export const DEFAULT_DIST_GLOBS = ["dist/*.whl", "dist/*.tar.gz"];
@@ -137,14 +138,15 @@ export async function uploadDistribution(
   const content = readFileSync(file);
   const name = basename(file);
   const wheel = name.endsWith(".whl");
+  const fields = await readDistributionMetadata(file, meta);
   const form = new FormData();
   form.set(":action", "file_upload");
   form.set("protocol_version", "1");
-  form.set("metadata_version", "2.1");
-  form.set("name", meta.name);
-  form.set("version", meta.version);
+  // Every core-metadata field the upload API takes, from the distribution itself (so the
+  // release has its description, Requires-Python and dependencies); repeated fields repeat.
+  for (const [field, value] of fields) form.append(field, value);
   form.set("filetype", wheel ? "bdist_wheel" : "sdist");
-  form.set("pyversion", wheel ? (name.split("-")[2] ?? "py3") : "source");
+  form.set("pyversion", wheel ? (name.split("-").at(-3) ?? "py3") : "source");
   form.set("sha256_digest", createHash("sha256").update(content).digest("hex"));
   form.set("content", new Blob([content]), name);
   const url = endpointsFrom(env).pyregUpload;

@@ -13,6 +13,76 @@ export const FALLBACK_VARIABLES: readonly {
   { name: "JSREG_TOKEN", registry: "jsreg", purpose: "publish fallback (alternative name)" },
 ];
 
+/** Variables the registries' own tools read a credential from (names, or patterns of names). */
+export const TOOL_VARIABLES: readonly {
+  name: string | RegExp;
+  registry: RegistryKind;
+  purpose: string;
+}[] = [
+  { name: "CARGO_REGISTRY_TOKEN", registry: "rustreg", purpose: "read by cargo publish" },
+  {
+    name: /^CARGO_REGISTRIES_[A-Z0-9_]+_TOKEN$/i,
+    registry: "rustreg",
+    purpose: "read by cargo for a named registry",
+  },
+  { name: "TWINE_PASSWORD", registry: "pyreg", purpose: "read by twine upload" },
+  { name: "UV_PUBLISH_TOKEN", registry: "pyreg", purpose: "read by uv publish" },
+  { name: "UV_PUBLISH_PASSWORD", registry: "pyreg", purpose: "read by uv publish" },
+  { name: /^POETRY_PYPI_TOKEN_[A-Z0-9_]+$/i, registry: "pyreg", purpose: "read by poetry publish" },
+  {
+    name: /^POETRY_HTTP_BASIC_[A-Z0-9_]+_PASSWORD$/i,
+    registry: "pyreg",
+    purpose: "read by poetry publish",
+  },
+  { name: "FLIT_PASSWORD", registry: "pyreg", purpose: "read by flit publish" },
+  { name: "HATCH_INDEX_AUTH", registry: "pyreg", purpose: "read by hatch publish" },
+  { name: "PDM_PUBLISH_PASSWORD", registry: "pyreg", purpose: "read by pdm publish" },
+  {
+    name: "NODE_AUTH_TOKEN",
+    registry: "jsreg",
+    purpose: "read through the npmrc setup-node writes",
+  },
+  { name: "NPM_TOKEN", registry: "jsreg", purpose: "conventionally referenced from .npmrc" },
+  {
+    name: /^NPM_CONFIG_(?:_AUTH|_AUTHTOKEN|TOKEN)$/i,
+    registry: "jsreg",
+    purpose: "read by npm as config",
+  },
+  {
+    name: /^npm_config_\/\/.*:_auth(?:Token)?$/i,
+    registry: "jsreg",
+    purpose: "read by npm as config",
+  },
+  { name: "YARN_NPM_AUTH_TOKEN", registry: "jsreg", purpose: "read by yarn npm publish" },
+];
+
+/** The tool variable entry `name` matches, if any. */
+export function toolVariable(name: string) {
+  return TOOL_VARIABLES.find((variable) =>
+    typeof variable.name === "string" ? variable.name === name : variable.name.test(name),
+  );
+}
+
+/** Words in a secret's name that tie it to a registry (`CARGO_RELEASE_TOKEN`, `PROD_PYPI_KEY`). */
+const REGISTRY_WORDS: readonly { words: string[]; registry: RegistryKind }[] = [
+  { words: ["CARGO", "CRATES", "CRATESIO", "RUSTREG"], registry: "rustreg" },
+  { words: ["PYPI", "TESTPYPI", "PYREG", "TWINE", "POETRY", "FLIT", "HATCH"], registry: "pyreg" },
+  { words: ["NPM", "NPMJS", "JSREG", "YARN"], registry: "jsreg" },
+];
+
+/** Words that make a name a credential rather than, say, a version or a path. */
+const CREDENTIAL_WORDS = [
+  "TOKEN",
+  "TOKENS",
+  "KEY",
+  "PASSWORD",
+  "PASS",
+  "PWD",
+  "AUTH",
+  "SECRET",
+  "API",
+];
+
 /** Registry-specific prefixes of secret names that look like registry credentials. */
 const PREFIXES: readonly { prefix: string; registry: RegistryKind }[] = [
   { prefix: "RUSTREG_", registry: "rustreg" },
@@ -33,7 +103,16 @@ export function registryOfSecret(name: string): RegistryKind | null {
   const upper = name.toUpperCase();
   const exact = FALLBACK_VARIABLES.find((variable) => variable.name === upper);
   if (exact) return exact.registry;
-  return PREFIXES.find((entry) => upper.startsWith(entry.prefix))?.registry ?? null;
+  const tool = toolVariable(name);
+  if (tool) return tool.registry;
+  const prefixed = PREFIXES.find((entry) => upper.startsWith(entry.prefix))?.registry;
+  if (prefixed) return prefixed;
+  const words = upper.split(/[^A-Z0-9]+/);
+  if (!words.some((word) => CREDENTIAL_WORDS.includes(word))) return null;
+  return (
+    REGISTRY_WORDS.find((entry) => entry.words.some((word) => words.includes(word)))?.registry ??
+    null
+  );
 }
 
 /** A description of a token value that reveals only its length and a well-known prefix type. */

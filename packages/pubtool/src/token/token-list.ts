@@ -1,10 +1,15 @@
 import type { Writable } from "node:stream";
-import { loadAuth } from "../auth/store.js";
+import { apiOfAuth, loadAuth } from "../auth/store.js";
 import { endpointsFrom, envValue } from "../endpoints.js";
 import { isPubtoolError } from "../errors.js";
 import { getAllPages } from "../github/api.js";
-import { currentRepository } from "../repository.js";
-import { describeValue, FALLBACK_VARIABLES, registryOfSecret } from "./credential-names.js";
+import { currentRepository, originUrl, remoteHost, workflowHosts } from "../repository.js";
+import {
+  describeValue,
+  FALLBACK_VARIABLES,
+  registryOfSecret,
+  toolVariable,
+} from "./credential-names.js";
 
 /** One row of the `token list` table. */
 export interface TokenRow {
@@ -14,7 +19,10 @@ export interface TokenRow {
   details: string;
 }
 
-/** Rows for the fallback variables set (non-empty) in `env`. Values are never included. */
+/**
+ * Rows for the fallback variables and the variables the registries' own tools read that are set
+ * (non-empty) in `env`. Values are never included.
+ */
 export function environmentRows(env: NodeJS.ProcessEnv): TokenRow[] {
   const rows: TokenRow[] = [];
   for (const variable of FALLBACK_VARIABLES) {
@@ -25,6 +33,17 @@ export function environmentRows(env: NodeJS.ProcessEnv): TokenRow[] {
       source: "env",
       name: variable.name,
       details: `${variable.purpose}; ${describeValue(value)}`,
+    });
+  }
+  for (const name of Object.keys(env).sort()) {
+    const value = envValue(env, name);
+    const tool = toolVariable(name);
+    if (value === undefined || tool === undefined) continue;
+    rows.push({
+      registry: tool.registry,
+      source: "env",
+      name,
+      details: `${tool.purpose}; ${describeValue(value)}`,
     });
   }
   return rows;
@@ -61,15 +80,30 @@ async function secretRows(cwd: string, env: NodeJS.ProcessEnv): Promise<SecretsR
       failed: false,
     };
   }
-  const repository = currentRepository(cwd, env);
-  if (repository === null) {
+  const base = endpointsFrom(env).githubApi;
+  const boundTo = apiOfAuth(auth);
+  if (boundTo !== base) {
     return {
       rows: [],
-      note: "note: unknown repository: set GITHUB_REPOSITORY=<owner>/<repo> or add a git remote named origin",
+      note: `note: secrets not listed: the stored login belongs to ${boundTo ?? auth.host}, not ${base} (PUBTOOL_GITHUB_API_URL); it is not sent there. Run pubtool auth login with the same settings`,
       failed: true,
     };
   }
-  const client = { base: endpointsFrom(env).githubApi, token: auth.access_token, env };
+  const repository = currentRepository(cwd, env);
+  if (repository === null) {
+    const origin = originUrl(cwd, env);
+    const host = origin === null ? null : remoteHost(origin);
+    const why =
+      host !== null && !workflowHosts(env).includes(host)
+        ? `the origin remote is on ${host}, not on the workflow host`
+        : "unknown repository";
+    return {
+      rows: [],
+      note: `note: secrets not listed: ${why}; set GITHUB_REPOSITORY=<owner>/<repo>${host === null ? " or add a git remote named origin" : ""}`,
+      failed: true,
+    };
+  }
+  const client = { base, token: auth.access_token, env };
   const rows: TokenRow[] = [];
   try {
     const secrets = await getAllPages<{ name: string; updated_at?: string }>(
@@ -87,10 +121,12 @@ async function secretRows(cwd: string, env: NodeJS.ProcessEnv): Promise<SecretsR
         details: `${repository}${secret.updated_at ? `, updated ${secret.updated_at}` : ""}`,
       });
     }
+    // 404: environments are not available for this repository (plan or visibility): none.
     const environments = await getAllPages<{ name: string }>(
       client,
       `/repos/${repository}/environments`,
       "environments",
+      { notFoundIsEmpty: true },
     );
     for (const environment of environments) {
       const envSecrets = await getAllPages<{ name: string; updated_at?: string }>(

@@ -1,16 +1,179 @@
 /** How a step runs `pubtool publish`. */
 export type StepKind = "run" | "action";
 
-// `pubtool publish`, also through npx / npm exec / pnpm / yarn / bunx, with an optional @version.
-const RUN_PATTERN =
-  /(?:^|[\s;&|(`])(?:npx\s+(?:(?:-y|--yes)\s+)?|npm\s+exec\s+(?:--\s+)?|pnpm\s+(?:exec\s+|dlx\s+)?|yarn\s+(?:dlx\s+)?|bunx\s+)?pubtool(?:@\S+)?\s+publish\b/;
-
 // `uses: <owner>/pubtool@<ref>` or a path inside such a repository.
 const ACTION_PATTERN = /^[A-Za-z0-9_.-]+\/pubtool(?:\/[^@\s]*)?@\S+$/;
 
-/** True when one line of shell runs `pubtool publish`. */
-export function lineRunsPublish(line: string): boolean {
-  return RUN_PATTERN.test(line);
+/** Words that may precede a command without being the command. */
+const PREFIX_WORDS = new Set([
+  "if",
+  "then",
+  "else",
+  "elif",
+  "do",
+  "while",
+  "until",
+  "!",
+  "time",
+  "exec",
+  "command",
+  "sudo",
+  "env",
+  "nohup",
+]);
+
+/** Launchers that run a package binary: the program name comes after their own options. */
+const LAUNCHERS: readonly string[][] = [
+  ["npx"],
+  ["bunx"],
+  ["npm", "exec"],
+  ["npm", "x"],
+  ["pnpm", "exec"],
+  ["pnpm", "dlx"],
+  ["pnpm"],
+  ["yarn", "dlx"],
+  ["yarn", "exec"],
+  ["yarn"],
+  ["bun", "x"],
+];
+
+/** Launcher options that take a value (`npx -p pkg`, `npm exec --package pkg`). */
+const LAUNCHER_VALUE_OPTIONS = new Set(["-p", "--package", "-c", "--call", "-w", "--workspace"]);
+
+/** pubtool's global options that take a value. */
+const PUBTOOL_VALUE_OPTIONS = new Set(["-c", "--config"]);
+
+/**
+ * Splits one logical line of shell into simple commands (at `;`, `&&`, `||`, `|`, `&`, `(`,
+ * `)`, `$(`, backticks), each a list of words with quotes removed. A `#` at the start of a word
+ * ends the line (a shell comment). Good enough to recognise a command, not a shell.
+ */
+export function splitCommands(line: string): string[][] {
+  const commands: string[][] = [];
+  let words: string[] = [];
+  let word: string | null = null;
+  const endWord = () => {
+    if (word !== null) words.push(word);
+    word = null;
+  };
+  const endCommand = () => {
+    endWord();
+    if (words.length > 0) commands.push(words);
+    words = [];
+  };
+  for (let i = 0; i < line.length; i++) {
+    const char = line[i] as string;
+    if (char === "'" || char === '"') {
+      const close = line.indexOf(char, i + 1);
+      const end = close === -1 ? line.length : close;
+      word = (word ?? "") + line.slice(i + 1, end);
+      i = end;
+    } else if (char === "\\" && i + 1 < line.length) {
+      word = (word ?? "") + line[i + 1];
+      i++;
+    } else if (/\s/.test(char)) {
+      endWord();
+    } else if (char === "#" && word === null) {
+      break;
+    } else if (";&|()`{}".includes(char) || (char === "$" && line[i + 1] === "(")) {
+      if (char === "$") i++;
+      endCommand();
+    } else {
+      word = (word ?? "") + char;
+    }
+  }
+  endCommand();
+  return commands;
+}
+
+/** True for a program word that is pubtool itself (`pubtool`, `pubtool@1`, `./node_modules/.bin/pubtool`). */
+function isPubtoolProgram(word: string): boolean {
+  const base = word.split("/").pop() ?? "";
+  return /^pubtool(?:@\S*)?(?:\.js)?$/.test(base);
+}
+
+/** The outcome of reading one simple command. */
+type CommandKind = "publish" | "dry-run" | null;
+
+/** The root `package.json` scripts, for `npm run <script>` and friends. */
+export type Scripts = Readonly<Record<string, string>>;
+
+/** The script a package-manager command runs (`npm run release`, `yarn release`), if any. */
+function scriptOf(words: readonly string[], scripts: Scripts): string | null {
+  const [tool, first, second] = words;
+  let name: string | undefined;
+  if ((tool === "npm" || tool === "bun") && (first === "run" || first === "run-script")) {
+    name = second;
+  } else if (tool === "pnpm" || tool === "yarn") {
+    name = first === "run" ? second : first;
+  }
+  return name !== undefined && Object.hasOwn(scripts, name) ? (scripts[name] ?? null) : null;
+}
+
+/** Reads one simple command: does it run `pubtool publish`, and is it a dry run? */
+function classifyCommand(words: readonly string[], scripts: Scripts, depth: number): CommandKind {
+  let i = 0;
+  while (i < words.length) {
+    const word = words[i] as string;
+    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(word) || PREFIX_WORDS.has(word)) i++;
+    else break;
+  }
+  // `npm run release` where the script runs pubtool publish (a few levels deep at most).
+  const script = depth < 4 ? scriptOf(words.slice(i), scripts) : null;
+  if (script !== null) {
+    const kind = lineKind(script, scripts, depth + 1);
+    if (kind !== null) return kind;
+  }
+  // `node ./node_modules/.bin/pubtool` or `node node_modules/pubtool/bin/pubtool.js`.
+  if (words[i] === "node" && words[i + 1] !== undefined && isPubtoolProgram(words[i + 1] ?? "")) {
+    i++;
+  }
+  const launcher = LAUNCHERS.find((parts) => parts.every((part, k) => words[i + k] === part));
+  if (launcher !== undefined) {
+    i += launcher.length;
+    while (i < words.length) {
+      const word = words[i] as string;
+      if (word === "--") i++;
+      else if (LAUNCHER_VALUE_OPTIONS.has(word)) i += 2;
+      else if (word.startsWith("-")) i++;
+      else break;
+    }
+  }
+  if (!isPubtoolProgram(words[i] ?? "")) return null;
+  i++;
+  let command: string | null = null;
+  let dryRun = false;
+  for (; i < words.length; i++) {
+    const word = words[i] as string;
+    if (word === "--") continue;
+    if (word === "--dry-run") dryRun = true;
+    else if (PUBTOOL_VALUE_OPTIONS.has(word)) i++;
+    else if (word.startsWith("-")) continue;
+    else if (command === null) command = word;
+  }
+  if (command !== "publish") return null;
+  return dryRun ? "dry-run" : "publish";
+}
+
+/** Joins shell continuation lines (`\` at the end of a line). */
+function logicalLines(script: string): string[] {
+  return script.replace(/\\\r?\n/g, " ").split(/\r?\n/);
+}
+
+/** What a line of shell does with `pubtool publish`. */
+export function lineKind(line: string, scripts: Scripts = {}, depth = 0): CommandKind {
+  let found: CommandKind = null;
+  for (const command of splitCommands(line)) {
+    const kind = classifyCommand(command, scripts, depth);
+    if (kind === "publish") return "publish";
+    if (kind === "dry-run") found = "dry-run";
+  }
+  return found;
+}
+
+/** True when one line of shell runs `pubtool publish` (not a dry run). */
+export function lineRunsPublish(line: string, scripts: Scripts = {}): boolean {
+  return lineKind(line, scripts) === "publish";
 }
 
 /** True when `uses` names the tool's own workflow action. */
@@ -19,38 +182,63 @@ export function isPubtoolAction(uses: unknown): boolean {
 }
 
 /**
+ * True when an `if:` value is literally false (`false`, `"false"`, `${{ false }}`): the job or
+ * step never runs.
+ */
+export function isLiterallyFalse(condition: unknown): boolean {
+  if (condition === false || condition === 0) return true;
+  if (typeof condition !== "string") return false;
+  return /^\s*(?:\$\{\{\s*)?(?:false|0)(?:\s*\}\})?\s*$/.test(condition);
+}
+
+/**
  * Classifies a step: "active" when it publishes, "commented" when its `run` script has the
- * publish command only on shell-comment lines, `null` otherwise.
+ * publish command only on shell-comment lines, `null` otherwise (also for dry runs).
  */
 export function classifyStep(
   step: unknown,
+  scripts: Scripts = {},
 ): { kind: StepKind; state: "active" | "commented" } | null {
   if (step === null || typeof step !== "object") return null;
   const record = step as Record<string, unknown>;
+  if (isLiterallyFalse(record.if)) return null;
   if (isPubtoolAction(record.uses)) {
     const inputs = record.with as Record<string, unknown> | undefined;
     if (inputs && typeof inputs === "object" && String(inputs.command).trim() === "publish") {
+      const args = typeof inputs.args === "string" ? inputs.args : "";
+      if (/(?:^|\s)--dry-run\b/.test(args) || inputs["dry-run"] === true) return null;
       return { kind: "action", state: "active" };
     }
     return null;
   }
-  if (typeof record.run !== "string") return null;
+  // changesets/action runs its `publish` input as a command.
+  const inputs = record.with as Record<string, unknown> | undefined;
+  const run =
+    typeof record.run === "string"
+      ? record.run
+      : typeof record.uses === "string" &&
+          /^changesets\/action@/.test(record.uses.trim()) &&
+          typeof inputs?.publish === "string"
+        ? inputs.publish
+        : null;
+  if (run === null) return null;
   let commented = false;
-  for (const line of record.run.split("\n")) {
+  for (const line of logicalLines(run)) {
     const trimmed = line.trim();
     if (trimmed.startsWith("#")) {
-      if (lineRunsPublish(trimmed.replace(/^#+/, ""))) commented = true;
+      if (lineRunsPublish(trimmed.replace(/^#+/, ""), scripts)) commented = true;
       continue;
     }
-    if (lineRunsPublish(line)) return { kind: "run", state: "active" };
+    if (lineRunsPublish(line, scripts)) return { kind: "run", state: "active" };
   }
   return commented ? { kind: "run", state: "commented" } : null;
 }
 
 /**
- * Finds YAML-commented publishing steps in raw workflow text: a commented line that runs
- * `pubtool publish`, or a commented `uses: <owner>/pubtool@...` followed by a commented
- * `command: publish`. Returns 1-based line numbers.
+ * Finds YAML-commented publishing steps in raw workflow text: a commented line that would itself
+ * run `pubtool publish` (`# - run: pubtool publish`, `#   pubtool publish` inside a commented
+ * block; prose that merely mentions the command does not count), or a commented
+ * `uses: <owner>/pubtool@...` followed by a commented `command: publish`. Returns 1-based lines.
  */
 export function findCommentedSteps(text: string): number[] {
   const lines = text.split(/\r?\n/);
@@ -62,7 +250,15 @@ export function findCommentedSteps(text: string): number[] {
   for (let i = 0; i < lines.length; i++) {
     const body = commentBody(lines[i] ?? "");
     if (body === null) continue;
-    if (lineRunsPublish(body)) {
+    const command = body.replace(/^\s*(?:-\s+)?(?:run:\s*(?:[|>][-+]?\s*)?)?/, "");
+    // A continued line joins the commented lines after it.
+    let joined = command;
+    for (let j = i + 1; /\\\s*$/.test(joined) && j < lines.length; j++) {
+      const next = commentBody(lines[j] ?? "");
+      if (next === null) break;
+      joined = `${joined.replace(/\\\s*$/, " ")}${next}`;
+    }
+    if (command.trim() !== "" && lineRunsPublish(joined)) {
       found.push(i + 1);
       continue;
     }

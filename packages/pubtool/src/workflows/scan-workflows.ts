@@ -1,7 +1,13 @@
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { isMap, isScalar, LineCounter, parseDocument, type Node } from "yaml";
-import { classifyStep, findCommentedSteps, type StepKind } from "./publish-step.js";
+import {
+  classifyStep,
+  findCommentedSteps,
+  isLiterallyFalse,
+  type Scripts,
+  type StepKind,
+} from "./publish-step.js";
 import {
   type EffectivePermissions,
   resolveCalledPermissions,
@@ -26,15 +32,17 @@ export interface Workflow {
 export interface PublishingJob {
   /** The workflow file the host runs (the caller for a reusable workflow). */
   entryFile: string;
-  /** The caller's job id, for a job inside a reusable workflow. */
+  /** The top-level caller's job id, for a job inside a reusable workflow. */
   callerJob: string | null;
+  /** The calling jobs from the entry workflow down, empty for a job the host runs directly. */
+  chain: CallLink[];
   /** The file that holds the publishing job. */
   file: string;
   job: string;
   stepKind: StepKind;
   line: number;
   permissions: EffectivePermissions;
-  /** The job's `environment` name, `null` when it has none. */
+  /** The job's `environment` name (maybe an expression, see `isExpression`), `null` when none. */
   environment: string | null;
 }
 
@@ -52,12 +60,19 @@ export interface WorkflowScan {
   errors: { file: string; message: string }[];
   jobs: PublishingJob[];
   commented: CommentedStep[];
+  /** Jobs calling a reusable workflow doctor cannot read (another repository). */
+  external: { file: string; job: string; uses: string }[];
 }
 
 function asRecord(value: unknown): Record<string, unknown> | null {
   return value !== null && typeof value === "object" && !Array.isArray(value)
     ? (value as Record<string, unknown>)
     : null;
+}
+
+/** True for a value with a `${{ ... }}` expression, which only the host can evaluate. */
+export function isExpression(value: string): boolean {
+  return value.includes("${{");
 }
 
 /** The environment name of a job: a string or `{ name: ... }`. */
@@ -112,32 +127,76 @@ function jobAtLine(workflow: Workflow, line: number): string | null {
   return best;
 }
 
-/** The workflow file a job's `uses: ./.github/workflows/x.yml` calls, if local. */
-function calledFile(uses: unknown): string | null {
+/**
+ * The workflow file a job's `uses:` calls when it is in this repository, in every spelling the
+ * host accepts: `./.github/workflows/x.yml`, `$/.github/workflows/x.yml[@ref]` and
+ * `<this owner>/<this repo>/.github/workflows/x.yml@ref`.
+ */
+export function calledFile(uses: unknown, repository: string | null): string | null {
   if (typeof uses !== "string") return null;
-  const match = /^\.\/\.github\/workflows\/([^/@\s]+\.ya?ml)$/.exec(uses.trim());
-  return match ? (match[1] ?? null) : null;
+  const value = uses.trim();
+  const local = /^(?:\.|\$)\/\.github\/workflows\/([^/@\s]+\.ya?ml)(?:@\S+)?$/.exec(value);
+  if (local) return local[1] ?? null;
+  const remote = /^([^/\s]+\/[^/\s]+)\/\.github\/workflows\/([^/@\s]+\.ya?ml)@\S+$/.exec(value);
+  if (remote && repository !== null && remote[1]?.toLowerCase() === repository.toLowerCase()) {
+    return remote[2] ?? null;
+  }
+  return null;
 }
 
-function isReusable(workflow: Workflow): boolean {
-  const on = workflow.data.on;
-  if (on === "workflow_call") return true;
-  if (Array.isArray(on)) return on.includes("workflow_call");
-  return asRecord(on)?.workflow_call !== undefined;
+/** The events a workflow runs on. */
+function triggers(workflow: Workflow): string[] {
+  const on = workflow.data.on ?? workflow.data.true;
+  if (typeof on === "string") return [on];
+  if (Array.isArray(on)) return on.map(String);
+  const record = asRecord(on);
+  return record ? Object.keys(record) : [];
+}
+
+/** The scripts of the root `package.json` (`npm run release` may run pubtool publish). */
+function rootScripts(root: string): Scripts {
+  try {
+    const data = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as {
+      scripts?: unknown;
+    };
+    const scripts = asRecord(data.scripts) ?? {};
+    return Object.fromEntries(
+      Object.entries(scripts).filter(
+        (entry): entry is [string, string] => typeof entry[1] === "string",
+      ),
+    );
+  } catch {
+    return {};
+  }
+}
+
+/** One step of a chain of calls: the job in `file` that calls the next workflow. */
+export interface CallLink {
+  file: string;
+  job: string;
 }
 
 /**
  * Reads `.github/workflows/*.yml` and `*.yaml` under `root` and finds every job that publishes,
- * following local reusable workflows from their callers.
+ * following reusable workflows of this repository (`repository` is `owner/repo` when known) from
+ * each workflow the host triggers directly, to any depth; cycles are reported, not followed.
  */
-export function scanWorkflows(root: string): WorkflowScan {
+export function scanWorkflows(root: string, repository: string | null = null): WorkflowScan {
   const dir = join(root, WORKFLOWS_DIR);
-  const scan: WorkflowScan = { dirExists: false, files: [], errors: [], jobs: [], commented: [] };
+  const scan: WorkflowScan = {
+    dirExists: false,
+    files: [],
+    errors: [],
+    jobs: [],
+    commented: [],
+    external: [],
+  };
   if (!existsSync(dir)) return scan;
   scan.dirExists = true;
   scan.files = readdirSync(dir)
     .filter((name) => /\.ya?ml$/.test(name))
     .sort();
+  const scripts = rootScripts(root);
   const workflows = new Map<string, Workflow>();
   for (const file of scan.files) {
     try {
@@ -150,24 +209,47 @@ export function scanWorkflows(root: string): WorkflowScan {
     }
   }
 
-  // Publishing jobs per file, before callers are considered.
+  // Publishing jobs and calls per file, before callers are considered.
   interface LocalJob {
     job: string;
     record: Record<string, unknown>;
     stepKind: StepKind;
     line: number;
   }
+  interface LocalCall {
+    job: string;
+    record: Record<string, unknown>;
+    target: string;
+  }
   const local = new Map<string, LocalJob[]>();
+  const calls = new Map<string, LocalCall[]>();
+  const calledFiles = new Set<string>();
   for (const workflow of workflows.values()) {
     const jobs = asRecord(workflow.data.jobs) ?? {};
     const found: LocalJob[] = [];
+    const foundCalls: LocalCall[] = [];
     const lines = new Set<number>(workflow.commentedLines);
     for (const [job, value] of Object.entries(jobs)) {
       const record = asRecord(value);
-      if (!record || !Array.isArray(record.steps)) continue;
+      if (!record) continue;
+      // `if: false` (literally): the job never runs, so it neither publishes nor calls.
+      if (isLiterallyFalse(record.if)) continue;
+      const target = calledFile(record.uses, repository);
+      if (target !== null && workflows.has(target)) {
+        foundCalls.push({ job, record, target });
+        calledFiles.add(target);
+      } else if (target !== null) {
+        scan.errors.push({
+          file: workflow.file,
+          message: `job ${job} calls ${String(record.uses).trim()}, but ${WORKFLOWS_DIR}/${target} does not exist`,
+        });
+      } else if (typeof record.uses === "string" && /\.ya?ml@/.test(record.uses)) {
+        scan.external.push({ file: workflow.file, job, uses: record.uses.trim() });
+      }
+      if (!Array.isArray(record.steps)) continue;
       let active: LocalJob | null = null;
       record.steps.forEach((step, index) => {
-        const kind = classifyStep(step);
+        const kind = classifyStep(step, scripts);
         const line = workflow.stepLines.get(job)?.[index] ?? workflow.jobLines.get(job) ?? 0;
         if (kind?.state === "active" && active === null) {
           active = { job, record, stepKind: kind.kind, line };
@@ -178,66 +260,82 @@ export function scanWorkflows(root: string): WorkflowScan {
       if (active) found.push(active);
     }
     local.set(workflow.file, found);
+    calls.set(workflow.file, foundCalls);
     for (const line of [...lines].sort((a, b) => a - b)) {
       scan.commented.push({ file: workflow.file, job: jobAtLine(workflow, line), line });
     }
   }
 
-  // Resolve each publishing job from the workflows that trigger it.
-  const called = new Set<string>();
-  for (const workflow of workflows.values()) {
-    const jobs = asRecord(workflow.data.jobs) ?? {};
-    for (const [callerJob, value] of Object.entries(jobs)) {
-      const record = asRecord(value);
-      const target = record ? calledFile(record.uses) : null;
-      if (!record || !target) continue;
-      const callee = workflows.get(target);
-      if (!callee) continue;
-      called.add(target);
-      const callerPermissions = resolvePermissions(
-        workflow.data.permissions,
-        record.permissions,
-        "caller's ",
-      );
-      for (const job of local.get(target) ?? []) {
-        scan.jobs.push({
-          entryFile: workflow.file,
-          callerJob,
-          file: target,
-          job: job.job,
-          stepKind: job.stepKind,
-          line: job.line,
-          permissions: resolveCalledPermissions(
-            callerPermissions,
-            callee.data.permissions,
-            job.record.permissions,
-          ),
-          environment: environmentOf(job.record),
-        });
-      }
-    }
-  }
-  for (const workflow of workflows.values()) {
-    // A reusable workflow is judged through its callers; alone only when nothing calls it.
-    if (called.has(workflow.file) && isReusable(workflow)) continue;
-    for (const job of local.get(workflow.file) ?? []) {
+  const cycles = new Set<string>();
+  // Walks from `file` with the permissions its caller grants (`null` at the top level).
+  const walk = (
+    entryFile: string,
+    file: string,
+    chain: CallLink[],
+    grant: EffectivePermissions | null,
+  ) => {
+    const workflow = workflows.get(file);
+    if (!workflow) return;
+    const permissionsOf = (record: Record<string, unknown>): EffectivePermissions =>
+      grant === null
+        ? resolvePermissions(workflow.data.permissions, record.permissions)
+        : resolveCalledPermissions(grant, workflow.data.permissions, record.permissions);
+    for (const job of local.get(file) ?? []) {
       scan.jobs.push({
-        entryFile: workflow.file,
-        callerJob: null,
-        file: workflow.file,
+        entryFile,
+        callerJob: chain[0]?.job ?? null,
+        chain,
+        file,
         job: job.job,
         stepKind: job.stepKind,
         line: job.line,
-        permissions: resolvePermissions(workflow.data.permissions, job.record.permissions),
+        permissions: permissionsOf(job.record),
         environment: environmentOf(job.record),
       });
+    }
+    for (const call of calls.get(file) ?? []) {
+      const path = [...chain.map((link) => link.file), file];
+      if (path.includes(call.target)) {
+        const cycle = [...path.slice(path.indexOf(call.target)), call.target].join(" → ");
+        if (!cycles.has(cycle)) {
+          cycles.add(cycle);
+          scan.errors.push({
+            file,
+            message: `job ${call.job}: reusable workflows call each other in a cycle (${cycle}); the host rejects it, and doctor does not follow it`,
+          });
+        }
+        continue;
+      }
+      const callerGrant =
+        grant === null
+          ? resolvePermissions(workflow.data.permissions, call.record.permissions, "caller's ")
+          : resolveCalledPermissions(grant, workflow.data.permissions, call.record.permissions);
+      walk(entryFile, call.target, [...chain, { file, job: call.job }], callerGrant);
+    }
+  };
+
+  for (const workflow of workflows.values()) {
+    const events = triggers(workflow);
+    const direct = events.some((event) => event !== "workflow_call");
+    // A workflow only called by others is judged through its callers; one that nothing here
+    // calls (perhaps called from another repository) is judged on its own.
+    if (direct || events.length === 0 || !calledFiles.has(workflow.file)) {
+      walk(workflow.file, workflow.file, [], null);
     }
   }
   return scan;
 }
 
-/** `release.yml: job publish` or `release.yml: job release → publish.yml: job publish`. */
+/**
+ * `release.yml: job publish`, `release.yml: job release (calls publish.yml: job publish)`, and
+ * for deeper chains `a.yml: job x (calls b.yml: job y → c.yml: job publish)`.
+ */
 export function describeJob(job: PublishingJob): string {
-  if (job.callerJob === null) return `${job.entryFile}: job ${job.job}`;
-  return `${job.entryFile}: job ${job.callerJob} (calls ${job.file}: job ${job.job})`;
+  const [first, ...rest] = job.chain;
+  if (first === undefined) return `${job.entryFile}: job ${job.job}`;
+  const path = [
+    ...rest.map((link) => `${link.file}: job ${link.job}`),
+    `${job.file}: job ${job.job}`,
+  ];
+  return `${first.file}: job ${first.job} (calls ${path.join(" → ")})`;
 }

@@ -1,0 +1,169 @@
+import { Agent, type Dispatcher, fetch as undiciFetch, ProxyAgent } from "undici";
+import { Deadline, DeadlineError } from "./deadline.js";
+import { RETRY_AFTER_CAP_MS } from "./request.js";
+
+/** What the attempts of one call observed, read when the call fails. */
+export interface AttemptState {
+  /** HTTP attempts started. */
+  count: number;
+  /** The body of the last non-2xx response. */
+  errorBody: string | undefined;
+  /** Whether the last attempt received its response headers. */
+  headersReceived: boolean;
+  /** A requested wait above the cap that stopped the retries, in milliseconds. */
+  retryAfterMs: number | undefined;
+  /** A failure that must not be retried (it aborted `stop`). */
+  fatal: Error | undefined;
+}
+
+export interface AttemptOptions {
+  /** Per-attempt deadline in milliseconds, headers and body alike. */
+  timeout: number;
+  /** Largest response body accepted, in bytes. */
+  maxResponseBytes: number;
+  /** An http(s) proxy URL, or undefined for direct connections. */
+  proxy: string | undefined;
+  state: AttemptState;
+  /** Aborted (after setting `state.fatal`) to stop the `openai` client from retrying. */
+  stop: AbortController;
+  /** The error for a body over `maxResponseBytes`. */
+  tooLarge: (bytes: number, declared: boolean) => Error;
+}
+
+export function newAttemptState(): AttemptState {
+  return {
+    count: 0,
+    errorBody: undefined,
+    headersReceived: false,
+    retryAfterMs: undefined,
+    fatal: undefined,
+  };
+}
+
+const dispatchers = new Map<string, Dispatcher>();
+
+/**
+ * One connection pool per proxy setting, with undici's own header, body and connect timers
+ * off: the per-attempt `Deadline` bounds everything, for any timeout value (undici's defaults
+ * would cut every attempt at 300 s, and its timers misfire after a blocked event loop).
+ * Not undici's global dispatcher: both paths behave the same whatever the application set there.
+ */
+function dispatcherFor(proxy: string | undefined): Dispatcher {
+  const key = proxy ?? "";
+  let dispatcher = dispatchers.get(key);
+  if (!dispatcher) {
+    const options = { headersTimeout: 0, bodyTimeout: 0, connect: { timeout: 0 } };
+    dispatcher = proxy ? new ProxyAgent({ uri: proxy, ...options }) : new Agent(options);
+    dispatchers.set(key, dispatcher);
+  }
+  return dispatcher;
+}
+
+const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
+
+/**
+ * The `fetch` the `openai` client calls for each attempt: it reads the whole body inside the
+ * attempt, so the deadline, the size cap, resets and stalls mid-body all count as a failure of
+ * the attempt (typed and retried by the client), and it caps `Retry-After`.
+ */
+export function attemptFetch(options: AttemptOptions) {
+  const { state } = options;
+  return async (input: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
+    state.count += 1;
+    state.errorBody = undefined;
+    state.headersReceived = false;
+    const deadline = new Deadline(options.timeout);
+    // Linked by hand: signals from AbortSignal.any can be collected early on Node 20.
+    const controller = new AbortController();
+    const abort = () => controller.abort();
+    deadline.signal.addEventListener("abort", abort, { once: true });
+    init.signal?.addEventListener("abort", abort, { once: true });
+    if (init.signal?.aborted) controller.abort();
+    const signal = controller.signal;
+    try {
+      const response = await undiciFetch(String(input instanceof Request ? input.url : input), {
+        ...(init as Record<string, unknown>),
+        signal,
+        dispatcher: dispatcherFor(options.proxy),
+      });
+      state.headersReceived = true;
+      const declared = Number(response.headers.get("content-length") ?? NaN);
+      if (declared > options.maxResponseBytes) {
+        await response.body?.cancel().catch(() => undefined);
+        throw fatal(options, options.tooLarge(declared, true));
+      }
+      const body = await readCapped(response, options);
+      const headers = new Headers([...response.headers]);
+      if (!response.ok) {
+        state.errorBody = new TextDecoder().decode(body);
+        const wait = requestedWaitMs(headers);
+        if (
+          wait !== undefined &&
+          wait > RETRY_AFTER_CAP_MS &&
+          retryable(response.status, headers)
+        ) {
+          state.retryAfterMs = wait;
+          headers.set("x-should-retry", "false");
+        }
+      }
+      return new Response(NULL_BODY_STATUS.has(response.status) ? null : body, {
+        status: response.status,
+        statusText: response.statusText,
+        headers,
+      });
+    } catch (error) {
+      if (deadline.expired) throw new DeadlineError();
+      throw error;
+    } finally {
+      deadline.clear();
+      init.signal?.removeEventListener("abort", abort);
+    }
+  };
+}
+
+function fatal(options: AttemptOptions, error: Error): Error {
+  options.state.fatal = error;
+  options.stop.abort();
+  return error;
+}
+
+async function readCapped(
+  response: Awaited<ReturnType<typeof undiciFetch>>,
+  options: AttemptOptions,
+): Promise<Uint8Array> {
+  if (!response.body) return new Uint8Array(0);
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    size += value.byteLength;
+    if (size > options.maxResponseBytes) {
+      await reader.cancel().catch(() => undefined);
+      throw fatal(options, options.tooLarge(size, false));
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The wait a response asks for, read the way the `openai` client reads it. */
+function requestedWaitMs(headers: Headers): number | undefined {
+  const ms = parseFloat(headers.get("retry-after-ms") ?? "");
+  if (!Number.isNaN(ms) && ms) return ms;
+  const value = headers.get("retry-after");
+  if (!value) return undefined;
+  const seconds = parseFloat(value);
+  if (!Number.isNaN(seconds)) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : date - Date.now();
+}
+
+/** Whether the `openai` client would retry this status. */
+function retryable(status: number, headers: Headers): boolean {
+  const header = headers.get("x-should-retry");
+  if (header === "true") return true;
+  if (header === "false") return false;
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}

@@ -1,0 +1,31 @@
+/**
+ * What one upstream call needs, as plain data (it crosses the worker-thread boundary), and the
+ * constants both threads share. No dependencies: the application thread loads only this.
+ */
+
+/** The longest `Retry-After` wait honoured; a longer one ends the call at once. */
+export const RETRY_AFTER_CAP_MS = 60_000;
+
+/** Everything one upstream call needs. Plain data: it crosses the worker-thread boundary. */
+export interface TransportRequest {
+  /** Base URL without a trailing slash and without a query string. */
+  baseUrl: string;
+  /** Query parameters of `base_url` (e.g. `api-version`), sent with every request. */
+  query: Record<string, string>;
+  apiKey: string;
+  /** Per-attempt timeout in milliseconds, from sending the request to the last body byte. */
+  timeout: number;
+  maxRetries: number;
+  /** Largest response body accepted, in bytes. */
+  maxResponseBytes: number;
+  /** An http(s) proxy URL, or undefined. */
+  proxy: string | undefined;
+  /** The full request body: `model`, `messages` and the extra arguments (JSON values only). */
+  body: Record<string, unknown>;
+}
+
+/** The chat-completion endpoint under a base URL, with the base URL's query string. */
+export function completionsUrl(baseUrl: string, query: Record<string, string> = {}): string {
+  const search = new URLSearchParams(query).toString();
+  return `${baseUrl}/chat/completions${search ? `?${search}` : ""}`;
+}

@@ -1,0 +1,90 @@
+import { spawnSync } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { childEnv } from "./child-env.js";
+
+/** The oldest npm that performs the trusted-publishing (OIDC) exchange itself. */
+export const MIN_NPM_FOR_OIDC = "11.5.1";
+
+/**
+ * What npm needs under OIDC: the token request pair, and the workflow identity it puts into the
+ * provenance statement. Never `GITHUB_TOKEN`, `ACTIONS_RUNTIME_TOKEN` or registry tokens.
+ */
+export const NPM_OIDC_VARIABLES = [
+  "CI",
+  "GITHUB_ACTIONS",
+  "ACTIONS_ID_TOKEN_REQUEST_URL",
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "GITHUB_SERVER_URL",
+  "GITHUB_REPOSITORY",
+  "GITHUB_REPOSITORY_ID",
+  "GITHUB_REPOSITORY_OWNER",
+  "GITHUB_REPOSITORY_OWNER_ID",
+  "GITHUB_WORKFLOW",
+  "GITHUB_WORKFLOW_REF",
+  "GITHUB_WORKFLOW_SHA",
+  "GITHUB_REF",
+  "GITHUB_SHA",
+  "GITHUB_RUN_ID",
+  "GITHUB_RUN_ATTEMPT",
+  "GITHUB_EVENT_NAME",
+  "GITHUB_JOB",
+  "RUNNER_ENVIRONMENT",
+  "RUNNER_OS",
+  "RUNNER_ARCH",
+];
+
+/** Compares dotted versions numerically (`11.10.0` > `11.5.1`); pre-release tags are ignored. */
+export function compareVersions(a: string, b: string): number {
+  const parts = (version: string) =>
+    (version.trim().replace(/^v/, "").split(/[-+]/)[0] ?? "").split(".").map(Number);
+  const [x, y] = [parts(a), parts(b)];
+  for (let i = 0; i < Math.max(x.length, y.length); i++) {
+    const diff = (x[i] ?? 0) - (y[i] ?? 0);
+    if (diff !== 0) return diff;
+  }
+  return 0;
+}
+
+/** The version of the `npm` on PATH, `null` when there is none or it does not answer. */
+export function npmVersion(env: NodeJS.ProcessEnv): string | null {
+  const result = spawnSync("npm", ["--version"], {
+    env: childEnv(env, []),
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+  const version = result.status === 0 ? result.stdout.trim().split("\n").pop()?.trim() : "";
+  return version && /^\d+\.\d+/.test(version) ? version : null;
+}
+
+/** A problem with npm for trusted publishing, or `null` when the runner's npm is new enough. */
+export function npmOidcProblem(env: NodeJS.ProcessEnv): string | null {
+  const version = npmVersion(env);
+  if (version === null) return "npm was not found on PATH (trusted publishing runs npm publish)";
+  if (compareVersions(version, MIN_NPM_FOR_OIDC) >= 0) return null;
+  return `npm ${version} is older than ${MIN_NPM_FOR_OIDC}, the first npm that performs the trusted-publishing exchange; add a step \`npm install -g npm@latest\` (or use node-version 24 or newer in setup-node) before pubtool publish`;
+}
+
+/**
+ * Why provenance cannot be generated in this run, `null` when it can: the registry accepts
+ * provenance only from public repositories built on the host's own runners.
+ */
+export function provenanceBlocker(env: NodeJS.ProcessEnv): string | null {
+  if (env.RUNNER_ENVIRONMENT === "self-hosted") {
+    return "the job runs on a self-hosted runner (RUNNER_ENVIRONMENT=self-hosted)";
+  }
+  const eventPath = env.GITHUB_EVENT_PATH;
+  if (eventPath && existsSync(eventPath)) {
+    try {
+      const event = JSON.parse(readFileSync(eventPath, "utf8")) as {
+        repository?: { private?: boolean; visibility?: string };
+      };
+      const repository = event.repository;
+      if (repository?.private === true || (repository?.visibility ?? "public") !== "public") {
+        return `the repository is ${repository?.visibility ?? "private"} (GITHUB_EVENT_PATH)`;
+      }
+    } catch {
+      // An unreadable event file says nothing about visibility.
+    }
+  }
+  return null;
+}
