@@ -13,6 +13,7 @@ export default tseslint.config(
         Buffer: "readonly",
         URL: "readonly",
         performance: "readonly",
+        AbortController: "readonly",
         setTimeout: "readonly",
         clearTimeout: "readonly",
         setInterval: "readonly",

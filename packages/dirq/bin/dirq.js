@@ -1,5 +1,7 @@
 #!/usr/bin/env node
-import { run } from "../dist/src/cli/main.js";
+// The npm launcher: plugin discovery (see docs/plugins.md), then the CLI.
+import { fileURLToPath } from "node:url";
+import { launch } from "../dist/src/launcher/launch.js";
 
 // A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
 // stdout (`> /dev/full`) is one diagnostic line, never a stack trace.
@@ -9,8 +11,8 @@ process.stdout.on("error", (error) => {
   process.exit(1);
 });
 
-process.exitCode = await run(process.argv.slice(2), {
-  stdout: process.stdout,
-  stderr: process.stderr,
-  cwd: process.cwd(),
-});
+process.exitCode = await launch(
+  process.argv.slice(2),
+  { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() },
+  { env: process.env, launcherPackage: fileURLToPath(new URL("..", import.meta.url)) },
+);

@@ -22,7 +22,8 @@ import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
 import { Refresher, type WriterLock } from "./indexer/refresh.js";
 import type { RowChange } from "./indexer/row-changes.js";
 import { selectionMatcher } from "./scan/inclusion.js";
-import { type HookCommand, parseHookCommand } from "./parse/hook-command.js";
+import { commandExtractor, type Extractor } from "./parse/extractor.js";
+import { parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
 import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
@@ -140,7 +141,7 @@ export class DirqIndex {
   private readonly pathTables: PathTables;
   private readonly refresher: Refresher;
   private readonly config: DirqConfig;
-  private readonly onFile: HookCommand | null;
+  private readonly onFile: Extractor | null;
   private readonly parsedOptions: ConstructorParameters<typeof PathTables>[1] & {
     concurrency?: number;
   };
@@ -177,7 +178,8 @@ export class DirqIndex {
   constructor(options: OpenIndexOptions = {}) {
     this.root = resolveRoot(options.root ?? process.cwd());
     this.config = options.config ?? EMPTY_CONFIG;
-    this.onFile = options.onFile === undefined ? null : parseHookCommand(options.onFile);
+    this.onFile =
+      options.onFile === undefined ? null : commandExtractor(parseHookCommand(options.onFile));
     const progress: ProgressReporter =
       options.progress === false
         ? { start: () => ({ update() {}, finish() {} }) }
@@ -227,16 +229,17 @@ export class DirqIndex {
       // Nothing there yet: the watcher picks the files up if the folder appears later.
       selection = { kind: "tree", base: table.glob.replace(/\/+$/, "") };
     }
-    let command: HookCommand;
+    let extractor: Extractor;
     try {
-      command = parseHookCommand(table.onFile, table.baseDir);
+      extractor =
+        table.extractor ?? commandExtractor(parseHookCommand(table.onFile, table.baseDir));
     } catch (error) {
       throw isDirqError(error) ? inConfig(table, "on-file", error) : error;
     }
     return {
       name: table.name,
       selection,
-      command,
+      extractor,
       schema: table.schema,
       ddl: table.ddl,
       origin: table.origin,
@@ -285,7 +288,7 @@ export class DirqIndex {
       name,
       label: path,
       selection,
-      command: this.onFile,
+      extractor: this.onFile,
       schema: null,
       ddl: null,
       origin: "--on-file",

@@ -28,7 +28,8 @@ export type DirqErrorCode =
   | "ANSWER_TOO_LARGE"
   | "SERVER_DEGRADED"
   | "EXTENSION_LOAD_FAILED"
-  | "WORKER_FAILED";
+  | "WORKER_FAILED"
+  | "INDEX_CLOSED";
 
 /** A user error: bad input, with a message that names what is wrong and what to do. */
 export class DirqError extends Error {

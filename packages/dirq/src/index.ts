@@ -1,28 +1,11 @@
-export {
-  type DirqConfig,
-  EMPTY_CONFIG,
-  loadConfigFile,
-  loadConfigs,
-  type TableConfig,
-} from "./config/load-config.js";
-export { type InitOptions, starterConfig, writeStarterConfig } from "./config/starter-config.js";
-export {
-  DirqIndex,
-  type OpenIndexOptions,
-  openIndex,
-  type QueryResult,
-  type SqlValue,
-} from "./engine.js";
+/**
+ * dirq's public API: a directory tree as a read-only SQLite database, in-process. Everything
+ * else in the package is internal and may change without notice.
+ */
+export type { TableDefinition } from "./sdk/code-tables.js";
+export { Dirq, open, type OpenOptions, type SkippedFile, type WatchOptions } from "./sdk/dirq.js";
+export type { RowEventStream } from "./sdk/row-event-stream.js";
+export type { Row, RowEvent, RowValue } from "./sdk/types.js";
+export type { ExtractedRows, ExtractFunction } from "./parse/extractor.js";
+export type { ProgressPhase, ProgressReporter } from "./progress/reporter.js";
 export { DirqError, type DirqErrorCode, isDirqError } from "./errors.js";
-export { type ExtensionSpec, parseExtensionArgument } from "./extensions/load-extensions.js";
-export { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "./indexer/parsed-tables.js";
-export { PATH_TABLE_COLUMNS } from "./indexer/path-tables.js";
-export { jsonChunks, jsonValue, toJson } from "./output/json.js";
-export { renderTable } from "./output/table.js";
-export {
-  createProgressReporter,
-  type ProgressMode,
-  type ProgressReporter,
-  progressModeFromEnv,
-} from "./progress/reporter.js";
-export type { SkippedPath } from "./scan/walk.js";

@@ -267,7 +267,8 @@ describe("worker-backed functions in the library", () => {
   afterEach(clearLogs);
 
   it("overlapping queries on one index each get their own answers", async () => {
-    const { loadConfigs, openIndex } = await import("../src/index.js");
+    const { openIndex } = await import("../src/engine.js");
+    const { loadConfigs } = await import("../src/config/load-config.js");
     const index = openIndex({ root, config: loadConfigs([CONFIG_ARG], root), progress: false });
     try {
       const statements = ["a", "b", "c"].map((x) => `SELECT up('${x}') AS u, up_each('${x}') AS e`);

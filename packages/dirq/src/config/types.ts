@@ -1,4 +1,5 @@
 /** The merged configuration, as the engine uses it (no parsing or validation here). */
+import type { Extractor } from "../parse/extractor.js";
 
 /** A `[[table]]` ready to use: paths resolved, its origin kept for messages. */
 export interface TableConfig {
@@ -12,6 +13,11 @@ export interface TableConfig {
   ddl: string | null;
   /** `config.toml: table[1]`, for messages. */
   origin: string;
+  /**
+   * Produces the rows instead of `onFile` (a table defined in code with an `extract` function;
+   * never set by a config file).
+   */
+  extractor?: Extractor;
 }
 
 export interface ExtensionConfig {

@@ -180,7 +180,7 @@ export class Refresher {
   ): Promise<void> {
     let result: Awaited<ReturnType<typeof parseFiles>>;
     try {
-      result = await parseFiles(table.spec.command, files, {
+      result = await parseFiles(table.spec.extractor, files, {
         root: this.root,
         concurrency: this.options.concurrency,
       });

@@ -140,6 +140,15 @@ function markLongIntegers(text: string): string | null {
   return parts.join("");
 }
 
+/**
+ * JSON.parse, but integers beyond 2^53 come back exact (as bigint), also inside nested
+ * values. For small texts (event rows); hook output goes through `parseJson`.
+ */
+export function parseJsonExact(text: string): unknown {
+  if (!LONG_NUMBER.test(text)) return JSON.parse(text);
+  return losslessJson().parse(text, null, parseNumber);
+}
+
 /** Keys a hook may not set: the hidden columns and anything else in dirq's namespace. */
 function isReservedKey(key: string): boolean {
   return INTERNAL_PREFIX.test(key);
@@ -161,10 +170,23 @@ export function parseHookOutput(stdout: Buffer): ParsedOutput {
       reason: `hook printed invalid JSON (${(error as Error).message}); output began: ${JSON.stringify(excerpt)}`,
     };
   }
+  return toRows(data, { whole: "hook printed", row: "the hook's output" }, marked);
+}
+
+/**
+ * Checks that `data` is an array of row objects and converts their values as stored. `source`
+ * names who produced it, for the reason a file is skipped (`hook printed`, `the hook's output`);
+ * `marked`: long integers were marked by `parseJson` and are turned back into exact ones.
+ */
+export function toRows(
+  data: unknown,
+  source: { whole: string; row: string },
+  marked = false,
+): ParsedOutput {
   if (!Array.isArray(data)) {
     return {
       ok: false,
-      reason: `hook printed ${describe(data)}, expected a JSON array of row objects`,
+      reason: `${source.whole} ${describe(data)}, expected a JSON array of row objects`,
     };
   }
   const rows: HookRow[] = [];
@@ -173,7 +195,7 @@ export function parseHookOutput(stdout: Buffer): ParsedOutput {
     if (item === null || typeof item !== "object" || Array.isArray(item)) {
       return {
         ok: false,
-        reason: `row ${i} of the hook's output is ${describe(item)}, expected an object`,
+        reason: `row ${i} of ${source.row} is ${describe(item)}, expected an object`,
       };
     }
     const row: HookRow = new Map();

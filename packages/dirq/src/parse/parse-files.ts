@@ -1,9 +1,7 @@
-import { availableParallelism } from "node:os";
 import type { ProgressPhase } from "../progress/reporter.js";
 import type { SkippedPath } from "../scan/walk.js";
-import type { HookCommand } from "./hook-command.js";
-import { type HookRow, parseHookOutput } from "./hook-rows.js";
-import { runHook } from "./run-hook.js";
+import type { Extractor } from "./extractor.js";
+import type { HookRow } from "./hook-rows.js";
 
 export interface ParsedFile {
   /** Relative path of the file. */
@@ -18,22 +16,18 @@ export interface ParseResult {
   skipped: SkippedPath[];
 }
 
-/** Hooks in flight at once: one per CPU core. */
-export function defaultHookConcurrency(): number {
-  return Math.max(1, availableParallelism());
-}
-
 /**
- * Runs the hook over every file, `concurrency` at a time. A failure is isolated to its file.
- * Rejects only when the hook program cannot be started at all.
+ * Extracts every file's rows, `concurrency` at a time (default: the extractor's). A failure is
+ * isolated to its file. Rejects only when the extractor cannot work at all (a hook program
+ * that cannot be started).
  */
 export async function parseFiles(
-  command: HookCommand,
+  extractor: Extractor,
   paths: readonly string[],
   options: { root: string; concurrency?: number; phase?: ProgressPhase },
 ): Promise<ParseResult> {
   const results: (ParsedFile | SkippedPath)[] = new Array(paths.length);
-  const concurrency = Math.max(1, options.concurrency ?? defaultHookConcurrency());
+  const concurrency = Math.max(1, options.concurrency ?? extractor.concurrency);
   let next = 0;
   let done = 0;
   const report = () => {
@@ -46,11 +40,7 @@ export async function parseFiles(
       const index = next++;
       const path = paths[index] as string;
       try {
-        const outcome = await runHook(command, {
-          path: `${options.root}/${path}`,
-          root: options.root,
-        });
-        const parsed = outcome.ok ? parseHookOutput(outcome.stdout) : outcome;
+        const parsed = await extractor.extract({ path, root: options.root });
         results[index] = parsed.ok ? { path, rows: parsed.rows } : { path, reason: parsed.reason };
       } catch (error) {
         failed = true;

@@ -63,17 +63,19 @@ export function stopRunningHooks(): void {
  * Runs the hook for one file in `root` and collects its stdout as it streams (both pipes are
  * always drained, so a hook never blocks on a full pipe). Resolves with the output, or with
  * the reason it failed (exit status, signal, stderr tail). Rejects with a `HOOK_START_FAILED`
- * DirqError when the program cannot be started at all.
+ * DirqError when the program cannot be started at all. `signal` kills the hook.
  */
 export function runHook(
   command: HookCommand,
   file: { path: string; root: string },
+  signal?: AbortSignal,
 ): Promise<HookOutcome> {
   const [program, ...args] = expandHookCommand(command, file);
   return new Promise((resolve, reject) => {
     const child = spawn(program as string, args, {
       cwd: file.root,
       stdio: ["ignore", "pipe", "pipe"],
+      signal,
     });
     running.add(child);
     const pid = child.pid;
@@ -89,7 +91,9 @@ export function runHook(
     child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
     child.stderr.on("data", (chunk: Buffer) => keepTail(stderr, chunk));
     child.on("error", (error: NodeJS.ErrnoException) => {
-      if (error.code === "ENOENT" || error.code === "EACCES" || child.pid === undefined) {
+      if (error.name === "AbortError") {
+        resolve({ ok: false, reason: "hook was stopped: the work was abandoned" });
+      } else if (error.code === "ENOENT" || error.code === "EACCES" || child.pid === undefined) {
         reject(startFailure(command, error));
       } else {
         resolve({ ok: false, reason: error.message });

@@ -1,0 +1,26 @@
+import { type CliIo, run } from "../cli/main.js";
+import { discoverNpmPlugins, LauncherError } from "./npm-plugins.js";
+import { pluginsDisabledByEnv, takeNoPluginFlag, withPluginConfigs } from "./plugin-args.js";
+
+/**
+ * The npm launcher (the package's `bin`): discovers installed plugins, hands their fragments
+ * to the CLI as `-c` files after the user's, and runs it. Only launchers discover; the CLI,
+ * core and SDK never do. Resolves to the exit code.
+ */
+export async function launch(
+  argv: readonly string[],
+  io: CliIo,
+  options: { env: NodeJS.ProcessEnv; launcherPackage: string },
+): Promise<number> {
+  const { argv: args, noPlugin } = takeNoPluginFlag(argv);
+  if (noPlugin || pluginsDisabledByEnv(options.env.DIRQ_NO_PLUGIN)) return run(args, io);
+  let fragments: string[];
+  try {
+    fragments = discoverNpmPlugins(io.cwd, options.launcherPackage).map((plugin) => plugin.config);
+  } catch (error) {
+    if (!(error instanceof LauncherError)) throw error;
+    io.stderr.write(`dirq: ${error.message}\n`);
+    return 1;
+  }
+  return run(withPluginConfigs(args, fragments), io);
+}

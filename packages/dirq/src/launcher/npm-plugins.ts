@@ -1,0 +1,110 @@
+import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+
+/** A launcher failure: printed as `dirq: <message>`, exit 1. Names the package at fault. */
+export class LauncherError extends Error {
+  override readonly name = "LauncherError";
+}
+
+/** An installed npm package whose `package.json` has `"dirq": { "config": "<fragment>" }`. */
+export interface NpmPlugin {
+  name: string;
+  /** The package's folder. */
+  directory: string;
+  /** The fragment's absolute path. */
+  config: string;
+}
+
+/** The `node_modules` folder nearest to `start`: itself or in it or an ancestor. */
+export function nearestNodeModules(start: string): string | null {
+  for (let dir = resolve(start); ; dir = dirname(dir)) {
+    if (basename(dir) === "node_modules") return dir;
+    const candidate = join(dir, "node_modules");
+    if (isDirectory(candidate)) return candidate;
+    if (dirname(dir) === dir) return null;
+  }
+}
+
+function isDirectory(path: string): boolean {
+  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+}
+
+/** Package folders directly in `nodeModules` (`name` and `@scope/name`), sorted by name. */
+function packageFolders(nodeModules: string): { name: string; directory: string }[] {
+  const found: { name: string; directory: string }[] = [];
+  const list = (dir: string) => {
+    try {
+      return readdirSync(dir, { withFileTypes: true });
+    } catch {
+      return [];
+    }
+  };
+  for (const entry of list(nodeModules)) {
+    if (entry.name.startsWith(".")) continue;
+    const path = join(nodeModules, entry.name);
+    if (entry.name.startsWith("@")) {
+      for (const scoped of list(path)) {
+        const name = `${entry.name}/${scoped.name}`;
+        if (!scoped.name.startsWith(".")) found.push({ name, directory: join(path, scoped.name) });
+      }
+    } else {
+      found.push({ name: entry.name, directory: path });
+    }
+  }
+  return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The plugin a package folder holds, if its manifest declares one. */
+function readPlugin(folder: { name: string; directory: string }): NpmPlugin | null {
+  const manifestPath = join(folder.directory, "package.json");
+  let manifest: unknown;
+  try {
+    manifest = JSON.parse(readFileSync(manifestPath, "utf8"));
+  } catch {
+    return null; // not a package (or not ours to judge): only declared plugins count
+  }
+  if (manifest === null || typeof manifest !== "object" || !("dirq" in manifest)) return null;
+  const name = (manifest as { name?: unknown }).name;
+  const label = typeof name === "string" ? name : folder.name;
+  if (label === "dirq") return null;
+  const declared = (manifest as { dirq: unknown }).dirq;
+  const config =
+    declared !== null && typeof declared === "object" && "config" in declared
+      ? (declared as { config: unknown }).config
+      : undefined;
+  if (typeof config !== "string" || config === "") {
+    throw new LauncherError(
+      `plugin ${label} (${folder.directory}): its package.json "dirq" entry needs "config": "<path of its dirq.toml fragment>"; fix or uninstall the package, or run with --no-plugin`,
+    );
+  }
+  const fragment = resolve(folder.directory, config);
+  if (!existsSync(fragment) || isDirectory(fragment)) {
+    throw new LauncherError(
+      `plugin ${label} (${folder.directory}): its config fragment ${config} is missing; reinstall or uninstall the package, or run with --no-plugin`,
+    );
+  }
+  return { name: label, directory: folder.directory, config: fragment };
+}
+
+/**
+ * Plugins installed in the `node_modules` nearest to the working directory and in the
+ * launcher's own, in a stable order (by package name; a package in both counts once, the
+ * working directory's copy first).
+ */
+export function discoverNpmPlugins(cwd: string, launcherPackage: string): NpmPlugin[] {
+  const places = [nearestNodeModules(cwd), nearestNodeModules(dirname(launcherPackage))];
+  const seen = new Set<string>();
+  const byName = new Map<string, NpmPlugin>();
+  for (const place of places) {
+    if (place === null) continue;
+    const real = realpathSync(place);
+    if (seen.has(real)) continue;
+    seen.add(real);
+    for (const folder of packageFolders(place)) {
+      if (byName.has(folder.name)) continue;
+      const plugin = readPlugin(folder);
+      if (plugin !== null) byName.set(folder.name, plugin);
+    }
+  }
+  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}

@@ -1,0 +1,101 @@
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import type { HookCommand } from "./hook-command.js";
+import { type HookRow, parseHookOutput, toRows } from "./hook-rows.js";
+import { runHook } from "./run-hook.js";
+
+/** One file's rows, or why the file is skipped (its other tables' rows and other files stand). */
+export type ExtractOutcome = { ok: true; rows: HookRow[] } | { ok: false; reason: string };
+
+/** The file to extract rows from: its path relative to the root, and the root. */
+export interface ExtractTarget {
+  path: string;
+  root: string;
+}
+
+/**
+ * What turns one file into rows: the parse seam. Building a table and refreshing it after a
+ * change both go through it, whatever produces the rows.
+ */
+export interface Extractor {
+  /**
+   * Stable text naming what produces the rows (`command:<text>`, `function:<name>:<hash>`):
+   * a change of extractor is a change of the table's spec.
+   */
+  readonly id: string;
+  /** Files extracted at once unless the index says otherwise. */
+  readonly concurrency: number;
+  /**
+   * Rows of one file, or the reason it is skipped: never rejects for one bad file. Rejects (a
+   * `DirqError`) only when no file can be extracted at all, such as a hook program that cannot
+   * be started. `signal` abandons the work (a running hook is killed).
+   */
+  extract(file: ExtractTarget, signal?: AbortSignal): Promise<ExtractOutcome>;
+}
+
+/** Rows as an in-process extract function returns them: an array of plain objects. */
+export type ExtractedRows = readonly Record<string, unknown>[];
+
+/**
+ * An in-process extract function: the file's path relative to the root and its bytes, to its
+ * rows (sync or async). Throwing skips the file with the error's message.
+ */
+export type ExtractFunction = (
+  path: string,
+  content: Buffer,
+) => ExtractedRows | Promise<ExtractedRows>;
+
+/** The on-file hook: one process per file, printing a JSON array of row objects. */
+export function commandExtractor(command: HookCommand): Extractor {
+  return {
+    id: `command:${command.text}`,
+    // A hook is a process: more at once than cores only adds contention.
+    concurrency: Math.max(1, availableParallelism()),
+    async extract(file, signal) {
+      const outcome = await runHook(
+        command,
+        { path: `${file.root}/${file.path}`, root: file.root },
+        signal,
+      );
+      return outcome.ok ? parseHookOutput(outcome.stdout) : outcome;
+    },
+  };
+}
+
+/** Calls in flight for an in-process extractor: async extract functions overlap. */
+const FUNCTION_CONCURRENCY = 16;
+
+function describeThrown(error: unknown): string {
+  if (error instanceof Error) return error.message;
+  return String(error);
+}
+
+/**
+ * An in-process extract function, called once per file with the file's content: no process per
+ * file. `name` (the table's) and the function's source make up its id.
+ */
+export function functionExtractor(name: string, extract: ExtractFunction): Extractor {
+  const digest = createHash("sha256").update(String(extract)).digest("hex").slice(0, 16);
+  return {
+    id: `function:${name}:${digest}`,
+    concurrency: FUNCTION_CONCURRENCY,
+    async extract(file) {
+      let content: Buffer;
+      try {
+        // Synchronous: for the small files tables hold, one blocking read costs a fraction of
+        // the promise machinery of an async one (open, stat, read, close, each a round trip).
+        content = readFileSync(`${file.root}/${file.path}`);
+      } catch (error) {
+        return { ok: false, reason: `cannot read the file: ${describeThrown(error)}` };
+      }
+      let result: unknown;
+      try {
+        result = await extract(file.path, content);
+      } catch (error) {
+        return { ok: false, reason: `extract failed: ${describeThrown(error)}` };
+      }
+      return toRows(result, { whole: "extract returned", row: "extract's result" });
+    },
+  };
+}

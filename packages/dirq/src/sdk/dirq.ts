@@ -1,0 +1,223 @@
+import { resolve } from "node:path";
+import { loadConfigs } from "../config/load-config.js";
+import { EMPTY_CONFIG } from "../config/types.js";
+import { DirqIndex } from "../engine.js";
+import { DirqError } from "../errors.js";
+import type { RowChange } from "../indexer/row-changes.js";
+import type { ProgressReporter } from "../progress/reporter.js";
+import type { SkippedPath } from "../scan/walk.js";
+import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
+import { codeTables, type TableDefinition, withCodeTables } from "./code-tables.js";
+import { toRowEvent, toRows } from "./row-values.js";
+import type { Row, RowEvent } from "./types.js";
+import { RowEventStream } from "./row-event-stream.js";
+
+/** What `open` takes. Every key is optional. */
+export interface OpenOptions {
+  /** The index root; default: the current working directory. */
+  root?: string;
+  /**
+   * `.dirq.toml` files, loaded and merged in order as `-c` does (relative paths resolve
+   * against the current working directory). Nothing is ever discovered.
+   */
+  configs?: readonly string[];
+  /** Named tables defined in code, after the config files' tables. */
+  tables?: readonly TableDefinition[];
+  /** A hook command for every path-table a statement names, as `--on-file`. */
+  onFile?: string;
+  /** Scan files a `.gitignore` would hide, as `--no-ignore`. */
+  noIgnore?: boolean;
+  /** Extra globs relative to the root that are always skipped. */
+  ignore?: readonly string[];
+  /**
+   * Keep every built table current with a file watcher from the start (`ready` waits for it).
+   * `watch()` starts the watcher too. Without either, tables are as of when they were built.
+   */
+  live?: boolean;
+  /**
+   * Progress lines on stderr, as `DIRQ_PROGRESS` says (the default, as in the CLI), or `false`
+   * for none, or a reporter of your own.
+   */
+  progress?: ProgressReporter | false;
+}
+
+/** What `watch()` takes. */
+export interface WatchOptions {
+  /** Ends the iteration (quietly, as `break` does) when aborted. */
+  signal?: AbortSignal;
+  /**
+   * Events held for a consumer that has not caught up yet; past it new events are dropped
+   * (the server's rule for a lagging subscriber). Default 10,000.
+   */
+  buffer?: number;
+}
+
+/** A file the index could not read or parse, and why; its other rows and files stand. */
+export type SkippedFile = SkippedPath;
+
+const DEFAULT_EVENT_BUFFER = 10_000;
+
+/** Runs tasks one at a time, in order: the index has one writer. */
+function createQueue() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(task: () => T | Promise<T>): Promise<T> => {
+    const result = tail.then(task);
+    tail = result.catch(() => undefined);
+    return result;
+  };
+}
+
+/**
+ * A directory tree as a read-only SQLite database, in-process. Made by `open`; the CLI, the
+ * server and this class run the same core (read-only rules, values, hooks, watcher).
+ */
+export class Dirq implements AsyncDisposable {
+  /** The index root, resolved (real path). */
+  readonly root: string;
+  /**
+   * Resolves once the named tables (config files' and code's) are built, and the watcher is
+   * running when `live` is set. Rejects when a table cannot be built at all (a hook program
+   * that cannot start, a failing `ddl`); `query` then rejects with the same error.
+   */
+  readonly ready: Promise<void>;
+  private readonly index: DirqIndex;
+  private readonly queue = createQueue();
+  private readonly streams = new Set<RowEventStream>();
+  private readonly skippedFiles: SkippedFile[] = [];
+  private watcher: TreeWatcher | null = null;
+  private closing: Promise<void> | null = null;
+
+  /** Use `open`. */
+  constructor(options: OpenOptions = {}) {
+    const root = resolve(options.root ?? ".");
+    const configs = options.configs ?? [];
+    const fromFiles = configs.length === 0 ? EMPTY_CONFIG : loadConfigs(configs, process.cwd());
+    const config = withCodeTables(fromFiles, codeTables(options.tables ?? [], root));
+    this.index = new DirqIndex({
+      root,
+      config,
+      onFile: options.onFile,
+      noIgnore: options.noIgnore,
+      ignore: options.ignore,
+      progress: options.progress,
+      // Whole rows from the start, so that watch events carry what a query would return.
+      fillAllColumns: true,
+    });
+    this.root = this.index.root;
+    this.ready = this.queue(async () => {
+      this.skippedFiles.push(...(await this.index.build()));
+      if (options.live) await this.startWatcher();
+    });
+    // Nobody may be listening yet: the error is seen by `await db.ready` and by `query`.
+    this.ready.catch(() => undefined);
+  }
+
+  /**
+   * Files skipped so far (unreadable, or their hook or extract failed) while building tables
+   * for `ready` and for queries: a partial scan, where the CLI would exit 23. Later failures
+   * arrive as `error` events on `watch()`.
+   */
+  get skipped(): readonly SkippedFile[] {
+    return this.skippedFiles;
+  }
+
+  private checkOpen(): void {
+    if (this.closing !== null) {
+      throw new DirqError("INDEX_CLOSED", "this dirq index is closed: open a new one");
+    }
+  }
+
+  /**
+   * Runs one read-only statement and returns its rows as objects, with the values the CLI's
+   * JSON holds. Writes, ATTACH, PRAGMA assignments, several statements and `_dirq_` tables are
+   * rejected with a `DirqError` before anything runs. Path-tables it names are built on first
+   * use. Calls run one at a time, in order.
+   */
+  async query(sql: string): Promise<Row[]> {
+    this.checkOpen();
+    await this.ready;
+    return this.queue(async () => {
+      this.checkOpen();
+      const result = await this.index.query(sql);
+      const rows = toRows(result.columns, result.rows);
+      this.skippedFiles.push(...result.skipped);
+      return rows;
+    });
+  }
+
+  private publish(changes: readonly RowChange[]): void {
+    if (changes.length === 0 || this.streams.size === 0) return;
+    const events: RowEvent[] = changes.map(toRowEvent);
+    for (const stream of this.streams) stream.push(events);
+  }
+
+  private async startWatcher(): Promise<void> {
+    if (this.watcher !== null) return this.watcher.ready;
+    const watcher = watchTree(this.root, {
+      onBatch: async (batch) => {
+        if (this.closing !== null) return;
+        const changes = await this.queue(async () => {
+          if (batch.rescan) return this.index.rescan();
+          const changed = await this.index.refresh(batch.paths);
+          const rechecked = await this.index.refresh(batch.recheck, { onlyIfChanged: true });
+          return [...changed, ...rechecked];
+        });
+        this.publish(changes);
+      },
+      onError: (error) =>
+        this.publish([
+          { action: "error", table: null, file_path: "", error: `watcher: ${String(error)}` },
+        ]),
+    });
+    this.watcher = watcher;
+    await watcher.ready;
+  }
+
+  /**
+   * Row changes as files change, as an async iterable of the server's SSE `row` event data.
+   * Starts the watcher (once per index) and keeps every built table current. End it with
+   * `break`, `signal` or `close()`. `await stream.ready` before changing files you expect
+   * events for.
+   */
+  watch(options: WatchOptions = {}): RowEventStream {
+    this.checkOpen();
+    const stream = new RowEventStream(options.buffer ?? DEFAULT_EVENT_BUFFER, () =>
+      this.streams.delete(stream),
+    );
+    this.streams.add(stream);
+    if (options.signal) {
+      const { signal } = options;
+      if (signal.aborted) stream.end();
+      else signal.addEventListener("abort", () => stream.end(), { once: true });
+    }
+    stream.setReady(this.ready.then(() => this.startWatcher()));
+    return stream;
+  }
+
+  /**
+   * Stops the watcher, ends every `watch()` iteration, waits for work in progress and closes
+   * the database. Calling it again returns the same promise.
+   */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      for (const stream of [...this.streams]) stream.end();
+      await this.watcher?.close();
+      await this.queue(() => this.index.close()).catch(() => undefined);
+    })();
+    return this.closing;
+  }
+
+  /** `await using db = open(...)` closes it at the end of the block. */
+  [Symbol.asyncDispose](): Promise<void> {
+    return this.close();
+  }
+}
+
+/**
+ * Opens an index over a directory. Options are checked at once: a root that is not a
+ * directory, a config file that cannot load or a bad table definition throws a `DirqError`
+ * here. Building the named tables starts at once; `await db.ready` to wait for it.
+ */
+export function open(options: OpenOptions = {}): Dirq {
+  return new Dirq(options);
+}

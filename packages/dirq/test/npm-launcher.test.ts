@@ -1,0 +1,292 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import {
+  chmodSync,
+  copyFileSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  writeFileSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { takeNoPluginFlag, withPluginConfigs } from "../src/launcher/plugin-args.js";
+import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { assertUserError, parseRows } from "./support.js";
+
+const run = promisify(execFile);
+const PACKAGE_DIR = fileURLToPath(new URL("../..", import.meta.url));
+const REPO_NODE_MODULES = fileURLToPath(new URL("../../../../node_modules", import.meta.url));
+
+/** A plugin package's files: a fragment with one table, parsed by its own hook script. */
+function pluginFiles(name: string, table: string, config = "dirq.toml"): Record<string, string> {
+  return {
+    "package.json": JSON.stringify({ name, version: "1.0.0", dirq: { config } }),
+    [config]: `[[table]]\nname = "${table}"\nglob = "**/*.csv"\non-file = "./parse.mjs {path}"\n`,
+    "parse.mjs": `#!/usr/bin/env node
+import { readFileSync } from "node:fs";
+const [header, ...lines] = readFileSync(process.argv[2], "utf8").trim().split("\\n");
+const keys = header.split(",");
+process.stdout.write(JSON.stringify(lines.map((line) => Object.fromEntries(line.split(",").map((v, i) => [keys[i], v])))));
+`,
+  };
+}
+
+function writePackage(dir: string, files: Record<string, string>): void {
+  mkdirSync(dir, { recursive: true });
+  for (const [path, content] of Object.entries(files)) writeFileSync(join(dir, path), content);
+  if (existsSync(join(dir, "parse.mjs"))) chmodSync(join(dir, "parse.mjs"), 0o755);
+}
+
+/** Shared with the Python launcher's test: both launchers compose command lines alike. */
+export const PLUGIN_ARGS_CASES = fileURLToPath(
+  new URL("../../test/fixtures/plugin-args-cases.json", import.meta.url),
+);
+
+describe("npm launcher: plugin composition", () => {
+  test("fragments go after the user's last -c, else after the subcommand or SQL, else last", () => {
+    const { fragments, cases } = JSON.parse(readFileSync(PLUGIN_ARGS_CASES, "utf8")) as {
+      fragments: string[];
+      cases: [string[], string[]][];
+    };
+    for (const [argv, expected] of cases) {
+      assert.deepEqual(withPluginConfigs(argv, fragments), expected, JSON.stringify(argv));
+    }
+  });
+
+  test("--no-plugin is taken out before a --, never after", () => {
+    assert.deepEqual(takeNoPluginFlag(["SELECT 1", "--no-plugin"]), {
+      argv: ["SELECT 1"],
+      noPlugin: true,
+    });
+    assert.deepEqual(takeNoPluginFlag(["query", "--", "--no-plugin"]), {
+      argv: ["query", "--", "--no-plugin"],
+      noPlugin: false,
+    });
+  });
+});
+
+describe("npm launcher: discovery in the working directory's node_modules", () => {
+  let root: string;
+  before(() => {
+    root = makeTree({
+      "data/people.csv": "name,city\nada,london\nalan,wilmslow\n",
+      "user.toml": `[[table]]\nname = "mine"\nglob = "data/*.csv"\non-file = "cat {path}"\n`,
+      "sub/dir/.keep": "",
+    });
+    writePackage(
+      join(root, "node_modules", "dirq-plugin-people"),
+      pluginFiles("dirq-plugin-people", "people"),
+    );
+    writePackage(
+      join(root, "node_modules", "@acme", "dirq-cities"),
+      pluginFiles("@acme/dirq-cities", "cities"),
+    );
+    writePackage(join(root, "node_modules", "unrelated"), {
+      "package.json": '{"name":"unrelated"}',
+    });
+  });
+  after(() => removeTree(root));
+
+  test("plugin tables are queryable, from the root and from a folder below it", async () => {
+    const sql =
+      "SELECT (SELECT group_concat(name) FROM people) AS p, (SELECT count(*) FROM cities) AS c";
+    const result = await runDirq([sql], { cwd: root });
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(parseRows(result.stdout), [{ p: "ada,alan", c: 2 }]);
+    // From sub/dir the root is sub/dir, with no csv files: the tables exist, empty.
+    const below = await runDirq(["SELECT count(*) AS n FROM people"], {
+      cwd: join(root, "sub", "dir"),
+    });
+    assert.equal(below.code, 0, below.stderr);
+    assert.deepEqual(parseRows(below.stdout), [{ n: 0 }]);
+  });
+
+  test("--no-plugin (consumed) and DIRQ_NO_PLUGIN=1 turn discovery off", async () => {
+    const off = await runDirq(["SELECT * FROM people", "--no-plugin"], { cwd: root });
+    assertUserError(off, /no such table: people/);
+    const env = await runDirq(["query", "SELECT * FROM people"], {
+      cwd: root,
+      env: { DIRQ_NO_PLUGIN: "1" },
+    });
+    assertUserError(env, /no such table: people/);
+    const ok = await runDirq(["query", "--no-plugin", "SELECT count(*) AS n FROM './data'"], {
+      cwd: root,
+    });
+    assert.deepEqual(parseRows(ok.stdout), [{ n: 1 }]);
+  });
+
+  test("fragments load after the user's -c configs, in package-name order", async () => {
+    const clash = makeTree({
+      "u.toml": `[[table]]\nname = "people"\nglob = "*.csv"\non-file = "cat {path}"\n`,
+    });
+    try {
+      writePackage(join(clash, "node_modules", "b-plugin"), pluginFiles("b-plugin", "dup"));
+      writePackage(join(clash, "node_modules", "a-plugin"), pluginFiles("a-plugin", "dup"));
+      const result = await runDirq(["SELECT 1", "-c", "u.toml"], { cwd: clash });
+      assertUserError(
+        result,
+        /b-plugin\/dirq\.toml: table\[0\]\.name: table 'dup' is already defined at .*a-plugin\/dirq\.toml: table\[0\]/,
+      );
+      writePackage(join(clash, "node_modules", "c-plugin"), pluginFiles("c-plugin", "people"));
+      const user = await runDirq(["SELECT 1", "-c", "u.toml", "--no-plugin"], { cwd: clash });
+      assert.equal(user.code, 0, user.stderr);
+    } finally {
+      removeTree(clash);
+    }
+  });
+
+  test("a plugin whose fragment is missing is a launcher error naming the package", async () => {
+    const broken = makeTree({ "x.txt": "" });
+    try {
+      writePackage(join(broken, "node_modules", "dirq-broken"), {
+        "package.json": JSON.stringify({ name: "dirq-broken", dirq: { config: "gone.toml" } }),
+      });
+      const result = await runDirq(["SELECT 1"], { cwd: broken });
+      assertUserError(
+        result,
+        /^plugin dirq-broken \(.*\): its config fragment gone\.toml is missing/,
+      );
+      const skipped = await runDirq(["SELECT 1", "--no-plugin"], { cwd: broken });
+      assert.equal(skipped.code, 0, skipped.stderr);
+    } finally {
+      removeTree(broken);
+    }
+  });
+});
+
+describe("npm launcher: the packed tarball", { timeout: 600_000 }, () => {
+  let work: string;
+  before(() => {
+    work = mkdtempSync(join(tmpdir(), "dirq-pack-"));
+  });
+  after(() => removeTree(work));
+
+  test("installs into an empty folder and runs a query, with an installed plugin", async () => {
+    const npm = (args: string[], cwd: string) =>
+      run("npm", [...args, "--no-audit", "--no-fund", "--loglevel=error"], {
+        cwd,
+        maxBuffer: 1 << 26,
+      });
+    const { stdout } = await npm(["pack", "--pack-destination", work, "--json"], PACKAGE_DIR);
+    const tarball = join(work, (JSON.parse(stdout) as { filename: string }[])[0]?.filename ?? "");
+    const files =
+      (JSON.parse(stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path) ?? [];
+    assert.ok(
+      files.includes("bin/dirq.js") && files.includes("dist/src/index.d.ts"),
+      files.join(" "),
+    );
+    assert.ok(!files.some((path) => path.startsWith("dist/test/")), "tests are not shipped");
+    const plugin = join(work, "plugin-src");
+    writePackage(plugin, pluginFiles("dirq-plugin-people", "people"));
+    const packedPlugin = await npm(["pack", "--pack-destination", work, "--json"], plugin);
+    const pluginTarball = join(
+      work,
+      (JSON.parse(packedPlugin.stdout) as { filename: string }[])[0]?.filename ?? "",
+    );
+
+    const app = join(work, "app");
+    mkdirSync(app);
+    // No install scripts: better-sqlite3's would try a download, then compile for minutes.
+    await npm(["install", "--prefer-offline", "--ignore-scripts", tarball, pluginTarball], app);
+    const addon = join("better-sqlite3", "build", "Release", "better_sqlite3.node");
+    const installedVersion = JSON.parse(
+      readFileSync(join(app, "node_modules", "better-sqlite3", "package.json"), "utf8"),
+    ).version;
+    const builtVersion = JSON.parse(
+      readFileSync(join(REPO_NODE_MODULES, "better-sqlite3", "package.json"), "utf8"),
+    ).version;
+    if (installedVersion === builtVersion) {
+      // The very addon `npm ci` compiled for this package version: reuse it.
+      mkdirSync(join(app, "node_modules", "better-sqlite3", "build", "Release"), {
+        recursive: true,
+      });
+      copyFileSync(join(REPO_NODE_MODULES, addon), join(app, "node_modules", addon));
+    } else {
+      await npm(["rebuild", "better-sqlite3"], app);
+    }
+    writeFileSync(join(app, "people.csv"), "name,city\nada,london\n");
+
+    const bin = join(app, "node_modules", ".bin", "dirq");
+    const env = { ...process.env, DIRQ_PROGRESS: "never" };
+    const viaBin = await run(bin, ["SELECT name, city FROM people"], { cwd: app, env });
+    assert.deepEqual(JSON.parse(viaBin.stdout), [{ name: "ada", city: "london" }]);
+    const viaNpx = await run("npx", ["--offline", "dirq", "SELECT count(*) AS n FROM './*.csv'"], {
+      cwd: app,
+      env,
+    });
+    assert.deepEqual(JSON.parse(viaNpx.stdout), [{ n: 1 }]);
+    const version = await run(bin, ["--version"], { cwd: app, env });
+    assert.equal(
+      version.stdout.trim(),
+      JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8")).version,
+    );
+
+    // Elsewhere (no node_modules near the working directory): the launcher's own plugins.
+    const elsewhere = join(work, "elsewhere");
+    mkdirSync(elsewhere);
+    writeFileSync(join(elsewhere, "more.csv"), "name,city\nalan,wilmslow\n");
+    const fromOwn = await run(bin, ["SELECT name FROM people"], { cwd: elsewhere, env });
+    assert.deepEqual(JSON.parse(fromOwn.stdout), [{ name: "alan" }]);
+    const off = await run(bin, ["SELECT name FROM people", "--no-plugin"], {
+      cwd: elsewhere,
+      env,
+    }).catch((error: { code: number; stderr: string }) => error);
+    assert.equal((off as { code: number }).code, 1);
+    assert.match((off as { stderr: string }).stderr, /^dirq: no such table: people/);
+
+    // The SDK from the installed package, with its type declarations beside it.
+    const sdk = `import { open } from "dirq";
+const db = open({ progress: false, tables: [{ name: "t", glob: "*.csv", extract: (p, c) => [{ p, lines: String(c).split("\\n").length }] }] });
+console.log(JSON.stringify(await db.query("SELECT * FROM t")));
+await db.close();`;
+    writeFileSync(join(app, "sdk.mjs"), sdk);
+    const viaSdk = await run(process.execPath, ["sdk.mjs"], { cwd: app, env });
+    assert.deepEqual(JSON.parse(viaSdk.stdout), [{ p: "people.csv", lines: 3 }]);
+    // The shipped declarations type a consumer, and keep internals out of reach.
+    writeFileSync(
+      join(app, "consumer.mts"),
+      `import { open, isDirqError, type Row, type RowEvent } from "dirq";
+const db = open({
+  tables: [{ name: "t", glob: "*.csv", extract: (path: string, content: Buffer) => [{ path, n: content.length }] }],
+});
+const rows: Row[] = await db.query("SELECT 1");
+for await (const event of db.watch()) {
+  const known: RowEvent = event;
+  if (known.action === "error") console.log(known.error.toUpperCase(), isDirqError(known));
+  else console.log(known.row, rows);
+  break;
+}
+// @ts-expect-error the engine is internal
+import("dirq").then((dirq) => dirq.openIndex);
+await db.close();
+export {};
+`,
+    );
+    const tsc = join(REPO_NODE_MODULES, "typescript", "bin", "tsc");
+    await run(
+      process.execPath,
+      [
+        tsc,
+        "--noEmit",
+        "--strict",
+        "--module",
+        "nodenext",
+        "--moduleResolution",
+        "nodenext",
+        "--target",
+        "es2022",
+        "--typeRoots",
+        join(REPO_NODE_MODULES, "@types"),
+        "--types",
+        "node",
+        "consumer.mts",
+      ],
+      { cwd: app },
+    );
+  });
+});

@@ -1,0 +1,256 @@
+import assert from "node:assert/strict";
+import { execFile } from "node:child_process";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  symlinkSync,
+  writeFileSync,
+  chmodSync,
+} from "node:fs";
+import { tmpdir } from "node:os";
+import { basename, dirname, join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
+import { DIRQ_BIN, removeTree } from "./helpers.js";
+
+const exec = promisify(execFile);
+const REPO = fileURLToPath(new URL("../../../..", import.meta.url));
+const LAUNCHER_SOURCE = join(REPO, "python");
+const PLUGIN_SOURCE = join(REPO, "packages", "dirq", "test", "fixtures", "python-plugin");
+const NODE_DIR = dirname(process.execPath);
+
+/**
+ * Debian's python3 has setuptools and wheel (python3-setuptools, python3-wheel; `.ci/run`
+ * installs them when missing); another interpreter can be chosen with DIRQ_TEST_PYTHON.
+ */
+const PYTHON =
+  process.env.DIRQ_TEST_PYTHON ?? (existsSync("/usr/bin/python3") ? "/usr/bin/python3" : "python3");
+
+interface Outcome {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Copies a source folder without build output (pip builds in the folder it is given). */
+function copySource(from: string, to: string): string {
+  cpSync(from, to, {
+    recursive: true,
+    filter: (path) => !["build", "dist"].includes(basename(path)) && !path.endsWith(".egg-info"),
+  });
+  return to;
+}
+
+function writeFiles(dir: string, files: Record<string, string>): string {
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, path)), { recursive: true });
+    writeFileSync(join(dir, path), content);
+  }
+  return dir;
+}
+
+/** A plugin distribution whose entry point is broken in one of the two ways. */
+function brokenPlugin(dir: string, name: string, module: string, shipped: string): string {
+  return writeFiles(dir, {
+    "pyproject.toml": `[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "${name}"
+version = "1.0.0"
+
+[project.entry-points.dirq]
+broken = "${module}"
+
+[tool.setuptools]
+packages = ["${shipped}"]
+`,
+    [`${shipped}/__init__.py`]: "",
+  });
+}
+
+describe("Python launcher, installed in a venv", { timeout: 900_000 }, () => {
+  let work: string;
+  let venvBin: string;
+  let data: string;
+  let baseEnv: NodeJS.ProcessEnv;
+
+  const pip = (...args: string[]) =>
+    exec(join(venvBin, "pip"), [...args, "--no-index", "--no-build-isolation", "-q"], {
+      cwd: work,
+      maxBuffer: 1 << 24,
+    });
+  const pipUninstall = (name: string) =>
+    exec(join(venvBin, "pip"), ["uninstall", "-y", "-q", name]);
+
+  async function dirq(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
+    try {
+      const { stdout, stderr } = await exec(join(venvBin, "dirq"), args, {
+        cwd: data,
+        env: { ...baseEnv, ...env },
+      });
+      return { code: 0, stdout, stderr };
+    } catch (error) {
+      const failed = error as { code: number; stdout: string; stderr: string };
+      return { code: failed.code, stdout: failed.stdout, stderr: failed.stderr };
+    }
+  }
+
+  function assertLauncherError(outcome: Outcome, pattern: RegExp): void {
+    assert.equal(outcome.code, 1, outcome.stderr);
+    assert.equal(outcome.stdout, "");
+    assert.match(outcome.stderr, /^dirq: /);
+    assert.doesNotMatch(outcome.stderr, /Traceback/);
+    assert.match(outcome.stderr, pattern);
+  }
+
+  before(async () => {
+    work = mkdtempSync(join(tmpdir(), "dirq-python-"));
+    await exec(PYTHON, ["-m", "venv", "--system-site-packages", join(work, "venv")]);
+    venvBin = join(work, "venv", "bin");
+    const launcher = copySource(LAUNCHER_SOURCE, join(work, "launcher"));
+    const plugin = copySource(PLUGIN_SOURCE, join(work, "plugin"));
+    await pip("install", launcher, plugin);
+    data = writeFiles(join(work, "data"), {
+      "app.ini": "[server]\nport = 80\nhost = x\n[client]\nretries = 3\n",
+      "user.toml": `[[table]]\nname = "ini"\nglob = "*.ini"\non-file = "cat {path}"\n`,
+    });
+    baseEnv = {
+      ...process.env,
+      // The venv first, as an activated venv would be: the plugin's hook runs its python3.
+      PATH: [venvBin, NODE_DIR, process.env.PATH ?? ""].join(":"),
+      DIRQ_BIN,
+      DIRQ_PROGRESS: "never",
+    };
+    delete baseEnv.DIRQ_NO_PLUGIN;
+    delete baseEnv.DIRQ_NODE;
+  });
+  after(() => removeTree(work));
+
+  test("the command line is composed as the npm launcher composes it (shared cases)", async () => {
+    const cases = fileURLToPath(
+      new URL("../../test/fixtures/plugin-args-cases.json", import.meta.url),
+    );
+    const check = `import json, sys
+from dirq_launcher.plugins import take_no_plugin_flag, with_plugin_configs
+data = json.load(open(sys.argv[1]))
+for argv, expected in data["cases"]:
+    got = with_plugin_configs(argv, data["fragments"])
+    assert got == expected, (argv, got, expected)
+assert take_no_plugin_flag(["SELECT 1", "--no-plugin"]) == (["SELECT 1"], True)
+assert take_no_plugin_flag(["query", "--", "--no-plugin"]) == (["query", "--", "--no-plugin"], False)
+print(len(data["cases"]))
+`;
+    const { stdout } = await exec(join(venvBin, "python"), ["-c", check, cases]);
+    assert.ok(Number(stdout) >= 10, stdout);
+  });
+
+  test("a plugin's table is there, from its dirq.toml and its own hook", async () => {
+    const outcome = await dirq(["SELECT section, key, value FROM ini ORDER BY section, key"]);
+    assert.equal(outcome.code, 0, outcome.stderr);
+    assert.deepEqual(JSON.parse(outcome.stdout), [
+      { section: "client", key: "retries", value: "3" },
+      { section: "server", key: "host", value: "x" },
+      { section: "server", key: "port", value: "80" },
+    ]);
+  });
+
+  test("fragments come after the user's -c; --no-plugin and DIRQ_NO_PLUGIN=1 turn them off", async () => {
+    const clash = await dirq(["query", "SELECT 1", "-c", "user.toml"]);
+    assertLauncherError(
+      clash,
+      /dirq\.toml: table\[0\]\.name: table 'ini' is already defined at user\.toml: table\[0\]/,
+    );
+    const mine = await dirq([
+      "query",
+      "SELECT count(*) AS n FROM ini",
+      "-c",
+      "user.toml",
+      "--no-plugin",
+    ]);
+    // user.toml's own `ini` table: its hook (cat) prints INI, not JSON, so a partial scan.
+    assert.equal(mine.code, 23, mine.stderr);
+    assert.equal(mine.stdout, '[{"n":0}]\n');
+    for (const [args, env] of [
+      [["SELECT * FROM ini", "--no-plugin"], {}],
+      [["SELECT * FROM ini"], { DIRQ_NO_PLUGIN: "1" }],
+    ] as const) {
+      assertLauncherError(await dirq([...args], env), /^dirq: no such table: ini\n$/);
+    }
+  });
+
+  test("the CLI: DIRQ_BIN, else dirq on PATH (never the launcher itself), else a clear error", async () => {
+    const nothing = await dirq(["SELECT 1"], { DIRQ_BIN: "", PATH: venvBin });
+    assertLauncherError(nothing, /no dirq CLI found: .*set DIRQ_BIN/);
+    const onPath = join(work, "on-path");
+    mkdirSync(onPath);
+    symlinkSync(DIRQ_BIN, join(onPath, "dirq"));
+    const found = await dirq(["SELECT 2 AS two", "--no-plugin"], {
+      DIRQ_BIN: "",
+      PATH: [venvBin, onPath, NODE_DIR].join(":"),
+    });
+    assert.equal(found.code, 0, found.stderr);
+    assert.equal(found.stdout, '[{"two":2}]\n');
+    const missing = await dirq(["SELECT 1"], { DIRQ_BIN: join(work, "nope.js") });
+    assertLauncherError(missing, /DIRQ_BIN is set to .*nope\.js, which is not a file/);
+  });
+
+  test("Node.js missing or too old is a clear error", async () => {
+    const noNode = await dirq(["SELECT 1", "--no-plugin"], { PATH: venvBin });
+    assertLauncherError(
+      noNode,
+      /Node\.js not found \(no node on PATH\): dirq's CLI needs Node\.js 20\.11 or later/,
+    );
+    const gone = await dirq(["SELECT 1"], { DIRQ_NODE: join(work, "no-node") });
+    assertLauncherError(gone, /Node\.js not found \(DIRQ_NODE \(.*no-node\) does not exist\)/);
+    // A stand-in for an old Node.js: it only answers --version.
+    const old = join(work, "old-node");
+    writeFileSync(old, "#!/bin/sh\necho v18.19.0\n");
+    chmodSync(old, 0o755);
+    const tooOld = await dirq(["SELECT 1"], { DIRQ_NODE: old });
+    assertLauncherError(
+      tooOld,
+      /Node\.js 18\.19\.0 at .*old-node is too old: dirq's CLI needs 20\.11 or later/,
+    );
+  });
+
+  test("a plugin missing its fragment or its module is an error naming the package", async () => {
+    const noFragment = brokenPlugin(
+      join(work, "p1"),
+      "dirq-plugin-nofragment",
+      "nofragment_mod",
+      "nofragment_mod",
+    );
+    const noModule = brokenPlugin(
+      join(work, "p2"),
+      "dirq-plugin-nomodule",
+      "gone_mod",
+      "present_mod",
+    );
+    await pip("install", noFragment, noModule);
+    try {
+      const first = await dirq(["SELECT 1"]);
+      assertLauncherError(
+        first,
+        /^dirq: plugin dirq-plugin-nofragment \(entry point broken = nofragment_mod\): module nofragment_mod ships no dirq\.toml/,
+      );
+      const off = await dirq(["SELECT 1 AS one"], { DIRQ_NO_PLUGIN: "1" });
+      assert.equal(off.stdout, '[{"one":1}]\n');
+      await pipUninstall("dirq-plugin-nofragment");
+      const second = await dirq(["SELECT 1"]);
+      assertLauncherError(
+        second,
+        /^dirq: plugin dirq-plugin-nomodule \(entry point broken = gone_mod\): module gone_mod is not installed/,
+      );
+    } finally {
+      await pipUninstall("dirq-plugin-nofragment").catch(() => undefined);
+      await pipUninstall("dirq-plugin-nomodule").catch(() => undefined);
+    }
+    const healed = await dirq(["SELECT count(*) AS n FROM ini"]);
+    assert.equal(healed.stdout, '[{"n":3}]\n');
+  });
+});

@@ -1,0 +1,441 @@
+import assert from "node:assert/strict";
+import { spawnSync } from "node:child_process";
+import { rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, test } from "node:test";
+import { fileURLToPath } from "node:url";
+import { isDirqError, open, type Row, type RowEvent } from "../src/index.js";
+import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { openReadyEvents, startServer } from "./server-support.js";
+
+/** A hook that prints one row per file from its JSON content (for config tables). */
+const HOOK = `import { readFileSync } from "node:fs";
+const data = JSON.parse(readFileSync(process.argv[2], "utf8"));
+process.stdout.write(JSON.stringify([data]));
+`;
+
+const CONFIG = `[[table]]
+name = "hooked"
+glob = "posts/*.json"
+on-file = "node hook.mjs {path}"
+`;
+
+function post(title: string, words: number): string {
+  return JSON.stringify({ title, words });
+}
+
+const parsePost = (_path: string, content: Buffer) => [JSON.parse(content.toString("utf8"))];
+
+function parseCliRows(stdout: string): Row[] {
+  return JSON.parse(stdout) as Row[];
+}
+
+describe("SDK: open, query, values and rules", () => {
+  let root: string;
+  before(() => {
+    root = makeTree({
+      "hook.mjs": HOOK,
+      "dirq.toml": CONFIG,
+      "posts/a.json": post("alpha", 120),
+      "posts/b.json": post("beta", 80),
+      "posts/c.json": post("gamma", 300),
+      "notes/readme.md": "# notes\n",
+    });
+  });
+  after(() => removeTree(root));
+
+  test("tables from code (sync and async extract) and from config files, with path-tables", async () => {
+    const db = open({
+      root,
+      progress: false,
+      configs: [join(root, "dirq.toml")],
+      tables: [
+        { name: "posts", glob: "posts/*.json", extract: parsePost },
+        {
+          name: "lengths",
+          glob: "**/*.md",
+          schema: { lines: "INTEGER" },
+          extract: async (path, content) => [
+            { path, lines: content.toString().split("\n").length },
+          ],
+        },
+      ],
+    });
+    try {
+      await db.ready;
+      assert.deepEqual(await db.query("SELECT title, words FROM posts ORDER BY words"), [
+        { title: "beta", words: 80 },
+        { title: "alpha", words: 120 },
+        { title: "gamma", words: 300 },
+      ]);
+      assert.deepEqual(await db.query("SELECT * FROM lengths"), [{ lines: 2 }]);
+      const hooked = await db.query("SELECT title FROM hooked ORDER BY title");
+      assert.deepEqual(hooked, [{ title: "alpha" }, { title: "beta" }, { title: "gamma" }]);
+      const sql = "SELECT path, basename, dir, ext, size FROM './' ORDER BY path";
+      const cli = await runDirq([sql, "--format", "json"], { cwd: root });
+      assert.equal(cli.code, 0, cli.stderr);
+      assert.deepEqual(await db.query(sql), parseCliRows(cli.stdout));
+      assert.deepEqual(db.skipped, []);
+    } finally {
+      await db.close();
+    }
+  });
+
+  test("values are the CLI's JSON values (bigint beyond 2^53, hex BLOB, null for NaN)", async () => {
+    const sql =
+      "SELECT 9223372036854775807 AS big, -42 AS small, 1.5 AS real, 1e999 AS inf, x'00ff' AS blob, 'ü' AS text, NULL AS empty";
+    await using db = open({ root, progress: false });
+    const [row] = await db.query(sql);
+    assert.deepEqual(row, {
+      big: 9223372036854775807n,
+      small: -42,
+      real: 1.5,
+      inf: null,
+      blob: "00ff",
+      text: "ü",
+      empty: null,
+    });
+    const cli = await runDirq([sql, "--format", "json"], { cwd: root });
+    assert.equal(
+      cli.stdout,
+      '[{"big":9223372036854775807,"small":-42,"real":1.5,"inf":null,"blob":"00ff","text":"ü","empty":null}]\n',
+    );
+  });
+
+  test("the CLI's read-only rules and diagnostics", async () => {
+    await using db = open({ root, progress: false });
+    for (const sql of [
+      "DELETE FROM './'",
+      "CREATE TABLE t (x)",
+      "ATTACH 'x.db' AS x",
+      "PRAGMA user_version = 3",
+      "SELECT 1; SELECT 2",
+      "SELECT * FROM _dirq_tables",
+      "SELECT * FROM files",
+      "SELECT nonsense FROM",
+    ]) {
+      const cli = await runDirq([sql], { cwd: root });
+      assert.equal(cli.code, 1, `${sql}: ${cli.stderr}`);
+      await assert.rejects(
+        db.query(sql),
+        (error: unknown) => {
+          assert.ok(isDirqError(error), `${sql}: ${String(error)}`);
+          assert.equal(`dirq: ${error.message}\n`, cli.stderr, sql);
+          return true;
+        },
+        sql,
+      );
+    }
+  });
+
+  test("onFile parses every path-table a statement names, as --on-file", async () => {
+    const tree = makeTree({ "a.rows": '[{"x": 1}, {"x": 2}]', "b.rows": '[{"x": 3}]' });
+    try {
+      await using db = open({ root: tree, progress: false, onFile: "cat {path}" });
+      const sql = "SELECT sum(x) AS total, count(*) AS n FROM './*.rows'";
+      assert.deepEqual(await db.query(sql), [{ total: 6, n: 3 }]);
+      const cli = await runDirq([sql, "--on-file", "cat {path}"], { cwd: tree });
+      assert.deepEqual(await db.query(sql), parseCliRows(cli.stdout));
+    } finally {
+      removeTree(tree);
+    }
+  });
+
+  test("overlapping queries run one after another", async () => {
+    await using db = open({
+      root,
+      progress: false,
+      tables: [{ name: "posts", glob: "posts/*.json", extract: parsePost }],
+    });
+    const answers = await Promise.all([
+      db.query("SELECT count(*) AS n FROM posts"),
+      db.query("SELECT count(*) AS n FROM './'"),
+      db.query("SELECT count(*) AS n FROM './posts'"),
+    ]);
+    assert.deepEqual(answers, [[{ n: 3 }], [{ n: 6 }], [{ n: 3 }]]);
+  });
+
+  test("one bad file is skipped with its reason; the other rows stand", async () => {
+    const tree = makeTree({
+      "a.json": post("ok", 1),
+      "b.json": "{not json",
+      "c.json": post("fine", 2),
+      "d.json": "[1]",
+    });
+    try {
+      await using db = open({
+        root: tree,
+        progress: false,
+        tables: [
+          { name: "docs", glob: "*.json", extract: parsePost },
+          {
+            name: "shapes",
+            glob: "d.json",
+            extract: (_path, content) => JSON.parse(String(content)),
+          },
+        ],
+      });
+      await db.ready;
+      assert.deepEqual(await db.query("SELECT title FROM docs ORDER BY title"), [
+        { title: "fine" },
+        { title: "ok" },
+      ]);
+      const reasons = Object.fromEntries(db.skipped.map((file) => [file.path, file.reason]));
+      assert.match(reasons["b.json"] ?? "", /^extract failed: .*JSON/);
+      assert.equal(reasons["d.json"], "row 0 of extract's result is a number, expected an object");
+    } finally {
+      removeTree(tree);
+    }
+  });
+
+  test("bad definitions fail at open, naming the key; bad ddl rejects ready and query", async () => {
+    const cases: [unknown, RegExp][] = [
+      [
+        { name: "1bad", glob: "*", extract: parsePost },
+        /^tables\[0\]\.name: expected an SQL identifier/,
+      ],
+      [{ name: "t", glob: "*" }, /^tables\[0\]: give exactly one of onFile .* or extract/],
+      [{ name: "t", glob: "*", extract: parsePost, onFile: "cat" }, /give exactly one/],
+      [{ name: "t", glob: "*", extract: "x" }, /^tables\[0\]\.extract: expected a function/],
+      [
+        { name: "t", glob: "*", extract: parsePost, colour: 1 },
+        /^tables\[0\]\.colour: unknown key/,
+      ],
+      [{ name: "t", glob: "*", onFile: "" }, /^tables\[0\]\.onFile: must not be empty/],
+      [
+        { name: "t", glob: "*", extract: parsePost, schema: { a: "NOT A TYPE!" } },
+        /^tables\[0\]\.schema\.a: expected a column type/,
+      ],
+      [
+        { name: "hooked", glob: "*", extract: parsePost },
+        /^tables\[0\]\.name: table 'hooked' is already defined at .*dirq\.toml: table\[0\]/,
+      ],
+    ];
+    for (const [definition, pattern] of cases) {
+      assert.throws(
+        () =>
+          open({
+            root,
+            progress: false,
+            configs: [join(root, "dirq.toml")],
+            tables: [definition as never],
+          }),
+        (error: unknown) =>
+          isDirqError(error) && error.code === "CONFIG_INVALID" && pattern.test(error.message),
+        JSON.stringify(definition),
+      );
+    }
+    assert.throws(() => open({ root: join(root, "missing") }), /is not a directory/);
+    assert.throws(() => open({ root, configs: ["nope.toml"] }), /config file nope\.toml not found/);
+    const db = open({
+      root,
+      progress: false,
+      tables: [
+        {
+          name: "t",
+          glob: "posts/*.json",
+          extract: parsePost,
+          ddl: "CREATE INDEX i ON nowhere(x)",
+        },
+      ],
+    });
+    await assert.rejects(db.ready, /tables\[0\]\.ddl: no such table: main\.nowhere/);
+    await assert.rejects(db.query("SELECT 1"), /tables\[0\]\.ddl/);
+    await db.close();
+  });
+
+  test("close and Symbol.asyncDispose release the index; later calls fail clearly", async () => {
+    const db = open({ root, progress: false });
+    assert.deepEqual(await db.query("SELECT 1 AS one"), [{ one: 1 }]);
+    await db[Symbol.asyncDispose]();
+    await db.close();
+    await assert.rejects(db.query("SELECT 1"), (error: unknown) => {
+      return isDirqError(error) && error.code === "INDEX_CLOSED";
+    });
+    assert.throws(() => db.watch(), /closed/);
+  });
+});
+
+describe("SDK: watch", () => {
+  let root: string;
+  before(() => {
+    root = makeTree({
+      "hook.mjs": HOOK,
+      "dirq.toml": CONFIG,
+      "posts/a.json": post("alpha", 120),
+    });
+  });
+  after(() => removeTree(root));
+
+  async function nextEvents(
+    iterator: AsyncIterator<RowEvent>,
+    done: (events: RowEvent[]) => boolean,
+  ): Promise<RowEvent[]> {
+    const events: RowEvent[] = [];
+    const timeout = setTimeout(() => void iterator.return?.(), 10_000);
+    try {
+      while (!done(events)) {
+        const next = await iterator.next();
+        if (next.done) throw new Error(`the stream ended early: ${JSON.stringify(events)}`);
+        events.push(next.value);
+      }
+    } finally {
+      clearTimeout(timeout);
+    }
+    return events;
+  }
+
+  test("insert, update, delete and error events are the server's SSE row data", async () => {
+    const server = await startServer(["-c", "dirq.toml", "--port", "0"], { cwd: root });
+    const sse = await openReadyEvents(server);
+    const db = open({
+      root,
+      progress: false,
+      configs: [join(root, "dirq.toml")],
+      tables: [{ name: "posts", glob: "posts/*.json", extract: parsePost }],
+    });
+    try {
+      const stream = db.watch();
+      await stream.ready;
+      const iterator = stream[Symbol.asyncIterator]();
+      const forTable = (events: RowEvent[], table: string) =>
+        events.filter((e) => e.table === table);
+      // A broken file comes last, as a new file: whether a failing file keeps its old rows or
+      // loses them, it then has none, and the error event is the only event.
+      const steps: [() => void, string][] = [
+        [() => writeFileSync(join(root, "posts/b.json"), post("beta", 7)), "insert"],
+        [() => writeFileSync(join(root, "posts/b.json"), post("beta", 8)), "update"],
+        [() => rmSync(join(root, "posts/b.json")), "delete"],
+        [() => writeFileSync(join(root, "posts/c.json"), "{broken"), "error"],
+      ];
+      for (const [change, action] of steps) {
+        change();
+        const events = await nextEvents(iterator, (got) =>
+          ["posts", "hooked"].every((table) =>
+            forTable(got, table).some((e) => e.action === action),
+          ),
+        );
+        const fromSdk = forTable(events, "hooked").find((e) => e.action === action);
+        const fromServer = await sse.next((row) => row.table === "hooked" && row.action === action);
+        if (action === "error") {
+          assert.equal(fromSdk?.file_path, fromServer.file_path);
+          assert.equal(fromSdk?.table, fromServer.table);
+        } else {
+          assert.deepEqual(fromSdk, fromServer);
+        }
+        const posts = forTable(events, "posts").find((e) => e.action === action);
+        assert.equal(posts?.file_path, action === "error" ? "posts/c.json" : "posts/b.json");
+        if (posts?.action === "insert") {
+          assert.deepEqual(posts, {
+            action: "insert",
+            table: "posts",
+            file_path: "posts/b.json",
+            row: { title: "beta", words: 7 },
+            old_row: null,
+          });
+        }
+        if (posts?.action === "error") assert.match(posts.error, /^extract failed: /);
+      }
+      assert.deepEqual(await db.query("SELECT title FROM posts"), [{ title: "alpha" }]);
+      await iterator.return?.();
+    } finally {
+      rmSync(join(root, "posts/c.json"), { force: true });
+      sse.close();
+      await server.kill();
+      await db.close();
+    }
+  });
+
+  test("live keeps tables current without a watch() consumer", async () => {
+    await using db = open({
+      root,
+      live: true,
+      progress: false,
+      tables: [{ name: "posts", glob: "posts/*.json", extract: parsePost }],
+    });
+    await db.ready;
+    writeFileSync(join(root, "posts/live.json"), post("live", 5));
+    try {
+      const deadline = Date.now() + 10_000;
+      for (;;) {
+        const rows = await db.query("SELECT title FROM posts WHERE title = 'live'");
+        if (rows.length === 1) break;
+        assert.ok(Date.now() < deadline, "the new file never showed up");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      rmSync(join(root, "posts/live.json"), { force: true });
+    }
+  });
+
+  test("break, an abort signal and close() each end the iteration", async () => {
+    const db = open({
+      root,
+      progress: false,
+      tables: [{ name: "posts", glob: "posts/*.json", extract: parsePost }],
+    });
+    try {
+      const first = db.watch();
+      await first.ready;
+      writeFileSync(join(root, "posts/x.json"), post("x", 1));
+      for await (const event of first) {
+        assert.equal(event.file_path, "posts/x.json");
+        break;
+      }
+      const controller = new AbortController();
+      const second = db.watch({ signal: controller.signal });
+      await second.ready;
+      writeFileSync(join(root, "posts/y.json"), post("y", 1));
+      const seen: RowEvent[] = [];
+      for await (const event of second) {
+        seen.push(event);
+        controller.abort();
+      }
+      assert.ok(seen.length >= 1);
+      const third = db.watch();
+      await third.ready;
+      const ended = (async () => {
+        const rest: RowEvent[] = [];
+        for await (const event of third) rest.push(event);
+        return rest;
+      })();
+      await db.close();
+      assert.ok(Array.isArray(await ended));
+    } finally {
+      await db.close();
+      rmSync(join(root, "posts/x.json"), { force: true });
+      rmSync(join(root, "posts/y.json"), { force: true });
+    }
+  });
+});
+
+describe("SDK: progress honours DIRQ_PROGRESS", () => {
+  test("always reports phases on stderr, never reports nothing, stdout untouched", () => {
+    const root = makeTree({ "a.json": post("a", 1), "b.json": post("b", 2) });
+    const index = fileURLToPath(new URL("../src/index.js", import.meta.url));
+    const script = `import { open } from ${JSON.stringify(index)};
+const db = open({ root: ${JSON.stringify(root)}, tables: [{ name: "t", glob: "*.json", extract: (p, c) => [JSON.parse(c)] }] });
+console.log(JSON.stringify(await db.query("SELECT count(*) AS n FROM t")));
+await db.close();`;
+    try {
+      const run = (value: string) =>
+        spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+          encoding: "utf8",
+          env: { ...process.env, DIRQ_PROGRESS: value },
+        });
+      const always = run(" Always ");
+      assert.equal(always.status, 0, always.stderr);
+      assert.equal(always.stdout, '[{"n":2}]\n');
+      assert.match(always.stderr, /^dirq: scanned 2 files in \S+$/m);
+      assert.match(always.stderr, /^dirq: indexed 2 files in \S+$/m);
+      const never = run("never");
+      assert.equal(never.status, 0, never.stderr);
+      assert.equal(never.stdout, '[{"n":2}]\n');
+      assert.equal(never.stderr, "");
+      // auto, off a terminal: nothing.
+      assert.equal(run("").stderr, "");
+    } finally {
+      removeTree(root);
+    }
+  });
+});
