@@ -80,7 +80,10 @@ async function handleQuery(
     body = await readBody(request, MAX_BODY_BYTES);
   } catch (error) {
     if (error instanceof BodyTooLargeError) {
-      response.setHeader("connection", "close");
+      // The rest of the body is read and dropped (node does so once the answer is sent), so a
+      // client still uploading sees the 413 instead of a broken pipe; the request time limit
+      // bounds how long that may take.
+      request.resume();
       return sendJson(response, 413, errorBody(error.message));
     }
     // The client went away (or timed out) mid-body: nobody is left to answer.
