@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { closeSync, openSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
@@ -259,5 +260,37 @@ describe("REPL with piped input", () => {
     } finally {
       child.kill("SIGKILL");
     }
+  });
+});
+
+describe("REPL with extensions and worker-backed functions", () => {
+  let root: string;
+  const vec0 = createRequire(import.meta.url).resolve("sqlite-vec-linux-x64/vec0.so");
+
+  before(() => {
+    root = makeTree({
+      "a.txt": "one",
+      "upper.cjs": `require("node:readline")
+  .createInterface({ input: process.stdin })
+  .on("line", (line) => {
+    const { id, args } = JSON.parse(line);
+    process.stdout.write(JSON.stringify({ id, result: String(args[0]).toUpperCase() }) + "\\n");
+  });
+`,
+      "dirq.toml": `[[dirq.function]]\nname = "up"\ncommand = "node upper.cjs"\n`,
+    });
+  });
+
+  after(() => removeTree(root));
+
+  it("loads --extension into every statement's connection and calls config worker functions", async () => {
+    const script = "SELECT vec_length('[1,2,3]') AS n\nSELECT up(path) AS p FROM './*.txt'\n";
+    const result = await runDirq(["-c", "dirq.toml", "--extension", vec0], {
+      cwd: root,
+      input: script,
+    });
+    assert.equal(result.stderr, "");
+    assert.equal(result.code, 0);
+    assert.equal(result.stdout, '[{"n":3}]\n[{"p":"A.TXT"}]\n');
   });
 });
