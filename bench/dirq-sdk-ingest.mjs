@@ -64,6 +64,21 @@ async function runDirq(root) {
   return { ms, cpuMs, files: row.files, words: row.words };
 }
 
+/**
+ * DuckDB is the peer, installed only to run this benchmark: its npm package lists platform
+ * binaries that this machine's npm leaves out of the lockfile, which would break `npm ci`.
+ */
+async function requireDuckdb() {
+  try {
+    await import("@duckdb/node-api");
+  } catch {
+    console.error(
+      "bench: DuckDB is not installed. Run `npm install --no-save @duckdb/node-api` at the repository root first.",
+    );
+    process.exit(2);
+  }
+}
+
 async function runDuckdb(root) {
   const { DuckDBInstance } = await import("@duckdb/node-api");
   const cpu = process.cpuUsage();
@@ -177,6 +192,7 @@ async function main(argv) {
   const runs = positiveInteger(values.runs, "--runs");
   const files = positiveInteger(values.files, "--files");
   requireDirqBuilt();
+  await requireDuckdb();
   const { root, expected } = ensureTree(values.dir, files);
   const engines = ["dirq", "duckdb"];
   const samples = Object.fromEntries(engines.map((engine) => [engine, []]));
