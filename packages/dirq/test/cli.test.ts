@@ -55,6 +55,7 @@ describe("version and help", { concurrency: true }, () => {
     assert.match(stdout, /dirq query/);
     assert.match(stdout, /--format/);
     assert.match(stdout, /--no-ignore/);
+    assert.match(stdout, /--no-plugin/);
   });
 });
 

@@ -323,8 +323,13 @@ Options (after the SQL or after 'query'; alone for the REPL):
   --format <auto|table|json>
                            auto (default): a table on a terminal, JSON otherwise
 
+Plugins (the dirq launchers, docs/plugins.md):
+  --no-plugin              do not load installed plugins' config fragments
+                           (also DIRQ_NO_PLUGIN=1); taken by the launcher, never passed on
+
 Environment:
   DIRQ_PROGRESS=auto|always|never   progress lines on stderr (default auto)
+  DIRQ_NO_PLUGIN=1                  the same as --no-plugin
 
 Exit codes: 0 success, 1 any failure, 23 partial scan (some files could not be read
 or parsed; the other rows were printed).
