@@ -1,6 +1,7 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -435,6 +436,21 @@ await db.close();`;
       // auto, off a terminal: nothing.
       assert.equal(run("").stderr, "");
     } finally {
+      removeTree(root);
+    }
+  });
+});
+
+describe("SDK: extensions", () => {
+  test("open({ extensions }) loads a SQLite extension, as --extension does", async () => {
+    const vec0 = createRequire(import.meta.url).resolve("sqlite-vec-linux-x64/vec0.so");
+    const root = makeTree({ "a.txt": "a" });
+    const db = open({ root, extensions: [vec0], progress: false });
+    try {
+      await db.ready;
+      assert.deepEqual(await db.query("SELECT vec_length('[1,2,3,4]') AS n"), [{ n: 4 }]);
+    } finally {
+      await db.close();
       removeTree(root);
     }
   });

@@ -11,6 +11,7 @@ import { codeTables, type TableDefinition, withCodeTables } from "./code-tables.
 import { toRowEvent, toRows } from "./row-values.js";
 import type { Row, RowEvent } from "./types.js";
 import { RowEventStream } from "./row-event-stream.js";
+import { parseExtensionArgument } from "../extensions/load-extensions.js";
 
 /** What `open` takes. Every key is optional. */
 export interface OpenOptions {
@@ -29,6 +30,12 @@ export interface OpenOptions {
   noIgnore?: boolean;
   /** Extra globs relative to the root that are always skipped. */
   ignore?: readonly string[];
+  /**
+   * SQLite extensions for every connection, written as `--extension` takes them (`<path>` or
+   * `<path>::<entrypoint>`, relative to the current working directory). When any is given,
+   * the configs' `[[dirq.extension]]` entries are not loaded.
+   */
+  extensions?: readonly string[];
   /**
    * Keep every built table current with a file watcher from the start (`ready` waits for it).
    * `watch()` starts the watcher too. Without either, tables are as of when they were built.
@@ -99,6 +106,9 @@ export class Dirq implements AsyncDisposable {
       onFile: options.onFile,
       noIgnore: options.noIgnore,
       ignore: options.ignore,
+      extensions: options.extensions?.map((argument) =>
+        parseExtensionArgument(argument, process.cwd()),
+      ),
       progress: options.progress,
       // Whole rows from the start, so that watch events carry what a query would return.
       fillAllColumns: true,
