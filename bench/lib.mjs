@@ -12,12 +12,18 @@ import {
   statSync,
   writeFileSync,
 } from "node:fs";
+import { tmpdir } from "node:os";
 import { basename, delimiter, dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parseArgs } from "node:util";
 
 export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
-export const DEFAULT_BENCH_DIR = join(REPO_ROOT, ".bench");
+/**
+ * Outside the repository: dirq, like git, hides a tree inside an ignored folder of the
+ * enclosing repository (`.bench/` is in this repository's .gitignore), so generated trees must
+ * not live in it.
+ */
+export const DEFAULT_BENCH_DIR = join(tmpdir(), "dirq-bench");
 export const DIRQ_BIN = join(REPO_ROOT, "packages", "dirq", "bin", "dirq.js");
 // bin/dirq.js only imports the compiled CLI; without it every dirq row would just fail.
 const DIRQ_MAIN = join(REPO_ROOT, "packages", "dirq", "dist", "src", "cli", "main.js");
@@ -63,7 +69,7 @@ export function parseOptions(argv, options, usage) {
 
 /**
  * `parseOptions` plus the two options every benchmark takes: `--dir PATH` (returned resolved,
- * default <repo>/.bench) and `--json`.
+ * default $TMPDIR/dirq-bench) and `--json`.
  */
 export function parseBenchOptions(argv, options, usage) {
   const values = parseOptions(
@@ -81,7 +87,7 @@ export function parseBenchOptions(argv, options, usage) {
 export function benchOptionsUsage(column, dirText) {
   const line = (option, text) => `  ${option.padEnd(column - 2)}${text}\n`;
   return (
-    line("--dir PATH", `${dirText} (default <repo>/.bench)`) +
+    line("--dir PATH", `${dirText} (default $TMPDIR/dirq-bench, outside the repository)`) +
     line("--json", "print machine-readable results instead of tables") +
     line("-h, --help", "show this help")
   );
