@@ -59,7 +59,11 @@ function readPlugin(folder: { name: string; directory: string }): NpmPlugin | nu
   const manifestPath = join(folder.directory, "package.json");
   let manifest: unknown;
   try {
-    manifest = JSON.parse(readFileSync(manifestPath, "utf8"));
+    const text = readFileSync(manifestPath, "utf8");
+    // Most packages are not plugins: skip parsing a manifest that never names the key (it
+    // runs for every installed package on every start).
+    if (!text.includes('"dirq"')) return null;
+    manifest = JSON.parse(text);
   } catch {
     return null; // not a package (or not ours to judge): only declared plugins count
   }
