@@ -1,8 +1,7 @@
 import assert from "node:assert/strict";
 import { mkdirSync, renameSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import { after, describe, it } from "node:test";
-import { makeTree, removeTree } from "./helpers.js";
+import { describe, it } from "node:test";
 import {
   assertJsonError,
   type EventStream,
@@ -11,8 +10,7 @@ import {
   queryRows,
   request,
   type RowEvent,
-  type ServerProcess,
-  startServer,
+  serverFixtures,
 } from "./server-support.js";
 
 /*
@@ -36,27 +34,7 @@ ${extra}
 `;
 }
 
-const roots: string[] = [];
-const servers: ServerProcess[] = [];
-
-after(async () => {
-  await Promise.all(servers.map((server) => server.kill()));
-  for (const root of roots) removeTree(root);
-});
-
-function tree(spec: Record<string, string>): string {
-  const root = makeTree(spec);
-  roots.push(root);
-  return root;
-}
-
-async function serve(root: string, args: readonly string[] = []): Promise<ServerProcess> {
-  const server = await startServer([...args, "--host", "127.0.0.1", "--port", "0"], {
-    cwd: root,
-  });
-  servers.push(server);
-  return server;
-}
+const { tree, serve } = serverFixtures();
 
 /** Writes a file atomically (a temporary name, then a rename), as editors save. */
 function write(root: string, path: string, content: string): void {

@@ -10,8 +10,8 @@ import {
   writeFileSync,
 } from "node:fs";
 import { dirname, join } from "node:path";
-import { after, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { describe, it } from "node:test";
+import { runDirq } from "./helpers.js";
 import {
   eventually,
   type EventStream,
@@ -19,7 +19,7 @@ import {
   postQuery,
   type RowEvent,
   type ServerProcess,
-  startServer,
+  serverFixtures,
 } from "./server-support.js";
 
 /*
@@ -57,34 +57,15 @@ ${extra}
 `;
 }
 
-const roots: string[] = [];
-const servers: ServerProcess[] = [];
-
-after(async () => {
-  await Promise.all(servers.map((server) => server.kill()));
-  for (const root of roots) {
+const { tree, serve } = serverFixtures({
+  beforeRemove: (root) => {
     try {
       chmodSync(join(root, "moved/locked"), 0o755);
     } catch {
       // not every tree has one
     }
-    removeTree(root);
-  }
+  },
 });
-
-function tree(spec: Record<string, string>): string {
-  const root = makeTree(spec);
-  roots.push(root);
-  return root;
-}
-
-async function serve(root: string, args: readonly string[] = []): Promise<ServerProcess> {
-  const server = await startServer([...args, "--host", "127.0.0.1", "--port", "0"], {
-    cwd: root,
-  });
-  servers.push(server);
-  return server;
-}
 
 function write(root: string, path: string, content: string): void {
   mkdirSync(dirname(join(root, path)), { recursive: true });

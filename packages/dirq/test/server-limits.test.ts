@@ -2,8 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { connect, createServer as createTcpServer } from "node:net";
-import { after, describe, it } from "node:test";
-import { makeTree, removeTree } from "./helpers.js";
+import { describe, it } from "node:test";
 import {
   assertJsonError,
   eventually,
@@ -12,32 +11,12 @@ import {
   queryRows,
   request,
   type ServerProcess,
-  startServer,
+  serverFixtures,
 } from "./server-support.js";
 import { spawn } from "node:child_process";
 import { DIRQ_BIN } from "./helpers.js";
 
-const roots: string[] = [];
-const servers: ServerProcess[] = [];
-
-after(async () => {
-  await Promise.all(servers.map((server) => server.kill()));
-  for (const root of roots) removeTree(root);
-});
-
-function tree(spec: Record<string, string>): string {
-  const root = makeTree(spec);
-  roots.push(root);
-  return root;
-}
-
-async function serve(root: string, args: readonly string[] = []): Promise<ServerProcess> {
-  const server = await startServer([...args, "--host", "127.0.0.1", "--port", "0"], {
-    cwd: root,
-  });
-  servers.push(server);
-  return server;
-}
+const { tree, serve } = serverFixtures();
 
 /** Sends raw bytes on a new connection and resolves with everything the server sent back. */
 function rawExchange(port: number, text: string | Buffer, keepOpen = true): Promise<string> {

@@ -3,7 +3,8 @@ import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import { type Agent, request as httpRequestRaw } from "node:http";
 import { connect, type Socket } from "node:net";
-import { DIRQ_BIN } from "./helpers.js";
+import { after } from "node:test";
+import { DIRQ_BIN, makeTree, removeTree } from "./helpers.js";
 
 /* ------------------------------------------------------------------------------------------ */
 /* A `dirq server` process, started as a user would start it.                                  */
@@ -733,4 +734,35 @@ export function httpRequest(
       req.end(options.body);
     }
   });
+}
+
+/**
+ * Temporary trees and loopback servers for one test file: `tree` makes a tree, `serve` starts
+ * `dirq server` in it on 127.0.0.1 and a free port. After the file's tests every server is
+ * stopped and every tree removed (`beforeRemove` first, e.g. to restore permissions).
+ */
+export function serverFixtures(options: { beforeRemove?: (root: string) => void } = {}) {
+  const roots: string[] = [];
+  const servers: ServerProcess[] = [];
+  after(async () => {
+    await Promise.all(servers.map((server) => server.kill()));
+    for (const root of roots) {
+      options.beforeRemove?.(root);
+      removeTree(root);
+    }
+  });
+  return {
+    tree(spec: Record<string, string>): string {
+      const root = makeTree(spec);
+      roots.push(root);
+      return root;
+    },
+    async serve(root: string, args: readonly string[] = []): Promise<ServerProcess> {
+      const server = await startServer([...args, "--host", "127.0.0.1", "--port", "0"], {
+        cwd: root,
+      });
+      servers.push(server);
+      return server;
+    },
+  };
 }
