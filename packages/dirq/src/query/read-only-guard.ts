@@ -1,9 +1,9 @@
 import { DirqError } from "../errors.js";
 import { keywordOf, type SqlToken } from "./sql-tokens.js";
 import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
-import { PRAGMAS_NAMING_A_TABLE } from "./table-names.js";
 
 import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
+import { PRAGMAS_NAMING_A_TABLE } from "./table-names.js";
 
 export { HIDDEN_COLUMNS };
 
@@ -32,23 +32,9 @@ const MAINTENANCE_KEYWORDS = new Set(["VACUUM", "REINDEX", "ANALYZE", "ATTACH", 
 /** Table-valued pragmas whose argument names a table or index. */
 const PRAGMA_FUNCTION = /^pragma_\w+$/i;
 
-/** Pragmas that only report; these may take an argument (a table or index name). */
-const PRAGMAS_WITH_ARGUMENT = new Set([
-  "table_info",
-  "table_xinfo",
-  "table_list",
-  "index_list",
-  "index_info",
-  "index_xinfo",
-  "foreign_key_list",
-  "foreign_key_check",
-  "integrity_check",
-  "quick_check",
-]);
-
 /** Pragmas that are safe to read bare; with an argument several of them would change a setting. */
 const PRAGMAS_READ_BARE = new Set([
-  ...PRAGMAS_WITH_ARGUMENT,
+  ...PRAGMAS_NAMING_A_TABLE,
   "database_list",
   "compile_options",
   "function_list",
@@ -83,7 +69,7 @@ function checkPragma(tokens: SqlToken[]): void {
   if (after?.text === "=")
     throw rejected(`PRAGMA assignment "PRAGMA ${name} = ..." is not allowed`);
   const hasArgument = after?.text === "(";
-  const allowed = hasArgument ? PRAGMAS_WITH_ARGUMENT : PRAGMAS_READ_BARE;
+  const allowed = hasArgument ? PRAGMAS_NAMING_A_TABLE : PRAGMAS_READ_BARE;
   if (!allowed.has(name)) {
     const form = hasArgument ? `PRAGMA ${name}(...)` : `PRAGMA ${name}`;
     throw rejected(`${form} is not allowed: it can change the database or its settings`);
