@@ -66,6 +66,10 @@ export function commandExtractor(command: HookCommand): Extractor {
 /** Calls in flight for an in-process extractor: async extract functions overlap. */
 const FUNCTION_CONCURRENCY = 16;
 
+function isThenable(value: unknown): value is PromiseLike<unknown> {
+  return typeof (value as { then?: unknown } | null | undefined)?.then === "function";
+}
+
 function describeThrown(error: unknown): string {
   if (error instanceof Error) return error.message;
   return String(error);
@@ -91,7 +95,9 @@ export function functionExtractor(name: string, extract: ExtractFunction): Extra
       }
       let result: unknown;
       try {
-        result = await extract(file.path, content);
+        result = extract(file.path, content);
+        // A synchronous function's rows need no trip through the microtask queue.
+        if (isThenable(result)) result = await result;
       } catch (error) {
         return { ok: false, reason: `extract failed: ${describeThrown(error)}` };
       }

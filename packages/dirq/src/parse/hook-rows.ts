@@ -149,6 +149,8 @@ export function parseJsonExact(text: string): unknown {
   return losslessJson().parse(text, null, parseNumber);
 }
 
+const UNDERSCORE = 0x5f;
+
 /** Keys a hook may not set: the hidden columns and anything else in dirq's namespace. */
 function isReservedKey(key: string): boolean {
   return INTERNAL_PREFIX.test(key);
@@ -199,8 +201,13 @@ export function toRows(
       };
     }
     const row: HookRow = new Map();
-    for (const [key, value] of Object.entries(item)) {
-      if (!isReservedKey(key)) row.set(key, toStoredValue(marked ? unmark(value) : value));
+    const object = item as Record<string, unknown>;
+    // Runs for every row of every file: keys without a pair array each, and the reserved-name
+    // test only for keys that start with `_`.
+    for (const key of Object.keys(object)) {
+      if (key.charCodeAt(0) === UNDERSCORE && isReservedKey(key)) continue;
+      const value = object[key];
+      row.set(key, toStoredValue(marked ? unmark(value) : value));
     }
     rows.push(row);
   }
