@@ -3,7 +3,7 @@ import { relative, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { EMPTY_CONFIG } from "../config/types.js";
 import { STARTER_TABLE, writeStarterConfig } from "../config/starter-config.js";
-import { openIndex, type QueryResult } from "../engine.js";
+import type { QueryResult } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { escapeControlCharacters } from "../output/escape.js";
@@ -81,6 +81,11 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
     command.configs.length === 0
       ? EMPTY_CONFIG
       : (await import("../config/load-config.js")).loadConfigs(command.configs, io.cwd);
+  if (config.functions.length > 0) {
+    // Workers the statement calls start now: their start-up overlaps dirq's own.
+    (await import("../functions/prestart.js")).prestartWorkersFor(command.sql, config.functions);
+  }
+  const { openIndex } = await import("../engine.js");
   const index = openIndex({
     root: io.cwd,
     noIgnore: command.noIgnore,

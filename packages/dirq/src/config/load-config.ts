@@ -3,7 +3,7 @@ import { dirname, resolve } from "node:path";
 import { parse as parseToml, TomlError } from "smol-toml";
 import { DirqError } from "../errors.js";
 import { checkDdl } from "./ddl-check.js";
-import { configFileSchema, describeIssues } from "./schema.js";
+import { validateConfigFile } from "./schema.js";
 import type { DirqConfig } from "./types.js";
 
 export type { DirqConfig, ExtensionConfig, FunctionConfig, TableConfig } from "./types.js";
@@ -43,13 +43,12 @@ function parseTomlFile(path: string, text: string): unknown {
 export function loadConfigFile(path: string, cwd: string = process.cwd()): DirqConfig {
   const text = readConfigText(resolve(cwd, path), path);
   const data = parseTomlFile(path, text);
-  const result = configFileSchema.safeParse(data);
-  if (!result.success) {
-    const problems = describeIssues(result.error).map((line) => `${path}: ${line}`);
-    throw configError(problems.join("\n"));
+  const result = validateConfigFile(data);
+  if (!result.ok) {
+    throw configError(result.problems.map((line) => `${path}: ${line}`).join("\n"));
   }
   const baseDir = dirname(resolve(cwd, path));
-  const file = result.data;
+  const file = result.value;
   (file.table ?? []).forEach((table, i) => {
     const problem = table.ddl === undefined ? null : checkDdl(table.ddl);
     if (problem !== null) throw configError(`${path}: table[${i}].ddl: ${problem}`);

@@ -1,9 +1,9 @@
 import type { DirqConfig } from "../config/types.js";
-import { DirqError, isDirqError } from "../errors.js";
+import { DirqError } from "../errors.js";
 import { type ExtensionSpec, loadExtensions } from "../extensions/load-extensions.js";
 import { WorkerFunctions, type WorkerSpec } from "../functions/worker-functions.js";
+import { workerSpec } from "../functions/worker-specs.js";
 import type { SqliteDatabase } from "../indexer/database.js";
-import { parseHookCommand } from "../parse/hook-command.js";
 import { sqlError } from "../query/execute.js";
 
 export type { ExtensionSpec, WorkerSpec };
@@ -33,23 +33,7 @@ export function profileOf(
       extensions !== undefined && extensions.length > 0
         ? [...extensions]
         : config.extensions.map(({ path, entrypoint, origin }) => ({ path, entrypoint, origin })),
-    functions: config.functions.map((fn) => {
-      let argv: string[];
-      try {
-        argv = parseHookCommand(fn.command, fn.baseDir).argv;
-      } catch (error) {
-        if (!isDirqError(error)) throw error;
-        throw new DirqError("CONFIG_INVALID", `${fn.origin}.command: ${error.message}`);
-      }
-      return {
-        name: fn.name,
-        argv,
-        command: fn.command,
-        cwd: fn.baseDir,
-        deterministic: fn.deterministic,
-        origin: fn.origin,
-      };
-    }),
+    functions: config.functions.map(workerSpec),
   };
 }
 

@@ -48,6 +48,8 @@ const WRITE_SLICE = 256;
 
 /** Every worker this process has running, so that an exiting process leaves none behind. */
 const running = new Set<WorkerProcess>();
+/** Workers started ahead of their first call (`prestartWorker`), not taken yet, by `spawnKey`. */
+const prestarted = new Map<string, ChildProcessWithoutNullStreams>();
 let exitHookInstalled = false;
 
 function installExitHook(): void {
@@ -55,7 +57,54 @@ function installExitHook(): void {
   exitHookInstalled = true;
   process.on("exit", () => {
     for (const worker of running) worker.kill();
+    for (const child of prestarted.values()) {
+      child.stdin.end();
+      killGroup(child, false);
+    }
   });
+}
+
+/** What makes two workers interchangeable: the same command in the same folder and group. */
+function spawnKey(spec: WorkerSpec, sharedGroup: boolean): string {
+  return JSON.stringify([spec.argv, spec.cwd, sharedGroup]);
+}
+
+function spawnWorker(spec: WorkerSpec, sharedGroup: boolean): ChildProcessWithoutNullStreams {
+  return spawn(spec.argv[0] as string, spec.argv.slice(1), {
+    cwd: spec.cwd,
+    stdio: ["pipe", "pipe", "pipe"],
+    detached: !sharedGroup,
+  });
+}
+
+/**
+ * Starts a worker before its first call (in dirq's one-shot CLI, as soon as the statement is
+ * read), so that its start-up overlaps dirq's. The first `WorkerProcess` with the same command
+ * takes it; one never taken is killed at exit like any other. A worker that cannot start or
+ * exits before it is taken is dropped: the first call starts one as usual and reports why.
+ */
+export function prestartWorker(spec: WorkerSpec): void {
+  const key = spawnKey(spec, false);
+  if (prestarted.has(key)) return;
+  installExitHook();
+  const child = spawnWorker(spec, false);
+  const drop = () => {
+    if (prestarted.get(key) === child) prestarted.delete(key);
+  };
+  child.on("error", drop);
+  child.on("exit", drop);
+  child.stdin.on("error", () => {});
+  prestarted.set(key, child);
+}
+
+/** The prestarted worker for `key` if it is still alive; it is no longer prestarted either way. */
+function takePrestarted(key: string): ChildProcessWithoutNullStreams | null {
+  const child = prestarted.get(key);
+  if (child === undefined) return null;
+  prestarted.delete(key);
+  const alive = child.pid !== undefined && child.exitCode === null && child.signalCode === null;
+  if (!alive) killGroup(child, false);
+  return alive ? child : null;
 }
 
 function workerError(spec: WorkerSpec, message: string): DirqError {
@@ -99,11 +148,9 @@ export class WorkerProcess {
   start(): ChildProcessWithoutNullStreams {
     if (this.child !== null) return this.child;
     installExitHook();
-    const child = spawn(this.spec.argv[0] as string, this.spec.argv.slice(1), {
-      cwd: this.spec.cwd,
-      stdio: ["pipe", "pipe", "pipe"],
-      detached: this.options.sharedGroup !== true,
-    });
+    const sharedGroup = this.options.sharedGroup === true;
+    const child =
+      takePrestarted(spawnKey(this.spec, sharedGroup)) ?? spawnWorker(this.spec, sharedGroup);
     this.child = child;
     this.stdoutBuffer = "";
     this.stderrTail = "";

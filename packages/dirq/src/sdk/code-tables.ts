@@ -1,4 +1,4 @@
-import { configFileSchema, describeIssues } from "../config/schema.js";
+import { validateConfigFile } from "../config/schema.js";
 import type { DirqConfig, TableConfig } from "../config/types.js";
 import { DirqError } from "../errors.js";
 import { type ExtractFunction, functionExtractor } from "../parse/extractor.js";
@@ -54,9 +54,9 @@ function checkDefinition(definition: TableDefinition, origin: string): void {
     // The config schema requires a command; an extract table has a function in its place.
     "on-file": hasCommand ? definition.onFile : "extract",
   };
-  const result = configFileSchema.safeParse({ table: [asWritten] });
-  if (!result.success) {
-    const lines = describeIssues(result.error).map((line) =>
+  const result = validateConfigFile({ table: [asWritten] });
+  if (!result.ok) {
+    const lines = result.problems.map((line) =>
       line.replace(/^table\[0\](\.on-file)?/, (_, onFile) => `${origin}${onFile ? ".onFile" : ""}`),
     );
     throw invalid(lines.join("\n"));
