@@ -241,6 +241,22 @@ describe("worker-backed functions in a one-shot query", () => {
     );
   });
 
+  it("a statement that never names a function starts no worker", async () => {
+    assert.deepEqual(await queryOk("SELECT 'up' AS word, upper('x') AS u"), [
+      { word: "up", u: "X" },
+    ]);
+    assert.deepEqual(pids(), []);
+  });
+
+  it("a function named only inside a string: its early-started worker gets no call and is gone after exit", async () => {
+    assert.deepEqual(await queryOk("SELECT 'up(x)' AS text"), [{ text: "up(x)" }]);
+    // The one-shot CLI starts a worker when the text reads like a call (docs/extensions.md).
+    const started = pids();
+    assert.ok(started.length <= 1, `at most one worker started: ${started.join(", ")}`);
+    assert.deepEqual(logLines("calls.log"), [], "no request was sent");
+    await eventually(() => started.every((pid) => !alive(pid)), "the worker is gone");
+  });
+
   it("leaves no process behind: the worker and what it started are gone after exit", async () => {
     const rows = await queryOk("SELECT up_spawn('x') AS u");
     assert.deepEqual(rows, [{ u: "X" }]);

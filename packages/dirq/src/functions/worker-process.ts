@@ -1,4 +1,5 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { Socket } from "node:net";
 import { DirqError } from "../errors.js";
 
 /** One worker-backed SQL function as a connection profile carries it (serializable). */
@@ -94,7 +95,17 @@ export function prestartWorker(spec: WorkerSpec): void {
   child.on("error", drop);
   child.on("exit", drop);
   child.stdin.on("error", () => {});
+  // Until it is taken, the worker must not keep dirq running: one never taken is killed at exit.
+  holdOpen(child, false);
   prestarted.set(key, child);
+}
+
+/** Whether a worker (its process and pipes) keeps dirq's event loop alive. */
+function holdOpen(child: ChildProcessWithoutNullStreams, hold: boolean): void {
+  for (const handle of [child, child.stdin, child.stdout, child.stderr] as Partial<Socket>[]) {
+    if (hold) handle.ref?.();
+    else handle.unref?.();
+  }
 }
 
 /** The prestarted worker for `key` if it is still alive; it is no longer prestarted either way. */
@@ -103,8 +114,12 @@ function takePrestarted(key: string): ChildProcessWithoutNullStreams | null {
   if (child === undefined) return null;
   prestarted.delete(key);
   const alive = child.pid !== undefined && child.exitCode === null && child.signalCode === null;
-  if (!alive) killGroup(child, false);
-  return alive ? child : null;
+  if (!alive) {
+    killGroup(child, false);
+    return null;
+  }
+  holdOpen(child, true);
+  return child;
 }
 
 function workerError(spec: WorkerSpec, message: string): DirqError {
@@ -266,10 +281,11 @@ export class WorkerProcess {
   }
 
   /**
-   * Sends one request, written along with others in slices, so the worker starts answering
-   * while SQLite is still producing calls. Returns its position in the batch `collect` answers.
+   * Sends one request (`argsJson`: its `args` array as JSON text), written along with others
+   * in slices, so the worker starts answering while SQLite is still producing calls. Returns
+   * its position in the batch `collect` answers.
    */
-  send(args: readonly unknown[]): number {
+  send(argsJson: string): number {
     const child = this.child ?? this.start();
     this.batch ??= {
       firstId: this.nextId,
@@ -280,7 +296,7 @@ export class WorkerProcess {
       waiter: null,
     };
     const id = this.nextId++;
-    this.outgoing.push(`${JSON.stringify({ id, args })}\n`);
+    this.outgoing.push(`{"id":${id},"args":${argsJson}}\n`);
     if (this.outgoing.length >= WRITE_SLICE) this.flush(child);
     return this.batch.sent++;
   }
