@@ -119,9 +119,12 @@ export class WorkerFunctions {
     }
     let callId = callKey(args);
     if (!spec.deterministic) {
-      const seen = state.seen.get(callId) ?? 0;
-      state.seen.set(callId, seen + 1);
-      callId = `${callId}#${seen}`;
+      const seen = state.seen.get(callId);
+      state.seen.set(callId, seen === undefined ? 1 : seen + 1);
+      // The first call with these arguments keeps the plain key (no new string to build and
+      // hash); a repeat is prefixed with its count, which no plain key starts with (those
+      // start with the number of arguments and a type letter).
+      if (seen !== undefined) callId = `${seen}#${callId}`;
     }
     // Answers are never `undefined` (a JSON null is stored as null).
     const answer = state.answers.get(callId);
