@@ -84,7 +84,7 @@ function median(values) {
 
 async function main() {
   const require = createRequire(join(REPO_ROOT, "packages", "dirq", "package.json"));
-  const Database = require("better-sqlite3");
+  const Database = require("@rocicorp/zero-sqlite3");
   const call = syncBridge();
   const db = new Database(":memory:");
   db.function("echo", { varargs: true }, (...args) => call(args));

@@ -7,25 +7,20 @@ export type SqliteDatabase = BetterSqlite3.Database;
 const require = createRequire(import.meta.url);
 
 /**
- * Loads better-sqlite3 through `require` with the addon's path given up front: the ESM-to-CJS
- * bridge and the `bindings` path search cost about 20 ms of every start-up.
+ * Loads SQLite through `require` (the ESM-to-CJS bridge costs start-up time). The binding is
+ * @rocicorp/zero-sqlite3: better-sqlite3's API (so its types) with the addon prebuilt inside
+ * the npm package for Linux (glibc and musl), macOS and Windows, x64 and arm64, Node 20 (ABI
+ * 115) and later. An install needs no compiler and downloads nothing; better-sqlite3 itself
+ * downloads its addon from GitHub at install time or compiles SQLite (minutes, a toolchain).
  */
-function loadSqlite(): { Database: typeof BetterSqlite3; nativeBinding?: string } {
-  const Database = require("better-sqlite3") as typeof BetterSqlite3;
-  try {
-    return {
-      Database,
-      nativeBinding: require.resolve("better-sqlite3/build/Release/better_sqlite3.node"),
-    };
-  } catch {
-    return { Database };
-  }
+function loadSqlite(): typeof BetterSqlite3 {
+  return require("@rocicorp/zero-sqlite3") as typeof BetterSqlite3;
 }
 
-/** Opens a connection with better-sqlite3, the addon located up front. */
+/** Opens a connection (better-sqlite3's API). */
 export function openSqlite(path: string, options: { readonly?: boolean } = {}): SqliteDatabase {
-  const { Database, nativeBinding } = loadSqlite();
-  return new Database(path, { ...options, ...(nativeBinding ? { nativeBinding } : {}) });
+  const Database = loadSqlite();
+  return new Database(path, options);
 }
 
 /**
