@@ -187,6 +187,15 @@ describe("worker-backed functions in a one-shot query", () => {
     ]);
   });
 
+  it("an integer, a real and a text argument are different calls; a repeat is one only when deterministic", async () => {
+    const sql = (fn: string) =>
+      `SELECT ${fn}(1) AS a, ${fn}(1) AS b, ${fn}('1') AS c, ${fn}(1.0) AS d, ${fn}(2) AS e`;
+    assert.deepEqual(await queryOk(sql("up")), [{ a: "1", b: "1", c: "1", d: "1", e: "2" }]);
+    assert.deepEqual(logLines("calls.log").sort(), ['["1"]', "[1]", "[1]", "[2]"]);
+    assert.deepEqual(await queryOk(sql("up_each")), [{ a: "1", b: "1", c: "1", d: "1", e: "2" }]);
+    assert.equal(logLines("each.log").length, 5);
+  });
+
   it("resolves a relative command against the config file's folder", async () => {
     const result = await runDirq(["SELECT up('x') AS u", "-c", "../cfg/sub/relative.toml"], {
       cwd: root,

@@ -2,7 +2,6 @@ import { once } from "node:events";
 import { relative, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { EMPTY_CONFIG } from "../config/types.js";
-import { STARTER_TABLE, writeStarterConfig } from "../config/starter-config.js";
 import type { QueryResult } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
@@ -110,6 +109,9 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
 
 async function runInit(command: InitCommand, io: CliIo): Promise<number> {
   const root = resolve(io.cwd, command.root ?? ".");
+  // Loaded on demand: it pulls in the file walk, which a query loads only after its workers
+  // have been started.
+  const { STARTER_TABLE, writeStarterConfig } = await import("../config/starter-config.js");
   const output = writeStarterConfig({
     root,
     output: command.output === null ? undefined : resolve(io.cwd, command.output),

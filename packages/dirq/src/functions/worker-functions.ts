@@ -15,12 +15,12 @@ const MAX_ROUNDS = 32;
 /** One function's calls in the query being answered. */
 interface CallState {
   /** Answers by call key, kept across the passes of one query. */
-  answers: Map<string, unknown>;
+  answers: Map<CallKey, unknown>;
   /** Calls of this pass that have no answer yet, by key: their position in the batch sent. */
-  missing: Map<string, number>;
+  missing: Map<CallKey, number>;
   worker: WorkerProcess;
   /** How often each argument list was seen in this pass (non-deterministic functions). */
-  seen: Map<string, number>;
+  seen: Map<CallKey, number>;
 }
 
 /**
@@ -43,15 +43,19 @@ function argumentsJson(args: readonly unknown[]): string {
 }
 
 /**
- * A call's identity: distinguishes `1` from `'1'` and a blob from its hex text. Built by hand
- * (type tag, length for text) because it runs once per call on every pass.
+ * A call's identity: a single INTEGER (bigint) or REAL (number) argument is its own key (a
+ * primitive that never equals a string key, so no string is built); anything else is a string
+ * tagged with types and lengths, which distinguishes `1` from `'1'` and a blob from its hex
+ * text. Built by hand because it runs once per call on every pass.
  */
-function callKey(args: readonly unknown[]): string {
+type CallKey = string | bigint | number;
+
+function callKey(args: readonly unknown[]): CallKey {
   if (args.length === 1) {
     // The common case, without the generic loop.
     const value = args[0];
+    if (typeof value === "bigint" || typeof value === "number") return value;
     if (typeof value === "string") return `1s${value}`;
-    if (typeof value === "bigint" || typeof value === "number") return `1${typeof value}${value}`;
   }
   let key = `${args.length}`;
   for (const value of args) {
@@ -122,9 +126,12 @@ export class WorkerFunctions {
       const seen = state.seen.get(callId);
       state.seen.set(callId, seen === undefined ? 1 : seen + 1);
       // The first call with these arguments keeps the plain key (no new string to build and
-      // hash); a repeat is prefixed with its count, which no plain key starts with (those
+      // hash); a repeat is prefixed with its count, which no string key starts with (those
       // start with the number of arguments and a type letter).
-      if (seen !== undefined) callId = `${seen}#${callId}`;
+      if (seen !== undefined) {
+        const plain = typeof callId === "string" ? callId : `1${typeof callId}${callId}`;
+        callId = `${seen}#${plain}`;
+      }
     }
     // Answers are never `undefined` (a JSON null is stored as null).
     const answer = state.answers.get(callId);
