@@ -17,8 +17,8 @@ function loadSqlite(): typeof BetterSqlite3 {
   return require("@rocicorp/zero-sqlite3") as typeof BetterSqlite3;
 }
 
-/** Opens a connection (better-sqlite3's API). */
-export function openSqlite(path: string, options: { readonly?: boolean } = {}): SqliteDatabase {
+/** Opens a connection (better-sqlite3's API and options). */
+export function openSqlite(path: string, options: BetterSqlite3.Options = {}): SqliteDatabase {
   const Database = loadSqlite();
   return new Database(path, options);
 }
