@@ -245,12 +245,18 @@ export async function buildParsedTable(
     phase,
   });
   phase.finish((duration) => `indexed ${walked.paths.length} files in ${duration}`);
-  const { files, tooWide } = spec.schema
-    ? { files: parsed.files, tooWide: [] }
-    : withinColumnLimit(parsed.files);
+  // Without a schema the columns are the union of every file's keys; only when that union is
+  // too wide for SQLite are the files checked one by one (the usual case skips that pass).
+  const inferred = spec.schema ? null : inferColumns(parsed.files.map((file) => file.rows));
+  const { files, tooWide } =
+    inferred === null || inferred.length <= MAX_HOOK_COLUMNS
+      ? { files: parsed.files, tooWide: [] }
+      : withinColumnLimit(parsed.files);
   const columns = spec.schema
     ? spec.schema.map(([column]) => column)
-    : inferColumns(files.map((file) => file.rows));
+    : tooWide.length === 0 && inferred !== null
+      ? inferred
+      : inferColumns(files.map((file) => file.rows));
   const before = persisted ? schemaObjects(db) : null;
   createTable(db, spec, columns);
   const record =

@@ -220,9 +220,13 @@ export function toRows(
  */
 export function inferColumns(rowSets: Iterable<readonly HookRow[]>): string[] {
   const columns = new Map<string, string>();
+  // Keys as spelled that were already folded: most rows repeat the same few keys.
+  const seen = new Set<string>();
   for (const rows of rowSets) {
     for (const row of rows) {
       for (const key of row.keys()) {
+        if (seen.has(key)) continue;
+        seen.add(key);
         const folded = key.toLowerCase();
         if (!columns.has(folded)) columns.set(folded, key);
       }
