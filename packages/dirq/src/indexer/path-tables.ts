@@ -3,7 +3,7 @@ import type { ProgressReporter } from "../progress/reporter.js";
 import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
-import { type SkippedPath, walkSelection } from "../scan/walk.js";
+import { SelectionWalker, type SkippedPath } from "../scan/walk.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
@@ -248,36 +248,62 @@ export class PathTables {
     };
     const phase = this.options.progress.start();
     const statter = groups.stat ? new BatchStatter(this.options.root) : null;
-    const batches: {
-      paths: readonly string[];
-      stats: () => Promise<Float64Array> | Float64Array;
-    }[] = [];
+    const walker = new SelectionWalker({
+      root: this.options.root,
+      selection: table.selection,
+      useGitignore: this.options.useGitignore,
+      extraIgnores: this.options.extraIgnores,
+      onProgress: (found) => phase.update(`scanning ${found} files`),
+    });
     try {
-      const walked = walkSelection({
-        root: this.options.root,
-        selection: table.selection,
-        useGitignore: this.options.useGitignore,
-        extraIgnores: this.options.extraIgnores,
-        onProgress: (found) => phase.update(`scanning ${found} files`),
-        onBatch: (paths, rawPaths) => {
-          const stats = statter ? statter.submit(paths, rawPaths) : () => NO_STATS;
-          batches.push({ paths, stats });
-        },
-      });
       const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
-      const count = await rows.replaceAll(async (write) => {
-        for (const batch of batches) write(batch.paths, statter ? await batch.stats() : null);
-      });
+      const count = await rows.replaceAll((write) => streamBatches(walker, statter, write));
       phase.finish((duration) => `scanned ${count} files in ${duration}`);
       table.filled = groups;
-      return walked.skipped;
+      return walker.skipped;
     } finally {
       await statter?.close();
     }
   }
 }
 
-const NO_STATS = new Float64Array(0);
+/** Batches whose stats may be outstanding at once: enough to keep the helper thread busy. */
+const STAT_BATCHES_AHEAD = 4;
+/** The longest the fill holds the event loop before it lets other work run (ms). */
+const YIELD_EVERY_MS = 10;
+
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Walks, stats and writes batch by batch, so only a few batches of paths are ever in memory,
+ * and lets the event loop run every few milliseconds: in the server, other requests and event
+ * streams go on while a big table fills (each step is one readdir or one batch insert).
+ */
+async function streamBatches(
+  walker: SelectionWalker,
+  statter: BatchStatter | null,
+  write: (paths: readonly string[], stats: Float64Array | null) => void,
+): Promise<void> {
+  const ahead: { paths: readonly string[]; stats: () => Promise<Float64Array> | Float64Array }[] =
+    [];
+  let since = performance.now();
+  const writeOldest = async () => {
+    const oldest = ahead.shift();
+    if (oldest !== undefined) write(oldest.paths, await oldest.stats());
+  };
+  for (let batch = walker.next(); batch !== null; batch = walker.next()) {
+    if (statter === null) write(batch.paths, null);
+    else {
+      ahead.push({ paths: batch.paths, stats: statter.submit(batch.paths, batch.rawPaths) });
+      if (ahead.length > STAT_BATCHES_AHEAD) await writeOldest();
+    }
+    if (performance.now() - since >= YIELD_EVERY_MS) {
+      await nextTurn();
+      since = performance.now();
+    }
+  }
+  while (ahead.length > 0) await writeOldest();
+}
 
 /** Writes a path-table's rows in batched INSERTs inside one transaction. */
 class RowWriter {
