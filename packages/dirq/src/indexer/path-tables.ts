@@ -305,8 +305,13 @@ async function streamBatches(
   while (ahead.length > 0) await writeOldest();
 }
 
-/** Writes a path-table's rows in batched INSERTs inside one transaction. */
+/**
+ * Writes a path-table's rows in batched INSERTs inside one transaction. Paths alone (a fill
+ * for `count(*)` or `SELECT path`) go in as one JSON array per batch, which SQLite's
+ * `json_each` unpacks: measured, about twice as fast as binding them 16 rows at a time.
+ */
 class RowWriter {
+  private readonly insertPaths: Statement | null;
   private readonly insertOne: Statement;
   private readonly insertBatch: Statement;
   private readonly batch: unknown[] = [];
@@ -331,6 +336,10 @@ class RowWriter {
     this.insertOne = db.prepare(`${into} ${placeholders}`);
     this.insertBatch = db.prepare(`${into} ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`);
     this.deleteAll = db.prepare(`DELETE FROM ${table}`);
+    this.insertPaths =
+      withNames || withStat
+        ? null
+        : db.prepare(`INSERT INTO ${table} (path) SELECT value FROM json_each(?)`);
   }
 
   /**
@@ -356,6 +365,11 @@ class RowWriter {
   }
 
   private write(paths: readonly string[], stats: Float64Array | null): void {
+    if (this.insertPaths !== null) {
+      this.insertPaths.run(JSON.stringify(paths));
+      this.written += paths.length;
+      return;
+    }
     for (let i = 0; i < paths.length; i++) {
       const at = i * STAT_FIELDS;
       if (stats !== null && Number.isNaN(stats[at])) continue;
