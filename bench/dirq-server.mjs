@@ -57,6 +57,20 @@ const QUERIES = [
         ? null
         : `returned ${rows.length} rows, expected ${QUERY_TREE.files}`,
   },
+  // Uncached: random() makes the answer volatile, so the server runs the statement every time.
+  {
+    name: "SELECT 1, uncached",
+    sql: "SELECT 1 WHERE random() IS NOT NULL",
+    check: (rows) => (rows.length === 1 && rows[0]["1"] === 1 ? null : "unexpected answer"),
+  },
+  {
+    name: "1,000-row path table, uncached",
+    sql: "SELECT path, size FROM './' WHERE random() IS NOT NULL",
+    check: (rows) =>
+      rows.length === QUERY_TREE.files
+        ? null
+        : `returned ${rows.length} rows, expected ${QUERY_TREE.files}`,
+  },
 ];
 /** Materializes the whole tree as a path-table, so every file of it is watched. */
 const MATERIALIZE_SQL = "SELECT count(*) FROM './'";

@@ -18,9 +18,10 @@ export interface ServerState {
   degraded(): string | null;
   /**
    * Runs one statement that arrived at `arrival` (ms since the epoch; the timeout counts from
-   * there); resolves with the JSON body; rejects with a DirqError for the user.
+   * there); resolves with the JSON body (UTF-8 bytes from the query process, sent as they
+   * are); rejects with a DirqError for the user.
    */
-  query: (sql: string, arrival: number) => Promise<string>;
+  query: (sql: string, arrival: number) => Promise<string | Uint8Array>;
   /** Whether a Host header names this server (a loopback name or the bound address). */
   allowsHost: (host: string | undefined) => boolean;
   events: EventHub;
