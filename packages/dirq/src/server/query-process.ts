@@ -7,6 +7,7 @@ import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
+import { jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
 import {
   type ColumnPlan,
   columnPlan,
@@ -40,6 +41,8 @@ interface PreparedStatement {
   statement: Statement;
   /** Its shown columns, worked out on the first run (a reader statement only). */
   plan?: ColumnPlan;
+  /** It wrapped so SQLite writes the JSON (see sqlite-json.ts); `null`: it cannot be. */
+  json?: Statement | null;
   /** The worker-backed functions it calls (then it runs in passes). */
   workerCalls: WorkerSpec[];
 }
@@ -132,11 +135,32 @@ function execute(prepared: PreparedStatement, sql: string): StatementRows {
   return executeStatement(statement, sql, prepared.plan);
 }
 
+/** The JSON answer as SQLite writes it, or `null` when it must be written the JS way. */
+function answerInSqlite(prepared: PreparedStatement, sql: string): Uint8Array | null {
+  const { statement } = prepared;
+  if (!statement.reader) return null;
+  prepared.plan ??= columnPlan(statement, sql);
+  if (prepared.json === undefined) {
+    prepared.json = wrapForJson(open().db, statement, sql, prepared.plan);
+  }
+  if (prepared.json === null) return null;
+  let text: string | null;
+  try {
+    text = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
+  } catch (error) {
+    throw sqlError(error);
+  }
+  return text === null ? null : Buffer.from(text, "utf8");
+}
+
 /** A statement's answer; one with worker calls runs in passes (docs/extensions.md). */
 async function answer(sql: string, format: AnswerFormat | undefined): Promise<string | Uint8Array> {
   const prepared = statementFor(sql);
   const { workerCalls } = prepared;
-  if (workerCalls.length === 0) return render(execute(prepared, sql), format);
+  if (workerCalls.length === 0) {
+    const fromSqlite = format === "table" ? null : answerInSqlite(prepared, sql);
+    return fromSqlite ?? render(execute(prepared, sql), format);
+  }
   const rendered = await open().functions.run(
     (pending) => {
       const { columns, rows } = execute(prepared, sql);
