@@ -48,6 +48,10 @@ function value(random: () => number, odd: boolean): string {
   return "NULL";
 }
 
+/** 1 to 300 (generate_series is not built into this SQLite). */
+const SERIES =
+  "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < 300)";
+
 const NAMES = ["a", "a", "b c", '"q"', "ü", "x\ty", "1"];
 
 function statement(random: () => number, index: number): string {
@@ -55,7 +59,7 @@ function statement(random: () => number, index: number): string {
   const columns = 1 + Math.floor(random() * 4);
   const rows = 1 + Math.floor(random() * 4);
   const select = (row: number) =>
-    Array.from({ length: columns }, (_, c) => {
+    Array.from({ length: columns }, () => {
       const name = NAMES[Math.floor(random() * NAMES.length)] as string;
       return `${value(random, odd && row === rows - 1)} AS "${name.replaceAll('"', '""')}"`;
     }).join(", ");
@@ -73,6 +77,9 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
     const statements = [
       ...Array.from({ length: 24 }, (_, i) => statement(random, i)),
       "SELECT path, size, ext FROM './' ORDER BY path DESC",
+      "SELECT path FROM './' ORDER BY size DESC, path LIMIT 2",
+      `${SERIES} SELECT value, value * 7 % 5 AS k FROM s ORDER BY k, value DESC`,
+      `${SERIES} SELECT k, count(*) AS n FROM (SELECT value % 7 AS k FROM s) GROUP BY k ORDER BY n, k DESC`,
       "SELECT * FROM './b/*.md' ORDER BY size",
       "SELECT 1;",
       "VALUES (1, 'x'), (2, NULL)",
