@@ -423,9 +423,13 @@ export class DirqIndex {
     });
   }
 
+  /** `PRAGMA schema_version`, prepared once: the server asks it twice per request. */
+  private schemaVersionStatement: Statement | null = null;
+
   /** SQLite's schema version: moves with every table, column or index created or dropped. */
   get schemaVersion(): number {
-    return this.db.pragma("schema_version", { simple: true }) as number;
+    this.schemaVersionStatement ??= this.db.prepare("PRAGMA schema_version").pluck();
+    return this.schemaVersionStatement.get() as number;
   }
 
   private async prepareChecked(sql: string): Promise<{
