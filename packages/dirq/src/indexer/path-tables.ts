@@ -235,13 +235,20 @@ export class PathTables {
     return { names: read(NAME_COLUMNS), stat: read(STAT_COLUMNS) };
   }
 
+  /** Whether `fill(name, wanted)` has work to do (`false` for a name that is no path-table). */
+  needsFill(name: string, wanted: ColumnGroups): boolean {
+    const had = this.tables.get(name.toLowerCase())?.filled;
+    if (had === undefined) return false;
+    return had === null || (wanted.names && !had.names) || (wanted.stat && !had.stat);
+  }
+
   /** Makes sure the table holds its rows with at least the `wanted` column groups. */
   async fill(name: string, wanted: ColumnGroups): Promise<SkippedPath[]> {
     const table = this.tables.get(name.toLowerCase());
     if (!table) return [];
     table.lastUsed = Date.now();
     const had = table.filled;
-    if (had && (had.names || !wanted.names) && (had.stat || !wanted.stat)) return [];
+    if (!this.needsFill(name, wanted)) return [];
     const groups = {
       names: wanted.names || (had?.names ?? false),
       stat: wanted.stat || (had?.stat ?? false),
