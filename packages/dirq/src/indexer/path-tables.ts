@@ -25,6 +25,9 @@ const CREATE_COLUMNS =
   "path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
   "size INTEGER, mtime INTEGER, ctime INTEGER";
 
+/** A first fill commits after about this many rows (see RowWriter.replaceAll). */
+const COMMIT_EVERY_ROWS = 32_768;
+
 /** Rows per INSERT: one call per batch costs about half of one call per row. */
 const INSERT_BATCH = 16;
 
@@ -264,7 +267,11 @@ export class PathTables {
     });
     try {
       const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
-      const count = await rows.replaceAll((write) => streamBatches(walker, statter, write));
+      // A first fill may commit as it goes: no statement reads the table before it is marked
+      // filled, and a failed fill leaves it unfilled (the next one starts with a DELETE).
+      const count = await rows.replaceAll((write) => streamBatches(walker, statter, write), {
+        commitAsYouGo: had === null,
+      });
       phase.finish((duration) => `scanned ${count} files in ${duration}`);
       table.filled = groups;
       return walker.skipped;
@@ -350,18 +357,31 @@ class RowWriter {
   }
 
   /**
-   * Replaces every row with what `produce` writes, atomically. The transaction spans awaits
-   * (stats arrive from a helper thread); nothing else writes to the index meanwhile.
+   * Replaces every row with what `produce` writes, atomically unless `commitAsYouGo`. The
+   * transaction spans awaits (stats arrive from a helper thread); nothing else writes to the
+   * index meanwhile.
    */
   async replaceAll(
     produce: (
       write: (paths: readonly string[], stats: Float64Array | null) => void,
     ) => Promise<void>,
+    options: { commitAsYouGo?: boolean } = {},
   ): Promise<number> {
     this.db.exec("BEGIN");
+    let committed = 0;
     try {
       this.deleteAll.run();
-      await produce((paths, stats) => this.write(paths, stats));
+      await produce((paths, stats) => {
+        this.write(paths, stats);
+        // One commit of a million rows holds the thread for a fifth of a second; commits of
+        // this size take a few milliseconds each.
+        if (options.commitAsYouGo && this.written - committed >= COMMIT_EVERY_ROWS) {
+          this.flushPartialBatch();
+          this.db.exec("COMMIT");
+          this.db.exec("BEGIN");
+          committed = this.written;
+        }
+      });
       this.flushPartialBatch();
       this.db.exec("COMMIT");
     } catch (error) {
