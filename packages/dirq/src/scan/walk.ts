@@ -36,7 +36,7 @@ export interface WalkResult {
   rawPaths: Map<string, Buffer>;
 }
 
-const BATCH_SIZE = 2048;
+const BATCH_SIZE = 512;
 
 function byName(a: Dirent, b: Dirent): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
