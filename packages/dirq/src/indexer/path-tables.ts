@@ -394,7 +394,7 @@ export class PathTables {
 }
 
 /** Batches whose stats may be outstanding at once: enough to keep the helper thread busy. */
-const STAT_BATCHES_AHEAD = 4;
+const STAT_BATCHES_AHEAD = 16;
 /** The longest the fill holds the event loop before it lets other work run (ms). */
 const YIELD_EVERY_MS = 10;
 
