@@ -15,13 +15,15 @@ export function flooredSeconds(nanoseconds: bigint): number {
 
 /**
  * Whole seconds of a time Node gives as float milliseconds, or NaN when the float cannot tell
- * (within a microsecond of a whole second, where `sec * 1e3 + nsec / 1e6` may have rounded
- * up to the next second): then only the exact nanoseconds can.
+ * (near a whole second, where `sec * 1e3 + nsec / 1e6` may have rounded across it): then only
+ * the exact nanoseconds can. "Near": a microsecond, or a few units in the last place of the
+ * float for times far from 1970, whichever is more.
  */
 function secondsOfMs(ms: number): number {
   const seconds = Math.floor(ms / 1000);
   const rest = ms - seconds * 1000;
-  return rest < 0.001 || rest > 999.999 ? Number.NaN : seconds;
+  const near = Math.max(0.001, Math.abs(ms) * 2 ** -48);
+  return rest < near || rest > 1000 - near ? Number.NaN : seconds;
 }
 
 /**
