@@ -173,6 +173,10 @@ describe("--persist: a restart re-parses only what changed", () => {
     writeFileSync(config, CONFIG.replace("posts/*.json", "posts/p[12].json"));
     assert.equal((await ws.rows(ALL_POSTS)).length, 2);
     assert.equal(ws.parsed().length, 2);
+    // The hook's script is part of the definition: an edit of it parses every file again.
+    writeFileSync(join(ws.root, "hook.mjs"), `${LOGGING_HOOK}// edited\n`);
+    assert.equal((await ws.rows(ALL_POSTS)).length, 2);
+    assert.equal(ws.parsed().length, 2);
     writeFileSync(
       config,
       `${CONFIG.replace("posts/*.json", "posts/p[12].json")}ddl = "CREATE VIEW titles AS SELECT title FROM posts"\n`,
