@@ -40,6 +40,8 @@ export interface StartOptions {
   timeoutMs?: number;
   /** Its own process group (as a shell job is), so a signal can reach the whole group. */
   detached?: boolean;
+  /** Extra environment variables (progress is off unless set here). */
+  env?: Record<string, string>;
 }
 
 /** What happened to a process that never printed `Running at`. */
@@ -49,11 +51,16 @@ export interface FailedStart {
   stderr: string;
 }
 
-function spawnServer(args: readonly string[], cwd: string, detached = false): ChildProcess {
+function spawnServer(
+  args: readonly string[],
+  cwd: string,
+  detached = false,
+  env: Record<string, string> = {},
+): ChildProcess {
   return spawn(process.execPath, [DIRQ_BIN, "server", ...args], {
     cwd,
     detached,
-    env: { ...process.env, DIRQ_PROGRESS: "never" },
+    env: { ...process.env, DIRQ_PROGRESS: "never", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }
@@ -78,7 +85,7 @@ export async function startServer(
   args: readonly string[],
   options: StartOptions,
 ): Promise<ServerProcess> {
-  const child = spawnServer(args, options.cwd, options.detached);
+  const child = spawnServer(args, options.cwd, options.detached, options.env);
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
