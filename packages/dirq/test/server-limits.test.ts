@@ -161,7 +161,7 @@ describe("origins, framing and limits", () => {
   it("connections beyond the limit get a 503 JSON answer", async () => {
     const sockets = await Promise.all(
       Array.from(
-        { length: 256 },
+        { length: 2048 },
         () =>
           new Promise<import("node:net").Socket>((resolve, reject) => {
             const socket = connect(server.port, "127.0.0.1", () => resolve(socket));
