@@ -40,6 +40,8 @@ export interface StartOptions {
   timeoutMs?: number;
   /** Its own process group (as a shell job is), so a signal can reach the whole group. */
   detached?: boolean;
+  /** A command that runs `node <dirq> server ...` for it (e.g. `unshare -Ur ...`). */
+  prefix?: readonly string[];
 }
 
 /** What happened to a process that never printed `Running at`. */
@@ -49,8 +51,17 @@ export interface FailedStart {
   stderr: string;
 }
 
-function spawnServer(args: readonly string[], cwd: string, detached = false): ChildProcess {
-  return spawn(process.execPath, [DIRQ_BIN, "server", ...args], {
+function spawnServer(
+  args: readonly string[],
+  cwd: string,
+  detached = false,
+  prefix: readonly string[] = [],
+): ChildProcess {
+  const [command, ...rest] = [...prefix, process.execPath, DIRQ_BIN, "server", ...args] as [
+    string,
+    ...string[],
+  ];
+  return spawn(command, rest, {
     cwd,
     detached,
     env: { ...process.env, DIRQ_PROGRESS: "never" },
@@ -78,7 +89,7 @@ export async function startServer(
   args: readonly string[],
   options: StartOptions,
 ): Promise<ServerProcess> {
-  const child = spawnServer(args, options.cwd, options.detached);
+  const child = spawnServer(args, options.cwd, options.detached, options.prefix);
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {
