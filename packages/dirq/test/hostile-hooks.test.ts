@@ -166,7 +166,6 @@ describe("hooks that finish badly", () => {
     assert.equal(result.code, 23, result.stderr);
     const lines = result.stderr.trimEnd().split("\n");
     assert.equal(lines.length, 1, result.stderr);
-    // eslint-disable-next-line no-control-regex
     assert.doesNotMatch(result.stderr.trimEnd(), /[\u0000-\u001f\u007f]/);
   });
 
