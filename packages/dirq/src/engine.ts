@@ -1,5 +1,5 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { Statement } from "better-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
 import {
@@ -12,11 +12,26 @@ import {
 } from "./connection/profile.js";
 import { DirqError, isDirqError } from "./errors.js";
 import type { WorkerFunctions, WorkerSpec } from "./functions/worker-functions.js";
+import {
+  cacheIgnorePatterns,
+  defaultCachePath,
+  isStorageError,
+  openCache,
+  storageError,
+} from "./indexer/cache-file.js";
+import {
+  Catalog,
+  type CatalogTable,
+  dropObject,
+  schemaObjects,
+  specHash,
+} from "./indexer/catalog.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
 import {
   buildParsedTable,
   type LiveParsedTable,
   type ParsedTableSpec,
+  storedColumns,
 } from "./indexer/parsed-tables.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
 import { Refresher, type WriterLock } from "./indexer/refresh.js";
@@ -60,6 +75,13 @@ export interface OpenIndexOptions {
    * can read it (the server's query processes).
    */
   databasePath?: string;
+  /**
+   * Keep the index in this SQLite file across runs (`--persist`): a later index over the same
+   * root re-parses only the files that changed since. `true`: `<root>/.dirq/cache.db`; a
+   * relative path resolves against the root. Takes precedence over `databasePath` (the file
+   * is in WAL mode too, so other processes can read it).
+   */
+  persist?: string | true;
   /**
    * Fill every column of a path-table on first use, not only the ones the statement reads
    * (the server does, so the watcher keeps whole rows current).
@@ -165,7 +187,30 @@ export class DirqIndex {
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
   private changeCount = 0;
-  private readonly withWriter = createWriterLock();
+  private readonly writerLock = createWriterLock();
+
+  /**
+   * Runs a write task under the index's one writer. A full or read-only disk under the index
+   * file is an error naming the file, not an internal one.
+   */
+  private withWriter<T>(task: () => T | Promise<T>): Promise<T> {
+    return this.writerLock(task).catch((error: unknown) => {
+      if (this.databasePath !== null && isStorageError(error)) {
+        throw storageError(this.databasePath, error);
+      }
+      throw error;
+    });
+  }
+  /** The record of tables and files of a persisted index; `null` for one that is not. */
+  private readonly catalog: Catalog | null;
+  private readonly releaseCache: () => void;
+  /**
+   * One-line notices from opening the index (a persisted cache that had to be rebuilt), for
+   * the caller to show.
+   */
+  readonly notices: string[] = [];
+  /** The SQLite file that holds the index, or `null` when it lives in memory. */
+  readonly databasePath: string | null;
 
   /**
    * Moves on whenever the index may have changed (tables built or filled, files refreshed):
@@ -184,39 +229,153 @@ export class DirqIndex {
       options.progress === false
         ? { start: () => ({ update() {}, finish() {} }) }
         : (options.progress ?? createProgressReporter(process.stderr));
+    const persist =
+      options.persist === undefined
+        ? undefined
+        : options.persist === true
+          ? defaultCachePath(this.root)
+          : resolve(this.root, options.persist);
     this.parsedOptions = {
       root: this.root,
       useGitignore: !options.noIgnore,
-      extraIgnores: [...(options.ignore ?? []), ...this.config.ignore],
+      extraIgnores: [
+        ...(options.ignore ?? []),
+        ...this.config.ignore,
+        ...(persist === undefined ? [] : cacheIgnorePatterns(this.root, persist)),
+      ],
       progress,
       concurrency: options.hookConcurrency,
     };
     this.progress = progress;
     this.fillAllColumns = options.fillAllColumns ?? false;
     this.connectionProfile = profileOf(this.config, options.extensions);
-    this.db = openIndexDatabase(this.root, options.databasePath);
+    if (persist !== undefined) {
+      const cache = openCache(persist, this.root);
+      this.db = cache.db;
+      this.releaseCache = cache.release;
+      if (cache.notice !== null) this.notices.push(cache.notice);
+      this.databasePath = persist;
+    } else {
+      this.db = openIndexDatabase(this.root, options.databasePath);
+      this.releaseCache = () => {};
+      this.databasePath = options.databasePath ?? null;
+    }
     try {
       // Before any table is built: a config table's ddl may use an extension.
       this.functions = applyProfile(this.db, this.connectionProfile);
+      this.catalog = persist === undefined ? null : new Catalog(this.db);
+      this.pathTables = new PathTables(this.db, this.parsedOptions, this.catalog);
+      if (this.catalog !== null) this.sweepCatalog(this.catalog);
     } catch (error) {
       this.db.close();
+      this.releaseCache();
+      if (this.databasePath !== null && isStorageError(error)) {
+        throw storageError(this.databasePath, error);
+      }
       throw error;
     }
-    this.pathTables = new PathTables(this.db, this.parsedOptions);
     this.refresher = new Refresher(
       this.db,
       this.root,
       { pathTables: this.pathTables, parsedTables: this.parsedTables },
       this.parsedOptions,
-      this.withWriter,
+      (task) => this.withWriter(task),
+      this.catalog,
     );
   }
 
+  /** The catalog's definition of a parsed table: a change of any part rebuilds it. */
+  private parsedSpecHash(spec: ParsedTableSpec): string {
+    return specHash({
+      kind: "parsed",
+      selection: spec.selection,
+      extractor: spec.extractor.id,
+      schema: spec.schema,
+      ddl: spec.ddl,
+      useGitignore: this.parsedOptions.useGitignore,
+      ignore: this.parsedOptions.extraIgnores,
+    });
+  }
+
+  /** The spec a persisted parsed table must have to be reused in this index, if any. */
+  private expectedParsedSpec(name: string): string | null {
+    const table = this.config.tables.find((t) => t.name.toLowerCase() === name.toLowerCase());
+    if (table !== undefined) {
+      try {
+        return this.parsedSpecHash(this.configTableSpec(table));
+      } catch {
+        return null;
+      }
+    }
+    if (this.onFile === null) return null;
+    try {
+      const selection = parsePathTableName(name, this.root);
+      return selection === null ? null : this.parsedSpecHash(this.onFileSpec(name, selection));
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Opening a persisted index: keeps the tables whose definition this index shares (config
+   * tables, path-tables, `--on-file` tables) and drops every other object, so a statement
+   * never reads rows another configuration made.
+   */
+  private sweepCatalog(catalog: Catalog): void {
+    const kept: CatalogTable[] = [];
+    this.db.transaction(() => {
+      for (const table of catalog.tables()) {
+        const keep =
+          table.kind === "parsed"
+            ? table.spec === this.expectedParsedSpec(table.name)
+            : table.kind === "path" && this.onFile === null && this.pathTables.restore(table);
+        if (keep) kept.push(table);
+        else catalog.dropTable(table);
+      }
+      const owned = new Set(
+        kept.flatMap((table) => [table.name, ...table.objects].map((n) => n.toLowerCase())),
+      );
+      for (const name of schemaObjects(this.db)) {
+        if (!owned.has(name.toLowerCase())) dropObject(this.db, name);
+      }
+    })();
+  }
+
   private async buildParsed(spec: ParsedTableSpec): Promise<void> {
-    const { skipped, columns } = await buildParsedTable(this.db, spec, this.parsedOptions);
     const matches = spec.selection ? selectionMatcher(spec.selection) : () => false;
+    const catalog = this.catalog;
+    const hash = catalog === null ? null : this.parsedSpecHash(spec);
+    const stored = catalog?.table(spec.name);
+    if (catalog !== null && stored?.spec === hash && this.tableExists(spec.name)) {
+      // Persisted with the same definition: parse only what changed since.
+      const live: LiveParsedTable = { spec, columns: storedColumns(this.db, spec.name), matches };
+      this.parsedTables.set(spec.name.toLowerCase(), live);
+      const { skipped, changes } = await this.refresher.reconcile(live, catalog);
+      this.pendingSkipped.push(...skipped, ...skippedFromChanges(changes));
+      return;
+    }
+    if (catalog !== null && stored !== undefined) catalog.dropTable(stored);
+    const persisted = catalog !== null && hash !== null ? { catalog, spec: hash } : null;
+    const { skipped, columns } = await buildParsedTable(
+      this.db,
+      spec,
+      this.parsedOptions,
+      persisted,
+    );
     this.parsedTables.set(spec.name.toLowerCase(), { spec, columns, matches });
     this.pendingSkipped.push(...skipped);
+  }
+
+  private onFileSpec(path: string, selection: ParsedTableSpec["selection"]): ParsedTableSpec {
+    return {
+      name: path,
+      label: path,
+      selection,
+      extractor: this.onFile as Extractor,
+      schema: null,
+      ddl: null,
+      origin: "--on-file",
+    };
   }
 
   private configTableSpec(table: TableConfig): ParsedTableSpec {
@@ -284,15 +443,7 @@ export class DirqIndex {
     if (this.onFile === null) return this.pathTables.create(name, path);
     const selection = parsePathTableName(path, this.root);
     if (selection === null) return false;
-    await this.buildParsed({
-      name,
-      label: path,
-      selection,
-      extractor: this.onFile,
-      schema: null,
-      ddl: null,
-      origin: "--on-file",
-    });
+    await this.buildParsed({ ...this.onFileSpec(path, selection), name });
     return true;
   }
 
@@ -405,6 +556,7 @@ export class DirqIndex {
       // EXPLAIN): a user error (400), never an internal one.
       const { runnable, skipped, workerCalls } = await this.prepareChecked(sql).catch(
         (error: unknown) => {
+          if (isStorageError(error)) throw error;
           const unbound = error instanceof TypeError && /parameter/i.test(error.message);
           throw sqlError(unbound ? new RangeError(error.message) : error);
         },
@@ -492,7 +644,15 @@ export class DirqIndex {
   close(): void {
     this.functions.close();
     this.db.close();
+    this.releaseCache();
   }
+}
+
+/** Files a refresh could not bring in (a hook failed, a rule broke), as skipped paths. */
+function skippedFromChanges(changes: readonly RowChange[]): SkippedPath[] {
+  return changes
+    .filter((change) => change.action === "error")
+    .map((change) => ({ path: change.file_path, reason: (change as { error: string }).error }));
 }
 
 /** Opens an index over `root` (default: the working directory). */

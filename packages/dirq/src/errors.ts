@@ -29,7 +29,9 @@ export type DirqErrorCode =
   | "SERVER_DEGRADED"
   | "EXTENSION_LOAD_FAILED"
   | "WORKER_FAILED"
-  | "INDEX_CLOSED";
+  | "INDEX_CLOSED"
+  | "CACHE_UNUSABLE"
+  | "CACHE_BUSY";
 
 /** A user error: bad input, with a message that names what is wrong and what to do. */
 export class DirqError extends Error {

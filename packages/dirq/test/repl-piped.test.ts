@@ -170,12 +170,15 @@ describe("REPL with piped input", () => {
     assert.match(help.stdout, /dirq \[options\] +an interactive SQL session/);
   });
 
-  it("options before SQL stay an error; --persist is refused as by dirq query", async () => {
+  it("options before SQL stay an error; a repeated option is refused", async () => {
     assertUserError(
       await runDirq(["-c", "x.toml", "SELECT 1"], { cwd: root }),
       "-c must come after",
     );
-    assertUserError(await runDirq(["--persist"], { cwd: root }), "--persist is not supported yet");
+    assertUserError(
+      await runDirq(["--persist", "--persist=x.db"], { cwd: root }),
+      "--persist was given more than once",
+    );
     assertUserError(
       await runDirq(["--on-file", "a", "--on-file", "b"], { cwd: root }),
       "more than once",

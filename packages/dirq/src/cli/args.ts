@@ -13,7 +13,11 @@ export interface QueryCommand {
   onFile: string | null;
   /** `--extension` arguments in order (`<path>` or `<path>::<entrypoint>`). */
   extensions: string[];
+  /** `--persist`: off (`null`), bare (`true`: the default cache) or a path as given. */
+  persist: Persist;
 }
+
+export type Persist = string | true | null;
 
 /** Bare `dirq` (options only): the interactive session. */
 export interface ReplCommand extends Omit<QueryCommand, "kind" | "sql"> {
@@ -35,6 +39,7 @@ export interface ServerCommand {
   noIgnore: boolean;
   /** `--extension` arguments in order (`<path>` or `<path>::<entrypoint>`). */
   extensions: string[];
+  persist: Persist;
 }
 
 export type HelpTopic = "dirq" | "query" | "init" | "server";
@@ -47,16 +52,61 @@ export type Command =
   | InitCommand
   | ServerCommand;
 
-/** Flags the spec names that arrive with later features: refused clearly, not as unknown. */
-const NOT_YET_SUPPORTED = ["--persist"];
-
-function rejectNotYetSupported(args: readonly string[]): void {
-  for (const arg of args) {
-    const flag = flagName(arg);
-    if (NOT_YET_SUPPORTED.includes(flag)) {
-      throw usageError(`${flag} is not supported yet by this version of dirq`);
+/**
+ * Takes `--persist` out of `args`: `--persist=<path>`, or `--persist <path>` where the next
+ * argument cannot be anything else. With `sqlFollows`, the command needs one positional (the
+ * SQL): the next argument is the path only when another positional is left to be the SQL, so
+ * `dirq query --persist "SELECT 1"` keeps its SQL. Text with whitespace is never a path.
+ */
+function takePersist(
+  args: readonly string[],
+  sqlFollows: boolean,
+): { persist: Persist; rest: string[] } {
+  let persist: Persist = null;
+  const rest: string[] = [];
+  const positionals = sqlFollows ? positionalIndexes(args) : new Set<number>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--") {
+      rest.push(...args.slice(i));
+      break;
     }
+    if (flagName(arg) !== "--persist") {
+      rest.push(arg);
+      continue;
+    }
+    if (persist !== null) throw usageError("--persist was given more than once: give one cache");
+    if (arg.includes("=")) {
+      persist = arg.slice(arg.indexOf("=") + 1);
+      if (persist === "") throw usageError("--persist= needs a path, or use a bare --persist");
+      continue;
+    }
+    const next = args[i + 1];
+    const others = [...positionals].filter((at) => at !== i + 1).length;
+    const isPath =
+      next !== undefined &&
+      !next.startsWith("-") &&
+      !/\s/.test(next) &&
+      (!sqlFollows || others > 0);
+    persist = isPath ? next : true;
+    if (isPath) i++;
   }
+  return { persist, rest };
+}
+
+/** Where positionals stand in query arguments (an option's value is not one). */
+function positionalIndexes(args: readonly string[]): Set<number> {
+  const found = new Set<number>();
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i] as string;
+    if (arg === "--") {
+      for (let j = i + 1; j < args.length; j++) found.add(j);
+      break;
+    }
+    if (QUERY_VALUE_OPTIONS.has(arg)) i++;
+    else if (!arg.startsWith("-") || arg === "-" || /\s/.test(arg)) found.add(i);
+  }
+  return found;
 }
 
 function parsePort(value: string | undefined): number {
@@ -68,8 +118,8 @@ function parsePort(value: string | undefined): number {
   return port;
 }
 
-function parseServer(args: string[]): Command {
-  rejectNotYetSupported(args);
+function parseServer(argv: string[]): Command {
+  const { persist, rest: args } = takePersist(argv, false);
   const parsed = parseFlags(args, {
     config: { type: "string", short: "c", multiple: true },
     host: { type: "string" },
@@ -90,6 +140,7 @@ function parseServer(args: string[]): Command {
     port: parsePort(parsed.values.port),
     noIgnore: parsed.values["no-ignore"] === true,
     extensions: parsed.values.extension ?? [],
+    persist,
   };
 }
 
@@ -202,30 +253,30 @@ function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>[
  */
 function parseBare(argv: string[]): ReplCommand | { kind: "help"; topic: HelpTopic } {
   if (argv.includes("--help") || argv.includes("-h")) return { kind: "help", topic: "dirq" };
-  rejectNotYetSupported(argv);
-  const parsed = parseFlags(argv, QUERY_FLAGS);
+  const { persist, rest } = takePersist(argv, false);
+  const parsed = parseFlags(rest, QUERY_FLAGS);
   if (parsed.positionals.length > 0) {
     const flag = flagName(argv[0] as string);
     throw usageError(
       `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
     );
   }
-  return { kind: "repl", ...queryOptions(parsed.values) };
+  return { kind: "repl", ...queryOptions(parsed.values), persist };
 }
 
 function parseQuery(
   args: string[],
   usage: string,
 ): QueryCommand | { kind: "help"; topic: HelpTopic } {
-  rejectNotYetSupported(args);
-  const parsed = parseFlags(sqlAfterDoubleDash(args), QUERY_FLAGS);
+  const { persist, rest } = takePersist(args, true);
+  const parsed = parseFlags(sqlAfterDoubleDash(rest), QUERY_FLAGS);
   if (parsed.values.help) return { kind: "help", topic: "query" };
   const [sql, ...extra] = parsed.positionals;
   if (sql === undefined) throw usageError(`missing SQL: ${usage}`);
   if (extra.length > 0) {
     throw usageError(`unexpected argument '${extra[0]}' after the SQL: quote the whole statement`);
   }
-  return { kind: "query", sql, ...queryOptions(parsed.values) };
+  return { kind: "query", sql, ...queryOptions(parsed.values), persist };
 }
 
 function parseInit(args: string[]): InitCommand | { kind: "help"; topic: HelpTopic } {
@@ -275,6 +326,8 @@ Options:
   -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
   --on-file <command>      parse every path-table's files with this command
   --no-ignore              also scan files that .gitignore hides
+  --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db) so the
+                           next run re-parses only changed files; bare, put it after the SQL
   --format <auto|table|json>
                            auto (default): a table on a terminal, JSON otherwise
   -h, --help               print this help
@@ -302,7 +355,7 @@ Usage:
   dirq init [--root <dir>] [--output <path>] [--force]
                                  write a starter .dirq.toml
   dirq server [-c <config>]... [--host <addr>] [--port <n>] [--no-ignore]
-              [--extension <path>[::<entrypoint>]]...
+              [--persist[=<path>]] [--extension <path>[::<entrypoint>]]...
                                  serve POST /query and GET /events (default localhost:7117)
   dirq --version                 print the version
   dirq --help                    print this help
@@ -317,6 +370,9 @@ Options (after the SQL or after 'query'; alone for the REPL):
   --on-file <command>      parse every path-table's files with this command: it gets
                            {path} and {root} and prints a JSON array of row objects
   --no-ignore              also scan files that .gitignore hides
+  --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db), so a
+                           restart re-parses only the files that changed; a bare --persist
+                           goes after the SQL
   --extension <path>[::<entrypoint>]
                            load a SQLite extension (repeatable); when given, the
                            config's [[dirq.extension]] entries are not loaded

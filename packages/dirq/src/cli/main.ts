@@ -116,8 +116,10 @@ async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> 
     config,
     onFile: command.onFile ?? undefined,
     extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
+    persist: command.persist ?? undefined,
   });
   try {
+    for (const notice of index.notices) io.stderr.write(`dirq: ${notice}\n`);
     const result = await index.query(command.sql);
     await printResult(command, result, io);
     for (const skipped of result.skipped) {

@@ -23,7 +23,7 @@ function loadSqlite(): { Database: typeof BetterSqlite3; nativeBinding?: string 
 }
 
 /** Opens a connection with better-sqlite3, the addon located up front. */
-export function openSqlite(path: string, options: { readonly?: boolean } = {}): SqliteDatabase {
+export function openSqlite(path: string, options: BetterSqlite3.Options = {}): SqliteDatabase {
   const { Database, nativeBinding } = loadSqlite();
   return new Database(path, { ...options, ...(nativeBinding ? { nativeBinding } : {}) });
 }

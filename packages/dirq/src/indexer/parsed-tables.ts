@@ -6,6 +6,8 @@ import { type ParsedFile, parseFiles } from "../parse/parse-files.js";
 import type { ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
+import { isStorageError } from "./cache-file.js";
+import { type Catalog, fileSignature, schemaObjects } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { currentRows, diffRows, type RowChange } from "./row-changes.js";
 
@@ -140,13 +142,16 @@ function insertRows(
   spec: ParsedTableSpec,
   columns: string[],
   files: ParsedFile[],
+  record: (() => void) | null,
 ): void {
   db.transaction(() => {
+    record?.();
     for (const file of files) {
       try {
         insertFileRows(db, spec.name, columns, file.path, file.rows);
       } catch (error) {
         if (!(error instanceof Error) || error.name !== "SqliteError") throw error;
+        if (isStorageError(error)) throw error;
         const key = spec.ddl === null ? "schema" : "ddl";
         throw new DirqError(
           "CONFIG_INVALID",
@@ -167,6 +172,7 @@ export async function buildParsedTable(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
   options: ParsedTableOptions,
+  persisted: { catalog: Catalog; spec: string } | null = null,
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const scan = options.progress.start();
   const walked = spec.selection
@@ -185,6 +191,10 @@ export async function buildParsedTable(
     reason: "its name is not valid UTF-8, so it cannot be handed to the on-file command",
   }));
   const paths = walked.paths.filter((path) => !walked.rawPaths.has(path));
+  // A persisted index records each file's state as it was before its hook read it.
+  const signatures = persisted
+    ? new Map(paths.map((path) => [path, fileSignature(`${options.root}/${path}`)]))
+    : null;
   const phase = options.progress.start();
   const parsed = await parseFiles(spec.extractor, paths, {
     root: options.root,
@@ -198,8 +208,28 @@ export async function buildParsedTable(
   const columns = spec.schema
     ? spec.schema.map(([column]) => column)
     : inferColumns(files.map((file) => file.rows));
+  const before = persisted ? schemaObjects(db) : null;
   createTable(db, spec, columns);
-  insertRows(db, spec, columns, files);
+  const record =
+    persisted && before && signatures
+      ? () => {
+          const objects = [...schemaObjects(db)].filter(
+            (name) => !before.has(name) && name.toLowerCase() !== spec.name.toLowerCase(),
+          );
+          persisted.catalog.saveTable({
+            name: spec.name,
+            kind: "parsed",
+            spec: persisted.spec,
+            filled: null,
+            objects,
+          });
+          for (const file of files) {
+            const signature = signatures.get(file.path);
+            if (signature) persisted.catalog.recordFile(spec.name, file.path, signature);
+          }
+        }
+      : null;
+  insertRows(db, spec, columns, files, record);
   return {
     skipped: [...walked.skipped, ...unnameable, ...parsed.skipped, ...tooWide],
     columns,

@@ -4,6 +4,13 @@ import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
+import {
+  directorySignature,
+  folderKey,
+  ignoreSourceSignatures,
+  treeUnchanged,
+} from "../scan/tree-signature.js";
+import { type Catalog, type CatalogTable, specHash } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
@@ -52,6 +59,11 @@ interface PathTable {
   lastUsed: number;
   /** Other names of the same selection (`'./x/../'` for `'./'`): views over this table. */
   aliases: string[];
+  /**
+   * Column groups a persisted index held for it, not yet checked against the tree (the
+   * first fill checks them); `null` otherwise.
+   */
+  restored: ColumnGroups | null;
 }
 
 /**
@@ -115,7 +127,51 @@ export class PathTables {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly options: PathTableOptions,
+    private readonly catalog: Catalog | null = null,
   ) {}
+
+  /** The catalog's definition of a path-table: a change of any part rebuilds it. */
+  private specOf(name: string, label: string, selection: PathSelection): string {
+    return specHash({
+      kind: "path",
+      name,
+      label,
+      selection,
+      useGitignore: this.options.useGitignore,
+      ignore: this.options.extraIgnores ?? [],
+    });
+  }
+
+  /**
+   * Takes back a path-table a persisted index holds, when this index would define it the same
+   * way. Its rows are checked against the tree at its first fill. `false`: drop it.
+   */
+  restore(entry: CatalogTable): boolean {
+    let selection: PathSelection | null;
+    try {
+      selection = parsePathTableName(entry.name, this.options.root);
+    } catch {
+      return false;
+    }
+    if (selection === null || entry.spec !== this.specOf(entry.name, entry.name, selection)) {
+      return false;
+    }
+    const key = selectionKey(selection);
+    if (this.bySelection.has(key)) return false;
+    const table: PathTable = {
+      name: entry.name,
+      label: entry.name,
+      selection,
+      matches: selectionMatcher(selection),
+      filled: null,
+      lastUsed: Date.now(),
+      aliases: [],
+      restored: entry.filled === null ? null : (JSON.parse(entry.filled) as ColumnGroups),
+    };
+    this.tables.set(entry.name.toLowerCase(), table);
+    this.bySelection.set(key, table);
+    return true;
+  }
 
   /**
    * Creates the empty table `name` for the path-table `path` (the same but for case variants,
@@ -133,12 +189,21 @@ export class PathTables {
       this.db.exec(
         `CREATE VIEW ${quoteIdentifier(name)} AS SELECT * FROM ${quoteIdentifier(same.name)}`,
       );
+      // Aliases are not kept across runs: the next index makes them again when named.
+      this.catalog?.saveTable({ name, kind: "alias", spec: "", filled: null, objects: [] });
       same.aliases.push(name);
       same.lastUsed = Date.now();
       this.aliasOf.set(name.toLowerCase(), same.name.toLowerCase());
       return true;
     }
     this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
+    this.catalog?.saveTable({
+      name,
+      kind: "path",
+      spec: this.specOf(name, path, selection),
+      filled: null,
+      objects: [],
+    });
     const table: PathTable = {
       name,
       label: path,
@@ -147,6 +212,7 @@ export class PathTables {
       filled: null,
       lastUsed: Date.now(),
       aliases: [],
+      restored: null,
     };
     this.tables.set(name.toLowerCase(), table);
     this.bySelection.set(key, table);
@@ -167,9 +233,11 @@ export class PathTables {
   private drop(table: PathTable): void {
     for (const alias of table.aliases) {
       this.db.exec(`DROP VIEW IF EXISTS ${quoteIdentifier(alias)}`);
+      this.catalog?.forgetTable(alias);
       this.aliasOf.delete(alias.toLowerCase());
     }
     this.db.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(table.name)}`);
+    this.catalog?.forgetTable(table.name);
     this.tables.delete(table.name.toLowerCase());
     this.bySelection.delete(selectionKey(table.selection));
   }
@@ -228,6 +296,43 @@ export class PathTables {
     return changes;
   }
 
+  /**
+   * A restored table's rows stand when no folder it listed changed: the listing (and the
+   * name columns) are reused without a walk. Stat columns are never trusted across runs (an
+   * in-place edit leaves its folder alone), so a statement that reads them fills them again.
+   */
+  private checkRestored(table: PathTable): void {
+    const restored = table.restored;
+    table.restored = null;
+    const dirs = this.catalog?.dirs(table.name);
+    if (restored && dirs && treeUnchanged(this.options.root, dirs)) {
+      table.filled = { names: restored.names, stat: false };
+    }
+  }
+
+  /** Signatures of what shapes a walk of `selection` besides the folders it lists. */
+  private startSignatures(selection: PathSelection): Map<string, string> {
+    const base =
+      selection.kind === "file"
+        ? selection.file.slice(0, Math.max(0, selection.file.lastIndexOf("/")))
+        : selection.base;
+    const signatures = ignoreSourceSignatures(this.options.root, base);
+    if (selection.kind === "file") {
+      // A single file's presence shows in its folder's mtime.
+      const folder = base === "" ? this.options.root : `${this.options.root}/${base}`;
+      signatures.set(folderKey(base), directorySignature(folder, Date.now()));
+    }
+    return signatures;
+  }
+
+  /** Records, after the rows committed, what they were listed from. */
+  private recordFill(catalog: Catalog, table: PathTable, folders: Map<string, string>): void {
+    this.db.transaction(() => {
+      catalog.saveDirs(table.name, folders);
+      catalog.setFilled(table.name, JSON.stringify(table.filled));
+    })();
+  }
+
   /** The column groups that reading these column positions needs. */
   static groupsFor(columns: ReadonlySet<number>): ColumnGroups {
     const read = (names: readonly string[]) =>
@@ -240,6 +345,7 @@ export class PathTables {
     const table = this.tables.get(name.toLowerCase());
     if (!table) return [];
     table.lastUsed = Date.now();
+    if (table.restored !== null) this.checkRestored(table);
     const had = table.filled;
     if (had && (had.names || !wanted.names) && (had.stat || !wanted.stat)) return [];
     const groups = {
@@ -247,6 +353,8 @@ export class PathTables {
       stat: wanted.stat || (had?.stat ?? false),
     };
     const phase = this.options.progress.start();
+    const walkStart = Date.now();
+    const folders = this.catalog ? this.startSignatures(table.selection) : null;
     const statter = groups.stat ? new BatchStatter(this.options.root) : null;
     const batches: {
       paths: readonly string[];
@@ -259,6 +367,9 @@ export class PathTables {
         useGitignore: this.options.useGitignore,
         extraIgnores: this.options.extraIgnores,
         onProgress: (found) => phase.update(`scanning ${found} files`),
+        onDirectory: folders
+          ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
+          : undefined,
         onBatch: (paths, rawPaths) => {
           const stats = statter ? statter.submit(paths, rawPaths) : () => NO_STATS;
           batches.push({ paths, stats });
@@ -270,6 +381,7 @@ export class PathTables {
       });
       phase.finish((duration) => `scanned ${count} files in ${duration}`);
       table.filled = groups;
+      if (this.catalog && folders) this.recordFill(this.catalog, table, folders);
       return walked.skipped;
     } finally {
       await statter?.close();

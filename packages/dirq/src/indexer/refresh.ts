@@ -4,7 +4,8 @@ import type { HookRow } from "../parse/hook-rows.js";
 import { parseFiles } from "../parse/parse-files.js";
 import { statPaths } from "../scan/file-stats.js";
 import { InclusionCheck } from "../scan/inclusion.js";
-import { walkSelection } from "../scan/walk.js";
+import { type SkippedPath, walkSelection } from "../scan/walk.js";
+import { type Catalog, type FileSignature, fileSignature, unchangedSince } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
   FILE_PATH_COLUMN,
@@ -38,7 +39,12 @@ interface Gathered {
   stat: FileStat | null;
   /** Hook output per parsed table that selects the file; a string is why the hook failed. */
   parsed: Map<LiveParsedTable, HookRow[] | string>;
+  /** The file's state before its hooks ran, for the catalog of a persisted index. */
+  signature: FileSignature | null;
 }
+
+/** Which tables one refresh keeps current: all of them, or only these parsed tables. */
+type RefreshScope = ReadonlySet<LiveParsedTable> | null;
 
 /** Errors that mean "this path is not a file row now", as a fresh walk would see it. */
 const NOT_A_ROW = new Set(["ENOENT", "ENOTDIR", "ELOOP", "EACCES", "EPERM", "ENAMETOOLONG"]);
@@ -122,6 +128,7 @@ export class Refresher {
     private readonly tables: LiveTables,
     private readonly options: RefreshOptions,
     private readonly withWriter: WriterLock,
+    private readonly catalog: Catalog | null = null,
   ) {}
 
   /** Live tables with the column that holds each row's file. */
@@ -227,24 +234,69 @@ export class Refresher {
    */
   async refresh(
     paths: Iterable<string>,
-    options: { onlyIfChanged?: boolean } = {},
+    options: { onlyIfChanged?: boolean; scope?: RefreshScope; writerHeld?: boolean } = {},
   ): Promise<RowChange[]> {
     const changes: RowChange[] = [];
+    const scope = options.scope ?? null;
+    // A caller that already holds the writer (building a table) must not wait for itself.
+    const withWriter: WriterLock = options.writerHeld ? async (task) => task() : this.withWriter;
     // Before the first look-up: without its index, finding a folder's rows scans the table.
-    await this.withWriter(() => this.ensureLookupIndexes());
+    await withWriter(() => this.ensureLookupIndexes());
     const candidates = new Set<string>();
     for (const path of paths) for (const file of this.filesFor(path, changes)) candidates.add(file);
-    const gathered = await this.gather(candidates, options.onlyIfChanged ?? false, changes);
-    const parsedTables = new Set(this.tables.parsedTables.values());
-    const late = await this.withWriter(() => this.apply(gathered, parsedTables, changes));
+    const gathered = await this.gather(candidates, options.onlyIfChanged ?? false, scope, changes);
+    const parsedTables = new Set(scope ?? this.tables.parsedTables.values());
+    const late = await withWriter(() => this.apply(gathered, parsedTables, scope, changes));
     // A table built while the hooks ran has no output for these files yet: read them again.
-    if (late.size > 0) changes.push(...(await this.refresh(late)));
+    if (late.size > 0) changes.push(...(await this.refresh(late, options)));
     return changes;
+  }
+
+  /**
+   * Brings a parsed table restored from a persisted index up to date with the tree: files
+   * whose size, mtime or (for racy ones) content differ from the catalog's record are parsed
+   * again, files that are gone lose their rows, new files are parsed. Returns the files the
+   * walk skipped and the row changes (errors included). Call with the writer held.
+   */
+  async reconcile(
+    table: LiveParsedTable,
+    catalog: Catalog,
+  ): Promise<{ skipped: SkippedPath[]; changes: RowChange[] }> {
+    const walked = table.spec.selection
+      ? walkSelection({
+          root: this.root,
+          selection: table.spec.selection,
+          useGitignore: this.options.useGitignore,
+          extraIgnores: this.options.extraIgnores,
+        })
+      : { paths: [], skipped: [], rawPaths: new Map<string, Buffer>() };
+    const recorded = catalog.files(table.spec.name);
+    const stale: string[] = [];
+    for (const path of walked.paths) {
+      if (walked.rawPaths.has(path)) continue;
+      const signature = recorded.get(path);
+      if (signature === undefined || !unchangedSince(signature, `${this.root}/${path}`)) {
+        stale.push(path);
+      }
+      recorded.delete(path);
+    }
+    // What is left was recorded but is not listed now: deleted, renamed or ignored.
+    stale.push(...recorded.keys());
+    const unnameable = [...walked.rawPaths.keys()].map((path) => ({
+      path,
+      reason: "its name is not valid UTF-8, so it cannot be handed to the on-file command",
+    }));
+    const changes =
+      stale.length === 0
+        ? []
+        : await this.refresh(stale, { scope: new Set([table]), writerHeld: true });
+    return { skipped: [...walked.skipped, ...unnameable], changes };
   }
 
   private async gather(
     candidates: Set<string>,
     onlyIfChanged: boolean,
+    scope: RefreshScope,
     changes: RowChange[],
   ): Promise<Map<string, Gathered>> {
     const inclusion = new InclusionCheck(this.root, this.options);
@@ -262,9 +314,12 @@ export class Refresher {
       const signature = stat ? stat.join(":") : "missing";
       if (onlyIfChanged && this.fileSignatures.get(file) === signature) continue;
       this.fileSignatures.set(file, signature);
-      gathered.set(file, { stat, parsed: new Map() });
+      // Taken before the hooks read the file: an edit while they run is seen next time.
+      const recorded =
+        this.catalog !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
+      gathered.set(file, { stat, parsed: new Map(), signature: recorded });
     }
-    for (const table of this.tables.parsedTables.values()) {
+    for (const table of scope ?? this.tables.parsedTables.values()) {
       const files = [...gathered].filter(([file, g]) => g.stat && table.matches(file));
       if (files.length === 0) continue;
       await this.parseForRefresh(
@@ -283,6 +338,7 @@ export class Refresher {
   private apply(
     gathered: Map<string, Gathered>,
     parsedBefore: ReadonlySet<LiveParsedTable>,
+    scope: RefreshScope,
     changes: RowChange[],
   ): Set<string> {
     const late = new Set<string>();
@@ -297,9 +353,11 @@ export class Refresher {
     };
     try {
       this.db.transaction(() => {
-        for (const [file, { stat, parsed }] of gathered) {
-          isolated(file, null, () => this.tables.pathTables.refreshFile(file, stat));
-          for (const table of this.tables.parsedTables.values()) {
+        for (const [file, { stat, parsed, signature }] of gathered) {
+          if (scope === null) {
+            isolated(file, null, () => this.tables.pathTables.refreshFile(file, stat));
+          }
+          for (const table of scope ?? this.tables.parsedTables.values()) {
             const label = table.spec.label ?? table.spec.name;
             const wanted = stat !== null && table.matches(file);
             if (wanted && !parsedBefore.has(table)) {
@@ -311,9 +369,18 @@ export class Refresher {
               changes.push({ action: "error", table: label, file_path: file, error: output });
             }
             const rows = typeof output === "string" ? [] : output;
-            if (!isolated(file, label, () => replaceFileRows(this.db, table, file, rows))) {
+            const written = isolated(file, label, () =>
+              replaceFileRows(this.db, table, file, rows),
+            );
+            if (!written) {
               // Its rows break a rule of the table: the file has no rows, like a failed hook.
               isolated(file, label, () => replaceFileRows(this.db, table, file, []));
+            }
+            // A file whose rows stand is recorded; any other is parsed again next time.
+            if (wanted && written && typeof output !== "string" && signature !== null) {
+              this.catalog?.recordFile(table.spec.name, file, signature);
+            } else {
+              this.catalog?.forgetFile(table.spec.name, file);
             }
           }
         }

@@ -17,6 +17,8 @@ export interface LiveIndexOptions {
   onFile: string | null;
   /** `--extension` arguments; when any is given the config's extensions are not loaded. */
   extensions: readonly ExtensionSpec[];
+  /** `--persist`: the index lives in this cache file (`true`: the default one). */
+  persist: string | true | null;
   /** Row changes the watcher could not apply (a file's hook failed): reported, not fatal. */
   onChangeErrors: (changes: RowChange[]) => void;
   onWatchError: (error: unknown) => void;
@@ -38,6 +40,8 @@ export interface LiveIndex {
   readonly root: string;
   /** Files skipped while building the config tables, before the first statement. */
   readonly skipped: SkippedPath[];
+  /** One-line notices from opening the index (a cache that was rebuilt). */
+  readonly notices: string[];
   run(sql: string, options: { format: AnswerFormat; signal: AbortSignal }): Promise<Answer>;
   close(): Promise<void>;
 }
@@ -79,7 +83,6 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 /** Builds the index (config tables first) and starts watching. Throws a DirqError. */
 export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveIndex> {
   const directory = mkdtempSync(join(tmpdir(), "dirq-repl-"));
-  const databasePath = join(directory, "index.db");
   let index: DirqIndex | null = null;
   try {
     index = openIndex({
@@ -88,10 +91,12 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
       config: options.config,
       onFile: options.onFile ?? undefined,
       extensions: options.extensions,
-      databasePath,
+      databasePath: join(directory, "index.db"),
+      persist: options.persist ?? undefined,
       fillAllColumns: true,
     });
     const live = index;
+    const databasePath = live.databasePath as string;
     const withWriter = serialize();
     const skipped = await withWriter(() => live.build());
     // No time limit and no answer limit: the REPL is a local session.
@@ -120,6 +125,7 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
     return {
       root: live.root,
       skipped,
+      notices: live.notices,
       async run(sql, { format, signal }) {
         const prepared = await untilAborted(
           withWriter(() => live.prepare(sql)),

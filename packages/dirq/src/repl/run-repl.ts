@@ -243,10 +243,12 @@ export async function runRepl(command: ReplCommand, io: ReplIo): Promise<number>
     noIgnore: command.noIgnore,
     onFile: command.onFile,
     extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
+    persist: command.persist,
     onChangeErrors: (changes) => session?.noteWatchErrors(changes),
     onWatchError: (error) => diagnostic(io.stderr, `watcher: ${(error as Error).message}`),
   });
   try {
+    for (const notice of live.notices) diagnostic(io.stderr, notice);
     reportSkipped(io.stderr, live.skipped);
     session = new Session(live, io, format);
     return io.stdin.isTTY === true

@@ -2,8 +2,11 @@ import { readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { compileGitignore, type GitignorePatterns } from "./gitignore-patterns.js";
 
-/** Names skipped at every level, even with `--no-ignore`. */
-export const BUILT_IN_SKIPS: ReadonlySet<string> = new Set(["node_modules", ".git"]);
+/**
+ * Names skipped at every level, even with `--no-ignore`: dependencies, git's own folder, and
+ * dirq's cache folder (`--persist`).
+ */
+export const BUILT_IN_SKIPS: ReadonlySet<string> = new Set(["node_modules", ".git", ".dirq"]);
 
 /** One directory's ignore file(s), with the directory they are relative to. */
 interface IgnoreLevel {

@@ -23,6 +23,8 @@ export interface WalkOptions {
   onProgress?: (found: number) => void;
   /** Called with each batch of newly found paths, in order, so work can start during the walk. */
   onBatch?: (paths: readonly string[], rawPaths: ReadonlyMap<string, Buffer>) => void;
+  /** Called with each folder (relative, and its absolute path) just before it is read. */
+  onDirectory?: (dir: string, absolute: string | Buffer) => void;
 }
 
 export interface WalkResult {
@@ -92,6 +94,7 @@ class Walker {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
     let entries: Dirent[];
     let raw: Map<string, Buffer> | null = null;
+    this.options.onDirectory?.(dir, absoluteDir);
     try {
       entries = readdirSync(absoluteDir, { withFileTypes: true, encoding: "utf8" }) as Dirent[];
       if (entries.some((entry) => entry.name.includes(RAW_NAME_MARK))) raw = rawNames(absoluteDir);

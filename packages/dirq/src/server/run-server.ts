@@ -28,6 +28,8 @@ export interface ServerOptions {
   noIgnore: boolean;
   /** `--extension` arguments; when any is given the config's extensions are not loaded. */
   extensions?: readonly string[];
+  /** `--persist`: the index lives in this cache file (`true`: the default one). */
+  persist?: string | true | null;
   stdout: Writable;
   stderr: Writable;
   /** Resolves when the server should shut down (the CLI wires SIGINT and SIGTERM to it). */
@@ -114,15 +116,26 @@ async function startLive(
 ): Promise<{ live: Live; query: Query }> {
   const directory = mkdtempSync(join(tmpdir(), "dirq-index-"));
   startReaper(directory);
-  const databasePath = join(directory, "index.db");
-  const index = openIndex({
-    root: options.root,
-    noIgnore: options.noIgnore,
-    config,
-    databasePath,
-    fillAllColumns: true,
-    extensions: (options.extensions ?? []).map((arg) => parseExtensionArgument(arg, options.root)),
-  });
+  let index: DirqIndex;
+  try {
+    // With --persist the cache is the index the query processes read: one index, not two.
+    index = openIndex({
+      root: options.root,
+      noIgnore: options.noIgnore,
+      config,
+      databasePath: join(directory, "index.db"),
+      persist: options.persist ?? undefined,
+      fillAllColumns: true,
+      extensions: (options.extensions ?? []).map((arg) =>
+        parseExtensionArgument(arg, options.root),
+      ),
+    });
+  } catch (error) {
+    rmSync(directory, { recursive: true, force: true });
+    throw error;
+  }
+  for (const notice of index.notices) options.stderr.write(`dirq: ${notice}\n`);
+  const databasePath = index.databasePath as string;
   const publish = async (changes: readonly RowChange[]) => {
     for (let i = 0; i < changes.length; i++) {
       events.publish(rowChangeJson(changes[i] as RowChange));
@@ -266,7 +279,9 @@ export async function runServer(options: ServerOptions): Promise<number> {
     degraded =
       error.code === "EXTENSION_LOAD_FAILED"
         ? `failed to load an extension: ${error.message}`
-        : `failed to load config: ${error.message}`;
+        : error.code === "CACHE_BUSY" || error.code === "CACHE_UNUSABLE"
+          ? error.message
+          : `failed to load config: ${error.message}`;
     options.stderr.write(`dirq: ${degraded}\n`);
   });
   let outcome: "started" | "stop";
