@@ -313,7 +313,9 @@ export class Refresher {
       }
       const signature = stat ? stat.join(":") : "missing";
       if (onlyIfChanged && this.fileSignatures.get(file) === signature) continue;
-      this.fileSignatures.set(file, signature);
+      // A file that is gone is forgotten: a long-lived server sees endless new names.
+      if (stat === null) this.fileSignatures.delete(file);
+      else this.fileSignatures.set(file, signature);
       // Taken before the hooks read the file: an edit while they run is seen next time.
       const recorded =
         this.catalog !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
