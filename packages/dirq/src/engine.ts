@@ -46,6 +46,7 @@ import { CaseVariants } from "./query/case-variants.js";
 import { tablesReadBy } from "./query/statement-plan.js";
 import { analyzeStatement, type StatementAnalysis } from "./query/statement-analysis.js";
 import { parsePathTableName } from "./scan/path-selection.js";
+import { preciseStat } from "./scan/tree-signature.js";
 import type { SkippedPath } from "./scan/walk.js";
 import { INTERNAL_PREFIX } from "./shared/reserved-names.js";
 
@@ -290,6 +291,11 @@ export class DirqIndex {
       kind: "parsed",
       selection: spec.selection,
       extractor: spec.extractor.id,
+      // Editing the hook's script (or upgrading its program) re-parses the table's files.
+      inputs: spec.extractor.inputs.map((word) => {
+        const stats = preciseStat(resolve(this.root, word));
+        return stats?.isFile() ? `${word}=${stats.size}:${stats.mtimeNs}` : word;
+      }),
       schema: spec.schema,
       ddl: spec.ddl,
       useGitignore: this.parsedOptions.useGitignore,

@@ -173,6 +173,10 @@ describe("--persist: a restart re-parses only what changed", () => {
     writeFileSync(config, CONFIG.replace("posts/*.json", "posts/p[12].json"));
     assert.equal((await ws.rows(ALL_POSTS)).length, 2);
     assert.equal(ws.parsed().length, 2);
+    // The hook's script is part of the definition: an edit of it parses every file again.
+    writeFileSync(join(ws.root, "hook.mjs"), `${LOGGING_HOOK}// edited\n`);
+    assert.equal((await ws.rows(ALL_POSTS)).length, 2);
+    assert.equal(ws.parsed().length, 2);
     writeFileSync(
       config,
       `${CONFIG.replace("posts/*.json", "posts/p[12].json")}ddl = "CREATE VIEW titles AS SELECT title FROM posts"\n`,
@@ -525,6 +529,29 @@ describe("--persist in the server and the REPL", () => {
     } finally {
       await server.kill();
       for (const key of Object.keys(env)) delete process.env[key];
+    }
+  });
+
+  it("kill -9 of the server while it indexes: the restart answers as a fresh scan", async () => {
+    const ws = workspace(20);
+    const args = ["-c", "dirq.toml", "--persist", "--port", "0", "--host", "127.0.0.1"];
+    const child = spawnDirq(["server", ...args], ws.root, {
+      PARSE_LOG: ws.log,
+      PARSE_DELAY_MS: "60",
+    });
+    const closed = new Promise((resolve) => child.once("close", resolve));
+    await eventually(() => linesIn(ws.log) >= 5, "the server parsing", 30_000);
+    process.kill(-(child.pid as number), "SIGKILL");
+    await closed;
+    Object.assign(process.env, { PARSE_LOG: ws.log });
+    const server = await startServer(args, { cwd: ws.root });
+    try {
+      const rows = await queryRows(server, ALL_POSTS);
+      const fresh = await ws.rows(ALL_POSTS, ["-c", "dirq.toml"]);
+      assert.deepEqual(rows, fresh);
+    } finally {
+      await server.kill();
+      delete process.env.PARSE_LOG;
     }
   });
 

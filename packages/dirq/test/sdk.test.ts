@@ -455,3 +455,37 @@ describe("SDK: extensions", () => {
     }
   });
 });
+
+describe("SDK: persist", () => {
+  test("a second open of the same cache calls extract only for files that changed", async () => {
+    const root = makeTree({ "posts/a.json": post("alpha", 1), "posts/b.json": post("beta", 2) });
+    try {
+      const calls: string[] = [];
+      const tables = [
+        {
+          name: "posts",
+          glob: "posts/*.json",
+          extract: (path: string, content: Buffer) => {
+            calls.push(path);
+            return parsePost(path, content);
+          },
+        },
+      ];
+      const sum = "SELECT sum(words) AS words FROM posts";
+      {
+        await using db = open({ root, progress: false, persist: true, tables });
+        assert.deepEqual(await db.query(sum), [{ words: 3 }]);
+      }
+      assert.equal(calls.length, 2);
+      writeFileSync(join(root, "posts/b.json"), post("beta", 20));
+      {
+        await using db = open({ root, progress: false, persist: true, tables });
+        assert.deepEqual(await db.query(sum), [{ words: 21 }]);
+        assert.deepEqual(db.notices, []);
+      }
+      assert.deepEqual(calls.slice(2), ["posts/b.json"]);
+    } finally {
+      removeTree(root);
+    }
+  });
+});

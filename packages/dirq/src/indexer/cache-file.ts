@@ -114,7 +114,7 @@ function takeLock(path: string): () => void {
     throw unwritable(path, error);
   }
   try {
-    lock.pragma("journal_mode = OFF");
+    lock.pragma("journal_mode = MEMORY");
     lock.exec("BEGIN EXCLUSIVE");
   } catch (error) {
     lock.close();

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import { type BigIntStats, readFileSync, statSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
+import { preciseStat } from "../scan/tree-signature.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 
 /**
@@ -79,12 +80,7 @@ export function isRacy(mtimeNs: bigint, readAtMs: number): boolean {
  */
 export function fileSignature(absolute: string): FileSignature | null {
   const readAt = Date.now();
-  let stats: BigIntStats | undefined;
-  try {
-    stats = statSync(absolute, { bigint: true, throwIfNoEntry: false });
-  } catch {
-    return null;
-  }
+  const stats = preciseStat(absolute);
   if (stats === undefined) return null;
   const stat = `${stats.size}:${stats.mtimeNs}`;
   return { stat, hash: isRacy(stats.mtimeNs, readAt) ? contentHash(absolute) : null };

@@ -24,6 +24,12 @@ export interface Extractor {
    * a change of extractor is a change of the table's spec.
    */
   readonly id: string;
+  /**
+   * Arguments of the extractor that may name files its behaviour depends on (a hook's
+   * program and script), relative to the root: a persisted table is rebuilt when one of them
+   * changes. Empty for an in-process function (its source is in `id`).
+   */
+  readonly inputs: readonly string[];
   /** Files extracted at once unless the index says otherwise. */
   readonly concurrency: number;
   /**
@@ -50,6 +56,7 @@ export type ExtractFunction = (
 export function commandExtractor(command: HookCommand): Extractor {
   return {
     id: `command:${command.text}`,
+    inputs: command.argv.filter((word) => !/\{(path|root)\}/.test(word)),
     // A hook is a process: more at once than cores only adds contention.
     concurrency: Math.max(1, availableParallelism()),
     async extract(file, signal) {
@@ -79,6 +86,7 @@ export function functionExtractor(name: string, extract: ExtractFunction): Extra
   const digest = createHash("sha256").update(String(extract)).digest("hex").slice(0, 16);
   return {
     id: `function:${name}:${digest}`,
+    inputs: [],
     concurrency: FUNCTION_CONCURRENCY,
     async extract(file) {
       let content: Buffer;

@@ -11,23 +11,24 @@ import { findEnclosingRepository } from "./ignore-rules.js";
 /** Marks a signature taken while the folder was changing: it never matches again. */
 const RACY = "racy";
 
-function statSignature(path: string | Buffer): string {
+/** `stat` with nanosecond times; `undefined` for anything that cannot be stat'ed. */
+export function preciseStat(path: string | Buffer): BigIntStats | undefined {
   try {
-    const stats = statSync(path, { bigint: true, throwIfNoEntry: false });
-    return stats === undefined ? "-" : `${stats.size}:${stats.mtimeNs}`;
+    return statSync(path, { bigint: true, throwIfNoEntry: false });
   } catch {
-    return "?";
+    return undefined;
   }
+}
+
+/** Size and mtime in nanoseconds (`size:mtimeNs`), `-` when there is nothing there. */
+function statSignature(path: string | Buffer): string {
+  const stats = preciseStat(path);
+  return stats === undefined ? "-" : `${stats.size}:${stats.mtimeNs}`;
 }
 
 /** A folder's mtime and its `.gitignore`'s size and mtime; `null` when it cannot be read. */
 function folderState(absolute: string | Buffer): { mtimeNs: bigint; text: string } | null {
-  let stats: BigIntStats | undefined;
-  try {
-    stats = statSync(absolute, { bigint: true, throwIfNoEntry: false });
-  } catch {
-    return null;
-  }
+  const stats = preciseStat(absolute);
   if (stats === undefined) return null;
   const gitignore =
     typeof absolute === "string"

@@ -42,6 +42,12 @@ export interface OpenOptions {
    */
   live?: boolean;
   /**
+   * Keep the index in a SQLite cache file, as `--persist`: `true` for `<root>/.dirq/cache.db`,
+   * or a path (relative to the root). A later `open` on the same root re-parses only the
+   * files that changed. `notices` says when a cache had to be rebuilt.
+   */
+  persist?: string | true;
+  /**
    * Progress lines on stderr, as `DIRQ_PROGRESS` says (the default, as in the CLI), or `false`
    * for none, or a reporter of your own.
    */
@@ -110,6 +116,7 @@ export class Dirq implements AsyncDisposable {
         parseExtensionArgument(argument, process.cwd()),
       ),
       progress: options.progress,
+      persist: options.persist,
       // Whole rows from the start, so that watch events carry what a query would return.
       fillAllColumns: true,
     });
@@ -120,6 +127,11 @@ export class Dirq implements AsyncDisposable {
     });
     // Nobody may be listening yet: the error is seen by `await db.ready` and by `query`.
     this.ready.catch(() => undefined);
+  }
+
+  /** One-line notices from opening the index (a `persist` cache that had to be rebuilt). */
+  get notices(): readonly string[] {
+    return this.index.notices;
   }
 
   /**
