@@ -209,8 +209,10 @@ describe("files that vanish between listing and stat", () => {
         "-c",
         "while :; do for i in $(seq 0 99); do if [ -d d$i ]; then mv d$i e$i; else mv e$i d$i; fi; rm -f d$i/f0 e$i/f1; echo y > d$i/f0 2>/dev/null; done; done",
       ],
-      { cwd: root, stdio: "ignore" },
+      // Its own process group, so that stopping it stops the mv or rm it is running too.
+      { cwd: root, stdio: "ignore", detached: true },
     );
+    const churnEnded = new Promise((resolve) => churn.once("exit", resolve));
     try {
       for (let run = 0; run < 6; run++) {
         const result = await runDirq(["SELECT count(*) AS n, sum(size) AS s FROM './'"], {
@@ -222,7 +224,8 @@ describe("files that vanish between listing and stat", () => {
         assert.ok(Number(row?.n) <= 500, JSON.stringify(row));
       }
     } finally {
-      churn.kill("SIGKILL");
+      process.kill(-(churn.pid as number), "SIGKILL");
+      await churnEnded;
     }
   });
 });
