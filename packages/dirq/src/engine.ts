@@ -556,6 +556,8 @@ export class DirqIndex {
       this.pathTables.touch(checked.tablesRead);
       return { sql: checked.runnable, skipped: [], cacheable: checked.cacheable };
     }
+    const ready = this.prepareWithoutBuilding(sql);
+    if (ready !== null) return ready;
     return this.withWriter(async () => {
       this.tablesRead = [];
       // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
@@ -581,9 +583,57 @@ export class DirqIndex {
     });
   }
 
+  /**
+   * Checks a statement that needs nothing created, built or filled without taking the writer,
+   * so it never waits behind a table build (the server keeps answering while a big path-table
+   * fills). `null` when something is missing, or anything fails: then the caller takes the
+   * writer and goes the full way, which builds what is missing and reports errors.
+   */
+  private prepareWithoutBuilding(
+    sql: string,
+  ): { sql: string; skipped: SkippedPath[]; cacheable: boolean } | null {
+    if (!this.configTablesBuilt) return null;
+    try {
+      const analysis = analyzeStatement(sql);
+      checkReadOnlyStatement(analysis);
+      if (isExplain(analysis)) return null;
+      const runnable = this.caseVariants.rewrite(analysis, this.pathTableNames());
+      const runnableAnalysis = runnable === sql ? analysis : analyzeStatement(runnable);
+      if (!tablesDescribedBy(runnableAnalysis).every((name) => this.tableExists(name))) {
+        return null;
+      }
+      const statement = this.db.prepare(runnable);
+      if (!statement.readonly) return null;
+      const called = functionsCalledBy(this.db, runnable);
+      refuseLoadExtension(called);
+      const read = tablesReadBy(this.db, runnable);
+      for (const [table, columns] of read) {
+        if (INTERNAL_PREFIX.test(table)) return null;
+        const groups = this.fillAllColumns ? ALL_COLUMN_GROUPS : PathTables.groupsFor(columns);
+        if (this.pathTables.needsFill(table, groups)) return null;
+      }
+      this.pathTables.touch(read.keys());
+      const cacheable = this.functions.calledIn(called).every((fn) => fn.deterministic);
+      if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
+      this.checkedStatements.set(sql, {
+        runnable,
+        schemaVersion: this.schemaVersion,
+        tablesRead: [...read.keys()],
+        cacheable,
+      });
+      return { sql: runnable, skipped: [], cacheable };
+    } catch {
+      return null;
+    }
+  }
+
+  /** `PRAGMA schema_version`, prepared once: the server asks it twice per request. */
+  private schemaVersionStatement: Statement | null = null;
+
   /** SQLite's schema version: moves with every table, column or index created or dropped. */
   get schemaVersion(): number {
-    return this.db.pragma("schema_version", { simple: true }) as number;
+    this.schemaVersionStatement ??= this.db.prepare("PRAGMA schema_version").pluck();
+    return this.schemaVersionStatement.get() as number;
   }
 
   private async prepareChecked(sql: string): Promise<{

@@ -42,6 +42,8 @@ export interface StartOptions {
   detached?: boolean;
   /** A command that runs `node <dirq> server ...` for it (e.g. `unshare -Ur ...`). */
   prefix?: readonly string[];
+  /** Extra environment variables (progress is off unless set here). */
+  env?: Record<string, string>;
 }
 
 /** What happened to a process that never printed `Running at`. */
@@ -55,6 +57,7 @@ function spawnServer(
   args: readonly string[],
   cwd: string,
   detached = false,
+  env: Record<string, string> = {},
   prefix: readonly string[] = [],
 ): ChildProcess {
   const [command, ...rest] = [...prefix, process.execPath, DIRQ_BIN, "server", ...args] as [
@@ -64,7 +67,7 @@ function spawnServer(
   return spawn(command, rest, {
     cwd,
     detached,
-    env: { ...process.env, DIRQ_PROGRESS: "never" },
+    env: { ...process.env, DIRQ_PROGRESS: "never", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }
@@ -89,7 +92,7 @@ export async function startServer(
   args: readonly string[],
   options: StartOptions,
 ): Promise<ServerProcess> {
-  const child = spawnServer(args, options.cwd, options.detached, options.prefix);
+  const child = spawnServer(args, options.cwd, options.detached, options.env, options.prefix);
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {

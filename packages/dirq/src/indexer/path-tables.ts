@@ -3,7 +3,7 @@ import type { ProgressReporter } from "../progress/reporter.js";
 import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
-import { type SkippedPath, walkSelection } from "../scan/walk.js";
+import { SelectionWalker, type SkippedPath } from "../scan/walk.js";
 import {
   directorySignature,
   folderKey,
@@ -31,6 +31,9 @@ const STAT_COLUMNS = ["size", "mtime", "ctime"] as const;
 const CREATE_COLUMNS =
   "path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
   "size INTEGER, mtime INTEGER, ctime INTEGER";
+
+/** A first fill commits after about this many rows (see RowWriter.replaceAll). */
+const COMMIT_EVERY_ROWS = 32_768;
 
 /** Rows per INSERT: one call per batch costs about half of one call per row. */
 const INSERT_BATCH = 16;
@@ -340,6 +343,13 @@ export class PathTables {
     return { names: read(NAME_COLUMNS), stat: read(STAT_COLUMNS) };
   }
 
+  /** Whether `fill(name, wanted)` has work to do (`false` for a name that is no path-table). */
+  needsFill(name: string, wanted: ColumnGroups): boolean {
+    const had = this.tables.get(name.toLowerCase())?.filled;
+    if (had === undefined) return false;
+    return had === null || (wanted.names && !had.names) || (wanted.stat && !had.stat);
+  }
+
   /** Makes sure the table holds its rows with at least the `wanted` column groups. */
   async fill(name: string, wanted: ColumnGroups): Promise<SkippedPath[]> {
     const table = this.tables.get(name.toLowerCase());
@@ -347,7 +357,7 @@ export class PathTables {
     table.lastUsed = Date.now();
     if (table.restored !== null) this.checkRestored(table);
     const had = table.filled;
-    if (had && (had.names || !wanted.names) && (had.stat || !wanted.stat)) return [];
+    if (!this.needsFill(name, wanted)) return [];
     const groups = {
       names: wanted.names || (had?.names ?? false),
       stat: wanted.stat || (had?.stat ?? false),
@@ -356,43 +366,78 @@ export class PathTables {
     const walkStart = Date.now();
     const folders = this.catalog ? this.startSignatures(table.selection) : null;
     const statter = groups.stat ? new BatchStatter(this.options.root) : null;
-    const batches: {
-      paths: readonly string[];
-      stats: () => Promise<Float64Array> | Float64Array;
-    }[] = [];
+    const walker = new SelectionWalker({
+      root: this.options.root,
+      selection: table.selection,
+      useGitignore: this.options.useGitignore,
+      extraIgnores: this.options.extraIgnores,
+      onProgress: (found) => phase.update(`scanning ${found} files`),
+      onDirectory: folders
+        ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
+        : undefined,
+    });
     try {
-      const walked = walkSelection({
-        root: this.options.root,
-        selection: table.selection,
-        useGitignore: this.options.useGitignore,
-        extraIgnores: this.options.extraIgnores,
-        onProgress: (found) => phase.update(`scanning ${found} files`),
-        onDirectory: folders
-          ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
-          : undefined,
-        onBatch: (paths, rawPaths) => {
-          const stats = statter ? statter.submit(paths, rawPaths) : () => NO_STATS;
-          batches.push({ paths, stats });
-        },
-      });
       const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
-      const count = await rows.replaceAll(async (write) => {
-        for (const batch of batches) write(batch.paths, statter ? await batch.stats() : null);
+      // A first fill may commit as it goes: no statement reads the table before it is marked
+      // filled, and a failed fill leaves it unfilled (the next one starts with a DELETE).
+      const count = await rows.replaceAll((write) => streamBatches(walker, statter, write), {
+        commitAsYouGo: had === null,
       });
       phase.finish((duration) => `scanned ${count} files in ${duration}`);
       table.filled = groups;
       if (this.catalog && folders) this.recordFill(this.catalog, table, folders);
-      return walked.skipped;
+      return walker.skipped;
     } finally {
       await statter?.close();
     }
   }
 }
 
-const NO_STATS = new Float64Array(0);
+/** Batches whose stats may be outstanding at once: enough to keep the helper thread busy. */
+const STAT_BATCHES_AHEAD = 16;
+/** The longest the fill holds the event loop before it lets other work run (ms). */
+const YIELD_EVERY_MS = 10;
 
-/** Writes a path-table's rows in batched INSERTs inside one transaction. */
+const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+/**
+ * Walks, stats and writes batch by batch, so only a few batches of paths are ever in memory,
+ * and lets the event loop run every few milliseconds: in the server, other requests and event
+ * streams go on while a big table fills (each step is one readdir or one batch insert).
+ */
+async function streamBatches(
+  walker: SelectionWalker,
+  statter: BatchStatter | null,
+  write: (paths: readonly string[], stats: Float64Array | null) => void,
+): Promise<void> {
+  const ahead: { paths: readonly string[]; stats: () => Promise<Float64Array> | Float64Array }[] =
+    [];
+  let since = performance.now();
+  const writeOldest = async () => {
+    const oldest = ahead.shift();
+    if (oldest !== undefined) write(oldest.paths, await oldest.stats());
+  };
+  for (let batch = walker.next(); batch !== null; batch = walker.next()) {
+    if (statter === null) write(batch.paths, null);
+    else {
+      ahead.push({ paths: batch.paths, stats: statter.submit(batch.paths, batch.rawPaths) });
+      if (ahead.length > STAT_BATCHES_AHEAD) await writeOldest();
+    }
+    if (performance.now() - since >= YIELD_EVERY_MS) {
+      await nextTurn();
+      since = performance.now();
+    }
+  }
+  while (ahead.length > 0) await writeOldest();
+}
+
+/**
+ * Writes a path-table's rows in batched INSERTs inside one transaction. Paths alone (a fill
+ * for `count(*)` or `SELECT path`) go in as one JSON array per batch, which SQLite's
+ * `json_each` unpacks: measured, about twice as fast as binding them 16 rows at a time.
+ */
 class RowWriter {
+  private readonly insertPaths: Statement | null;
   private readonly insertOne: Statement;
   private readonly insertBatch: Statement;
   private readonly batch: unknown[] = [];
@@ -417,21 +462,38 @@ class RowWriter {
     this.insertOne = db.prepare(`${into} ${placeholders}`);
     this.insertBatch = db.prepare(`${into} ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`);
     this.deleteAll = db.prepare(`DELETE FROM ${table}`);
+    this.insertPaths =
+      withNames || withStat
+        ? null
+        : db.prepare(`INSERT INTO ${table} (path) SELECT value FROM json_each(?)`);
   }
 
   /**
-   * Replaces every row with what `produce` writes, atomically. The transaction spans awaits
-   * (stats arrive from a helper thread); nothing else writes to the index meanwhile.
+   * Replaces every row with what `produce` writes, atomically unless `commitAsYouGo`. The
+   * transaction spans awaits (stats arrive from a helper thread); nothing else writes to the
+   * index meanwhile.
    */
   async replaceAll(
     produce: (
       write: (paths: readonly string[], stats: Float64Array | null) => void,
     ) => Promise<void>,
+    options: { commitAsYouGo?: boolean } = {},
   ): Promise<number> {
     this.db.exec("BEGIN");
+    let committed = 0;
     try {
       this.deleteAll.run();
-      await produce((paths, stats) => this.write(paths, stats));
+      await produce((paths, stats) => {
+        this.write(paths, stats);
+        // One commit of a million rows holds the thread for a fifth of a second; commits of
+        // this size take a few milliseconds each.
+        if (options.commitAsYouGo && this.written - committed >= COMMIT_EVERY_ROWS) {
+          this.flushPartialBatch();
+          this.db.exec("COMMIT");
+          this.db.exec("BEGIN");
+          committed = this.written;
+        }
+      });
       this.flushPartialBatch();
       this.db.exec("COMMIT");
     } catch (error) {
@@ -442,6 +504,11 @@ class RowWriter {
   }
 
   private write(paths: readonly string[], stats: Float64Array | null): void {
+    if (this.insertPaths !== null) {
+      this.insertPaths.run(JSON.stringify(paths));
+      this.written += paths.length;
+      return;
+    }
     for (let i = 0; i < paths.length; i++) {
       const at = i * STAT_FIELDS;
       if (stats !== null && Number.isNaN(stats[at])) continue;

@@ -41,19 +41,37 @@ function* iterateRows(statement: Statement, keep: number[] | null): Iterable<Sql
   }
 }
 
+/** Which result columns a statement shows: worth keeping beside a statement that runs often. */
+export interface ColumnPlan {
+  columns: string[];
+  /** Positions of the shown columns, `null` when all are shown. */
+  keep: number[] | null;
+}
+
+/** The columns a reader statement shows (hidden columns of parsed tables left out). */
+export function columnPlan(statement: Statement, sql: string): ColumnPlan {
+  const all = statement.columns();
+  const shown = visibleColumnPositions(all, sql, HIDDEN);
+  const columns = shown.map((i) => all[i]?.name ?? "");
+  return { columns, keep: shown.length === all.length ? null : shown };
+}
+
 /**
  * Runs a prepared, already checked statement: exact integers, raw rows, and the hidden
  * columns of parsed tables left out unless named. Shared by the in-process query and the
- * server's query processes, so both return the same bytes.
+ * server's query processes, so both return the same bytes. `plan`: the statement's
+ * `columnPlan`, when the caller keeps it.
  */
-export function executeStatement(statement: Statement, sql: string): StatementRows {
+export function executeStatement(
+  statement: Statement,
+  sql: string,
+  plan?: ColumnPlan,
+): StatementRows {
   if (!statement.reader) {
     statement.run();
     return { columns: [], rows: [] };
   }
   statement.raw(true).safeIntegers(true);
-  const all = statement.columns();
-  const shown = visibleColumnPositions(all, sql, HIDDEN);
-  const columns = shown.map((i) => all[i]?.name ?? "");
-  return { columns, rows: iterateRows(statement, shown.length === all.length ? null : shown) };
+  const { columns, keep } = plan ?? columnPlan(statement, sql);
+  return { columns, rows: iterateRows(statement, keep) };
 }

@@ -25,8 +25,8 @@ export interface LiveIndexOptions {
 }
 
 export interface Answer {
-  /** The result as the requested format prints it. */
-  body: string;
+  /** The result as the requested format prints it (JSON as UTF-8 bytes). */
+  body: string | Uint8Array;
   /** Files skipped while building the tables the statement reads. */
   skipped: SkippedPath[];
 }

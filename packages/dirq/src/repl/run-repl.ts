@@ -47,7 +47,7 @@ function checkStdinReadable(): void {
 /** `exit` or `quit`, any case, taken as typed (a `;` after it is allowed too). */
 const LEAVE = /^\s*(exit|quit)\s*;?\s*$/i;
 
-async function write(stream: Writable, text: string): Promise<void> {
+async function write(stream: Writable, text: string | Uint8Array): Promise<void> {
   if (!stream.write(text)) await once(stream, "drain");
 }
 

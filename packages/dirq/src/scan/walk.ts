@@ -19,7 +19,7 @@ export interface WalkOptions {
   useGitignore: boolean;
   /** Extra ignore globs relative to the root that always apply (config `ignore`). */
   extraIgnores?: readonly string[];
-  /** Called now and then with the number of files found so far. */
+  /** Called after each batch with the number of files found so far. */
   onProgress?: (found: number) => void;
   /** Called with each batch of newly found paths, in order, so work can start during the walk. */
   onBatch?: (paths: readonly string[], rawPaths: ReadonlyMap<string, Buffer>) => void;
@@ -38,15 +38,10 @@ export interface WalkResult {
   rawPaths: Map<string, Buffer>;
 }
 
-const PROGRESS_EVERY = 512;
-const BATCH_SIZE = 2048;
+const BATCH_SIZE = 512;
 
 function byName(a: Dirent, b: Dirent): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
-
-function joinRelative(dir: string, name: string): string {
-  return dir === "" ? name : `${dir}/${name}`;
 }
 
 /** Entries of a directory with names as raw bytes, for names that are not valid UTF-8. */
@@ -64,27 +59,104 @@ function joinRaw(dir: string | Buffer, name: Buffer | string): Buffer {
   return Buffer.concat([Buffer.from(dir), Buffer.from("/"), Buffer.from(name)]);
 }
 
-class Walker {
-  readonly paths: string[] = [];
+/** A directory being listed: its sorted entries and how far the walk has got through them. */
+interface DirFrame {
+  dir: string;
+  absoluteDir: string | Buffer;
+  rawDir: Buffer | null;
+  entries: Dirent[];
+  next: number;
+  raw: Map<string, Buffer> | null;
+  rules: IgnoreRules;
+  glob: BashGlob | null;
+  all: boolean;
+  childDepth: number;
+  descend: boolean;
+}
+
+/** One batch of found files, in walk order. */
+export interface WalkBatch {
+  paths: string[];
+  /** Raw absolute paths of this batch's files whose names are not valid UTF-8. */
+  rawPaths: Map<string, Buffer>;
+}
+
+/**
+ * Walks a selection a batch at a time (`next()`), depth first, by name within a directory.
+ * Nothing is kept between batches but the open directories' entries, so a million files
+ * never sit in memory at once, and the caller can insert, stat or yield between batches.
+ */
+export class SelectionWalker {
   readonly skipped: SkippedPath[] = [];
-  readonly rawPaths = new Map<string, Buffer>();
-  private batchRaw = new Map<string, Buffer>();
+  /** Files found so far. */
+  found = 0;
+  private readonly stack: DirFrame[] = [];
   private readonly glob: BashGlob | null;
   private readonly maxDepth: number | null;
+  private batch: string[] = [];
+  private batchRaw = new Map<string, Buffer>();
+  private started = false;
 
-  constructor(private readonly options: WalkOptions) {
+  constructor(
+    private readonly options: WalkOptions,
+    private readonly batchSize = BATCH_SIZE,
+  ) {
     const { selection } = options;
     this.glob = selection.kind === "glob" ? compileBashGlob(selection.pattern) : null;
     this.maxDepth = selection.kind === "glob" ? selection.maxDepth : null;
   }
 
+  /** The next batch of files, or `null` when the walk is over. */
+  next(): WalkBatch | null {
+    if (!this.started) {
+      this.started = true;
+      this.begin();
+    }
+    while (this.batch.length < this.batchSize && this.stack.length > 0) this.step();
+    if (this.batch.length === 0) return null;
+    const batch = { paths: this.batch, rawPaths: this.batchRaw };
+    this.batch = [];
+    this.batchRaw = new Map();
+    this.options.onProgress?.(this.found);
+    return batch;
+  }
+
+  private begin(): void {
+    const { options } = this;
+    const rootRules = IgnoreRules.atRoot(options.root, {
+      useGitignore: options.useGitignore,
+      extraPatterns: options.extraIgnores,
+    });
+    const { selection } = options;
+    if (selection.kind === "file") {
+      const slash = selection.file.lastIndexOf("/");
+      const rules = rulesForDir(
+        options.root,
+        slash === -1 ? "" : selection.file.slice(0, slash),
+        rootRules,
+      );
+      const name = selection.file.slice(slash + 1);
+      if (
+        rules !== null &&
+        !BUILT_IN_SKIPS.has(name) &&
+        !rules.ignores(selection.file, false) &&
+        isListedFileAt(options.root, `${options.root}/${selection.file}`)
+      ) {
+        this.add(selection.file, null);
+      }
+    } else {
+      const rules = rulesForDir(options.root, selection.base, rootRules);
+      if (rules !== null) this.open(selection.base, rules, 0, false, null);
+    }
+  }
+
   /**
-   * `inherited` are the rules of the parent; depth 0 is the walk's base (rules already
-   * entered). `everything`: a trailing-`/` glob matched an ancestor, so every file below is
-   * listed. `rawDir`: the directory's absolute path as bytes when a name on the way is not
-   * valid UTF-8.
+   * Lists a directory and pushes it on the stack. `inherited` are the rules of the parent;
+   * depth 0 is the walk's base (rules already entered). `everything`: a trailing-`/` glob
+   * matched an ancestor, so every file below is listed. `rawDir`: the directory's absolute
+   * path as bytes when a name on the way is not valid UTF-8.
    */
-  walkDir(
+  private open(
     dir: string,
     inherited: IgnoreRules,
     depth: number,
@@ -94,100 +166,94 @@ class Walker {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
     let entries: Dirent[];
     let raw: Map<string, Buffer> | null = null;
+    let hasGitignore = false;
     this.options.onDirectory?.(dir, absoluteDir);
     try {
       entries = readdirSync(absoluteDir, { withFileTypes: true, encoding: "utf8" }) as Dirent[];
-      if (entries.some((entry) => entry.name.includes(RAW_NAME_MARK))) raw = rawNames(absoluteDir);
+      for (const entry of entries) {
+        const name = entry.name;
+        if (name.includes(RAW_NAME_MARK)) raw ??= rawNames(absoluteDir);
+        if (name === ".gitignore" && !entry.isDirectory()) hasGitignore = true;
+      }
     } catch (error) {
       this.skipped.push({ path: dir === "" ? "." : dir, reason: (error as Error).message });
       return;
     }
     entries.sort(byName);
-    const rules = depth === 0 ? inherited : inherited.enter(dir, entries.some(isGitignoreFile));
+    const rules = depth === 0 ? inherited : inherited.enter(dir, hasGitignore);
     const glob = everything ? null : this.glob;
     const all =
       everything || (glob?.selectsDirectories === true && dir !== "" && glob.matchesDirectory(dir));
     const childDepth = depth + 1;
     const descend = all || this.maxDepth === null || childDepth < this.maxDepth;
-    for (const entry of entries) {
-      if (BUILT_IN_SKIPS.has(entry.name)) continue;
-      const path = joinRelative(dir, entry.name);
-      const rawName = raw?.get(entry.name) ?? null;
+    this.stack.push({
+      dir,
+      absoluteDir,
+      rawDir,
+      entries,
+      next: 0,
+      raw,
+      rules,
+      glob,
+      all,
+      childDepth,
+      descend,
+    });
+  }
+
+  /** Goes on with the innermost open directory until it opens another one or ends. */
+  private step(): void {
+    const frame = this.stack[this.stack.length - 1] as DirFrame;
+    const { dir, entries, rules, glob, all, raw, rawDir, absoluteDir } = frame;
+    const checkRules = !rules.isEmpty;
+    while (frame.next < entries.length) {
+      const entry = entries[frame.next++] as Dirent;
+      const name = entry.name;
+      if (BUILT_IN_SKIPS.has(name)) continue;
+      const path = dir === "" ? name : `${dir}/${name}`;
+      const rawName = raw === null ? null : (raw.get(name) ?? null);
       const rawChild =
-        rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? entry.name) : null;
+        rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? name) : null;
       if (entry.isDirectory()) {
-        if (!descend || (!rules.isEmpty && rules.ignores(path, true))) continue;
-        this.walkDir(path, rules, childDepth, all, rawChild);
+        if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
+        this.open(path, rules, frame.childDepth, all, rawChild);
+        return;
+      }
+      const link = entry.isSymbolicLink();
+      if (!link && !entry.isFile()) continue;
+      if (checkRules && rules.ignores(path, false)) continue;
+      if (!all && glob !== null && !glob.matchesFile(path)) continue;
+      if (link && !isListedFileAt(this.options.root, rawChild ?? `${absoluteDir}/${name}`)) {
         continue;
       }
-      if (!entry.isFile() && !entry.isSymbolicLink()) continue;
-      if (!rules.isEmpty && rules.ignores(path, false)) continue;
-      if (!all && glob !== null && !glob.matchesFile(path)) continue;
-      const absolute = rawChild ?? `${absoluteDir}/${entry.name}`;
-      if (entry.isSymbolicLink() && !isListedFileAt(this.options.root, absolute)) continue;
-      this.found(path, rawChild);
+      this.add(path, rawChild);
+      if (this.batch.length >= this.batchSize) return;
     }
+    this.stack.pop();
   }
 
-  private batchStart = 0;
-
-  found(path: string, raw: Buffer | null = null): void {
-    this.paths.push(path);
-    if (raw !== null) {
-      this.rawPaths.set(path, raw);
-      this.batchRaw.set(path, raw);
-    }
-    const count = this.paths.length;
-    if (count % PROGRESS_EVERY === 0) this.options.onProgress?.(count);
-    if (count - this.batchStart === BATCH_SIZE) this.flush();
+  private add(path: string, raw: Buffer | null): void {
+    this.batch.push(path);
+    if (raw !== null) this.batchRaw.set(path, raw);
+    this.found++;
   }
-
-  flush(): void {
-    if (this.paths.length === this.batchStart) return;
-    this.options.onBatch?.(this.paths.slice(this.batchStart), this.batchRaw);
-    this.batchStart = this.paths.length;
-    this.batchRaw = new Map();
-  }
-}
-
-function isGitignoreFile(entry: Dirent): boolean {
-  return entry.name === ".gitignore" && !entry.isDirectory();
 }
 
 /**
  * Lists the files a path-table selects, applying the built-in skips, `.gitignore` rules (unless
- * turned off) and the extra ignore patterns. Synchronous on purpose: a sync walk is several
- * times faster and lighter than a promise per entry (see FACTS.md). Never throws for one bad
- * directory; those land in `skipped`.
+ * turned off) and the extra ignore patterns, all at once (`SelectionWalker` gives them a batch
+ * at a time). Synchronous on purpose: a sync walk is several times faster and lighter than a
+ * promise per entry (see FACTS.md). Never throws for one bad directory; those land in `skipped`.
  */
 export function walkSelection(options: WalkOptions): WalkResult {
-  const walker = new Walker(options);
-  const rootRules = IgnoreRules.atRoot(options.root, {
-    useGitignore: options.useGitignore,
-    extraPatterns: options.extraIgnores,
-  });
-  const { selection } = options;
-  if (selection.kind === "file") {
-    const slash = selection.file.lastIndexOf("/");
-    const rules = rulesForDir(
-      options.root,
-      slash === -1 ? "" : selection.file.slice(0, slash),
-      rootRules,
-    );
-    const name = selection.file.slice(slash + 1);
-    if (
-      rules !== null &&
-      !BUILT_IN_SKIPS.has(name) &&
-      !rules.ignores(selection.file, false) &&
-      isListedFileAt(options.root, `${options.root}/${selection.file}`)
-    ) {
-      walker.found(selection.file);
-    }
-  } else {
-    const rules = rulesForDir(options.root, selection.base, rootRules);
-    if (rules !== null) walker.walkDir(selection.base, rules, 0, false, null);
+  const walker = new SelectionWalker(options);
+  const paths: string[] = [];
+  const rawPaths = new Map<string, Buffer>();
+  for (let batch = walker.next(); batch !== null; batch = walker.next()) {
+    for (const path of batch.paths) paths.push(path);
+    for (const [path, raw] of batch.rawPaths) rawPaths.set(path, raw);
+    options.onBatch?.(batch.paths, batch.rawPaths);
   }
-  walker.flush();
-  options.onProgress?.(walker.paths.length);
-  return { paths: walker.paths, skipped: walker.skipped, rawPaths: walker.rawPaths };
+  options.onProgress?.(walker.found);
+  return { paths, skipped: walker.skipped, rawPaths };
 }

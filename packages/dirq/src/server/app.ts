@@ -18,9 +18,10 @@ export interface ServerState {
   degraded(): string | null;
   /**
    * Runs one statement that arrived at `arrival` (ms since the epoch; the timeout counts from
-   * there); resolves with the JSON body; rejects with a DirqError for the user.
+   * there); resolves with the JSON body (UTF-8 bytes from the query process, sent as they
+   * are); rejects with a DirqError for the user.
    */
-  query: (sql: string, arrival: number) => Promise<string>;
+  query: (sql: string, arrival: number) => Promise<string | Uint8Array>;
   /** Whether a Host header names this server (a loopback name or the bound address). */
   allowsHost: (host: string | undefined) => boolean;
   events: EventHub;
@@ -32,6 +33,12 @@ export interface ServerState {
 export const MAX_BODY_BYTES = 1024 * 1024;
 /** A comment line on idle event streams at least this often. */
 export const KEEP_ALIVE_MS = 15_000;
+
+/** `DIRQ_KEEP_ALIVE_MS` shortens the keep-alive interval (tests use it); default 15 s. */
+function keepAliveMs(): number {
+  const fromEnv = Number(process.env.DIRQ_KEEP_ALIVE_MS);
+  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : KEEP_ALIVE_MS;
+}
 
 /** The one table that maps core error codes to HTTP statuses; other DirqErrors are 400. */
 const STATUS_BY_CODE: Partial<Record<DirqErrorCode, number>> = {
@@ -111,8 +118,9 @@ async function handleEvents(state: ServerState, response: ServerResponse): Promi
   const subscription = state.events.subscribe();
   response.once("close", () => subscription.close());
   await stream.send("ready", "{}");
+  const keepAlive = keepAliveMs();
   for (;;) {
-    const frame = await subscription.next(KEEP_ALIVE_MS);
+    const frame = await subscription.next(keepAlive);
     if (frame === undefined || stream.closed) break;
     if (frame === null) await stream.comment("keep-alive");
     else await stream.send("row", frame);

@@ -24,7 +24,11 @@ export async function readBody(request: IncomingMessage, limit: number): Promise
   return Buffer.concat(chunks).toString("utf8");
 }
 
-export function sendJson(response: ServerResponse, status: number, body: string): void {
+export function sendJson(
+  response: ServerResponse,
+  status: number,
+  body: string | Uint8Array,
+): void {
   response.writeHead(status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),

@@ -5,11 +5,13 @@ import { DirqError } from "../errors.js";
 
 /** What a query process answers. */
 export type QueryAnswer =
-  { ok: true; body: string } | { ok: false; message: string; user: boolean; tooLarge?: boolean };
+  /** `body`: JSON answers as UTF-8 bytes (written to the socket as they are), tables as text. */
+  | { ok: true; body: string | Uint8Array }
+  | { ok: false; message: string; user: boolean; tooLarge?: boolean };
 
 interface QueryReply {
   id: number;
-  body?: string;
+  body?: string | Uint8Array;
   error?: string;
   user?: boolean;
   tooLarge?: boolean;

@@ -7,7 +7,14 @@ import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
-import { executeStatement, sqlError, type StatementRows } from "../query/execute.js";
+import { jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
+import {
+  type ColumnPlan,
+  columnPlan,
+  executeStatement,
+  sqlError,
+  type StatementRows,
+} from "../query/execute.js";
 
 /**
  * A query process of the server (and the REPL): reads the shared index (WAL) and runs
@@ -32,6 +39,10 @@ const RETIRE_AFTER_BYTES = 16 * 1024 * 1024;
 
 interface PreparedStatement {
   statement: Statement;
+  /** Its shown columns, worked out on the first run (a reader statement only). */
+  plan?: ColumnPlan;
+  /** It wrapped so SQLite writes the JSON (see sqlite-json.ts); `null`: it cannot be. */
+  json?: Statement | null;
   /** The worker-backed functions it calls (then it runs in passes). */
   workerCalls: WorkerSpec[];
 }
@@ -43,6 +54,8 @@ interface PreparedStatement {
 const statements = new Map<string, PreparedStatement>();
 let statementsSchema = -1;
 const STATEMENTS_KEPT = 500;
+/** `PRAGMA schema_version`, prepared once: it is asked before every statement. */
+let schemaVersion: Statement | null = null;
 
 function open(): { db: SqliteDatabase; functions: WorkerFunctions } {
   if (connection === null) {
@@ -55,7 +68,8 @@ function open(): { db: SqliteDatabase; functions: WorkerFunctions } {
 
 function statementFor(sql: string): PreparedStatement {
   const { db, functions } = open();
-  const schema = db.pragma("schema_version", { simple: true }) as number;
+  schemaVersion ??= db.prepare("PRAGMA schema_version").pluck();
+  const schema = schemaVersion.get() as number;
   if (schema !== statementsSchema) {
     statements.clear();
     statementsSchema = schema;
@@ -89,8 +103,14 @@ function limitText(bytes: number): string {
   return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
 }
 
-/** The answer's text: an aligned table (the REPL) or the JSON body, within the size limit. */
-async function render(result: StatementRows, format: AnswerFormat | undefined): Promise<string> {
+/**
+ * The answer: an aligned table (the REPL) as text, or the JSON body as UTF-8 bytes, within the
+ * size limit. Bytes, so the server writes them to the socket as they are: encoded once, here.
+ */
+async function render(
+  result: StatementRows,
+  format: AnswerFormat | undefined,
+): Promise<string | Uint8Array> {
   if (format === "table") {
     // Loaded on demand: only the REPL asks for tables (and sets no answer limit).
     return (await import("../output/table.js")).renderTable(result.columns, result.rows);
@@ -103,16 +123,47 @@ async function render(result: StatementRows, format: AnswerFormat | undefined): 
     if (size > maxAnswerBytes) throw new AnswerTooLarge();
     chunks.push(chunk);
   }
-  return chunks.join("");
+  return Buffer.from(chunks.length === 1 ? (chunks[0] as string) : chunks.join(""), "utf8");
+}
+
+/** Runs a prepared statement, its column plan worked out once. */
+function execute(prepared: PreparedStatement, sql: string): StatementRows {
+  const { statement } = prepared;
+  if (statement.reader) {
+    prepared.plan ??= columnPlan(statement, sql);
+  }
+  return executeStatement(statement, sql, prepared.plan);
+}
+
+/** The JSON answer as SQLite writes it, or `null` when it must be written the JS way. */
+function answerInSqlite(prepared: PreparedStatement, sql: string): Uint8Array | null {
+  const { statement } = prepared;
+  if (!statement.reader) return null;
+  prepared.plan ??= columnPlan(statement, sql);
+  if (prepared.json === undefined) {
+    prepared.json = wrapForJson(open().db, statement, sql, prepared.plan);
+  }
+  if (prepared.json === null) return null;
+  let text: string | null;
+  try {
+    text = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
+  } catch (error) {
+    throw sqlError(error);
+  }
+  return text === null ? null : Buffer.from(text, "utf8");
 }
 
 /** A statement's answer; one with worker calls runs in passes (docs/extensions.md). */
-async function answer(sql: string, format: AnswerFormat | undefined): Promise<string> {
-  const { statement, workerCalls } = statementFor(sql);
-  if (workerCalls.length === 0) return render(executeStatement(statement, sql), format);
+async function answer(sql: string, format: AnswerFormat | undefined): Promise<string | Uint8Array> {
+  const prepared = statementFor(sql);
+  const { workerCalls } = prepared;
+  if (workerCalls.length === 0) {
+    const fromSqlite = format === "table" ? null : answerInSqlite(prepared, sql);
+    return fromSqlite ?? render(execute(prepared, sql), format);
+  }
   const rendered = await open().functions.run(
     (pending) => {
-      const { columns, rows } = executeStatement(statement, sql);
+      const { columns, rows } = execute(prepared, sql);
       // Rows of a pass with unanswered calls are thrown away: read them without keeping them.
       const kept = [];
       for (const row of rows) if (!pending()) kept.push(row);

@@ -27,9 +27,12 @@ export function isCacheable(sql: string): boolean {
   });
 }
 
+/** Statement texts whose cacheability is remembered before the memo starts over. */
+const VERDICTS_KEPT = 1000;
+
 interface Entry {
   generation: string;
-  body: string;
+  body: string | Uint8Array;
 }
 
 /**
@@ -41,9 +44,22 @@ export class ResultCache {
   private readonly entries = new Map<string, Entry>();
   private size = 0;
 
+  /** `isCacheable` per statement text: an uncached statement is asked about on every run. */
+  private readonly verdicts = new Map<string, boolean>();
+
   constructor(private readonly maxChars: number) {}
 
-  get(sql: string, generation: string): string | undefined {
+  private cacheable(sql: string): boolean {
+    let verdict = this.verdicts.get(sql);
+    if (verdict === undefined) {
+      if (this.verdicts.size >= VERDICTS_KEPT) this.verdicts.clear();
+      verdict = isCacheable(sql);
+      this.verdicts.set(sql, verdict);
+    }
+    return verdict;
+  }
+
+  get(sql: string, generation: string): string | Uint8Array | undefined {
     const entry = this.entries.get(sql);
     if (entry === undefined) return undefined;
     this.entries.delete(sql);
@@ -55,8 +71,8 @@ export class ResultCache {
     return entry.body;
   }
 
-  set(sql: string, generation: string, body: string): void {
-    if (body.length > this.maxChars / 4 || !isCacheable(sql)) return;
+  set(sql: string, generation: string, body: string | Uint8Array): void {
+    if (body.length > this.maxChars / 4 || !this.cacheable(sql)) return;
     const old = this.entries.get(sql);
     if (old) this.size -= old.body.length;
     this.entries.delete(sql);

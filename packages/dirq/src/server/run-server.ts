@@ -87,7 +87,7 @@ function startReaper(directory: string): void {
   });
 }
 
-type Query = (sql: string, arrival: number) => Promise<string>;
+type Query = (sql: string, arrival: number) => Promise<string | Uint8Array>;
 
 /** Rejects with a 408 DirqError at `deadline` unless `work` settles first. */
 function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {

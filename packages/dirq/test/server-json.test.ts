@@ -1,0 +1,98 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { runDirq } from "./helpers.js";
+import { postQuery, serverFixtures } from "./server-support.js";
+
+/*
+ * The server writes most JSON answers inside SQLite (json_object) and the CLI writes them in
+ * JS: the bytes must be the same. Seeded statements with every kind of value, compared
+ * against the CLI's output for the same statement.
+ */
+
+const { tree, serve } = serverFixtures();
+
+/** A small seeded generator (mulberry32), so a failure can be run again. */
+function seeded(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const TEXTS = [
+  "'plain'",
+  "'it''s'",
+  "'quote \" and back\\slash'",
+  "char(0, 1, 8, 9, 10, 12, 13, 27, 31, 127)",
+  "'ü é ß 漢字 😀'",
+  "char(8232, 8233, 65279)",
+  "'{\"a\": 1}'",
+  "json('{\"a\": [1, 2]}')",
+  "json_object('k', 'v')",
+  "CAST(x'ff41' AS TEXT)",
+  "''",
+];
+const INTEGERS = ["0", "-1", "42", "9223372036854775807", "-9223372036854775808", "1 << 53"];
+/** Values SQLite's JSON would write differently: the answer goes the JS way. */
+const ODD = ["1.0", "0.1", "-0.0", "1e300", "1e999", "1e999 - 1e999", "x'00ff'", "2.5e-7"];
+
+function value(random: () => number, odd: boolean): string {
+  const kind = random();
+  if (odd && kind < 0.3) return ODD[Math.floor(random() * ODD.length)] as string;
+  if (kind < 0.55) return TEXTS[Math.floor(random() * TEXTS.length)] as string;
+  if (kind < 0.85) return INTEGERS[Math.floor(random() * INTEGERS.length)] as string;
+  return "NULL";
+}
+
+/** 1 to 300 (generate_series is not built into this SQLite). */
+const SERIES =
+  "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < 300)";
+
+const NAMES = ["a", "a", "b c", '"q"', "ü", "x\ty", "1"];
+
+function statement(random: () => number, index: number): string {
+  const odd = index % 3 === 0;
+  const columns = 1 + Math.floor(random() * 4);
+  const rows = 1 + Math.floor(random() * 4);
+  const select = (row: number) =>
+    Array.from({ length: columns }, () => {
+      const name = NAMES[Math.floor(random() * NAMES.length)] as string;
+      return `${value(random, odd && row === rows - 1)} AS "${name.replaceAll('"', '""')}"`;
+    }).join(", ");
+  const body = Array.from({ length: rows }, (_, row) => `SELECT ${select(row)}`).join(
+    " UNION ALL ",
+  );
+  return index % 4 === 1 ? `${body} -- a trailing comment` : body;
+}
+
+describe("JSON written by SQLite", { concurrency: true }, () => {
+  it("answers with the same bytes as the CLI, for seeded statements with every kind of value", async () => {
+    const root = tree({ "a.txt": "aa", "b/c.md": "ccc", "b/d.md": "d" });
+    const server = await serve(root);
+    const random = seeded(18);
+    const statements = [
+      ...Array.from({ length: 24 }, (_, i) => statement(random, i)),
+      "SELECT path, size, ext FROM './' ORDER BY path DESC",
+      "SELECT path FROM './' ORDER BY size DESC, path LIMIT 2",
+      `${SERIES} SELECT value, value * 7 % 5 AS k FROM s ORDER BY k, value DESC`,
+      `${SERIES} SELECT k, count(*) AS n FROM (SELECT value % 7 AS k FROM s) GROUP BY k ORDER BY n, k DESC`,
+      "SELECT * FROM './b/*.md' ORDER BY size",
+      "SELECT 1;",
+      "VALUES (1, 'x'), (2, NULL)",
+      "SELECT count(*) AS n, 'x' AS n FROM './'",
+    ];
+    for (const sql of statements) {
+      const [fromServer, fromCli] = await Promise.all([
+        postQuery(server, sql),
+        runDirq(["query", sql, "--format", "json"], { cwd: root }),
+      ]);
+      assert.equal(fromCli.code, 0, `${sql}: ${fromCli.stderr}`);
+      assert.equal(fromServer.status, 200, `${sql}: ${fromServer.text}`);
+      assert.equal(fromServer.text, fromCli.stdout, sql);
+    }
+  });
+});
