@@ -40,6 +40,8 @@ export interface StartOptions {
   timeoutMs?: number;
   /** Its own process group (as a shell job is), so a signal can reach the whole group. */
   detached?: boolean;
+  /** A command that runs `node <dirq> server ...` for it (e.g. `unshare -Ur ...`). */
+  prefix?: readonly string[];
   /** Extra environment variables (progress is off unless set here). */
   env?: Record<string, string>;
 }
@@ -56,8 +58,13 @@ function spawnServer(
   cwd: string,
   detached = false,
   env: Record<string, string> = {},
+  prefix: readonly string[] = [],
 ): ChildProcess {
-  return spawn(process.execPath, [DIRQ_BIN, "server", ...args], {
+  const [command, ...rest] = [...prefix, process.execPath, DIRQ_BIN, "server", ...args] as [
+    string,
+    ...string[],
+  ];
+  return spawn(command, rest, {
     cwd,
     detached,
     env: { ...process.env, DIRQ_PROGRESS: "never", ...env },
@@ -85,7 +92,7 @@ export async function startServer(
   args: readonly string[],
   options: StartOptions,
 ): Promise<ServerProcess> {
-  const child = spawnServer(args, options.cwd, options.detached, options.env);
+  const child = spawnServer(args, options.cwd, options.detached, options.env, options.prefix);
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {

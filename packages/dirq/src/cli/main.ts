@@ -8,6 +8,7 @@ import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { escapeControlCharacters } from "../output/escape.js";
 import { HeldOutput } from "../output/held-output.js";
 import { jsonChunks } from "../output/json.js";
+import { stopRunningHooks } from "../parse/run-hook.js";
 import { readVersion } from "../version.js";
 import {
   type Command,
@@ -74,7 +75,35 @@ function spillThreshold(): number | undefined {
   return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : undefined;
 }
 
+/**
+ * Ctrl-C, a kill or a hang-up during a one-shot query: stop the hooks (each with the processes
+ * it started, which sit in process groups of their own and so never see the terminal's Ctrl-C),
+ * then end as that signal would have ended dirq. Returns the function that removes the handlers.
+ */
+function stopHooksOnSignal(): () => void {
+  const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+  const handler = (signal: NodeJS.Signals) => {
+    remove();
+    stopRunningHooks();
+    process.kill(process.pid, signal);
+  };
+  const remove = () => {
+    for (const signal of signals) process.off(signal, handler);
+  };
+  for (const signal of signals) process.on(signal, handler);
+  return remove;
+}
+
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
+  const removeSignalHandlers = stopHooksOnSignal();
+  try {
+    return await runQueryToEnd(command, io);
+  } finally {
+    removeSignalHandlers();
+  }
+}
+
+async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> {
   // The config loader (TOML, schema validation) is loaded only when a config is given.
   const config =
     command.configs.length === 0

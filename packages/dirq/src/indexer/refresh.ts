@@ -1,4 +1,4 @@
-import { lstatSync, realpathSync, statSync } from "node:fs";
+import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
 import { isDirqError } from "../errors.js";
 import type { HookRow } from "../parse/hook-rows.js";
 import { parseFiles } from "../parse/parse-files.js";
@@ -58,24 +58,49 @@ function messageOf(error: unknown): string {
 }
 
 /**
+ * The absolute path as raw bytes of a row whose `path` shows U+FFFD for bytes that are not
+ * valid UTF-8 (as the walk lists such a name); `null` when the name is plain or no entry of
+ * its folder decodes to it.
+ */
+function rawPathOf(root: string, path: string): Buffer | null {
+  if (!path.includes("\uFFFD")) return null;
+  let current = Buffer.from(root);
+  for (const segment of path.split("/")) {
+    let name: Buffer | undefined = Buffer.from(segment);
+    if (segment.includes("\uFFFD")) {
+      try {
+        const entries = readdirSync(current, { encoding: "buffer" });
+        name = entries.find((entry) => entry.toString("utf8") === segment);
+      } catch {
+        return null;
+      }
+      if (name === undefined) return null;
+    }
+    current = Buffer.concat([current, Buffer.from("/"), name]);
+  }
+  return current;
+}
+
+/**
  * Whether the file at `path` is a row, and its size and times (whole seconds, as the walk's
  * stat records them). Symlinks count when they resolve to a regular file inside the root; a
  * link leading outside is never read. Throws only for errors a walk would not explain.
  */
 function fileRowStat(root: string, path: string): FileStat | null {
-  const absolute = `${root}/${path}`;
+  const raw = rawPathOf(root, path);
+  const absolute = raw ?? `${root}/${path}`;
   try {
     const link = lstatSync(absolute, { throwIfNoEntry: false });
     if (link === undefined) return null;
     if (link.isSymbolicLink()) {
-      const target = realpathSync(absolute);
-      if (!target.startsWith(`${root}/`)) return null;
+      const target = realpathSync(absolute, { encoding: "buffer" });
+      if (!target.toString("utf8").startsWith(`${root}/`)) return null;
       if (!statSync(target, { throwIfNoEntry: false })?.isFile()) return null;
     } else if (!link.isFile()) {
       return null;
     }
     // The walk's own stat, so a refreshed row and a freshly built one agree to the second.
-    const stats = statPaths(root, [path]);
+    const stats = statPaths(root, [path], raw ? new Map([[path, raw]]) : undefined);
     if (Number.isNaN(stats[0])) return null;
     return [stats[0] as number, stats[1] as number, stats[2] as number];
   } catch (error) {
@@ -288,7 +313,9 @@ export class Refresher {
       }
       const signature = stat ? stat.join(":") : "missing";
       if (onlyIfChanged && this.fileSignatures.get(file) === signature) continue;
-      this.fileSignatures.set(file, signature);
+      // A file that is gone is forgotten: a long-lived server sees endless new names.
+      if (stat === null) this.fileSignatures.delete(file);
+      else this.fileSignatures.set(file, signature);
       // Taken before the hooks read the file: an edit while they run is seen next time.
       const recorded =
         this.catalog !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;

@@ -5,6 +5,13 @@ import { expandHookCommand, type HookCommand } from "./hook-command.js";
 /** How much of a failing hook's stderr a message quotes. */
 const STDERR_TAIL_BYTES = 1000;
 
+/**
+ * Most a hook may print for one file. Past it the hook is stopped and the file skipped: a
+ * hook that prints for ever must not take all memory (and JSON text this long is beyond what
+ * one JavaScript string holds anyway).
+ */
+export const MAX_HOOK_OUTPUT_BYTES = 256 * 1024 * 1024;
+
 export type HookOutcome = { ok: true; stdout: Buffer } | { ok: false; reason: string };
 
 function tail(chunks: Buffer[]): string {
@@ -52,11 +59,34 @@ export function observeHookProcesses(next: HookProcessObserver | null): void {
 }
 
 /**
- * Stops every hook process still running (a long-lived process shutting down): a hung hook
- * would otherwise keep it alive for ever. Their files count as failed.
+ * Kills a hook and every process it started: each hook leads its own process group, so a
+ * child it forked (holding its stdout, or left behind) goes too.
+ */
+function killGroup(child: ChildProcess): void {
+  if (child.pid === undefined) return;
+  try {
+    process.kill(-child.pid, "SIGKILL");
+  } catch {
+    // The group is gone already (only the leader ran, and it was reaped).
+    child.kill("SIGKILL");
+  }
+}
+
+/**
+ * Stops every hook process still running, with the processes they started (a process shutting
+ * down, or ended by a signal): a hung hook would otherwise keep it alive or outlive it. Their
+ * files count as failed.
  */
 export function stopRunningHooks(): void {
-  for (const child of running) child.kill("SIGKILL");
+  for (const child of running) killGroup(child);
+}
+
+let exitHookInstalled = false;
+/** However this process ends normally, no hook it started outlives it. */
+function stopHooksOnExit(): void {
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", stopRunningHooks);
 }
 
 /**
@@ -71,16 +101,28 @@ export function runHook(
   signal?: AbortSignal,
 ): Promise<HookOutcome> {
   const [program, ...args] = expandHookCommand(command, file);
+  stopHooksOnExit();
   return new Promise((resolve, reject) => {
+    if (signal?.aborted) {
+      resolve({ ok: false, reason: "hook was stopped: the work was abandoned" });
+      return;
+    }
+    // Its own process group, so that stopping it stops whatever it started.
     const child = spawn(program as string, args, {
       cwd: file.root,
       stdio: ["ignore", "pipe", "pipe"],
-      signal,
+      detached: true,
     });
     running.add(child);
     const pid = child.pid;
     if (pid !== undefined) observer?.started(pid);
+    const onAbort = () => {
+      killGroup(child);
+      resolve({ ok: false, reason: "hook was stopped: the work was abandoned" });
+    };
+    signal?.addEventListener("abort", onAbort, { once: true });
     const ended = () => {
+      signal?.removeEventListener("abort", onAbort);
       if (!running.delete(child)) return;
       if (pid !== undefined) observer?.ended(pid);
     };
@@ -88,18 +130,37 @@ export function runHook(
     child.once("error", ended);
     const stdout: Buffer[] = [];
     const stderr: Buffer[] = [];
-    child.stdout.on("data", (chunk: Buffer) => stdout.push(chunk));
+    let printed = 0;
+    let overflowed = false;
+    child.stdout.on("data", (chunk: Buffer) => {
+      printed += chunk.length;
+      if (printed > MAX_HOOK_OUTPUT_BYTES) {
+        if (!overflowed) killGroup(child);
+        overflowed = true;
+        stdout.length = 0;
+        return;
+      }
+      stdout.push(chunk);
+    });
     child.stderr.on("data", (chunk: Buffer) => keepTail(stderr, chunk));
     child.on("error", (error: NodeJS.ErrnoException) => {
-      if (error.name === "AbortError") {
-        resolve({ ok: false, reason: "hook was stopped: the work was abandoned" });
-      } else if (error.code === "ENOENT" || error.code === "EACCES" || child.pid === undefined) {
+      if (error.code === "ENOENT" || error.code === "EACCES" || child.pid === undefined) {
         reject(startFailure(command, error));
       } else {
         resolve({ ok: false, reason: error.message });
       }
     });
     child.on("close", (code, signal) => {
+      // Whatever it started and left behind (a daemon with its own output) is stopped too.
+      killGroup(child);
+      if (overflowed) {
+        const limit = MAX_HOOK_OUTPUT_BYTES / 1024 / 1024;
+        resolve({
+          ok: false,
+          reason: `hook printed more than ${limit} MiB for one file and was stopped`,
+        });
+        return;
+      }
       if (code === 0) {
         resolve({ ok: true, stdout: Buffer.concat(stdout) });
         return;

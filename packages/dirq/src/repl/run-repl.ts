@@ -7,6 +7,7 @@ import type { ReplCommand } from "../cli/args.js";
 import { EMPTY_CONFIG } from "../config/types.js";
 import { DirqError, isDirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
+import { stopRunningHooks } from "../parse/run-hook.js";
 import type { SkippedPath } from "../scan/walk.js";
 import type { AnswerFormat } from "../server/query-pool.js";
 import { readVersion } from "../version.js";
@@ -83,10 +84,15 @@ class Session {
     this.running?.abort();
   }
 
-  /** Stops the running statement, and every later one before it starts. */
+  /**
+   * Stops the running statement, and every later one before it starts; the session is ending,
+   * so hooks still running (a build that a statement started) are stopped too, or closing the
+   * index would wait for them.
+   */
   stop(): void {
     this.stopped = true;
     this.interrupt();
+    stopRunningHooks();
   }
 
   /** Runs one statement; a failure is told on stderr and the session goes on. */

@@ -2,8 +2,11 @@ import { type Server, STATUS_CODES } from "node:http";
 import { networkInterfaces } from "node:os";
 import type { Socket } from "node:net";
 
-/** Open connections at once (event streams included); more are answered 503 and closed. */
-export const MAX_CONNECTIONS = 256;
+/**
+ * Open connections at once (event streams included); more are answered 503 and closed. Room
+ * for a thousand `/events` subscribers and their queries; each costs one file descriptor.
+ */
+export const MAX_CONNECTIONS = 2048;
 /** Time for a client to send the request line and headers. */
 export const HEADERS_TIMEOUT_MS = 10_000;
 /** Time for a client to send its whole request, body included. */

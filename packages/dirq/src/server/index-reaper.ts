@@ -17,10 +17,13 @@ process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
 process.on("disconnect", () => {
   for (const pid of hooks) {
-    try {
-      process.kill(pid, "SIGKILL");
-    } catch {
-      // already gone
+    // Each hook leads its own process group: what it started goes with it.
+    for (const target of [-pid, pid]) {
+      try {
+        process.kill(target, "SIGKILL");
+      } catch {
+        // already gone
+      }
     }
   }
   if (directory) rmSync(directory, { recursive: true, force: true });

@@ -19,6 +19,29 @@ export interface ChangeBatch {
  */
 const RECHECK_AFTER_MS = 75;
 
+/**
+ * Once the system refuses more watches (inotify's `max_user_watches`, or too many open files),
+ * the whole tree is rescanned this often, and at least four times as long as a rescan takes:
+ * changes are found late, never lost.
+ */
+export const POLL_INTERVAL_MS = 2_000;
+
+/** Errors that mean the system will not give the watcher another watch. */
+const WATCH_LIMIT_CODES = new Set(["ENOSPC", "EMFILE", "ENFILE"]);
+
+/** The one report of a watch limit reached: from then on the tree is polled. */
+export class WatchLimitError extends Error {
+  constructor(cause: NodeJS.ErrnoException) {
+    const limit =
+      cause.code === "ENOSPC"
+        ? "the system limit on inotify watches (fs.inotify.max_user_watches)"
+        : "the limit on open files";
+    super(
+      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): changes are now found by rescanning the tree every ${POLL_INTERVAL_MS / 1000} s or more; raise the limit for immediate updates`,
+    );
+  }
+}
+
 function emptyBatch(): ChangeBatch {
   return { paths: new Set(), recheck: new Set(), rescan: false };
 }
@@ -67,6 +90,8 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
   let closed = false;
+  let polling = false;
+  let pollTimer: NodeJS.Timeout | null = null;
   let reopen: () => Promise<void> = async () => {};
 
   const flush = async () => {
@@ -79,9 +104,11 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     const batch = pending;
     pending = emptyBatch();
     if ((batch.paths.size === 0 && batch.recheck.size === 0) || closed) return;
+    const started = Date.now();
     running = options.onBatch(batch).catch((error) => options.onError?.(error));
     await running;
     running = null;
+    if (batch.rescan && polling) schedulePoll(Date.now() - started);
     // A rescan that the reopening itself asked for has no new rules to pick up.
     if (batch.rescan && !batch.paths.has("") && !closed) void reopen();
     if (batch.paths.size > 0) {
@@ -92,6 +119,36 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
       }, RECHECK_AFTER_MS).unref();
     }
     if (hasPending() && timer === null) schedule();
+  };
+
+  /** The next rescan of a watcher past the system's limit. */
+  const schedulePoll = (lastRescanMs: number) => {
+    if (closed || pollTimer !== null) return;
+    pollTimer = setTimeout(
+      () => {
+        pollTimer = null;
+        if (closed) return;
+        pending.rescan = true;
+        pending.paths.add("");
+        schedule();
+      },
+      Math.max(POLL_INTERVAL_MS, 4 * lastRescanMs),
+    );
+    pollTimer.unref();
+  };
+
+  /** A watch the system refused: say so once, and poll from then on (never go stale). */
+  const onWatchError = (error: unknown) => {
+    const code = (error as NodeJS.ErrnoException | null)?.code ?? "";
+    if (!WATCH_LIMIT_CODES.has(code)) {
+      options.onError?.(error);
+      return;
+    }
+    if (polling) return;
+    polling = true;
+    options.onError?.(new WatchLimitError(error as NodeJS.ErrnoException));
+    // What changed in folders nobody watches is found by the first rescan.
+    schedulePoll(0);
   };
 
   const hasPending = () => pending.paths.size > 0 || pending.recheck.size > 0;
@@ -126,7 +183,19 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
       if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
       schedule();
     });
-    next.on("error", (error) => options.onError?.(error));
+    // chokidar reports nothing for a name that is not valid UTF-8 (Node hands it over with
+    // U+FFFD in place of the bad bytes): the raw event of the folder's watch still names it.
+    next.on("raw", (_event, name, details) => {
+      if (next !== watcher || typeof name !== "string" || !name.includes("\uFFFD")) return;
+      const folder = (details as { watchedPath?: string } | undefined)?.watchedPath ?? root;
+      const absolute = `${folder}/${name}`;
+      if (isSkipped(root, absolute)) return;
+      const path = relativePath(root, absolute);
+      if (path === "" || path.startsWith("..")) return;
+      pending.paths.add(path);
+      schedule();
+    });
+    next.on("error", onWatchError);
     watcher = next;
     ready = new Promise<void>((resolve) => next.once("ready", () => resolve()));
     return ready;
@@ -150,6 +219,7 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     async close() {
       closed = true;
       if (timer) clearTimeout(timer);
+      if (pollTimer) clearTimeout(pollTimer);
       await watcher?.close();
       await running;
     },
