@@ -15,6 +15,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { openSqlite } from "../src/indexer/database.js";
 import {
   DIRQ_BIN,
   makeTree,
@@ -92,6 +93,16 @@ function workspace(files = 6): Workspace {
 }
 
 const ALL_POSTS = "SELECT _dirq_file_path AS file, n, title FROM posts ORDER BY file";
+
+/** Runs SQL on a database file with the SQLite library dirq itself uses. */
+function runSql(path: string, sql: string): void {
+  const db = openSqlite(path);
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
+}
 
 /** Sets a file's mtime to exactly `ns` nanoseconds since the epoch (GNU touch keeps them all). */
 function setMtimeNs(path: string, ns: bigint): void {
@@ -279,7 +290,7 @@ describe("--persist: a cache that cannot be reused is rebuilt, never a crash", (
       assert.equal(ws.parsed().length, 3, label);
     }
     // Another dirq version wrote it.
-    execFileSync("sqlite3", [cache, "UPDATE _dirq_meta SET value = '0.0.1' WHERE key = 'version'"]);
+    runSql(cache, "UPDATE _dirq_meta SET value = '0.0.1' WHERE key = 'version'");
     const result = await ws.run([
       "query",
       ALL_POSTS,
@@ -313,10 +324,7 @@ describe("--persist: a cache that cannot be reused is rebuilt, never a crash", (
     assert.match(other.stderr, /rebuilding the cache .*it indexes another root/);
 
     const foreign = join(a.root, "..", `${Date.now()}-mine.db`);
-    execFileSync("sqlite3", [
-      foreign,
-      "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep me')",
-    ]);
+    runSql(foreign, "CREATE TABLE notes (t TEXT); INSERT INTO notes VALUES ('keep me')");
     const before = readFileSync(foreign);
     const refused = await a.run(["SELECT 1", `--persist=${foreign}`]);
     assert.equal(refused.code, 1);
