@@ -8,7 +8,6 @@ import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { escapeControlCharacters } from "../output/escape.js";
 import { HeldOutput } from "../output/held-output.js";
 import { jsonChunks } from "../output/json.js";
-import { stopRunningHooks } from "../parse/run-hook.js";
 import { readVersion } from "../version.js";
 import {
   type Command,
@@ -84,8 +83,12 @@ function stopHooksOnSignal(): () => void {
   const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
   const handler = (signal: NodeJS.Signals) => {
     remove();
-    stopRunningHooks();
-    process.kill(process.pid, signal);
+    // The same module instance the engine runs its hooks through: the engine is loaded on
+    // demand (unbundled), so a static import here would be the bundle's own, empty copy.
+    void import("../parse/run-hook.js").then(({ stopRunningHooks }) => {
+      stopRunningHooks();
+      process.kill(process.pid, signal);
+    });
   };
   const remove = () => {
     for (const signal of signals) process.off(signal, handler);
