@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { seededRandom } from "./differential.js";
 import { describe, it } from "node:test";
 import { runDirq } from "./helpers.js";
 import { postQuery, serverFixtures } from "./server-support.js";
@@ -10,18 +11,6 @@ import { postQuery, serverFixtures } from "./server-support.js";
  */
 
 const { tree, serve } = serverFixtures();
-
-/** A small seeded generator (mulberry32), so a failure can be run again. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const TEXTS = [
   "'plain'",
@@ -73,7 +62,7 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
   it("answers with the same bytes as the CLI, for seeded statements with every kind of value", async () => {
     const root = tree({ "a.txt": "aa", "b/c.md": "ccc", "b/d.md": "d" });
     const server = await serve(root);
-    const random = seeded(18);
+    const random = seededRandom(18);
     const statements = [
       ...Array.from({ length: 24 }, (_, i) => statement(random, i)),
       "SELECT path, size, ext FROM './' ORDER BY path DESC",

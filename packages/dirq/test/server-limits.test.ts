@@ -255,11 +255,21 @@ else process.stdout.write("[]");
     assert.ok(existsSync(indexDir));
     await server.stop("SIGKILL");
     await running;
+    // A pid is the same process only while its start time is: pids are reused (pid_max is
+    // 32768 here, and the suite starts thousands of processes).
+    const started = new Map(children.map((pid) => [pid, startTime(pid)]));
+    const alive = () =>
+      children.filter((pid) => startTime(pid) === started.get(pid) && !isZombie(pid));
     await eventually(
-      () => children.every((pid) => !existsSync(`/proc/${pid}`) || isZombie(pid)),
+      () => alive().length === 0,
       "every child of the killed server is gone",
       60_000,
-    );
+    ).catch((error: unknown) => {
+      const left = alive().map(
+        (pid) => `${pid}: ${safeRead(`/proc/${pid}/cmdline`).replaceAll("\0", " ")}`,
+      );
+      throw new Error(`${(error as Error).message}; still running: ${left.join("; ")}`);
+    });
     await eventually(() => !existsSync(indexDir), "the temporary index is removed", 60_000);
   });
 
@@ -330,6 +340,16 @@ function safeReadlink(path: string): string {
     return readlinkSync(path);
   } catch {
     return "";
+  }
+}
+
+/** Field 22 of /proc/<pid>/stat (start time in clock ticks), or null when the process is gone. */
+function startTime(pid: number): string | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ")[19] ?? null;
+  } catch {
+    return null;
   }
 }
 
