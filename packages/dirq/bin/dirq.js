@@ -2,7 +2,7 @@
 // The npm launcher: plugin discovery (see docs/plugins.md), then the CLI.
 import { fileURLToPath } from "node:url";
 // One bundled module (see scripts/build-cli.mjs): start-up counts.
-import { launch } from "../dist/src/cli-bundle.js";
+import { launch } from "../dist/src/cli-bundle/launch.js";
 
 // A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
 // stdout (`> /dev/full`) is one diagnostic line, never a stack trace.

@@ -1,37 +1,35 @@
 #!/usr/bin/env node
-// Bundles the CLI's start path (launcher, argument parsing, the one-shot query engine) into
-// one module, dist/src/cli-bundle.js, which bin/dirq.js loads. Why: Node 20's ESM loader pays
-// an async open, read and compile per module, and the one-shot path has about fifty of them;
-// measured, that was most of `dirq "SELECT 1"`'s time beyond Node's own start-up. What a
-// command loads on demand (the server, the REPL, the config loader, the table renderer) stays
-// a dynamic import of the unbundled modules beside it, so it costs nothing when unused.
+// Bundles the CLI (launcher, argument parsing, the one-shot query engine, and what commands
+// load on demand) into dist/src/cli-bundle/, which bin/dirq.js loads. Why: Node 20's ESM loader
+// pays an async open, read and compile per module, and a query loads about eighty of them;
+// measured, that was most of `dirq "SELECT 1"`'s time beyond Node's own start-up. Code
+// splitting keeps what a command loads on demand (the engine, the server, the REPL, the config
+// loader, the table renderer) in chunks of their own, so it costs nothing when unused, and
+// every module has exactly one instance: a module the start path and a lazy chunk both use
+// lives in a shared chunk (its state, such as the running hooks or prestarted workers, is one).
 import { build } from "esbuild";
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const srcDir = join(packageDir, "dist", "src");
-const bundle = join(srcDir, "cli-bundle.js");
+const outdir = join(srcDir, "cli-bundle");
 
 /** A path relative to the bundle's folder, as an import specifier. */
 function fromBundle(absolute) {
-  const path = relative(dirname(bundle), absolute).split("\\").join("/");
+  const path = relative(outdir, absolute).split("\\").join("/");
   return path.startsWith(".") ? path : `./${path}`;
 }
 
 /**
- * Keeps the modules' relative references right from the bundle's folder: dynamic imports stay
- * external (loaded on demand), and `new URL("./x.js", import.meta.url)` (worker scripts, the
- * package manifest) is rebased from the module's folder to the bundle's.
+ * Keeps the modules' relative references right from the bundle's folder:
+ * `new URL("./x.js", import.meta.url)` (worker scripts, child process scripts, the package
+ * manifest, the web console) is rebased from the module's folder to the bundle's.
  */
 const relocate = {
   name: "relocate",
   setup(build) {
-    build.onResolve({ filter: /^\.\.?\//, namespace: "file" }, (args) => {
-      if (args.kind !== "dynamic-import") return undefined;
-      return { path: fromBundle(resolve(args.resolveDir, args.path)), external: true };
-    });
     build.onLoad({ filter: /\.js$/ }, (args) => {
       const source = readFileSync(args.path, "utf8");
       const contents = source.replace(
@@ -44,10 +42,15 @@ const relocate = {
   },
 };
 
+// Chunk names carry content hashes: the previous build's would linger.
+rmSync(outdir, { recursive: true, force: true });
+
 await build({
-  entryPoints: [join(srcDir, "launcher", "launch.js")],
-  outfile: bundle,
+  entryPoints: { launch: join(srcDir, "launcher", "launch.js") },
+  outdir,
   bundle: true,
+  splitting: true,
+  chunkNames: "[name]-[hash]",
   format: "esm",
   platform: "node",
   target: "node20",

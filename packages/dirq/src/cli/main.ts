@@ -83,8 +83,8 @@ function stopHooksOnSignal(): () => void {
   const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
   const handler = (signal: NodeJS.Signals) => {
     remove();
-    // The same module instance the engine runs its hooks through: the engine is loaded on
-    // demand (unbundled), so a static import here would be the bundle's own, empty copy.
+    // Loaded on demand like the engine that runs the hooks (one module instance either way:
+    // the CLI bundle shares modules between its chunks).
     void import("../parse/run-hook.js").then(({ stopRunningHooks }) => {
       stopRunningHooks();
       process.kill(process.pid, signal);
@@ -95,6 +95,24 @@ function stopHooksOnSignal(): () => void {
   };
   for (const signal of signals) process.on(signal, handler);
   return remove;
+}
+
+/**
+ * For a one-shot query whose config files declare worker functions the SQL calls: starts those
+ * workers now, before the launcher's plugin discovery and before the config loader and engine
+ * load, so a worker's own start-up is over when the statement first calls it. Anything wrong
+ * with the command line or the files is left for `run` to report.
+ */
+export async function startQueryWorkersEarly(argv: readonly string[], cwd: string): Promise<void> {
+  let command: Command;
+  try {
+    command = parseCommandLine(argv);
+  } catch {
+    return;
+  }
+  if (command.kind !== "query" || command.configs.length === 0) return;
+  const { prestartWorkersFromConfigFiles } = await import("../functions/prestart.js");
+  prestartWorkersFromConfigFiles(command.sql, command.configs, cwd);
 }
 
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {

@@ -2,7 +2,7 @@ import type { SqliteDatabase } from "../indexer/database.js";
 import { DirqError } from "../errors.js";
 import { toStoredValue } from "../parse/hook-rows.js";
 import type { ProgressReporter } from "../progress/reporter.js";
-import { type WorkerReply, WorkerProcess, type WorkerSpec } from "./worker-process.js";
+import { WorkerProcess, type WorkerSpec } from "./worker-process.js";
 
 export type { WorkerSpec };
 
@@ -12,12 +12,18 @@ export type { WorkerSpec };
  */
 const MAX_ROUNDS = 32;
 
+/** Marks a call sent to the worker whose answer has not come back yet. */
+const PENDING: unique symbol = Symbol("pending");
+
 /** One function's calls in the query being answered. */
 interface CallState {
-  /** Answers by call key, kept across the passes of one query. */
+  /**
+   * Answers by call key, kept across the passes of one query; `PENDING` while a call is out
+   * (so a repeat in the same pass is not sent again).
+   */
   answers: Map<CallKey, unknown>;
-  /** Calls of this pass that have no answer yet, by key: their position in the batch sent. */
-  missing: Map<CallKey, number>;
+  /** The keys of the calls sent in this pass, by their position in the batch. */
+  sent: CallKey[];
   worker: WorkerProcess;
   /** How often each argument list was seen in this pass (non-deterministic functions). */
   seen: Map<CallKey, number>;
@@ -135,12 +141,12 @@ export class WorkerFunctions {
     }
     // Answers are never `undefined` (a JSON null is stored as null).
     const answer = state.answers.get(callId);
+    if (answer === PENDING) return null;
     if (answer !== undefined) return answer;
-    if (!state.missing.has(callId)) {
-      // Sent at once: the worker answers while this pass goes on.
-      state.missing.set(callId, state.worker.send(argumentsJson(args)));
-      this.unanswered++;
-    }
+    // Sent at once: the worker answers while this pass goes on.
+    state.answers.set(callId, PENDING);
+    state.sent[state.worker.send(argumentsJson(args))] = callId;
+    this.unanswered++;
     return null;
   }
 
@@ -173,7 +179,7 @@ export class WorkerFunctions {
   ): Promise<T> {
     const calls = new Map<string, CallState>();
     for (const [key, worker] of this.workers) {
-      calls.set(key, { answers: new Map(), missing: new Map(), seen: new Map(), worker });
+      calls.set(key, { answers: new Map(), sent: [], seen: new Map(), worker });
     }
     const pending = () => this.unanswered > 0;
     // The statement is about to call these: their start-up overlaps the first pass.
@@ -186,7 +192,7 @@ export class WorkerFunctions {
     try {
       for (let round = 0; ; round++) {
         for (const state of calls.values()) {
-          state.missing.clear();
+          state.sent = [];
           state.seen.clear();
         }
         this.unanswered = 0;
@@ -207,16 +213,32 @@ export class WorkerFunctions {
         // that no worker is left answering a batch nobody waits for.
         const exchanges = await Promise.allSettled(
           [...calls.values()].map(async (state) => {
-            if (state.missing.size === 0) return;
-            sent += state.missing.size;
+            if (state.sent.length === 0) return;
+            sent += state.sent.length;
             current.update(line());
-            // Only a cache hit changes the line: the other replies need no update.
-            const replies = await state.worker.collect((reply) => {
+            // Each answer is stored as it arrives (while the worker is still answering the
+            // rest), so nothing is left to do once the last one is in.
+            // The failure reported is the first call's in the order SQLite made them.
+            const failed = { position: -1, error: "" };
+            await state.worker.collect((reply, position) => {
+              const callId = state.sent[position] as CallKey;
+              if (reply.ok) state.answers.set(callId, toStoredValue(reply.result));
+              else {
+                state.answers.delete(callId);
+                if (failed.position < 0 || position < failed.position) {
+                  failed.position = position;
+                  failed.error = reply.error;
+                }
+              }
+              // Only a cache hit changes the line: the other replies need no update.
               if (!reply.cached) return;
               cached++;
               current.update(line());
             });
-            this.record(state, replies);
+            if (failed.position >= 0) {
+              const name = state.worker.spec.name;
+              throw new DirqError("WORKER_FAILED", `worker function ${name}: ${failed.error}`);
+            }
           }),
         );
         // The round's final count (with its cache hits) is shown, whatever the rate limit.
@@ -230,17 +252,6 @@ export class WorkerFunctions {
       // A pass that failed may have left requests unanswered: such a worker is stopped (the
       // next call starts a fresh one) rather than waited for.
       for (const worker of this.workers.values()) worker.abandonBatch();
-    }
-  }
-
-  private record(state: CallState, replies: WorkerReply[]): void {
-    for (const [callId, position] of state.missing) {
-      const reply = replies[position] as WorkerReply;
-      if (!reply.ok) {
-        const name = state.worker.spec.name;
-        throw new DirqError("WORKER_FAILED", `worker function ${name}: ${reply.error}`);
-      }
-      state.answers.set(callId, toStoredValue(reply.result));
     }
   }
 

@@ -38,7 +38,7 @@ interface Batch {
   failure: Error | null;
   /** Set by `collect`. */
   waiter: {
-    onReply: (reply: WorkerReply) => void;
+    onReply: (reply: WorkerReply, position: number) => void;
     resolve: (replies: WorkerReply[]) => void;
     reject: (error: Error) => void;
   } | null;
@@ -272,7 +272,7 @@ export class WorkerProcess {
     batch.replies[index] = reply;
     batch.received++;
     if (batch.waiter) {
-      batch.waiter.onReply(reply);
+      batch.waiter.onReply(reply, index);
       if (batch.received === batch.sent) {
         this.batch = null;
         batch.waiter.resolve(batch.replies as WorkerReply[]);
@@ -308,11 +308,11 @@ export class WorkerProcess {
   }
 
   /**
-   * Resolves with the replies to every request sent since the last collect, in order.
-   * Rejects with a `WORKER_FAILED` DirqError when the worker cannot start, dies or prints
+   * Resolves with the replies to every request sent since the last collect, in order;
+   * `onReply` sees each with its position as it arrives (those already in, first). Rejects with a `WORKER_FAILED` DirqError when the worker cannot start, dies or prints
    * something that is not a response; the worker is then gone and the next call restarts it.
    */
-  collect(onReply: (reply: WorkerReply) => void): Promise<WorkerReply[]> {
+  collect(onReply: (reply: WorkerReply, position: number) => void): Promise<WorkerReply[]> {
     const batch = this.batch;
     if (batch === null) return Promise.resolve([]);
     if (batch.failure) {
@@ -321,7 +321,9 @@ export class WorkerProcess {
       return Promise.reject(batch.failure);
     }
     if (this.child) this.flush(this.child);
-    for (const reply of batch.replies) if (reply) onReply(reply);
+    batch.replies.forEach((reply, position) => {
+      if (reply) onReply(reply, position);
+    });
     if (batch.received === batch.sent) {
       this.batch = null;
       return Promise.resolve(batch.replies as WorkerReply[]);
@@ -344,6 +346,8 @@ export class WorkerProcess {
     running.delete(this);
     child.stdin.end();
     killGroup(child, this.options.sharedGroup === true);
+    // It is killed: dirq need not wait for the system to reap it before it can exit.
+    holdOpen(child, false);
     this.outgoing = [];
     this.batch?.waiter?.reject(workerError(this.spec, "the worker was stopped"));
     this.batch = null;

@@ -1,4 +1,4 @@
-import { type CliIo, run } from "../cli/main.js";
+import { type CliIo, run, startQueryWorkersEarly } from "../cli/main.js";
 import { discoverNpmPlugins, LauncherError } from "./npm-plugins.js";
 import { pluginsDisabledByEnv, takeNoPluginFlag, withPluginConfigs } from "./plugin-args.js";
 
@@ -14,6 +14,8 @@ export async function launch(
 ): Promise<number> {
   const { argv: args, noPlugin } = takeNoPluginFlag(argv);
   if (noPlugin || pluginsDisabledByEnv(options.env.DIRQ_NO_PLUGIN)) return run(args, io);
+  // Discovery reads every installed package's manifest: the query's workers start first.
+  await startQueryWorkersEarly(args, io.cwd);
   let fragments: string[];
   try {
     fragments = discoverNpmPlugins(io.cwd, options.launcherPackage).map((plugin) => plugin.config);
