@@ -84,4 +84,46 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
       assert.equal(fromServer.text, fromCli.stdout, sql);
     }
   });
+
+  it("answers table columns holding values their declared type does not promise like the CLI", async () => {
+    // SQLite writes columns read straight from a table without type checks when their type
+    // allows it: a REAL in an INTEGER column, a number in a TEXT column, a value of a second
+    // UNION arm with a JSON subtype, and a BLOB must still come out as the JS way writes them.
+    const rows = [
+      { t: "plain", i: 1, n: 1 },
+      { t: 2.5, i: 1.5, n: "x" },
+      { t: "1e999", i: "text in an integer column", n: 0.1 },
+      { t: null, i: 9007199254740992, n: null },
+    ];
+    const root = tree({
+      "rows.json": JSON.stringify(rows),
+      "typed.toml": [
+        "[[table]]",
+        'name = "typed"',
+        'glob = "rows.json"',
+        'schema = { t = "TEXT", i = "INTEGER", n = "BLOB" }',
+        'on-file = "cat {path}"',
+      ].join("\n"),
+    });
+    const server = await serve(root, ["-c", "typed.toml"]);
+    const statements = [
+      "SELECT t, i, n FROM typed",
+      "SELECT t FROM typed WHERE i IS NOT NULL",
+      "SELECT i FROM typed WHERE typeof(i) = 'integer'",
+      "SELECT t FROM typed UNION ALL SELECT json('[1, 2]')",
+      "SELECT t FROM typed UNION ALL SELECT 1.5",
+      "SELECT x FROM (SELECT t AS x FROM typed) ORDER BY x",
+      "SELECT t, CAST(t AS BLOB) AS b FROM typed",
+      "SELECT path, size FROM './' ORDER BY path",
+    ];
+    for (const sql of statements) {
+      const [fromServer, fromCli] = await Promise.all([
+        postQuery(server, sql),
+        runDirq(["query", sql, "--format", "json", "-c", "typed.toml"], { cwd: root }),
+      ]);
+      assert.equal(fromCli.code, 0, `${sql}: ${fromCli.stderr}`);
+      assert.equal(fromServer.status, 200, `${sql}: ${fromServer.text}`);
+      assert.equal(fromServer.text, fromCli.stdout, sql);
+    }
+  });
 });

@@ -1,23 +1,23 @@
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
+import type { Socket } from "node:net";
 import { availableParallelism } from "node:os";
+import { fileURLToPath } from "node:url";
 import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
+import {
+  AnswerKind,
+  encodeFrame,
+  type Frame,
+  FrameReader,
+  RequestKind,
+  RETIRING,
+} from "./query-frames.js";
 
 /** What a query process answers. */
 export type QueryAnswer =
   /** `body`: JSON answers as UTF-8 bytes (written to the socket as they are), tables as text. */
   | { ok: true; body: string | Uint8Array }
   | { ok: false; message: string; user: boolean; tooLarge?: boolean };
-
-interface QueryReply {
-  id: number;
-  body?: string | Uint8Array;
-  error?: string;
-  user?: boolean;
-  tooLarge?: boolean;
-  /** The process leaves after this reply (it held a large answer): do not reuse it. */
-  retiring?: boolean;
-}
 
 /** How a statement's answer is shaped: the JSON body, or an aligned text table. */
 export type AnswerFormat = "json" | "table";
@@ -30,15 +30,47 @@ export interface RunOptions {
   deadline?: number;
 }
 
+/** One statement on its way: waiting in the pool, or sent to a process. */
+interface Job {
+  id: number;
+  sql: string;
+  format: AnswerFormat;
+  resolve: (answer: QueryAnswer) => void;
+  reject: (error: unknown) => void;
+  /** The process it was sent to; `null` while it waits in the pool. */
+  runner: Runner | null;
+  /** Clears its deadline timer and abort listener. */
+  settle: () => void;
+}
+
 interface Runner {
   child: ChildProcess;
-  busy: boolean;
-  /** When its current statement started (ms), for telling slow statements from quick ones. */
-  since: number;
+  channel: Socket;
+  /** Statements sent and not answered, in the order sent: the first one is running. */
+  jobs: Job[];
+  /** When its first job started (ms): sent to an idle process, or its predecessor answered. */
+  headSince: number;
+  /** Frames to write at the end of this event-loop turn. */
+  out: Buffer[];
+  /** It held a large answer: it gets nothing new and ends once its jobs are answered. */
+  retiring: boolean;
+  /** Killed, exited or broken: its jobs were handed on. */
+  gone: boolean;
 }
 
 /** A statement running longer than this no longer counts against the pool's size. */
 const SLOW_AFTER_MS = 1_000;
+/**
+ * A process whose statement has run this long gets nothing new, and the statements queued
+ * behind it go to other processes: a quick statement never waits long behind a slow one.
+ */
+const STALL_AFTER_MS = 50;
+/**
+ * Statements sent to one process before it answers the first. More than one lets a busy
+ * process work through several in a row and the pool send them in one write; the stall rule
+ * above bounds what a statement can wait behind.
+ */
+const PIPELINE_DEPTH = 8;
 
 export interface QueryPoolOptions {
   /** The shared index (WAL) the processes read. */
@@ -47,7 +79,7 @@ export interface QueryPoolOptions {
   timeoutMs: number;
   /** Answers larger than this (bytes of JSON) are refused with a `tooLarge` error. */
   maxAnswerBytes: number;
-  /** Processes for quick statements; default max(4, 2 × cores). */
+  /** Processes for quick statements; default max(2, cores). */
   maxProcesses?: number;
   /** Extensions and worker functions the processes' connections load (the index's own). */
   profile?: ConnectionProfile;
@@ -61,146 +93,224 @@ function timeoutError(timeoutMs: number): DirqError {
   );
 }
 
+function cancelledError(): DirqError {
+  return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
+}
+
+const QUERY_PROCESS = fileURLToPath(new URL("./query-process.js", import.meta.url));
+
 /**
- * Query processes over the shared index. A statement runs in an idle process (a new one is
- * started when all are busy, up to a limit); one that outlives the timeout is killed, which
- * really stops its work, and its place is taken by a fresh process on demand. Statements that
- * have run for a while stop counting against the limit (up to a hard cap), so a few runaway
- * statements never starve quick ones. A process that produced a large answer leaves after it,
- * so its memory goes back to the system.
+ * Query processes over the shared index. Statements wait in the pool and go to the process
+ * with the fewest outstanding (up to PIPELINE_DEPTH each; a new process is started when every
+ * one is full, up to a limit). A statement that outlives its deadline is stopped by killing
+ * its process, which really stops its work; the statements queued behind it go elsewhere.
+ * Statements that have run for a while stop counting against the limit (up to a hard cap),
+ * so a few runaway statements never starve quick ones. A process that produced a large
+ * answer leaves after it, so its memory goes back to the system.
  */
 export class QueryPool {
   private readonly runners = new Set<Runner>();
-  private readonly waiting: ((runner: Runner) => void)[] = [];
-  private nextId = 0;
+  private readonly waiting: Job[] = [];
+  private nextId = 1;
   private closed = false;
+  private flushScheduled = false;
+  private watch: NodeJS.Timeout | null = null;
   readonly maxProcesses: number;
   private readonly hardCap: number;
 
   constructor(private readonly options: QueryPoolOptions) {
-    this.maxProcesses = options.maxProcesses ?? Math.max(4, 2 * availableParallelism());
-    this.hardCap = 4 * this.maxProcesses;
+    this.maxProcesses = options.maxProcesses ?? Math.max(2, availableParallelism());
+    this.hardCap = 4 * Math.max(this.maxProcesses, 4);
   }
 
   /** Starts one process ahead of the first query, so it pays no start-up. */
   warm(): void {
-    if (this.runners.size === 0) this.release(this.start());
+    if (this.runners.size === 0 && !this.closed) this.start();
   }
 
   private start(): Runner {
     const args = [
+      QUERY_PROCESS,
       this.options.databasePath,
       String(this.options.maxAnswerBytes),
       JSON.stringify(this.options.profile ?? EMPTY_PROFILE),
     ];
-    const child = fork(new URL("./query-process.js", import.meta.url), args, {
-      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    const child = spawn(process.execPath, [...process.execArgv, ...args], {
+      // fd 3: the frames, both ways.
+      stdio: ["ignore", "inherit", "inherit", "pipe"],
       // Its own process group: killing the group also stops the worker processes of its
       // worker-backed functions, even one that hangs.
       detached: true,
-      // Structured clone moves large result strings faster than JSON-in-JSON.
-      serialization: "advanced",
     });
-    const runner: Runner = { child, busy: true, since: Date.now() };
+    const channel = child.stdio[3] as Socket;
+    const runner: Runner = {
+      child,
+      channel,
+      jobs: [],
+      headSince: Date.now(),
+      out: [],
+      retiring: false,
+      gone: false,
+    };
     this.runners.add(runner);
-    child.once("exit", () => this.runners.delete(runner));
-    // A send to a process that just died fails with EPIPE; run() reports it per query.
-    child.on("error", () => {});
+    const reader = new FrameReader();
+    channel.on("data", (chunk: Buffer) => {
+      for (const frame of reader.push(chunk)) this.answered(runner, frame);
+    });
+    // A process that died mid-write, or a write to one that died (EPIPE): its jobs move on.
+    channel.on("error", () => this.lost(runner));
+    channel.on("close", () => this.lost(runner));
+    child.on("error", () => this.lost(runner));
+    child.once("exit", () => {
+      this.runners.delete(runner);
+      this.lost(runner);
+    });
     return runner;
+  }
+
+  /** A process went away: its running statement fails, the ones behind it go elsewhere. */
+  private lost(runner: Runner): void {
+    if (runner.gone) return;
+    runner.gone = true;
+    this.runners.delete(runner);
+    killGroup(runner.child);
+    const [head, ...rest] = runner.jobs;
+    runner.jobs = [];
+    this.requeue(rest);
+    if (head !== undefined) {
+      head.settle();
+      head.reject(new Error("a query process exited while running a statement"));
+    }
+    this.pump();
+  }
+
+  /** Jobs back to the front of the queue, in their order. */
+  private requeue(jobs: Job[]): void {
+    for (const job of jobs) job.runner = null;
+    this.waiting.unshift(...jobs);
+  }
+
+  private answered(runner: Runner, frame: Frame): void {
+    const now = Date.now();
+    runner.headSince = now;
+    if ((frame.flags & RETIRING) !== 0) runner.retiring = true;
+    const at = runner.jobs.findIndex((job) => job.id === frame.id);
+    // Not found: a statement stopped before its answer came (it was cancelled or expired).
+    const job = at === -1 ? undefined : runner.jobs.splice(at, 1)[0];
+    if (runner.retiring && runner.jobs.length === 0 && !runner.gone) {
+      // Nothing more is sent to it: ending its input lets it exit.
+      runner.gone = true;
+      this.runners.delete(runner);
+      runner.channel.end();
+    }
+    if (job !== undefined) {
+      job.settle();
+      job.resolve(answerOf(job, frame));
+    }
+    this.pump();
   }
 
   /** Busy processes whose statement is still young: the ones the size limit counts. */
   private quickBusy(now: number): number {
     let count = 0;
     for (const runner of this.runners) {
-      if (runner.busy && now - runner.since < SLOW_AFTER_MS) count++;
+      if (runner.jobs.length > 0 && now - runner.headSince < SLOW_AFTER_MS) count++;
     }
     return count;
   }
 
-  private canStart(): boolean {
+  private canStart(now: number): boolean {
     if (this.runners.size >= this.hardCap) return false;
     if (this.runners.size < this.maxProcesses) return true;
-    return this.quickBusy(Date.now()) < this.maxProcesses;
+    return this.quickBusy(now) < this.maxProcesses;
   }
 
-  private acquire(): { runner: Runner } | { wait: Promise<Runner>; cancel: () => void } {
+  /** The process to send the next statement to: the least loaded one that is not stalled. */
+  private pick(now: number): Runner | null {
+    let best: Runner | null = null;
     for (const runner of this.runners) {
-      if (!runner.busy) {
-        runner.busy = true;
-        return { runner };
+      if (runner.retiring || runner.gone || runner.jobs.length >= PIPELINE_DEPTH) continue;
+      if (runner.jobs.length > 0 && now - runner.headSince >= STALL_AFTER_MS) continue;
+      if (best === null || runner.jobs.length < best.jobs.length) best = runner;
+      if (best.jobs.length === 0) break;
+    }
+    return best;
+  }
+
+  /** Sends waiting statements to processes while any can take one. */
+  private pump(): void {
+    const now = Date.now();
+    while (this.waiting.length > 0 && !this.closed) {
+      const runner = this.pick(now) ?? (this.canStart(now) ? this.start() : null);
+      if (runner === null) break;
+      const job = this.waiting.shift() as Job;
+      if (runner.jobs.length === 0) runner.headSince = now;
+      runner.jobs.push(job);
+      job.runner = runner;
+      const kind = job.format === "table" ? RequestKind.Table : RequestKind.Json;
+      this.send(runner, encodeFrame(job.id, kind, job.sql));
+    }
+    this.watchStalls();
+  }
+
+  /** Queues a frame; every frame of this event-loop turn goes out in one write per process. */
+  private send(runner: Runner, frame: Buffer): void {
+    runner.out.push(frame);
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      for (const each of this.runners) {
+        if (each.out.length === 0) continue;
+        const bytes = each.out.length === 1 ? (each.out[0] as Buffer) : Buffer.concat(each.out);
+        each.out = [];
+        if (!each.gone) each.channel.write(bytes);
       }
-    }
-    if (this.canStart()) return { runner: this.start() };
-    let resolveWait!: (runner: Runner) => void;
-    const wait = new Promise<Runner>((resolve) => {
-      resolveWait = resolve;
     });
-    this.waiting.push(resolveWait);
-    // Quick statements should not wait behind slow ones for long: look again once the busy
-    // ones may have become "slow".
-    const retry = setTimeout(() => this.admitWaiting(), SLOW_AFTER_MS);
-    retry.unref();
-    return {
-      wait,
-      cancel: () => {
-        clearTimeout(retry);
-        const at = this.waiting.indexOf(resolveWait);
-        if (at !== -1) this.waiting.splice(at, 1);
-      },
-    };
   }
 
-  /** Starts processes for waiting statements while the limits allow. */
-  private admitWaiting(): void {
-    while (this.waiting.length > 0 && !this.closed && this.canStart()) {
-      this.waiting.shift()?.(this.start());
+  /**
+   * While statements are out, looks every little while for processes stuck on a slow one:
+   * what waits behind it goes back to the pool (and is cancelled there), and the pool may
+   * start a process for it.
+   */
+  private watchStalls(): void {
+    const busy = this.waiting.length > 0 || [...this.runners].some((r) => r.jobs.length > 0);
+    if (!busy || this.closed) {
+      if (this.watch !== null) clearInterval(this.watch);
+      this.watch = null;
+      return;
     }
-    if (this.waiting.length > 0 && !this.closed) {
-      setTimeout(() => this.admitWaiting(), SLOW_AFTER_MS).unref();
-    }
-  }
-
-  /** An idle process, waiting for one until `deadline` or until `signal` aborts. */
-  private async acquireBefore(deadline?: number, signal?: AbortSignal): Promise<Runner> {
-    const acquired = this.acquire();
-    if ("runner" in acquired) return acquired.runner;
-    let timer: NodeJS.Timeout | undefined;
-    let onAbort: (() => void) | undefined;
-    const stopped = new Promise<never>((_, reject) => {
-      if (deadline !== undefined) {
-        timer = setTimeout(
-          () => reject(timeoutError(this.options.timeoutMs)),
-          Math.max(0, deadline - Date.now()),
-        );
+    if (this.watch !== null) return;
+    this.watch = setInterval(() => {
+      const now = Date.now();
+      for (const runner of this.runners) {
+        if (runner.jobs.length < 2 || now - runner.headSince < STALL_AFTER_MS) continue;
+        const behind = runner.jobs.splice(1);
+        for (const job of behind) this.send(runner, encodeFrame(job.id, RequestKind.Cancel));
+        this.requeue(behind);
       }
-      onAbort = () =>
-        reject(new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped"));
-      if (signal?.aborted) onAbort();
-      else signal?.addEventListener("abort", onAbort, { once: true });
-    });
-    try {
-      return await Promise.race([acquired.wait, stopped]);
-    } catch (error) {
-      acquired.cancel();
-      throw error;
-    } finally {
-      clearTimeout(timer);
-      if (onAbort) signal?.removeEventListener("abort", onAbort);
+      this.pump();
+    }, STALL_AFTER_MS / 2);
+    this.watch.unref();
+  }
+
+  /** Stops a statement: dropped from the pool, cancelled in its process, or its process killed. */
+  private stop(job: Job, error: DirqError): void {
+    job.settle();
+    const runner = job.runner;
+    if (runner === null) {
+      const at = this.waiting.indexOf(job);
+      if (at !== -1) this.waiting.splice(at, 1);
+    } else if (runner.jobs[0] === job) {
+      // It is running: only killing its process stops it.
+      runner.jobs.shift();
+      this.lost(runner);
+    } else {
+      runner.jobs.splice(runner.jobs.indexOf(job), 1);
+      this.send(runner, encodeFrame(job.id, RequestKind.Cancel));
     }
-  }
-
-  private release(runner: Runner): void {
-    const next = this.waiting.shift();
-    if (next) next(runner);
-    else runner.busy = false;
-  }
-
-  private replace(runner: Runner): void {
-    killGroup(runner.child);
-    this.runners.delete(runner);
-    const next = this.waiting.shift();
-    if (next && !this.closed) next(this.start());
+    job.reject(error);
   }
 
   /**
@@ -208,75 +318,75 @@ export class QueryPool {
    * (ms since the epoch; none: no limit, as in the REPL), whether the statement was still
    * queued or running, and with a `QUERY_CANCELLED` one when `options.signal` aborts.
    */
-  async run(sql: string, options: RunOptions = {}): Promise<QueryAnswer> {
-    if (this.closed) throw new Error("the query pool is closed");
+  run(sql: string, options: RunOptions = {}): Promise<QueryAnswer> {
+    if (this.closed) return Promise.reject(new Error("the query pool is closed"));
     const { signal, format = "json", deadline } = options;
-    const runner = await this.acquireBefore(deadline, signal);
-    runner.since = Date.now();
-    const id = this.nextId++;
+    if (signal?.aborted) return Promise.reject(cancelledError());
     return new Promise<QueryAnswer>((resolve, reject) => {
-      const cleanup = () => {
-        if (timer !== null) clearTimeout(timer);
-        signal?.removeEventListener("abort", onAbort);
-        runner.child.off("message", onMessage);
-        runner.child.off("exit", onExit);
+      let timer: NodeJS.Timeout | null = null;
+      const onAbort = () => this.stop(job, cancelledError());
+      const job: Job = {
+        id: this.nextId++,
+        sql,
+        format,
+        resolve,
+        reject,
+        runner: null,
+        settle: () => {
+          if (timer !== null) clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+        },
       };
-      const onAbort = () => {
-        cleanup();
-        this.replace(runner);
-        reject(new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped"));
-      };
-      const onMessage = (reply: QueryReply) => {
-        if (reply.id !== id) return;
-        cleanup();
-        if (reply.retiring) {
-          this.runners.delete(runner);
-          const next = this.waiting.shift();
-          if (next && !this.closed) next(this.start());
-        } else {
-          this.release(runner);
-        }
-        if (reply.body !== undefined) resolve({ ok: true, body: reply.body });
-        else
-          resolve({
-            ok: false,
-            message: reply.error ?? "unknown error",
-            user: reply.user === true,
-            tooLarge: reply.tooLarge === true,
-          });
-      };
-      const onExit = () => {
-        cleanup();
-        this.replace(runner);
-        reject(new Error("a query process exited while running a statement"));
-      };
-      const timer =
-        deadline === undefined
-          ? null
-          : setTimeout(
-              () => {
-                cleanup();
-                this.replace(runner);
-                reject(timeoutError(this.options.timeoutMs));
-              },
-              Math.max(0, deadline - Date.now()),
-            );
-      runner.child.on("message", onMessage);
-      runner.child.once("exit", onExit);
-      if (signal?.aborted) return onAbort();
+      if (this.nextId > 0xffff_ffff) this.nextId = 1;
+      if (deadline !== undefined) {
+        const wait = Math.max(0, deadline - Date.now());
+        timer = setTimeout(() => this.stop(job, timeoutError(this.options.timeoutMs)), wait);
+      }
       signal?.addEventListener("abort", onAbort, { once: true });
-      runner.child.send({ id, sql, format }, (error) => {
-        if (error) onExit();
-      });
+      this.waiting.push(job);
+      this.pump();
     });
   }
 
-  /** Stops every query process. */
+  /** Stops every query process; statements still out fail. */
   close(): void {
     this.closed = true;
-    for (const runner of this.runners) killGroup(runner.child);
+    if (this.watch !== null) clearInterval(this.watch);
+    const jobs = [...this.waiting];
+    this.waiting.length = 0;
+    for (const runner of this.runners) {
+      runner.gone = true;
+      jobs.push(...runner.jobs);
+      runner.jobs = [];
+      killGroup(runner.child);
+    }
     this.runners.clear();
+    for (const job of jobs) {
+      job.settle();
+      job.reject(new Error("the query pool is closed"));
+    }
   }
+}
+
+function answerOf(job: Job, frame: Frame): QueryAnswer {
+  if (frame.kind === AnswerKind.Body) {
+    if (job.format === "table") return { ok: true, body: frame.payload.toString("utf8") };
+    // Its own copy when the frame shares a read buffer with others: a cached answer must not
+    // hold a whole read chunk alive.
+    const shared = frame.payload.buffer.byteLength > frame.payload.length + 64;
+    return { ok: true, body: shared ? Buffer.from(frame.payload) : frame.payload };
+  }
+  const error = JSON.parse(frame.payload.toString("utf8")) as {
+    message?: string;
+    user?: boolean;
+    tooLarge?: boolean;
+  };
+  return {
+    ok: false,
+    message: error.message ?? "unknown error",
+    user: error.user === true,
+    tooLarge: error.tooLarge === true,
+  };
 }
 
 /** Kills a query process and everything in its process group (its function workers). */

@@ -1,4 +1,5 @@
 import type { Statement } from "better-sqlite3";
+import { Socket } from "node:net";
 import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
@@ -8,6 +9,7 @@ import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
 import { jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
+import { AnswerKind, encodeFrame, FrameReader, RequestKind, RETIRING } from "./query-frames.js";
 import {
   type ColumnPlan,
   columnPlan,
@@ -104,13 +106,10 @@ function limitText(bytes: number): string {
 }
 
 /**
- * The answer: an aligned table (the REPL) as text, or the JSON body as UTF-8 bytes, within the
- * size limit. Bytes, so the server writes them to the socket as they are: encoded once, here.
+ * The answer: an aligned table (the REPL), or the JSON body within the size limit. Its UTF-8
+ * bytes are written once, into the frame; the server sends them to the socket as they are.
  */
-async function render(
-  result: StatementRows,
-  format: AnswerFormat | undefined,
-): Promise<string | Uint8Array> {
+async function render(result: StatementRows, format: AnswerFormat | undefined): Promise<string> {
   if (format === "table") {
     // Loaded on demand: only the REPL asks for tables (and sets no answer limit).
     return (await import("../output/table.js")).renderTable(result.columns, result.rows);
@@ -123,7 +122,7 @@ async function render(
     if (size > maxAnswerBytes) throw new AnswerTooLarge();
     chunks.push(chunk);
   }
-  return Buffer.from(chunks.length === 1 ? (chunks[0] as string) : chunks.join(""), "utf8");
+  return chunks.length === 1 ? (chunks[0] as string) : chunks.join("");
 }
 
 /** Runs a prepared statement, its column plan worked out once. */
@@ -136,7 +135,7 @@ function execute(prepared: PreparedStatement, sql: string): StatementRows {
 }
 
 /** The JSON answer as SQLite writes it, or `null` when it must be written the JS way. */
-function answerInSqlite(prepared: PreparedStatement, sql: string): Uint8Array | null {
+function answerInSqlite(prepared: PreparedStatement, sql: string): string | null {
   const { statement } = prepared;
   if (!statement.reader) return null;
   prepared.plan ??= columnPlan(statement, sql);
@@ -144,17 +143,11 @@ function answerInSqlite(prepared: PreparedStatement, sql: string): Uint8Array | 
     prepared.json = wrapForJson(open().db, statement, sql, prepared.plan);
   }
   if (prepared.json === null) return null;
-  let text: string | null;
-  try {
-    text = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
-  } catch (error) {
-    throw sqlError(error);
-  }
-  return text === null ? null : Buffer.from(text, "utf8");
+  return jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
 }
 
 /** A statement's answer; one with worker calls runs in passes (docs/extensions.md). */
-async function answer(sql: string, format: AnswerFormat | undefined): Promise<string | Uint8Array> {
+async function answer(sql: string, format: AnswerFormat | undefined): Promise<string> {
   const prepared = statementFor(sql);
   const { workerCalls } = prepared;
   if (workerCalls.length === 0) {
@@ -175,41 +168,87 @@ async function answer(sql: string, format: AnswerFormat | undefined): Promise<st
   return (await rendered) ?? "";
 }
 
-process.on("message", async (request: QueryRequest) => {
-  let size = 0;
+const channel = new Socket({ fd: 3, readable: true, writable: true });
+const reader = new FrameReader();
+/** Statements received and not yet started, in order. */
+const queue: QueryRequest[] = [];
+let serving = false;
+/** After a large answer: every answer says so, and the process leaves once the pool lets go. */
+let retiring = false;
+/** The pool closed its end: leave once the statement in hand is answered. */
+let ended = false;
+
+function send(id: number, kind: number, payload: string | Uint8Array): void {
+  channel.write(encodeFrame(id, kind, payload, retiring ? RETIRING : 0));
+}
+
+async function serve(request: QueryRequest): Promise<void> {
   try {
     const body = await answer(request.sql, request.format);
-    size = body.length;
-    reply({ id: request.id, body }, size);
+    // Characters: at most the bytes, exact enough here.
+    if (body.length > RETIRE_AFTER_BYTES) retiring = true;
+    send(request.id, AnswerKind.Body, body);
   } catch (error) {
     if (error instanceof AnswerTooLarge) {
+      retiring = true;
       const message = `the answer is larger than the server's limit of ${limitText(maxAnswerBytes)}; narrow the query (WHERE, LIMIT, fewer columns) or run it with the dirq CLI`;
-      reply({ id: request.id, error: message, user: true, tooLarge: true }, maxAnswerBytes);
+      send(request.id, AnswerKind.Error, JSON.stringify({ message, user: true, tooLarge: true }));
       return;
     }
     const message = error instanceof Error ? error.message : String(error);
-    reply({ id: request.id, error: message, user: isDirqError(error) }, size);
+    send(request.id, AnswerKind.Error, JSON.stringify({ message, user: isDirqError(error) }));
   }
-});
+}
 
-function reply(message: Record<string, unknown>, size: number): void {
-  const retiring = size > RETIRE_AFTER_BYTES;
-  process.send?.({ ...message, retiring }, undefined, undefined, () => {
-    if (retiring) process.exit(0);
+function leave(): void {
+  connection?.functions.close();
+  process.exit(0);
+}
+
+/**
+ * Statements run one at a time, in the order they came. Between two, the event loop reads
+ * the channel: a cancel for a statement still queued is seen before it would start.
+ */
+function serveNext(): void {
+  if (serving) return;
+  const request = queue.shift();
+  if (request === undefined) {
+    if (ended) leave();
+    return;
+  }
+  serving = true;
+  void serve(request).finally(() => {
+    serving = false;
+    if (queue.length > 0) setImmediate(serveNext);
+    else if (ended) leave();
   });
 }
 
+channel.on("data", (chunk: Buffer) => {
+  for (const frame of reader.push(chunk)) {
+    if (frame.kind === RequestKind.Cancel) {
+      const at = queue.findIndex((request) => request.id === frame.id);
+      if (at !== -1) queue.splice(at, 1);
+      continue;
+    }
+    const format: AnswerFormat = frame.kind === RequestKind.Table ? "table" : "json";
+    queue.push({ id: frame.id, sql: frame.payload.toString("utf8"), format });
+  }
+  serveNext();
+});
+// The pool ended the channel (this process retires), or the server went away.
+channel.on("end", () => {
+  ended = true;
+  if (!serving) leave();
+});
+channel.on("error", () => leave());
+
 // The pool decides when query processes end (a Ctrl-C reaches the whole process group, and
-// in-flight queries must still finish while the server drains): ignore the signals, and leave
-// when the parent goes away.
+// in-flight queries must still finish while the server drains): ignore the signals.
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
-process.on("disconnect", () => {
-  connection?.functions.close();
-  process.exit(0);
-});
 
-// `disconnect` cannot fire while a statement runs (SQLite holds this thread). A watchdog
+// The channel's end cannot be seen while a statement runs (SQLite holds this thread). A watchdog
 // thread notices when the parent is gone, even after `kill -9`, and ends this process's
 // group (it leads one: its worker-function processes go with it).
 const watchdog = new Worker(

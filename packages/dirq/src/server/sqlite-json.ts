@@ -1,6 +1,7 @@
 import type { Statement } from "better-sqlite3";
 import type { SqliteDatabase } from "../indexer/database.js";
 import type { ColumnPlan } from "../query/execute.js";
+import { keywordOf, significantTokens } from "../query/sql-tokens.js";
 
 /** SQLite's default limit on a function's arguments; json_object takes two per column. */
 const MAX_FUNCTION_ARGUMENTS = 127;
@@ -14,6 +15,44 @@ function sqlString(text: string): string {
   return `'${text.replaceAll("'", "''")}'`;
 }
 
+/** TEXT affinity (SQLite's rule 2): such a column stores numbers as text, never as REAL. */
+function hasTextAffinity(declared: string | null): boolean {
+  const type = (declared ?? "").toUpperCase();
+  return !type.includes("INT") && /CHAR|CLOB|TEXT/.test(type);
+}
+
+/** Compound statements report the first SELECT's column origin for values of every arm. */
+const COMPOUND_WORDS = new Set(["UNION", "INTERSECT", "EXCEPT", "VALUES"]);
+
+function isCompound(sql: string): boolean {
+  return significantTokens(sql).some((token) => COMPOUND_WORDS.has(keywordOf(token) ?? ""));
+}
+
+/**
+ * How one column goes into json_object, and what says its row must go the JS way. A value
+ * read straight from a table column never carries a JSON subtype (only function results do),
+ * and one of a TEXT-affinity column is never REAL: such columns go in as they are, the
+ * cheapest form (measured, the checks cost twice json_object itself). A BLOB makes
+ * json_object fail, which sends the answer the JS way too.
+ */
+function columnJson(
+  name: string,
+  position: number,
+  origin: { column: string | null; type: string | null } | undefined,
+  direct: boolean,
+): { value: string; odd: string | null } {
+  const c = `c${position}`;
+  if (direct && origin?.column) {
+    return hasTextAffinity(origin.type)
+      ? { value: `${sqlString(name)}, ${c}`, odd: null }
+      : { value: `${sqlString(name)}, ${c}`, odd: `typeof(${c}) = 'real'` };
+  }
+  return {
+    value: `${sqlString(name)}, CASE typeof(${c}) WHEN 'text' THEN ${c} || '' WHEN 'integer' THEN ${c} END`,
+    odd: `typeof(${c}) IN ('real', 'blob')`,
+  };
+}
+
 /**
  * The statement wrapped so that SQLite writes the whole JSON array itself (json_group_array
  * of json_object): measured, about three times faster for a 1,000-row answer than making
@@ -21,9 +60,10 @@ function sqlString(text: string): string {
  * keeps a FROM-subquery's ORDER BY under an aggregate other than count/min/max. It also says
  * whether a row holds a REAL or a BLOB, which SQLite would write differently from
  * `jsonChunks` (`1.0` for `1`, an error for a BLOB), and how many rows there were: such
- * answers, and long ones, go the JS way. TEXT goes through `|| ''`, which drops a JSON subtype, so `json(...)` values stay
- * strings as they do in JS. `null` when the statement cannot be wrapped (PRAGMA, EXPLAIN, a
- * trailing `;`, too many columns): the caller uses the JS way.
+ * answers, and long ones, go the JS way. TEXT computed by an expression goes through `|| ''`,
+ * which drops a JSON subtype, so `json(...)` values stay strings as they do in JS. `null` when
+ * the statement cannot be wrapped (PRAGMA, EXPLAIN, a trailing `;`, too many columns): the
+ * caller uses the JS way.
  */
 export function wrapForJson(
   db: SqliteDatabase,
@@ -31,18 +71,21 @@ export function wrapForJson(
   sql: string,
   plan: ColumnPlan,
 ): Statement | null {
-  const width = statement.columns().length;
+  const origins = statement.columns();
+  const width = origins.length;
   const shown = plan.keep ?? Array.from({ length: width }, (_, i) => i);
   if (width === 0 || shown.length * 2 > MAX_FUNCTION_ARGUMENTS) return null;
   const names = Array.from({ length: width }, (_, i) => `c${i}`);
-  const pairs = shown.map(
-    (position, i) =>
-      `${sqlString(plan.columns[i] ?? "")}, CASE typeof(c${position}) WHEN 'text' THEN c${position} || '' WHEN 'integer' THEN c${position} END`,
+  const direct = !isCompound(sql);
+  const columns = shown.map((position, i) =>
+    columnJson(plan.columns[i] ?? "", position, origins[position], direct),
   );
-  const odd = shown.map((position) => `typeof(c${position}) IN ('real', 'blob')`).join(" OR ");
+  const pairs = columns.map((column) => column.value);
+  const checks = columns.flatMap((column) => (column.odd === null ? [] : [column.odd]));
+  const odd = checks.length === 0 ? "0" : `max(${checks.join(" OR ")})`;
   // The statement on lines of its own: a trailing `-- comment` ends with its line.
   const limited = `SELECT * FROM _dirq_answer LIMIT ${MAX_SQLITE_JSON_ROWS + 1}`;
-  const wrapped = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT json_group_array(json_object(${pairs.join(", ")})), max(${odd}), count(*) FROM (${limited})`;
+  const wrapped = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT json_group_array(json_object(${pairs.join(", ")})), ${odd}, count(*) FROM (${limited})`;
   try {
     return db.prepare(wrapped).raw(true);
   } catch {
@@ -52,15 +95,23 @@ export function wrapForJson(
 
 /**
  * Runs a wrapped statement: the answer as `jsonChunks` writes it, or `null` when it must be
- * written the JS way (a REAL or BLOB value, or more than MAX_SQLITE_JSON_ROWS rows). Throws
- * `tooLarge()` past `maxChars` characters.
+ * written the JS way (a REAL or BLOB value, more than MAX_SQLITE_JSON_ROWS rows, or an error,
+ * which the JS way then reports as the statement's own). Throws `tooLarge()` past `maxChars`
+ * characters.
  */
 export function jsonFromSqlite(
   wrapped: Statement,
   maxChars: number,
   tooLarge: () => Error,
 ): string | null {
-  const [json, odd, count] = wrapped.get() as [string, number | null, number];
+  let json: string;
+  let odd: number | null;
+  let count: number;
+  try {
+    [json, odd, count] = wrapped.get() as [string, number | null, number];
+  } catch {
+    return null;
+  }
   if (odd || count > MAX_SQLITE_JSON_ROWS) return null;
   if (json.length + 1 > maxChars) throw tooLarge();
   return `${json}\n`;

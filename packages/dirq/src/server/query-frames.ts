@@ -1,0 +1,98 @@
+/**
+ * The wire between the query pool and its query processes: length-prefixed binary frames on
+ * one socket (the child's fd 3), in both directions. Measured, Node's IPC channel (a message
+ * serialized and written per statement, one statement in flight per process) held uncached
+ * statements to a sixth of a bare node:http server; frames let the pool send every statement
+ * of one event-loop turn in one write and a process work through several in a row, and an
+ * answer's bytes travel as they are.
+ *
+ * A frame: payload length (u32), id (u32), kind (u8), flags (u8), then the payload.
+ */
+export const HEADER_BYTES = 10;
+
+/** Pool to process. */
+export const RequestKind = {
+  /** Run the statement (payload: SQL), answer JSON bytes. */
+  Json: 1,
+  /** Run the statement (payload: SQL), answer an aligned text table. */
+  Table: 2,
+  /** Drop the statement with this id if it has not started (no payload, no answer). */
+  Cancel: 3,
+} as const;
+
+/** Process to pool. */
+export const AnswerKind = {
+  /** Payload: the answer's bytes. */
+  Body: 1,
+  /** Payload: JSON `{ message, user, tooLarge? }`. */
+  Error: 2,
+} as const;
+
+/** Flag of an answer: the process retires (it held a large answer); send it nothing new. */
+export const RETIRING = 1;
+
+export interface Frame {
+  id: number;
+  kind: number;
+  flags: number;
+  payload: Buffer;
+}
+
+/** One frame's bytes. */
+export function encodeFrame(
+  id: number,
+  kind: number,
+  payload: Uint8Array | string = "",
+  flags = 0,
+): Buffer {
+  const length = typeof payload === "string" ? Buffer.byteLength(payload) : payload.length;
+  const frame = Buffer.allocUnsafe(HEADER_BYTES + length);
+  frame.writeUInt32LE(length, 0);
+  frame.writeUInt32LE(id >>> 0, 4);
+  frame.writeUInt8(kind, 8);
+  frame.writeUInt8(flags, 9);
+  if (typeof payload === "string") frame.write(payload, HEADER_BYTES, "utf8");
+  else frame.set(payload, HEADER_BYTES);
+  return frame;
+}
+
+/**
+ * Cuts a byte stream into frames. Chunks are kept as they come and joined only once a frame
+ * is complete, so a large answer arriving in many chunks is copied once.
+ */
+export class FrameReader {
+  private chunks: Buffer[] = [];
+  private buffered = 0;
+
+  /** Takes a chunk; returns the frames it completes, in order. */
+  push(chunk: Buffer): Frame[] {
+    this.chunks.push(chunk);
+    this.buffered += chunk.length;
+    const frames: Frame[] = [];
+    for (;;) {
+      if (this.buffered < HEADER_BYTES) break;
+      let head = this.chunks[0] as Buffer;
+      if (head.length < HEADER_BYTES) {
+        head = Buffer.concat(this.chunks);
+        this.chunks = [head];
+      }
+      const length = head.readUInt32LE(0);
+      const total = HEADER_BYTES + length;
+      if (this.buffered < total) break;
+      if (head.length < total) {
+        head = Buffer.concat(this.chunks);
+        this.chunks = [head];
+      }
+      frames.push({
+        id: head.readUInt32LE(4),
+        kind: head.readUInt8(8),
+        flags: head.readUInt8(9),
+        payload: head.subarray(HEADER_BYTES, total),
+      });
+      this.buffered -= total;
+      if (head.length === total) this.chunks.shift();
+      else this.chunks[0] = head.subarray(total);
+    }
+    return frames;
+  }
+}
