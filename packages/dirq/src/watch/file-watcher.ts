@@ -1,6 +1,4 @@
-import { relative, sep } from "node:path";
-import type { Stats } from "node:fs";
-import { type FSWatcher, watch } from "chokidar";
+import { type FSWatcher, lstatSync, readdirSync, watch } from "node:fs";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 
 /**
@@ -14,8 +12,9 @@ export interface ChangeBatch {
 }
 
 /**
- * chokidar drops a second `change` on a path within 50 ms of the first. Paths of every batch
- * are looked at once more this much later, so a quick second write is never lost.
+ * A file may still be written after the refresh that its first event caused has read it.
+ * Paths of every batch are looked at once more this much later (and re-read only if they
+ * changed), so a quick second write is never lost.
  */
 const RECHECK_AFTER_MS = 75;
 
@@ -66,33 +65,62 @@ export interface TreeWatcher {
   /** Resolves once the watcher sees the whole tree. */
   ready: Promise<void>;
   close(): Promise<void>;
+  /** Folders watched now (one inotify watch each). */
+  readonly folders: number;
 }
 
-function isSkipped(root: string, absolute: string): boolean {
-  const path = relative(root, absolute);
-  return path.split(sep).some((segment) => BUILT_IN_SKIPS.has(segment));
+/** Folders handled per turn of the event loop while watches are added. */
+const FOLDERS_PER_SLICE = 256;
+
+const SLASH = Buffer.from("/");
+
+/**
+ * Folder keys are raw relative paths held as latin1 strings: one character per byte, so a name
+ * that is not UTF-8 keeps its identity; `""` is the root.
+ */
+function childKey(folder: string, name: string): string {
+  return folder === "" ? name : `${folder}/${name}`;
 }
 
-function relativePath(root: string, absolute: string): string {
-  return relative(root, absolute).split(sep).join("/");
+/** The path reported to the handler: UTF-8, with U+FFFD for bytes that are not. */
+function reported(key: string): string {
+  return Buffer.from(key, "latin1").toString("utf8");
+}
+
+function isSkipped(key: string): boolean {
+  return key.split("/").some((segment) => BUILT_IN_SKIPS.has(segment));
 }
 
 /**
- * Watches the tree recursively (chokidar) and hands over coalesced batches of changed paths,
- * relative and `/`-separated. A burst on one file is one entry; the handler re-reads the
- * file, so the final state is never lost.
+ * Watches the tree with one inotify watch per folder (`fs.watch` on each, not recursive) and
+ * hands over coalesced batches of changed paths, relative and `/`-separated. A burst on one
+ * file is one entry; the handler re-reads the file, so the final state is never lost.
+ *
+ * Measured on 100,000 files, chokidar (one watch and one stat cache entry per file, an initial
+ * stat of every file) took 20-28 s to start and 600-750 MB; a folder watch costs one listing
+ * of the folder's entry types at start and nothing per file. A folder that appears (created,
+ * moved in) is watched before its batch is handled, and the handler reads it whole; one that
+ * goes away (deleted, moved out) loses its watches, so a moved folder's old watch never
+ * reports under its old name.
  */
 export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   const quietMs = options.quietMs ?? 10;
   const maxWaitMs = options.maxWaitMs ?? 100;
+  const rootBytes = Buffer.from(root, "utf8");
   let pending = emptyBatch();
+  /** Names of `rename` events since the last batch: folders may have come or gone there. */
+  let renamed = new Set<string>();
   let firstEventAt = 0;
   let timer: NodeJS.Timeout | null = null;
   let running: Promise<void> | null = null;
   let closed = false;
   let polling = false;
   let pollTimer: NodeJS.Timeout | null = null;
-  let reopen: () => Promise<void> = async () => {};
+  let ignoredFolder: (path: string) => boolean = () => false;
+  const folders = new Map<string, FSWatcher>();
+
+  const absolute = (key: string): Buffer =>
+    key === "" ? rootBytes : Buffer.concat([rootBytes, SLASH, Buffer.from(key, "latin1")]);
 
   const flush = async () => {
     timer = null;
@@ -102,10 +130,16 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
       return;
     }
     const batch = pending;
+    const appeared = renamed;
     pending = emptyBatch();
+    renamed = new Set();
     if ((batch.paths.size === 0 && batch.recheck.size === 0) || closed) return;
     const started = Date.now();
-    running = options.onBatch(batch).catch((error) => options.onError?.(error));
+    running = (async () => {
+      // Before the handler reads them: a new folder's later changes are then seen too.
+      await resync(appeared);
+      await options.onBatch(batch);
+    })().catch((error) => options.onError?.(error));
     await running;
     running = null;
     if (batch.rescan && polling) schedulePoll(Date.now() - started);
@@ -161,66 +195,133 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     timer = setTimeout(() => void flush(), wait);
   };
 
-  let ready: Promise<void> = Promise.resolve();
-  let watcher: FSWatcher | null = null;
-  const open = () => {
-    const ignoredFolder = options.ignoredFolders?.() ?? (() => false);
-    const next = watch(root, {
-      ignoreInitial: true,
-      followSymlinks: false,
-      ignored: (absolute: string, stats?: Stats) => {
-        if (isSkipped(root, absolute)) return true;
-        if (!stats?.isDirectory()) return false;
-        const path = relativePath(root, absolute);
-        return path !== "" && !path.startsWith("..") && ignoredFolder(path);
-      },
-    });
-    next.on("all", (_event, absolute) => {
-      if (next !== watcher) return;
-      const path = relativePath(root, absolute);
-      if (path === "" || path.startsWith("..")) return;
-      pending.paths.add(path);
-      if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
+  const onEvent = (folder: string, event: string, name: Buffer | string | null) => {
+    if (closed) return;
+    if (name === null) {
+      // The kernel dropped events (queue overflow): read the folder again.
+      pending.paths.add(reported(folder));
       schedule();
-    });
-    // chokidar reports nothing for a name that is not valid UTF-8 (Node hands it over with
-    // U+FFFD in place of the bad bytes): the raw event of the folder's watch still names it.
-    next.on("raw", (_event, name, details) => {
-      if (next !== watcher || typeof name !== "string" || !name.includes("\uFFFD")) return;
-      const folder = (details as { watchedPath?: string } | undefined)?.watchedPath ?? root;
-      const absolute = `${folder}/${name}`;
-      if (isSkipped(root, absolute)) return;
-      const path = relativePath(root, absolute);
-      if (path === "" || path.startsWith("..")) return;
-      pending.paths.add(path);
-      schedule();
-    });
-    next.on("error", onWatchError);
-    watcher = next;
-    ready = new Promise<void>((resolve) => next.once("ready", () => resolve()));
-    return ready;
+      return;
+    }
+    const key = childKey(folder, typeof name === "string" ? name : name.toString("latin1"));
+    if (isSkipped(key)) return;
+    // A watched folder's own content is its own watch's business.
+    if (event === "change" && folders.has(key)) return;
+    const path = reported(key);
+    pending.paths.add(path);
+    if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
+    if (event === "rename") renamed.add(key);
+    schedule();
   };
+
+  /** Watches one folder; `false` when it cannot be (gone, unreadable, or past the limit). */
+  const watchFolder = (key: string): boolean => {
+    if (folders.has(key)) return true;
+    try {
+      const watcher = watch(
+        absolute(key),
+        { encoding: "buffer", persistent: false },
+        (event, name) => onEvent(key, event, name),
+      );
+      // Its folder was removed or became unreadable: the parent's event says what happened.
+      watcher.on("error", () => unwatch(key));
+      folders.set(key, watcher);
+      return true;
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "";
+      if (WATCH_LIMIT_CODES.has(code)) onWatchError(error);
+      return false;
+    }
+  };
+
+  const unwatch = (key: string) => {
+    folders.get(key)?.close();
+    folders.delete(key);
+  };
+
+  /** Stops watching a folder and every folder under it. */
+  const unwatchTree = (key: string) => {
+    if (!folders.has(key)) return;
+    const prefix = `${key}/`;
+    for (const each of [...folders.keys()]) {
+      if (each === key || each.startsWith(prefix)) unwatch(each);
+    }
+  };
+
+  /**
+   * Watches a folder and every folder under it that is not ignored: each is watched before it
+   * is listed, so an entry made meanwhile is either listed or reported. Symlinked folders are
+   * not followed (a directory entry's own type decides). Yields between slices.
+   */
+  const watchTreeFrom = async (start: string) => {
+    const stack = [start];
+    let handled = 0;
+    while (stack.length > 0 && !closed && !polling) {
+      const key = stack.pop() as string;
+      if (key !== "" && (isSkipped(key) || ignoredFolder(reported(key)))) continue;
+      if (!watchFolder(key)) continue;
+      let entries;
+      try {
+        entries = readdirSync(absolute(key), { withFileTypes: true, encoding: "buffer" });
+      } catch {
+        continue;
+      }
+      for (const entry of entries) {
+        if (entry.isDirectory()) stack.push(childKey(key, entry.name.toString("latin1")));
+      }
+      if (++handled % FOLDERS_PER_SLICE === 0) await new Promise(setImmediate);
+    }
+  };
+
+  /** After `rename` events: folders that went away lose their watches; new ones get them. */
+  const resync = async (keys: Set<string>) => {
+    for (const key of keys) {
+      unwatchTree(key);
+      let isFolder = false;
+      try {
+        isFolder = lstatSync(absolute(key)).isDirectory();
+      } catch {
+        // gone
+      }
+      if (isFolder && !polling) await watchTreeFrom(key);
+    }
+  };
+
+  const unwatchAll = () => {
+    for (const watcher of folders.values()) watcher.close();
+    folders.clear();
+  };
+
+  const open = async () => {
+    ignoredFolder = options.ignoredFolders?.() ?? (() => false);
+    await watchTreeFrom("");
+  };
+
   /**
    * Ignore rules changed: watch again with the new ones (a folder no longer ignored needs its
-   * watches), then rescan once more for what changed while no watcher looked.
+   * watch, a newly ignored one loses it), then rescan once more for what changed while no
+   * watcher looked.
    */
-  reopen = async () => {
-    const old = watcher;
+  const reopen = async () => {
+    unwatchAll();
     await open();
-    await old?.close();
     if (closed) return;
     pending.rescan = true;
     pending.paths.add("");
     schedule();
   };
-  open();
+
+  const ready = open();
   return {
     ready,
+    get folders() {
+      return folders.size;
+    },
     async close() {
       closed = true;
       if (timer) clearTimeout(timer);
       if (pollTimer) clearTimeout(pollTimer);
-      await watcher?.close();
+      unwatchAll();
       await running;
     },
   };
