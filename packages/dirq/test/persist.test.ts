@@ -463,32 +463,28 @@ describe("--persist: a cache on a read-only or full disk", () => {
       t.skip("mounting a tmpfs is not allowed here");
       return;
     }
+    /** A query whose cache is `cache` fails with exit 1 and one clear line matching `message`. */
+    const failsClearly = async (cache: string, message: RegExp) => {
+      const run = await ws.run([
+        "SELECT count(*) FROM posts",
+        "-c",
+        "dirq.toml",
+        `--persist=${cache}`,
+      ]);
+      assert.equal(run.code, 1);
+      assert.match(run.stderr, message);
+      assert.doesNotMatch(run.stderr, /internal error|\n\s+at /);
+    };
     try {
       const snapshot = snapshotTree(ws.root);
-      const ro = await ws.run([
-        "SELECT count(*) FROM posts",
-        "-c",
-        "dirq.toml",
-        `--persist=${readOnly}/cache.db`,
-      ]);
-      assert.equal(ro.code, 1);
-      assert.match(
-        ro.stderr,
+      await failsClearly(
+        `${readOnly}/cache.db`,
         /^dirq: cannot use the cache .*ro\/cache\.db: .*Give --persist a writable path/,
       );
-      assert.doesNotMatch(ro.stderr, /internal error|\n\s+at /);
-      const fullRun = await ws.run([
-        "SELECT count(*) FROM posts",
-        "-c",
-        "dirq.toml",
-        `--persist=${full}/cache.db`,
-      ]);
-      assert.equal(fullRun.code, 1);
-      assert.match(
-        fullRun.stderr,
+      await failsClearly(
+        `${full}/cache.db`,
         /^dirq: cannot (write the index to|use the cache) .*full\/cache\.db.*(full|space)/m,
       );
-      assert.doesNotMatch(fullRun.stderr, /internal error|\n\s+at /);
       assert.equal(snapshotTree(ws.root), snapshot, "the indexed files are untouched");
     } finally {
       execFileSync("umount", [readOnly]);
