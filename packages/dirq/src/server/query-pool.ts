@@ -244,11 +244,18 @@ export class QueryPool {
       const runner = this.pick(now) ?? (this.canStart(now) ? this.start() : null);
       if (runner === null) break;
       const job = this.waiting.shift() as Job;
-      if (runner.jobs.length === 0) runner.headSince = now;
+      const idle = runner.jobs.length === 0;
+      if (idle) runner.headSince = now;
       runner.jobs.push(job);
       job.runner = runner;
       const kind = job.format === "table" ? RequestKind.Table : RequestKind.Json;
-      this.send(runner, encodeFrame(job.id, kind, job.sql));
+      const frame = encodeFrame(job.id, kind, job.sql);
+      // An idle process gets its statement at once: waiting for the end of the turn would put
+      // a whole slice of a table build (which yields only every few milliseconds) in between.
+      // A busy one cannot start it before its current one is done anyway: it gets the
+      // statements of this turn together.
+      if (idle && runner.out.length === 0) runner.channel.write(frame);
+      else this.send(runner, frame);
     }
     this.watchStalls();
   }
