@@ -1,5 +1,13 @@
 import assert from "node:assert/strict";
-import { existsSync, readdirSync, readFileSync, readlinkSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  renameSync,
+  writeFileSync,
+} from "node:fs";
 import { join } from "node:path";
 import { connect, createServer as createTcpServer } from "node:net";
 import { describe, it } from "node:test";
@@ -315,6 +323,52 @@ else process.stdout.write("[]");
     assert.ok(
       watches < 40,
       `${watches} inotify watches for a tree whose ignored part has 41 folders`,
+    );
+  });
+
+  it("watches folders, not files: one inotify watch per folder", async () => {
+    const spec: Record<string, string> = {};
+    for (const folder of ["a", "b", "b/c"]) {
+      for (let f = 0; f < 60; f++) spec[`${folder}/f${f}.txt`] = "x";
+    }
+    const server = await serve(tree(spec));
+    assert.equal((await queryRows(server, "SELECT count(*) AS n FROM './'"))[0]?.n, 180);
+    // The root, a, b and b/c.
+    assert.equal(inotifyWatches(server.pid), 4);
+  });
+
+  it("a folder moved inside the tree is followed under its new name", async () => {
+    const root = tree({ "a/sub/deep/x.txt": "x", "b/keep.txt": "k" });
+    const server = await serve(root);
+    const paths = async () =>
+      (await queryRows(server, "SELECT path FROM './' ORDER BY path")).map((row) =>
+        String(row.path),
+      );
+    assert.deepEqual(await paths(), ["a/sub/deep/x.txt", "b/keep.txt"]);
+    renameSync(join(root, "a/sub"), join(root, "b/moved"));
+    await eventually(
+      async () => (await paths()).join() === "b/keep.txt,b/moved/deep/x.txt",
+      "the moved folder's file under its new path",
+      20_000,
+    );
+    // Changes inside the moved folder (and a folder made at its old place) arrive under the
+    // right names: the old watches went with the old names.
+    writeFileSync(join(root, "b/moved/deep/y.txt"), "y");
+    mkdirSync(join(root, "a/sub"));
+    writeFileSync(join(root, "a/sub/z.txt"), "z");
+    await eventually(
+      async () =>
+        (await paths()).join() === "a/sub/z.txt,b/keep.txt,b/moved/deep/x.txt,b/moved/deep/y.txt",
+      "new files in the moved folder and in the new one at the old place",
+      20_000,
+    );
+    // A folder and its files created in one go are all seen.
+    mkdirSync(join(root, "n/m"), { recursive: true });
+    for (let i = 0; i < 20; i++) writeFileSync(join(root, `n/m/f${i}.txt`), "f");
+    await eventually(
+      async () => (await paths()).filter((path) => path.startsWith("n/m/")).length === 20,
+      "twenty files of a new folder",
+      20_000,
     );
   });
 });
