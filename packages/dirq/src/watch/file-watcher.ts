@@ -218,10 +218,8 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   const watchFolder = (key: string): boolean => {
     if (folders.has(key)) return true;
     try {
-      const watcher = watch(
-        absolute(key),
-        { encoding: "buffer", persistent: false },
-        (event, name) => onEvent(key, event, name),
+      const watcher = watch(absolute(key), { encoding: "buffer" }, (event, name) =>
+        onEvent(key, event, name),
       );
       // Its folder was removed or became unreadable: the parent's event says what happened.
       watcher.on("error", () => unwatch(key));
