@@ -79,7 +79,7 @@ export interface QueryPoolOptions {
   timeoutMs: number;
   /** Answers larger than this (bytes of JSON) are refused with a `tooLarge` error. */
   maxAnswerBytes: number;
-  /** Processes for quick statements; default max(2, cores). */
+  /** Processes for quick statements; default max(4, 2 × cores). */
   maxProcesses?: number;
   /** Extensions and worker functions the processes' connections load (the index's own). */
   profile?: ConnectionProfile;
@@ -119,7 +119,7 @@ export class QueryPool {
   private readonly hardCap: number;
 
   constructor(private readonly options: QueryPoolOptions) {
-    this.maxProcesses = options.maxProcesses ?? Math.max(2, availableParallelism());
+    this.maxProcesses = options.maxProcesses ?? Math.max(4, 2 * availableParallelism());
     this.hardCap = 4 * Math.max(this.maxProcesses, 4);
   }
 
