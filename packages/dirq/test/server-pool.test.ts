@@ -1,0 +1,47 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { postQuery, serverFixtures } from "./server-support.js";
+
+/*
+ * The query pool sends a busy query process several statements at once. A statement that turns
+ * out slow must not hold the ones queued behind it: they go to other processes. Order of
+ * arrival only, no timing thresholds.
+ */
+
+const { tree, serve } = serverFixtures();
+
+/** Seconds of work for SQLite, and a known answer. */
+const SLOW =
+  "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 60000000) SELECT count(*) AS n FROM c";
+
+describe("the query pool", () => {
+  it("answers statements sent right behind a slow one before it, each correctly", async () => {
+    const server = await serve(tree({ "a.txt": "a" }));
+    // The pool's first process is warm: everything below goes to it first.
+    assert.equal((await postQuery(server, "SELECT 0 AS n")).status, 200);
+    let slowDone = false;
+    const slow = postQuery(server, SLOW).then((answer) => {
+      slowDone = true;
+      return answer;
+    });
+    const quick = await Promise.all(
+      Array.from({ length: 12 }, async (_, i) => {
+        const answer = await postQuery(server, `SELECT ${i + 1} AS n`);
+        return { answer, beforeSlow: !slowDone };
+      }),
+    );
+    quick.forEach(({ answer, beforeSlow }, i) => {
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(answer.text, `[{"n":${i + 1}}]\n`);
+      assert.ok(beforeSlow, `SELECT ${i + 1} waited for the slow statement`);
+    });
+    const answer = await slow;
+    assert.equal(answer.status, 200, answer.text);
+    assert.equal(answer.text, '[{"n":60000000}]\n');
+    // The process that ran the slow statement dropped the stolen ones unrun, and serves on.
+    const after = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => postQuery(server, `SELECT ${100 + i} AS n`)),
+    );
+    after.forEach((each, i) => assert.equal(each.text, `[{"n":${100 + i}}]\n`));
+  });
+});
