@@ -173,7 +173,9 @@ export class QueryPool {
     if (runner.gone) return;
     runner.gone = true;
     this.runners.delete(runner);
-    killGroup(runner.child);
+    // Never after its exit: its pid (and group id) may already belong to another process.
+    const { exitCode, signalCode } = runner.child;
+    if (exitCode === null && signalCode === null) killGroup(runner.child);
     const [head, ...rest] = runner.jobs;
     runner.jobs = [];
     this.requeue(rest);
