@@ -217,6 +217,28 @@ describe("--persist: a restart re-parses only what changed", () => {
     assert.deepEqual(await ws.rows(count, ["--persist"]), [{ c: 5 }]);
   });
 
+  it("a path-table restored from the cache follows a .gitignore above the root", async () => {
+    const repository = makeTree({ "sub/a.txt": "a\n", "sub/b.txt": "b\n" });
+    workspaces.push(repository);
+    execFileSync("git", ["init", "-q", repository]);
+    const root = join(repository, "sub");
+    const count = async () => {
+      const result = await runDirq(
+        ["query", "SELECT count(*) AS c FROM './**/*.txt'", "--format", "json", "--persist"],
+        { cwd: root },
+      );
+      assert.equal(result.code, 0, result.stderr);
+      return JSON.parse(result.stdout) as unknown;
+    };
+    assert.deepEqual(await count(), [{ c: 2 }]);
+    // An hour back: a folder changed in the second it was walked is never trusted (racy), and
+    // the first run just made the cache folder in it.
+    execFileSync("touch", ["-m", "-d", "1 hour ago", root]);
+    assert.deepEqual(await count(), [{ c: 2 }]);
+    writeFileSync(join(repository, ".gitignore"), "b.txt\n");
+    assert.deepEqual(await count(), [{ c: 1 }], "the repository top's .gitignore is followed");
+  });
+
   it("--persist=<path> and --persist <path> put the cache there, outside or inside the root", async () => {
     const ws = workspace(2);
     const outside = join(mkdtempSync(join(tmpdir(), "dirq-persist-at-")), "index.cache");
