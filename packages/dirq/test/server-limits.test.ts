@@ -220,6 +220,47 @@ describe("freezes", { concurrency: true }, () => {
     for (const answer of await Promise.all(runaways)) assertJsonError(answer, 408, /30-second/);
   });
 
+  it("kill -9 of the server also ends a process a hook started in a session of its own", async () => {
+    // The hook's grandchild leaves the hook's process group (setsid), so only the mark in its
+    // environment leads the server's reaper to it.
+    const hook = `import { spawn } from "node:child_process";
+import { writeFileSync } from "node:fs";
+import { basename } from "node:path";
+if (basename(process.argv[2]) === "hang.json") {
+  // Not a group leader, so setsid(1) moves itself (same pid) rather than forking.
+  const escaped = spawn("setsid", [process.execPath, "-e", "setInterval(() => {}, 1000)"], {
+    stdio: "ignore",
+  });
+  writeFileSync(process.argv[3], String(escaped.pid));
+  setInterval(() => {}, 1000);
+} else process.stdout.write("[]");
+`;
+    const root = tree({
+      "hook.mjs": hook,
+      "dirq.toml": `[[table]]\nname = "t"\nglob = "data/*.json"\non-file = ${JSON.stringify(`'${process.execPath}' hook.mjs {path} escaped.pid`)}\n`,
+      "data/a.json": "{}",
+    });
+    const pidFile = join(root, "escaped.pid");
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    writeFileSync(join(root, "data/hang.json"), "{}");
+    let escaped = 0;
+    await eventually(
+      () => {
+        escaped = Number(safeRead(pidFile));
+        return escaped > 0 && startTime(escaped) !== null;
+      },
+      "the hook's escaped grandchild runs",
+      60_000,
+    );
+    const started = startTime(escaped);
+    await server.stop("SIGKILL");
+    await eventually(
+      () => startTime(escaped) !== started || isZombie(escaped),
+      "the escaped grandchild is gone after the server was killed",
+      60_000,
+    );
+  });
+
   it("kill -9 of the server ends its query processes and hooks, and removes the temporary index", async () => {
     const hook = `import { basename } from "node:path";
 if (basename(process.argv[2]) === "hang.json") setInterval(() => {}, 1000);

@@ -49,6 +49,12 @@ const running = new Set<ChildProcess>();
 export interface HookProcessObserver {
   started(pid: number): void;
   ended(pid: number): void;
+  /**
+   * Variables added to every hook's environment (and so to whatever it starts): a mark by
+   * which a hook can be found even when its start was never reported (dirq killed between
+   * starting it and telling the observer).
+   */
+  environment?: Record<string, string>;
 }
 
 let observer: HookProcessObserver | null = null;
@@ -108,10 +114,12 @@ export function runHook(
       return;
     }
     // Its own process group, so that stopping it stops whatever it started.
+    const marks = observer?.environment;
     const child = spawn(program as string, args, {
       cwd: file.root,
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,
+      env: marks === undefined ? process.env : { ...process.env, ...marks },
     });
     running.add(child);
     const pid = child.pid;

@@ -1,4 +1,5 @@
 import { rmSync } from "node:fs";
+import { markedProcesses } from "./hook-mark.js";
 
 /**
  * A small helper process of the server: when the server goes away, however it ends (even
@@ -7,6 +8,8 @@ import { rmSync } from "node:fs";
  * folder. The server does both itself on a clean shutdown; this covers the rest.
  */
 const directory = process.argv[2];
+/** The mark in every hook's environment (see hook-mark.ts). */
+const mark = process.argv[3];
 const hooks = new Set<number>();
 
 process.on("message", (message: { started?: number; ended?: number }) => {
@@ -16,7 +19,9 @@ process.on("message", (message: { started?: number; ended?: number }) => {
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
 process.on("disconnect", () => {
-  for (const pid of hooks) {
+  // Also the hooks the server started but was killed before it could report.
+  const marked = mark ? markedProcesses(mark) : [];
+  for (const pid of new Set([...hooks, ...marked])) {
     // Each hook leads its own process group: what it started goes with it.
     for (const target of [-pid, pid]) {
       try {

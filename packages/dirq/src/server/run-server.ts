@@ -1,4 +1,5 @@
 import { fork } from "node:child_process";
+import { randomBytes } from "node:crypto";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -17,6 +18,7 @@ import { observeHookProcesses, stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
 import { applyHttpLimits, hostChecker, SERVER_LIMIT_OPTIONS } from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
+import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
 import { QueryPool } from "./query-pool.js";
 import { ResultCache } from "./result-cache.js";
 
@@ -71,7 +73,10 @@ interface Live {
  * in any way (kill -9 included); the server does both itself when it stops cleanly.
  */
 function startReaper(directory: string): void {
-  const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory], {
+  // Every hook carries this mark in its environment: the reaper also finds a hook the server
+  // started but was killed before it could report.
+  const mark = `${process.pid}-${randomBytes(8).toString("hex")}`;
+  const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory, mark], {
     stdio: ["ignore", "ignore", "ignore", "ipc"],
   });
   reaper.on("error", () => {});
@@ -84,6 +89,7 @@ function startReaper(directory: string): void {
   observeHookProcesses({
     started: (pid) => tell({ started: pid }),
     ended: (pid) => tell({ ended: pid }),
+    environment: { [HOOK_MARK_VARIABLE]: mark },
   });
 }
 
