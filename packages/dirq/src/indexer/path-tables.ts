@@ -3,6 +3,7 @@ import type { ProgressReporter } from "../progress/reporter.js";
 import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
+import { StatHelper } from "../scan/stat-helper.js";
 import { SelectionWalker, type SkippedPath } from "../scan/walk.js";
 import {
   directorySignature,
@@ -365,13 +366,18 @@ export class PathTables {
     const phase = this.options.progress.start();
     const walkStart = Date.now();
     const folders = this.catalog ? this.startSignatures(table.selection) : null;
-    const statter = groups.stat ? new BatchStatter(this.options.root) : null;
+    // Stats are most of a fill that reads them: the helper thread takes a share of them.
+    const helper = new StatHelper(this.options.root);
+    const statter = groups.stat ? new BatchStatter(this.options.root, helper) : null;
     const walker = new SelectionWalker({
       root: this.options.root,
       selection: table.selection,
       useGitignore: this.options.useGitignore,
       extraIgnores: this.options.extraIgnores,
-      onProgress: (found) => phase.update(`scanning ${found} files`),
+      onProgress: (found) => {
+        if (statter !== null && found > HELPER_AFTER_FILES) helper.start();
+        phase.update(`scanning ${found} files`);
+      },
       onDirectory: folders
         ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
         : undefined,
@@ -388,47 +394,62 @@ export class PathTables {
       if (this.catalog && folders) this.recordFill(this.catalog, table, folders);
       return walker.skipped;
     } finally {
-      await statter?.close();
+      await helper.close();
     }
   }
 }
 
-/** Batches whose stats may be outstanding at once: enough to keep the helper thread busy. */
-const STAT_BATCHES_AHEAD = 16;
+/** Files found on the calling thread alone before the helper thread is worth its start-up. */
+const HELPER_AFTER_FILES = 2_048;
+
+/**
+ * Batches walked but not yet written, at most: past this the walk waits for the oldest one's
+ * stats (the helper's), so only a few batches of paths are ever in memory.
+ */
+const BATCHES_AHEAD = 16;
 /** The longest the fill holds the event loop before it lets other work run (ms). */
 const YIELD_EVERY_MS = 10;
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /**
- * Walks, stats and writes batch by batch, so only a few batches of paths are ever in memory,
- * and lets the event loop run every few milliseconds: in the server, other requests and event
- * streams go on while a big table fills (each step is one readdir or one batch insert).
+ * Walks, stats and writes batch by batch, in walk order, and lets the event loop run every few
+ * milliseconds: in the server, other requests and event streams go on while a big table fills
+ * (each step is one readdir, one batch's stats or one batch insert).
  */
 async function streamBatches(
   walker: SelectionWalker,
   statter: BatchStatter | null,
   write: (paths: readonly string[], stats: Float64Array | null) => void,
 ): Promise<void> {
-  const ahead: { paths: readonly string[]; stats: () => Promise<Float64Array> | Float64Array }[] =
-    [];
   let since = performance.now();
-  const writeOldest = async () => {
-    const oldest = ahead.shift();
-    if (oldest !== undefined) write(oldest.paths, await oldest.stats());
+  const writeReady = () => {
+    for (const done of statter?.takeReady() ?? []) write(done.paths, done.stats);
+  };
+  /** Writes what is in, waiting for stats while more than `ahead` batches are outstanding. */
+  const drain = async (ahead: number) => {
+    writeReady();
+    while (statter !== null && statter.pending > ahead) {
+      statter.waitForOldest(YIELD_EVERY_MS);
+      writeReady();
+      if (performance.now() - since >= YIELD_EVERY_MS) {
+        await nextTurn();
+        since = performance.now();
+      }
+    }
   };
   for (let batch = walker.next(); batch !== null; batch = walker.next()) {
     if (statter === null) write(batch.paths, null);
     else {
-      ahead.push({ paths: batch.paths, stats: statter.submit(batch.paths, batch.rawPaths) });
-      if (ahead.length > STAT_BATCHES_AHEAD) await writeOldest();
+      statter.submit(batch.paths, batch.rawPaths);
+      await drain(BATCHES_AHEAD);
     }
     if (performance.now() - since >= YIELD_EVERY_MS) {
       await nextTurn();
       since = performance.now();
     }
   }
-  while (ahead.length > 0) await writeOldest();
+  await drain(0);
 }
 
 /**
