@@ -4,7 +4,8 @@ import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import { StatHelper } from "../scan/stat-helper.js";
-import { SelectionWalker, type SkippedPath } from "../scan/walk.js";
+import { type ResumePoint, SelectionWalker, type SkippedPath } from "../scan/walk.js";
+import { WalkHelper, type WalkHelperBatch } from "../scan/walk-helper.js";
 import {
   directorySignature,
   folderKey,
@@ -366,35 +367,57 @@ export class PathTables {
     const phase = this.options.progress.start();
     const walkStart = Date.now();
     const folders = this.catalog ? this.startSignatures(table.selection) : null;
-    // Stats are most of a fill that reads them: the helper thread takes a share of them.
-    const helper = new StatHelper(this.options.root);
-    const statter = groups.stat ? new BatchStatter(this.options.root, helper) : null;
-    const walker = new SelectionWalker({
+    const options = {
       root: this.options.root,
       selection: table.selection,
       useGitignore: this.options.useGitignore,
       extraIgnores: this.options.extraIgnores,
-      onProgress: (found) => {
-        if (statter !== null && found > HELPER_AFTER_FILES) helper.start();
+    };
+    // Stats are most of a fill that reads them: a helper thread takes a share of them. Of a
+    // fill that writes paths only, reading folders is most: a helper thread walks a part.
+    const pathsOnly = !groups.names && !groups.stat;
+    const statHelper = groups.stat ? new StatHelper(this.options.root) : null;
+    const walkHelper = pathsOnly ? new WalkHelper(options, folders ? walkStart : null) : null;
+    const statter = statHelper ? new BatchStatter(this.options.root, statHelper) : null;
+    let found = 0;
+    const walker = new SelectionWalker({
+      ...options,
+      onProgress: (count) => {
+        if (count > HELPER_AFTER_FILES) {
+          statHelper?.start();
+          walkHelper?.start();
+        }
+        found = count;
         phase.update(`scanning ${found} files`);
       },
       onDirectory: folders
         ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
         : undefined,
     });
+    const skipped = walker.skipped;
     try {
       const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
       // A first fill may commit as it goes: no statement reads the table before it is marked
       // filled, and a failed fill leaves it unfilled (the next one starts with a DELETE).
-      const count = await rows.replaceAll((write) => streamBatches(walker, statter, write), {
-        commitAsYouGo: had === null,
-      });
+      const count = await rows.replaceAll(
+        async () => {
+          if (walkHelper === null) return streamBatches(walker, statter, rows);
+          const end = await streamSplit(walker, walkHelper, rows, (more) => {
+            phase.update(`scanning ${found + more} files`);
+          });
+          if (end === null) return;
+          skipped.push(...end.skipped);
+          for (const [key, signature] of end.folders) folders?.set(key, signature);
+        },
+        { commitAsYouGo: had === null },
+      );
       phase.finish((duration) => `scanned ${count} files in ${duration}`);
       table.filled = groups;
       if (this.catalog && folders) this.recordFill(this.catalog, table, folders);
-      return walker.skipped;
+      return skipped;
     } finally {
-      await helper.close();
+      await statHelper?.close();
+      await walkHelper?.close();
     }
   }
 }
@@ -420,11 +443,11 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 async function streamBatches(
   walker: SelectionWalker,
   statter: BatchStatter | null,
-  write: (paths: readonly string[], stats: Float64Array | null) => void,
+  rows: RowWriter,
 ): Promise<void> {
   let since = performance.now();
   const writeReady = () => {
-    for (const done of statter?.takeReady() ?? []) write(done.paths, done.stats);
+    for (const done of statter?.takeReady() ?? []) rows.write(done.paths, done.stats);
   };
   /** Writes what is in, waiting for stats while more than `ahead` batches are outstanding. */
   const drain = async (ahead: number) => {
@@ -439,7 +462,7 @@ async function streamBatches(
     }
   };
   for (let batch = walker.next(); batch !== null; batch = walker.next()) {
-    if (statter === null) write(batch.paths, null);
+    if (statter === null) rows.write(batch.paths, null);
     else {
       statter.submit(batch.paths, batch.rawPaths);
       await drain(BATCHES_AHEAD);
@@ -450,6 +473,76 @@ async function streamBatches(
     }
   }
   await drain(0);
+}
+
+/**
+ * The share of what is left that the calling thread keeps when it splits a paths-only walk
+ * with the helper: it also inserts every row, which costs about half as much per file as
+ * walking does.
+ */
+const CALLER_SHARE = 0.4;
+
+/**
+ * A paths-only fill on two threads: the calling thread walks until the helper is up, then gives
+ * it the end of the walk (`split`) and walks the rest, keeping the helper's batches (compact
+ * JSON) until its own rows are in, so every insert appends and the table reads in walk order.
+ * When the helper fails, its part is walked here. Returns the end of the helper's part (its
+ * skipped files and folder signatures), `null` when it had none.
+ */
+async function streamSplit(
+  walker: SelectionWalker,
+  helper: WalkHelper,
+  rows: RowWriter,
+  progress: (helperFound: number) => void,
+): Promise<{ skipped: SkippedPath[]; folders: [string, string][] } | null> {
+  let since = performance.now();
+  const breathe = async () => {
+    if (performance.now() - since >= YIELD_EVERY_MS) {
+      await nextTurn();
+      since = performance.now();
+    }
+  };
+  let resume: ResumePoint | null = null;
+  const kept: WalkHelperBatch[] = [];
+  let helperFound = 0;
+  const keep = () => {
+    for (const batch of helper.take()) {
+      kept.push(batch);
+      helperFound += batch.count;
+    }
+    progress(helperFound);
+  };
+  for (let batch = walker.next(); batch !== null; batch = walker.next()) {
+    rows.write(batch.paths, null);
+    if (resume === null && helper.ready) {
+      resume = walker.split(1 - CALLER_SHARE);
+      helper.give(resume);
+      if (resume === null) return null;
+    }
+    if (resume !== null) keep();
+    await breathe();
+  }
+  if (resume === null) return null;
+  const ownRows = rows.count;
+  for (;;) {
+    keep();
+    for (const batch of kept) rows.writePathsJson(batch.json, batch.count);
+    kept.length = 0;
+    if (helper.end !== null || helper.failed) break;
+    helper.wait(YIELD_EVERY_MS);
+    await breathe();
+  }
+  keep();
+  for (const batch of kept) rows.writePathsJson(batch.json, batch.count);
+  if (helper.end !== null) return helper.end;
+  // The helper failed: its part is walked here.
+  rows.deleteAfter(ownRows);
+  const rest = new SelectionWalker({ ...walker.options, resume });
+  for (let batch = rest.next(); batch !== null; batch = rest.next()) {
+    rows.write(batch.paths, null);
+    await breathe();
+  }
+  return { skipped: rest.skipped, folders: [] };
 }
 
 /**
@@ -464,8 +557,11 @@ class RowWriter {
   private readonly batch: unknown[] = [];
   private rowsInBatch = 0;
   private written = 0;
+  private committed = 0;
+  private commitAsYouGo = false;
 
   private readonly deleteAll: Statement;
+  private readonly deleteAfterRowid: Statement;
   private readonly width: number;
 
   /** `withNames`: also write basename, dir and ext (stat columns come with the stats). */
@@ -483,6 +579,7 @@ class RowWriter {
     this.insertOne = db.prepare(`${into} ${placeholders}`);
     this.insertBatch = db.prepare(`${into} ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`);
     this.deleteAll = db.prepare(`DELETE FROM ${table}`);
+    this.deleteAfterRowid = db.prepare(`DELETE FROM ${table} WHERE rowid > ?`);
     this.insertPaths =
       withNames || withStat
         ? null
@@ -495,26 +592,14 @@ class RowWriter {
    * index meanwhile.
    */
   async replaceAll(
-    produce: (
-      write: (paths: readonly string[], stats: Float64Array | null) => void,
-    ) => Promise<void>,
+    produce: () => Promise<void>,
     options: { commitAsYouGo?: boolean } = {},
   ): Promise<number> {
     this.db.exec("BEGIN");
-    let committed = 0;
+    this.commitAsYouGo = options.commitAsYouGo === true;
     try {
       this.deleteAll.run();
-      await produce((paths, stats) => {
-        this.write(paths, stats);
-        // One commit of a million rows holds the thread for a fifth of a second; commits of
-        // this size take a few milliseconds each.
-        if (options.commitAsYouGo && this.written - committed >= COMMIT_EVERY_ROWS) {
-          this.flushPartialBatch();
-          this.db.exec("COMMIT");
-          this.db.exec("BEGIN");
-          committed = this.written;
-        }
-      });
+      await produce();
       this.flushPartialBatch();
       this.db.exec("COMMIT");
     } catch (error) {
@@ -524,10 +609,36 @@ class RowWriter {
     return this.written;
   }
 
-  private write(paths: readonly string[], stats: Float64Array | null): void {
+  /** One commit of a million rows holds the thread for a fifth of a second; these, a few ms. */
+  private commitNow(): void {
+    if (!this.commitAsYouGo || this.written - this.committed < COMMIT_EVERY_ROWS) return;
+    this.flushPartialBatch();
+    this.db.exec("COMMIT");
+    this.db.exec("BEGIN");
+    this.committed = this.written;
+  }
+
+  /** Rows written so far: the rows of a fill have row ids 1 to `count`, in walk order. */
+  get count(): number {
+    return this.written;
+  }
+
+  /** Paths-only fills: `count` paths as a JSON array. */
+  writePathsJson(json: string, count: number): void {
+    (this.insertPaths as Statement).run(json);
+    this.written += count;
+    this.commitNow();
+  }
+
+  /** Deletes the rows after the first `count` (a split walk's second part, to walk it again). */
+  deleteAfter(count: number): void {
+    this.written -= this.deleteAfterRowid.run(count).changes;
+  }
+
+  /** Writes a batch of rows in walk order (stats NaN: that file is dropped). */
+  write(paths: readonly string[], stats: Float64Array | null): void {
     if (this.insertPaths !== null) {
-      this.insertPaths.run(JSON.stringify(paths));
-      this.written += paths.length;
+      this.writePathsJson(JSON.stringify(paths), paths.length);
       return;
     }
     for (let i = 0; i < paths.length; i++) {
@@ -544,6 +655,7 @@ class RowWriter {
         this.rowsInBatch = 0;
       }
     }
+    this.commitNow();
   }
 
   private flushPartialBatch(): void {
