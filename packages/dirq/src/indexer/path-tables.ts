@@ -481,6 +481,12 @@ async function streamBatches(
  * walking does.
  */
 const CALLER_SHARE = 0.4;
+/**
+ * The helper's batches kept at most, in characters of JSON (about as many bytes): past this
+ * the caller stops taking them and the helper waits until the caller's own part is in, so
+ * memory stays bounded on any tree (a million files keep about 15 MB).
+ */
+const KEEP_MAX_CHARS = 32 * 1024 * 1024;
 
 /**
  * A paths-only fill on two threads: the calling thread walks until the helper is up, then gives
@@ -504,10 +510,12 @@ async function streamSplit(
   };
   let resume: ResumePoint | null = null;
   const kept: WalkHelperBatch[] = [];
+  let keptChars = 0;
   let helperFound = 0;
   const keep = () => {
     for (const batch of helper.take()) {
       kept.push(batch);
+      keptChars += batch.json.length;
       helperFound += batch.count;
     }
     progress(helperFound);
@@ -519,7 +527,7 @@ async function streamSplit(
       helper.give(resume);
       if (resume === null) return null;
     }
-    if (resume !== null) keep();
+    if (resume !== null && keptChars < KEEP_MAX_CHARS) keep();
     await breathe();
   }
   if (resume === null) return null;
@@ -528,6 +536,7 @@ async function streamSplit(
     keep();
     for (const batch of kept) rows.writePathsJson(batch.json, batch.count);
     kept.length = 0;
+    keptChars = 0;
     if (helper.end !== null || helper.failed) break;
     helper.wait(YIELD_EVERY_MS);
     await breathe();
