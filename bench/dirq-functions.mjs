@@ -38,6 +38,34 @@ lines.on("line", (line) => {
 });
 // At end of input nothing is left to do: Node exits once stdout is flushed.
 `;
+/**
+ * The least any Node program that starts the worker itself can take: its own start-up, then the
+ * worker's, then the 10,000 exchanges (no SQL, no passes). dirq pays the same two start-ups in
+ * a row; the pipe pays one.
+ */
+const SPAWN_CLIENT = `// Written by bench/dirq-functions.mjs: starts the echo worker, sends n requests, sums replies.
+const { spawn } = require("node:child_process");
+
+const rows = Number(process.argv[2]);
+const worker = spawn("node", ["echo-worker.js"], { stdio: ["pipe", "pipe", "inherit"] });
+let pending = "";
+let received = 0;
+let total = 0;
+worker.stdout.setEncoding("utf8").on("data", (chunk) => {
+  const lines = (pending + chunk).split("\\n");
+  pending = lines.pop();
+  for (const line of lines) {
+    total += JSON.parse(line).result;
+    if (++received === rows) {
+      process.stdout.write(JSON.stringify({ total }) + "\\n");
+      worker.kill();
+    }
+  }
+});
+const requests = [];
+for (let i = 1; i <= rows; i++) requests.push(JSON.stringify({ id: i, args: [i] }));
+worker.stdin.end(requests.join("\\n") + "\\n");
+`;
 /** Pins the worker to CommonJS whatever package.json is above --dir (the repo's says "module"). */
 const PACKAGE_JSON = `{ "private": true, "type": "commonjs" }\n`;
 const CONFIG = `[[dirq.function]]\nname = "echo"\ncommand = "node echo-worker.js"\n`;
@@ -74,6 +102,7 @@ function setUp(dir, rows) {
   const root = join(dir, "functions");
   mkdirSync(root, { recursive: true });
   writeFileSync(join(root, "echo-worker.js"), ECHO_WORKER);
+  writeFileSync(join(root, "spawn-client.js"), SPAWN_CLIENT);
   writeFileSync(join(root, "package.json"), PACKAGE_JSON);
   writeFileSync(join(root, "dirq.toml"), CONFIG);
   const requests = [];
@@ -126,6 +155,14 @@ function commands(rows, tools) {
       env: DIRQ_ENV,
       check: checkDirq,
     },
+    {
+      label: "node spawn-client.js (starts the worker itself: the floor for a Node tool)",
+      kind: "floor",
+      short: "node spawn client",
+      executable: process.execPath,
+      args: ["spawn-client.js", String(rows)],
+      check: (stdout) => checkSum(JSON.parse(stdout).total, rows),
+    },
   ];
 }
 
@@ -151,6 +188,9 @@ function main() {
   const added =
     dirq?.status === "ok" && reference?.status === "ok" ? dirq.medianMs - reference.medianMs : null;
   const pipe = results.find((result) => result.command.kind === "baseline");
+  const floor = results.find((result) => result.command.kind === "floor");
+  const overFloor =
+    dirq?.status === "ok" && floor?.status === "ok" ? dirq.medianMs / floor.medianMs : null;
   const addedRatio = added !== null && pipe?.status === "ok" ? added / pipe.medianMs : null;
   const callsPerSecond = (result) =>
     result.status === "ok" && result.command.kind !== "reference"
@@ -168,6 +208,7 @@ function main() {
       target: { name: target.name, value: target.value, limit: target.limit, met: target.met },
       workerCallsAddedMs: added === null ? null : Math.round(added),
       workerCallsAddedRatio: addedRatio === null ? null : Math.round(addedRatio * 100) / 100,
+      dirqOverSpawnClient: overFloor === null ? null : Math.round(overFloor * 100) / 100,
     };
     process.stdout.write(`${JSON.stringify(json, null, 2)}\n`);
     return;
@@ -190,6 +231,7 @@ function main() {
       added === null ? null : added / 1000,
       3,
     )} s, ${formatRatio(addedRatio)} of the pipe`,
+    `dirq against a bare Node program that starts the same worker: ${formatRatio(overFloor)}`,
   ];
   process.stdout.write(`${out.join("\n")}\n`);
 }

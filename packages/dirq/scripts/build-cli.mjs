@@ -31,11 +31,16 @@ const relocate = {
   name: "relocate",
   setup(build) {
     build.onLoad({ filter: /\.js$/ }, (args) => {
+      if (!args.path.startsWith(srcDir)) return undefined;
       const source = readFileSync(args.path, "utf8");
       const contents = source.replace(
         /new URL\((["'])(\.\.?\/[^"']*)\1, import\.meta\.url\)/g,
-        (_, quote, path) =>
-          `new URL(${quote}${fromBundle(resolve(dirname(args.path), path))}${quote}, import.meta.url)`,
+        (_, quote, path) => {
+          // A folder's URL keeps its trailing slash (`resolve` drops it).
+          const slash = path.endsWith("/") ? "/" : "";
+          const rebased = fromBundle(resolve(dirname(args.path), path)) + slash;
+          return `new URL(${quote}${rebased}${quote}, import.meta.url)`;
+        },
       );
       return { contents, loader: "js" };
     });
@@ -54,7 +59,13 @@ await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  packages: "external",
+  // Pure-JavaScript dependencies are bundled too (smol-toml alone is seven modules); SQLite
+  // loads a native addon, and the watcher is only ever loaded by the server.
+  external: ["@rocicorp/zero-sqlite3", "chokidar"],
+  // Bundled CommonJS dependencies (shell-quote) call `require`, which ES modules lack.
+  banner: {
+    js: 'import { createRequire as __createRequire } from "node:module";\nconst require = __createRequire(import.meta.url);',
+  },
   keepNames: true,
   sourcemap: false,
   legalComments: "none",

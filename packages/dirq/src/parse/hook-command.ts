@@ -1,9 +1,8 @@
 import { isAbsolute, resolve } from "node:path";
-import type ShellQuote from "shell-quote";
-import { lazyModule } from "../lazy-module.js";
+// A static import, so the CLI bundle carries it: loaded through `require` at run time it cost
+// a worker's early start several milliseconds.
+import { parse as parseShellWords } from "shell-quote";
 import { DirqError } from "../errors.js";
-
-const shellQuote = lazyModule<typeof ShellQuote>("shell-quote");
 
 /** A parsed on-file command: argv with `{path}` and `{root}` still in place. */
 export interface HookCommand {
@@ -45,7 +44,7 @@ function findUnclosedQuote(text: string): string | null {
 export function parseHookCommand(text: string, baseDir?: string): HookCommand {
   const unclosed = findUnclosedQuote(text);
   if (unclosed !== null) throw invalid(text, `a ${unclosed} quote is never closed`);
-  const words = shellQuote().parse(text.replaceAll("$", DOLLAR));
+  const words = parseShellWords(text.replaceAll("$", DOLLAR));
   const restore = (word: string) => word.replaceAll(DOLLAR, "$");
   const argv: string[] = [];
   for (const word of words) {

@@ -1,4 +1,5 @@
 import { type BigIntStats, statSync } from "node:fs";
+import { join, relative, sep } from "node:path";
 import { findEnclosingRepository } from "./ignore-rules.js";
 
 /**
@@ -55,10 +56,17 @@ export function folderKey(dir: string): string {
 
 /**
  * The ignore files above a walk's base that shape its listing: every `.gitignore` from the
- * root down to the base's parent, and the repository's `info/exclude`.
+ * repository's top down to the base's parent (those above the root too), and the repository's
+ * `info/exclude`.
  */
 export function ignoreSourceSignatures(root: string, base: string): Map<string, string> {
   const signatures = new Map<string, string>();
+  const repository = findEnclosingRepository(root);
+  if (repository !== null) {
+    for (const dir of foldersAbove(repository.top, root)) {
+      signatures.set(`a:${dir}`, statSignature(join(dir, ".gitignore")));
+    }
+  }
   const segments = base === "" ? [] : base.split("/");
   let current = "";
   for (const segment of segments) {
@@ -68,9 +76,16 @@ export function ignoreSourceSignatures(root: string, base: string): Map<string, 
     );
     current = current === "" ? segment : `${current}/${segment}`;
   }
-  const repository = findEnclosingRepository(root);
   if (repository !== null) signatures.set("x", statSignature(repository.excludeFile));
   return signatures;
+}
+
+/** The folders from `top` down to the parent of `root` (none when `root` is the top). */
+function foldersAbove(top: string, root: string): string[] {
+  const below = relative(top, root);
+  if (below === "" || below.startsWith("..")) return [];
+  const segments = below.split(sep);
+  return segments.map((_, depth) => join(top, ...segments.slice(0, depth)));
 }
 
 function currentSignature(root: string, key: string): string | null {
@@ -82,6 +97,7 @@ function currentSignature(root: string, key: string): string | null {
     const dir = key.slice(2);
     return statSignature(`${root}${dir ? `/${dir}` : ""}/.gitignore`);
   }
+  if (key.startsWith("a:")) return statSignature(join(key.slice(2), ".gitignore"));
   if (key === "x") {
     const repository = findEnclosingRepository(root);
     return repository === null ? "-" : statSignature(repository.excludeFile);
