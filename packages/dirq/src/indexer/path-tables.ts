@@ -1,4 +1,3 @@
-import type { Statement } from "better-sqlite3";
 import type { ProgressReporter } from "../progress/reporter.js";
 import { BatchStatter } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
