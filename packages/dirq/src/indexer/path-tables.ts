@@ -14,13 +14,14 @@ import {
 import { type Catalog, type CatalogTable, specHash } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
-  HELPER_AFTER_FILES,
+  STAT_HELPER_AFTER_FILES,
   NAME_COLUMNS,
   pushNameColumns,
   RowWriter,
   STAT_COLUMNS,
   streamBatches,
   streamSplit,
+  WALK_HELPER_AFTER_FILES,
 } from "./path-fill.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
@@ -369,10 +370,8 @@ export class PathTables {
     const walker = new SelectionWalker({
       ...options,
       onProgress: (count) => {
-        if (count > HELPER_AFTER_FILES) {
-          statHelper?.start();
-          walkHelper?.start();
-        }
+        if (count > STAT_HELPER_AFTER_FILES) statHelper?.start();
+        if (count > WALK_HELPER_AFTER_FILES) walkHelper?.start();
         found = count;
         phase.update(`scanning ${found} files`);
       },
