@@ -4,6 +4,7 @@ import {
   receiveMessageOnPort,
   Worker,
 } from "node:worker_threads";
+import type { PathSelection } from "./path-selection.js";
 import type { ResumePoint, SkippedPath } from "./walk.js";
 
 /**
@@ -27,7 +28,7 @@ export const MAX_IN_FLIGHT = 16;
 /** The walk options that cross to the thread (all but the callbacks). */
 export interface WalkHelperOptions {
   root: string;
-  selection: import("./path-selection.js").PathSelection;
+  selection: PathSelection;
   useGitignore: boolean;
   extraIgnores?: readonly string[];
 }
