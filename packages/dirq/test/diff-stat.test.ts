@@ -10,6 +10,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { open } from "../src/index.js";
 import { harnessSeed, pick, reference, seededRandom } from "./differential.js";
 import { runDirq } from "./helpers.js";
 
@@ -77,3 +78,61 @@ describe(`stat columns equal stat(1) (seed ${SEED}, ${FILES} files)`, () => {
     assert.deepEqual(actual, expected, `seed ${SEED}`);
   });
 });
+
+/**
+ * Many batches, plain files, symlinks and names that are not valid UTF-8 (stat'ed through their
+ * raw bytes), whether the root is the working directory (stats go by relative path) or not.
+ * The helper thread's share of the stats: unit/batch-statter.test.ts.
+ */
+describe(`stat columns equal stat(1) on a larger tree (seed ${SEED})`, () => {
+  const MANY = 9_000;
+  const random = seededRandom(SEED + 1);
+  const parent = mkdtempSync(join(tmpdir(), "dirq-stat-many-"));
+  const root = join(parent, "tree");
+  after(() => rmSync(parent, { recursive: true, force: true }));
+  assert.notEqual(process.cwd(), root);
+  for (let i = 0; i < MANY; i++) {
+    const dir = join(root, `d${i % 37}`);
+    if (i < 37) mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, `f${i}`), "y".repeat(Math.floor(random() * 3000)));
+  }
+  for (let i = 0; i < 40; i++) symlinkSync(`d${i % 37}/f${i}`, join(root, `link${i}`));
+  // Latin-1 bytes: not valid UTF-8.
+  for (let i = 0; i < 40; i++) {
+    writeFileSync(Buffer.from(`${root}/d${i % 37}/caf\xe9-${i}`, "latin1"), "z".repeat(i));
+  }
+  const listing = reference(
+    "bash",
+    [
+      "-c",
+      "find . -mindepth 1 \\( -type f -o -type l \\) -print0 | xargs -0 stat -L -c '%s\t%Y\t%Z'",
+    ],
+    { cwd: root },
+  );
+  const expected = listing.trim().split("\n").sort();
+
+  it(`agrees with stat -L on ${MANY + 80} files (the root is the working directory)`, async () => {
+    const result = await runDirq(["SELECT size, mtime, ctime FROM './'", "--format", "json"], {
+      cwd: root,
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const rows = JSON.parse(result.stdout) as StatRow[];
+    assert.deepEqual(statLines(rows), expected, `seed ${SEED}`);
+  });
+
+  it(`agrees with stat -L through the SDK, the root elsewhere (absolute paths)`, async () => {
+    await using db = open({ root, progress: false });
+    const rows = (await db.query("SELECT size, mtime, ctime FROM './'")) as unknown as StatRow[];
+    assert.deepEqual(statLines(rows), expected, `seed ${SEED}`);
+  });
+});
+
+interface StatRow {
+  size: number;
+  mtime: number;
+  ctime: number;
+}
+
+function statLines(rows: readonly StatRow[]): string[] {
+  return rows.map((row) => `${row.size}\t${row.mtime}\t${row.ctime}`).sort();
+}

@@ -1,9 +1,10 @@
-import type { Statement } from "better-sqlite3";
 import type { ProgressReporter } from "../progress/reporter.js";
-import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
+import { BatchStatter } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
+import { StatHelper } from "../scan/stat-helper.js";
 import { SelectionWalker, type SkippedPath } from "../scan/walk.js";
+import { WalkHelper } from "../scan/walk-helper.js";
 import {
   directorySignature,
   folderKey,
@@ -12,6 +13,16 @@ import {
 } from "../scan/tree-signature.js";
 import { type Catalog, type CatalogTable, specHash } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import {
+  STAT_HELPER_AFTER_FILES,
+  NAME_COLUMNS,
+  pushNameColumns,
+  RowWriter,
+  STAT_COLUMNS,
+  streamBatches,
+  streamSplit,
+  WALK_HELPER_AFTER_FILES,
+} from "./path-fill.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
 /** The seven stat columns of a path-table, in table order. */
@@ -25,18 +36,9 @@ export const PATH_TABLE_COLUMNS = [
   "ctime",
 ] as const;
 
-const NAME_COLUMNS = ["basename", "dir", "ext"] as const;
-const STAT_COLUMNS = ["size", "mtime", "ctime"] as const;
-
 const CREATE_COLUMNS =
   "path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
   "size INTEGER, mtime INTEGER, ctime INTEGER";
-
-/** A first fill commits after about this many rows (see RowWriter.replaceAll). */
-const COMMIT_EVERY_ROWS = 32_768;
-
-/** Rows per INSERT: one call per batch costs about half of one call per row. */
-const INSERT_BATCH = 16;
 
 /** Which optional column groups a fill writes; `path` is always written. */
 export interface ColumnGroups {
@@ -101,19 +103,6 @@ function rowFor(
   if (groups.stat) values.push(stat[0], stat[1], stat[2]);
   else values.push(null, null, null);
   return values;
-}
-
-/** `ext`: the last extension without its dot, NULL when there is none (`.env`, `Makefile`). */
-export function extensionOf(basename: string): string | null {
-  const dot = basename.lastIndexOf(".");
-  if (dot <= 0 || dot === basename.length - 1) return null;
-  return basename.slice(dot + 1);
-}
-
-function pushNameColumns(values: unknown[], path: string): void {
-  const slash = path.lastIndexOf("/");
-  const basename = path.slice(slash + 1);
-  values.push(basename, slash === -1 ? "" : path.slice(0, slash), extensionOf(basename));
 }
 
 /**
@@ -365,172 +354,55 @@ export class PathTables {
     const phase = this.options.progress.start();
     const walkStart = Date.now();
     const folders = this.catalog ? this.startSignatures(table.selection) : null;
-    const statter = groups.stat ? new BatchStatter(this.options.root) : null;
-    const walker = new SelectionWalker({
+    const options = {
       root: this.options.root,
       selection: table.selection,
       useGitignore: this.options.useGitignore,
       extraIgnores: this.options.extraIgnores,
-      onProgress: (found) => phase.update(`scanning ${found} files`),
+    };
+    // Stats are most of a fill that reads them: a helper thread takes a share of them. Of a
+    // fill that writes paths only, reading folders is most: a helper thread walks a part.
+    const pathsOnly = !groups.names && !groups.stat;
+    const statHelper = groups.stat ? new StatHelper(this.options.root) : null;
+    const walkHelper = pathsOnly ? new WalkHelper(options, folders ? walkStart : null) : null;
+    const statter = statHelper ? new BatchStatter(this.options.root, statHelper) : null;
+    let found = 0;
+    const walker = new SelectionWalker({
+      ...options,
+      onProgress: (count) => {
+        if (count > STAT_HELPER_AFTER_FILES) statHelper?.start();
+        if (count > WALK_HELPER_AFTER_FILES) walkHelper?.start();
+        found = count;
+        phase.update(`scanning ${found} files`);
+      },
       onDirectory: folders
         ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
         : undefined,
     });
+    const skipped = walker.skipped;
     try {
       const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
       // A first fill may commit as it goes: no statement reads the table before it is marked
       // filled, and a failed fill leaves it unfilled (the next one starts with a DELETE).
-      const count = await rows.replaceAll((write) => streamBatches(walker, statter, write), {
-        commitAsYouGo: had === null,
-      });
+      const count = await rows.replaceAll(
+        async () => {
+          if (walkHelper === null) return streamBatches(walker, statter, rows);
+          const end = await streamSplit(walker, walkHelper, rows, (more) => {
+            phase.update(`scanning ${found + more} files`);
+          });
+          if (end === null) return;
+          skipped.push(...end.skipped);
+          for (const [key, signature] of end.folders) folders?.set(key, signature);
+        },
+        { commitAsYouGo: had === null },
+      );
       phase.finish((duration) => `scanned ${count} files in ${duration}`);
       table.filled = groups;
       if (this.catalog && folders) this.recordFill(this.catalog, table, folders);
-      return walker.skipped;
+      return skipped;
     } finally {
-      await statter?.close();
+      await statHelper?.close();
+      await walkHelper?.close();
     }
-  }
-}
-
-/** Batches whose stats may be outstanding at once: enough to keep the helper thread busy. */
-const STAT_BATCHES_AHEAD = 16;
-/** The longest the fill holds the event loop before it lets other work run (ms). */
-const YIELD_EVERY_MS = 10;
-
-const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
-
-/**
- * Walks, stats and writes batch by batch, so only a few batches of paths are ever in memory,
- * and lets the event loop run every few milliseconds: in the server, other requests and event
- * streams go on while a big table fills (each step is one readdir or one batch insert).
- */
-async function streamBatches(
-  walker: SelectionWalker,
-  statter: BatchStatter | null,
-  write: (paths: readonly string[], stats: Float64Array | null) => void,
-): Promise<void> {
-  const ahead: { paths: readonly string[]; stats: () => Promise<Float64Array> | Float64Array }[] =
-    [];
-  let since = performance.now();
-  const writeOldest = async () => {
-    const oldest = ahead.shift();
-    if (oldest !== undefined) write(oldest.paths, await oldest.stats());
-  };
-  for (let batch = walker.next(); batch !== null; batch = walker.next()) {
-    if (statter === null) write(batch.paths, null);
-    else {
-      ahead.push({ paths: batch.paths, stats: statter.submit(batch.paths, batch.rawPaths) });
-      if (ahead.length > STAT_BATCHES_AHEAD) await writeOldest();
-    }
-    if (performance.now() - since >= YIELD_EVERY_MS) {
-      await nextTurn();
-      since = performance.now();
-    }
-  }
-  while (ahead.length > 0) await writeOldest();
-}
-
-/**
- * Writes a path-table's rows in batched INSERTs inside one transaction. Paths alone (a fill
- * for `count(*)` or `SELECT path`) go in as one JSON array per batch, which SQLite's
- * `json_each` unpacks: measured, about twice as fast as binding them 16 rows at a time.
- */
-class RowWriter {
-  private readonly insertPaths: Statement | null;
-  private readonly insertOne: Statement;
-  private readonly insertBatch: Statement;
-  private readonly batch: unknown[] = [];
-  private rowsInBatch = 0;
-  private written = 0;
-
-  private readonly deleteAll: Statement;
-  private readonly width: number;
-
-  /** `withNames`: also write basename, dir and ext (stat columns come with the stats). */
-  constructor(
-    private readonly db: SqliteDatabase,
-    name: string,
-    private readonly withNames: boolean,
-    private readonly withStat: boolean,
-  ) {
-    const table = quoteIdentifier(name);
-    const columns = ["path", ...(withNames ? NAME_COLUMNS : []), ...(withStat ? STAT_COLUMNS : [])];
-    this.width = columns.length;
-    const into = `INSERT INTO ${table} (${columns.join(", ")}) VALUES`;
-    const placeholders = `(${columns.map(() => "?").join(", ")})`;
-    this.insertOne = db.prepare(`${into} ${placeholders}`);
-    this.insertBatch = db.prepare(`${into} ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`);
-    this.deleteAll = db.prepare(`DELETE FROM ${table}`);
-    this.insertPaths =
-      withNames || withStat
-        ? null
-        : db.prepare(`INSERT INTO ${table} (path) SELECT value FROM json_each(?)`);
-  }
-
-  /**
-   * Replaces every row with what `produce` writes, atomically unless `commitAsYouGo`. The
-   * transaction spans awaits (stats arrive from a helper thread); nothing else writes to the
-   * index meanwhile.
-   */
-  async replaceAll(
-    produce: (
-      write: (paths: readonly string[], stats: Float64Array | null) => void,
-    ) => Promise<void>,
-    options: { commitAsYouGo?: boolean } = {},
-  ): Promise<number> {
-    this.db.exec("BEGIN");
-    let committed = 0;
-    try {
-      this.deleteAll.run();
-      await produce((paths, stats) => {
-        this.write(paths, stats);
-        // One commit of a million rows holds the thread for a fifth of a second; commits of
-        // this size take a few milliseconds each.
-        if (options.commitAsYouGo && this.written - committed >= COMMIT_EVERY_ROWS) {
-          this.flushPartialBatch();
-          this.db.exec("COMMIT");
-          this.db.exec("BEGIN");
-          committed = this.written;
-        }
-      });
-      this.flushPartialBatch();
-      this.db.exec("COMMIT");
-    } catch (error) {
-      this.db.exec("ROLLBACK");
-      throw error;
-    }
-    return this.written;
-  }
-
-  private write(paths: readonly string[], stats: Float64Array | null): void {
-    if (this.insertPaths !== null) {
-      this.insertPaths.run(JSON.stringify(paths));
-      this.written += paths.length;
-      return;
-    }
-    for (let i = 0; i < paths.length; i++) {
-      const at = i * STAT_FIELDS;
-      if (stats !== null && Number.isNaN(stats[at])) continue;
-      const path = paths[i] as string;
-      this.batch.push(path);
-      if (this.withNames) pushNameColumns(this.batch, path);
-      if (this.withStat && stats !== null) this.batch.push(stats[at], stats[at + 1], stats[at + 2]);
-      this.written++;
-      if (++this.rowsInBatch === INSERT_BATCH) {
-        this.insertBatch.run(this.batch);
-        this.batch.length = 0;
-        this.rowsInBatch = 0;
-      }
-    }
-  }
-
-  private flushPartialBatch(): void {
-    const width = this.width;
-    for (let row = 0; row < this.rowsInBatch; row++) {
-      this.insertOne.run(this.batch.slice(row * width, (row + 1) * width));
-    }
-    this.batch.length = 0;
-    this.rowsInBatch = 0;
   }
 }

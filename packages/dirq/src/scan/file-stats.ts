@@ -1,5 +1,5 @@
 import { type BigIntStats, type Stats, statSync } from "node:fs";
-import { Worker } from "node:worker_threads";
+import type { StatHelper, StatRequest } from "./stat-helper.js";
 
 /** Stat fields per file, three numbers each: size (bytes), mtime and ctime (Unix seconds). */
 export const STAT_FIELDS = 3;
@@ -27,6 +27,21 @@ function secondsOfMs(ms: number): number {
 }
 
 /**
+ * How a stat reaches the files under `root`: relative to the working directory when the root
+ * is it (the usual case: dirq indexes where it runs), so the kernel resolves a short path
+ * instead of the whole absolute one (measured, about a tenth less system time per stat);
+ * absolute otherwise. Asked per batch, so a `process.chdir` between batches is harmless.
+ */
+function statPrefix(root: string): string {
+  try {
+    if (process.cwd() === root) return "";
+  } catch {
+    // The working directory is gone: absolute paths still work.
+  }
+  return `${root}/`;
+}
+
+/**
  * Stats each path (relative to `root`, or its raw bytes from `rawPaths` when its name is not
  * valid UTF-8) into a new array of STAT_FIELDS numbers per path. Symlinks are followed (a
  * listed symlink is a file). Times are whole seconds, floored exactly: a number stat is read
@@ -41,7 +56,7 @@ export function statPaths(
   rawPaths?: ReadonlyMap<string, Uint8Array>,
 ): Float64Array {
   const out = new Float64Array(paths.length * STAT_FIELDS);
-  const prefix = `${root}/`;
+  const prefix = statPrefix(root);
   const hasRaw = rawPaths !== undefined && rawPaths.size > 0;
   for (let i = 0; i < paths.length; i++) {
     const path = paths[i] as string;
@@ -87,74 +102,81 @@ function exactStat(target: string | Uint8Array): BigIntStats | undefined {
   }
 }
 
-/** Files stat'ed on the calling thread before a helper thread is worth its start-up. */
-const HELPER_THRESHOLD = 16_384;
 /**
- * Past the threshold, one batch in this many stays on the calling thread: it also walks and
- * inserts, so it takes a small share and is never left idle waiting for the helper.
+ * Batches posted to the helper and not yet answered, at most. A few keep it busy between two
+ * posts; past that the calling thread stats the batch itself instead of queueing it, so both
+ * threads work all the time whichever is faster (the caller also walks and inserts).
  */
-const CALLER_SHARE_EVERY = 8;
+const HELPER_QUEUE = 4;
 
-interface StatReply {
-  id: number;
-  stats: Float64Array;
+/** A batch of paths and, once they are in, their stats. */
+export interface StatBatch {
+  paths: readonly string[];
+  stats: Float64Array | null;
+  rawPaths: ReadonlyMap<string, Uint8Array> | undefined;
 }
 
 /**
- * Stats batches of paths as a walk finds them. The first files are stat'ed on the calling
- * thread when asked for; past a threshold one helper thread stats the rest while the walk and
- * the inserts go on, since a stat is a system call per file and this machine has two cores.
+ * Stats batches of paths as a walk finds them, keeping them in order: on the calling thread,
+ * or on the helper thread (once it is up) whenever its queue is short. Neither thread waits
+ * for the other until the walk is over. Batches the helper held when it failed are stat'ed on
+ * the calling thread.
  */
 export class BatchStatter {
-  private submitted = 0;
-  private worker: Worker | null = null;
-  private readonly waiting = new Map<
-    number,
-    { resolve: (stats: Float64Array) => void; reject: (error: Error) => void }
-  >();
-  private nextId = 0;
-  private batchesPastThreshold = 0;
+  private readonly queue: StatBatch[] = [];
+  private readonly posted = new Set<StatBatch>();
 
-  constructor(private readonly root: string) {}
+  constructor(
+    private readonly root: string,
+    private readonly helper: StatHelper | null,
+  ) {}
 
-  /** Queues a batch; the returned function yields its stats (possibly later, from the helper). */
-  submit(
-    paths: readonly string[],
-    rawPaths?: ReadonlyMap<string, Uint8Array>,
-  ): () => Promise<Float64Array> | Float64Array {
-    this.submitted += paths.length;
-    const onCaller =
-      this.submitted <= HELPER_THRESHOLD ||
-      this.batchesPastThreshold++ % CALLER_SHARE_EVERY === CALLER_SHARE_EVERY - 1;
-    if (onCaller) return () => statPaths(this.root, paths, rawPaths);
-    const id = this.nextId++;
-    const result = new Promise<Float64Array>((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
-      this.helper().postMessage({ id, paths, rawPaths });
-    });
-    return () => result;
+  /** Batches submitted and not yet taken. */
+  get pending(): number {
+    return this.queue.length;
   }
 
-  private helper(): Worker {
-    if (this.worker === null) {
-      this.worker = new Worker(new URL("./stat-worker.js", import.meta.url), {
-        workerData: { root: this.root },
-      });
-      this.worker.on("message", ({ id, stats }: StatReply) => {
-        this.waiting.get(id)?.resolve(stats);
-        this.waiting.delete(id);
-      });
-      this.worker.on("error", (error) => {
-        for (const { reject } of this.waiting.values()) reject(error);
-        this.waiting.clear();
-      });
+  /** Queues a batch: stat'ed now on this thread, or later by the helper. */
+  submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void {
+    const batch: StatBatch = { paths, stats: null, rawPaths };
+    this.queue.push(batch);
+    const helper = this.helper;
+    if (helper === null || !helper.ready || this.posted.size >= HELPER_QUEUE) {
+      batch.stats = statPaths(this.root, paths, rawPaths);
+      return;
     }
-    return this.worker;
+    this.posted.add(batch);
+    const request: Omit<StatRequest, "id"> = { paths: paths.join("\0") };
+    if (rawPaths !== undefined && rawPaths.size > 0) request.rawPaths = rawPaths;
+    helper.ask(request, (answer) => {
+      this.posted.delete(batch);
+      batch.stats = answer.stats;
+    });
   }
 
-  /** Stops the helper thread, if one was started. */
-  async close(): Promise<void> {
-    await this.worker?.terminate();
-    this.worker = null;
+  /** The oldest batches whose stats are in, in order, removed from the queue. */
+  takeReady(): StatBatch[] {
+    this.helper?.receive();
+    const ready: StatBatch[] = [];
+    while (this.queue.length > 0 && (this.queue[0] as StatBatch).stats !== null) {
+      ready.push(this.queue.shift() as StatBatch);
+    }
+    return ready;
+  }
+
+  /**
+   * Waits, at most `maxMs`, until the oldest batch's stats are in (see `StatHelper.wait`).
+   * When the helper has failed, what it held is stat'ed here instead.
+   */
+  waitForOldest(maxMs: number): void {
+    const oldest = this.queue[0];
+    if (oldest === undefined || oldest.stats !== null || this.helper === null) return;
+    if (this.helper.failed) {
+      for (const batch of this.posted)
+        batch.stats ??= statPaths(this.root, batch.paths, batch.rawPaths);
+      this.posted.clear();
+      return;
+    }
+    this.helper.wait(maxMs);
   }
 }

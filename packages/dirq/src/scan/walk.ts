@@ -25,6 +25,22 @@ export interface WalkOptions {
   onBatch?: (paths: readonly string[], rawPaths: ReadonlyMap<string, Buffer>) => void;
   /** Called with each folder (relative, and its absolute path) just before it is read. */
   onDirectory?: (dir: string, absolute: string | Buffer) => void;
+  /** Walk only the part another walker gave away with `split()`. */
+  resume?: ResumePoint;
+}
+
+/**
+ * Where a walk split in two goes on: the entries of folder `dir` from `fromName` on (in walk
+ * order) and everything below them, which is the rest of the walk in walk order.
+ */
+export interface ResumePoint {
+  dir: string;
+  /** The folder's absolute path as bytes, when a name on the way is not valid UTF-8. */
+  rawDir: Uint8Array | null;
+  fromName: string;
+  /** The folder's depth below the walk's base, and whether a glob took everything below. */
+  depth: number;
+  everything: boolean;
 }
 
 export interface WalkResult {
@@ -66,12 +82,15 @@ interface DirFrame {
   rawDir: Buffer | null;
   entries: Dirent[];
   next: number;
+  /** Where this walker's share of the entries ends (`split()` gives the rest away). */
+  end: number;
   raw: Map<string, Buffer> | null;
   rules: IgnoreRules;
   glob: BashGlob | null;
   all: boolean;
   childDepth: number;
   descend: boolean;
+  everything: boolean;
 }
 
 /** One batch of found files, in walk order. */
@@ -98,7 +117,7 @@ export class SelectionWalker {
   private started = false;
 
   constructor(
-    private readonly options: WalkOptions,
+    readonly options: WalkOptions,
     private readonly batchSize = BATCH_SIZE,
   ) {
     const { selection } = options;
@@ -127,8 +146,14 @@ export class SelectionWalker {
       useGitignore: options.useGitignore,
       extraPatterns: options.extraIgnores,
     });
-    const { selection } = options;
-    if (selection.kind === "file") {
+    const { selection, resume } = options;
+    if (resume !== undefined) {
+      const rules = rulesForDir(options.root, resume.dir, rootRules);
+      const rawDir = resume.rawDir === null ? null : Buffer.from(resume.rawDir);
+      if (rules !== null) {
+        this.open(resume.dir, rules, resume.depth, resume.everything, rawDir, resume.fromName);
+      }
+    } else if (selection.kind === "file") {
       const slash = selection.file.lastIndexOf("/");
       const rules = rulesForDir(
         options.root,
@@ -146,7 +171,7 @@ export class SelectionWalker {
       }
     } else {
       const rules = rulesForDir(options.root, selection.base, rootRules);
-      if (rules !== null) this.open(selection.base, rules, 0, false, null);
+      if (rules !== null) this.open(selection.base, rules, 0, false, null, null);
     }
   }
 
@@ -154,7 +179,8 @@ export class SelectionWalker {
    * Lists a directory and pushes it on the stack. `inherited` are the rules of the parent;
    * depth 0 is the walk's base (rules already entered). `everything`: a trailing-`/` glob
    * matched an ancestor, so every file below is listed. `rawDir`: the directory's absolute
-   * path as bytes when a name on the way is not valid UTF-8.
+   * path as bytes when a name on the way is not valid UTF-8. `resumeFrom`: the walk resumes
+   * here at this name (`inherited` are then the folder's own rules, already entered).
    */
   private open(
     dir: string,
@@ -162,6 +188,7 @@ export class SelectionWalker {
     depth: number,
     everything: boolean,
     rawDir: Buffer | null,
+    resumeFrom: string | null,
   ): void {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
     let entries: Dirent[];
@@ -180,7 +207,12 @@ export class SelectionWalker {
       return;
     }
     entries.sort(byName);
-    const rules = depth === 0 ? inherited : inherited.enter(dir, hasGitignore);
+    const rules =
+      depth === 0 || resumeFrom !== null ? inherited : inherited.enter(dir, hasGitignore);
+    let next = 0;
+    if (resumeFrom !== null) {
+      while (next < entries.length && (entries[next] as Dirent).name < resumeFrom) next++;
+    }
     const glob = everything ? null : this.glob;
     const all =
       everything || (glob?.selectsDirectories === true && dir !== "" && glob.matchesDirectory(dir));
@@ -191,14 +223,41 @@ export class SelectionWalker {
       absoluteDir,
       rawDir,
       entries,
-      next: 0,
+      next,
+      end: entries.length,
       raw,
       rules,
       glob,
       all,
       childDepth,
       descend,
+      everything,
     });
+  }
+
+  /**
+   * Gives away the end of the walk: the last part of the outermost folder that has entries
+   * left, about `share` of them, and everything below them. Walking it (a walker with
+   * `resume`) lists what this walker would have listed after what it still lists itself, in
+   * the same order. `null` when nothing is left to give.
+   */
+  split(share: number): ResumePoint | null {
+    for (let depth = 0; depth < this.stack.length; depth++) {
+      const frame = this.stack[depth] as DirFrame;
+      const left = frame.end - frame.next;
+      if (left <= 0) continue;
+      const at = frame.end - Math.max(1, Math.round(left * share));
+      const fromName = (frame.entries[at] as Dirent).name;
+      frame.end = at;
+      return {
+        dir: frame.dir,
+        rawDir: frame.rawDir,
+        fromName,
+        depth: frame.childDepth - 1,
+        everything: frame.everything,
+      };
+    }
+    return null;
   }
 
   /** Goes on with the innermost open directory until it opens another one or ends. */
@@ -206,7 +265,7 @@ export class SelectionWalker {
     const frame = this.stack[this.stack.length - 1] as DirFrame;
     const { dir, entries, rules, glob, all, raw, rawDir, absoluteDir } = frame;
     const checkRules = !rules.isEmpty;
-    while (frame.next < entries.length) {
+    while (frame.next < frame.end) {
       const entry = entries[frame.next++] as Dirent;
       const name = entry.name;
       if (BUILT_IN_SKIPS.has(name)) continue;
@@ -216,7 +275,7 @@ export class SelectionWalker {
         rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? name) : null;
       if (entry.isDirectory()) {
         if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
-        this.open(path, rules, frame.childDepth, all, rawChild);
+        this.open(path, rules, frame.childDepth, all, rawChild, null);
         return;
       }
       const link = entry.isSymbolicLink();

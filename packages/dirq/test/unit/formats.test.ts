@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { extensionOf } from "../../src/indexer/path-tables.js";
+import { extensionOf } from "../../src/indexer/path-fill.js";
 import { toJson } from "../../src/output/json.js";
 import { cellText, renderTable } from "../../src/output/table.js";
 import { parseHookCommand, expandHookCommand } from "../../src/parse/hook-command.js";

@@ -1,0 +1,24 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { statPaths } from "./file-stats.js";
+import {
+  ANSWERED,
+  type HelperData,
+  READY,
+  type StatAnswer,
+  type StatRequest,
+} from "./stat-helper.js";
+
+/**
+ * The thread of `StatHelper`: answers each request in order on the answer port, then
+ * counts the answer in the shared counters, which the calling thread waits on.
+ */
+const { root, counters, answers } = workerData as HelperData;
+
+parentPort?.on("message", ({ id, paths, rawPaths }: StatRequest) => {
+  const stats = statPaths(root, paths === "" ? [] : paths.split("\0"), rawPaths);
+  const answer: StatAnswer = { id, stats };
+  answers.postMessage(answer, [stats.buffer as ArrayBuffer]);
+  Atomics.add(counters, ANSWERED, 1);
+  Atomics.notify(counters, ANSWERED);
+});
+Atomics.store(counters, READY, 1);
