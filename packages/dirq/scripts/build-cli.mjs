@@ -60,8 +60,8 @@ await build({
   platform: "node",
   target: "node20",
   // Pure-JavaScript dependencies are bundled too (smol-toml alone is seven modules); SQLite
-  // loads a native addon, and the watcher is only ever loaded by the server.
-  external: ["@rocicorp/zero-sqlite3", "chokidar"],
+  // loads a native addon.
+  external: ["@rocicorp/zero-sqlite3"],
   // Bundled CommonJS dependencies (shell-quote) call `require`, which ES modules lack.
   banner: {
     js: 'import { createRequire as __createRequire } from "node:module";\nconst require = __createRequire(import.meta.url);',
