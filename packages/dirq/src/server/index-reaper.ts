@@ -18,7 +18,8 @@ process.on("message", (message: { started?: number; ended?: number }) => {
 });
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
-process.on("disconnect", () => {
+/** Stops every hook the server left and removes its index folder, then exits. */
+function reap(): void {
   // Also the hooks the server started but was killed before it could report.
   const marked = mark ? markedProcesses(mark) : [];
   for (const pid of new Set([...hooks, ...marked])) {
@@ -33,4 +34,9 @@ process.on("disconnect", () => {
   }
   if (directory) rmSync(directory, { recursive: true, force: true });
   process.exit(0);
-});
+}
+
+process.on("disconnect", reap);
+// The server was killed before this process was even up (a loaded machine starts Node slowly):
+// there is no channel left to close, and nothing it reported; the marks still find its hooks.
+if (!process.connected) reap();

@@ -16,7 +16,12 @@ import type { SkippedPath } from "../scan/walk.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
 import { observeHookProcesses, stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
-import { applyHttpLimits, hostChecker, SERVER_LIMIT_OPTIONS } from "./http-limits.js";
+import {
+  applyHttpLimits,
+  hostChecker,
+  MAX_CONNECTIONS,
+  SERVER_LIMIT_OPTIONS,
+} from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
 import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
 import { QueryPool } from "./query-pool.js";
@@ -221,7 +226,9 @@ async function stopLive(live: Live): Promise<void> {
 function listen(server: Server, host: string, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
     server.once("error", reject);
-    server.listen(port, host, () => {
+    // A backlog for every connection the server accepts (Node's default, 511, is a quarter of
+    // them): past it, a burst of clients waits on the kernel's SYN-ACK retries, seconds each.
+    server.listen({ port, host, backlog: MAX_CONNECTIONS }, () => {
       server.off("error", reject);
       const address = server.address();
       resolve(typeof address === "object" && address ? address.port : port);
