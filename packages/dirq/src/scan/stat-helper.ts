@@ -1,9 +1,5 @@
-import {
-  MessageChannel,
-  type MessagePort,
-  receiveMessageOnPort,
-  Worker,
-} from "node:worker_threads";
+import type { MessagePort } from "node:worker_threads";
+import { HelperThread } from "./helper-thread.js";
 
 /**
  * A thread that stats batches of files for a walk (see stat-helper-thread.ts): a stat is a
@@ -41,40 +37,30 @@ export interface StatAnswer {
 }
 
 export class StatHelper {
-  private readonly counters = new Int32Array(new SharedArrayBuffer(8));
-  private worker: Worker | null = null;
-  private answers: MessagePort | null = null;
+  private readonly thread = new HelperThread(
+    new URL("./stat-helper-thread.js", import.meta.url),
+    2,
+    READY,
+  );
+  private readonly counters = this.thread.counters;
   private nextId = 0;
   private readonly waiting = new Map<number, (answer: StatAnswer) => void>();
-  private broken = false;
 
   constructor(private readonly root: string) {}
 
   /** Starts the thread (once). It takes requests when `ready`. */
   start(): void {
-    if (this.worker !== null || this.broken) return;
-    const channel = new MessageChannel();
-    const data: HelperData = { root: this.root, counters: this.counters, answers: channel.port2 };
-    this.answers = channel.port1;
-    this.worker = new Worker(new URL("./stat-helper-thread.js", import.meta.url), {
-      workerData: data,
-      transferList: [channel.port2],
-    });
-    const fail = () => {
-      this.broken = true;
-    };
-    this.worker.on("error", fail);
-    this.worker.on("exit", fail);
+    this.thread.start({ root: this.root });
   }
 
   /** Whether the thread is up and taking requests. */
   get ready(): boolean {
-    return this.worker !== null && !this.broken && Atomics.load(this.counters, READY) === 1;
+    return this.thread.ready;
   }
 
   /** Whether the thread failed or was closed: what it was asked and has not answered never will be. */
   get failed(): boolean {
-    return this.broken;
+    return this.thread.failed;
   }
 
   /** Requests the thread has answered so far. */
@@ -86,16 +72,14 @@ export class StatHelper {
   ask(request: Omit<StatRequest, "id">, onAnswer: (answer: StatAnswer) => void): void {
     const id = this.nextId++;
     this.waiting.set(id, onAnswer);
-    this.worker?.postMessage({ ...request, id });
+    this.thread.post({ ...request, id });
   }
 
   /** Takes in every answer that has arrived; returns how many. */
   receive(): number {
-    if (this.answers === null) return 0;
     for (let count = 0; ; count++) {
-      const received = receiveMessageOnPort(this.answers);
-      if (received === undefined) return count;
-      const answer = received.message as StatAnswer;
+      const answer = this.thread.nextAnswer() as StatAnswer | undefined;
+      if (answer === undefined) return count;
       const onAnswer = this.waiting.get(answer.id);
       this.waiting.delete(answer.id);
       onAnswer?.(answer);
@@ -110,22 +94,14 @@ export class StatHelper {
    */
   wait(maxMs: number): void {
     const seen = Atomics.load(this.counters, ANSWERED);
-    if (this.receive() > 0 || this.waiting.size === 0 || this.broken) return;
+    if (this.receive() > 0 || this.waiting.size === 0 || this.thread.failed) return;
     Atomics.wait(this.counters, ANSWERED, seen, maxMs);
     this.receive();
   }
 
   /** Stops the thread, if one was started; what it had not answered is the caller's to do. */
   async close(): Promise<void> {
-    this.broken = true;
-    const worker = this.worker;
-    this.worker = null;
-    this.answers?.close();
-    this.answers = null;
     this.waiting.clear();
-    if (worker !== null) {
-      worker.removeAllListeners("exit");
-      await worker.terminate();
-    }
+    await this.thread.close();
   }
 }

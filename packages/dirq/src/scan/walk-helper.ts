@@ -1,9 +1,5 @@
-import {
-  MessageChannel,
-  type MessagePort,
-  receiveMessageOnPort,
-  Worker,
-} from "node:worker_threads";
+import type { MessagePort } from "node:worker_threads";
+import { HelperThread } from "./helper-thread.js";
 import type { PathSelection } from "./path-selection.js";
 import type { ResumePoint, SkippedPath } from "./walk.js";
 
@@ -59,10 +55,12 @@ export interface WalkHelperEnd {
 export type WalkHelperAnswer = WalkHelperBatch | WalkHelperEnd;
 
 export class WalkHelper {
-  private readonly counters = new Int32Array(new SharedArrayBuffer(12));
-  private worker: Worker | null = null;
-  private answers: MessagePort | null = null;
-  private broken = false;
+  private readonly thread = new HelperThread(
+    new URL("./walk-helper-thread.js", import.meta.url),
+    3,
+    READY,
+  );
+  private readonly counters = this.thread.counters;
   private taken = 0;
   /** Set when the thread's part is over. */
   end: WalkHelperEnd | null = null;
@@ -74,49 +72,30 @@ export class WalkHelper {
 
   /** Starts the thread (once). It can be given work when `ready`. */
   start(): void {
-    if (this.worker !== null || this.broken) return;
-    const channel = new MessageChannel();
-    const data: WalkHelperData = {
-      options: this.options,
-      counters: this.counters,
-      answers: channel.port2,
-      signFoldersSince: this.signFoldersSince,
-    };
-    this.answers = channel.port1;
-    this.worker = new Worker(new URL("./walk-helper-thread.js", import.meta.url), {
-      workerData: data,
-      transferList: [channel.port2],
-    });
-    const fail = () => {
-      this.broken = true;
-    };
-    this.worker.on("error", fail);
-    this.worker.on("exit", fail);
+    this.thread.start({ options: this.options, signFoldersSince: this.signFoldersSince });
   }
 
   /** Whether the thread is up and waiting for its part. */
   get ready(): boolean {
-    return this.worker !== null && !this.broken && Atomics.load(this.counters, READY) === 1;
+    return this.thread.ready;
   }
 
   /** Whether the thread failed or was closed: its part is the caller's to walk. */
   get failed(): boolean {
-    return this.broken;
+    return this.thread.failed;
   }
 
   /** Gives the thread its part of the walk (`null`: nothing, it ends at once). */
   give(resume: ResumePoint | null): void {
-    this.worker?.postMessage(resume);
+    this.thread.post(resume);
   }
 
   /** The batches that have arrived, in order (the end, when it arrives, sets `end`). */
   take(): WalkHelperBatch[] {
     const batches: WalkHelperBatch[] = [];
-    if (this.answers === null) return batches;
     for (;;) {
-      const received = receiveMessageOnPort(this.answers);
-      if (received === undefined) break;
-      const answer = received.message as WalkHelperAnswer;
+      const answer = this.thread.nextAnswer() as WalkHelperAnswer | undefined;
+      if (answer === undefined) break;
       if (answer.kind === "end") this.end = answer;
       else batches.push(answer);
       this.taken++;
@@ -130,20 +109,12 @@ export class WalkHelper {
 
   /** Blocks until the thread posts again (unless it has), at most `maxMs`. */
   wait(maxMs: number): void {
-    if (this.broken || this.end !== null) return;
+    if (this.thread.failed || this.end !== null) return;
     Atomics.wait(this.counters, POSTED, this.taken, maxMs);
   }
 
   /** Stops the thread, if one was started. */
   async close(): Promise<void> {
-    this.broken = true;
-    const worker = this.worker;
-    this.worker = null;
-    this.answers?.close();
-    this.answers = null;
-    if (worker !== null) {
-      worker.removeAllListeners("exit");
-      await worker.terminate();
-    }
+    await this.thread.close();
   }
 }
