@@ -103,24 +103,26 @@ function exactStat(target: string | Uint8Array): BigIntStats | undefined {
 }
 
 /**
- * Batches posted to the helper and not yet answered, at most. A few keep it busy between two
- * posts; past that the calling thread stats the batch itself instead of queueing it, so both
- * threads work all the time whichever is faster (the caller also walks and inserts).
+ * Requests posted to the helper and not yet answered, at most (fewer than the claim ring has
+ * slots, see stat-helper.ts). Past this the calling thread stats a batch itself.
  */
-const HELPER_QUEUE = 4;
+const MAX_POSTED = 32;
 
 /** A batch of paths and, once they are in, their stats. */
 export interface StatBatch {
   paths: readonly string[];
   stats: Float64Array | null;
   rawPaths: ReadonlyMap<string, Uint8Array> | undefined;
+  /** The helper's request id while the batch is posted to it, else -1. */
+  request: number;
 }
 
 /**
- * Stats batches of paths as a walk finds them, keeping them in order: on the calling thread,
- * or on the helper thread (once it is up) whenever its queue is short. Neither thread waits
- * for the other until the walk is over. Batches the helper held when it failed are stat'ed on
- * the calling thread.
+ * Stats batches of paths as a walk finds them, keeping them in order. Once the helper thread
+ * is up every batch is posted to it; the calling thread, when it has got far enough ahead
+ * (`helpOrWait`), takes back the oldest batch the helper has not begun and stats it itself
+ * (work stealing), so both threads stat until the end and neither waits while the other has
+ * a batch left. Batches the helper held when it failed are stat'ed on the calling thread.
  */
 export class BatchStatter {
   private readonly queue: StatBatch[] = [];
@@ -136,21 +138,22 @@ export class BatchStatter {
     return this.queue.length;
   }
 
-  /** Queues a batch: stat'ed now on this thread, or later by the helper. */
+  /** Queues a batch: posted to the helper, or stat'ed now when it is not up (or too far behind). */
   submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void {
-    const batch: StatBatch = { paths, stats: null, rawPaths };
+    const batch: StatBatch = { paths, stats: null, rawPaths, request: -1 };
     this.queue.push(batch);
     const helper = this.helper;
-    if (helper === null || !helper.ready || this.posted.size >= HELPER_QUEUE) {
+    if (helper === null || !helper.ready || helper.unanswered >= MAX_POSTED) {
       batch.stats = statPaths(this.root, paths, rawPaths);
       return;
     }
     this.posted.add(batch);
     const request: Omit<StatRequest, "id"> = { paths: paths.join("\0") };
     if (rawPaths !== undefined && rawPaths.size > 0) request.rawPaths = rawPaths;
-    helper.ask(request, (answer) => {
+    batch.request = helper.ask(request, (answer) => {
       this.posted.delete(batch);
-      batch.stats = answer.stats;
+      batch.request = -1;
+      if (answer.stats !== null) batch.stats = answer.stats;
     });
   }
 
@@ -165,16 +168,23 @@ export class BatchStatter {
   }
 
   /**
-   * Waits, at most `maxMs`, until the oldest batch's stats are in (see `StatHelper.wait`).
-   * When the helper has failed, what it held is stat'ed here instead.
+   * Brings the oldest batch nearer: stats here the oldest batch the helper has not begun, or,
+   * when the helper holds the only ones left, waits for it at most `maxMs` (see
+   * `StatHelper.wait`). When the helper has failed, what it held is stat'ed here instead.
    */
-  waitForOldest(maxMs: number): void {
+  helpOrWait(maxMs: number): void {
     const oldest = this.queue[0];
     if (oldest === undefined || oldest.stats !== null || this.helper === null) return;
     if (this.helper.failed) {
       for (const batch of this.posted)
         batch.stats ??= statPaths(this.root, batch.paths, batch.rawPaths);
       this.posted.clear();
+      return;
+    }
+    for (const batch of this.queue) {
+      if (batch.stats !== null || batch.request === -1) continue;
+      if (!this.helper.claim(batch.request)) continue;
+      batch.stats = statPaths(this.root, batch.paths, batch.rawPaths);
       return;
     }
     this.helper.wait(maxMs);

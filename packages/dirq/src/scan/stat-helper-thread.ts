@@ -2,6 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { statPaths } from "./file-stats.js";
 import {
   ANSWERED,
+  claimRequest,
   type HelperData,
   READY,
   type StatAnswer,
@@ -9,15 +10,21 @@ import {
 } from "./stat-helper.js";
 
 /**
- * The thread of `StatHelper`: answers each request in order on the answer port, then
- * counts the answer in the shared counters, which the calling thread waits on.
+ * The thread of `StatHelper`: answers each request in order on the answer port (unless the
+ * calling thread claimed it first), then counts the answer in the shared counters, which the
+ * calling thread waits on.
  */
 const { root, counters, answers } = workerData as HelperData;
 
 parentPort?.on("message", ({ id, paths, rawPaths }: StatRequest) => {
-  const stats = statPaths(root, paths === "" ? [] : paths.split("\0"), rawPaths);
-  const answer: StatAnswer = { id, stats };
-  answers.postMessage(answer, [stats.buffer as ArrayBuffer]);
+  if (!claimRequest(counters, id)) {
+    // The calling thread took this one back and stat'ed it itself.
+    answers.postMessage({ id, stats: null } satisfies StatAnswer);
+  } else {
+    const stats = statPaths(root, paths === "" ? [] : paths.split("\0"), rawPaths);
+    const answer: StatAnswer = { id, stats };
+    answers.postMessage(answer, [stats.buffer as ArrayBuffer]);
+  }
   Atomics.add(counters, ANSWERED, 1);
   Atomics.notify(counters, ANSWERED);
 });

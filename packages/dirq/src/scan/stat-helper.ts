@@ -14,6 +14,13 @@ import { HelperThread } from "./helper-thread.js";
 /** Slots of the counters shared with the helper. */
 export const ANSWERED = 0;
 export const READY = 1;
+/**
+ * Then one claim slot per request, in a ring: whichever thread claims a request first (0 → 1)
+ * stats it; the helper answers a request the caller took back with `stats: null`. Requests
+ * posted and not yet answered stay fewer than the ring's size (see BatchStatter).
+ */
+export const CLAIMS = 2;
+export const CLAIM_SLOTS = 64;
 
 /** What the helper thread is given. */
 export interface HelperData {
@@ -33,13 +40,19 @@ export interface StatRequest {
 
 export interface StatAnswer {
   id: number;
-  stats: Float64Array;
+  /** `null`: the caller took the request back (`claim`) before the helper began it. */
+  stats: Float64Array | null;
+}
+
+/** Claims request `id` for the thread that calls it: `false` when the other one has. */
+export function claimRequest(counters: Int32Array, id: number): boolean {
+  return Atomics.compareExchange(counters, CLAIMS + (id % CLAIM_SLOTS), 0, 1) === 0;
 }
 
 export class StatHelper {
   private readonly thread = new HelperThread(
     new URL("./stat-helper-thread.js", import.meta.url),
-    2,
+    CLAIMS + CLAIM_SLOTS,
     READY,
   );
   private readonly counters = this.thread.counters;
@@ -68,11 +81,29 @@ export class StatHelper {
     return Atomics.load(this.counters, ANSWERED);
   }
 
-  /** Sends a request; `onAnswer` runs inside a later `receive()` or `wait()`. */
-  ask(request: Omit<StatRequest, "id">, onAnswer: (answer: StatAnswer) => void): void {
+  /** Requests sent and not yet answered. */
+  get unanswered(): number {
+    return this.waiting.size;
+  }
+
+  /**
+   * Sends a request; `onAnswer` runs inside a later `receive()` or `wait()`. Returns its id,
+   * for `claim`. At most CLAIM_SLOTS - 1 requests may be unanswered at once.
+   */
+  ask(request: Omit<StatRequest, "id">, onAnswer: (answer: StatAnswer) => void): number {
     const id = this.nextId++;
     this.waiting.set(id, onAnswer);
+    Atomics.store(this.counters, CLAIMS + (id % CLAIM_SLOTS), 0);
     this.thread.post({ ...request, id });
+    return id;
+  }
+
+  /**
+   * Takes request `id` back, to do it on the calling thread: `true` unless the helper has
+   * begun it. Its answer still comes, with `stats: null`.
+   */
+  claim(id: number): boolean {
+    return claimRequest(this.counters, id);
   }
 
   /** Takes in every answer that has arrived; returns how many. */

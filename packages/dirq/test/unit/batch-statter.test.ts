@@ -50,7 +50,7 @@ async function statAll(statter: BatchStatter): Promise<number[]> {
     take();
   }
   while (statter.pending > 0) {
-    statter.waitForOldest(10);
+    statter.helpOrWait(10);
     take();
     await sleep(0);
   }
@@ -90,9 +90,56 @@ test("batches go on on the calling thread when the helper is gone", async () => 
   for (const batch of rest) statter.submit(batch, rawPaths);
   const numbers: number[] = [];
   while (statter.pending > 0) {
-    statter.waitForOldest(10);
+    statter.helpOrWait(10);
     for (const batch of statter.takeReady()) numbers.push(...(batch.stats as Float64Array));
     await sleep(0);
   }
   assert.deepEqual(numbers, expected);
+});
+
+test("a batch is stat'ed by exactly one thread when the caller takes batches back", async () => {
+  const helper = await readyHelper();
+  try {
+    // Every request is claimed back at once: the caller wins those the helper has not begun,
+    // and the helper answers those `null`; the rest it answers with their stats.
+    const requests = batches().map((batch) => {
+      const entry = { batch, answered: null as Float64Array | null, claimed: false, done: false };
+      helper.ask({ paths: batch.join("\0"), rawPaths }, (answer) => {
+        entry.answered = answer.stats;
+        entry.done = true;
+      });
+      return entry;
+    });
+    requests.forEach((entry, id) => {
+      entry.claimed = helper.claim(id);
+    });
+    while (requests.some((entry) => !entry.done)) helper.wait(10);
+    for (const entry of requests) {
+      assert.equal(entry.claimed, entry.answered === null, "one thread, not both or neither");
+      if (entry.answered !== null) {
+        assert.deepEqual([...entry.answered], [...statPaths(root, entry.batch, rawPaths)]);
+      }
+    }
+  } finally {
+    await helper.close();
+  }
+});
+
+test("stats are whole and in order when the caller helps the helper", async () => {
+  const expected = [...statPaths(root, paths, rawPaths)];
+  const helper = await readyHelper();
+  try {
+    // All batches are posted before any is taken, so the caller's helpOrWait takes back the
+    // ones the helper has not begun.
+    const statter = new BatchStatter(root, helper);
+    for (const batch of batches()) statter.submit(batch, rawPaths);
+    const numbers: number[] = [];
+    while (statter.pending > 0) {
+      statter.helpOrWait(10);
+      for (const batch of statter.takeReady()) numbers.push(...(batch.stats as Float64Array));
+    }
+    assert.deepEqual(numbers, expected);
+  } finally {
+    await helper.close();
+  }
 });
