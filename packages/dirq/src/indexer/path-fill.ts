@@ -44,20 +44,13 @@ export const STAT_HELPER_AFTER_FILES = 2_048;
 export const WALK_HELPER_AFTER_FILES = 65_536;
 
 /**
- * Files per batch of a fill that stats: each batch the helper stats is a message each way and
- * a join and split of its paths; batches of 2,048 rather than 512 took about a twentieth off
- * the CPU time of a million-file fill (measured, issue 18).
- */
-export const STAT_BATCH_FILES = 2_048;
-
-/**
  * Batches walked but not yet written, at most: past this the walk stops and the calling thread
  * stats batches the helper has not begun (or waits for the oldest), so only a few batches of
  * paths are ever in memory and both threads stat until the walk's end. Few: batches held
- * longer outlive V8's young generation (measured, 16 batches of 2,048 files took a million-file
- * fill's peak RSS from about 167 to 190 MB and saved no time).
+ * longer outlive V8's young generation and raise the peak RSS (measured on a million files:
+ * 16 batches of 2,048 files ahead, about 190 MB; 4, about 167 MB), and more saved no time.
  */
-const BATCHES_AHEAD = 4;
+const BATCHES_AHEAD = 8;
 /** The longest the fill holds the event loop before it lets other work run (ms). */
 const YIELD_EVERY_MS = 10;
 

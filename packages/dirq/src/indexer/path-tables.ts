@@ -18,7 +18,6 @@ import {
   NAME_COLUMNS,
   pushNameColumns,
   RowWriter,
-  STAT_BATCH_FILES,
   STAT_COLUMNS,
   streamBatches,
   streamSplit,
@@ -368,21 +367,18 @@ export class PathTables {
     const walkHelper = pathsOnly ? new WalkHelper(options, folders ? walkStart : null) : null;
     const statter = statHelper ? new BatchStatter(this.options.root, statHelper) : null;
     let found = 0;
-    const walker = new SelectionWalker(
-      {
-        ...options,
-        onProgress: (count) => {
-          if (count >= STAT_HELPER_AFTER_FILES) statHelper?.start();
-          if (count > WALK_HELPER_AFTER_FILES) walkHelper?.start();
-          found = count;
-          phase.update(`scanning ${found} files`);
-        },
-        onDirectory: folders
-          ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
-          : undefined,
+    const walker = new SelectionWalker({
+      ...options,
+      onProgress: (count) => {
+        if (count >= STAT_HELPER_AFTER_FILES) statHelper?.start();
+        if (count > WALK_HELPER_AFTER_FILES) walkHelper?.start();
+        found = count;
+        phase.update(`scanning ${found} files`);
       },
-      groups.stat ? STAT_BATCH_FILES : undefined,
-    );
+      onDirectory: folders
+        ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
+        : undefined,
+    });
     const skipped = walker.skipped;
     try {
       const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
