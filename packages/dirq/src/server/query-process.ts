@@ -9,7 +9,14 @@ import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
 import { jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
-import { AnswerKind, encodeFrame, FrameReader, RequestKind, RETIRING } from "./query-frames.js";
+import {
+  AnswerKind,
+  encodeFrame,
+  FrameReader,
+  frameHeader,
+  RequestKind,
+  RETIRING,
+} from "./query-frames.js";
 import {
   type ColumnPlan,
   columnPlan,
@@ -134,8 +141,8 @@ function execute(prepared: PreparedStatement, sql: string): StatementRows {
   return executeStatement(statement, sql, prepared.plan);
 }
 
-/** The JSON answer as SQLite writes it, or `null` when it must be written the JS way. */
-function answerInSqlite(prepared: PreparedStatement, sql: string): string | null {
+/** The JSON answer's bytes as SQLite writes them, or `null` when it must be written the JS way. */
+function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer | null {
   const { statement } = prepared;
   if (!statement.reader) return null;
   prepared.plan ??= columnPlan(statement, sql);
@@ -147,7 +154,7 @@ function answerInSqlite(prepared: PreparedStatement, sql: string): string | null
 }
 
 /** A statement's answer; one with worker calls runs in passes (docs/extensions.md). */
-async function answer(sql: string, format: AnswerFormat | undefined): Promise<string> {
+async function answer(sql: string, format: AnswerFormat | undefined): Promise<string | Buffer> {
   const prepared = statementFor(sql);
   const { workerCalls } = prepared;
   if (workerCalls.length === 0) {
@@ -179,13 +186,22 @@ let retiring = false;
 let ended = false;
 
 function send(id: number, kind: number, payload: string | Uint8Array): void {
-  channel.write(encodeFrame(id, kind, payload, retiring ? RETIRING : 0));
+  const flags = retiring ? RETIRING : 0;
+  if (typeof payload === "string") {
+    channel.write(encodeFrame(id, kind, payload, flags));
+    return;
+  }
+  // Bytes go out as they are, after their header: one writev, no copy into a frame.
+  channel.cork();
+  channel.write(frameHeader(id, kind, payload.length, flags));
+  channel.write(payload);
+  channel.uncork();
 }
 
 async function serve(request: QueryRequest): Promise<void> {
   try {
     const body = await answer(request.sql, request.format);
-    // Characters: at most the bytes, exact enough here.
+    // Characters of a string: at most its bytes, exact enough here.
     if (body.length > RETIRE_AFTER_BYTES) retiring = true;
     send(request.id, AnswerKind.Body, body);
   } catch (error) {

@@ -85,7 +85,10 @@ export function wrapForJson(
   const odd = checks.length === 0 ? "0" : `max(${checks.join(" OR ")})`;
   // The statement on lines of its own: a trailing `-- comment` ends with its line.
   const limited = `SELECT * FROM _dirq_answer LIMIT ${MAX_SQLITE_JSON_ROWS + 1}`;
-  const wrapped = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT json_group_array(json_object(${pairs.join(", ")})), ${odd}, count(*) FROM (${limited})`;
+  // As a BLOB, with the body's final newline: its UTF-8 bytes reach JS as one Buffer, which
+  // goes into the frame as it is (a TEXT value is decoded into a JS string and encoded again).
+  const json = `json_group_array(json_object(${pairs.join(", ")}))`;
+  const wrapped = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT CAST(${json} || char(10) AS BLOB), ${odd}, count(*) FROM (${limited})`;
   try {
     return db.prepare(wrapped).raw(true);
   } catch {
@@ -94,25 +97,25 @@ export function wrapForJson(
 }
 
 /**
- * Runs a wrapped statement: the answer as `jsonChunks` writes it, or `null` when it must be
- * written the JS way (a REAL or BLOB value, more than MAX_SQLITE_JSON_ROWS rows, or an error,
- * which the JS way then reports as the statement's own). Throws `tooLarge()` past `maxChars`
- * characters.
+ * Runs a wrapped statement: the answer's UTF-8 bytes as `jsonChunks` writes them, or `null`
+ * when it must be written the JS way (a REAL or BLOB value, more than MAX_SQLITE_JSON_ROWS
+ * rows, or an error, which the JS way then reports as the statement's own). Throws
+ * `tooLarge()` past `maxBytes`.
  */
 export function jsonFromSqlite(
   wrapped: Statement,
-  maxChars: number,
+  maxBytes: number,
   tooLarge: () => Error,
-): string | null {
-  let json: string;
+): Buffer | null {
+  let json: Buffer;
   let odd: number | null;
   let count: number;
   try {
-    [json, odd, count] = wrapped.get() as [string, number | null, number];
+    [json, odd, count] = wrapped.get() as [Buffer, number | null, number];
   } catch {
     return null;
   }
   if (odd || count > MAX_SQLITE_JSON_ROWS) return null;
-  if (json.length + 1 > maxChars) throw tooLarge();
-  return `${json}\n`;
+  if (json.length > maxBytes) throw tooLarge();
+  return json;
 }
