@@ -93,6 +93,11 @@ function timeoutError(timeoutMs: number): DirqError {
   );
 }
 
+/** A statement the pool can no longer run: the server is stopping (not an internal fault). */
+function stoppingError(): DirqError {
+  return new DirqError("SERVER_STOPPING", "the server is shutting down; try again later");
+}
+
 function cancelledError(): DirqError {
   return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
 }
@@ -328,7 +333,7 @@ export class QueryPool {
    * queued or running, and with a `QUERY_CANCELLED` one when `options.signal` aborts.
    */
   run(sql: string, options: RunOptions = {}): Promise<QueryAnswer> {
-    if (this.closed) return Promise.reject(new Error("the query pool is closed"));
+    if (this.closed) return Promise.reject(stoppingError());
     const { signal, format = "json", deadline } = options;
     if (signal?.aborted) return Promise.reject(cancelledError());
     return new Promise<QueryAnswer>((resolve, reject) => {
@@ -372,7 +377,7 @@ export class QueryPool {
     this.runners.clear();
     for (const job of jobs) {
       job.settle();
-      job.reject(new Error("the query pool is closed"));
+      job.reject(stoppingError());
     }
   }
 }
