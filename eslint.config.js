@@ -25,4 +25,13 @@ export default tseslint.config(
       "no-control-regex": "off",
     },
   },
+  {
+    // CommonJS on purpose (bin/dirq.cjs: start-up, see packages/dirq/scripts/build-cli.mjs).
+    files: ["**/*.cjs"],
+    languageOptions: {
+      sourceType: "commonjs",
+      globals: { require: "readonly", __dirname: "readonly", __filename: "readonly" },
+    },
+    rules: { "@typescript-eslint/no-require-imports": "off" },
+  },
 );

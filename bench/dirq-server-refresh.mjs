@@ -3,7 +3,7 @@
 // branch's), the time from the last write until the last of the 3,000 `update` events arrived,
 // and the slowest `SELECT 1` answered meanwhile (a fresh statement each time, so no cache).
 //
-//   node bench/dirq-server-refresh.mjs [--peer /path/to/other/dirq.js] [--files 40000] [--changed 3000]
+//   node bench/dirq-server-refresh.mjs [--peer /path/to/other/dirq.cjs] [--files 40000] [--changed 3000]
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -24,9 +24,9 @@ export const REPO_ROOT = resolve(dirname(fileURLToPath(import.meta.url)), "..");
  * not live in it.
  */
 export const DEFAULT_BENCH_DIR = join(tmpdir(), "dirq-bench");
-export const DIRQ_BIN = join(REPO_ROOT, "packages", "dirq", "bin", "dirq.js");
-// bin/dirq.js only imports the compiled CLI; without it every dirq row would just fail.
-const DIRQ_MAIN = join(REPO_ROOT, "packages", "dirq", "dist", "src", "cli", "main.js");
+export const DIRQ_BIN = join(REPO_ROOT, "packages", "dirq", "bin", "dirq.cjs");
+// bin/dirq.cjs only requires the built CLI bundle; without it every dirq row would just fail.
+const DIRQ_MAIN = join(REPO_ROOT, "packages", "dirq", "dist", "src", "cli-bundle", "dirq.cjs");
 
 /** dirq's environment in every benchmark: no progress lines on stderr. */
 export const DIRQ_ENV = { ...process.env, DIRQ_PROGRESS: "never" };
@@ -101,7 +101,7 @@ export function positiveInteger(value, flag) {
 
 export function requireDirqBuilt() {
   if (!existsSync(DIRQ_MAIN)) {
-    fail(`dirq is not built (${DIRQ_MAIN} is missing): run cd packages/dirq && npx tsc -p .`);
+    fail(`dirq is not built (${DIRQ_MAIN} is missing): run npm run build -w packages/dirq`);
   }
 }
 

@@ -1,16 +1,23 @@
 #!/usr/bin/env node
-// Bundles the CLI (launcher, argument parsing, the one-shot query engine, and what commands
-// load on demand) into dist/src/cli-bundle/, which bin/dirq.js loads. Why: Node 20's ESM loader
-// pays an async open, read and compile per module, and a query loads about eighty of them;
-// measured, that was most of `dirq "SELECT 1"`'s time beyond Node's own start-up. Code
-// splitting keeps what a command loads on demand (the engine, the server, the REPL, the config
-// loader, the table renderer) in chunks of their own, so it costs nothing when unused, and
-// every module has exactly one instance: a module the start path and a lazy chunk both use
-// lives in a shared chunk (its state, such as the running hooks or prestarted workers, is one).
+// Bundles the CLI (launcher, argument parsing, the query engine, the server, the REPL and the
+// rest of what commands load) into one CommonJS file, dist/src/cli-bundle/dirq.cjs, which
+// bin/dirq.cjs requires. Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
+// Node 20's ES module loader pays an async resolve, read, link and compile per module, and
+// starting the loader at all costs milliseconds `node -e 0` never pays; the unbundled CLI
+// loaded about eighty modules, and an ESM bundle split into chunks still paid the loader for
+// a dozen. One CommonJS file is one synchronous read and compile (V8 compiles function bodies
+// lazily, so code a command never calls costs little) and every module has exactly one
+// instance (its state, such as the running hooks or prestarted workers, is one). Node built-ins
+// a statement rarely needs (child processes, crypto, worker threads) load on first use
+// (src/lazy-module.ts), so `SELECT 1` pays for none of them.
 import { build } from "esbuild";
-import { readFileSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
+import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
+import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
+import { Script } from "node:vm";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const srcDir = join(packageDir, "dist", "src");
@@ -47,28 +54,66 @@ const relocate = {
   },
 };
 
-// Chunk names carry content hashes: the previous build's would linger.
+// A previous build's files (the former chunked layout included) would linger.
 rmSync(outdir, { recursive: true, force: true });
 
 await build({
-  entryPoints: { launch: join(srcDir, "launcher", "launch.js") },
+  entryPoints: { dirq: join(srcDir, "launcher", "launch.js") },
   outdir,
+  outExtension: { ".js": ".cjs" },
   bundle: true,
-  splitting: true,
-  chunkNames: "[name]-[hash]",
-  format: "esm",
+  format: "cjs",
   platform: "node",
   target: "node20",
   // Pure-JavaScript dependencies are bundled too (smol-toml alone is seven modules); SQLite
   // loads a native addon.
   external: ["@rocicorp/zero-sqlite3"],
-  // Bundled CommonJS dependencies (shell-quote) call `require`, which ES modules lack.
-  banner: {
-    js: 'import { createRequire as __createRequire } from "node:module";\nconst require = __createRequire(import.meta.url);',
-  },
+  // The modules locate their neighbours (worker scripts, the package manifest, the web
+  // console) from `import.meta.url`, which a CommonJS file spells through `__filename`.
+  define: { "import.meta.url": "__dirqBundleUrl" },
+  banner: { js: 'const __dirqBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
   keepNames: true,
   sourcemap: false,
   legalComments: "none",
   logLevel: "warning",
   plugins: [relocate],
 });
+
+await writeCodeCache(join(outdir, "dirq.cjs"));
+
+/**
+ * Writes V8's code cache for the bundle beside it (`dirq.cjs.v8cache`), which bin/dirq.cjs
+ * hands to V8 so a start compiles nothing it compiled here (measured: about 8 ms of
+ * `dirq "SELECT 1"`, a quarter of what dirq adds to `node -e 0`). The cache is taken after
+ * running two small queries (plugins off: the build must not depend on what is installed), so
+ * it holds the functions a query calls, not only the top level.
+ * V8 rejects a cache from another Node version or with other V8 flags, and then the bundle just
+ * compiles as without one. Node 22's module.enableCompileCache() does this natively; the CLI
+ * supports Node 20.
+ */
+async function writeCodeCache(bundle) {
+  const script = new Script(commonJsWrapper(readFileSync(bundle, "utf8")), { filename: bundle });
+  const module = { exports: {} };
+  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+  const tree = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+  try {
+    writeFileSync(join(tree, "a.json"), '{"a": 1}\n');
+    const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
+    const io = { stdout: discard, stderr: discard, cwd: tree };
+    for (const sql of ["SELECT 1", "SELECT path, size FROM './' ORDER BY size DESC LIMIT 10"]) {
+      const code = await module.exports.launch([sql], io, {
+        env: { DIRQ_NO_PLUGIN: "1" },
+        launcherPackage: packageDir,
+      });
+      if (code !== 0) throw new Error(`build-cli: the warm-up query ${sql} exited ${code}`);
+    }
+  } finally {
+    rmSync(tree, { recursive: true, force: true });
+  }
+  writeFileSync(`${bundle}.v8cache`, script.createCachedData());
+}
+
+/** The function Node wraps a CommonJS module in (bin/dirq.cjs uses the same). */
+function commonJsWrapper(source) {
+  return `(function (exports, require, module, __filename, __dirname) { ${source}\n})`;
+}

@@ -13,7 +13,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The built CLI, run exactly as a user's shell would run it. */
-export const DIRQ_BIN = fileURLToPath(new URL("../../bin/dirq.js", import.meta.url));
+export const DIRQ_BIN = fileURLToPath(new URL("../../bin/dirq.cjs", import.meta.url));
 
 export interface RunResult {
   code: number | null;

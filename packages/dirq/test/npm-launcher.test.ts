@@ -176,7 +176,7 @@ describe("npm launcher: the packed tarball", { timeout: 600_000 }, () => {
     const files =
       (JSON.parse(stdout) as { files: { path: string }[] }[])[0]?.files.map((f) => f.path) ?? [];
     assert.ok(
-      files.includes("bin/dirq.js") && files.includes("dist/src/index.d.ts"),
+      files.includes("bin/dirq.cjs") && files.includes("dist/src/index.d.ts"),
       files.join(" "),
     );
     assert.ok(!files.some((path) => path.startsWith("dist/test/")), "tests are not shipped");

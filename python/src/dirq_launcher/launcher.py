@@ -1,7 +1,7 @@
 """The ``dirq`` console script: finds the dirq CLI, adds plugin configs, and runs it.
 
 The CLI is, in order: ``DIRQ_BIN`` when set; the CLI bundled in this package's data
-(``dirq_launcher/_cli/bin/dirq.js``); ``dirq`` on ``PATH`` (never this script itself). A
+(``dirq_launcher/_cli/bin/dirq.cjs``); ``dirq`` on ``PATH`` (never this script itself). A
 JavaScript CLI runs on Node.js (``DIRQ_NODE``, else ``node`` on ``PATH``), 20.11 or later.
 """
 
@@ -21,7 +21,7 @@ from dirq_launcher.plugins import (
 )
 
 MIN_NODE = (20, 11)
-BUNDLED_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cli", "bin", "dirq.js")
+BUNDLED_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cli", "bin", "dirq.cjs")
 JS_SUFFIXES = (".js", ".mjs", ".cjs")
 
 
@@ -65,7 +65,7 @@ def find_cli() -> str:
         if not os.path.isfile(configured):
             raise LauncherError(
                 f"DIRQ_BIN is set to {configured}, which is not a file: point it at the dirq "
-                "CLI (bin/dirq.js of the npm package), or unset it"
+                "CLI (bin/dirq.cjs of the npm package), or unset it"
             )
         return configured
     if os.path.isfile(BUNDLED_CLI):
@@ -76,7 +76,7 @@ def find_cli() -> str:
     raise LauncherError(
         "no dirq CLI found: this package bundles none, DIRQ_BIN is not set and there is no "
         "dirq on PATH; install the npm package (npm install -g dirq) or set DIRQ_BIN to its "
-        "bin/dirq.js"
+        "bin/dirq.cjs"
     )
 
 

@@ -232,7 +232,7 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
 
 /**
  * Runs the CLI and resolves to the exit code. The only place that turns errors into
- * `dirq: <diagnostic>` lines; `bin/dirq.js` is the only place that sets the exit code.
+ * `dirq: <diagnostic>` lines; `bin/dirq.cjs` is the only place that sets the exit code.
  */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   try {

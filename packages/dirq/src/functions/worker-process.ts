@@ -1,6 +1,9 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { lazyModule } from "../lazy-module.js";
 import type { Socket } from "node:net";
 import { DirqError } from "../errors.js";
+
+const childProcess = lazyModule<typeof import("node:child_process")>("node:child_process");
 
 /** One worker-backed SQL function as a connection profile carries it (serializable). */
 export interface WorkerSpec {
@@ -71,7 +74,7 @@ function spawnKey(spec: WorkerSpec, sharedGroup: boolean): string {
 }
 
 function spawnWorker(spec: WorkerSpec, sharedGroup: boolean): ChildProcessWithoutNullStreams {
-  return spawn(spec.argv[0] as string, spec.argv.slice(1), {
+  return childProcess().spawn(spec.argv[0] as string, spec.argv.slice(1), {
     cwd: spec.cwd,
     stdio: ["pipe", "pipe", "pipe"],
     detached: !sharedGroup,

@@ -1,8 +1,10 @@
-import { createHash } from "node:crypto";
+import { lazyModule } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
 import { preciseStat } from "../scan/tree-signature.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+
+const crypto = lazyModule<typeof import("node:crypto")>("node:crypto");
 
 /**
  * What a persisted index remembers about its tables and files, in SQLite beside the rows (so
@@ -54,12 +56,12 @@ CREATE TABLE IF NOT EXISTS _dirq_dirs (
 
 /** A stable hash of a table's definition. */
 export function specHash(definition: unknown): string {
-  return createHash("sha1").update(JSON.stringify(definition)).digest("hex");
+  return crypto().createHash("sha1").update(JSON.stringify(definition)).digest("hex");
 }
 
 function contentHash(absolute: string): string | null {
   try {
-    return createHash("sha1").update(readFileSync(absolute)).digest("hex");
+    return crypto().createHash("sha1").update(readFileSync(absolute)).digest("hex");
   } catch {
     return null;
   }

@@ -15,12 +15,16 @@ export interface NpmPlugin {
   config: string;
 }
 
+// Discovery runs on every start and reads one manifest per installed package (hundreds in a
+// project's node_modules), so it stays lean: names from plain `readdirSync` (no Dirent
+// objects), paths by concatenation, a stat only where a folder exists.
+
 /** The `node_modules` folder nearest to `start`: itself or in it or an ancestor. */
 export function nearestNodeModules(start: string): string | null {
   for (let dir = resolve(start); ; dir = dirname(dir)) {
     if (basename(dir) === "node_modules") return dir;
     const candidate = join(dir, "node_modules");
-    if (isDirectory(candidate)) return candidate;
+    if (existsSync(candidate) && isDirectory(candidate)) return candidate;
     if (dirname(dir) === dir) return null;
   }
 }
@@ -29,26 +33,28 @@ function isDirectory(path: string): boolean {
   return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
 }
 
+function entryNames(dir: string): string[] {
+  try {
+    return readdirSync(dir);
+  } catch {
+    return []; // a file where a folder was expected, or unreadable: no packages there
+  }
+}
+
 /** Package folders directly in `nodeModules` (`name` and `@scope/name`), sorted by name. */
 function packageFolders(nodeModules: string): { name: string; directory: string }[] {
   const found: { name: string; directory: string }[] = [];
-  const list = (dir: string) => {
-    try {
-      return readdirSync(dir, { withFileTypes: true });
-    } catch {
-      return [];
-    }
-  };
-  for (const entry of list(nodeModules)) {
-    if (entry.name.startsWith(".")) continue;
-    const path = join(nodeModules, entry.name);
-    if (entry.name.startsWith("@")) {
-      for (const scoped of list(path)) {
-        const name = `${entry.name}/${scoped.name}`;
-        if (!scoped.name.startsWith(".")) found.push({ name, directory: join(path, scoped.name) });
+  for (const entry of entryNames(nodeModules)) {
+    if (entry.startsWith(".")) continue;
+    const path = `${nodeModules}/${entry}`;
+    if (entry.startsWith("@")) {
+      for (const scoped of entryNames(path)) {
+        if (!scoped.startsWith(".")) {
+          found.push({ name: `${entry}/${scoped}`, directory: `${path}/${scoped}` });
+        }
       }
     } else {
-      found.push({ name: entry.name, directory: path });
+      found.push({ name: entry, directory: path });
     }
   }
   return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
@@ -56,7 +62,7 @@ function packageFolders(nodeModules: string): { name: string; directory: string 
 
 /** The plugin a package folder holds, if its manifest declares one. */
 function readPlugin(folder: { name: string; directory: string }): NpmPlugin | null {
-  const manifestPath = join(folder.directory, "package.json");
+  const manifestPath = `${folder.directory}/package.json`;
   let manifest: unknown;
   try {
     const text = readFileSync(manifestPath, "utf8");

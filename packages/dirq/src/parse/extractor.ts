@@ -1,9 +1,11 @@
-import { createHash } from "node:crypto";
+import { lazyModule } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { HookCommand } from "./hook-command.js";
 import { type HookRow, parseHookOutput, toRows } from "./hook-rows.js";
 import { runHook } from "./run-hook.js";
+
+const crypto = lazyModule<typeof import("node:crypto")>("node:crypto");
 
 /** One file's rows, or why the file is skipped (its other tables' rows and other files stand). */
 export type ExtractOutcome = { ok: true; rows: HookRow[] } | { ok: false; reason: string };
@@ -87,7 +89,7 @@ function describeThrown(error: unknown): string {
  * file. `name` (the table's) and the function's source make up its id.
  */
 export function functionExtractor(name: string, extract: ExtractFunction): Extractor {
-  const digest = createHash("sha256").update(String(extract)).digest("hex").slice(0, 16);
+  const digest = crypto().createHash("sha256").update(String(extract)).digest("hex").slice(0, 16);
   return {
     id: `function:${name}:${digest}`,
     inputs: [],

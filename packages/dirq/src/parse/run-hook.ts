@@ -1,6 +1,9 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import type { ChildProcess } from "node:child_process";
+import { lazyModule } from "../lazy-module.js";
 import { DirqError } from "../errors.js";
 import { expandHookCommand, type HookCommand } from "./hook-command.js";
+
+const childProcess = lazyModule<typeof import("node:child_process")>("node:child_process");
 
 /** How much of a failing hook's stderr a message quotes. */
 const STDERR_TAIL_BYTES = 1000;
@@ -115,7 +118,7 @@ export function runHook(
     }
     // Its own process group, so that stopping it stops whatever it started.
     const marks = observer?.environment;
-    const child = spawn(program as string, args, {
+    const child = childProcess().spawn(program as string, args, {
       cwd: file.root,
       stdio: ["ignore", "pipe", "pipe"],
       detached: true,

@@ -1,9 +1,7 @@
-import {
-  MessageChannel,
-  type MessagePort,
-  receiveMessageOnPort,
-  Worker,
-} from "node:worker_threads";
+import type { MessagePort, Worker } from "node:worker_threads";
+import { lazyModule } from "../lazy-module.js";
+
+const workerThreads = lazyModule<typeof import("node:worker_threads")>("node:worker_threads");
 
 /**
  * The thread behind a walk's helpers (stat-helper.ts, walk-helper.ts): started once, given
@@ -28,6 +26,7 @@ export class HelperThread {
   /** Starts the thread (once) with `data` plus `counters` and `answers` as its workerData. */
   start(data: object): void {
     if (this.worker !== null || this.broken) return;
+    const { MessageChannel, Worker } = workerThreads();
     const channel = new MessageChannel();
     this.answers = channel.port1;
     this.worker = new Worker(this.script, {
@@ -59,7 +58,9 @@ export class HelperThread {
 
   /** The next answer that has arrived, if any. */
   nextAnswer(): unknown {
-    return this.answers === null ? undefined : receiveMessageOnPort(this.answers)?.message;
+    return this.answers === null
+      ? undefined
+      : workerThreads().receiveMessageOnPort(this.answers)?.message;
   }
 
   /** Stops the thread, if one was started. */
