@@ -1,6 +1,9 @@
-import { Worker } from "node:worker_threads";
+import type { Worker } from "node:worker_threads";
 import { DirqError, type DirqErrorCode } from "../errors.js";
+import { lazyModule } from "../lazy-module.js";
 import type { FillJob, FillOutcome } from "./path-fill.js";
+
+const workerThreads = lazyModule<typeof import("node:worker_threads")>("node:worker_threads");
 
 /**
  * A thread that runs path-table fills (walk, stats, inserts, commits) on a connection of its
@@ -75,6 +78,7 @@ export class FillWorker {
   /** Starts the thread ahead of the first fill (it loads SQLite and the walk: tens of ms). */
   start(): void {
     if (this.worker !== null || this.closed) return;
+    const { Worker } = workerThreads();
     const worker = new Worker(new URL("./fill-worker-thread.js", import.meta.url), {
       workerData: this.data,
       resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
