@@ -325,21 +325,23 @@ export interface FillOutcome {
 
 /**
  * Runs a fill: walks the selection, stats what the groups need and replaces the table's rows,
- * on `db`. `progress` gets the count of files found so far.
+ * on `db`. `progress` gets the count of files found so far. `helpers: false` does it all on
+ * this thread (the server's fill thread: see fill-worker.ts).
  */
 export async function fillRows(
   db: SqliteDatabase,
   job: FillJob,
   progress: (found: number) => void,
+  { helpers = true }: { helpers?: boolean } = {},
 ): Promise<FillOutcome> {
   const { groups, walk: options, signFoldersSince } = job;
   const folders: [string, string][] = [];
   // Stats are most of a fill that reads them: a helper thread takes a share of them. Of a
   // fill that writes paths only, reading folders is most: a helper thread walks a part.
   const pathsOnly = !groups.names && !groups.stat;
-  const statHelper = groups.stat ? new StatHelper(options.root) : null;
-  const walkHelper = pathsOnly ? new WalkHelper(options, signFoldersSince) : null;
-  const statter = statHelper ? new BatchStatter(options.root, statHelper) : null;
+  const statHelper = groups.stat && helpers ? new StatHelper(options.root) : null;
+  const walkHelper = pathsOnly && helpers ? new WalkHelper(options, signFoldersSince) : null;
+  const statter = groups.stat ? new BatchStatter(options.root, statHelper) : null;
   let found = 0;
   const walker = new SelectionWalker({
     ...options,
