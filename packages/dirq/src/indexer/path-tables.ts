@@ -40,7 +40,7 @@ export type { ColumnGroups };
 
 /**
  * Runs a fill's walk, stats and inserts: on the index's own connection (`fillRows`), or on a
- * fill thread with a connection of its own to the same file (see FillThread), which leaves
+ * fill thread with a connection of its own to the same file (see FillWorker), which leaves
  * this thread free meanwhile. Either way it runs under the index's one writer.
  */
 export type FillRunner = (job: FillJob, progress: (found: number) => void) => Promise<FillOutcome>;
