@@ -79,7 +79,7 @@ export interface QueryPoolOptions {
   timeoutMs: number;
   /** Answers larger than this (bytes of JSON) are refused with a `tooLarge` error. */
   maxAnswerBytes: number;
-  /** Processes for quick statements; default max(4, 2 × cores). */
+  /** Processes for quick statements; default one per core, at least two. */
   maxProcesses?: number;
   /** Extensions and worker functions the processes' connections load (the index's own). */
   profile?: ConnectionProfile;
@@ -124,7 +124,11 @@ export class QueryPool {
   private readonly hardCap: number;
 
   constructor(private readonly options: QueryPoolOptions) {
-    this.maxProcesses = options.maxProcesses ?? Math.max(4, 2 * availableParallelism());
+    // Statements are CPU work (the index is in the page cache): more processes than cores
+    // only take turns on them. Measured on 2 cores, 50 connections of uncached 1,000-row
+    // statements, two processes against four: 1-19% more answers a second in 8 of 10
+    // alternating runs, and p99 31-45 ms against 48-59 ms.
+    this.maxProcesses = options.maxProcesses ?? Math.max(2, availableParallelism());
     this.hardCap = 4 * Math.max(this.maxProcesses, 4);
   }
 
