@@ -4,6 +4,7 @@ import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
 import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.js";
+import { pathTableNames } from "../indexer/catalog.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
@@ -147,7 +148,9 @@ function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer | null
   if (!statement.reader) return null;
   prepared.plan ??= columnPlan(statement, sql);
   if (prepared.json === undefined) {
-    prepared.json = wrapForJson(open().db, statement, sql, prepared.plan);
+    // Once per statement text: path-table columns need no REAL or BLOB check (sqlite-json.ts).
+    const { db } = open();
+    prepared.json = wrapForJson(db, statement, sql, prepared.plan, pathTableNames(db));
   }
   if (prepared.json === null) return null;
   return jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
