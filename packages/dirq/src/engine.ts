@@ -27,6 +27,7 @@ import {
   specHash,
 } from "./indexer/catalog.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
+import { FillWorker } from "./indexer/fill-worker.js";
 import {
   buildParsedTable,
   type LiveParsedTable,
@@ -88,6 +89,12 @@ export interface OpenIndexOptions {
    * (the server does, so the watcher keeps whole rows current).
    */
   fillAllColumns?: boolean;
+  /**
+   * Fill path-tables on a thread of their own, with its own connection to the index file
+   * (needs `databasePath` or `persist`): the calling thread stays free while a big table
+   * fills (the server's event loop). Default: fills run on the calling thread.
+   */
+  fillOnThread?: boolean;
   /**
    * Progress reporting. Default: lines on stderr as `DIRQ_PROGRESS` says (so every client of
    * the library behaves like the CLI). `false` turns it off.
@@ -175,6 +182,8 @@ export class DirqIndex {
   /** Extensions and worker functions of every connection to this index. */
   readonly connectionProfile: ConnectionProfile;
   private readonly functions: WorkerFunctions;
+  /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
+  private readonly fillWorker: FillWorker | null = null;
   /** Files skipped while building tables for the statement being prepared. */
   private pendingSkipped: SkippedPath[] = [];
   /** Statements `prepare` has checked, with the schema version they were checked against. */
@@ -275,9 +284,23 @@ export class DirqIndex {
       // Before any table is built: a config table's ddl may use an extension.
       this.functions = applyProfile(this.db, this.connectionProfile);
       this.catalog = persist === undefined ? null : new Catalog(this.db);
-      this.pathTables = new PathTables(this.db, this.parsedOptions, this.catalog);
+      if (options.fillOnThread && this.databasePath !== null) {
+        this.fillWorker = new FillWorker({
+          databasePath: this.databasePath,
+          synchronous: this.db.pragma("synchronous", { simple: true }) as number,
+        });
+        this.fillWorker.start();
+      }
+      const fillWorker = this.fillWorker;
+      this.pathTables = new PathTables(
+        this.db,
+        this.parsedOptions,
+        this.catalog,
+        fillWorker ? (job, progress) => fillWorker.run(job, progress) : undefined,
+      );
       if (this.catalog !== null) this.sweepCatalog(this.catalog);
     } catch (error) {
+      void this.fillWorker?.close();
       this.db.close();
       this.releaseCache();
       if (this.databasePath !== null && isStorageError(error)) {
@@ -723,6 +746,7 @@ export class DirqIndex {
   }
 
   close(): void {
+    void this.fillWorker?.close();
     this.functions.close();
     this.db.close();
     this.releaseCache();

@@ -38,6 +38,7 @@ import {
   type SseFrame,
   SseParser,
   startServer,
+  treeCpu,
 } from "./server-support.js";
 
 /* ------------------------------------------------------------------------------------------ */
@@ -584,6 +585,28 @@ describe("signals", { concurrency: true }, () => {
       () => family.every((pid) => cpuTicks(pid) === null),
       `processes ${family.join(", ")} end with the server`,
     );
+  });
+
+  it("a statement still running when the server stops is no internal error", async () => {
+    const server = await serve(root);
+    assert.deepEqual(await queryRows(server, "SELECT 1 AS one"), [{ one: 1 }]);
+    const before = treeCpu(server.pid);
+    // Runs far longer than the server's drain time: the pool still holds it when it closes.
+    const endless = postQuery(
+      server,
+      "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 1e12) SELECT count(*) FROM c",
+    ).catch((error: unknown) => error);
+    // Running: a query process has used a good tenth of a second since.
+    await eventually(
+      () =>
+        [...treeCpu(server.pid)].some(
+          ([pid, ticks]) => pid !== server.pid && ticks - (before.get(pid) ?? 0) > 10,
+        ),
+      "the statement to run",
+    );
+    assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null }, server.stderr());
+    await endless;
+    assert.doesNotMatch(server.stderr(), /internal error/);
   });
 
   it("SIGTERM stops the query processes too", async () => {

@@ -1,7 +1,9 @@
 import type { Statement } from "better-sqlite3";
-import { type BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
+import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
+import { StatHelper } from "../scan/stat-helper.js";
+import { directorySignature, folderKey } from "../scan/tree-signature.js";
 import { type ResumePoint, SelectionWalker, type SkippedPath } from "../scan/walk.js";
-import type { WalkHelper, WalkHelperBatch } from "../scan/walk-helper.js";
+import { WalkHelper, type WalkHelperBatch, type WalkHelperOptions } from "../scan/walk-helper.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 
 /**
@@ -295,5 +297,88 @@ export class RowWriter {
     }
     this.batch.length = 0;
     this.rowsInBatch = 0;
+  }
+}
+
+/** Which optional column groups a fill writes; `path` is always written. */
+export interface ColumnGroups {
+  /** `basename`, `dir`, `ext`: derived from the path, cheap but not free to insert. */
+  names: boolean;
+  /** `size`, `mtime`, `ctime`: one stat call per file. */
+  stat: boolean;
+}
+
+/** One fill of a path-table, as plain data: it runs on this thread or on a fill thread. */
+export interface FillJob {
+  /** The table's SQLite name (it exists, created by the index's connection). */
+  table: string;
+  walk: WalkHelperOptions;
+  groups: ColumnGroups;
+  /** Commit every few thousand rows (a first fill: nothing reads the table until it ends). */
+  commitAsYouGo: boolean;
+  /** Sign each folder listed (a persisted index), with the walk's start time (ms); or `null`. */
+  signFoldersSince: number | null;
+}
+
+export interface FillOutcome {
+  /** Rows written. */
+  count: number;
+  /** Files the walk could not read. */
+  skipped: SkippedPath[];
+  /** Signatures of the folders listed (key, signature), when the job asked for them. */
+  folders: [string, string][];
+}
+
+/**
+ * Runs a fill: walks the selection, stats what the groups need and replaces the table's rows,
+ * on `db`. `progress` gets the count of files found so far. `helpers: false` does it all on
+ * this thread (the server's fill thread: see fill-worker.ts).
+ */
+export async function fillRows(
+  db: SqliteDatabase,
+  job: FillJob,
+  progress: (found: number) => void,
+  { helpers = true }: { helpers?: boolean } = {},
+): Promise<FillOutcome> {
+  const { groups, walk: options, signFoldersSince } = job;
+  const folders: [string, string][] = [];
+  // Stats are most of a fill that reads them: a helper thread takes a share of them. Of a
+  // fill that writes paths only, reading folders is most: a helper thread walks a part.
+  const pathsOnly = !groups.names && !groups.stat;
+  const statHelper = groups.stat && helpers ? new StatHelper(options.root) : null;
+  const walkHelper = pathsOnly && helpers ? new WalkHelper(options, signFoldersSince) : null;
+  const statter = groups.stat ? new BatchStatter(options.root, statHelper) : null;
+  let found = 0;
+  const walker = new SelectionWalker({
+    ...options,
+    onProgress: (count) => {
+      if (count > STAT_HELPER_AFTER_FILES) statHelper?.start();
+      if (count > WALK_HELPER_AFTER_FILES) walkHelper?.start();
+      found = count;
+      progress(found);
+    },
+    onDirectory:
+      signFoldersSince === null
+        ? undefined
+        : (dir, absolute) =>
+            folders.push([folderKey(dir), directorySignature(absolute, signFoldersSince)]),
+  });
+  const skipped = walker.skipped;
+  try {
+    const rows = new RowWriter(db, job.table, groups.names, groups.stat);
+    const count = await rows.replaceAll(
+      async () => {
+        if (walkHelper === null) return streamBatches(walker, statter, rows);
+        const end = await streamSplit(walker, walkHelper, rows, (more) => progress(found + more));
+        if (end === null) return;
+        skipped.push(...end.skipped);
+        folders.push(...end.folders);
+      },
+      { commitAsYouGo: job.commitAsYouGo },
+    );
+    return { count, skipped, folders };
+  } finally {
+    await statHelper?.close();
+    await walkHelper?.close();
   }
 }

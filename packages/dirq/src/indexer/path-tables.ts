@@ -1,10 +1,7 @@
 import type { ProgressReporter } from "../progress/reporter.js";
-import { BatchStatter } from "../scan/file-stats.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
-import { StatHelper } from "../scan/stat-helper.js";
-import { SelectionWalker, type SkippedPath } from "../scan/walk.js";
-import { WalkHelper } from "../scan/walk-helper.js";
+import type { SkippedPath } from "../scan/walk.js";
 import {
   directorySignature,
   folderKey,
@@ -14,14 +11,13 @@ import {
 import { type Catalog, type CatalogTable, specHash } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
-  STAT_HELPER_AFTER_FILES,
+  type ColumnGroups,
+  type FillJob,
+  type FillOutcome,
+  fillRows,
   NAME_COLUMNS,
   pushNameColumns,
-  RowWriter,
   STAT_COLUMNS,
-  streamBatches,
-  streamSplit,
-  WALK_HELPER_AFTER_FILES,
 } from "./path-fill.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
@@ -40,13 +36,14 @@ const CREATE_COLUMNS =
   "path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
   "size INTEGER, mtime INTEGER, ctime INTEGER";
 
-/** Which optional column groups a fill writes; `path` is always written. */
-export interface ColumnGroups {
-  /** `basename`, `dir`, `ext`: derived from the path, cheap but not free to insert. */
-  names: boolean;
-  /** `size`, `mtime`, `ctime`: one stat call per file. */
-  stat: boolean;
-}
+export type { ColumnGroups };
+
+/**
+ * Runs a fill's walk, stats and inserts: on the index's own connection (`fillRows`), or on a
+ * fill thread with a connection of its own to the same file (see FillWorker), which leaves
+ * this thread free meanwhile. Either way it runs under the index's one writer.
+ */
+export type FillRunner = (job: FillJob, progress: (found: number) => void) => Promise<FillOutcome>;
 
 export const ALL_COLUMN_GROUPS: ColumnGroups = { names: true, stat: true };
 
@@ -116,11 +113,17 @@ export class PathTables {
   private readonly aliasOf = new Map<string, string>();
   private readonly bySelection = new Map<string, PathTable>();
 
+  private readonly runFill: FillRunner;
+
+  /** `runFill`: where fills run; default on this thread, on `db`. */
   constructor(
     private readonly db: SqliteDatabase,
     private readonly options: PathTableOptions,
     private readonly catalog: Catalog | null = null,
-  ) {}
+    runFill?: FillRunner,
+  ) {
+    this.runFill = runFill ?? ((job, progress) => fillRows(db, job, progress));
+  }
 
   /** The catalog's definition of a path-table: a change of any part rebuilds it. */
   private specOf(name: string, label: string, selection: PathSelection): string {
@@ -354,55 +357,27 @@ export class PathTables {
     const phase = this.options.progress.start();
     const walkStart = Date.now();
     const folders = this.catalog ? this.startSignatures(table.selection) : null;
-    const options = {
-      root: this.options.root,
-      selection: table.selection,
-      useGitignore: this.options.useGitignore,
-      extraIgnores: this.options.extraIgnores,
-    };
-    // Stats are most of a fill that reads them: a helper thread takes a share of them. Of a
-    // fill that writes paths only, reading folders is most: a helper thread walks a part.
-    const pathsOnly = !groups.names && !groups.stat;
-    const statHelper = groups.stat ? new StatHelper(this.options.root) : null;
-    const walkHelper = pathsOnly ? new WalkHelper(options, folders ? walkStart : null) : null;
-    const statter = statHelper ? new BatchStatter(this.options.root, statHelper) : null;
-    let found = 0;
-    const walker = new SelectionWalker({
-      ...options,
-      onProgress: (count) => {
-        if (count >= STAT_HELPER_AFTER_FILES) statHelper?.start();
-        if (count > WALK_HELPER_AFTER_FILES) walkHelper?.start();
-        found = count;
-        phase.update(`scanning ${found} files`);
+    const job: FillJob = {
+      table: table.name,
+      walk: {
+        root: this.options.root,
+        selection: table.selection,
+        useGitignore: this.options.useGitignore,
+        extraIgnores: this.options.extraIgnores,
       },
-      onDirectory: folders
-        ? (dir, absolute) => folders.set(folderKey(dir), directorySignature(absolute, walkStart))
-        : undefined,
-    });
-    const skipped = walker.skipped;
-    try {
-      const rows = new RowWriter(this.db, table.name, groups.names, groups.stat);
+      groups,
       // A first fill may commit as it goes: no statement reads the table before it is marked
       // filled, and a failed fill leaves it unfilled (the next one starts with a DELETE).
-      const count = await rows.replaceAll(
-        async () => {
-          if (walkHelper === null) return streamBatches(walker, statter, rows);
-          const end = await streamSplit(walker, walkHelper, rows, (more) => {
-            phase.update(`scanning ${found + more} files`);
-          });
-          if (end === null) return;
-          skipped.push(...end.skipped);
-          for (const [key, signature] of end.folders) folders?.set(key, signature);
-        },
-        { commitAsYouGo: had === null },
-      );
-      phase.finish((duration) => `scanned ${count} files in ${duration}`);
-      table.filled = groups;
-      if (this.catalog && folders) this.recordFill(this.catalog, table, folders);
-      return skipped;
-    } finally {
-      await statHelper?.close();
-      await walkHelper?.close();
+      commitAsYouGo: had === null,
+      signFoldersSince: folders ? walkStart : null,
+    };
+    const outcome = await this.runFill(job, (found) => phase.update(`scanning ${found} files`));
+    phase.finish((duration) => `scanned ${outcome.count} files in ${duration}`);
+    table.filled = groups;
+    if (this.catalog && folders) {
+      for (const [key, signature] of outcome.folders) folders.set(key, signature);
+      this.recordFill(this.catalog, table, folders);
     }
+    return outcome.skipped;
   }
 }

@@ -45,6 +45,9 @@ const STATUS_BY_CODE: Partial<Record<DirqErrorCode, number>> = {
   QUERY_TIMEOUT: 408,
   ANSWER_TOO_LARGE: 413,
   SERVER_DEGRADED: 503,
+  SERVER_STOPPING: 503,
+  // Only at shutdown: a table still filling when the index closes.
+  INDEX_CLOSED: 503,
 };
 
 function errorBody(message: string): string {

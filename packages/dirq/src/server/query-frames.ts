@@ -38,6 +38,13 @@ export interface Frame {
   payload: Buffer;
 }
 
+function writeHeader(frame: Buffer, id: number, kind: number, length: number, flags: number): void {
+  frame.writeUInt32LE(length, 0);
+  frame.writeUInt32LE(id >>> 0, 4);
+  frame.writeUInt8(kind, 8);
+  frame.writeUInt8(flags, 9);
+}
+
 /** One frame's bytes. */
 export function encodeFrame(
   id: number,
@@ -47,13 +54,17 @@ export function encodeFrame(
 ): Buffer {
   const length = typeof payload === "string" ? Buffer.byteLength(payload) : payload.length;
   const frame = Buffer.allocUnsafe(HEADER_BYTES + length);
-  frame.writeUInt32LE(length, 0);
-  frame.writeUInt32LE(id >>> 0, 4);
-  frame.writeUInt8(kind, 8);
-  frame.writeUInt8(flags, 9);
+  writeHeader(frame, id, kind, length, flags);
   if (typeof payload === "string") frame.write(payload, HEADER_BYTES, "utf8");
   else frame.set(payload, HEADER_BYTES);
   return frame;
+}
+
+/** The header of a frame whose `length` payload bytes are written right after it. */
+export function frameHeader(id: number, kind: number, length: number, flags = 0): Buffer {
+  const header = Buffer.allocUnsafe(HEADER_BYTES);
+  writeHeader(header, id, kind, length, flags);
+  return header;
 }
 
 /**

@@ -79,7 +79,7 @@ export interface QueryPoolOptions {
   timeoutMs: number;
   /** Answers larger than this (bytes of JSON) are refused with a `tooLarge` error. */
   maxAnswerBytes: number;
-  /** Processes for quick statements; default max(4, 2 × cores). */
+  /** Processes for quick statements; default one per core, at least two. */
   maxProcesses?: number;
   /** Extensions and worker functions the processes' connections load (the index's own). */
   profile?: ConnectionProfile;
@@ -91,6 +91,11 @@ function timeoutError(timeoutMs: number): DirqError {
     "QUERY_TIMEOUT",
     `query exceeded the ${seconds}-second timeout and was stopped; narrow it (WHERE, LIMIT) and try again`,
   );
+}
+
+/** A statement the pool can no longer run: the server is stopping (not an internal fault). */
+function stoppingError(): DirqError {
+  return new DirqError("SERVER_STOPPING", "the server is shutting down; try again later");
 }
 
 function cancelledError(): DirqError {
@@ -119,7 +124,11 @@ export class QueryPool {
   private readonly hardCap: number;
 
   constructor(private readonly options: QueryPoolOptions) {
-    this.maxProcesses = options.maxProcesses ?? Math.max(4, 2 * availableParallelism());
+    // Statements are CPU work (the index is in the page cache): more processes than cores
+    // only take turns on them. Measured on 2 cores, 50 connections of uncached 1,000-row
+    // statements, two processes against four: 1-19% more answers a second in 8 of 10
+    // alternating runs, and p99 31-45 ms against 48-59 ms.
+    this.maxProcesses = options.maxProcesses ?? Math.max(2, availableParallelism());
     this.hardCap = 4 * Math.max(this.maxProcesses, 4);
   }
 
@@ -328,7 +337,7 @@ export class QueryPool {
    * queued or running, and with a `QUERY_CANCELLED` one when `options.signal` aborts.
    */
   run(sql: string, options: RunOptions = {}): Promise<QueryAnswer> {
-    if (this.closed) return Promise.reject(new Error("the query pool is closed"));
+    if (this.closed) return Promise.reject(stoppingError());
     const { signal, format = "json", deadline } = options;
     if (signal?.aborted) return Promise.reject(cancelledError());
     return new Promise<QueryAnswer>((resolve, reject) => {
@@ -372,7 +381,7 @@ export class QueryPool {
     this.runners.clear();
     for (const job of jobs) {
       job.settle();
-      job.reject(new Error("the query pool is closed"));
+      job.reject(stoppingError());
     }
   }
 }

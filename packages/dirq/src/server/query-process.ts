@@ -4,12 +4,20 @@ import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
 import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.js";
+import { pathTableNames } from "../indexer/catalog.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
 import { jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
-import { AnswerKind, encodeFrame, FrameReader, RequestKind, RETIRING } from "./query-frames.js";
+import {
+  AnswerKind,
+  encodeFrame,
+  FrameReader,
+  frameHeader,
+  RequestKind,
+  RETIRING,
+} from "./query-frames.js";
 import {
   type ColumnPlan,
   columnPlan,
@@ -134,20 +142,22 @@ function execute(prepared: PreparedStatement, sql: string): StatementRows {
   return executeStatement(statement, sql, prepared.plan);
 }
 
-/** The JSON answer as SQLite writes it, or `null` when it must be written the JS way. */
-function answerInSqlite(prepared: PreparedStatement, sql: string): string | null {
+/** The JSON answer's bytes as SQLite writes them, or `null` when it must be written the JS way. */
+function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer | null {
   const { statement } = prepared;
   if (!statement.reader) return null;
   prepared.plan ??= columnPlan(statement, sql);
   if (prepared.json === undefined) {
-    prepared.json = wrapForJson(open().db, statement, sql, prepared.plan);
+    // Once per statement text: path-table columns need no REAL or BLOB check (sqlite-json.ts).
+    const { db } = open();
+    prepared.json = wrapForJson(db, statement, sql, prepared.plan, pathTableNames(db));
   }
   if (prepared.json === null) return null;
   return jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
 }
 
 /** A statement's answer; one with worker calls runs in passes (docs/extensions.md). */
-async function answer(sql: string, format: AnswerFormat | undefined): Promise<string> {
+async function answer(sql: string, format: AnswerFormat | undefined): Promise<string | Buffer> {
   const prepared = statementFor(sql);
   const { workerCalls } = prepared;
   if (workerCalls.length === 0) {
@@ -179,13 +189,22 @@ let retiring = false;
 let ended = false;
 
 function send(id: number, kind: number, payload: string | Uint8Array): void {
-  channel.write(encodeFrame(id, kind, payload, retiring ? RETIRING : 0));
+  const flags = retiring ? RETIRING : 0;
+  if (typeof payload === "string") {
+    channel.write(encodeFrame(id, kind, payload, flags));
+    return;
+  }
+  // Bytes go out as they are, after their header: one writev, no copy into a frame.
+  channel.cork();
+  channel.write(frameHeader(id, kind, payload.length, flags));
+  channel.write(payload);
+  channel.uncork();
 }
 
 async function serve(request: QueryRequest): Promise<void> {
   try {
     const body = await answer(request.sql, request.format);
-    // Characters: at most the bytes, exact enough here.
+    // Characters of a string: at most its bytes, exact enough here.
     if (body.length > RETIRE_AFTER_BYTES) retiring = true;
     send(request.id, AnswerKind.Body, body);
   } catch (error) {

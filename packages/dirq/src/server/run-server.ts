@@ -137,6 +137,8 @@ async function startLive(
       databasePath: join(directory, "index.db"),
       persist: options.persist ?? undefined,
       fillAllColumns: true,
+      // A big table fills on a thread of its own: requests and event streams go on meanwhile.
+      fillOnThread: true,
       extensions: (options.extensions ?? []).map((arg) =>
         parseExtensionArgument(arg, options.root),
       ),

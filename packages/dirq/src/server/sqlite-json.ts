@@ -28,22 +28,33 @@ function isCompound(sql: string): boolean {
   return significantTokens(sql).some((token) => COMPOUND_WORDS.has(keywordOf(token) ?? ""));
 }
 
+/** Where a result column's values come from, as SQLite reports it. */
+interface ColumnOrigin {
+  column: string | null;
+  table: string | null;
+  type: string | null;
+}
+
 /**
  * How one column goes into json_object, and what says its row must go the JS way. A value
- * read straight from a table column never carries a JSON subtype (only function results do),
- * and one of a TEXT-affinity column is never REAL: such columns go in as they are, the
- * cheapest form (measured, the checks cost twice json_object itself). A BLOB makes
- * json_object fail, which sends the answer the JS way too.
+ * read straight from a table column never carries a JSON subtype (only function results do);
+ * one of a TEXT-affinity column is never REAL, and a path-table's columns (dirq writes them:
+ * text and whole numbers) hold neither REAL nor BLOB: such columns go in as they are, the
+ * cheapest form (measured, the checks cost twice json_object itself; the one REAL check of an
+ * INTEGER column about a tenth of a 1,000-row answer). A BLOB makes json_object fail, which
+ * sends the answer the JS way too.
  */
 function columnJson(
   name: string,
   position: number,
-  origin: { column: string | null; type: string | null } | undefined,
+  origin: ColumnOrigin | undefined,
   direct: boolean,
+  pathTables: ReadonlySet<string>,
 ): { value: string; odd: string | null } {
   const c = `c${position}`;
   if (direct && origin?.column) {
-    return hasTextAffinity(origin.type)
+    const plain = hasTextAffinity(origin.type) || pathTables.has(origin.table ?? "");
+    return plain
       ? { value: `${sqlString(name)}, ${c}`, odd: null }
       : { value: `${sqlString(name)}, ${c}`, odd: `typeof(${c}) = 'real'` };
   }
@@ -63,13 +74,14 @@ function columnJson(
  * answers, and long ones, go the JS way. TEXT computed by an expression goes through `|| ''`,
  * which drops a JSON subtype, so `json(...)` values stay strings as they do in JS. `null` when
  * the statement cannot be wrapped (PRAGMA, EXPLAIN, a trailing `;`, too many columns): the
- * caller uses the JS way.
+ * caller uses the JS way. `pathTables`: the names of the index's path-tables.
  */
 export function wrapForJson(
   db: SqliteDatabase,
   statement: Statement,
   sql: string,
   plan: ColumnPlan,
+  pathTables: ReadonlySet<string>,
 ): Statement | null {
   const origins = statement.columns();
   const width = origins.length;
@@ -78,14 +90,17 @@ export function wrapForJson(
   const names = Array.from({ length: width }, (_, i) => `c${i}`);
   const direct = !isCompound(sql);
   const columns = shown.map((position, i) =>
-    columnJson(plan.columns[i] ?? "", position, origins[position], direct),
+    columnJson(plan.columns[i] ?? "", position, origins[position], direct, pathTables),
   );
   const pairs = columns.map((column) => column.value);
   const checks = columns.flatMap((column) => (column.odd === null ? [] : [column.odd]));
   const odd = checks.length === 0 ? "0" : `max(${checks.join(" OR ")})`;
   // The statement on lines of its own: a trailing `-- comment` ends with its line.
   const limited = `SELECT * FROM _dirq_answer LIMIT ${MAX_SQLITE_JSON_ROWS + 1}`;
-  const wrapped = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT json_group_array(json_object(${pairs.join(", ")})), ${odd}, count(*) FROM (${limited})`;
+  // As a BLOB, with the body's final newline: its UTF-8 bytes reach JS as one Buffer, which
+  // goes into the frame as it is (a TEXT value is decoded into a JS string and encoded again).
+  const json = `json_group_array(json_object(${pairs.join(", ")}))`;
+  const wrapped = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT CAST(${json} || char(10) AS BLOB), ${odd}, count(*) FROM (${limited})`;
   try {
     return db.prepare(wrapped).raw(true);
   } catch {
@@ -94,25 +109,25 @@ export function wrapForJson(
 }
 
 /**
- * Runs a wrapped statement: the answer as `jsonChunks` writes it, or `null` when it must be
- * written the JS way (a REAL or BLOB value, more than MAX_SQLITE_JSON_ROWS rows, or an error,
- * which the JS way then reports as the statement's own). Throws `tooLarge()` past `maxChars`
- * characters.
+ * Runs a wrapped statement: the answer's UTF-8 bytes as `jsonChunks` writes them, or `null`
+ * when it must be written the JS way (a REAL or BLOB value, more than MAX_SQLITE_JSON_ROWS
+ * rows, or an error, which the JS way then reports as the statement's own). Throws
+ * `tooLarge()` past `maxBytes`.
  */
 export function jsonFromSqlite(
   wrapped: Statement,
-  maxChars: number,
+  maxBytes: number,
   tooLarge: () => Error,
-): string | null {
-  let json: string;
+): Buffer | null {
+  let json: Buffer;
   let odd: number | null;
   let count: number;
   try {
-    [json, odd, count] = wrapped.get() as [string, number | null, number];
+    [json, odd, count] = wrapped.get() as [Buffer, number | null, number];
   } catch {
     return null;
   }
   if (odd || count > MAX_SQLITE_JSON_ROWS) return null;
-  if (json.length + 1 > maxChars) throw tooLarge();
-  return `${json}\n`;
+  if (json.length > maxBytes) throw tooLarge();
+  return json;
 }
