@@ -343,7 +343,8 @@ else process.stdout.write("[]");
       );
       let stderr = "";
       child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-      const code = await new Promise<number | null>((resolve) => child.on("exit", resolve));
+      // `close`, not `exit`: the diagnostic may still be in the pipe when the process exits.
+      const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
       assert.equal(code, 1);
       assert.match(stderr, /cannot listen on 127\.0\.0\.1/);
     } finally {

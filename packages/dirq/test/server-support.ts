@@ -174,11 +174,16 @@ export async function runServerToExit(
   child.stderr?.setEncoding("utf8").on("data", (chunk: string) => {
     stderr += chunk;
   });
+  // `exit` can come before the last output is read (a quick command on a loaded machine):
+  // the output is complete once the pipes close. A process the server left holding them (it
+  // was killed) gets a moment, not forever.
+  const closed = new Promise((resolve) => child.once("close", resolve));
   const timer = setTimeout(() => child.kill("SIGKILL"), timeoutMs);
   const exit = await exitOf(child);
   clearTimeout(timer);
-  // Let the pipes drain.
-  await new Promise((resolve) => setImmediate(resolve));
+  let grace: NodeJS.Timeout | undefined;
+  await Promise.race([closed, new Promise((resolve) => (grace = setTimeout(resolve, 5_000)))]);
+  clearTimeout(grace);
   return { exit, stdout, stderr };
 }
 
