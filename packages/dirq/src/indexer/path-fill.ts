@@ -58,17 +58,27 @@ const YIELD_EVERY_MS = 10;
 
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** A fill's pause point: lets the event loop run once the fill has held it YIELD_EVERY_MS. */
+function breather(): () => Promise<void> {
+  let since = performance.now();
+  return async () => {
+    if (performance.now() - since < YIELD_EVERY_MS) return;
+    await nextTurn();
+    since = performance.now();
+  };
+}
+
 /**
  * Walks, stats and writes batch by batch, in walk order, and lets the event loop run every few
  * milliseconds: in the server, other requests and event streams go on while a big table fills
  * (each step is one readdir, one batch's stats or one batch insert).
  */
-export async function streamBatches(
+async function streamBatches(
   walker: SelectionWalker,
   statter: BatchStatter | null,
   rows: RowWriter,
 ): Promise<void> {
-  let since = performance.now();
+  const breathe = breather();
   const writeReady = () => {
     for (const done of statter?.takeReady() ?? []) rows.write(done.paths, done.stats);
   };
@@ -78,10 +88,7 @@ export async function streamBatches(
     while (statter !== null && statter.pending > ahead) {
       statter.helpOrWait(YIELD_EVERY_MS);
       writeReady();
-      if (performance.now() - since >= YIELD_EVERY_MS) {
-        await nextTurn();
-        since = performance.now();
-      }
+      await breathe();
     }
   };
   for (let batch = walker.next(); batch !== null; batch = walker.next()) {
@@ -90,10 +97,7 @@ export async function streamBatches(
       statter.submit(batch.paths, batch.rawPaths);
       await drain(BATCHES_AHEAD);
     }
-    if (performance.now() - since >= YIELD_EVERY_MS) {
-      await nextTurn();
-      since = performance.now();
-    }
+    await breathe();
   }
   await drain(0);
 }
@@ -124,13 +128,7 @@ export async function streamSplit(
   rows: RowWriter,
   progress: (helperFound: number) => void,
 ): Promise<{ skipped: SkippedPath[]; folders: [string, string][] } | null> {
-  let since = performance.now();
-  const breathe = async () => {
-    if (performance.now() - since >= YIELD_EVERY_MS) {
-      await nextTurn();
-      since = performance.now();
-    }
-  };
+  const breathe = breather();
   let resume: ResumePoint | null = null;
   const kept: WalkHelperBatch[] = [];
   let keptChars = 0;
