@@ -581,15 +581,7 @@ export class DirqIndex {
    * building tables.
    */
   async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[]; cacheable: boolean }> {
-    // A statement already checked against this very schema needs no second look: nothing it
-    // reads can be missing or unfilled. The server asks this for every request.
-    // This look-up takes no lock: a statement never waits for a hook or a refresh.
-    const checked = this.checkedStatements.get(sql);
-    if (checked?.schemaVersion === this.schemaVersion) {
-      this.pathTables.touch(checked.tablesRead);
-      return { sql: checked.runnable, skipped: [], cacheable: checked.cacheable };
-    }
-    const ready = this.prepareWithoutBuilding(sql);
+    const ready = this.preparedAlready(sql) ?? this.prepareWithoutBuilding(sql);
     if (ready !== null) return ready;
     return this.withWriter(async () => {
       this.tablesRead = [];
@@ -614,6 +606,18 @@ export class DirqIndex {
       });
       return { sql: runnable, skipped, cacheable };
     });
+  }
+
+  /**
+   * `prepare`'s answer at once, for a statement already checked against this very schema:
+   * nothing it reads can be missing or unfilled. `null` otherwise. The server asks this for
+   * every request; it takes no lock, so a statement never waits for a hook or a refresh.
+   */
+  preparedAlready(sql: string): { sql: string; skipped: SkippedPath[]; cacheable: boolean } | null {
+    const checked = this.checkedStatements.get(sql);
+    if (checked?.schemaVersion !== this.schemaVersion) return null;
+    this.pathTables.touch(checked.tablesRead);
+    return { sql: checked.runnable, skipped: [], cacheable: checked.cacheable };
   }
 
   /**

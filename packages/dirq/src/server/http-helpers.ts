@@ -11,17 +11,43 @@ export class BodyTooLargeError extends Error {
  * Reads a request body as text, refusing more than `limit` bytes (declared or streamed).
  * node:http streams directly; going through web `Request` objects cost 4x the throughput here.
  */
-export async function readBody(request: IncomingMessage, limit: number): Promise<string> {
+export function readBody(request: IncomingMessage, limit: number): Promise<string> {
   const declared = Number(request.headers["content-length"] ?? 0);
-  if (declared > limit) throw new BodyTooLargeError(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > limit) throw new BodyTooLargeError(limit);
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks).toString("utf8");
+  if (declared > limit) return Promise.reject(new BodyTooLargeError(limit));
+  // Listeners, not `for await`: measured, the async iterator's machinery was a tenth of the
+  // server's own time per request for uncached statements.
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      chunks.push(chunk);
+      if (size > limit) finish(new BodyTooLargeError(limit));
+    };
+    const onEnd = () => finish(null);
+    const onClose = () => finish(new Error("the client closed the connection mid-body"));
+    const finish = (error: Error | null) => {
+      request.off("data", onData);
+      request.off("end", onEnd);
+      request.off("error", finish);
+      request.off("close", onClose);
+      if (error !== null) {
+        // Flowing stops with the last listener; a later `resume()` drops the rest.
+        request.pause();
+        reject(error);
+      } else {
+        resolve(
+          chunks.length === 1
+            ? (chunks[0] as Buffer).toString("utf8")
+            : Buffer.concat(chunks).toString("utf8"),
+        );
+      }
+    };
+    request.on("data", onData);
+    request.on("end", onEnd);
+    request.on("error", finish);
+    request.on("close", onClose);
+  });
 }
 
 export function sendJson(

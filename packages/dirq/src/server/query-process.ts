@@ -9,7 +9,7 @@ import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
-import { jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
+import { type JsonStatement, jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
 import {
   AnswerKind,
   encodeFrame,
@@ -52,7 +52,7 @@ interface PreparedStatement {
   /** Its shown columns, worked out on the first run (a reader statement only). */
   plan?: ColumnPlan;
   /** It wrapped so SQLite writes the JSON (see sqlite-json.ts); `null`: it cannot be. */
-  json?: Statement | null;
+  json?: JsonStatement | null;
   /** The worker-backed functions it calls (then it runs in passes). */
   workerCalls: WorkerSpec[];
 }
@@ -142,8 +142,14 @@ function execute(prepared: PreparedStatement, sql: string): StatementRows {
   return executeStatement(statement, sql, prepared.plan);
 }
 
-/** The JSON answer's bytes as SQLite writes them, or `null` when it must be written the JS way. */
-function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer | null {
+/** The body's final newline, after an answer SQLite wrote. */
+const NEWLINE = Buffer.from("\n");
+
+/**
+ * The JSON answer's bytes as SQLite writes them, and the final newline, or `null` when it must
+ * be written the JS way.
+ */
+function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer[] | null {
   const { statement } = prepared;
   if (!statement.reader) return null;
   prepared.plan ??= columnPlan(statement, sql);
@@ -153,11 +159,12 @@ function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer | null
     prepared.json = wrapForJson(db, statement, sql, prepared.plan, pathTableNames(db));
   }
   if (prepared.json === null) return null;
-  return jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
+  const json = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
+  return json === null ? null : [json, NEWLINE];
 }
 
 /** A statement's answer; one with worker calls runs in passes (docs/extensions.md). */
-async function answer(sql: string, format: AnswerFormat | undefined): Promise<string | Buffer> {
+async function answer(sql: string, format: AnswerFormat | undefined): Promise<string | Buffer[]> {
   const prepared = statementFor(sql);
   const { workerCalls } = prepared;
   if (workerCalls.length === 0) {
@@ -188,16 +195,18 @@ let retiring = false;
 /** The pool closed its end: leave once the statement in hand is answered. */
 let ended = false;
 
-function send(id: number, kind: number, payload: string | Uint8Array): void {
+/** A payload: text, or bytes in parts that go out as they are. */
+function send(id: number, kind: number, payload: string | readonly Uint8Array[]): void {
   const flags = retiring ? RETIRING : 0;
   if (typeof payload === "string") {
     channel.write(encodeFrame(id, kind, payload, flags));
     return;
   }
-  // Bytes go out as they are, after their header: one writev, no copy into a frame.
+  // After their header, in one writev: no copy into a frame.
+  const length = payload.reduce((total, part) => total + part.length, 0);
   channel.cork();
-  channel.write(frameHeader(id, kind, payload.length, flags));
-  channel.write(payload);
+  channel.write(frameHeader(id, kind, length, flags));
+  for (const part of payload) channel.write(part);
   channel.uncork();
 }
 
@@ -205,7 +214,8 @@ async function serve(request: QueryRequest): Promise<void> {
   try {
     const body = await answer(request.sql, request.format);
     // Characters of a string: at most its bytes, exact enough here.
-    if (body.length > RETIRE_AFTER_BYTES) retiring = true;
+    const size = typeof body === "string" ? body.length : (body[0]?.length ?? 0);
+    if (size > RETIRE_AFTER_BYTES) retiring = true;
     send(request.id, AnswerKind.Body, body);
   } catch (error) {
     if (error instanceof AnswerTooLarge) {
