@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { seededRandom } from "./differential.js";
 import { describe, it } from "node:test";
 import { runDirq } from "./helpers.js";
@@ -125,5 +127,37 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
       assert.equal(fromServer.status, 200, `${sql}: ${fromServer.text}`);
       assert.equal(fromServer.text, fromCli.stdout, sql);
     }
+  });
+  it("answers a statement whose answer grows past 10,000 rows between runs like the CLI", async () => {
+    // A statement SQLite has answered small runs without its row bound the next time; one
+    // that then outgrows the bound must still answer right, and go the JS way after that.
+    const root = tree({ "f0.txt": "x" });
+    const server = await serve(root);
+    // 500 rows per file, uncached (random()): 500 rows, then 25,000.
+    const sql =
+      "WITH RECURSIVE s(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM s WHERE v < (SELECT count(*) FROM './') * 500) " +
+      "SELECT v, 'row ' || v AS label FROM s WHERE random() IS NOT NULL";
+    const expectMatchesCli = async (rows: number) => {
+      const [fromServer, fromCli] = await Promise.all([
+        postQuery(server, sql),
+        runDirq(["query", sql, "--format", "json"], { cwd: root }),
+      ]);
+      assert.equal(fromCli.code, 0, fromCli.stderr);
+      assert.equal(fromServer.status, 200, fromServer.text);
+      assert.equal((JSON.parse(fromServer.text) as unknown[]).length, rows);
+      assert.equal(fromServer.text, fromCli.stdout);
+    };
+    await expectMatchesCli(500);
+    await expectMatchesCli(500);
+    for (let i = 1; i < 50; i++) writeFileSync(join(root, `f${i}.txt`), "x");
+    const giveUp = Date.now() + 30_000;
+    for (;;) {
+      const count = await postQuery(server, "SELECT count(*) AS n FROM './'");
+      if (count.text.includes('"n":50')) break;
+      assert.ok(Date.now() < giveUp, `the server never saw the 49 new files: ${count.text}`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await expectMatchesCli(25_000);
+    await expectMatchesCli(25_000);
   });
 });
