@@ -42,6 +42,9 @@ lines.on("line", (line) => {
     process.exit(3);
   }
   if (first === "garbage") return process.stdout.write("this is not json\\n");
+  // In one write with its reply: a blank line, or a response to a request never made.
+  if (first === "blank") return process.stdout.write("\\n" + JSON.stringify({ id, result: "BLANK" }) + "\\n");
+  if (first === "stray") return process.stdout.write('{"id":-7,"result":"x"}\\n' + JSON.stringify({ id, result: "STRAY" }) + "\\n");
   if (first === "hang") return appendFileSync("hang.log", process.pid + "\\n");
   if (first === null) return reply({ result: null });
   const text = String(first);
@@ -232,6 +235,17 @@ describe("worker-backed functions in a one-shot query", () => {
     const message = assertUserError(result, /worker function up \(node worker\.mjs calls\.log\)/);
     assert.match(message, /exited with status 3 while answering/);
     assert.match(message, /crashing on purpose/);
+  });
+
+  it("a blank line among a worker's replies is skipped; a reply to no request fails the query, quoting it", async () => {
+    const blank = await query("SELECT up('blank') AS v");
+    assert.equal(blank.code, 0, blank.stderr);
+    assert.deepEqual(JSON.parse(blank.stdout), [{ v: "BLANK" }]);
+    const stray = await query("SELECT up('stray')");
+    assertUserError(
+      stray,
+      /printed "\{\\"id\\":-7,\\"result\\":\\"x\\"\}", whose id answers no request in flight/,
+    );
   });
 
   it("a worker that prints garbage fails the query, quoting it", async () => {

