@@ -182,7 +182,8 @@ describe("unreadable files and folders", { skip: permissionSkip }, () => {
       parseRows(result.stdout).map((row) => row.path),
       ["open.txt", "secret.txt"],
     );
-    assert.match(result.stderr, /^dirq: skipped locked: .*EACCES/m);
+    // The folder is named once: not again, absolute, inside Node's message.
+    assert.match(result.stderr, /^dirq: skipped locked: EACCES: permission denied$/m);
   });
 
   it("a hook that cannot read a file skips that file only, naming it", async () => {
@@ -192,6 +193,43 @@ describe("unreadable files and folders", { skip: permissionSkip }, () => {
     assert.equal(result.code, 23, result.stderr);
     assert.deepEqual(parseRows(result.stdout), [{ n: 1 }]);
     assert.match(result.stderr, /^dirq: skipped secret\.txt: /m);
+  });
+});
+
+describe("a folder deeper than the system's path limit", () => {
+  const roots: string[] = [];
+  // rm walks relative to each folder; Node's recursive removal stops at the path limit.
+  after(() => roots.forEach((root) => spawnSync("rm", ["-rf", root])));
+
+  it("is skipped with a short reason that names it once; the rest is indexed", async () => {
+    const root = makeTree({ "top.txt": "top" });
+    roots.push(root);
+    // 21 folders of 200 characters: past PATH_MAX (4,096), made by relative steps.
+    const name = "d".repeat(200);
+    const made = spawnSync(
+      "bash",
+      [
+        "-c",
+        `for i in $(seq 21); do mkdir ${name} && cd ${name} || exit 1; done; echo deep > deep.txt`,
+      ],
+      { cwd: root },
+    );
+    assert.equal(made.status, 0, made.stderr.toString());
+    const result = await runDirq(["SELECT path FROM './' ORDER BY path", "--format", "json"], {
+      cwd: root,
+    });
+    assertNoStackTrace(result.stderr);
+    assert.equal(result.code, 23, result.stderr);
+    assert.deepEqual(
+      parseRows(result.stdout).map((row) => row.path),
+      ["top.txt"],
+    );
+    const lines = result.stderr.trim().split("\n");
+    assert.equal(lines.length, 1, result.stderr);
+    assert.match(
+      lines[0] as string,
+      /^dirq: skipped (d{200}\/){20}d{200}: ENAMETOOLONG: name too long$/,
+    );
   });
 });
 

@@ -105,6 +105,18 @@ export interface WalkBatch {
  * Nothing is kept between batches but the open directories' entries, so a million files
  * never sit in memory at once, and the caller can insert, stat or yield between batches.
  */
+/**
+ * Why a folder could not be listed, for the skip line that already names it: Node's message
+ * (`EACCES: permission denied, scandir '/abs/path'`) without its trailing syscall and absolute
+ * path, which would name the folder a second time (and, for ENAMETOOLONG, print thousands of
+ * characters twice).
+ */
+function folderReadReason(error: unknown): string {
+  const message = error instanceof Error ? error.message : String(error);
+  const match = /^(E[A-Z]+: [^,]*), \w+ '.*'$/s.exec(message);
+  return match?.[1] ?? message;
+}
+
 export class SelectionWalker {
   readonly skipped: SkippedPath[] = [];
   /** Files found so far. */
@@ -203,7 +215,7 @@ export class SelectionWalker {
         if (name === ".gitignore" && !entry.isDirectory()) hasGitignore = true;
       }
     } catch (error) {
-      this.skipped.push({ path: dir === "" ? "." : dir, reason: (error as Error).message });
+      this.skipped.push({ path: dir === "" ? "." : dir, reason: folderReadReason(error) });
       return;
     }
     entries.sort(byName);
