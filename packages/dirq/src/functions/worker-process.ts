@@ -141,7 +141,8 @@ function quote(line: string): string {
  * Complete response lines parsed as one JSON array, one value per line, or `null` when they are
  * not exactly that (a blank line, a line that is not JSON, a line with two values): the caller
  * then goes line by line. Measured, one parse of a read's few thousand lines instead of one per
- * line took a third off handling the replies that arrive together at the end of an exchange.
+ * line took about a quarter off handling 10,000 replies that arrive together at the end of an
+ * exchange (medians of 8 alternating runs: 12.9 against 17.5 ms).
  * A line break stays between the values: inside a JSON string it is invalid, so no value can
  * span two lines.
  */
