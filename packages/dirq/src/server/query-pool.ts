@@ -389,10 +389,8 @@ export class QueryPool {
 function answerOf(job: Job, frame: Frame): QueryAnswer {
   if (frame.kind === AnswerKind.Body) {
     if (job.format === "table") return { ok: true, body: frame.payload.toString("utf8") };
-    // Its own copy when the frame shares a read buffer with others: a cached answer must not
-    // hold a whole read chunk alive.
-    const shared = frame.payload.buffer.byteLength > frame.payload.length + 64;
-    return { ok: true, body: shared ? Buffer.from(frame.payload) : frame.payload };
+    // A view into the read chunk: whoever keeps it (the result cache) takes its own copy.
+    return { ok: true, body: frame.payload };
   }
   const error = JSON.parse(frame.payload.toString("utf8")) as {
     message?: string;

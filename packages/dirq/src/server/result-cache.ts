@@ -71,8 +71,14 @@ export class ResultCache {
     return entry.body;
   }
 
-  set(sql: string, generation: string, body: string | Uint8Array): void {
-    if (body.length > this.maxChars / 4 || !this.cacheable(sql)) return;
+  /**
+   * Keeps an answer. Bytes that share their buffer with more (a view into a read chunk holding
+   * other answers too) are copied: a kept answer must not hold a whole chunk alive.
+   */
+  set(sql: string, generation: string, answer: string | Uint8Array): void {
+    if (answer.length > this.maxChars / 4 || !this.cacheable(sql)) return;
+    const shared = typeof answer !== "string" && answer.buffer.byteLength > answer.length + 64;
+    const body = shared ? Buffer.from(answer) : answer;
     const old = this.entries.get(sql);
     if (old) this.size -= old.body.length;
     this.entries.delete(sql);
