@@ -101,11 +101,6 @@ export interface WalkBatch {
 }
 
 /**
- * Walks a selection a batch at a time (`next()`), depth first, by name within a directory.
- * Nothing is kept between batches but the open directories' entries, so a million files
- * never sit in memory at once, and the caller can insert, stat or yield between batches.
- */
-/**
  * Why a folder could not be listed, for the skip line that already names it: Node's message
  * (`EACCES: permission denied, scandir '/abs/path'`) without its trailing syscall and absolute
  * path, which would name the folder a second time (and, for ENAMETOOLONG, print thousands of
@@ -117,6 +112,11 @@ function folderReadReason(error: unknown): string {
   return match?.[1] ?? message;
 }
 
+/**
+ * Walks a selection a batch at a time (`next()`), depth first, by name within a directory.
+ * Nothing is kept between batches but the open directories' entries, so a million files
+ * never sit in memory at once, and the caller can insert, stat or yield between batches.
+ */
 export class SelectionWalker {
   readonly skipped: SkippedPath[] = [];
   /** Files found so far. */
