@@ -133,10 +133,10 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
     // that then outgrows the bound must still answer right, and go the JS way after that.
     const root = tree({ "f0.txt": "x" });
     const server = await serve(root);
-    // 500 rows per file, uncached (random()): 500 rows, then 25,000.
+    // 500 rows per file, uncached (random()), in an order SQLite must keep: 500, then 25,000.
     const sql =
       "WITH RECURSIVE s(v) AS (SELECT 1 UNION ALL SELECT v + 1 FROM s WHERE v < (SELECT count(*) FROM './') * 500) " +
-      "SELECT v, 'row ' || v AS label FROM s WHERE random() IS NOT NULL";
+      "SELECT v, 'row ' || v AS label FROM s WHERE random() IS NOT NULL ORDER BY v % 7, v DESC";
     const expectMatchesCli = async (rows: number) => {
       const [fromServer, fromCli] = await Promise.all([
         postQuery(server, sql),
