@@ -54,6 +54,35 @@ const relocate = {
   },
 };
 
+/**
+ * Bundles SQLite's JavaScript too (better-sqlite3's API in zero-sqlite3: ten modules, and
+ * node-gyp-build), which the modules load through `createRequire` (outside a bundle, an ES
+ * module's `import` of it would go through Node's ES-to-CommonJS bridge). In the bundle that
+ * `require` becomes the bundle's own, and the package finds its native addon from its own
+ * folder, not the bundle's. Measured on `dirq "SELECT 1"` (41 alternating runs): 90.1 ms
+ * before, 84.0 ms after, against 68.6 ms for `node -e 0`.
+ */
+const bundledSqlite = {
+  name: "bundled-sqlite",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]indexer[\\/]database\.js$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8");
+      const contents = source.replace("const require = createRequire(import.meta.url);", "");
+      if (contents === source)
+        throw new Error("build-cli: database.js no longer loads SQLite as expected");
+      return { contents, loader: "js" };
+    });
+    build.onLoad({ filter: /zero-sqlite3[\\/]lib[\\/]database\.js$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8");
+      const folder = 'path.dirname(require.resolve("@rocicorp/zero-sqlite3/package.json"))';
+      const contents = source.replaceAll("path.resolve(__dirname, '..')", folder);
+      if (contents === source)
+        throw new Error("build-cli: zero-sqlite3 no longer loads its addon as expected");
+      return { contents, loader: "js" };
+    });
+  },
+};
+
 // A previous build's files (the former chunked layout included) would linger.
 rmSync(outdir, { recursive: true, force: true });
 
@@ -65,9 +94,9 @@ await build({
   format: "cjs",
   platform: "node",
   target: "node20",
-  // Pure-JavaScript dependencies are bundled too (smol-toml alone is seven modules); SQLite
-  // loads a native addon.
-  external: ["@rocicorp/zero-sqlite3"],
+  // Dependencies are bundled too (smol-toml alone is seven modules); only SQLite's native
+  // addon loads from its package, found at run time (see bundledSqlite).
+  external: ["@rocicorp/zero-sqlite3/package.json"],
   // The modules locate their neighbours (worker scripts, the package manifest, the web
   // console) from `import.meta.url`, which a CommonJS file spells through `__filename`.
   define: { "import.meta.url": "__dirqBundleUrl" },
@@ -80,7 +109,7 @@ await build({
   sourcemap: false,
   legalComments: "none",
   logLevel: "warning",
-  plugins: [relocate],
+  plugins: [bundledSqlite, relocate],
 });
 
 await writeCodeCache(join(outdir, "dirq.cjs"));
