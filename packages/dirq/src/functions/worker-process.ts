@@ -1,9 +1,7 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
-import { lazyModule } from "../lazy-module.js";
+import { childProcess } from "../lazy-module.js";
 import type { Socket } from "node:net";
 import { DirqError } from "../errors.js";
-
-const childProcess = lazyModule<typeof import("node:child_process")>("node:child_process");
 
 /** One worker-backed SQL function as a connection profile carries it (serializable). */
 export interface WorkerSpec {

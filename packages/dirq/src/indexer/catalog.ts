@@ -1,10 +1,8 @@
-import { lazyModule } from "../lazy-module.js";
+import { crypto } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
 import type { Statement } from "better-sqlite3";
 import { preciseStat } from "../scan/tree-signature.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
-
-const crypto = lazyModule<typeof import("node:crypto")>("node:crypto");
 
 /**
  * What a persisted index remembers about its tables and files, in SQLite beside the rows (so

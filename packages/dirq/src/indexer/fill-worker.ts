@@ -1,9 +1,7 @@
 import type { Worker } from "node:worker_threads";
 import { DirqError, type DirqErrorCode } from "../errors.js";
-import { lazyModule } from "../lazy-module.js";
+import { workerThreads } from "../lazy-module.js";
 import type { FillJob, FillOutcome } from "./path-fill.js";
-
-const workerThreads = lazyModule<typeof import("node:worker_threads")>("node:worker_threads");
 
 /**
  * A thread that runs path-table fills (walk, stats, inserts, commits) on a connection of its

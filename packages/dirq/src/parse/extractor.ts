@@ -1,11 +1,9 @@
-import { lazyModule } from "../lazy-module.js";
+import { crypto } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import type { HookCommand } from "./hook-command.js";
 import { type HookRow, parseHookOutput, toRows } from "./hook-rows.js";
 import { runHook } from "./run-hook.js";
-
-const crypto = lazyModule<typeof import("node:crypto")>("node:crypto");
 
 /** One file's rows, or why the file is skipped (its other tables' rows and other files stand). */
 export type ExtractOutcome = { ok: true; rows: HookRow[] } | { ok: false; reason: string };

@@ -1,9 +1,7 @@
 import type { ChildProcess } from "node:child_process";
-import { lazyModule } from "../lazy-module.js";
+import { childProcess } from "../lazy-module.js";
 import { DirqError } from "../errors.js";
 import { expandHookCommand, type HookCommand } from "./hook-command.js";
-
-const childProcess = lazyModule<typeof import("node:child_process")>("node:child_process");
 
 /** How much of a failing hook's stderr a message quotes. */
 const STDERR_TAIL_BYTES = 1000;

@@ -1,7 +1,5 @@
 import type { MessagePort, Worker } from "node:worker_threads";
-import { lazyModule } from "../lazy-module.js";
-
-const workerThreads = lazyModule<typeof import("node:worker_threads")>("node:worker_threads");
+import { workerThreads } from "../lazy-module.js";
 
 /**
  * The thread behind a walk's helpers (stat-helper.ts, walk-helper.ts): started once, given
