@@ -1,4 +1,5 @@
 import { type BigIntStats, type Stats, statSync } from "node:fs";
+import { type BatchStat, nativeBatchStat } from "./native-stat.js";
 import type { StatHelper, StatRequest } from "./stat-helper.js";
 
 /** Stat fields per file, three numbers each: size (bytes), mtime and ctime (Unix seconds). */
@@ -44,16 +45,98 @@ function statPrefix(root: string): string {
 /**
  * Stats each path (relative to `root`, or its raw bytes from `rawPaths` when its name is not
  * valid UTF-8) into a new array of STAT_FIELDS numbers per path. Symlinks are followed (a
- * listed symlink is a file). Times are whole seconds, floored exactly: a number stat is read
- * first (a bigint stat costs about a third more, in dates and BigInts), and a file whose time
- * lies too near a whole second for the float to tell is stat'ed again with nanoseconds. A path
- * that vanished, or no longer names a regular file, or cannot be stat'ed at all gets NaN, and
- * the indexer drops it.
+ * listed symlink is a file). Times are whole seconds, floored exactly. A path that vanished,
+ * or no longer names a regular file, or cannot be stat'ed at all gets NaN, and the indexer
+ * drops it. A batch goes through dirq's native extension when it is built (native-stat.ts),
+ * else one `fs.statSync` per path; both give the same numbers.
  */
 export function statPaths(
   root: string,
   paths: readonly string[],
   rawPaths?: ReadonlyMap<string, Uint8Array>,
+): Float64Array {
+  const native = nativelyStatable(paths.length, rawPaths);
+  if (native !== null) {
+    const stats = statNatively(native, root, paths.join("\0"), paths.length);
+    if (stats !== null) return stats;
+  }
+  return statEach(root, paths, rawPaths);
+}
+
+/**
+ * `statPaths` of paths joined by NUL characters, as the helper thread receives them: the
+ * extension takes them as they are, the JavaScript stats split them.
+ */
+export function statJoinedPaths(
+  root: string,
+  joinedPaths: string,
+  rawPaths?: ReadonlyMap<string, Uint8Array>,
+): Float64Array {
+  if (joinedPaths === "") return new Float64Array(0);
+  const count = countPaths(joinedPaths);
+  const native = nativelyStatable(count, rawPaths);
+  if (native !== null) {
+    const stats = statNatively(native, root, joinedPaths, count);
+    if (stats !== null) return stats;
+  }
+  return statEach(root, joinedPaths.split("\0"), rawPaths);
+}
+
+/**
+ * Below this many paths a batch is stat'ed from JavaScript: a single file (a refresh) is not
+ * worth opening the extension's connection for.
+ */
+const NATIVE_MIN_PATHS = 16;
+
+/**
+ * The extension, when it may stat this batch: it is loaded, the batch is big enough, and no
+ * path's name needs its raw bytes (a name that is not valid UTF-8: rare, left to Node).
+ */
+function nativelyStatable(
+  count: number,
+  rawPaths: ReadonlyMap<string, Uint8Array> | undefined,
+): BatchStat | null {
+  if (count < NATIVE_MIN_PATHS || (rawPaths !== undefined && rawPaths.size > 0)) return null;
+  return nativeBatchStat();
+}
+
+function countPaths(joinedPaths: string): number {
+  let count = 1;
+  for (let at = joinedPaths.indexOf("\0"); at !== -1; at = joinedPaths.indexOf("\0", at + 1)) {
+    count++;
+  }
+  return count;
+}
+
+/** The extension's answer as STAT_FIELDS numbers per path, or `null` if it has another shape. */
+function statNatively(
+  batchStat: BatchStat,
+  root: string,
+  joinedPaths: string,
+  count: number,
+): Float64Array | null {
+  const bytes = batchStat(statPrefix(root), joinedPaths);
+  const length = count * STAT_FIELDS;
+  if (bytes.byteLength !== length * Float64Array.BYTES_PER_ELEMENT) return null;
+  // A view when the blob has a buffer of its own (the answer is transferred between threads
+  // by its buffer), else a copy.
+  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.byteLength) {
+    return new Float64Array(bytes.buffer, 0, length);
+  }
+  const stats = new Float64Array(length);
+  new Uint8Array(stats.buffer).set(bytes);
+  return stats;
+}
+
+/**
+ * Stats the paths one `fs.statSync` at a time (see `statPaths`). A number stat is read first
+ * (a bigint stat costs about a third more, in dates and BigInts), and a file whose time lies
+ * too near a whole second for the float to tell is stat'ed again with nanoseconds.
+ */
+function statEach(
+  root: string,
+  paths: readonly string[],
+  rawPaths: ReadonlyMap<string, Uint8Array> | undefined,
 ): Float64Array {
   const out = new Float64Array(paths.length * STAT_FIELDS);
   const prefix = statPrefix(root);

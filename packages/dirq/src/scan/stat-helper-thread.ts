@@ -1,5 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
-import { statPaths } from "./file-stats.js";
+import { statJoinedPaths } from "./file-stats.js";
 import {
   ANSWERED,
   claimRequest,
@@ -21,7 +21,7 @@ parentPort?.on("message", ({ id, paths, rawPaths }: StatRequest) => {
     // The calling thread took this one back and stat'ed it itself.
     answers.postMessage({ id, stats: null } satisfies StatAnswer);
   } else {
-    const stats = statPaths(root, paths === "" ? [] : paths.split("\0"), rawPaths);
+    const stats = statJoinedPaths(root, paths, rawPaths);
     const answer: StatAnswer = { id, stats };
     answers.postMessage(answer, [stats.buffer as ArrayBuffer]);
   }

@@ -1,0 +1,58 @@
+#!/usr/bin/env node
+// Compiles dirq's SQLite extension for batch stats (native/dirq-stat.c) into native/build/,
+// at install and at build. It is optional: without a C compiler (or on Windows) dirq stats
+// files from JavaScript, with the same results and more CPU (bench/README.md, "Native
+// stats"). So a failure here warns and exits 0; it never fails an install. Nothing is
+// downloaded: the headers are SQLite's own, shipped inside @rocicorp/zero-sqlite3.
+import { execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, statSync } from "node:fs";
+import { createRequire } from "node:module";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
+const source = join(packageDir, "native", "dirq-stat.c");
+const outDir = join(packageDir, "native", "build");
+const library = join(outDir, process.platform === "darwin" ? "dirq_stat.dylib" : "dirq_stat.so");
+
+function warn(reason) {
+  process.stderr.write(
+    `dirq: the native stat extension was not built (${reason}); dirq works without it, ` +
+      "its stat queries use more CPU\n",
+  );
+}
+
+function sqliteHeaders() {
+  const require = createRequire(import.meta.url);
+  const sqlitePackage = dirname(require.resolve("@rocicorp/zero-sqlite3/package.json"));
+  return join(sqlitePackage, "deps", "sqlite3");
+}
+
+function upToDate() {
+  if (!existsSync(library)) return false;
+  return statSync(library).mtimeMs >= statSync(source).mtimeMs;
+}
+
+function compile() {
+  const compiler = process.env.CC || "cc";
+  const shared = process.platform === "darwin" ? ["-dynamiclib"] : ["-shared", "-fPIC"];
+  mkdirSync(outDir, { recursive: true });
+  execFileSync(
+    compiler,
+    ["-O2", "-Wall", ...shared, "-I", sqliteHeaders(), "-o", library, source],
+    { stdio: ["ignore", "ignore", "pipe"] },
+  );
+}
+
+if (process.platform === "win32") {
+  warn("no compiler is assumed on Windows");
+} else if (process.env.DIRQ_SKIP_NATIVE === "1") {
+  warn("DIRQ_SKIP_NATIVE=1");
+} else if (!upToDate()) {
+  try {
+    compile();
+  } catch (error) {
+    const detail = error?.stderr?.toString().trim().split("\n")[0] || error?.message || error;
+    warn(`compiling ${source} failed: ${detail}`);
+  }
+}
