@@ -12,7 +12,7 @@
  * returns a blob of 3 native-endian doubles per path: size in bytes, mtime and ctime in whole
  * Unix seconds (the kernel's seconds field: already floored, also before 1970). Symlinks are
  * followed. A path that is missing, is not a regular file or cannot be stat'ed gets NaN as its
- * size, and dirq drops it, exactly as its JavaScript fallback does (src/scan/file-stats.ts).
+ * size (and zero times), and dirq drops it, exactly as its JavaScript fallback does (src/scan/file-stats.ts).
  *
  * It reads file metadata only: it opens, writes and changes nothing.
  */
@@ -66,8 +66,8 @@ static void stat_batch(sqlite3_context *context, int argc, sqlite3_value **argv)
     struct stat info;
     if (stat(name, &info) != 0 || !S_ISREG(info.st_mode)) {
       row[0] = NAN;
-      row[1] = NAN;
-      row[2] = NAN;
+      row[1] = 0;
+      row[2] = 0;
     } else {
       row[0] = (double)info.st_size;
       row[1] = (double)info.st_mtime;

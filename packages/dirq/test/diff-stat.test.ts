@@ -31,6 +31,12 @@ function timeSpec(random: () => number): string {
   return `@${seconds}.${pick(random, NANOS)}`;
 }
 
+/** Stats through the native extension (the default) and through JavaScript (`DIRQ_NATIVE_STAT=0`). */
+const STATTERS = [
+  { name: "native", env: {} },
+  { name: "JavaScript", env: { DIRQ_NATIVE_STAT: "0" } },
+];
+
 describe(`stat columns equal stat(1) (seed ${SEED}, ${FILES} files)`, () => {
   const random = seededRandom(SEED);
   const root = mkdtempSync(join(tmpdir(), "dirq-stat-"));
@@ -47,36 +53,39 @@ describe(`stat columns equal stat(1) (seed ${SEED}, ${FILES} files)`, () => {
   const touched = spawnSync("bash", ["-c", touch.join("\n")], { cwd: root, encoding: "utf8" });
   assert.equal(touched.status, 0, touched.stderr);
 
-  it("agrees with stat -L -c '%n %s %Y %Z' on every file", async () => {
-    const listing = reference(
-      "bash",
-      [
-        "-c",
-        "find . -mindepth 1 \\( -type f -o -type l \\) -print0 | xargs -0 stat -L -c '%n\t%s\t%Y\t%Z'",
-      ],
-      { cwd: root },
-    );
-    const expected = listing
-      .trim()
-      .split("\n")
-      .map((line) => line.split("\t"))
-      .map(([name, size, mtime, ctime]) => `${(name as string).slice(2)} ${size} ${mtime} ${ctime}`)
-      .sort();
-    const result = await runDirq(
-      ["SELECT path, size, mtime, ctime FROM './'", "--format", "json"],
-      { cwd: root },
-    );
-    assert.equal(result.code, 0, result.stderr);
-    const rows = JSON.parse(result.stdout) as {
-      path: string;
-      size: number;
-      mtime: number;
-      ctime: number;
-    }[];
-    const actual = rows.map((row) => `${row.path} ${row.size} ${row.mtime} ${row.ctime}`).sort();
-    assert.equal(actual.length, FILES + 20);
-    assert.deepEqual(actual, expected, `seed ${SEED}`);
-  });
+  for (const statter of STATTERS)
+    it(`agrees with stat -L -c '%n %s %Y %Z' on every file (${statter.name} stats)`, async () => {
+      const listing = reference(
+        "bash",
+        [
+          "-c",
+          "find . -mindepth 1 \\( -type f -o -type l \\) -print0 | xargs -0 stat -L -c '%n\t%s\t%Y\t%Z'",
+        ],
+        { cwd: root },
+      );
+      const expected = listing
+        .trim()
+        .split("\n")
+        .map((line) => line.split("\t"))
+        .map(
+          ([name, size, mtime, ctime]) => `${(name as string).slice(2)} ${size} ${mtime} ${ctime}`,
+        )
+        .sort();
+      const result = await runDirq(
+        ["SELECT path, size, mtime, ctime FROM './'", "--format", "json"],
+        { cwd: root, env: statter.env },
+      );
+      assert.equal(result.code, 0, result.stderr);
+      const rows = JSON.parse(result.stdout) as {
+        path: string;
+        size: number;
+        mtime: number;
+        ctime: number;
+      }[];
+      const actual = rows.map((row) => `${row.path} ${row.size} ${row.mtime} ${row.ctime}`).sort();
+      assert.equal(actual.length, FILES + 20);
+      assert.deepEqual(actual, expected, `seed ${SEED}`);
+    });
 });
 
 /**
@@ -111,14 +120,16 @@ describe(`stat columns equal stat(1) on a larger tree (seed ${SEED})`, () => {
   );
   const expected = listing.trim().split("\n").sort();
 
-  it(`agrees with stat -L on ${MANY + 80} files (the root is the working directory)`, async () => {
-    const result = await runDirq(["SELECT size, mtime, ctime FROM './'", "--format", "json"], {
-      cwd: root,
+  for (const statter of STATTERS)
+    it(`agrees with stat -L on ${MANY + 80} files, the root the working directory (${statter.name} stats)`, async () => {
+      const result = await runDirq(["SELECT size, mtime, ctime FROM './'", "--format", "json"], {
+        cwd: root,
+        env: statter.env,
+      });
+      assert.equal(result.code, 0, result.stderr);
+      const rows = JSON.parse(result.stdout) as StatRow[];
+      assert.deepEqual(statLines(rows), expected, `seed ${SEED}`);
     });
-    assert.equal(result.code, 0, result.stderr);
-    const rows = JSON.parse(result.stdout) as StatRow[];
-    assert.deepEqual(statLines(rows), expected, `seed ${SEED}`);
-  });
 
   it(`agrees with stat -L through the SDK, the root elsewhere (absolute paths)`, async () => {
     await using db = open({ root, progress: false });
