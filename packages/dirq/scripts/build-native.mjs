@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// Compiles dirq's SQLite extension for batch stats (native/dirq-stat.c) into native/build/,
+// Compiles dirq's SQLite extension for file system calls (native/dirq-fs.c) into native/build/,
 // at install and at build. It is optional: without a C compiler (or on Windows) dirq stats
 // files from JavaScript, with the same results and more CPU (bench/README.md, "Native
 // stats"). So a failure here warns and exits 0; it never fails an install. Nothing is
@@ -11,14 +11,14 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
-const source = join(packageDir, "native", "dirq-stat.c");
+const source = join(packageDir, "native", "dirq-fs.c");
 const outDir = join(packageDir, "native", "build");
-const library = join(outDir, process.platform === "darwin" ? "dirq_stat.dylib" : "dirq_stat.so");
+const library = join(outDir, process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so");
 
 function warn(reason) {
   process.stderr.write(
-    `dirq: the native stat extension was not built (${reason}); dirq works without it, ` +
-      "its stat queries use more CPU\n",
+    `dirq: the native file system extension was not built (${reason}); dirq works without it, ` +
+      "its fills use more CPU\n",
   );
 }
 

@@ -31,10 +31,10 @@ function timeSpec(random: () => number): string {
   return `@${seconds}.${pick(random, NANOS)}`;
 }
 
-/** Stats through the native extension (the default) and through JavaScript (`DIRQ_NATIVE_STAT=0`). */
+/** Stats through the native extension (the default) and through JavaScript (`DIRQ_NATIVE_FS=0`). */
 const STATTERS = [
   { name: "native", env: {} },
-  { name: "JavaScript", env: { DIRQ_NATIVE_STAT: "0" } },
+  { name: "JavaScript", env: { DIRQ_NATIVE_FS: "0" } },
 ];
 
 describe(`stat columns equal stat(1) (seed ${SEED}, ${FILES} files)`, () => {

@@ -1,5 +1,5 @@
 import { type BigIntStats, type Stats, statSync } from "node:fs";
-import { type BatchStat, nativeBatchStat } from "./native-stat.js";
+import { type NativeFs, nativeFs } from "./native-fs.js";
 import type { StatHelper, StatRequest } from "./stat-helper.js";
 
 /** Stat fields per file, three numbers each: size (bytes), mtime and ctime (Unix seconds). */
@@ -47,7 +47,7 @@ function statPrefix(root: string): string {
  * valid UTF-8) into a new array of STAT_FIELDS numbers per path. Symlinks are followed (a
  * listed symlink is a file). Times are whole seconds, floored exactly. A path that vanished,
  * or no longer names a regular file, or cannot be stat'ed at all gets NaN, and the indexer
- * drops it. A batch goes through dirq's native extension when it is built (native-stat.ts),
+ * drops it. A batch goes through dirq's native extension when it is built (native-fs.ts),
  * else one `fs.statSync` per path; both give the same numbers.
  */
 export function statPaths(
@@ -95,9 +95,9 @@ const NATIVE_MIN_PATHS = 16;
 function nativelyStatable(
   count: number,
   rawPaths: ReadonlyMap<string, Uint8Array> | undefined,
-): BatchStat | null {
+): NativeFs | null {
   if (count < NATIVE_MIN_PATHS || (rawPaths !== undefined && rawPaths.size > 0)) return null;
-  return nativeBatchStat();
+  return nativeFs();
 }
 
 function countPaths(joinedPaths: string): number {
@@ -110,12 +110,12 @@ function countPaths(joinedPaths: string): number {
 
 /** The extension's answer as STAT_FIELDS numbers per path, or `null` if it has another shape. */
 function statNatively(
-  batchStat: BatchStat,
+  native: NativeFs,
   root: string,
   joinedPaths: string,
   count: number,
 ): Float64Array | null {
-  const bytes = batchStat(statPrefix(root), joinedPaths);
+  const bytes = native.statBatch(statPrefix(root), joinedPaths);
   const length = count * STAT_FIELDS;
   if (bytes.byteLength !== length * Float64Array.BYTES_PER_ELEMENT) return null;
   // A view when the blob has a buffer of its own (the answer is transferred between threads

@@ -1,8 +1,9 @@
-import { type Dirent, readdirSync } from "node:fs";
+import { readdirSync } from "node:fs";
 import { type BashGlob, compileBashGlob } from "./bash-glob.js";
 import { isListedFileAt, RAW_NAME_MARK } from "./file-kind.js";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { rulesForDir } from "./inclusion.js";
+import { type ListedEntry, listDirectory } from "./list-directory.js";
 import type { PathSelection } from "./path-selection.js";
 
 /** A file or directory the walk could not read; the walk goes on without it. */
@@ -56,7 +57,7 @@ export interface WalkResult {
 
 const BATCH_SIZE = 512;
 
-function byName(a: Dirent, b: Dirent): number {
+function byName(a: ListedEntry, b: ListedEntry): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
@@ -80,7 +81,7 @@ interface DirFrame {
   dir: string;
   absoluteDir: string | Buffer;
   rawDir: Buffer | null;
-  entries: Dirent[];
+  entries: ListedEntry[];
   next: number;
   /** Where this walker's share of the entries ends (`split()` gives the rest away). */
   end: number;
@@ -203,12 +204,12 @@ export class SelectionWalker {
     resumeFrom: string | null,
   ): void {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
-    let entries: Dirent[];
+    let entries: ListedEntry[];
     let raw: Map<string, Buffer> | null = null;
     let hasGitignore = false;
     this.options.onDirectory?.(dir, absoluteDir);
     try {
-      entries = readdirSync(absoluteDir, { withFileTypes: true, encoding: "utf8" }) as Dirent[];
+      entries = listDirectory(absoluteDir);
       for (const entry of entries) {
         const name = entry.name;
         if (name.includes(RAW_NAME_MARK)) raw ??= rawNames(absoluteDir);
@@ -223,7 +224,7 @@ export class SelectionWalker {
       depth === 0 || resumeFrom !== null ? inherited : inherited.enter(dir, hasGitignore);
     let next = 0;
     if (resumeFrom !== null) {
-      while (next < entries.length && (entries[next] as Dirent).name < resumeFrom) next++;
+      while (next < entries.length && (entries[next] as ListedEntry).name < resumeFrom) next++;
     }
     const glob = everything ? null : this.glob;
     const all =
@@ -259,7 +260,7 @@ export class SelectionWalker {
       const left = frame.end - frame.next;
       if (left <= 0) continue;
       const at = frame.end - Math.max(1, Math.round(left * share));
-      const fromName = (frame.entries[at] as Dirent).name;
+      const fromName = (frame.entries[at] as ListedEntry).name;
       frame.end = at;
       return {
         dir: frame.dir,
@@ -278,7 +279,7 @@ export class SelectionWalker {
     const { dir, entries, rules, glob, all, raw, rawDir, absoluteDir } = frame;
     const checkRules = !rules.isEmpty;
     while (frame.next < frame.end) {
-      const entry = entries[frame.next++] as Dirent;
+      const entry = entries[frame.next++] as ListedEntry;
       const name = entry.name;
       if (BUILT_IN_SKIPS.has(name)) continue;
       const path = dir === "" ? name : `${dir}/${name}`;

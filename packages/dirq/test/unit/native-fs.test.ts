@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -10,9 +18,10 @@ import {
   statJoinedPaths,
   statPaths,
 } from "../../src/scan/file-stats.js";
-import { nativeBatchStat } from "../../src/scan/native-stat.js";
+import { listDirectory } from "../../src/scan/list-directory.js";
+import { nativeFs } from "../../src/scan/native-fs.js";
 
-// The native batch stat (native/dirq-stat.c) against Node's own stat, entry by entry: regular
+// The native batch stat (native/dirq-fs.c) against Node's own stat, entry by entry: regular
 // files, a symlink to a file (followed), and what is not a regular file (a folder, a symlink to
 // one, a broken symlink, a FIFO, a missing path), which all get a NaN size (dropped rows).
 
@@ -53,7 +62,7 @@ test(
   "the extension is built and loads on this platform",
   { skip: process.platform === "win32" },
   () => {
-    assert.notEqual(nativeBatchStat(), null, "run `npm run build` in packages/dirq (needs cc)");
+    assert.notEqual(nativeFs(), null, "run `npm run build` in packages/dirq (needs cc)");
   },
 );
 
@@ -61,9 +70,9 @@ test(
   "a batch stat equals Node's stat, entry by entry",
   { skip: process.platform === "win32" },
   () => {
-    const batchStat = nativeBatchStat();
-    assert.ok(batchStat !== null);
-    const bytes = batchStat(`${root}/`, paths.join("\0"));
+    const native = nativeFs();
+    assert.ok(native !== null);
+    const bytes = native.statBatch(`${root}/`, paths.join("\0"));
     const numbers = [
       ...new Float64Array(bytes.buffer, bytes.byteOffset, paths.length * STAT_FIELDS),
     ];
@@ -78,4 +87,55 @@ test("statPaths and statJoinedPaths give the same numbers through the extension"
   assert.deepEqual([...statJoinedPaths(root, "")], []);
   // Small batches go through JavaScript: the same numbers.
   assert.deepEqual([...statPaths(root, paths.slice(-3))], want.slice(-9));
+});
+
+/** Name and kind of each entry, sorted by name: what the walk reads of a listing. */
+function kinds(entries: readonly ListedEntryLike[]): string[] {
+  return entries
+    .map((entry) => {
+      const kind = entry.isDirectory()
+        ? "dir"
+        : entry.isFile()
+          ? "file"
+          : entry.isSymbolicLink()
+            ? "link"
+            : "other";
+      return `${entry.name} ${kind}`;
+    })
+    .sort();
+}
+
+interface ListedEntryLike {
+  name: string;
+  isDirectory(): boolean;
+  isFile(): boolean;
+  isSymbolicLink(): boolean;
+}
+
+test(
+  "a native listing equals Node's readdir, name and kind of every entry",
+  { skip: process.platform === "win32" },
+  () => {
+    assert.ok(nativeFs() !== null);
+    // Names that are not valid UTF-8 decode to the same U+FFFD text as Node's.
+    writeFileSync(Buffer.from(`${root}/caf\xe9`, "latin1"), "latin-1 name");
+    writeFileSync(join(root, "\u{1F600} emoji"), "astral");
+    writeFileSync(join(root, "\uFF21 fullwidth"), "BMP");
+    mkdirSync(join(root, "empty"));
+    for (const folder of [root, join(root, "dir"), join(root, "empty")]) {
+      const node = readdirSync(folder, { withFileTypes: true, encoding: "utf8" });
+      assert.deepEqual(kinds(listDirectory(folder)), kinds(node), folder);
+    }
+    // Sorted in byte order by the extension; the walk sorts again in UTF-16 order.
+    const names = listDirectory(root).map((entry) => entry.name);
+    assert.deepEqual(
+      names,
+      [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+    );
+  },
+);
+
+test("a folder that cannot be listed throws Node's error", () => {
+  assert.throws(() => listDirectory(join(root, "gone")), { code: "ENOENT" });
+  assert.throws(() => listDirectory(join(root, "dir", "f1")), { code: "ENOTDIR" });
 });
