@@ -58,6 +58,8 @@ const USAGE = `Usage: node bench/dirq-walk.mjs [options]
 
   --runs N          timed runs per command, after one warm-up (default 7)
   --only 10k|100k|1m  benchmark one tree only (1m: 1,000,000 files, only when named)
+  --node-fs         also time dirq's two fill queries with DIRQ_NATIVE_FS=0 (Node's fs instead
+                    of dirq's native extension), for comparison; targets ignore them
 ${benchOptionsUsage(20, "where the generated trees live")}`;
 
 // ---------------------------------------------------------------------------------------------
@@ -69,6 +71,7 @@ function parseOptions(argv) {
     {
       runs: { type: "string", default: "7" },
       only: { type: "string" },
+      "node-fs": { type: "boolean", default: false },
     },
     USAGE,
   );
@@ -79,6 +82,7 @@ function parseOptions(argv) {
   return {
     runs,
     only: values.only,
+    nodeFs: values["node-fs"],
     dir: values.dir,
     json: values.json,
   };
@@ -134,6 +138,19 @@ function dirqCommand(sql, check, ref) {
     args: [DIRQ_BIN, sql],
     env: DIRQ_ENV,
     check,
+  };
+}
+
+/**
+ * The same query with `DIRQ_NATIVE_FS=0`: Node's `fs` instead of dirq's native extension
+ * (`--node-fs`). Its own kind, so the targets ignore it.
+ */
+function nodeFsVariant(command) {
+  return {
+    ...command,
+    label: `${command.label} (DIRQ_NATIVE_FS=0)`,
+    kind: "dirq-node-fs",
+    env: { ...command.env, DIRQ_NATIVE_FS: "0" },
   };
 }
 
@@ -464,7 +481,11 @@ function main() {
     const treeResults = trees.map((tree) => {
       const root = ensureTree(options.dir, tree);
       log(`tree ${tree.name}: timing ${options.runs} runs per command`);
-      const results = timeCommands(treeCommands(tools, tree), root, options.runs);
+      const commands = treeCommands(tools, tree);
+      if (options.nodeFs) {
+        commands.splice(2, 0, ...commands.slice(0, 2).map(nodeFsVariant));
+      }
+      const results = timeCommands(commands, root, options.runs);
       measureMemory(results, root, meter);
       const baseline = addRatios(results, "baseline");
       addReferenceRatios(results);
