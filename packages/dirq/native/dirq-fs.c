@@ -3,25 +3,32 @@
  * file, done in C: stats of a batch of files (dirq_stat_batch) and the listing of a folder
  * (dirq_list_dir).
  *
- * Why native: in a million-file stat fill, Node's JavaScript around each `fs.statSync` (path
+ * Why native: in a million-file fill, Node's JavaScript around each `fs.statSync` (path
  * checks, a `Stats` object with four `Date`s) costs about a third as much CPU as the system
- * call itself (bench/README.md, "Stat fills"). One SQL call per batch of paths does the stats
- * here and hands back plain numbers, so a fill pays the system calls and little else.
+ * call itself, and `fs.readdirSync` makes a `Dirent` per entry in C++ that the walk then
+ * sorts again (bench/README.md, "Stat fills" and "Native file system calls"). One SQL call
+ * per batch or folder does the work here and hands back plain numbers or one string, so a
+ * fill pays the system calls and little else.
  *
  * SELECT dirq_stat_batch(prefix, paths)
  *   prefix  text put before every path ('' for paths relative to the working directory)
  *   paths   text: the paths, separated by NUL characters (one path when there is no NUL)
  * returns a blob of 3 native-endian doubles per path: size in bytes, mtime and ctime in whole
  * Unix seconds (the kernel's seconds field: already floored, also before 1970). Symlinks are
- * followed. A path that is missing, is not a regular file or cannot be stat'ed gets NaN as its
- * size (and zero times), and dirq drops it, exactly as its JavaScript fallback does (src/scan/file-stats.ts).
+ * followed. A path that is missing, is not a regular file or cannot be stat'ed gets NaN as
+ * its size (and zero times), and dirq drops it, exactly as its JavaScript fallback does
+ * (src/scan/file-stats.ts).
  *
- * It reads file metadata only: it opens, writes and changes nothing.
+ * SELECT dirq_list_dir(path): see list_dir below.
+ *
+ * It reads metadata only: it never opens a file's contents, and writes and changes nothing.
+ * dirq loads it only into private in-memory connections, never into one that runs user SQL.
  */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
@@ -149,16 +156,29 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
   DIR *dir = opendir(path);
   if (dir == NULL) return;
   Buffer names = {0}, listed = {0};
-  int ok = 1;
+  int ok = 1, failed = 0;
   struct dirent *entry;
-  while (ok && (entry = readdir(dir)) != NULL) {
+  for (;;) {
+    errno = 0;
+    entry = readdir(dir);
+    if (entry == NULL) {
+      /* A read error part-way: no partial listing (Node then reports the error). */
+      if (errno != 0) failed = 1;
+      break;
+    }
     const char *name = entry->d_name;
     if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
     Listed item = {names.length, NULL, entry_type(dir, entry)};
     ok = buffer_append(&names, name, (sqlite3_int64)strlen(name) + 1) &&
          buffer_append(&listed, (const char *)&item, sizeof item);
+    if (!ok) break;
   }
   closedir(dir);
+  if (failed) {
+    sqlite3_free(names.bytes);
+    sqlite3_free(listed.bytes);
+    return;
+  }
   sqlite3_int64 count = listed.length / (sqlite3_int64)sizeof(Listed);
   Listed *items = (Listed *)listed.bytes;
   Buffer out = {0};
