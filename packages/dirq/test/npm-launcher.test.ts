@@ -179,6 +179,11 @@ describe("npm launcher: the packed tarball", { timeout: 600_000 }, () => {
       files.includes("bin/dirq.cjs") && files.includes("dist/src/index.d.ts"),
       files.join(" "),
     );
+    assert.ok(
+      files.includes("native/dirq-fs.c") && files.includes("scripts/build-native.mjs"),
+      "the native extension's source and build script ship, its build does not",
+    );
+    assert.ok(!files.some((path) => path.startsWith("native/build/")), files.join(" "));
     assert.ok(!files.some((path) => path.startsWith("dist/test/")), "tests are not shipped");
     const plugin = join(work, "plugin-src");
     writePackage(plugin, pluginFiles("dirq-plugin-people", "people"));
@@ -276,5 +281,18 @@ export {};
       ],
       { cwd: app },
     );
+
+    // Installed with --ignore-scripts, dirq runs on Node's fs; its install script (what a
+    // plain `npm install` runs) compiles the native extension, after which the same stat
+    // query gives the same rows through it.
+    const libraryName = process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so";
+    const library = join(app, "node_modules", "dirq", "native", "build", libraryName);
+    assert.ok(!existsSync(library), "nothing compiled with --ignore-scripts");
+    const statQuery = ["SELECT path, size FROM './' ORDER BY path"];
+    const before = await run(bin, statQuery, { cwd: app, env });
+    await npm(["rebuild", "dirq"], app);
+    assert.ok(existsSync(library), "npm rebuild dirq compiles native/dirq-fs.c");
+    const after = await run(bin, statQuery, { cwd: app, env });
+    assert.equal(after.stdout, before.stdout);
   });
 });
