@@ -1,9 +1,9 @@
 #!/usr/bin/env node
 // Compiles dirq's SQLite extension for file system calls (native/dirq-fs.c) into native/build/,
-// at install and at build. It is optional: without a C compiler (or on Windows) dirq stats
-// files from JavaScript, with the same results and more CPU (bench/README.md, "Native
-// stats"). So a failure here warns and exits 0; it never fails an install. Nothing is
-// downloaded: the headers are SQLite's own, shipped inside @rocicorp/zero-sqlite3.
+// at install and at build. It is optional: without a C compiler (or on Windows) dirq lists
+// folders and stats files with Node's fs, with the same results and more CPU (bench/README.md,
+// "Native file system calls"). So a failure here warns and exits 0; it never fails an
+// install. Nothing is downloaded: the headers are SQLite's own, inside @rocicorp/zero-sqlite3.
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { createRequire } from "node:module";

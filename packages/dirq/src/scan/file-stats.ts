@@ -55,12 +55,13 @@ export function statPaths(
   paths: readonly string[],
   rawPaths?: ReadonlyMap<string, Uint8Array>,
 ): Float64Array {
-  const native = nativelyStatable(paths.length, rawPaths);
-  if (native !== null) {
-    const stats = statNatively(native, root, paths.join("\0"), paths.length);
-    if (stats !== null) return stats;
-  }
-  return statEach(root, paths, rawPaths);
+  return statBatch(
+    root,
+    paths.length,
+    () => paths.join("\0"),
+    () => paths,
+    rawPaths,
+  );
 }
 
 /**
@@ -74,12 +75,26 @@ export function statJoinedPaths(
 ): Float64Array {
   if (joinedPaths === "") return new Float64Array(0);
   const count = countPaths(joinedPaths);
+  return statBatch(
+    root,
+    count,
+    () => joinedPaths,
+    () => joinedPaths.split("\0"),
+    rawPaths,
+  );
+}
+
+/** A batch of `count` paths, through the extension when it may take them, else Node's `fs`. */
+function statBatch(
+  root: string,
+  count: number,
+  joined: () => string,
+  listed: () => readonly string[],
+  rawPaths: ReadonlyMap<string, Uint8Array> | undefined,
+): Float64Array {
   const native = nativelyStatable(count, rawPaths);
-  if (native !== null) {
-    const stats = statNatively(native, root, joinedPaths, count);
-    if (stats !== null) return stats;
-  }
-  return statEach(root, joinedPaths.split("\0"), rawPaths);
+  const stats = native === null ? null : statNatively(native, root, joined(), count);
+  return stats ?? statEach(root, listed(), rawPaths);
 }
 
 /**

@@ -51,9 +51,8 @@ function parseListing(listing: string): NativeEntry[] {
  * that cannot be read throws Node's error either way (it is read again from Node to get it).
  */
 export function listDirectory(path: string | Buffer): ListedEntry[] {
-  const native = typeof path === "string" ? nativeFs() : null;
-  if (native !== null) {
-    const listing = native.listDir(path as string);
+  if (typeof path === "string") {
+    const listing = nativeFs()?.listDir(path) ?? null;
     if (listing !== null) return parseListing(listing);
   }
   return readdirSync(path, { withFileTypes: true, encoding: "utf8" }) as Dirent[];
