@@ -352,7 +352,17 @@ describe("--persist: a cache that cannot be reused is rebuilt, never a crash", (
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /is a SQLite database that dirq did not write/);
     assert.ok(readFileSync(foreign).equals(before), "the foreign database is untouched");
+    assert.ok(!existsSync(`${foreign}.lock`), "no lock file is left beside it");
     rmSync(foreign);
+
+    // A file that is not a database at all, named by the user: refused, never rebuilt over.
+    const notes = join(a.root, "notes.txt");
+    writeFileSync(notes, "my notes, not a cache\n".repeat(50));
+    const text = await a.run(["SELECT 1", `--persist=${notes}`]);
+    assert.equal(text.code, 1);
+    assert.match(text.stderr, /notes\.txt is not a SQLite database; dirq will not overwrite it/);
+    assert.equal(readFileSync(notes, "utf8"), "my notes, not a cache\n".repeat(50));
+    assert.ok(!existsSync(`${notes}.lock`), "no lock file is left beside the notes");
   });
 });
 

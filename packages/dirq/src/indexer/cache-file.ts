@@ -104,10 +104,12 @@ function readHeader(path: string): string | null {
 /**
  * Takes the cache's lock: an exclusive transaction on a small SQLite file beside it, held
  * until release. The operating system drops it when the process dies (even by SIGKILL), so a
- * crashed run never leaves a stale lock.
+ * crashed run never leaves a stale lock. A refused path gets its lock file removed again when
+ * this call made it, so nothing is left beside a file dirq will not use.
  */
-function takeLock(path: string): () => void {
+function takeLock(path: string): (removeLock?: boolean) => void {
   let lock: SqliteDatabase;
+  const created = statSync(`${path}.lock`, { throwIfNoEntry: false }) === undefined;
   try {
     lock = openSqlite(`${path}.lock`, { timeout: CACHE_LOCK_WAIT_MS });
   } catch (error) {
@@ -127,12 +129,13 @@ function takeLock(path: string): () => void {
     }
     throw unwritable(path, error);
   }
-  return () => {
+  return (removeLock = false) => {
     try {
       lock.close();
     } catch {
       // Closing rolls the lock's transaction back; nothing to keep.
     }
+    if (removeLock && created) rmSync(`${path}.lock`, { force: true });
   };
 }
 
@@ -205,6 +208,16 @@ function prepareFolder(path: string, root: string): void {
   }
 }
 
+/**
+ * Whether a file that is not a SQLite database may still be a cache to start over: one dirq
+ * cut short before its header (a prefix of it), or anything in the cache folder dirq owns. A
+ * file at a path the user named is theirs: `--persist=notes.txt` must never overwrite it.
+ */
+function mayBeTruncatedCache(path: string, header: string | null, root: string): boolean {
+  if (header !== null && SQLITE_HEADER.startsWith(header)) return true;
+  return dirname(path) === join(root, CACHE_DIRECTORY);
+}
+
 /** Opens (or creates, or starts over) the cache at `path` for the index of `root`. */
 export function openCache(path: string, root: string): OpenedCache {
   try {
@@ -230,16 +243,27 @@ export function openCache(path: string, root: string): OpenedCache {
         } catch {
           db = null;
         }
-        const reason = db === null ? "it is damaged" : staleReason(db, path, root);
+        let reason: string | null;
+        try {
+          reason = db === null ? "it is damaged" : staleReason(db, path, root);
+        } catch (error) {
+          db?.close();
+          throw error;
+        }
         if (reason !== null) {
           db?.close();
           db = null;
           notice = `rebuilding the cache ${path}: ${reason}`;
           removeCache(path);
         }
-      } else {
+      } else if (mayBeTruncatedCache(path, header, root)) {
         notice = `rebuilding the cache ${path}: it is not a SQLite database (damaged or truncated)`;
         removeCache(path);
+      } else {
+        throw new DirqError(
+          "CACHE_UNUSABLE",
+          `${path} is not a SQLite database; dirq will not overwrite it. Give --persist another path (or delete the file if it was a damaged dirq cache)`,
+        );
       }
     }
     const reused = db !== null;
@@ -253,7 +277,7 @@ export function openCache(path: string, root: string): OpenedCache {
     }
     return { db, notice, reused, release };
   } catch (error) {
-    release();
+    release(error instanceof DirqError && error.code === "CACHE_UNUSABLE");
     throw error;
   }
 }
