@@ -1,6 +1,6 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { Statement } from "better-sqlite3";
+import type { Statement } from "@rocicorp/zero-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
 import {
   applyProfile,

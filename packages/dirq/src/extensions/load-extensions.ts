@@ -47,10 +47,8 @@ export function loadExtensions(db: SqliteDatabase, extensions: readonly Extensio
     if (stats === undefined) throw loadFailed(extension, "was not found: check the path");
     if (!stats.isFile()) throw loadFailed(extension, "is not a file");
     try {
-      // better-sqlite3 takes the entry point as a second argument; its types omit it.
-      const load = db.loadExtension.bind(db) as (path: string, entrypoint?: string) => void;
-      if (extension.entrypoint === null) load(extension.path);
-      else load(extension.path, extension.entrypoint);
+      if (extension.entrypoint === null) db.loadExtension(extension.path);
+      else db.loadExtension(extension.path, extension.entrypoint);
     } catch (error) {
       let reason = (error as Error).message.replaceAll("\n", " ");
       // SQLite retries with ".so" appended and reports that attempt's error, which misleads.

@@ -1,6 +1,6 @@
 import { crypto } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
-import type { Statement } from "better-sqlite3";
+import type { Statement } from "@rocicorp/zero-sqlite3";
 import { preciseStat } from "../scan/tree-signature.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 

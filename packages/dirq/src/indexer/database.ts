@@ -1,4 +1,4 @@
-import type BetterSqlite3 from "better-sqlite3";
+import type BetterSqlite3 from "@rocicorp/zero-sqlite3";
 import { createRequire } from "node:module";
 import { readVersion } from "../version.js";
 
@@ -8,7 +8,7 @@ const require = createRequire(import.meta.url);
 
 /**
  * Loads SQLite through `require` (the ESM-to-CJS bridge costs start-up time). The binding is
- * @rocicorp/zero-sqlite3: better-sqlite3's API (so its types) with the addon prebuilt inside
+ * @rocicorp/zero-sqlite3: better-sqlite3's API (and its own types) with the addon prebuilt inside
  * the npm package for Linux (glibc and musl), macOS and Windows, x64 and arm64, Node 20 (ABI
  * 115) and later. An install needs no compiler and downloads nothing; better-sqlite3 itself
  * downloads its addon from GitHub at install time or compiles SQLite (minutes, a toolchain).

@@ -1,4 +1,4 @@
-import type { Statement } from "better-sqlite3";
+import type { Statement } from "@rocicorp/zero-sqlite3";
 import { DirqError } from "../errors.js";
 import type { Extractor } from "../parse/extractor.js";
 import { type HookRow, inferColumns, type StoredValue } from "../parse/hook-rows.js";

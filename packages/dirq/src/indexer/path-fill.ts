@@ -1,4 +1,4 @@
-import type { Statement } from "better-sqlite3";
+import type { Statement } from "@rocicorp/zero-sqlite3";
 import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
 import { StatHelper } from "../scan/stat-helper.js";
 import { directorySignature, folderKey } from "../scan/tree-signature.js";

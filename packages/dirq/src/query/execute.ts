@@ -1,4 +1,4 @@
-import type { Statement } from "better-sqlite3";
+import type { Statement } from "@rocicorp/zero-sqlite3";
 import { DirqError } from "../errors.js";
 import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
 import type { SqlValue } from "../shared/sql-value.js";

@@ -1,4 +1,4 @@
-import type { Statement } from "better-sqlite3";
+import type { Statement } from "@rocicorp/zero-sqlite3";
 import { Socket } from "node:net";
 import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";

@@ -1,4 +1,4 @@
-import type { Statement } from "better-sqlite3";
+import type { Statement } from "@rocicorp/zero-sqlite3";
 import type { SqliteDatabase } from "../indexer/database.js";
 import type { ColumnPlan } from "../query/execute.js";
 import { keywordOf, significantTokens } from "../query/sql-tokens.js";
