@@ -192,6 +192,9 @@ describe("path-table columns", { concurrency: true }, () => {
     ]);
     const ext = await queryJson(root, "SELECT DISTINCT typeof(ext) AS t FROM './' ORDER BY t");
     assert.deepEqual(ext, [{ t: "null" }, { t: "text" }]);
+    // STRICT: SQLite itself enforces these types (the server's JSON writer relies on it).
+    const strict = await queryJson(root, "SELECT strict FROM pragma_table_list('./')");
+    assert.deepEqual(strict, [{ strict: 1 }]);
   });
 
   it("size is the byte size of every file (multi-byte text counted in bytes)", async () => {

@@ -179,7 +179,7 @@ describe("dirq server: start and flags", { concurrency: true }, () => {
     // The printed address really answers.
     const rows = await queryRows(server, "SELECT 1 AS one");
     assert.deepEqual(rows, [{ one: 1 }]);
-    assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null });
+    assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null }, server.stderr());
   });
 
   it("--host 127.0.0.1 binds that address and prints it", async () => {
@@ -477,7 +477,7 @@ describe("degraded: a -c file that cannot load", { concurrency: true }, () => {
       // The methods and unknown paths are still answered as usual.
       assert.equal((await request(`${server.url}/query`)).status, 405);
       assertJsonError(await request(`${server.url}/nope`), 404);
-      assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null });
+      assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null }, server.stderr());
     });
   }
 
@@ -614,7 +614,7 @@ describe("signals", { concurrency: true }, () => {
     assert.deepEqual(await queryRows(server, "SELECT 1 AS one"), [{ one: 1 }]);
     const family = processTree(server.pid);
     assert.ok(family.length > 1, "the server has query processes");
-    assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null });
+    assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null }, server.stderr());
     await eventually(
       () => family.every((pid) => cpuTicks(pid) === null),
       `processes ${family.join(", ")} end with the server`,
@@ -1311,6 +1311,6 @@ on-file = ${tomlString(`${NODE} bulk.mjs {path}`)}
       normal.close();
       stuck.close();
     }
-    assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null });
+    assert.deepEqual(await server.stop("SIGTERM"), { code: 0, signal: null }, server.stderr());
   });
 });

@@ -94,19 +94,6 @@ export function unchangedSince(recorded: FileSignature, absolute: string): boole
   return (now.hash ?? contentHash(absolute)) === recorded.hash;
 }
 
-/**
- * The names of the path-tables an index holds, read without writing (a read-only connection,
- * such as a server query process's); none when the index has no catalog yet.
- */
-export function pathTableNames(db: SqliteDatabase): Set<string> {
-  try {
-    const rows = db.prepare("SELECT name FROM _dirq_tables WHERE kind = 'path'").pluck().all();
-    return new Set(rows as string[]);
-  } catch {
-    return new Set();
-  }
-}
-
 /** The catalog tables of one index database. */
 export class Catalog {
   private readonly statements = new Map<string, Statement>();

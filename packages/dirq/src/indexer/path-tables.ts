@@ -191,7 +191,8 @@ export class PathTables {
       this.aliasOf.set(name.toLowerCase(), same.name.toLowerCase());
       return true;
     }
-    this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS})`);
+    // STRICT: SQLite enforces the column types, so the server's JSON writer can trust them.
+    this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS}) STRICT`);
     this.catalog?.saveTable({
       name,
       kind: "path",

@@ -4,12 +4,16 @@ import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
 import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.js";
-import { pathTableNames } from "../indexer/catalog.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
-import { type JsonStatement, jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
+import {
+  type JsonStatement,
+  jsonFromSqlite,
+  strictTableNames,
+  wrapForJson,
+} from "./sqlite-json.js";
 import {
   AnswerKind,
   encodeFrame,
@@ -154,9 +158,10 @@ function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer[] | nu
   if (!statement.reader) return null;
   prepared.plan ??= columnPlan(statement, sql);
   if (prepared.json === undefined) {
-    // Once per statement text: path-table columns need no REAL or BLOB check (sqlite-json.ts).
+    // Once per statement text: whole-number columns of STRICT tables, as path-tables are,
+    // need no REAL or BLOB check (sqlite-json.ts).
     const { db } = open();
-    prepared.json = wrapForJson(db, statement, sql, prepared.plan, pathTableNames(db));
+    prepared.json = wrapForJson(db, statement, sql, prepared.plan, strictTableNames(db));
   }
   if (prepared.json === null) return null;
   const json = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());

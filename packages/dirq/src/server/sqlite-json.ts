@@ -40,6 +40,24 @@ function hasTextAffinity(declared: string | null): boolean {
   return !type.includes("INT") && /CHAR|CLOB|TEXT/.test(type);
 }
 
+/** A STRICT table's INT or INTEGER column: only whole numbers (or NULL) get in. */
+function isWholeNumberType(declared: string | null): boolean {
+  const type = (declared ?? "").toUpperCase();
+  return type === "INT" || type === "INTEGER";
+}
+
+/**
+ * The STRICT tables of a connection, as `schema.name`: their column types are enforced, so a
+ * column's type says what its values are.
+ */
+export function strictTableNames(db: SqliteDatabase): Set<string> {
+  const rows = db.prepare("SELECT schema, name FROM pragma_table_list WHERE strict").all() as {
+    schema: string;
+    name: string;
+  }[];
+  return new Set(rows.map((row) => `${row.schema}.${row.name}`));
+}
+
 /** Compound statements report the first SELECT's column origin for values of every arm. */
 const COMPOUND_WORDS = new Set(["UNION", "INTERSECT", "EXCEPT", "VALUES"]);
 
@@ -51,14 +69,15 @@ function isCompound(sql: string): boolean {
 interface ColumnOrigin {
   column: string | null;
   table: string | null;
+  database: string | null;
   type: string | null;
 }
 
 /**
  * How one column goes into json_object, and what says its row must go the JS way. A value
  * read straight from a table column never carries a JSON subtype (only function results do);
- * one of a TEXT-affinity column is never REAL, and a path-table's columns (dirq writes them:
- * text and whole numbers) hold neither REAL nor BLOB: such columns go in as they are, the
+ * one of a TEXT-affinity column is never REAL, and an INT or INTEGER column of a STRICT table
+ * (path-tables are STRICT) holds neither REAL nor BLOB: such columns go in as they are, the
  * cheapest form (measured, the checks cost twice json_object itself; the one REAL check of an
  * INTEGER column about a tenth of a 1,000-row answer). A BLOB makes json_object fail, which
  * sends the answer the JS way too.
@@ -68,11 +87,14 @@ function columnJson(
   position: number,
   origin: ColumnOrigin | undefined,
   direct: boolean,
-  pathTables: ReadonlySet<string>,
+  strictTables: ReadonlySet<string>,
 ): { value: string; odd: string | null } {
   const c = `c${position}`;
   if (direct && origin?.column) {
-    const plain = hasTextAffinity(origin.type) || pathTables.has(origin.table ?? "");
+    const plain =
+      hasTextAffinity(origin.type) ||
+      (isWholeNumberType(origin.type) &&
+        strictTables.has(`${origin.database ?? ""}.${origin.table ?? ""}`));
     return plain
       ? { value: `${sqlString(name)}, ${c}`, odd: null }
       : { value: `${sqlString(name)}, ${c}`, odd: `typeof(${c}) = 'real'` };
@@ -93,14 +115,14 @@ function columnJson(
  * answers, and long ones, go the JS way. TEXT computed by an expression goes through `|| ''`,
  * which drops a JSON subtype, so `json(...)` values stay strings as they do in JS. `null` when
  * the statement cannot be wrapped (PRAGMA, EXPLAIN, a trailing `;`, too many columns): the
- * caller uses the JS way. `pathTables`: the names of the index's path-tables.
+ * caller uses the JS way. `strictTables`: see strictTableNames.
  */
 export function wrapForJson(
   db: SqliteDatabase,
   statement: Statement,
   sql: string,
   plan: ColumnPlan,
-  pathTables: ReadonlySet<string>,
+  strictTables: ReadonlySet<string>,
 ): JsonStatement | null {
   const origins = statement.columns();
   const width = origins.length;
@@ -109,7 +131,7 @@ export function wrapForJson(
   const names = Array.from({ length: width }, (_, i) => `c${i}`);
   const direct = !isCompound(sql);
   const columns = shown.map((position, i) =>
-    columnJson(plan.columns[i] ?? "", position, origins[position], direct, pathTables),
+    columnJson(plan.columns[i] ?? "", position, origins[position], direct, strictTables),
   );
   const pairs = columns.map((column) => column.value);
   const checks = columns.flatMap((column) => (column.odd === null ? [] : [column.odd]));
