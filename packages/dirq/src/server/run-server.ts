@@ -224,7 +224,12 @@ async function stopLive(live: Live): Promise<void> {
   await live.watcher.close();
   live.pool.close();
   live.index.close();
-  rmSync(live.directory, { recursive: true, force: true });
+  try {
+    // A query process that is still closing its connection may touch SQLite's files here.
+    rmSync(live.directory, { recursive: true, force: true, maxRetries: 3 });
+  } catch {
+    // Not worth a failed exit: the reaper removes the directory once this process has ended.
+  }
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {
