@@ -4,6 +4,7 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -571,14 +572,25 @@ describe("--persist in the server and the REPL", () => {
   it("kill -9 of the server while it indexes: the restart answers as a fresh scan", async () => {
     const ws = workspace(20);
     const args = ["-c", "dirq.toml", "--persist", "--port", "0", "--host", "127.0.0.1"];
+    // Its own temporary directory, to see what the killed server leaves there.
+    const temporary = mkdtempSync(join(tmpdir(), "dirq-persist-tmp-"));
+    workspaces.push(temporary);
     const child = spawnDirq(["server", ...args], ws.root, {
       PARSE_LOG: ws.log,
       PARSE_DELAY_MS: "60",
+      TMPDIR: temporary,
     });
     const closed = new Promise((resolve) => child.once("close", resolve));
     await eventually(() => linesIn(ws.log) >= 5, "the server parsing", 30_000);
+    assert.equal(readdirSync(temporary).filter((name) => name.startsWith("dirq-index-")).length, 1);
+    // The whole process group, as a cancelled job or a container stop kills it.
     process.kill(-(child.pid as number), "SIGKILL");
     await closed;
+    await eventually(
+      () => readdirSync(temporary).every((name) => !name.startsWith("dirq-index-")),
+      "the reaper removing the killed server's index folder",
+      10_000,
+    );
     Object.assign(process.env, { PARSE_LOG: ws.log });
     const server = await startServer(args, { cwd: ws.root });
     try {

@@ -32,7 +32,15 @@ function reap(): void {
       }
     }
   }
-  if (directory) rmSync(directory, { recursive: true, force: true });
+  if (directory) {
+    try {
+      // Query processes outlive a killed server by up to a quarter second (their watchdogs):
+      // one may still touch SQLite's files in the folder, so the removal retries.
+      rmSync(directory, { recursive: true, force: true, maxRetries: 10, retryDelay: 100 });
+    } catch {
+      // Nothing else to try: the folder is in the system's temporary directory.
+    }
+  }
   process.exit(0);
 }
 

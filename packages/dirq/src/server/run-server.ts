@@ -83,6 +83,9 @@ function startReaper(directory: string): void {
   const mark = `${process.pid}-${randomBytes(8).toString("hex")}`;
   const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory, mark], {
     stdio: ["ignore", "ignore", "ignore", "ipc"],
+    // Its own process group: a SIGKILL of the server's whole group (a cancelled CI job, a
+    // container stop, `kill -9 -- -<pgid>`) must not take the reaper with it.
+    detached: true,
   });
   reaper.on("error", () => {});
   reaper.unref();
@@ -226,7 +229,7 @@ async function stopLive(live: Live): Promise<void> {
   live.index.close();
   try {
     // A query process that is still closing its connection may touch SQLite's files here.
-    rmSync(live.directory, { recursive: true, force: true, maxRetries: 3 });
+    rmSync(live.directory, { recursive: true, force: true, maxRetries: 5 });
   } catch {
     // Not worth a failed exit: the reaper removes the directory once this process has ended.
   }
