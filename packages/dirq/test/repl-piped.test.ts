@@ -1,11 +1,13 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, openSync, writeFileSync } from "node:fs";
+import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
 import { assertUserError } from "./support.js";
+import { eventually } from "./server-support.js";
 import { descendants } from "./terminal.js";
 
 const HOOK = `
@@ -227,6 +229,30 @@ describe("REPL with piped input", () => {
       assert.equal(code, 0);
     } finally {
       child.kill();
+    }
+  });
+
+  it("kill -9 of its whole process group leaves no temporary index behind", async () => {
+    const temporary = mkdtempSync(join(tmpdir(), "dirq-repl-tmp-"));
+    const child = spawn(process.execPath, [DIRQ_BIN], {
+      cwd: root,
+      env: { ...process.env, DIRQ_PROGRESS: "never", TMPDIR: temporary },
+      detached: true,
+    });
+    const closed = new Promise((resolve) => child.once("close", resolve));
+    const indexes = () => readdirSync(temporary).filter((name) => name.startsWith("dirq-repl-"));
+    try {
+      const answered = new Promise((resolve) => child.stdout.once("data", resolve));
+      child.stdin.write("SELECT count(*) FROM './'\n");
+      await answered;
+      assert.equal(indexes().length, 1);
+      process.kill(-(child.pid as number), "SIGKILL");
+      await closed;
+      // The reaper runs in a process group of its own and removes the index.
+      await eventually(() => indexes().length === 0, "the reaper removing the index", 10_000);
+    } finally {
+      child.kill("SIGKILL");
+      rmSync(temporary, { recursive: true, force: true });
     }
   });
 

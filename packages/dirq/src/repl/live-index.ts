@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { DirqConfig } from "../config/types.js";
@@ -8,6 +8,7 @@ import { DirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type AnswerFormat, QueryPool } from "../server/query-pool.js";
+import { removeIndexDirectory, startReaper } from "../server/reaper.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
 
 export interface LiveIndexOptions {
@@ -83,6 +84,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 /** Builds the index (config tables first) and starts watching. Throws a DirqError. */
 export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveIndex> {
   const directory = mkdtempSync(join(tmpdir(), "dirq-repl-"));
+  startReaper(directory);
   let index: DirqIndex | null = null;
   try {
     index = openIndex({
@@ -142,12 +144,12 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
         await watcher.close();
         pool.close();
         live.close();
-        rmSync(directory, { recursive: true, force: true });
+        removeIndexDirectory(directory);
       },
     };
   } catch (error) {
     index?.close();
-    rmSync(directory, { recursive: true, force: true });
+    removeIndexDirectory(directory);
     throw error;
   }
 }

@@ -1,6 +1,4 @@
-import { fork } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -14,7 +12,7 @@ import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
-import { observeHookProcesses, stopRunningHooks } from "../parse/run-hook.js";
+import { stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
 import {
   applyHttpLimits,
@@ -23,8 +21,8 @@ import {
   SERVER_LIMIT_OPTIONS,
 } from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
-import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
 import { QueryPool } from "./query-pool.js";
+import { removeIndexDirectory, startReaper } from "./reaper.js";
 import { ResultCache } from "./result-cache.js";
 
 export interface ServerOptions {
@@ -73,34 +71,6 @@ interface Live {
   shutdownState: { stopping: boolean };
 }
 
-/**
- * Starts the helper that removes `directory` and stops running hooks when this process ends
- * in any way (kill -9 included); the server does both itself when it stops cleanly.
- */
-function startReaper(directory: string): void {
-  // Every hook carries this mark in its environment: the reaper also finds a hook the server
-  // started but was killed before it could report.
-  const mark = `${process.pid}-${randomBytes(8).toString("hex")}`;
-  const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory, mark], {
-    stdio: ["ignore", "ignore", "ignore", "ipc"],
-    // Its own process group: a SIGKILL of the server's whole group (a cancelled CI job, a
-    // container stop, `kill -9 -- -<pgid>`) must not take the reaper with it.
-    detached: true,
-  });
-  reaper.on("error", () => {});
-  reaper.unref();
-  reaper.channel?.unref();
-  // The reaper stops hooks the server leaves behind when it is killed.
-  const tell = (message: { started?: number; ended?: number }) => {
-    if (reaper.connected) reaper.send(message, undefined, undefined, () => {});
-  };
-  observeHookProcesses({
-    started: (pid) => tell({ started: pid }),
-    ended: (pid) => tell({ ended: pid }),
-    environment: { [HOOK_MARK_VARIABLE]: mark },
-  });
-}
-
 type Query = (sql: string, arrival: number) => Promise<string | Uint8Array>;
 
 /** Rejects with a 408 DirqError at `deadline` unless `work` settles first. */
@@ -147,7 +117,7 @@ async function startLive(
       ),
     });
   } catch (error) {
-    rmSync(directory, { recursive: true, force: true });
+    removeIndexDirectory(directory);
     throw error;
   }
   for (const notice of index.notices) options.stderr.write(`dirq: ${notice}\n`);
@@ -164,7 +134,7 @@ async function startLive(
     await index.build();
   } catch (error) {
     index.close();
-    rmSync(directory, { recursive: true, force: true });
+    removeIndexDirectory(directory);
     throw error;
   }
   const shutdownState = { stopping: false };
@@ -227,12 +197,7 @@ async function stopLive(live: Live): Promise<void> {
   await live.watcher.close();
   live.pool.close();
   live.index.close();
-  try {
-    // A query process that is still closing its connection may touch SQLite's files here.
-    rmSync(live.directory, { recursive: true, force: true, maxRetries: 5 });
-  } catch {
-    // Not worth a failed exit: the reaper removes the directory once this process has ended.
-  }
+  removeIndexDirectory(live.directory);
 }
 
 function listen(server: Server, host: string, port: number): Promise<number> {
