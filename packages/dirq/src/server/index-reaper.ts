@@ -2,10 +2,11 @@ import { rmSync } from "node:fs";
 import { markedProcesses } from "./hook-mark.js";
 
 /**
- * A small helper process of the server: when the server goes away, however it ends (even
- * `kill -9`), its IPC channel closes; this then stops the hook processes still running (the
- * server reports each one started and ended) and removes the server's temporary index
- * folder. The server does both itself on a clean shutdown; this covers the rest.
+ * A small helper process of the server or the REPL (see reaper.ts): when its parent goes
+ * away, however it ends (even `kill -9`), its IPC channel closes; this then stops the hook
+ * processes still running (the parent reports each one started and ended) and removes the
+ * parent's temporary index folder. The parent does both itself on a clean stop; this covers
+ * the rest.
  */
 const directory = process.argv[2];
 /** The mark in every hook's environment (see hook-mark.ts). */
