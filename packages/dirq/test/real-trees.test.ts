@@ -9,8 +9,11 @@ import {
   chmodSync,
   existsSync,
   mkdirSync,
+  mkdtempSync,
   readFileSync,
   readdirSync,
+  readlinkSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs";
@@ -19,6 +22,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import { eventually } from "./server-support.js";
 import { assertNoStackTrace, assertUserError, parseRows, pathsOf, runOk } from "./support.js";
 
 const paths = async (cwd: string, sql: string, ...args: string[]) =>
@@ -223,6 +227,7 @@ describe("output is all or nothing", () => {
   const root = makeTree({ "a.txt": "a" });
   after(() => removeTree(root));
   const many = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 20000)";
+  const endless = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c)";
 
   it("malformed JSON in json() after rows began: nothing on stdout, exit 1", async () => {
     const result = await runDirq(
@@ -248,6 +253,46 @@ describe("output is all or nothing", () => {
     ).length;
     assert.equal(afterwards, before);
   });
+
+  it(
+    "kill -9 while rows spill to the temp file leaves nothing in the temporary directory",
+    {
+      skip: process.platform !== "linux" && "reads /proc",
+    },
+    async () => {
+      const temporary = mkdtempSync(join(tmpdir(), "dirq-spill-tmp-"));
+      const child = spawn(process.execPath, [DIRQ_BIN, `${endless} SELECT x FROM c`], {
+        cwd: root,
+        env: {
+          ...process.env,
+          DIRQ_PROGRESS: "never",
+          DIRQ_SPILL_BYTES: "1000",
+          TMPDIR: temporary,
+        },
+        stdio: ["ignore", "ignore", "ignore"],
+      });
+      const closed = new Promise((resolve) => child.once("close", resolve));
+      try {
+        // The spill file is open (whatever its name has become) before the kill.
+        const spilling = () => {
+          try {
+            return readdirSync(`/proc/${child.pid}/fd`).some((fd) =>
+              readlinkSync(`/proc/${child.pid}/fd/${fd}`).startsWith(temporary),
+            );
+          } catch {
+            return false;
+          }
+        };
+        await eventually(spilling, "the rows spilling to a temp file", 20_000);
+        child.kill("SIGKILL");
+        await closed;
+        assert.deepEqual(readdirSync(temporary), []);
+      } finally {
+        child.kill("SIGKILL");
+        rmSync(temporary, { recursive: true, force: true });
+      }
+    },
+  );
 });
 
 describe("SQL analysis: every place a table name stands", () => {

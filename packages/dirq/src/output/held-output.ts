@@ -1,4 +1,13 @@
-import { closeSync, createReadStream, mkdtempSync, openSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  createReadStream,
+  mkdtempSync,
+  openSync,
+  rmdirSync,
+  rmSync,
+  unlinkSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
@@ -8,13 +17,15 @@ export const DEFAULT_SPILL_THRESHOLD = 8 * 1024 * 1024;
 /**
  * Holds a statement's output until the statement has finished, so that an error while rows
  * are still being read (an integer overflow, malformed JSON in `json()`) leaves nothing on
- * stdout. Memory stays bounded: past a threshold the output is spilled to a temp file, which
- * is removed when the output is released or discarded.
+ * stdout. Memory stays bounded: past a threshold the output is spilled to a temp file. Its
+ * name is removed as soon as it is open (the rows are read back through the descriptor), so
+ * nothing is left on disk even when dirq is killed with `kill -9`; where an open file cannot
+ * be removed, it goes when the output is released or discarded, or at exit.
  */
 export class HeldOutput {
   private readonly chunks: Buffer[] = [];
   private held = 0;
-  private spill: { dir: string; fd: number; path: string } | null = null;
+  private spill: { dir: string; fd: number } | null = null;
 
   constructor(private readonly threshold = DEFAULT_SPILL_THRESHOLD) {}
 
@@ -31,14 +42,20 @@ export class HeldOutput {
     writeSync(spill.fd, bytes);
   }
 
-  private openSpill(): { dir: string; fd: number; path: string } {
+  private openSpill(): { dir: string; fd: number } {
     const dir = mkdtempSync(join(tmpdir(), "dirq-output-"));
     const path = join(dir, "rows");
-    const fd = openSync(path, "w", 0o600);
+    const fd = openSync(path, "w+", 0o600);
+    try {
+      unlinkSync(path);
+      rmdirSync(dir);
+    } catch {
+      // Windows keeps the name of an open file until it is closed: removed later.
+    }
     for (const chunk of this.chunks) writeSync(fd, chunk);
     this.chunks.length = 0;
     this.held = 0;
-    this.spill = { dir, fd, path };
+    this.spill = { dir, fd };
     // A reader that goes away ends the process at once (`dirq ... | head`): no file is left.
     process.once("exit", this.removeOnExit);
     return this.spill;
@@ -56,11 +73,14 @@ export class HeldOutput {
         for (const chunk of this.chunks) await write(chunk);
         return;
       }
-      closeSync(this.spill.fd);
-      this.spill.fd = -1;
-      for await (const chunk of createReadStream(this.spill.path, { highWaterMark: 1 << 20 })) {
-        await write(chunk as Buffer);
-      }
+      // Read back from the start through the descriptor: the file may have no name any more.
+      const rows = createReadStream("", {
+        fd: this.spill.fd,
+        start: 0,
+        autoClose: false,
+        highWaterMark: 1 << 20,
+      });
+      for await (const chunk of rows) await write(chunk as Buffer);
     } finally {
       this.discard();
     }
@@ -70,7 +90,7 @@ export class HeldOutput {
   discard(): void {
     this.chunks.length = 0;
     if (this.spill !== null) {
-      if (this.spill.fd !== -1) closeSync(this.spill.fd);
+      closeSync(this.spill.fd);
       rmSync(this.spill.dir, { recursive: true, force: true });
       this.spill = null;
       process.removeListener("exit", this.removeOnExit);
