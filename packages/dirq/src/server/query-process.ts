@@ -8,12 +8,7 @@ import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
-import {
-  type JsonStatement,
-  jsonFromSqlite,
-  strictTableNames,
-  wrapForJson,
-} from "./sqlite-json.js";
+import { type JsonStatement, jsonFromSqlite, wrapForJson } from "./sqlite-json.js";
 import {
   AnswerKind,
   encodeFrame,
@@ -161,7 +156,7 @@ function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer[] | nu
     // Once per statement text: whole-number columns of STRICT tables, as path-tables are,
     // need no REAL or BLOB check (sqlite-json.ts).
     const { db } = open();
-    prepared.json = wrapForJson(db, statement, sql, prepared.plan, strictTableNames(db));
+    prepared.json = wrapForJson(db, statement, sql, prepared.plan);
   }
   if (prepared.json === null) return null;
   const json = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());

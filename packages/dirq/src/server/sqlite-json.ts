@@ -50,7 +50,7 @@ function isWholeNumberType(declared: string | null): boolean {
  * The STRICT tables of a connection, as `schema.name`: their column types are enforced, so a
  * column's type says what its values are.
  */
-export function strictTableNames(db: SqliteDatabase): Set<string> {
+function strictTableNames(db: SqliteDatabase): Set<string> {
   const rows = db.prepare("SELECT schema, name FROM pragma_table_list WHERE strict").all() as {
     schema: string;
     name: string;
@@ -115,14 +115,13 @@ function columnJson(
  * answers, and long ones, go the JS way. TEXT computed by an expression goes through `|| ''`,
  * which drops a JSON subtype, so `json(...)` values stay strings as they do in JS. `null` when
  * the statement cannot be wrapped (PRAGMA, EXPLAIN, a trailing `;`, too many columns): the
- * caller uses the JS way. `strictTables`: see strictTableNames.
+ * caller uses the JS way.
  */
 export function wrapForJson(
   db: SqliteDatabase,
   statement: Statement,
   sql: string,
   plan: ColumnPlan,
-  strictTables: ReadonlySet<string>,
 ): JsonStatement | null {
   const origins = statement.columns();
   const width = origins.length;
@@ -130,6 +129,7 @@ export function wrapForJson(
   if (width === 0 || shown.length * 2 > MAX_FUNCTION_ARGUMENTS) return null;
   const names = Array.from({ length: width }, (_, i) => `c${i}`);
   const direct = !isCompound(sql);
+  const strictTables = strictTableNames(db);
   const columns = shown.map((position, i) =>
     columnJson(plan.columns[i] ?? "", position, origins[position], direct, strictTables),
   );

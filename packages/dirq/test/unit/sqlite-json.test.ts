@@ -4,7 +4,7 @@ import fc from "fast-check";
 import { openSqlite, type SqliteDatabase } from "../../src/indexer/database.js";
 import { jsonChunks } from "../../src/output/json.js";
 import { columnPlan, executeStatement } from "../../src/query/execute.js";
-import { jsonFromSqlite, strictTableNames, wrapForJson } from "../../src/server/sqlite-json.js";
+import { jsonFromSqlite, wrapForJson } from "../../src/server/sqlite-json.js";
 
 /**
  * The server's SQLite-written answers against the JS way (the CLI's writer): the same bytes,
@@ -14,7 +14,7 @@ import { jsonFromSqlite, strictTableNames, wrapForJson } from "../../src/server/
 function answers(db: SqliteDatabase, sql: string): { sqlite: string | null; js: string } {
   const statement = db.prepare(sql);
   const plan = columnPlan(statement, sql);
-  const wrapped = wrapForJson(db, statement, sql, plan, strictTableNames(db));
+  const wrapped = wrapForJson(db, statement, sql, plan);
   assert.ok(wrapped !== null, sql);
   const bytes = jsonFromSqlite(wrapped, Number.MAX_SAFE_INTEGER, () => new Error("too large"));
   const result = executeStatement(statement, sql, plan);
