@@ -111,6 +111,18 @@ export interface QueryResult extends StatementRows {
   skipped: SkippedPath[];
 }
 
+/** A statement checked, with every table it reads built and filled: ready to run. */
+export interface PreparedStatement {
+  /** The statement to run (rewritten when a path-table name differs only in case). */
+  sql: string;
+  /** Files skipped while building the tables it reads. */
+  skipped: SkippedPath[];
+  /** Whether the same statement over the same data always answers the same. */
+  cacheable: boolean;
+  /** The tables it reads, views and subqueries seen through, as SQLite names them. */
+  tables: readonly string[];
+}
+
 /** How many checked statements `prepare` remembers before it starts over. */
 const CHECKED_STATEMENTS_KEPT = 1000;
 
@@ -174,6 +186,7 @@ export class DirqIndex {
   private readonly onFile: Extractor | null;
   private readonly parsedOptions: ConstructorParameters<typeof PathTables>[1] & {
     concurrency?: number;
+    signal?: AbortSignal;
   };
   /** Parsed tables built so far, by lower-cased name: each is built once per index. */
   private readonly parsedTables = new Map<string, LiveParsedTable>();
@@ -198,6 +211,8 @@ export class DirqIndex {
   private configTablesBuilt = false;
   private changeCount = 0;
   private readonly writerLock = createWriterLock();
+  /** Aborted by `close`: hooks a table build still runs are stopped. */
+  private readonly closing = new AbortController();
 
   /**
    * Runs a write task under the index's one writer. A full or read-only disk under the index
@@ -265,6 +280,7 @@ export class DirqIndex {
       ],
       progress,
       concurrency: options.hookConcurrency,
+      signal: this.closing.signal,
     };
     this.progress = progress;
     this.fillAllColumns = options.fillAllColumns ?? false;
@@ -547,24 +563,35 @@ export class DirqIndex {
    * runs.
    */
   async query(sql: string): Promise<QueryResult> {
-    return this.withWriter(async () => {
-      const { statement, workerCalls, skipped } = await this.prepareChecked(sql);
-      this.changeCount++;
-      if (workerCalls.length === 0) return { ...executeStatement(statement, sql), skipped };
-      // Run in passes until every worker call is answered (see WorkerFunctions); the rows of
-      // the last pass are the answer.
-      const result = await this.functions.run(
-        (pending) => {
-          const { columns, rows } = executeStatement(statement, sql);
-          const kept: SqlValue[][] = [];
-          for (const row of rows) if (!pending()) kept.push(row);
-          return { columns, rows: kept };
-        },
-        this.progress,
-        workerCalls,
-      );
-      return { ...result, skipped };
-    });
+    // Builds what the statement needs under the writer; a statement that needs nothing
+    // built never waits for it (a refresh committing, a hook running).
+    const prepared = await this.prepare(sql);
+    let statement: Statement;
+    let called: Set<string>;
+    try {
+      statement = this.db.prepare(prepared.sql);
+      called = isExplain(analyzeStatement(prepared.sql))
+        ? new Set<string>()
+        : functionsCalledBy(this.db, prepared.sql);
+    } catch (error) {
+      throw sqlError(error);
+    }
+    const workerCalls = this.functions.calledIn(called);
+    const { skipped } = prepared;
+    if (workerCalls.length === 0) return { ...executeStatement(statement, sql), skipped };
+    // Run in passes until every worker call is answered (see WorkerFunctions); the rows of
+    // the last pass are the answer.
+    const result = await this.functions.run(
+      (pending) => {
+        const { columns, rows } = executeStatement(statement, sql);
+        const kept: SqlValue[][] = [];
+        for (const row of rows) if (!pending()) kept.push(row);
+        return { columns, rows: kept };
+      },
+      this.progress,
+      workerCalls,
+    );
+    return { ...result, skipped };
   }
 
   /** Path-table names in use, as SQLite knows them. */
@@ -580,7 +607,7 @@ export class DirqIndex {
    * path-table name differs only in case from another's) and the files skipped while
    * building tables.
    */
-  async prepare(sql: string): Promise<{ sql: string; skipped: SkippedPath[]; cacheable: boolean }> {
+  async prepare(sql: string): Promise<PreparedStatement> {
     const ready = this.preparedAlready(sql) ?? this.prepareWithoutBuilding(sql);
     if (ready !== null) return ready;
     return this.withWriter(async () => {
@@ -604,7 +631,7 @@ export class DirqIndex {
         tablesRead: this.tablesRead,
         cacheable,
       });
-      return { sql: runnable, skipped, cacheable };
+      return { sql: runnable, skipped, cacheable, tables: this.tablesRead };
     });
   }
 
@@ -613,11 +640,16 @@ export class DirqIndex {
    * nothing it reads can be missing or unfilled. `null` otherwise. The server asks this for
    * every request; it takes no lock, so a statement never waits for a hook or a refresh.
    */
-  preparedAlready(sql: string): { sql: string; skipped: SkippedPath[]; cacheable: boolean } | null {
+  preparedAlready(sql: string): PreparedStatement | null {
     const checked = this.checkedStatements.get(sql);
     if (checked?.schemaVersion !== this.schemaVersion) return null;
     this.pathTables.touch(checked.tablesRead);
-    return { sql: checked.runnable, skipped: [], cacheable: checked.cacheable };
+    return {
+      sql: checked.runnable,
+      skipped: [],
+      cacheable: checked.cacheable,
+      tables: checked.tablesRead,
+    };
   }
 
   /**
@@ -626,9 +658,7 @@ export class DirqIndex {
    * fills). `null` when something is missing, or anything fails: then the caller takes the
    * writer and goes the full way, which builds what is missing and reports errors.
    */
-  private prepareWithoutBuilding(
-    sql: string,
-  ): { sql: string; skipped: SkippedPath[]; cacheable: boolean } | null {
+  private prepareWithoutBuilding(sql: string): PreparedStatement | null {
     if (!this.configTablesBuilt) return null;
     try {
       const analysis = analyzeStatement(sql);
@@ -658,7 +688,7 @@ export class DirqIndex {
         tablesRead: [...read.keys()],
         cacheable,
       });
-      return { sql: runnable, skipped: [], cacheable };
+      return { sql: runnable, skipped: [], cacheable, tables: [...read.keys()] };
     } catch {
       return null;
     }
@@ -738,10 +768,56 @@ export class DirqIndex {
     paths: Iterable<string>,
     options: { onlyIfChanged?: boolean } = {},
   ): Promise<RowChange[]> {
-    const changes = await this.refresher.refresh(paths, options);
-    // After the commit: an answer computed before it was right until now.
-    this.changeCount++;
+    const changes: RowChange[] = [];
+    const run = await this.startRefresh(paths, {
+      ...options,
+      onCommit: (committed) => changes.push(...committed),
+    });
+    await run.done;
     return changes;
+  }
+
+  /**
+   * Starts bringing the tables up to date with the files at `paths`, as `refresh` does, and
+   * resolves once the first commit is made (path-table rows, files gone from parsed tables).
+   * Each file a parsed table selects is then parsed and committed on its own: `onCommit` gets
+   * every commit's changes as it is made, and `done` resolves when the last one is. A later
+   * refresh of a file stops the hooks an earlier one still runs for it.
+   */
+  async startRefresh(
+    paths: Iterable<string>,
+    options: {
+      onlyIfChanged?: boolean;
+      /** Leave a file whose hooks still run for the same size and times to them. */
+      keepUnchanged?: boolean;
+      onCommit: (changes: RowChange[]) => void;
+    },
+  ): Promise<{ done: Promise<void> }> {
+    return this.refresher.start(paths, {
+      onlyIfChanged: options.onlyIfChanged,
+      keepUnchanged: options.keepUnchanged,
+      onCommit: (changes) => {
+        // After the commit: an answer computed before it was right until now.
+        this.changeCount++;
+        options.onCommit(changes);
+      },
+    });
+  }
+
+  /**
+   * Resolves once every file a refresh started is parsed and committed; with `tables`, once
+   * every file parsed for one of those tables is.
+   */
+  refreshesDone(tables?: readonly string[]): Promise<void> {
+    return this.refresher.idle(tables);
+  }
+
+  /** What decides whether a path is in the index: the watcher skips folders it excludes. */
+  get inclusionRules(): { useGitignore: boolean; extraIgnores: readonly string[] } {
+    return {
+      useGitignore: this.parsedOptions.useGitignore,
+      extraIgnores: this.parsedOptions.extraIgnores ?? [],
+    };
   }
 
   /** Re-checks every file every table holds or should hold (after a `.gitignore` change). */
@@ -750,6 +826,9 @@ export class DirqIndex {
   }
 
   close(): void {
+    // Hooks of live refreshes are stopped; nothing they found is written any more.
+    this.refresher.abortAll();
+    this.closing.abort();
     void this.fillWorker?.close();
     this.functions.close();
     this.db.close();

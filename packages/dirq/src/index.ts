@@ -3,7 +3,14 @@
  * else in the package is internal and may change without notice.
  */
 export type { TableDefinition } from "./sdk/code-tables.js";
-export { Dirq, open, type OpenOptions, type SkippedFile, type WatchOptions } from "./sdk/dirq.js";
+export {
+  Dirq,
+  open,
+  type OpenOptions,
+  type QueryOptions,
+  type SkippedFile,
+  type WatchOptions,
+} from "./sdk/dirq.js";
 export type { RowEventStream } from "./sdk/row-event-stream.js";
 export type { Row, RowEvent, RowValue } from "./sdk/types.js";
 export type { ExtractedRows, ExtractFunction } from "./parse/extractor.js";

@@ -41,6 +41,8 @@ export interface ParsedTableOptions {
   extraIgnores?: readonly string[];
   progress: ProgressReporter;
   concurrency?: number;
+  /** Aborted when the index closes: hooks still running for a build are stopped. */
+  signal?: AbortSignal;
 }
 
 function createTable(db: SqliteDatabase, spec: ParsedTableSpec, columns: string[]): void {
@@ -243,6 +245,7 @@ export async function buildParsedTable(
     root: options.root,
     concurrency: options.concurrency,
     phase,
+    signal: options.signal,
   });
   phase.finish((duration) => `indexed ${walked.paths.length} files in ${duration}`);
   // Without a schema the columns are the union of every file's keys; only when that union is

@@ -1,7 +1,6 @@
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { isDirqError } from "../errors.js";
+import { availableParallelism } from "node:os";
 import type { HookRow } from "../parse/hook-rows.js";
-import { parseFiles } from "../parse/parse-files.js";
 import { statPaths } from "../scan/file-stats.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
@@ -15,6 +14,7 @@ import {
 } from "./parsed-tables.js";
 import type { PathTables } from "./path-tables.js";
 import type { RowChange } from "./row-changes.js";
+import { HookSlots } from "./hook-slots.js";
 
 /** The tables a refresh keeps current. */
 export interface LiveTables {
@@ -37,10 +37,32 @@ type FileStat = [size: number, mtime: number, ctime: number];
 interface Gathered {
   /** Size and times when the file is a row, `null` when it is not (or no longer) one. */
   stat: FileStat | null;
-  /** Hook output per parsed table that selects the file; a string is why the hook failed. */
-  parsed: Map<LiveParsedTable, HookRow[] | string>;
   /** The file's state before its hooks ran, for the catalog of a persisted index. */
   signature: FileSignature | null;
+}
+
+/** One file left to parse after a refresh's first phase, for the tables that select it. */
+interface ParseJob {
+  file: string;
+  signature: FileSignature | null;
+  tables: LiveParsedTable[];
+  scope: RefreshScope;
+  /** Aborted when a later refresh of the file supersedes this one (or the index closes). */
+  controller: AbortController;
+}
+
+export interface StartOptions {
+  onlyIfChanged?: boolean;
+  scope?: RefreshScope;
+  /** The caller holds the writer already (a table build reconciling a persisted table). */
+  writerHeld?: boolean;
+  /**
+   * A file whose hooks are still running for the same size and times is left to them (a
+   * rescan, which looks at every file, must not restart every slow hook).
+   */
+  keepUnchanged?: boolean;
+  /** Changes of each commit, as it commits. */
+  onCommit: (changes: RowChange[]) => void;
 }
 
 /** Which tables one refresh keeps current: all of them, or only these parsed tables. */
@@ -121,6 +143,11 @@ function fileRowStat(root: string, path: string): FileStat | null {
 export class Refresher {
   /** Size and times of each file as `refresh` last read it, to skip re-reading it unchanged. */
   private readonly fileSignatures = new Map<string, string>();
+  /** Files being parsed by a live refresh, to stop when a newer refresh of the file starts. */
+  private readonly inFlight = new Map<string, { controller: AbortController; stat: string }>();
+  /** Files being parsed and committed now, with the tables (lower case) they are parsed for. */
+  private readonly running = new Set<{ tables: string[]; finished: Promise<void> }>();
+  private readonly slots: HookSlots;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -129,7 +156,9 @@ export class Refresher {
     private readonly options: RefreshOptions,
     private readonly withWriter: WriterLock,
     private readonly catalog: Catalog | null = null,
-  ) {}
+  ) {
+    this.slots = new HookSlots(Math.max(1, options.concurrency ?? availableParallelism()));
+  }
 
   /** Live tables with the column that holds each row's file. */
   private liveTables(): [string, string][] {
@@ -204,51 +233,266 @@ export class Refresher {
     return files;
   }
 
-  /** Runs the table's hook over `files`; a file's failure is its reason string. */
-  private async parseForRefresh(
-    table: LiveParsedTable,
-    files: string[],
-    gathered: Map<string, Gathered>,
-  ): Promise<void> {
-    let result: Awaited<ReturnType<typeof parseFiles>>;
-    try {
-      result = await parseFiles(table.spec.extractor, files, {
-        root: this.root,
-        concurrency: this.options.concurrency,
-      });
-    } catch (error) {
-      if (!isDirqError(error)) throw error;
-      for (const file of files) gathered.get(file)?.parsed.set(table, error.message);
-      return;
-    }
-    for (const file of result.files) gathered.get(file.path)?.parsed.set(table, file.rows);
-    for (const file of result.skipped) gathered.get(file.path)?.parsed.set(table, file.reason);
-  }
-
   /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
    * A file whose hook fails has no rows (as a fresh scan would show) and yields an `error`
    * change. With `onlyIfChanged`, files whose size and times match the last refresh are left
-   * alone. Hooks run before the writer lock is taken; only the commit holds it.
+   * alone.
    */
   async refresh(
     paths: Iterable<string>,
     options: { onlyIfChanged?: boolean; scope?: RefreshScope; writerHeld?: boolean } = {},
   ): Promise<RowChange[]> {
     const changes: RowChange[] = [];
+    const run = await this.start(paths, {
+      ...options,
+      onCommit: (committed) => changes.push(...committed),
+    });
+    await run.done;
+    return changes;
+  }
+
+  /**
+   * Starts a refresh and resolves once its first phase has committed: every path-table row,
+   * and the rows of files that left a parsed table (deleted, renamed, no longer matching).
+   * Each file a parsed table still selects is then parsed on its own (hooks in parallel,
+   * bounded by `HookSlots`) and committed as soon as its hooks are done, so one slow hook
+   * never holds back another file's rows. `onCommit` gets the changes of every commit, in
+   * commit order; `done` resolves when every file is committed or superseded (a later
+   * refresh of the same file stops its hooks: only the newest state is written).
+   */
+  async start(paths: Iterable<string>, options: StartOptions): Promise<{ done: Promise<void> }> {
     const scope = options.scope ?? null;
     // A caller that already holds the writer (building a table) must not wait for itself.
     const withWriter: WriterLock = options.writerHeld ? async (task) => task() : this.withWriter;
     // Before the first look-up: without its index, finding a folder's rows scans the table.
     await withWriter(() => this.ensureLookupIndexes());
+    const errors: RowChange[] = [];
     const candidates = new Set<string>();
-    for (const path of paths) for (const file of this.filesFor(path, changes)) candidates.add(file);
-    const gathered = await this.gather(candidates, options.onlyIfChanged ?? false, scope, changes);
-    const parsedTables = new Set(scope ?? this.tables.parsedTables.values());
-    const late = await withWriter(() => this.apply(gathered, parsedTables, scope, changes));
-    // A table built while the hooks ran has no output for these files yet: read them again.
-    if (late.size > 0) changes.push(...(await this.refresh(late, options)));
+    for (const path of paths) for (const file of this.filesFor(path, errors)) candidates.add(file);
+    const stats = this.statAll(candidates, options.onlyIfChanged ?? false, errors);
+    const jobs = await withWriter(() => {
+      const { changes, jobs } = this.applyStats(stats, scope, options.keepUnchanged ?? false);
+      options.onCommit([...errors, ...changes]);
+      return jobs;
+    });
+    const done = Promise.all(jobs.map((job) => this.track(job, withWriter, options)));
+    return { done: done.then(() => undefined) };
+  }
+
+  private track(job: ParseJob, withWriter: WriterLock, options: StartOptions): Promise<void> {
+    const entry = {
+      tables: job.tables.map((table) => table.spec.name.toLowerCase()),
+      finished: this.runJob(job, withWriter, options),
+    };
+    this.running.add(entry);
+    void entry.finished.finally(() => this.running.delete(entry)).catch(() => undefined);
+    return entry.finished;
+  }
+
+  /**
+   * Resolves once no file is being parsed or committed; with `tables` (SQL names), once no
+   * file is for one of them (a statement waits only for the tables it reads).
+   */
+  async idle(tables?: readonly string[]): Promise<void> {
+    const wanted = tables && new Set(tables.map((name) => name.toLowerCase()));
+    for (;;) {
+      const waiting = [...this.running].filter(
+        (entry) => wanted === undefined || entry.tables.some((name) => wanted.has(name)),
+      );
+      if (waiting.length === 0) return;
+      await Promise.allSettled(waiting.map((entry) => entry.finished));
+    }
+  }
+
+  /** Stops every running hook of live refreshes: nothing more they found is written. */
+  abortAll(): void {
+    for (const { controller } of this.inFlight.values()) controller.abort();
+    this.inFlight.clear();
+  }
+
+  private statAll(
+    candidates: Set<string>,
+    onlyIfChanged: boolean,
+    errors: RowChange[],
+  ): Map<string, Gathered> {
+    const inclusion = new InclusionCheck(this.root, this.options);
+    const gathered = new Map<string, Gathered>();
+    for (const file of candidates) {
+      let stat: FileStat | null;
+      try {
+        stat = fileRowStat(this.root, file);
+        if (stat !== null && !inclusion.includes(file)) stat = null;
+      } catch (error) {
+        // Unexplained: the file is not a row until it can be read again.
+        errors.push({ action: "error", table: null, file_path: file, error: messageOf(error) });
+        stat = null;
+      }
+      const signature = stat ? stat.join(":") : "missing";
+      if (onlyIfChanged && this.fileSignatures.get(file) === signature) continue;
+      // A file that is gone is forgotten: a long-lived server sees endless new names.
+      if (stat === null) this.fileSignatures.delete(file);
+      else this.fileSignatures.set(file, signature);
+      // Taken before the hooks read the file: an edit while they run is seen next time.
+      const recorded =
+        this.catalog !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
+      gathered.set(file, { stat, signature: recorded });
+    }
+    return gathered;
+  }
+
+  /** Runs `write` in a savepoint; its failure becomes an `error` change for that file. */
+  private isolated(
+    changes: RowChange[],
+    file: string,
+    table: string | null,
+    write: () => RowChange[],
+  ): boolean {
+    try {
+      changes.push(...this.db.transaction(write)());
+      return true;
+    } catch (error) {
+      changes.push({ action: "error", table, file_path: file, error: messageOf(error) });
+      return false;
+    }
+  }
+
+  /**
+   * The first phase's commit: path-table rows of every file, and no rows in a parsed table
+   * for a file it no longer selects. Returns the files left to parse. A file parsed by an
+   * earlier refresh still running is superseded here (its hooks are stopped).
+   */
+  private applyStats(
+    stats: Map<string, Gathered>,
+    scope: RefreshScope,
+    keepUnchanged: boolean,
+  ): { changes: RowChange[]; jobs: ParseJob[] } {
+    const changes: RowChange[] = [];
+    const jobs: ParseJob[] = [];
+    const parsedTables = [...(scope ?? this.tables.parsedTables.values())];
+    try {
+      this.db.transaction(() => {
+        for (const [file, { stat, signature }] of stats) {
+          const statKey = stat ? stat.join(":") : "missing";
+          if (scope === null) {
+            this.isolated(changes, file, null, () =>
+              this.tables.pathTables.refreshFile(file, stat),
+            );
+            const running = this.inFlight.get(file);
+            if (running !== undefined && keepUnchanged && running.stat === statKey) continue;
+            running?.controller.abort();
+            this.inFlight.delete(file);
+          }
+          const wanted: LiveParsedTable[] = [];
+          for (const table of parsedTables) {
+            if (stat !== null && table.matches(file)) {
+              wanted.push(table);
+              continue;
+            }
+            const label = table.spec.label ?? table.spec.name;
+            this.isolated(changes, file, label, () => replaceFileRows(this.db, table, file, []));
+            this.catalog?.forgetFile(table.spec.name, file);
+          }
+          if (wanted.length === 0) continue;
+          const controller = new AbortController();
+          if (scope === null) this.inFlight.set(file, { controller, stat: statKey });
+          jobs.push({ file, signature, tables: wanted, scope, controller });
+        }
+      })();
+    } finally {
+      this.rereadColumns();
+    }
+    return { changes, jobs };
+  }
+
+  private rereadColumns(): void {
+    for (const table of this.tables.parsedTables.values()) {
+      table.columns = storedColumns(this.db, table.spec.name);
+    }
+  }
+
+  /** One table's rows of one file, or why it has none. */
+  private async extract(
+    table: LiveParsedTable,
+    file: string,
+    signal: AbortSignal,
+  ): Promise<HookRow[] | string> {
+    try {
+      const outcome = await table.spec.extractor.extract({ path: file, root: this.root }, signal);
+      return outcome.ok ? outcome.rows : outcome.reason;
+    } catch (error) {
+      // A hook program that cannot start fails this file's rows, never the refresh.
+      return messageOf(error);
+    }
+  }
+
+  /** Parses one file for the tables that select it and commits its rows. */
+  private async runJob(
+    job: ParseJob,
+    withWriter: WriterLock,
+    options: StartOptions,
+  ): Promise<void> {
+    const { signal } = job.controller;
+    const release = await this.slots.acquire(signal);
+    if (release === null) return;
+    let outputs: (HookRow[] | string)[];
+    try {
+      outputs = await Promise.all(job.tables.map((table) => this.extract(table, job.file, signal)));
+    } finally {
+      release();
+    }
+    if (signal.aborted) return;
+    const late = await withWriter(() => {
+      // Superseded while it waited for the writer: a newer refresh owns this file now.
+      if (signal.aborted) return false;
+      if (this.inFlight.get(job.file)?.controller === job.controller) {
+        this.inFlight.delete(job.file);
+      }
+      const changes = this.applyParsed(job, outputs);
+      options.onCommit(changes);
+      // A table built while the hooks ran has no output for this file yet.
+      return [...this.tables.parsedTables.values()].some(
+        (table) => job.scope === null && !job.tables.includes(table) && table.matches(job.file),
+      );
+    });
+    if (late) {
+      const again = await this.start([job.file], { ...options, onlyIfChanged: false });
+      await again.done;
+    }
+  }
+
+  private applyParsed(job: ParseJob, outputs: readonly (HookRow[] | string)[]): RowChange[] {
+    const changes: RowChange[] = [];
+    try {
+      this.db.transaction(() => {
+        job.tables.forEach((table, i) => {
+          const output = outputs[i] as HookRow[] | string;
+          const label = table.spec.label ?? table.spec.name;
+          if (typeof output === "string") {
+            changes.push({ action: "error", table: label, file_path: job.file, error: output });
+          }
+          const rows = typeof output === "string" ? [] : output;
+          const written = this.isolated(changes, job.file, label, () =>
+            replaceFileRows(this.db, table, job.file, rows),
+          );
+          if (!written) {
+            // Its rows break a rule of the table: the file has no rows, like a failed hook.
+            this.isolated(changes, job.file, label, () =>
+              replaceFileRows(this.db, table, job.file, []),
+            );
+          }
+          // A file whose rows stand is recorded; any other is parsed again next time.
+          if (written && typeof output !== "string" && job.signature !== null) {
+            this.catalog?.recordFile(table.spec.name, job.file, job.signature);
+          } else {
+            this.catalog?.forgetFile(table.spec.name, job.file);
+          }
+        });
+      })();
+    } finally {
+      this.rereadColumns();
+    }
     return changes;
   }
 
@@ -291,107 +535,5 @@ export class Refresher {
         ? []
         : await this.refresh(stale, { scope: new Set([table]), writerHeld: true });
     return { skipped: [...walked.skipped, ...unnameable], changes };
-  }
-
-  private async gather(
-    candidates: Set<string>,
-    onlyIfChanged: boolean,
-    scope: RefreshScope,
-    changes: RowChange[],
-  ): Promise<Map<string, Gathered>> {
-    const inclusion = new InclusionCheck(this.root, this.options);
-    const gathered = new Map<string, Gathered>();
-    for (const file of candidates) {
-      let stat: FileStat | null;
-      try {
-        stat = fileRowStat(this.root, file);
-        if (stat !== null && !inclusion.includes(file)) stat = null;
-      } catch (error) {
-        // Unexplained: the file is not a row until it can be read again.
-        changes.push({ action: "error", table: null, file_path: file, error: messageOf(error) });
-        stat = null;
-      }
-      const signature = stat ? stat.join(":") : "missing";
-      if (onlyIfChanged && this.fileSignatures.get(file) === signature) continue;
-      // A file that is gone is forgotten: a long-lived server sees endless new names.
-      if (stat === null) this.fileSignatures.delete(file);
-      else this.fileSignatures.set(file, signature);
-      // Taken before the hooks read the file: an edit while they run is seen next time.
-      const recorded =
-        this.catalog !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
-      gathered.set(file, { stat, parsed: new Map(), signature: recorded });
-    }
-    for (const table of scope ?? this.tables.parsedTables.values()) {
-      const files = [...gathered].filter(([file, g]) => g.stat && table.matches(file));
-      if (files.length === 0) continue;
-      await this.parseForRefresh(
-        table,
-        files.map(([file]) => file),
-        gathered,
-      );
-    }
-    return gathered;
-  }
-
-  /**
-   * Writes what `gather` found, in one transaction with a savepoint per file and table.
-   * Returns the files that a table built meanwhile still needs parsed.
-   */
-  private apply(
-    gathered: Map<string, Gathered>,
-    parsedBefore: ReadonlySet<LiveParsedTable>,
-    scope: RefreshScope,
-    changes: RowChange[],
-  ): Set<string> {
-    const late = new Set<string>();
-    const isolated = (file: string, table: string | null, write: () => RowChange[]): boolean => {
-      try {
-        changes.push(...this.db.transaction(write)());
-        return true;
-      } catch (error) {
-        changes.push({ action: "error", table, file_path: file, error: messageOf(error) });
-        return false;
-      }
-    };
-    try {
-      this.db.transaction(() => {
-        for (const [file, { stat, parsed, signature }] of gathered) {
-          if (scope === null) {
-            isolated(file, null, () => this.tables.pathTables.refreshFile(file, stat));
-          }
-          for (const table of scope ?? this.tables.parsedTables.values()) {
-            const label = table.spec.label ?? table.spec.name;
-            const wanted = stat !== null && table.matches(file);
-            if (wanted && !parsedBefore.has(table)) {
-              late.add(file);
-              continue;
-            }
-            const output = wanted ? (parsed.get(table) ?? []) : [];
-            if (typeof output === "string") {
-              changes.push({ action: "error", table: label, file_path: file, error: output });
-            }
-            const rows = typeof output === "string" ? [] : output;
-            const written = isolated(file, label, () =>
-              replaceFileRows(this.db, table, file, rows),
-            );
-            if (!written) {
-              // Its rows break a rule of the table: the file has no rows, like a failed hook.
-              isolated(file, label, () => replaceFileRows(this.db, table, file, []));
-            }
-            // A file whose rows stand is recorded; any other is parsed again next time.
-            if (wanted && written && typeof output !== "string" && signature !== null) {
-              this.catalog?.recordFile(table.spec.name, file, signature);
-            } else {
-              this.catalog?.forgetFile(table.spec.name, file);
-            }
-          }
-        }
-      })();
-    } finally {
-      for (const table of this.tables.parsedTables.values()) {
-        table.columns = storedColumns(this.db, table.spec.name);
-      }
-    }
-    return late;
   }
 }

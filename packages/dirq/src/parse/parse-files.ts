@@ -19,12 +19,12 @@ export interface ParseResult {
 /**
  * Extracts every file's rows, `concurrency` at a time (default: the extractor's). A failure is
  * isolated to its file. Rejects only when the extractor cannot work at all (a hook program
- * that cannot be started).
+ * that cannot be started). `signal` stops the hooks still running (their files are skipped).
  */
 export async function parseFiles(
   extractor: Extractor,
   paths: readonly string[],
-  options: { root: string; concurrency?: number; phase?: ProgressPhase },
+  options: { root: string; concurrency?: number; phase?: ProgressPhase; signal?: AbortSignal },
 ): Promise<ParseResult> {
   const results: (ParsedFile | SkippedPath)[] = new Array(paths.length);
   const concurrency = Math.max(1, options.concurrency ?? extractor.concurrency);
@@ -40,7 +40,7 @@ export async function parseFiles(
       const index = next++;
       const path = paths[index] as string;
       try {
-        const parsed = await extractor.extract({ path, root: options.root });
+        const parsed = await extractor.extract({ path, root: options.root }, options.signal);
         results[index] = parsed.ok ? { path, rows: parsed.rows } : { path, reason: parsed.reason };
       } catch (error) {
         failed = true;

@@ -15,7 +15,7 @@ import { History, historyPath } from "./history.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { checkHookCanStart } from "./hook-preflight.js";
 import { LineEditor } from "./line-editor.js";
-import { type LiveIndex, openLiveIndex } from "./live-index.js";
+import { openReplIndex, type ReplIndex } from "./repl-index.js";
 import { hasStatementContent, isCompleteStatement, splitStatements } from "./statement-complete.js";
 
 export interface ReplIo {
@@ -70,7 +70,7 @@ class Session {
   private watchErrors: RowChange[] = [];
 
   constructor(
-    private readonly live: LiveIndex,
+    private readonly live: ReplIndex,
     private readonly io: ReplIo,
     private readonly format: AnswerFormat,
   ) {}
@@ -237,7 +237,7 @@ export async function runRepl(command: ReplCommand, io: ReplIo): Promise<number>
       ? "table"
       : "json";
   let session: Session | null = null;
-  const live = await openLiveIndex({
+  const live = await openReplIndex({
     root: io.cwd,
     config,
     noIgnore: command.noIgnore,

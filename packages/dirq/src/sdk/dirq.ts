@@ -6,7 +6,7 @@ import { DirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import type { ProgressReporter } from "../progress/reporter.js";
 import type { SkippedPath } from "../scan/walk.js";
-import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
+import { LiveIndex } from "../live/live-index.js";
 import { codeTables, type TableDefinition, withCodeTables } from "./code-tables.js";
 import { toRowEvent, toRows } from "./row-values.js";
 import type { Row, RowEvent } from "./types.js";
@@ -68,17 +68,18 @@ export interface WatchOptions {
 /** A file the index could not read or parse, and why; its other rows and files stand. */
 export type SkippedFile = SkippedPath;
 
-const DEFAULT_EVENT_BUFFER = 10_000;
-
-/** Runs tasks one at a time, in order: the index has one writer. */
-function createQueue() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(task: () => T | Promise<T>): Promise<T> => {
-    const result = tail.then(task);
-    tail = result.catch(() => undefined);
-    return result;
-  };
+/** What `query` takes besides the statement. */
+export interface QueryOptions {
+  /**
+   * With the watcher running: first wait until every change made to the tree before the call
+   * is in the index (pending events handed over, and the hooks of changed files done for the
+   * tables the statement reads), so the rows are the files as they are now. Default `true`;
+   * `false` reads the index as it is.
+   */
+  settle?: boolean;
 }
+
+const DEFAULT_EVENT_BUFFER = 10_000;
 
 /**
  * A directory tree as a read-only SQLite database, in-process. Made by `open`; the CLI, the
@@ -94,10 +95,11 @@ export class Dirq implements AsyncDisposable {
    */
   readonly ready: Promise<void>;
   private readonly index: DirqIndex;
-  private readonly queue = createQueue();
   private readonly streams = new Set<RowEventStream>();
   private readonly skippedFiles: SkippedFile[] = [];
-  private watcher: TreeWatcher | null = null;
+  private live: Promise<LiveIndex> | null = null;
+  /** Statements running now: `close` lets them finish before the database closes. */
+  private readonly running = new Set<Promise<unknown>>();
   private closing: Promise<void> | null = null;
 
   /** Use `open`. */
@@ -121,10 +123,11 @@ export class Dirq implements AsyncDisposable {
       fillAllColumns: true,
     });
     this.root = this.index.root;
-    this.ready = this.queue(async () => {
-      this.skippedFiles.push(...(await this.index.build()));
+    const index = this.index;
+    this.ready = (async () => {
+      this.skippedFiles.push(...(await index.build()));
       if (options.live) await this.startWatcher();
-    });
+    })();
     // Nobody may be listening yet: the error is seen by `await db.ready` and by `query`.
     this.ready.catch(() => undefined);
   }
@@ -153,18 +156,19 @@ export class Dirq implements AsyncDisposable {
    * Runs one read-only statement and returns its rows as objects, with the values the CLI's
    * JSON holds. Writes, ATTACH, PRAGMA assignments, several statements and `_dirq_` tables are
    * rejected with a `DirqError` before anything runs. Path-tables it names are built on first
-   * use. Calls run one at a time, in order.
+   * use. A statement never waits for a refresh's hooks unless it settles (see `QueryOptions`).
    */
-  async query(sql: string): Promise<Row[]> {
+  async query(sql: string, options: QueryOptions = {}): Promise<Row[]> {
     this.checkOpen();
     await this.ready;
-    return this.queue(async () => {
-      this.checkOpen();
-      const result = await this.index.query(sql);
-      const rows = toRows(result.columns, result.rows);
-      this.skippedFiles.push(...result.skipped);
-      return rows;
-    });
+    if (options.settle !== false && this.live !== null) await (await this.live).prepareCurrent(sql);
+    this.checkOpen();
+    const running = this.index.query(sql);
+    this.running.add(running);
+    const result = await running.finally(() => this.running.delete(running));
+    const rows = toRows(result.columns, result.rows);
+    this.skippedFiles.push(...result.skipped);
+    return rows;
   }
 
   private publish(changes: readonly RowChange[]): void {
@@ -174,25 +178,14 @@ export class Dirq implements AsyncDisposable {
   }
 
   private async startWatcher(): Promise<void> {
-    if (this.watcher !== null) return this.watcher.ready;
-    const watcher = watchTree(this.root, {
-      onBatch: async (batch) => {
-        if (this.closing !== null) return;
-        const changes = await this.queue(async () => {
-          if (batch.rescan) return this.index.rescan();
-          const changed = await this.index.refresh(batch.paths);
-          const rechecked = await this.index.refresh(batch.recheck, { onlyIfChanged: true });
-          return [...changed, ...rechecked];
-        });
-        this.publish(changes);
-      },
+    this.live ??= LiveIndex.watch(this.index, {
+      onChanges: (changes) => this.publish(changes),
       onError: (error) =>
         this.publish([
           { action: "error", table: null, file_path: "", error: `watcher: ${String(error)}` },
         ]),
     });
-    this.watcher = watcher;
-    await watcher.ready;
+    await this.live;
   }
 
   /**
@@ -223,8 +216,12 @@ export class Dirq implements AsyncDisposable {
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const stream of [...this.streams]) stream.end();
-      await this.watcher?.close();
-      await this.queue(() => this.index.close()).catch(() => undefined);
+      const live = await this.live?.catch(() => null);
+      await live?.close();
+      // A table still being built finishes (or fails) before its database closes.
+      await this.ready.catch(() => undefined);
+      await Promise.allSettled([...this.running]);
+      this.index.close();
     })();
     return this.closing;
   }

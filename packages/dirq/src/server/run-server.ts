@@ -9,9 +9,8 @@ import { type DirqIndex, openIndex } from "../engine.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
-import { InclusionCheck } from "../scan/inclusion.js";
 import type { SkippedPath } from "../scan/walk.js";
-import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
+import { LiveIndex } from "../live/live-index.js";
 import { stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
 import {
@@ -65,7 +64,7 @@ function skippedToChanges(skipped: readonly SkippedPath[]): RowChange[] {
 interface Live {
   index: DirqIndex;
   pool: QueryPool;
-  watcher: TreeWatcher;
+  live: LiveIndex;
   directory: string;
   /** `stopping` is set at shutdown: a refresh cut short then is not worth a message. */
   shutdownState: { stopping: boolean };
@@ -146,27 +145,18 @@ async function startLive(
     profile: index.connectionProfile,
   });
   pool.warm();
-  const watcher = watchTree(index.root, {
-    ignoredFolders: () => {
-      const check = new InclusionCheck(index.root, {
-        useGitignore: !options.noIgnore,
-        extraIgnores: config.ignore,
-      });
-      // A folder is ignored when a file in it would be, whatever its name.
-      return (path) => !check.includes(`${path}/\u0001`);
-    },
-    onBatch: async (batch) => {
-      // Hooks run outside the index's writer lock; only each commit takes it.
-      if (batch.rescan) return publish(await index.rescan());
-      await publish(await index.refresh(batch.paths));
-      await publish(await index.refresh(batch.recheck, { onlyIfChanged: true }));
+  // Commits come one after another while hooks run in the background: their events go out
+  // in commit order.
+  let published: Promise<void> = Promise.resolve();
+  const live = await LiveIndex.watch(index, {
+    onChanges: (changes) => {
+      published = published.then(() => publish(changes));
     },
     onError: (error) => {
       if (!shutdownState.stopping)
         options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`);
     },
   });
-  await watcher.ready;
   const answers = new ResultCache(RESULT_CACHE_CHARS);
   // Answers are valid for one generation of the data and one version of the schema.
   const version = () => `${index.generation}:${index.schemaVersion}`;
@@ -188,13 +178,13 @@ async function startLive(
     if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
     throw new Error(answer.message);
   };
-  return { live: { index, pool, watcher, directory, shutdownState }, query };
+  return { live: { index, pool, live, directory, shutdownState }, query };
 }
 
 async function stopLive(live: Live): Promise<void> {
   live.shutdownState.stopping = true;
   stopRunningHooks();
-  await live.watcher.close();
+  await live.live.close();
   live.pool.close();
   live.index.close();
   removeIndexDirectory(live.directory);

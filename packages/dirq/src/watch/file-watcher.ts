@@ -67,7 +67,15 @@ export interface TreeWatcher {
   close(): Promise<void>;
   /** Folders watched now (one inotify watch each). */
   readonly folders: number;
+  /**
+   * Hands over the changes seen so far at once (no waiting for the batch to close) and
+   * resolves when the handler is done with them.
+   */
+  settle(): Promise<void>;
 }
+
+/** Batches `settle` hands over at most: a tree that never stops changing never settles. */
+const SETTLE_ROUNDS = 4;
 
 /** Folders handled per turn of the event loop while watches are added. */
 const FOLDERS_PER_SLICE = 256;
@@ -314,6 +322,14 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     ready,
     get folders() {
       return folders.size;
+    },
+    async settle() {
+      for (let round = 0; round < SETTLE_ROUNDS && !closed; round++) {
+        while (running) await running;
+        if (!hasPending()) return;
+        if (timer !== null) clearTimeout(timer);
+        await flush();
+      }
     },
     async close() {
       closed = true;

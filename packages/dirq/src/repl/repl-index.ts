@@ -9,9 +9,9 @@ import type { RowChange } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type AnswerFormat, QueryPool } from "../server/query-pool.js";
 import { removeIndexDirectory, startReaper } from "../server/reaper.js";
-import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
+import { LiveIndex } from "../live/live-index.js";
 
-export interface LiveIndexOptions {
+export interface ReplIndexOptions {
   root: string;
   config: DirqConfig;
   noIgnore: boolean;
@@ -33,10 +33,11 @@ export interface Answer {
 }
 
 /**
- * The REPL's index: built once, kept current by the server's watcher and refresh code, and
- * read by a killable query process (the server's), so that Ctrl-C really stops a statement.
+ * The REPL's index: built once, kept current by the core's `LiveIndex` (the server's and the
+ * SDK's too), and read by a killable query process (the server's), so that Ctrl-C really stops
+ * a statement: SQLite here has no interrupt.
  */
-export interface LiveIndex {
+export interface ReplIndex {
   /** The index root, resolved. */
   readonly root: string;
   /** Files skipped while building the config tables, before the first statement. */
@@ -45,16 +46,6 @@ export interface LiveIndex {
   readonly notices: string[];
   run(sql: string, options: { format: AnswerFormat; signal: AbortSignal }): Promise<Answer>;
   close(): Promise<void>;
-}
-
-/** Runs one writer task at a time: building tables and applying file changes both write. */
-function serialize(): <T>(task: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return (task) => {
-    const result = tail.then(task);
-    tail = result.catch(() => undefined);
-    return result;
-  };
 }
 
 function cancelled(): DirqError {
@@ -82,7 +73,7 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
 }
 
 /** Builds the index (config tables first) and starts watching. Throws a DirqError. */
-export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveIndex> {
+export async function openReplIndex(options: ReplIndexOptions): Promise<ReplIndex> {
   const directory = mkdtempSync(join(tmpdir(), "dirq-repl-"));
   startReaper(directory);
   let index: DirqIndex | null = null;
@@ -97,42 +88,32 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
       persist: options.persist ?? undefined,
       fillAllColumns: true,
     });
-    const live = index;
-    const databasePath = live.databasePath as string;
-    const withWriter = serialize();
-    const skipped = await withWriter(() => live.build());
+    const opened = index;
+    const databasePath = opened.databasePath as string;
+    const skipped = await opened.build();
     // No time limit and no answer limit: the REPL is a local session.
     const pool = new QueryPool({
       databasePath,
       timeoutMs: Number.POSITIVE_INFINITY,
       maxAnswerBytes: Number.MAX_SAFE_INTEGER,
       maxProcesses: 1,
-      profile: live.connectionProfile,
+      profile: opened.connectionProfile,
     });
     pool.warm();
-    const watcher: TreeWatcher = watchTree(live.root, {
-      onBatch: async (batch) => {
-        const changes = await withWriter(async () => {
-          if (batch.rescan) return live.rescan();
-          const changed = await live.refresh(batch.paths);
-          const rechecked = await live.refresh(batch.recheck, { onlyIfChanged: true });
-          return [...changed, ...rechecked];
-        });
+    const live = await LiveIndex.watch(opened, {
+      onChanges: (changes) => {
         const errors = changes.filter((change) => change.action === "error");
         if (errors.length > 0) options.onChangeErrors(errors);
       },
       onError: options.onWatchError,
     });
-    await watcher.ready;
     return {
-      root: live.root,
+      root: opened.root,
       skipped,
-      notices: live.notices,
+      notices: opened.notices,
       async run(sql, { format, signal }) {
-        const prepared = await untilAborted(
-          withWriter(() => live.prepare(sql)),
-          signal,
-        );
+        // A statement sees the files as they are: changes made before it are in the index.
+        const prepared = await untilAborted(live.prepareCurrent(sql), signal);
         const answer = await pool.run(prepared.sql, { format, signal });
         if (!answer.ok) {
           if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
@@ -141,9 +122,9 @@ export async function openLiveIndex(options: LiveIndexOptions): Promise<LiveInde
         return { body: answer.body, skipped: prepared.skipped };
       },
       async close() {
-        await watcher.close();
+        await live.close();
         pool.close();
-        live.close();
+        opened.close();
         removeIndexDirectory(directory);
       },
     };
