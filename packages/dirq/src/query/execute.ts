@@ -3,6 +3,7 @@ import { DirqError } from "../errors.js";
 import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
 import type { SqlValue } from "../shared/sql-value.js";
 import { visibleColumnPositions } from "./hidden-columns.js";
+import type { StatementAnalysis } from "./statement-analysis.js";
 
 export type { SqlValue };
 
@@ -49,7 +50,7 @@ export interface ColumnPlan {
 }
 
 /** The columns a reader statement shows (hidden columns of parsed tables left out). */
-export function columnPlan(statement: Statement, sql: string): ColumnPlan {
+export function columnPlan(statement: Statement, sql: string | StatementAnalysis): ColumnPlan {
   const all = statement.columns();
   const shown = visibleColumnPositions(all, sql, HIDDEN);
   const columns = shown.map((i) => all[i]?.name ?? "");
@@ -64,7 +65,7 @@ export function columnPlan(statement: Statement, sql: string): ColumnPlan {
  */
 export function executeStatement(
   statement: Statement,
-  sql: string,
+  sql: string | StatementAnalysis,
   plan?: ColumnPlan,
 ): StatementRows {
   if (!statement.reader) {

@@ -1,4 +1,5 @@
-import { keywordOf, type SqlToken, significantTokens } from "./sql-tokens.js";
+import { keywordOf, type SqlToken } from "./sql-tokens.js";
+import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
 
 /** Result column metadata as better-sqlite3 reports it. */
 export interface ResultColumn {
@@ -11,11 +12,14 @@ export interface ResultColumn {
  * How often each hidden name is written inside a select list (between a SELECT and its FROM,
  * at any nesting depth): those are the copies the statement asked for by name.
  */
-function selectListMentions(sql: string, hidden: ReadonlySet<string>): Map<string, number> {
+function selectListMentions(
+  tokens: readonly SqlToken[],
+  hidden: ReadonlySet<string>,
+): Map<string, number> {
   const mentions = new Map<string, number>();
   const openSelects: number[] = []; // paren depth of each SELECT whose FROM has not come yet
   let depth = 0;
-  for (const token of significantTokens(sql)) {
+  for (const token of tokens) {
     if (token.text === "(") depth++;
     else if (token.text === ")") {
       depth--;
@@ -33,8 +37,7 @@ function selectListMentions(sql: string, hidden: ReadonlySet<string>): Map<strin
 }
 
 /** A select list item: where it starts in the list, and whether it is `*` or `t.*`. */
-function mainSelectItems(sql: string): { stars: number[]; count: number } | null {
-  const tokens = significantTokens(sql);
+function mainSelectItems(tokens: readonly SqlToken[]): { stars: number[]; count: number } | null {
   let depth = 0;
   let start = -1;
   for (let i = 0; i < tokens.length; i++) {
@@ -98,14 +101,15 @@ const SELECT_LIST_END = new Set([
  */
 export function visibleColumnPositions(
   columns: readonly ResultColumn[],
-  sql: string,
+  statement: string | StatementAnalysis,
   hidden: ReadonlySet<string>,
 ): number[] {
+  const { tokens } = analysisOf(statement);
   const isHidden = (column: ResultColumn) => {
     const origin = column.column?.toLowerCase();
     return origin !== undefined && hidden.has(origin) && column.name.toLowerCase() === origin;
   };
-  const list = mainSelectItems(sql);
+  const list = mainSelectItems(tokens);
   if (list !== null && list.stars.length <= 1 && columns.length >= list.count - 1) {
     const [star] = list.stars;
     const width = columns.length - (list.count - 1);
@@ -116,7 +120,7 @@ export function visibleColumnPositions(
     });
     return shown;
   }
-  const mentions = selectListMentions(sql, hidden);
+  const mentions = selectListMentions(tokens, hidden);
   const remainingCopies = new Map<string, number>();
   for (const column of columns) {
     const origin = column.column?.toLowerCase();

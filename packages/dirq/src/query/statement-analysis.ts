@@ -15,7 +15,14 @@ export interface StatementAnalysis {
   readonly isExplain: boolean;
   /** Table names given to a pragma (`pragma_table_info('./a')`): they must exist first. */
   readonly describedTables: readonly string[];
+  /**
+   * A compound (UNION, INTERSECT, EXCEPT, VALUES): SQLite then reports the first arm's column
+   * origin for the values of every arm.
+   */
+  readonly isCompound: boolean;
 }
+
+const COMPOUND_WORDS = new Set(["UNION", "INTERSECT", "EXCEPT", "VALUES"]);
 
 export function analyzeStatement(sql: string): StatementAnalysis {
   const tokens = significantTokens(sql);
@@ -28,6 +35,7 @@ export function analyzeStatement(sql: string): StatementAnalysis {
     describedTables: tableNames
       .filter((name) => name.place === "pragma")
       .map((name) => name.token.value),
+    isCompound: tokens.some((token) => COMPOUND_WORDS.has(keywordOf(token) ?? "")),
   };
 }
 

@@ -2,6 +2,7 @@ import type { Statement } from "@rocicorp/zero-sqlite3";
 import { Socket } from "node:net";
 import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";
+import { analyzeStatement, type StatementAnalysis } from "../query/statement-analysis.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
 import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
@@ -54,6 +55,8 @@ interface PreparedStatement {
   json?: JsonStatement | null;
   /** The worker-backed functions it calls (then it runs in passes). */
   workerCalls: WorkerSpec[];
+  /** Its tokens, read once for the hidden-column rule and the JSON wrapper. */
+  analysis: StatementAnalysis;
 }
 
 /**
@@ -90,7 +93,11 @@ function statementFor(sql: string): PreparedStatement {
   if (prepared === undefined) {
     try {
       const statement = db.prepare(sql);
-      prepared = { statement, workerCalls: functions.calledIn(functionsCalledBy(db, sql)) };
+      prepared = {
+        statement,
+        workerCalls: functions.calledIn(functionsCalledBy(db, sql)),
+        analysis: analyzeStatement(sql),
+      };
     } catch (error) {
       throw sqlError(error);
     }
@@ -133,12 +140,12 @@ async function render(result: StatementRows, format: AnswerFormat | undefined): 
 }
 
 /** Runs a prepared statement, its column plan worked out once. */
-function execute(prepared: PreparedStatement, sql: string): StatementRows {
+function execute(prepared: PreparedStatement): StatementRows {
   const { statement } = prepared;
   if (statement.reader) {
-    prepared.plan ??= columnPlan(statement, sql);
+    prepared.plan ??= columnPlan(statement, prepared.analysis);
   }
-  return executeStatement(statement, sql, prepared.plan);
+  return executeStatement(statement, prepared.analysis, prepared.plan);
 }
 
 /** The body's final newline, after an answer SQLite wrote. */
@@ -148,15 +155,15 @@ const NEWLINE = Buffer.from("\n");
  * The JSON answer's bytes as SQLite writes them, and the final newline, or `null` when it must
  * be written the JS way.
  */
-function answerInSqlite(prepared: PreparedStatement, sql: string): Buffer[] | null {
+function answerInSqlite(prepared: PreparedStatement): Buffer[] | null {
   const { statement } = prepared;
   if (!statement.reader) return null;
-  prepared.plan ??= columnPlan(statement, sql);
+  prepared.plan ??= columnPlan(statement, prepared.analysis);
   if (prepared.json === undefined) {
     // Once per statement text: whole-number columns of STRICT tables, as path-tables are,
     // need no REAL or BLOB check (sqlite-json.ts).
     const { db } = open();
-    prepared.json = wrapForJson(db, statement, sql, prepared.plan);
+    prepared.json = wrapForJson(db, statement, prepared.analysis, prepared.plan);
   }
   if (prepared.json === null) return null;
   const json = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());
@@ -168,12 +175,12 @@ async function answer(sql: string, format: AnswerFormat | undefined): Promise<st
   const prepared = statementFor(sql);
   const { workerCalls } = prepared;
   if (workerCalls.length === 0) {
-    const fromSqlite = format === "table" ? null : answerInSqlite(prepared, sql);
-    return fromSqlite ?? render(execute(prepared, sql), format);
+    const fromSqlite = format === "table" ? null : answerInSqlite(prepared);
+    return fromSqlite ?? render(execute(prepared), format);
   }
   const rendered = await open().functions.run(
     (pending) => {
-      const { columns, rows } = execute(prepared, sql);
+      const { columns, rows } = execute(prepared);
       // Rows of a pass with unanswered calls are thrown away: read them without keeping them.
       const kept = [];
       for (const row of rows) if (!pending()) kept.push(row);

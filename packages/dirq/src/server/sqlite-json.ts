@@ -1,7 +1,7 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import type { SqliteDatabase } from "../indexer/database.js";
 import type { ColumnPlan } from "../query/execute.js";
-import { keywordOf, significantTokens } from "../query/sql-tokens.js";
+import type { StatementAnalysis } from "../query/statement-analysis.js";
 
 /** SQLite's default limit on a function's arguments; json_object takes two per column. */
 const MAX_FUNCTION_ARGUMENTS = 127;
@@ -56,13 +56,6 @@ function strictTableNames(db: SqliteDatabase): Set<string> {
     name: string;
   }[];
   return new Set(rows.map((row) => `${row.schema}.${row.name}`));
-}
-
-/** Compound statements report the first SELECT's column origin for values of every arm. */
-const COMPOUND_WORDS = new Set(["UNION", "INTERSECT", "EXCEPT", "VALUES"]);
-
-function isCompound(sql: string): boolean {
-  return significantTokens(sql).some((token) => COMPOUND_WORDS.has(keywordOf(token) ?? ""));
 }
 
 /** Where a result column's values come from, as SQLite reports it. */
@@ -120,15 +113,16 @@ function columnJson(
 export function wrapForJson(
   db: SqliteDatabase,
   statement: Statement,
-  sql: string,
+  analysis: StatementAnalysis,
   plan: ColumnPlan,
 ): JsonStatement | null {
+  const { sql } = analysis;
   const origins = statement.columns();
   const width = origins.length;
   const shown = plan.keep ?? Array.from({ length: width }, (_, i) => i);
   if (width === 0 || shown.length * 2 > MAX_FUNCTION_ARGUMENTS) return null;
   const names = Array.from({ length: width }, (_, i) => `c${i}`);
-  const direct = !isCompound(sql);
+  const direct = !analysis.isCompound;
   const strictTables = strictTableNames(db);
   const columns = shown.map((position, i) =>
     columnJson(plan.columns[i] ?? "", position, origins[position], direct, strictTables),

@@ -4,6 +4,7 @@ import fc from "fast-check";
 import { openSqlite, type SqliteDatabase } from "../../src/indexer/database.js";
 import { jsonChunks } from "../../src/output/json.js";
 import { columnPlan, executeStatement } from "../../src/query/execute.js";
+import { analyzeStatement } from "../../src/query/statement-analysis.js";
 import { jsonFromSqlite, wrapForJson } from "../../src/server/sqlite-json.js";
 
 /**
@@ -14,7 +15,7 @@ import { jsonFromSqlite, wrapForJson } from "../../src/server/sqlite-json.js";
 function answers(db: SqliteDatabase, sql: string): { sqlite: string | null; js: string } {
   const statement = db.prepare(sql);
   const plan = columnPlan(statement, sql);
-  const wrapped = wrapForJson(db, statement, sql, plan);
+  const wrapped = wrapForJson(db, statement, analyzeStatement(sql), plan);
   assert.ok(wrapped !== null, sql);
   const bytes = jsonFromSqlite(wrapped, Number.MAX_SAFE_INTEGER, () => new Error("too large"));
   const result = executeStatement(statement, sql, plan);
