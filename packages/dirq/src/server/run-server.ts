@@ -71,12 +71,26 @@ interface Live {
   shutdownState: { stopping: boolean };
 }
 
-type Query = (sql: string, arrival: number) => Promise<string | Uint8Array>;
+/** `signal` aborts when the client goes away: the statement is stopped. */
+type Query = (sql: string, arrival: number, signal: AbortSignal) => Promise<string | Uint8Array>;
 
-/** Rejects with a 408 DirqError at `deadline` unless `work` settles first. */
-function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+/**
+ * Rejects with a 408 DirqError at `deadline`, or with the reason of the first of `signals` to
+ * abort, unless `work` settles first. The work itself goes on: a table build is not stopped
+ * halfway, only nobody waits for it.
+ */
+function beforeDeadline<T>(
+  work: Promise<T>,
+  deadline: number,
+  signals: readonly AbortSignal[],
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let onAbort = (_: Event): void => {};
   const expired = new Promise<never>((_, reject) => {
+    const aborted = signals.find((signal) => signal.aborted);
+    if (aborted !== undefined) return reject(aborted.reason);
+    onAbort = (event) => reject((event.target as AbortSignal).reason);
+    for (const signal of signals) signal.addEventListener("abort", onAbort, { once: true });
     timer = setTimeout(
       () => {
         const seconds = Math.round(QUERY_TIMEOUT_MS / 1000);
@@ -90,7 +104,10 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
       Math.max(0, deadline - Date.now()),
     );
   });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+  return Promise.race([work, expired]).finally(() => {
+    clearTimeout(timer);
+    for (const signal of signals) signal.removeEventListener("abort", onAbort);
+  });
 }
 
 async function startLive(
@@ -170,16 +187,16 @@ async function startLive(
   const answers = new ResultCache(RESULT_CACHE_CHARS);
   // Answers are valid for one generation of the data and one version of the schema.
   const version = () => `${index.generation}:${index.schemaVersion}`;
-  const query: Query = async (sql, arrival) => {
+  const query: Query = async (sql, arrival, signal) => {
     const deadline = arrival + QUERY_TIMEOUT_MS;
     const cached = answers.get(sql, version());
     if (cached !== undefined) return cached;
     // Most statements were checked before: no promise, no timer.
     const prepared =
-      index.preparedAlready(sql) ?? (await beforeDeadline(index.prepare(sql), deadline));
+      index.preparedAlready(sql) ?? (await beforeDeadline(index.prepare(sql), deadline, [signal]));
     if (prepared.skipped.length > 0) await publish(skippedToChanges(prepared.skipped));
     const at = version();
-    const answer = await pool.run(prepared.sql, { deadline });
+    const answer = await pool.run(prepared.sql, { deadline, signal });
     if (answer.ok) {
       if (prepared.cacheable) answers.set(sql, at, answer.body);
       return answer.body;
@@ -239,7 +256,7 @@ export async function runServer(options: ServerOptions): Promise<number> {
   const handler = createRequestHandler({
     ready,
     degraded: () => degraded,
-    query: (sql, arrival) => query(sql, arrival),
+    query: (sql, arrival, signal) => query(sql, arrival, signal),
     allowsHost: hostChecker(options.host),
     events,
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
