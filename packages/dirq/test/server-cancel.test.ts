@@ -1,9 +1,11 @@
 import assert from "node:assert/strict";
-import { readFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type ClientRequest, request as httpRequest } from "node:http";
 import { availableParallelism } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
+  assertJsonError,
   clockTicks,
   cpuTicks,
   eventually,
@@ -12,10 +14,12 @@ import {
   queryRows,
   serverFixtures,
   type ServerProcess,
+  startServer,
 } from "./server-support.js";
 
 /*
- * Statements nobody waits for any more: a client that goes away, a burst that is over. Asserted on the server's real query processes (/proc) and on what
+ * Statements nobody waits for any more: a client that goes away, a burst that is over, a
+ * server that shuts down. Asserted on the server's real query processes (/proc) and on what
  * its clients receive; the time limits below are safety nets, far beyond what each step
  * needs, and all shorter than the 30-second statement limit that would otherwise end them.
  */
@@ -159,5 +163,44 @@ describe("dirq server: statements whose client went away", () => {
       Array.from({ length: 4 }, (_, i) => postQuery(server, `SELECT ${i} AS n`)),
     );
     after.forEach((answer, i) => assert.equal(answer.text, `[{"n":${i}}]\n`));
+  });
+});
+
+describe("dirq server: statements still out at shutdown", () => {
+  it("a running statement's client gets 503 naming the shutdown, and the server exits 0", async () => {
+    const server = await serve(tree({ "a.txt": "a" }));
+    const answer = postQuery(server, RUNAWAY);
+    await busyQueryProcess(server);
+    const exit = server.stop("SIGTERM");
+    assertJsonError(await answer, 503, /shutting down/);
+    assert.deepEqual(await exit, { code: 0, signal: null });
+  });
+
+  it("a statement waiting for its table to be built gets 503 too (SIGINT)", async () => {
+    const root = tree({});
+    for (let d = 0; d < 60; d++) {
+      mkdirSync(join(root, `d${d}`));
+      for (let f = 0; f < 500; f++) writeFileSync(join(root, `d${d}`, `f${f}.txt`), "x");
+    }
+    const server = await startServer(["--host", "127.0.0.1", "--port", "0"], {
+      cwd: root,
+      env: { DIRQ_PROGRESS: "always" },
+    });
+    try {
+      const before = server.stderr().length;
+      const answer = postQuery(server, `SELECT count(*) AS n FROM './', (${RUNAWAY})`);
+      // Progress on stderr says when the build has begun.
+      await eventually(
+        () => /scanning \d+ files/.test(server.stderr().slice(before)),
+        "the table build to begin",
+        SAFETY_MS,
+      );
+      const exit = server.stop("SIGINT");
+      // Stopped while its table is built (or, on a machine that built it first, while it runs).
+      assertJsonError(await answer, 503, /shutting down/);
+      assert.deepEqual(await exit, { code: 0, signal: null });
+    } finally {
+      await server.kill();
+    }
   });
 });

@@ -103,7 +103,7 @@ function timeoutError(timeoutMs: number): DirqError {
 }
 
 /** A statement the pool can no longer run: the server is stopping (not an internal fault). */
-function stoppingError(): DirqError {
+export function stoppingError(): DirqError {
   return new DirqError("SERVER_STOPPING", "the server is shutting down; try again later");
 }
 

@@ -21,7 +21,7 @@ import {
   SERVER_LIMIT_OPTIONS,
 } from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
-import { QueryPool } from "./query-pool.js";
+import { QueryPool, stoppingError } from "./query-pool.js";
 import { removeIndexDirectory, startReaper } from "./reaper.js";
 import { ResultCache } from "./result-cache.js";
 
@@ -51,6 +51,8 @@ const RESULT_CACHE_CHARS = 64 * 1024 * 1024;
 const PUBLISH_SLICE = 64;
 /** How long shutdown waits for in-flight requests before it closes connections itself. */
 const DRAIN_MS = 5_000;
+/** How often shutdown closes the connections whose answer is out meanwhile. */
+const DRAIN_CHECK_MS = 20;
 
 function skippedToChanges(skipped: readonly SkippedPath[]): RowChange[] {
   return skipped.map((file) => ({
@@ -69,6 +71,8 @@ interface Live {
   directory: string;
   /** `stopping` is set at shutdown: a refresh cut short then is not worth a message. */
   shutdownState: { stopping: boolean };
+  /** Aborted at shutdown: statements still waiting for their tables are answered then. */
+  statements: AbortController;
 }
 
 /** `signal` aborts when the client goes away: the statement is stopped. */
@@ -187,13 +191,15 @@ async function startLive(
   const answers = new ResultCache(RESULT_CACHE_CHARS);
   // Answers are valid for one generation of the data and one version of the schema.
   const version = () => `${index.generation}:${index.schemaVersion}`;
+  const statements = new AbortController();
   const query: Query = async (sql, arrival, signal) => {
     const deadline = arrival + QUERY_TIMEOUT_MS;
     const cached = answers.get(sql, version());
     if (cached !== undefined) return cached;
     // Most statements were checked before: no promise, no timer.
     const prepared =
-      index.preparedAlready(sql) ?? (await beforeDeadline(index.prepare(sql), deadline, [signal]));
+      index.preparedAlready(sql) ??
+      (await beforeDeadline(index.prepare(sql), deadline, [signal, statements.signal]));
     if (prepared.skipped.length > 0) await publish(skippedToChanges(prepared.skipped));
     const at = version();
     const answer = await pool.run(prepared.sql, { deadline, signal });
@@ -205,7 +211,7 @@ async function startLive(
     if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
     throw new Error(answer.message);
   };
-  return { live: { index, pool, watcher, directory, shutdownState }, query };
+  return { live: { index, pool, watcher, directory, shutdownState, statements }, query };
 }
 
 async function stopLive(live: Live): Promise<void> {
@@ -230,12 +236,23 @@ function listen(server: Server, host: string, port: number): Promise<number> {
   });
 }
 
-async function shutdown(server: Server, events: EventHub): Promise<void> {
+/** Stops every statement still out: queued, running or waiting for its tables (503 each). */
+function stopStatements(live: Live): void {
+  live.pool.close();
+  live.statements.abort(stoppingError());
+}
+
+async function shutdown(server: Server, events: EventHub, live: Live | null): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   events.closeAll();
   server.closeIdleConnections();
+  // Before any connection is closed, so that their clients get the 503 instead of a reset.
+  if (live) stopStatements(live);
+  // A connection whose answer is out is closed then; node does not on its own after close().
+  const drained = setInterval(() => server.closeIdleConnections(), DRAIN_CHECK_MS);
   const grace = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
   await closed;
+  clearInterval(drained);
   clearTimeout(grace);
 }
 
@@ -314,7 +331,7 @@ export async function runServer(options: ServerOptions): Promise<number> {
     abandoned = true;
   }
   try {
-    await shutdown(server, events);
+    await shutdown(server, events, live);
     if (live) await stopLive(live);
     // A start-up build still running (a hung hook) must not keep the process alive.
     stopRunningHooks();
