@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
-import { type DirqErrorCode, isDirqError } from "../errors.js";
+import { DirqError, type DirqErrorCode, isDirqError } from "../errors.js";
 import { isConsolePath, serveConsole } from "./console.js";
 import type { EventHub } from "./event-hub.js";
 import {
@@ -19,9 +19,10 @@ export interface ServerState {
   /**
    * Runs one statement that arrived at `arrival` (ms since the epoch; the timeout counts from
    * there); resolves with the JSON body (UTF-8 bytes from the query process, sent as they
-   * are); rejects with a DirqError for the user.
+   * are); rejects with a DirqError for the user. `signal` aborts when the client goes away:
+   * the statement is stopped.
    */
-  query: (sql: string, arrival: number) => Promise<string | Uint8Array>;
+  query: (sql: string, arrival: number, signal: AbortSignal) => Promise<string | Uint8Array>;
   /** Whether a Host header names this server (a loopback name or the bound address). */
   allowsHost: (host: string | undefined) => boolean;
   events: EventHub;
@@ -49,6 +50,10 @@ const STATUS_BY_CODE: Partial<Record<DirqErrorCode, number>> = {
   // Only at shutdown: a table still filling when the index closes.
   INDEX_CLOSED: 503,
 };
+
+function cancelledByClient(): DirqError {
+  return new DirqError("QUERY_CANCELLED", "the client went away before the answer");
+}
 
 function errorBody(message: string): string {
   return JSON.stringify({ error: message });
@@ -105,11 +110,22 @@ async function handleQuery(
   if (degraded !== null) return sendJson(response, 503, errorBody(degraded));
   const parsed = sqlOf(body);
   if ("problem" in parsed) return sendJson(response, 400, errorBody(parsed.problem));
+  // It may have left while the start-up build was awaited: nobody is left to answer.
+  if (request.socket.destroyed) return;
+  // Nobody reads the answer of a client that goes away (a console re-running a statement
+  // cancels the previous run): its statement stops, and its query process with it. The
+  // socket's close, not the response's: a pipelined request's response has no socket yet.
+  const gone = new AbortController();
+  const onGone = () => gone.abort(cancelledByClient());
+  request.socket.once("close", onGone);
   try {
-    sendJson(response, 200, await state.query(parsed.sql, arrival));
+    sendJson(response, 200, await state.query(parsed.sql, arrival, gone.signal));
   } catch (error) {
+    if (gone.signal.aborted) return;
     if (!isDirqError(error)) throw error;
     sendJson(response, STATUS_BY_CODE[error.code] ?? 400, errorBody(error.message));
+  } finally {
+    request.socket.off("close", onGone);
   }
 }
 

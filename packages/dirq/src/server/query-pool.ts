@@ -48,7 +48,10 @@ interface Runner {
   channel: Socket;
   /** Statements sent and not answered, in the order sent: the first one is running. */
   jobs: Job[];
-  /** When its first job started (ms): sent to an idle process, or its predecessor answered. */
+  /**
+   * When its first job started (ms): sent to an idle process, or its predecessor answered.
+   * While it has no job: since when it is idle.
+   */
   headSince: number;
   /** Frames to write at the end of this event-loop turn. */
   out: Buffer[];
@@ -71,6 +74,12 @@ const STALL_AFTER_MS = 50;
  * above bounds what a statement can wait behind.
  */
 const PIPELINE_DEPTH = 8;
+/**
+ * An idle process beyond the pool's size (one started for a burst of slow statements) ends
+ * once it has had nothing to do for this long: a burst leaves no crowd of idle processes
+ * holding memory, and one that follows soon after still finds them.
+ */
+const SURPLUS_IDLE_MS = 1_500;
 
 export interface QueryPoolOptions {
   /** The shared index (WAL) the processes read. */
@@ -94,7 +103,7 @@ function timeoutError(timeoutMs: number): DirqError {
 }
 
 /** A statement the pool can no longer run: the server is stopping (not an internal fault). */
-function stoppingError(): DirqError {
+export function stoppingError(): DirqError {
   return new DirqError("SERVER_STOPPING", "the server is shutting down; try again later");
 }
 
@@ -120,6 +129,7 @@ export class QueryPool {
   private closed = false;
   private flushScheduled = false;
   private watch: NodeJS.Timeout | null = null;
+  private shrink: NodeJS.Timeout | null = null;
   readonly maxProcesses: number;
   private readonly hardCap: number;
 
@@ -269,6 +279,39 @@ export class QueryPool {
       else this.send(runner, frame);
     }
     this.watchStalls();
+    this.watchSurplus();
+  }
+
+  /** While there are more processes than the pool's size, looks for surplus ones to retire. */
+  private watchSurplus(): void {
+    if (this.shrink !== null || this.closed || this.runners.size <= this.maxProcesses) return;
+    this.shrink = setTimeout(() => {
+      this.shrink = null;
+      this.retireSurplus(Date.now());
+      this.watchSurplus();
+    }, SURPLUS_IDLE_MS / 2);
+    this.shrink.unref();
+  }
+
+  /**
+   * Ends idle processes beyond the pool's size. Counted as `canStart` counts: a process on a
+   * statement that has run for a while is not, so idle ones stay ready for quick statements
+   * while runaways run.
+   */
+  private retireSurplus(now: number): void {
+    const counted = (runner: Runner) =>
+      !runner.retiring && (runner.jobs.length === 0 || now - runner.headSince < SLOW_AFTER_MS);
+    let surplus = [...this.runners].filter(counted).length - this.maxProcesses;
+    for (const runner of [...this.runners]) {
+      if (surplus <= 0) break;
+      if (runner.retiring || runner.jobs.length > 0) continue;
+      if (now - runner.headSince < SURPLUS_IDLE_MS) continue;
+      // Nothing more is sent to it: ending its input lets it exit.
+      runner.gone = true;
+      this.runners.delete(runner);
+      runner.channel.end();
+      surplus--;
+    }
   }
 
   /** Queues a frame; every frame of this event-loop turn goes out in one write per process. */
@@ -370,6 +413,7 @@ export class QueryPool {
   close(): void {
     this.closed = true;
     if (this.watch !== null) clearInterval(this.watch);
+    if (this.shrink !== null) clearTimeout(this.shrink);
     const jobs = [...this.waiting];
     this.waiting.length = 0;
     for (const runner of this.runners) {

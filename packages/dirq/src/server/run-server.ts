@@ -20,7 +20,7 @@ import {
   SERVER_LIMIT_OPTIONS,
 } from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
-import { QueryPool } from "./query-pool.js";
+import { QueryPool, stoppingError } from "./query-pool.js";
 import { removeIndexDirectory, startReaper } from "./reaper.js";
 import { ResultCache } from "./result-cache.js";
 
@@ -50,6 +50,8 @@ const RESULT_CACHE_CHARS = 64 * 1024 * 1024;
 const PUBLISH_SLICE = 64;
 /** How long shutdown waits for in-flight requests before it closes connections itself. */
 const DRAIN_MS = 5_000;
+/** How often shutdown closes the connections whose answer is out meanwhile. */
+const DRAIN_CHECK_MS = 20;
 
 function skippedToChanges(skipped: readonly SkippedPath[]): RowChange[] {
   return skipped.map((file) => ({
@@ -68,14 +70,30 @@ interface Live {
   directory: string;
   /** `stopping` is set at shutdown: a refresh cut short then is not worth a message. */
   shutdownState: { stopping: boolean };
+  /** Aborted at shutdown: statements still waiting for their tables are answered then. */
+  statements: AbortController;
 }
 
-type Query = (sql: string, arrival: number) => Promise<string | Uint8Array>;
+/** `signal` aborts when the client goes away: the statement is stopped. */
+type Query = (sql: string, arrival: number, signal: AbortSignal) => Promise<string | Uint8Array>;
 
-/** Rejects with a 408 DirqError at `deadline` unless `work` settles first. */
-function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
+/**
+ * Rejects with a 408 DirqError at `deadline`, or with the reason of the first of `signals` to
+ * abort, unless `work` settles first. The work itself goes on: a table build is not stopped
+ * halfway, only nobody waits for it.
+ */
+function beforeDeadline<T>(
+  work: Promise<T>,
+  deadline: number,
+  signals: readonly AbortSignal[],
+): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
+  let onAbort = (_: Event): void => {};
   const expired = new Promise<never>((_, reject) => {
+    const aborted = signals.find((signal) => signal.aborted);
+    if (aborted !== undefined) return reject(aborted.reason);
+    onAbort = (event) => reject((event.target as AbortSignal).reason);
+    for (const signal of signals) signal.addEventListener("abort", onAbort, { once: true });
     timer = setTimeout(
       () => {
         const seconds = Math.round(QUERY_TIMEOUT_MS / 1000);
@@ -89,7 +107,10 @@ function beforeDeadline<T>(work: Promise<T>, deadline: number): Promise<T> {
       Math.max(0, deadline - Date.now()),
     );
   });
-  return Promise.race([work, expired]).finally(() => clearTimeout(timer));
+  return Promise.race([work, expired]).finally(() => {
+    clearTimeout(timer);
+    for (const signal of signals) signal.removeEventListener("abort", onAbort);
+  });
 }
 
 async function startLive(
@@ -160,16 +181,18 @@ async function startLive(
   const answers = new ResultCache(RESULT_CACHE_CHARS);
   // Answers are valid for one generation of the data and one version of the schema.
   const version = () => `${index.generation}:${index.schemaVersion}`;
-  const query: Query = async (sql, arrival) => {
+  const statements = new AbortController();
+  const query: Query = async (sql, arrival, signal) => {
     const deadline = arrival + QUERY_TIMEOUT_MS;
     const cached = answers.get(sql, version());
     if (cached !== undefined) return cached;
     // Most statements were checked before: no promise, no timer.
     const prepared =
-      index.preparedAlready(sql) ?? (await beforeDeadline(index.prepare(sql), deadline));
+      index.preparedAlready(sql) ??
+      (await beforeDeadline(index.prepare(sql), deadline, [signal, statements.signal]));
     if (prepared.skipped.length > 0) await publish(skippedToChanges(prepared.skipped));
     const at = version();
-    const answer = await pool.run(prepared.sql, { deadline });
+    const answer = await pool.run(prepared.sql, { deadline, signal });
     if (answer.ok) {
       if (prepared.cacheable) answers.set(sql, at, answer.body);
       return answer.body;
@@ -178,7 +201,7 @@ async function startLive(
     if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
     throw new Error(answer.message);
   };
-  return { live: { index, pool, live, directory, shutdownState }, query };
+  return { live: { index, pool, live, directory, shutdownState, statements }, query };
 }
 
 async function stopLive(live: Live): Promise<void> {
@@ -203,12 +226,23 @@ function listen(server: Server, host: string, port: number): Promise<number> {
   });
 }
 
-async function shutdown(server: Server, events: EventHub): Promise<void> {
+/** Stops every statement still out: queued, running or waiting for its tables (503 each). */
+function stopStatements(live: Live): void {
+  live.pool.close();
+  live.statements.abort(stoppingError());
+}
+
+async function shutdown(server: Server, events: EventHub, live: Live | null): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   events.closeAll();
   server.closeIdleConnections();
+  // Before any connection is closed, so that their clients get the 503 instead of a reset.
+  if (live) stopStatements(live);
+  // A connection whose answer is out is closed then; node does not on its own after close().
+  const drained = setInterval(() => server.closeIdleConnections(), DRAIN_CHECK_MS);
   const grace = setTimeout(() => server.closeAllConnections(), DRAIN_MS);
   await closed;
+  clearInterval(drained);
   clearTimeout(grace);
 }
 
@@ -229,7 +263,7 @@ export async function runServer(options: ServerOptions): Promise<number> {
   const handler = createRequestHandler({
     ready,
     degraded: () => degraded,
-    query: (sql, arrival) => query(sql, arrival),
+    query: (sql, arrival, signal) => query(sql, arrival, signal),
     allowsHost: hostChecker(options.host),
     events,
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
@@ -287,7 +321,7 @@ export async function runServer(options: ServerOptions): Promise<number> {
     abandoned = true;
   }
   try {
-    await shutdown(server, events);
+    await shutdown(server, events, live);
     if (live) await stopLive(live);
     // A start-up build still running (a hung hook) must not keep the process alive.
     stopRunningHooks();
