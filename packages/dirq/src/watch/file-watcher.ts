@@ -1,5 +1,6 @@
 import { type FSWatcher, lstatSync, readdirSync, watch } from "node:fs";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
+import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
 
 /**
  * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
@@ -90,11 +91,6 @@ function childKey(folder: string, name: string): string {
   return folder === "" ? name : `${folder}/${name}`;
 }
 
-/** The path reported to the handler: UTF-8, with U+FFFD for bytes that are not. */
-function reported(key: string): string {
-  return Buffer.from(key, "latin1").toString("utf8");
-}
-
 function isSkipped(key: string): boolean {
   return key.split("/").some((segment) => BUILT_IN_SKIPS.has(segment));
 }
@@ -110,6 +106,12 @@ function isSkipped(key: string): boolean {
  * moved in) is watched before its batch is handled, and the handler reads it whole; one that
  * goes away (deleted, moved out) loses its watches, so a moved folder's old watch never
  * reports under its old name.
+ *
+ * A symlinked file is a row with its target's size, times and content, but an edit reaches
+ * inotify under the target's path only: every batch also names each link whose target (or a
+ * link on the way to it) is one of its paths or lies under one. Links are found while folders
+ * are listed and read again when they or what they resolve through change; a target in a
+ * folder that gets no watch of its own (an ignored one) gets a watch on its folder.
  */
 export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   const quietMs = options.quietMs ?? 10;
@@ -126,6 +128,13 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   let pollTimer: NodeJS.Timeout | null = null;
   let ignoredFolder: (path: string) => boolean = () => false;
   const folders = new Map<string, FSWatcher>();
+  const links = new SymlinkTargets(root);
+  /** Folders watched only because a link leads into them; their events stand for the links. */
+  const targetFolders = new Map<string, FSWatcher>();
+  /** Paths changed in those folders since the last batch (reported form). */
+  let targetChanges = new Set<string>();
+  /** `links.version` when the target folders were last brought in line with the links. */
+  let targetFoldersAt = -1;
 
   const absolute = (key: string): Buffer =>
     key === "" ? rootBytes : Buffer.concat([rootBytes, SLASH, Buffer.from(key, "latin1")]);
@@ -139,14 +148,17 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     }
     const batch = pending;
     const appeared = renamed;
+    const atTargets = targetChanges;
     pending = emptyBatch();
     renamed = new Set();
-    if ((batch.paths.size === 0 && batch.recheck.size === 0) || closed) return;
+    targetChanges = new Set();
+    if (closed || (!hasAny(batch) && atTargets.size === 0)) return;
     const started = Date.now();
     running = (async () => {
       // Before the handler reads them: a new folder's later changes are then seen too.
       await resync(appeared);
-      await options.onBatch(batch);
+      followLinks(batch, atTargets);
+      if (hasAny(batch)) await options.onBatch(batch);
     })().catch((error) => options.onError?.(error));
     await running;
     running = null;
@@ -193,7 +205,8 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
     schedulePoll(0);
   };
 
-  const hasPending = () => pending.paths.size > 0 || pending.recheck.size > 0;
+  const hasAny = (batch: ChangeBatch) => batch.paths.size > 0 || batch.recheck.size > 0;
+  const hasPending = () => hasAny(pending) || targetChanges.size > 0;
 
   const schedule = () => {
     const now = Date.now();
@@ -206,8 +219,10 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
   const onEvent = (folder: string, event: string, name: Buffer | string | null) => {
     if (closed) return;
     if (name === null) {
-      // The kernel dropped events (queue overflow): read the folder again.
+      // The kernel dropped events (queue overflow): read the folder again, and list it again
+      // for the folders and links it may have gained.
       pending.paths.add(reported(folder));
+      renamed.add(folder);
       schedule();
       return;
     }
@@ -273,34 +288,132 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
         continue;
       }
       for (const entry of entries) {
-        if (entry.isDirectory()) stack.push(childKey(key, entry.name.toString("latin1")));
+        const child = childKey(key, entry.name.toString("latin1"));
+        if (entry.isDirectory()) stack.push(child);
+        else if (entry.isSymbolicLink() && !isSkipped(child)) links.update(child);
       }
       if (++handled % FOLDERS_PER_SLICE === 0) await new Promise(setImmediate);
     }
   };
 
-  /** After `rename` events: folders that went away lose their watches; new ones get them. */
+  /**
+   * After `rename` events: folders that went away lose their watches and links; new ones get
+   * them. A link made, removed or retargeted is a `rename` of its own name.
+   */
   const resync = async (keys: Set<string>) => {
     for (const key of keys) {
       unwatchTree(key);
-      let isFolder = false;
+      links.forgetUnder(key);
+      let stats;
       try {
-        isFolder = lstatSync(absolute(key)).isDirectory();
+        stats = lstatSync(absolute(key));
       } catch {
         // gone
       }
-      if (isFolder && !polling) await watchTreeFrom(key);
+      if (stats?.isSymbolicLink() && !isSkipped(key)) links.update(key);
+      if (stats?.isDirectory() && !polling) await watchTreeFrom(key);
     }
+  };
+
+  /**
+   * Adds to the batch every link whose lookup goes through a path of the batch (or a path
+   * changed in a target folder), after reading those links again: a target renamed away
+   * breaks the link, one that comes back mends it, a link on the way may now lead elsewhere.
+   */
+  const followLinks = (batch: ChangeBatch, atTargets: Set<string>) => {
+    const affected = new Set<string>();
+    for (const path of batch.paths) links.linksAt(path, affected);
+    for (const path of atTargets) links.linksAt(path, affected);
+    for (const link of affected) {
+      links.update(link);
+      batch.paths.add(reported(link));
+    }
+    if (affected.size > 0 || links.version !== targetFoldersAt) syncTargetFolders();
+  };
+
+  /**
+   * Watches the folders that hold a link's target but have no watch of their own (ignored or
+   * skipped ones: a link in a watched folder may still lead there and is a row). Where a
+   * target's folder does not exist, its nearest existing folder is watched, so the folder's
+   * creation is seen and the watch moves down.
+   */
+  const syncTargetFolders = () => {
+    targetFoldersAt = links.version;
+    const wanted = new Set<string>();
+    // Past the watch limit every change is found by the rescans.
+    if (!polling) {
+      for (const path of links.dependencies()) {
+        let folder = parentKey(path);
+        while (folder !== "" && !folders.has(folder) && !isFolderAt(folder)) {
+          folder = parentKey(folder);
+        }
+        if (!folders.has(folder)) wanted.add(folder);
+      }
+    }
+    for (const folder of [...targetFolders.keys()]) {
+      if (!wanted.has(folder)) unwatchTarget(folder);
+    }
+    for (const folder of wanted) if (!targetFolders.has(folder)) watchTargetFolder(folder);
+  };
+
+  const isFolderAt = (key: string): boolean => {
+    try {
+      return lstatSync(absolute(key)).isDirectory();
+    } catch {
+      return false;
+    }
+  };
+
+  const onTargetEvent = (folder: string, name: Buffer | null) => {
+    if (closed) return;
+    if (name === null) {
+      targetChanges.add(reported(folder));
+    } else {
+      const base = name.toString("latin1");
+      targetChanges.add(reported(childKey(folder, base)));
+      // A watched folder that is moved or removed reports its own name; the watch would
+      // follow it elsewhere, so it is dropped and made again where the link needs it.
+      if (base === folder.slice(folder.lastIndexOf("/") + 1)) {
+        targetChanges.add(reported(folder));
+        unwatchTarget(folder);
+      }
+    }
+    schedule();
+  };
+
+  const watchTargetFolder = (key: string) => {
+    try {
+      const watcher = watch(absolute(key), { encoding: "buffer" }, (_event, name) =>
+        onTargetEvent(key, name),
+      );
+      watcher.on("error", () => {
+        unwatchTarget(key);
+        onTargetEvent(key, null);
+      });
+      targetFolders.set(key, watcher);
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code ?? "";
+      if (WATCH_LIMIT_CODES.has(code)) onWatchError(error);
+    }
+  };
+
+  const unwatchTarget = (key: string) => {
+    targetFolders.get(key)?.close();
+    targetFolders.delete(key);
   };
 
   const unwatchAll = () => {
     for (const watcher of folders.values()) watcher.close();
     folders.clear();
+    for (const watcher of targetFolders.values()) watcher.close();
+    targetFolders.clear();
+    links.clear();
   };
 
   const open = async () => {
     ignoredFolder = options.ignoredFolders?.() ?? (() => false);
     await watchTreeFrom("");
+    if (!closed) syncTargetFolders();
   };
 
   /**
