@@ -26,6 +26,45 @@ export default tseslint.config(
     },
   },
   {
+    // dirq's clients (the CLI, the server, the REPL, the SDK) use the core through its
+    // documented internal API only (packages/dirq/docs/internals.md): the engine, the live
+    // index, the query runner and reaper, config, extensions, output, progress, the parse seam
+    // and the row-change format. Types may come from anywhere.
+    files: ["packages/dirq/src/{cli,server,repl,sdk}/**/*.ts"],
+    rules: {
+      "@typescript-eslint/no-restricted-imports": [
+        "error",
+        {
+          patterns: [
+            {
+              group: [
+                "../indexer/*",
+                "!../indexer/row-changes.js",
+                "../scan/*",
+                "../query/*",
+                "../connection/*",
+                "../functions/*",
+                "../watch/*",
+                "../shared/*",
+                "../runner/*",
+                "!../runner/query-pool.js",
+                "../reaper/*",
+                "!../reaper/reaper.js",
+                "../cli/*",
+                "../server/*",
+                "../repl/*",
+                "../sdk/*",
+              ],
+              allowTypeImports: true,
+              message:
+                "a client of dirq's core imports only the package entry or the documented internal API (docs/internals.md)",
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // CommonJS on purpose (bin/dirq.cjs: start-up, see packages/dirq/scripts/build-cli.mjs).
     files: ["**/*.cjs"],
     languageOptions: {

@@ -7,8 +7,8 @@ import { type DirqIndex, openIndex } from "../engine.js";
 import { DirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
-import { type AnswerFormat, QueryPool } from "../server/query-pool.js";
-import { removeIndexDirectory, startReaper } from "../server/reaper.js";
+import { type AnswerFormat, QueryPool } from "../runner/query-pool.js";
+import { removeIndexDirectory, startReaper } from "../reaper/reaper.js";
 import { LiveIndex } from "../live/live-index.js";
 
 export interface ReplIndexOptions {

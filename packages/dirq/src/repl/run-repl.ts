@@ -9,7 +9,7 @@ import { DirqError, isDirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import { stopRunningHooks } from "../parse/run-hook.js";
 import type { SkippedPath } from "../scan/walk.js";
-import type { AnswerFormat } from "../server/query-pool.js";
+import type { AnswerFormat } from "../runner/query-pool.js";
 import { readVersion } from "../version.js";
 import { History, historyPath } from "./history.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";

@@ -20,8 +20,8 @@ import {
   SERVER_LIMIT_OPTIONS,
 } from "./http-limits.js";
 import { EventHub } from "./event-hub.js";
-import { QueryPool, stoppingError } from "./query-pool.js";
-import { removeIndexDirectory, startReaper } from "./reaper.js";
+import { QueryPool, stoppingError } from "../runner/query-pool.js";
+import { removeIndexDirectory, startReaper } from "../reaper/reaper.js";
 import { ResultCache } from "./result-cache.js";
 
 export interface ServerOptions {

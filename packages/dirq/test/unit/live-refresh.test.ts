@@ -1,0 +1,85 @@
+import assert from "node:assert/strict";
+import { existsSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, test } from "node:test";
+import { openIndex } from "../../src/engine.js";
+import type { RowChange } from "../../src/indexer/row-changes.js";
+import { makeTree, removeTree } from "../helpers.js";
+
+/** Prints the file's JSON as one row; waits while the file says `wait` until `go` exists. */
+const HOOK = `import { existsSync, readFileSync, writeFileSync } from "node:fs";
+const data = JSON.parse(readFileSync(process.argv[2], "utf8"));
+if (data.wait) {
+  writeFileSync("started", "");
+  while (!existsSync("go")) await new Promise((resolve) => setTimeout(resolve, 20));
+}
+process.stdout.write(JSON.stringify([{ v: data.v }]));
+`;
+
+const roots: string[] = [];
+after(() => roots.forEach(removeTree));
+
+async function until(check: () => boolean): Promise<void> {
+  const deadline = Date.now() + 20_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("timed out");
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+test("refresh: a newer change of a file stops its older hook; only the newest rows commit", async () => {
+  const root = makeTree({ "hook.mjs": HOOK, "data/a.json": '{"v":1}', "data/b.json": '{"v":1}' });
+  roots.push(root);
+  const index = openIndex({ root, onFile: "node hook.mjs {path}", progress: false });
+  try {
+    await index.query("SELECT * FROM './data'");
+    const commits: RowChange[][] = [];
+    const onCommit = (changes: RowChange[]) => commits.push(changes);
+    writeFileSync(join(root, "data/a.json"), '{"v":2,"wait":true}');
+    const older = await index.startRefresh(["data/a.json"], { onCommit });
+    await until(() => existsSync(join(root, "started")));
+    writeFileSync(join(root, "data/a.json"), '{"v":3}');
+    writeFileSync(join(root, "data/b.json"), '{"v":4}');
+    const newer = await index.startRefresh(["data/a.json", "data/b.json"], { onCommit });
+    await Promise.all([older.done, newer.done]);
+    const rows = await index.queryObjects("SELECT v FROM './data' ORDER BY v");
+    assert.deepEqual(rows, [{ v: 3n }, { v: 4n }]);
+    const written = commits.flat().map((change) => JSON.stringify(change));
+    assert.ok(!written.some((text) => text.includes('"v":2')), written.join("\n"));
+    // The stopped hook never got `go`: it was killed, and nothing waits for it.
+    assert.equal(existsSync(join(root, "go")), false);
+  } finally {
+    index.close();
+  }
+});
+
+test("refresh: the first commit holds path-table rows; a waiting hook holds back only its own table", async () => {
+  const root = makeTree({ "hook.mjs": HOOK, "data/a.json": '{"v":1}', "notes/n.json": '{"v":9}' });
+  roots.push(root);
+  const index = openIndex({ root, onFile: "node hook.mjs {path}", progress: false });
+  try {
+    await index.query("SELECT * FROM './data'");
+    await index.query("SELECT * FROM './notes'");
+    writeFileSync(join(root, "data/a.json"), '{"v":2,"wait":true}');
+    writeFileSync(join(root, "notes/m.json"), '{"v":8}');
+    const commits: RowChange[][] = [];
+    const run = await index.startRefresh(["data/a.json", "notes/m.json"], {
+      onCommit: (changes) => commits.push(changes),
+    });
+    await until(() => existsSync(join(root, "started")));
+    // The parsed `./notes` table has its new file although `./data`'s hook still runs.
+    await index.refreshesDone(["./notes"]);
+    const notes = await index.queryObjects("SELECT count(*) AS n FROM './notes'");
+    assert.deepEqual(notes, [{ n: 2n }]);
+    let dataDone = false;
+    const waiting = index.refreshesDone(["./data"]).then(() => (dataDone = true));
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    assert.equal(dataDone, false);
+    writeFileSync(join(root, "go"), "");
+    await run.done;
+    await waiting;
+    assert.deepEqual(await index.queryObjects("SELECT v FROM './data'"), [{ v: 2n }]);
+  } finally {
+    index.close();
+  }
+});
