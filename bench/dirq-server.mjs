@@ -20,6 +20,7 @@ import {
   DIRQ_BIN,
   DIRQ_ENV,
   fail,
+  fileTreeDirName,
   fileTreeMarker,
   fileTreePath,
   fileTreePaths,
@@ -75,6 +76,28 @@ const QUERIES = [
         : `returned ${rows.length} rows, expected ${QUERY_TREE.files}`,
   },
 ];
+/** How often the churned file of a `churn` query is rewritten. */
+const CHURN_INTERVAL_MS = 50;
+
+// A cached statement over one folder while a file of another folder, a path-table of its own,
+// changes all the time: a change must not evict the answers over tables it did not touch.
+{
+  const read = `./${fileTreeDirName(0)}`;
+  const churned = `./${fileTreeDirName(QUERY_TREE.dirs - 1)}`;
+  const perDir = QUERY_TREE.files / QUERY_TREE.dirs;
+  QUERIES.push({
+    name: `100-row path table, ${churned} changing`,
+    sql: `SELECT path, size FROM '${read}'`,
+    churn: {
+      materialize: `SELECT count(*) FROM '${churned}'`,
+      table: churned,
+      file: fileTreePath(QUERY_TREE, QUERY_TREE.dirs - 1, 0),
+    },
+    check: (rows) =>
+      rows.length === perDir ? null : `returned ${rows.length} rows, expected ${perDir}`,
+  });
+}
+
 /** Materializes the whole tree as a path-table, so every file of it is watched. */
 const MATERIALIZE_SQL = "SELECT count(*) FROM './'";
 
@@ -333,6 +356,46 @@ server.listen(0, "localhost", () => {
 });
 `;
 
+/**
+ * Rewrites one file every `interval` ms, each time with another size (so every write is a row
+ * change); prints how many writes it made when stopped. In a process of its own: the load
+ * generator shares this one's event loop and would delay the writes.
+ */
+const CHURN_JS = `
+const { writeFileSync } = require("node:fs");
+const [path, interval] = process.argv.slice(1);
+let writes = 0;
+const timer = setInterval(() => {
+  writeFileSync(path, Buffer.alloc(1 + (writes++ % 64), "c"));
+}, Number(interval));
+process.on("SIGTERM", () => {
+  clearInterval(timer);
+  process.stdout.write(writes + "\\n");
+  process.exit(0);
+});
+process.stdout.write("Running at churn:0\\n");
+`;
+
+/** Starts rewriting `path`; `stop()` resolves with the number of writes made. */
+async function startChurn(path) {
+  const started = await startServer(
+    "churn",
+    process.execPath,
+    ["-e", CHURN_JS, path, String(CHURN_INTERVAL_MS)],
+    dirname(path),
+    process.env,
+  );
+  let out = "";
+  started.child.stdout.on("data", (chunk) => (out += chunk));
+  return {
+    async stop() {
+      await started.stop();
+      const writes = Number(out.trim().split("\n").pop());
+      return Number.isInteger(writes) ? writes : null;
+    },
+  };
+}
+
 function startCeiling(bodyFile, cwd) {
   return startServer("ceiling", process.execPath, ["-e", CEILING_JS, bodyFile], cwd, process.env);
 }
@@ -540,7 +603,7 @@ function summarizeRuns(runs) {
 }
 
 /** For each query: dirq's answer becomes the ceiling's fixed body, then both are loaded. */
-async function measureThroughput(options, generator, scratch, warnings) {
+async function measureThroughput(options, generator, scratch, warnings, ps) {
   const root = ensureTree(options.dir, QUERY_TREE);
   log(`query: starting dirq server in ${root}`);
   const dirq = await startDirq(root);
@@ -549,6 +612,7 @@ async function measureThroughput(options, generator, scratch, warnings) {
     for (const [index, query] of QUERIES.entries()) {
       const result = { query, bodyBytes: null, dirq: null, ceiling: null, ratio: null };
       results.push(result);
+      if (query.churn) await queryOrThrow(dirq.base, query.churn.materialize);
       const answer = await queryOrThrow(dirq.base, query.sql);
       const wrong = query.check(answer.rows);
       if (wrong) warnings.push(`${query.name}: dirq ${wrong}`);
@@ -565,6 +629,9 @@ async function measureThroughput(options, generator, scratch, warnings) {
           { key: "dirq", server: dirq, runs: [] },
           { key: "ceiling", server: ceiling, runs: [] },
         ];
+        // The writes go on through both servers' runs, so both share the machine with them.
+        const churn = query.churn ? await startChurn(join(root, query.churn.file)) : null;
+        const churnStarted = performance.now();
         for (const entry of servers) {
           if (options.warmup === 0) continue;
           log(`query: ${query.name}: ${entry.key}: warm-up ${options.warmup} s`);
@@ -573,6 +640,9 @@ async function measureThroughput(options, generator, scratch, warnings) {
         // Round-robin, so background noise is shared by both servers.
         for (let run = 0; run < options.runs; run++) {
           for (const entry of servers) {
+            // Busy query processes mean statements ran instead of coming from the cache.
+            const cpuBefore =
+              query.churn && entry.key === "dirq" ? childCpuSeconds(dirq.pid, ps) : null;
             const measured = await load(
               generator,
               entry.server.base,
@@ -581,6 +651,11 @@ async function measureThroughput(options, generator, scratch, warnings) {
               options,
               scratch,
             );
+            if (cpuBefore !== null) {
+              const cpuAfter = childCpuSeconds(dirq.pid, ps);
+              measured.queryCpuShare =
+                cpuAfter === null ? null : (cpuAfter - cpuBefore) / options.duration;
+            }
             entry.runs.push(measured);
             const problems = problemText(measured.problems);
             if (problems) warnings.push(`${query.name}: ${entry.key} run ${run + 1}: ${problems}`);
@@ -589,6 +664,17 @@ async function measureThroughput(options, generator, scratch, warnings) {
                 `${Math.round(measured.requestsPerSec)} req/s`,
             );
           }
+        }
+        if (churn) {
+          const writes = await churn.stop();
+          const seconds = (performance.now() - churnStarted) / 1000;
+          result.churn = {
+            writes,
+            perSecond: writes === null ? null : writes / seconds,
+            queryCpuShare: medianOrNull(servers[0].runs.map((run) => run.queryCpuShare ?? null)),
+          };
+          const behind = await churnLag(dirq.base, root, query.churn);
+          if (behind) warnings.push(`${query.name}: ${behind}`);
         }
         result.dirq = summarizeRuns(servers[0].runs);
         result.ceiling = summarizeRuns(servers[1].runs);
@@ -602,6 +688,46 @@ async function measureThroughput(options, generator, scratch, warnings) {
     await stopDirq(dirq, "query", warnings);
   }
   return { root, results };
+}
+
+/** Clock ticks per second of /proc's CPU times. */
+const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
+
+/** CPU seconds used so far by a process's children (the query processes); null without ps. */
+function childCpuSeconds(pid, ps) {
+  if (!ps) return null;
+  const listed = spawnSync(ps, ["--ppid", String(pid), "-o", "pid="], { encoding: "utf8" });
+  let ticks = 0;
+  for (const line of (listed.stdout ?? "").split("\n")) {
+    const child = Number(line.trim());
+    if (!Number.isInteger(child) || child <= 0) continue;
+    try {
+      // After the command name: state is field 3, utime and stime fields 14 and 15.
+      const fields = readFileSync(`/proc/${child}/stat`, "utf8").split(") ")[1].split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // It ended meanwhile: its time is lost, as a child's of a process that is gone.
+    }
+  }
+  return ticks / CLOCK_TICKS;
+}
+
+/**
+ * Whether dirq caught up with the churned file once the writes stopped: `null` when its row
+ * shows the file's last size within a few seconds, else what it shows. Without this a server
+ * that dropped the changes would look fast.
+ */
+async function churnLag(base, root, churn) {
+  const size = statSync(join(root, churn.file)).size;
+  const sql = `SELECT size FROM '${churn.table}' WHERE path = '${churn.file}'`;
+  const deadline = performance.now() + 5_000;
+  let shown;
+  do {
+    shown = (await queryOrThrow(base, sql)).rows[0]?.size;
+    if (shown === size) return null;
+    await sleep(50);
+  } while (performance.now() < deadline);
+  return `${churn.file} has size ${size}, dirq shows ${shown} after the writes stopped`;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -798,6 +924,8 @@ function verdict(
 function evaluateTargets(report) {
   const targets = [];
   for (const query of QUERIES) {
+    // Reported, with no target of its own in the spec.
+    if (query.churn) continue;
     const result = report.throughput?.results.find((entry) => entry.query === query);
     const limit = query.shareOfCeiling ?? TARGETS.shareOfCeiling;
     targets.push({
@@ -870,6 +998,17 @@ function printText(report) {
       }
     }
     out.push(...table(["request", "body B", "req/s", "p50 ms", "p99 ms", "of ceiling"], rows));
+    for (const result of report.throughput.results) {
+      if (!result.churn) continue;
+      const rate = result.churn.perSecond;
+      const cpu = result.churn.queryCpuShare;
+      out.push(
+        `${result.query.sql}: meanwhile ${result.query.churn.file} was rewritten ` +
+          `${result.churn.writes ?? "n/a"} times (${rate === null ? "n/a" : rate.toFixed(1)}/s, ` +
+          `one every ${CHURN_INTERVAL_MS} ms asked); query processes busy ` +
+          `${cpu === null ? "n/a" : `${(cpu * 100).toFixed(1)}%`} of one core during dirq's runs`,
+      );
+    }
   } else {
     out.push(report.throughputStatus);
   }
@@ -986,6 +1125,17 @@ function printJson(report) {
             dirq: loadJson(result.dirq),
             ceiling: loadJson(result.ceiling),
             ratio: round(result.ratio),
+            ...(result.churn
+              ? {
+                  churn: {
+                    file: result.query.churn.file,
+                    intervalMs: CHURN_INTERVAL_MS,
+                    writes: result.churn.writes,
+                    perSecond: round(result.churn.perSecond),
+                    queryCpuShare: round(result.churn.queryCpuShare),
+                  },
+                }
+              : {}),
           })),
         }
       : { status: report.throughputStatus },
@@ -1045,7 +1195,7 @@ async function main() {
       report.throughputStatus = `not installed (${wanted}): run npm ci, or apt-get install -y wrk`;
     } else {
       try {
-        report.throughput = await measureThroughput(options, generator, scratch, warnings);
+        report.throughput = await measureThroughput(options, generator, scratch, warnings, ps);
       } catch (error) {
         report.throughputStatus = `failed (${error.message})`;
       }

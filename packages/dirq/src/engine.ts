@@ -9,6 +9,7 @@ import {
   functionsCalledBy,
   profileOf,
   refuseLoadExtension,
+  volatileFunctions,
 } from "./connection/profile.js";
 import { DirqError, isDirqError } from "./errors.js";
 import type { WorkerFunctions, WorkerSpec } from "./functions/worker-functions.js";
@@ -44,7 +45,7 @@ import { createProgressReporter, type ProgressReporter } from "./progress/report
 import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { CaseVariants } from "./query/case-variants.js";
-import { tablesReadBy } from "./query/statement-plan.js";
+import { readsOutsideTables, SCHEMA_TABLE, tablesReadBy } from "./query/statement-plan.js";
 import { analyzeStatement, type StatementAnalysis } from "./query/statement-analysis.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import { preciseStat } from "./scan/tree-signature.js";
@@ -117,14 +118,20 @@ export interface PreparedStatement {
   sql: string;
   /** Files skipped while building the tables it reads. */
   skipped: SkippedPath[];
-  /** Whether the same statement over the same data always answers the same. */
+  /**
+   * Whether its answer is settled by the rows of `tables` and the schema: it calls no function
+   * that may answer differently by itself and reads nothing but tables.
+   */
   cacheable: boolean;
-  /** The tables it reads, views and subqueries seen through, as SQLite names them. */
+  /** SQLite names of the tables it reads, also through views and subqueries. */
   tables: readonly string[];
 }
 
 /** How many checked statements `prepare` remembers before it starts over. */
 const CHECKED_STATEMENTS_KEPT = 1000;
+
+/** Tables whose changes are counted one by one; past this many, the counts start over. */
+const TABLE_COUNTS_KEPT = 10_000;
 
 /** Too many distinct missing tables in one statement means something else is wrong. */
 const MAX_PATH_TABLES_PER_STATEMENT = 64;
@@ -210,6 +217,12 @@ export class DirqIndex {
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
   private changeCount = 0;
+  /** Changes of each table's rows, by `tableKey`; see `tableGenerations`. */
+  private readonly tableChanges = new Map<string, number>();
+  /** Changes that may have touched any table's rows (a build, an unattributed refresh error). */
+  private anyTableChanges = 0;
+  /** `volatileFunctions` of this connection: its functions are all registered at opening. */
+  private volatileNames: ReadonlySet<string> | null = null;
   private readonly writerLock = createWriterLock();
   /** Aborted by `close`: hooks a table build still runs are stopped. */
   private readonly closing = new AbortController();
@@ -253,6 +266,60 @@ export class DirqIndex {
    */
   get generation(): number {
     return this.changeCount;
+  }
+
+  /**
+   * The key under which a table's changes are counted: the path-table name the user wrote
+   * (what a row change's `table` says, also for a case variant's SQLite name), lower-cased
+   * because SQLite matches table names ignoring case.
+   */
+  private tableKey(name: string): string {
+    return this.caseVariants.pathOf(name).toLowerCase();
+  }
+
+  /**
+   * A stamp of the rows of `tables` (SQLite names, as `prepare` lists them): it differs from an
+   * earlier one once any of them may have changed. An answer computed while the stamp held is
+   * right for as long as it still does. The schema counts only for a statement that reads it
+   * or no table at all (a pragma): a table created, an index made or a column added changes no
+   * row of another table, and a table whose columns change has its rows changed too.
+   */
+  tableGenerations(tables: readonly string[]): string {
+    let stamp = String(this.anyTableChanges);
+    if (tables.length === 0 || tables.includes(SCHEMA_TABLE)) stamp += `s${this.schemaVersion}`;
+    for (const table of tables) stamp += `:${this.tableChanges.get(this.tableKey(table)) ?? 0}`;
+    return stamp;
+  }
+
+  /** Moves the stamp of the tables named (row changes' labels or SQLite names); `null`: all. */
+  private tablesChanged(tables: Iterable<string | null> | null): void {
+    if (tables === null) {
+      this.anyTableChanges++;
+      return;
+    }
+    for (const table of tables) {
+      if (table === null) {
+        this.anyTableChanges++;
+        continue;
+      }
+      if (this.tableChanges.size >= TABLE_COUNTS_KEPT) {
+        this.tableChanges.clear();
+        this.anyTableChanges++;
+      }
+      const key = this.tableKey(table);
+      this.tableChanges.set(key, (this.tableChanges.get(key) ?? 0) + 1);
+    }
+  }
+
+  /** The tables a refresh's row changes touched; `null` (all) when a trigger may write others. */
+  private tablesTouchedBy(changes: readonly RowChange[]): (string | null)[] | null {
+    if (changes.length === 0) return [];
+    // A `ddl` trigger writes tables of its own choosing; no row change names them.
+    const trigger = this.db
+      .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' LIMIT 1")
+      .get();
+    if (trigger !== undefined) return null;
+    return [...new Set(changes.map((change) => change.table))];
   }
 
   constructor(options: OpenIndexOptions = {}) {
@@ -483,6 +550,7 @@ export class DirqIndex {
       this.pendingSkipped = [];
       await this.buildConfigTables();
       this.changeCount++;
+      this.tablesChanged(null);
       return this.pendingSkipped;
     });
   }
@@ -495,7 +563,14 @@ export class DirqIndex {
   private async createMissingTable(name: string): Promise<boolean> {
     if (name.toLowerCase() === "files") throw removedFilesTable();
     const path = this.caseVariants.pathOf(name);
-    if (this.onFile === null) return this.pathTables.create(name, path);
+    if (this.onFile === null) {
+      const before = this.pathTables.names();
+      const created = this.pathTables.create(name, path);
+      // Making room drops idle path-tables: the watcher no longer keeps their rows current.
+      const kept = new Set(this.pathTables.names());
+      this.tablesChanged(before.filter((table) => !kept.has(table)));
+      return created;
+    }
     const selection = parsePathTableName(path, this.root);
     if (selection === null) return false;
     await this.buildParsed({ ...this.onFileSpec(path, selection), name });
@@ -612,17 +687,24 @@ export class DirqIndex {
     if (ready !== null) return ready;
     return this.withWriter(async () => {
       this.tablesRead = [];
-      // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
-      // EXPLAIN): a user error (400), never an internal one.
-      const { runnable, skipped, workerCalls } = await this.prepareChecked(sql).catch(
-        (error: unknown) => {
+      const configTablesBuilt = this.configTablesBuilt;
+      let checked: Awaited<ReturnType<DirqIndex["prepareChecked"]>>;
+      try {
+        // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
+        // EXPLAIN): a user error (400), never an internal one.
+        checked = await this.prepareChecked(sql).catch((error: unknown) => {
           if (isStorageError(error)) throw error;
           const unbound = error instanceof TypeError && /parameter/i.test(error.message);
           throw sqlError(unbound ? new RangeError(error.message) : error);
-        },
-      );
-      // A non-deterministic worker function may answer differently each time.
-      const cacheable = workerCalls.every((fn) => fn.deterministic);
+        });
+      } finally {
+        // What it built or filled (also on the way to failing) may hold other rows than an
+        // answer computed before saw.
+        this.tablesChanged(configTablesBuilt ? this.tablesRead : null);
+      }
+      const { runnable, skipped, called } = checked;
+      // An EXPLAIN answers with the program, which only the schema settles.
+      const cacheable = called === null || this.settledByRows(runnable, called);
       this.changeCount++;
       if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
       this.checkedStatements.set(sql, {
@@ -680,15 +762,16 @@ export class DirqIndex {
         if (this.pathTables.needsFill(table, groups)) return null;
       }
       this.pathTables.touch(read.keys());
-      const cacheable = this.functions.calledIn(called).every((fn) => fn.deterministic);
+      const cacheable = this.settledByRows(runnable, called);
+      const tables = [...read.keys()];
       if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
       this.checkedStatements.set(sql, {
         runnable,
         schemaVersion: this.schemaVersion,
-        tablesRead: [...read.keys()],
+        tablesRead: tables,
         cacheable,
       });
-      return { sql: runnable, skipped: [], cacheable, tables: [...read.keys()] };
+      return { sql: runnable, skipped: [], cacheable, tables };
     } catch {
       return null;
     }
@@ -718,11 +801,24 @@ export class DirqIndex {
     return version;
   }
 
+  /**
+   * Whether the rows a statement reads settle its answer: it calls no function that may answer
+   * differently by itself (`called` comes from its bytecode, so views count) and reads nothing
+   * but tables. Worker functions are in the registry too, flagged as they were declared.
+   */
+  private settledByRows(runnable: string, called: ReadonlySet<string>): boolean {
+    this.volatileNames ??= volatileFunctions(this.db);
+    for (const name of called) if (this.volatileNames.has(name)) return false;
+    return !readsOutsideTables(this.db, runnable);
+  }
+
   private async prepareChecked(sql: string): Promise<{
     statement: Statement;
     runnable: string;
     skipped: SkippedPath[];
     workerCalls: WorkerSpec[];
+    /** The functions it calls; `null` for an EXPLAIN, which calls none. */
+    called: ReadonlySet<string> | null;
   }> {
     const analysis = analyzeStatement(sql);
     checkReadOnlyStatement(analysis);
@@ -741,12 +837,17 @@ export class DirqIndex {
         "this statement writes to the database. dirq is read-only: only reads are allowed",
       );
     }
-    const called = isExplain(runnableAnalysis)
-      ? new Set<string>()
-      : functionsCalledBy(this.db, runnable);
+    const explain = isExplain(runnableAnalysis);
+    const called = explain ? new Set<string>() : functionsCalledBy(this.db, runnable);
     refuseLoadExtension(called);
     const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnableAnalysis))];
-    return { statement, runnable, skipped, workerCalls: this.functions.calledIn(called) };
+    return {
+      statement,
+      runnable,
+      skipped,
+      workerCalls: this.functions.calledIn(called),
+      called: explain ? null : called,
+    };
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */
@@ -793,15 +894,26 @@ export class DirqIndex {
       onCommit: (changes: RowChange[]) => void;
     },
   ): Promise<{ done: Promise<void> }> {
-    return this.refresher.start(paths, {
-      onlyIfChanged: options.onlyIfChanged,
-      keepUnchanged: options.keepUnchanged,
-      onCommit: (changes) => {
-        // After the commit: an answer computed before it was right until now.
-        this.changeCount++;
-        options.onCommit(changes);
-      },
-    });
+    // A refresh that fails part way may have committed some of its files: every cached
+    // answer is suspect then.
+    const failed = (error: unknown) => {
+      this.changeCount++;
+      this.tablesChanged(null);
+      throw error;
+    };
+    const run = await this.refresher
+      .start(paths, {
+        onlyIfChanged: options.onlyIfChanged,
+        keepUnchanged: options.keepUnchanged,
+        onCommit: (changes) => {
+          // After the commit: an answer computed before it was right until now.
+          this.changeCount++;
+          this.tablesChanged(this.tablesTouchedBy(changes));
+          options.onCommit(changes);
+        },
+      })
+      .catch(failed);
+    return { done: run.done.catch(failed) };
   }
 
   /**

@@ -72,6 +72,45 @@ export function functionsCalledBy(db: SqliteDatabase, sql: string): Set<string> 
   return names;
 }
 
+/** SQLITE_DETERMINISTIC in the flags of `PRAGMA function_list`. */
+const SQLITE_DETERMINISTIC = 0x800;
+
+/**
+ * Date and time functions, which SQLite flags deterministic: with 'now' (or no time value at
+ * all) they read the clock, and whether an argument is 'now' can be known only by running
+ * the statement (a column may hold it).
+ */
+const CLOCK_FUNCTIONS = [
+  "date",
+  "time",
+  "datetime",
+  "julianday",
+  "unixepoch",
+  "strftime",
+  "timediff",
+  "current_date",
+  "current_time",
+  "current_timestamp",
+];
+
+/**
+ * Lower-cased names of the scalar functions of a connection whose answer may change while the
+ * data stays the same: SQLite's own (`random()`, `changes()`, ...), extensions' and worker
+ * functions' not flagged deterministic, and the clock-reading ones. Aggregate and window
+ * functions are left out: SQLite flags none of its own deterministic, yet over the same rows
+ * they answer the same.
+ */
+export function volatileFunctions(db: SqliteDatabase): Set<string> {
+  const listed = db
+    .prepare("SELECT name, flags FROM pragma_function_list WHERE type = 's'")
+    .all() as { name: string; flags: number }[];
+  const names = new Set(CLOCK_FUNCTIONS);
+  for (const { name, flags } of listed) {
+    if ((flags & SQLITE_DETERMINISTIC) === 0) names.add(name.toLowerCase());
+  }
+  return names;
+}
+
 /** Refuses a statement that calls `load_extension()`: only dirq's own profile loads libraries. */
 export function refuseLoadExtension(called: ReadonlySet<string>): void {
   if (called.has("load_extension")) {

@@ -39,12 +39,14 @@ export class LiveIndex {
       },
       onBatch: async (batch) => {
         // Only the first commit of each refresh is waited for: hooks go on in the background.
+        // A failure of the hooks' commits (a full disk) is reported, like the batch's own.
+        const started = (run: { done: Promise<void> }) => void run.done.catch(options.onError);
         if (batch.rescan) {
-          await index.startRefresh([""], { onCommit, keepUnchanged: true });
+          started(await index.startRefresh([""], { onCommit, keepUnchanged: true }));
           return;
         }
-        await index.startRefresh(batch.paths, { onCommit });
-        await index.startRefresh(batch.recheck, { onlyIfChanged: true, onCommit });
+        started(await index.startRefresh(batch.paths, { onCommit }));
+        started(await index.startRefresh(batch.recheck, { onlyIfChanged: true, onCommit }));
       },
       onError: options.onError,
     });

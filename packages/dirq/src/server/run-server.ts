@@ -179,22 +179,27 @@ async function startLive(
     },
   });
   const answers = new ResultCache(RESULT_CACHE_CHARS);
-  // Answers are valid for one generation of the data and one version of the schema.
-  const version = () => `${index.generation}:${index.schemaVersion}`;
+  // An answer holds while the tables it read and the schema stay as they were.
+  const stampOf = (tables: readonly string[]) => index.tableGenerations(tables);
   const statements = new AbortController();
   const query: Query = async (sql, arrival, signal) => {
     const deadline = arrival + QUERY_TIMEOUT_MS;
-    const cached = answers.get(sql, version());
+    const cached = answers.get(sql, stampOf);
     if (cached !== undefined) return cached;
     // Most statements were checked before: no promise, no timer.
     const prepared =
       index.preparedAlready(sql) ??
       (await beforeDeadline(index.prepare(sql), deadline, [signal, statements.signal]));
     if (prepared.skipped.length > 0) await publish(skippedToChanges(prepared.skipped));
-    const at = version();
+    // Taken before the query process reads: a commit after this point moves the stamp.
+    const before = prepared.cacheable ? stampOf(prepared.tables) : null;
     const answer = await pool.run(prepared.sql, { deadline, signal });
     if (answer.ok) {
-      if (prepared.cacheable) answers.set(sql, at, answer.body);
+      // Kept only when none of its tables changed while it ran: it may hold rows from before
+      // and after such a change, current for neither stamp.
+      if (before !== null && stampOf(prepared.tables) === before) {
+        answers.set(sql, prepared.tables, before, answer.body);
+      }
       return answer.body;
     }
     if (answer.tooLarge) throw new DirqError("ANSWER_TOO_LARGE", answer.message);
