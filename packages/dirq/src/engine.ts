@@ -1,7 +1,7 @@
 import { existsSync, realpathSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Statement } from "@rocicorp/zero-sqlite3";
-import { type DirqConfig, EMPTY_CONFIG, type TableConfig } from "./config/types.js";
+import { type DirqConfig, EMPTY_CONFIG } from "./config/types.js";
 import {
   applyProfile,
   type ConnectionProfile,
@@ -11,7 +11,7 @@ import {
   refuseLoadExtension,
   volatileFunctions,
 } from "./connection/profile.js";
-import { DirqError, isDirqError } from "./errors.js";
+import { DirqError } from "./errors.js";
 import type { WorkerFunctions, WorkerSpec } from "./functions/worker-functions.js";
 import {
   cacheIgnorePatterns,
@@ -20,13 +20,7 @@ import {
   openCache,
   storageError,
 } from "./indexer/cache-file.js";
-import {
-  Catalog,
-  type CatalogTable,
-  dropObject,
-  schemaObjects,
-  specHash,
-} from "./indexer/catalog.js";
+import { Catalog } from "./indexer/catalog.js";
 import { openIndexDatabase, type SqliteDatabase } from "./indexer/database.js";
 import { FillWorker } from "./indexer/fill-worker.js";
 import {
@@ -36,6 +30,12 @@ import {
   storedColumns,
 } from "./indexer/parsed-tables.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
+import {
+  configTableSpec,
+  onFileSpec,
+  parsedSpecHash,
+  sweepCatalog,
+} from "./indexer/table-specs.js";
 import { Refresher, type WriterLock } from "./indexer/refresh.js";
 import type { RowChange } from "./indexer/row-changes.js";
 import { selectionMatcher } from "./scan/inclusion.js";
@@ -45,10 +45,10 @@ import { createProgressReporter, type ProgressReporter } from "./progress/report
 import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { CaseVariants } from "./query/case-variants.js";
-import { readsOutsideTables, SCHEMA_TABLE, tablesReadBy } from "./query/statement-plan.js";
+import { readsOutsideTables, tablesReadBy } from "./query/statement-plan.js";
+import { TableGenerations } from "./indexer/table-generations.js";
 import { analyzeStatement, type StatementAnalysis } from "./query/statement-analysis.js";
 import { parsePathTableName } from "./scan/path-selection.js";
-import { preciseStat } from "./scan/tree-signature.js";
 import type { SkippedPath } from "./scan/walk.js";
 import { INTERNAL_PREFIX } from "./shared/reserved-names.js";
 
@@ -130,9 +130,6 @@ export interface PreparedStatement {
 /** How many checked statements `prepare` remembers before it starts over. */
 const CHECKED_STATEMENTS_KEPT = 1000;
 
-/** Tables whose changes are counted one by one; past this many, the counts start over. */
-const TABLE_COUNTS_KEPT = 10_000;
-
 /** Too many distinct missing tables in one statement means something else is wrong. */
 const MAX_PATH_TABLES_PER_STATEMENT = 64;
 
@@ -143,13 +140,6 @@ function removedFilesTable(): DirqError {
     "TABLE_REMOVED",
     "no such table: files. The implicit table 'files' was removed: query the root as a path-table instead, as in SELECT * FROM './'",
   );
-}
-
-/** A check of a config table's key failed: the message names the file and the key. */
-function inConfig(table: TableConfig, key: string, error: DirqError): DirqError {
-  return new DirqError("CONFIG_INVALID", `${table.origin}.${key}: ${error.message}`, {
-    cause: error,
-  });
 }
 
 function tooManyPathTables(): DirqError {
@@ -217,10 +207,13 @@ export class DirqIndex {
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
   private changeCount = 0;
-  /** Changes of each table's rows, by `tableKey`; see `tableGenerations`. */
-  private readonly tableChanges = new Map<string, number>();
-  /** Changes that may have touched any table's rows (a build, an unattributed refresh error). */
-  private anyTableChanges = 0;
+  /** Counts of changes per table, for the server's result cache. */
+  private readonly generations = new TableGenerations(
+    // A row change's `table` is the path-table name the user wrote, also for a case
+    // variant's SQLite name.
+    (name) => this.caseVariants.pathOf(name),
+    () => this.schemaVersion,
+  );
   /** `volatileFunctions` of this connection: its functions are all registered at opening. */
   private volatileNames: ReadonlySet<string> | null = null;
   private readonly writerLock = createWriterLock();
@@ -269,46 +262,15 @@ export class DirqIndex {
   }
 
   /**
-   * The key under which a table's changes are counted: the path-table name the user wrote
-   * (what a row change's `table` says, also for a case variant's SQLite name), lower-cased
-   * because SQLite matches table names ignoring case.
-   */
-  private tableKey(name: string): string {
-    return this.caseVariants.pathOf(name).toLowerCase();
-  }
-
-  /**
    * A stamp of the rows of `tables` (SQLite names, as `prepare` lists them): it differs from an
-   * earlier one once any of them may have changed. An answer computed while the stamp held is
-   * right for as long as it still does. The schema counts only for a statement that reads it
-   * or no table at all (a pragma): a table created, an index made or a column added changes no
-   * row of another table, and a table whose columns change has its rows changed too.
+   * earlier one once any of them may have changed (see `TableGenerations`).
    */
   tableGenerations(tables: readonly string[]): string {
-    let stamp = String(this.anyTableChanges);
-    if (tables.length === 0 || tables.includes(SCHEMA_TABLE)) stamp += `s${this.schemaVersion}`;
-    for (const table of tables) stamp += `:${this.tableChanges.get(this.tableKey(table)) ?? 0}`;
-    return stamp;
+    return this.generations.stamp(tables);
   }
 
-  /** Moves the stamp of the tables named (row changes' labels or SQLite names); `null`: all. */
   private tablesChanged(tables: Iterable<string | null> | null): void {
-    if (tables === null) {
-      this.anyTableChanges++;
-      return;
-    }
-    for (const table of tables) {
-      if (table === null) {
-        this.anyTableChanges++;
-        continue;
-      }
-      if (this.tableChanges.size >= TABLE_COUNTS_KEPT) {
-        this.tableChanges.clear();
-        this.anyTableChanges++;
-      }
-      const key = this.tableKey(table);
-      this.tableChanges.set(key, (this.tableChanges.get(key) ?? 0) + 1);
-    }
+    this.generations.changed(tables);
   }
 
   /** The tables a refresh's row changes touched; `null` (all) when a trigger may write others. */
@@ -381,7 +343,14 @@ export class DirqIndex {
         this.catalog,
         fillWorker ? (job, progress) => fillWorker.run(job, progress) : undefined,
       );
-      if (this.catalog !== null) this.sweepCatalog(this.catalog);
+      if (this.catalog !== null) {
+        // Only tables this index would build the same way are kept.
+        sweepCatalog(this.db, this.catalog, (table) =>
+          table.kind === "parsed"
+            ? table.spec === this.expectedParsedSpec(table.name)
+            : table.kind === "path" && this.onFile === null && this.pathTables.restore(table),
+        );
+      }
     } catch (error) {
       void this.fillWorker?.close();
       this.db.close();
@@ -402,65 +371,24 @@ export class DirqIndex {
   }
 
   /** The catalog's definition of a parsed table: a change of any part rebuilds it. */
+  /** A parsed table's spec hash in this index (its definition and the hook's files). */
   private parsedSpecHash(spec: ParsedTableSpec): string {
-    return specHash({
-      kind: "parsed",
-      selection: spec.selection,
-      extractor: spec.extractor.id,
-      // Editing the hook's script (or upgrading its program) re-parses the table's files.
-      inputs: spec.extractor.inputs.map((word) => {
-        const stats = preciseStat(resolve(this.root, word));
-        return stats?.isFile() ? `${word}=${stats.size}:${stats.mtimeNs}` : word;
-      }),
-      schema: spec.schema,
-      ddl: spec.ddl,
-      useGitignore: this.parsedOptions.useGitignore,
-      ignore: this.parsedOptions.extraIgnores,
-    });
+    return parsedSpecHash(spec, this.root, this.parsedOptions);
   }
 
   /** The spec a persisted parsed table must have to be reused in this index, if any. */
   private expectedParsedSpec(name: string): string | null {
     const table = this.config.tables.find((t) => t.name.toLowerCase() === name.toLowerCase());
-    if (table !== undefined) {
-      try {
-        return this.parsedSpecHash(this.configTableSpec(table));
-      } catch {
-        return null;
-      }
-    }
-    if (this.onFile === null) return null;
     try {
+      if (table !== undefined) return this.parsedSpecHash(configTableSpec(table, this.root));
+      if (this.onFile === null) return null;
       const selection = parsePathTableName(name, this.root);
-      return selection === null ? null : this.parsedSpecHash(this.onFileSpec(name, selection));
+      return selection === null
+        ? null
+        : this.parsedSpecHash(onFileSpec(name, selection, this.onFile));
     } catch {
       return null;
     }
-  }
-
-  /**
-   * Opening a persisted index: keeps the tables whose definition this index shares (config
-   * tables, path-tables, `--on-file` tables) and drops every other object, so a statement
-   * never reads rows another configuration made.
-   */
-  private sweepCatalog(catalog: Catalog): void {
-    const kept: CatalogTable[] = [];
-    this.db.transaction(() => {
-      for (const table of catalog.tables()) {
-        const keep =
-          table.kind === "parsed"
-            ? table.spec === this.expectedParsedSpec(table.name)
-            : table.kind === "path" && this.onFile === null && this.pathTables.restore(table);
-        if (keep) kept.push(table);
-        else catalog.dropTable(table);
-      }
-      const owned = new Set(
-        kept.flatMap((table) => [table.name, ...table.objects].map((n) => n.toLowerCase())),
-      );
-      for (const name of schemaObjects(this.db)) {
-        if (!owned.has(name.toLowerCase())) dropObject(this.db, name);
-      }
-    })();
   }
 
   private async buildParsed(spec: ParsedTableSpec): Promise<void> {
@@ -488,45 +416,6 @@ export class DirqIndex {
     this.pendingSkipped.push(...skipped);
   }
 
-  private onFileSpec(path: string, selection: ParsedTableSpec["selection"]): ParsedTableSpec {
-    return {
-      name: path,
-      label: path,
-      selection,
-      extractor: this.onFile as Extractor,
-      schema: null,
-      ddl: null,
-      origin: "--on-file",
-    };
-  }
-
-  private configTableSpec(table: TableConfig): ParsedTableSpec {
-    let selection: ParsedTableSpec["selection"];
-    try {
-      selection = parsePathTableName(`./${table.glob}`, this.root);
-    } catch (error) {
-      if (!isDirqError(error)) throw error;
-      if (error.code !== "PATH_NOT_FOUND") throw inConfig(table, "glob", error);
-      // Nothing there yet: the watcher picks the files up if the folder appears later.
-      selection = { kind: "tree", base: table.glob.replace(/\/+$/, "") };
-    }
-    let extractor: Extractor;
-    try {
-      extractor =
-        table.extractor ?? commandExtractor(parseHookCommand(table.onFile, table.baseDir));
-    } catch (error) {
-      throw isDirqError(error) ? inConfig(table, "on-file", error) : error;
-    }
-    return {
-      name: table.name,
-      selection,
-      extractor,
-      schema: table.schema,
-      ddl: table.ddl,
-      origin: table.origin,
-    };
-  }
-
   /**
    * Builds every config table, in config order, once per index: a `ddl` view or trigger may
    * read another table, and `sqlite_master` should list them all from the first statement.
@@ -536,7 +425,7 @@ export class DirqIndex {
     this.configTablesBuilt = true;
     for (const table of this.config.tables) {
       if (!this.parsedTables.has(table.name.toLowerCase())) {
-        await this.buildParsed(this.configTableSpec(table));
+        await this.buildParsed(configTableSpec(table, this.root));
       }
     }
   }
@@ -573,7 +462,7 @@ export class DirqIndex {
     }
     const selection = parsePathTableName(path, this.root);
     if (selection === null) return false;
-    await this.buildParsed({ ...this.onFileSpec(path, selection), name });
+    await this.buildParsed({ ...onFileSpec(path, selection, this.onFile), name });
     return true;
   }
 
