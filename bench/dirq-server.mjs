@@ -5,6 +5,7 @@
 import { spawn, spawnSync } from "node:child_process";
 import {
   existsSync,
+  mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
@@ -15,7 +16,7 @@ import {
 import { request as httpRequest } from "node:http";
 import { createRequire } from "node:module";
 import { availableParallelism, loadavg, tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import {
   DIRQ_BIN,
   DIRQ_ENV,
@@ -40,17 +41,27 @@ import {
   table,
 } from "./lib.mjs";
 
+/**
+ * The first `n` of the distinct statements (`SELECT <n>`): seven digits, so the statements
+ * keep one length for millions of requests, and none is a statement of another scenario.
+ */
+const DISTINCT_FIRST = 1_000_000;
+/** The next `n` to send: it only grows, across warm-ups, runs and both servers. */
+let distinctNext = DISTINCT_FIRST + 1;
+
 /** The query tree (a 1,000-row answer) and the watched tree (events and memory). */
 const QUERY_TREE = { name: "1k", files: 1_000, dirs: 10 };
 const EVENT_TREE = { name: "10k", files: 10_000, dirs: 100 };
 
 const QUERIES = [
   {
+    key: "select1",
     name: "SELECT 1",
     sql: "SELECT 1",
     check: (rows) => (rows.length === 1 && rows[0]["1"] === 1 ? null : "unexpected answer"),
   },
   {
+    key: "rows",
     name: "1,000-row path table",
     sql: "SELECT path, size FROM './'",
     check: (rows) =>
@@ -60,6 +71,7 @@ const QUERIES = [
   },
   // Uncached: random() makes the answer volatile, so the server runs the statement every time.
   {
+    key: "select1-uncached",
     name: "SELECT 1, uncached",
     sql: "SELECT 1 WHERE random() IS NOT NULL",
     // Issue 18's targets for statements the server runs every time.
@@ -67,6 +79,7 @@ const QUERIES = [
     check: (rows) => (rows.length === 1 && rows[0]["1"] === 1 ? null : "unexpected answer"),
   },
   {
+    key: "rows-uncached",
     name: "1,000-row path table, uncached",
     sql: "SELECT path, size FROM './' WHERE random() IS NOT NULL",
     shareOfCeiling: 0.2,
@@ -74,6 +87,20 @@ const QUERIES = [
       rows.length === QUERY_TREE.files
         ? null
         : `returned ${rows.length} rows, expected ${QUERY_TREE.files}`,
+  },
+  // Every request a statement never seen before: neither the server's memo of checked
+  // statements nor the result cache nor a query process's prepared statements can help, so
+  // each request pays for checking, planning and preparing a statement from scratch.
+  {
+    key: "distinct",
+    name: "distinct statements, SELECT <n>",
+    sql: `SELECT ${DISTINCT_FIRST}`,
+    distinct: true,
+    shareOfCeiling: 0.25,
+    check: (rows) =>
+      rows.length === 1 && rows[0][String(DISTINCT_FIRST)] === DISTINCT_FIRST
+        ? null
+        : "unexpected answer",
   },
 ];
 /** How often the churned file of a `churn` query is rewritten. */
@@ -86,6 +113,7 @@ const CHURN_INTERVAL_MS = 50;
   const churned = `./${fileTreeDirName(QUERY_TREE.dirs - 1)}`;
   const perDir = QUERY_TREE.files / QUERY_TREE.dirs;
   QUERIES.push({
+    key: "churn",
     name: `100-row path table, ${churned} changing`,
     sql: `SELECT path, size FROM '${read}'`,
     churn: {
@@ -101,7 +129,7 @@ const CHURN_INTERVAL_MS = 50;
 /** Materializes the whole tree as a path-table, so every file of it is watched. */
 const MATERIALIZE_SQL = "SELECT count(*) FROM './'";
 
-const TARGETS = { shareOfCeiling: 0.6, eventMedianMs: 50, eventP99Ms: 200 };
+const TARGETS = { shareOfCeiling: 0.6, eventMedianMs: 50, eventP99Ms: 200, slowHookP99Ms: 100 };
 
 /** How long to wait for the server's `Running at` line (it indexes the tree first). */
 const START_TIMEOUT_MS = 120_000;
@@ -118,7 +146,15 @@ const USAGE = `Usage: node bench/dirq-server.mjs [options]
   --writes N        file writes timed for event latency (default 200)
   --interval MS     pause between two writes (default 20)
   --clients N       /events clients open for the memory figure (default 100)
-  --only PART       query (throughput) or events (event latency and memory)
+  --queries KEYS    throughput scenarios to run, comma-separated (default all): select1, rows,
+                    select1-uncached, rows-uncached, distinct, churn
+  --slow-writes N   file writes timed while a slow hook runs (default 200; half to a path-table,
+                    half to a parsed table)
+  --hook-seconds S  how long the slow hook takes (default 8)
+  --only PART       query (throughput), events (event latency and memory) or slow-hook (event
+                    latency while a slow hook runs)
+  --dirq PATH       the dirq launcher to benchmark (default: this checkout's
+                    packages/dirq/bin/dirq.cjs), to compare builds in alternating runs
 ${benchOptionsUsage(20, "where the generated trees live")}`;
 
 // ---------------------------------------------------------------------------------------------
@@ -136,16 +172,25 @@ function parseOptions(argv) {
       writes: { type: "string", default: "200" },
       interval: { type: "string", default: "20" },
       clients: { type: "string", default: "100" },
+      queries: { type: "string" },
+      "slow-writes": { type: "string", default: "200" },
+      "hook-seconds": { type: "string", default: "8" },
       only: { type: "string" },
+      dirq: { type: "string" },
     },
     USAGE,
   );
   if (values.tool !== undefined && !["autocannon", "wrk"].includes(values.tool)) {
     fail("--tool must be autocannon or wrk");
   }
-  if (values.only !== undefined && !["query", "events"].includes(values.only)) {
-    fail("--only must be query or events");
+  if (values.only !== undefined && !["query", "events", "slow-hook"].includes(values.only)) {
+    fail("--only must be query, events or slow-hook");
   }
+  const keys = QUERIES.map((query) => query.key);
+  const queries = values.queries === undefined ? keys : values.queries.split(",");
+  const unknown = queries.filter((key) => !keys.includes(key));
+  if (unknown.length > 0)
+    fail(`--queries: unknown ${unknown.join(", ")} (known: ${keys.join(", ")})`);
   const warmup = Number(values.warmup);
   if (!Number.isInteger(warmup) || warmup < 0) fail("--warmup must be an integer >= 0");
   const writes = positiveInteger(values.writes, "--writes");
@@ -159,7 +204,11 @@ function parseOptions(argv) {
     writes,
     interval: positiveInteger(values.interval, "--interval"),
     clients: positiveInteger(values.clients, "--clients"),
+    queries: new Set(queries),
+    slowWrites: positiveInteger(values["slow-writes"], "--slow-writes"),
+    hookSeconds: positiveInteger(values["hook-seconds"], "--hook-seconds"),
     only: values.only,
+    dirq: values.dirq === undefined ? DIRQ_BIN : resolve(values.dirq),
     dir: values.dir,
     json: values.json,
   };
@@ -315,11 +364,14 @@ function startServer(label, executable, args, cwd, env) {
   });
 }
 
-function startDirq(cwd) {
+/** The launcher `startDirq` runs (`--dirq`). */
+let dirqBin = DIRQ_BIN;
+
+function startDirq(cwd, extraArgs = []) {
   return startServer(
     "dirq server",
     process.execPath,
-    [DIRQ_BIN, "server", "--port", "0"],
+    [dirqBin, "server", "--port", "0", ...extraArgs],
     cwd,
     DIRQ_ENV,
   );
@@ -501,13 +553,31 @@ function openEvents(base, onFrame) {
  * Autocannon in this process. Latencies come from its `response` events (float ms, 2xx only):
  * its own histogram rounds to whole milliseconds, too coarse for fast answers.
  */
-async function loadWithAutocannon(generator, base, sql, seconds, connections) {
+async function loadWithAutocannon(generator, base, query, seconds, connections) {
   const latencies = [];
+  const headers = { "content-type": "application/json" };
   const instance = generator.run({
     url: `${base}/query`,
     method: "POST",
-    headers: { "content-type": "application/json" },
-    body: JSON.stringify({ sql }),
+    headers,
+    body: JSON.stringify({ sql: query.sql }),
+    // A body of its own for every request (autocannon then builds each request anew, for
+    // both servers alike).
+    ...(query.distinct
+      ? {
+          requests: [
+            {
+              method: "POST",
+              path: "/query",
+              headers,
+              setupRequest: (request) => ({
+                ...request,
+                body: JSON.stringify({ sql: `SELECT ${distinctNext++}` }),
+              }),
+            },
+          ],
+        }
+      : {}),
     connections,
     duration: seconds,
   });
@@ -533,14 +603,26 @@ function wrkMs(text) {
 }
 
 /** wrk in a child process (`--latency` for the percentiles), POST body via a Lua script. */
-async function loadWithWrk(generator, base, sql, seconds, connections, scratch) {
+async function loadWithWrk(generator, base, query, seconds, connections, scratch) {
   const script = join(scratch, "post.lua");
-  const body = JSON.stringify({ sql });
-  writeFileSync(
-    script,
-    `wrk.method = "POST"\nwrk.body = [==[${body}]==]\nwrk.headers["Content-Type"] = "application/json"\n`,
-  );
+  const body = JSON.stringify({ sql: query.sql });
   const threads = Math.max(1, Math.min(availableParallelism(), connections));
+  let lua = `wrk.method = "POST"\nwrk.body = [==[${body}]==]\nwrk.headers["Content-Type"] = "application/json"\n`;
+  if (query.distinct) {
+    // Thread t of T sends first + t, first + t + T, ...: no two requests share a statement.
+    lua += [
+      "local made = 0",
+      "function setup(thread) thread:set('offset', made); made = made + 1 end",
+      "local sent = 0",
+      "request = function()",
+      `  local n = ${distinctNext} + offset + sent * ${threads}`,
+      "  sent = sent + 1",
+      `  return wrk.format(nil, nil, nil, '{"sql":"SELECT ' .. string.format('%d', n) .. '"}')`,
+      "end",
+      "",
+    ].join("\n");
+  }
+  writeFileSync(script, lua);
   const args = ["-t", String(threads), "-c", String(connections), "-d", `${seconds}s`];
   const child = spawn(generator.path, [...args, "--latency", "-s", script, `${base}/query`], {
     stdio: ["ignore", "pipe", "pipe"],
@@ -566,6 +648,8 @@ async function loadWithWrk(generator, base, sql, seconds, connections, scratch) 
     const match = new RegExp(`^\\s+${p}%\\s+(\\S+)`, "m").exec(stdout);
     return match ? wrkMs(match[1]) : null;
   };
+  // Past every n this run may have sent.
+  if (query.distinct) distinctNext += (total + 1) * threads;
   const okShare = total > 0 ? (total - non2xx) / total : 1;
   return {
     requestsPerSec: Number(rps[1]) * okShare,
@@ -577,10 +661,10 @@ async function loadWithWrk(generator, base, sql, seconds, connections, scratch) 
   };
 }
 
-function load(generator, base, sql, seconds, options, scratch) {
+function load(generator, base, query, seconds, options, scratch) {
   return generator.name === "autocannon"
-    ? loadWithAutocannon(generator, base, sql, seconds, options.connections)
-    : loadWithWrk(generator, base, sql, seconds, options.connections, scratch);
+    ? loadWithAutocannon(generator, base, query, seconds, options.connections)
+    : loadWithWrk(generator, base, query, seconds, options.connections, scratch);
 }
 
 function problemText(problems) {
@@ -610,6 +694,7 @@ async function measureThroughput(options, generator, scratch, warnings, ps) {
   const results = [];
   try {
     for (const [index, query] of QUERIES.entries()) {
+      if (!options.queries.has(query.key)) continue;
       const result = { query, bodyBytes: null, dirq: null, ceiling: null, ratio: null };
       results.push(result);
       if (query.churn) await queryOrThrow(dirq.base, query.churn.materialize);
@@ -635,7 +720,7 @@ async function measureThroughput(options, generator, scratch, warnings, ps) {
         for (const entry of servers) {
           if (options.warmup === 0) continue;
           log(`query: ${query.name}: ${entry.key}: warm-up ${options.warmup} s`);
-          await load(generator, entry.server.base, query.sql, options.warmup, options, scratch);
+          await load(generator, entry.server.base, query, options.warmup, options, scratch);
         }
         // Round-robin, so background noise is shared by both servers.
         for (let run = 0; run < options.runs; run++) {
@@ -646,7 +731,7 @@ async function measureThroughput(options, generator, scratch, warnings, ps) {
             const measured = await load(
               generator,
               entry.server.base,
-              query.sql,
+              query,
               options.duration,
               options,
               scratch,
@@ -903,6 +988,220 @@ async function measureEventsAndMemory(options, ps, warnings) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// 4. Event latency while a slow hook runs
+
+/** Files of the slow-hook tree: a path-table's folder, a parsed table's folder, the slow file. */
+const SLOW_TREE = { dataFiles: 100, parsedFiles: 100, slowFile: "slow.json" };
+/** How often the slow file is rewritten: sooner than its hook ends, so one always runs. */
+const RETRIGGER_MS = 2_000;
+/** How often the benchmark looks for the slow hook's `sleep` under the server. */
+const SLOW_SAMPLE_MS = 250;
+
+/**
+ * A parser whose time depends on the file: one that says "sleep" takes `seconds`, any other
+ * answers at once. Its one row holds the file's size, so every size change is a row change.
+ */
+function slowHookScript(seconds) {
+  return [
+    "#!/bin/sh",
+    `if grep -q sleep "$1"; then sleep ${seconds}; fi`,
+    `printf '[{"size":%d}]' "$(wc -c < "$1")"`,
+    "",
+  ].join("\n");
+}
+
+/**
+ * Rewrites the slow file every `interval` ms with a new size, each time saying "sleep": every
+ * write stops the hook still running for it and starts another.
+ */
+const RETRIGGER_JS = `
+const { writeFileSync } = require("node:fs");
+const [path, interval] = process.argv.slice(1);
+let writes = 0;
+const write = () => writeFileSync(path, "sleep" + "z".repeat(writes++ % 64));
+write();
+const timer = setInterval(write, Number(interval));
+process.on("SIGTERM", () => {
+  clearInterval(timer);
+  process.stdout.write(writes + "\\n");
+  process.exit(0);
+});
+process.stdout.write("Running at retrigger:0\\n");
+`;
+
+function slowTreeFile(kind, i) {
+  const name = String(i).padStart(4, "0");
+  return kind === "data" ? `data/f${name}.txt` : `parsed/p${name}.json`;
+}
+
+/** A fresh tree (it is small) and the config whose table parses its JSON files. */
+function makeSlowTree(scratch, hookSeconds) {
+  const root = join(scratch, "slow-hook-tree");
+  mkdirSync(join(root, "data"), { recursive: true });
+  mkdirSync(join(root, "parsed"), { recursive: true });
+  for (let i = 0; i < SLOW_TREE.dataFiles; i++) {
+    writeFileSync(join(root, slowTreeFile("data", i)), "d");
+  }
+  for (let i = 0; i < SLOW_TREE.parsedFiles; i++) {
+    writeFileSync(join(root, slowTreeFile("parsed", i)), "{}");
+  }
+  // Fast at start-up (the server builds config tables first): it says "sleep" only later.
+  writeFileSync(join(root, SLOW_TREE.slowFile), "{}");
+  const hook = join(scratch, "slow-hook.sh");
+  writeFileSync(hook, slowHookScript(hookSeconds));
+  const config = join(scratch, "slow-hook.dirq.toml");
+  writeFileSync(
+    config,
+    [
+      "[[table]]",
+      'name = "parsed"',
+      'glob = "**/*.json"',
+      `on-file = "sh ${hook} {path}"`,
+      "",
+    ].join("\n"),
+  );
+  return { root, config };
+}
+
+/** Whether a `sleep` runs somewhere under `pid` (the slow hook: `sh` and its `sleep`). */
+function slowHookRunning(pid, ps) {
+  const listed = spawnSync(ps, ["-e", "-o", "pid=,ppid=,comm="], { encoding: "utf8" });
+  const parent = new Map();
+  const sleeping = [];
+  for (const line of (listed.stdout ?? "").split("\n")) {
+    const [child, ppid, comm] = line.trim().split(/\s+/);
+    parent.set(Number(child), Number(ppid));
+    if (comm === "sleep") sleeping.push(Number(child));
+  }
+  return sleeping.some((child) => {
+    for (let at = child, hops = 0; at > 1 && hops < 10; hops++) {
+      at = parent.get(at) ?? 0;
+      if (at === pid) return true;
+    }
+    return false;
+  });
+}
+
+function latencySummary(entries) {
+  const latencies = entries.map((entry) => entry.latencyMs);
+  const received = latencies.filter((ms) => ms !== null);
+  const all = latencies.map((ms) => (ms === null ? Infinity : ms));
+  return {
+    writes: entries.length,
+    received: received.length,
+    medianMs: all.length > 0 ? median(all) : null,
+    p99Ms: all.length > 0 ? percentile(all, 99) : null,
+    maxMs: received.length > 0 ? Math.max(...received) : null,
+    latenciesMs: latencies,
+  };
+}
+
+/**
+ * A server with a config table whose hook takes `--hook-seconds` for one file, kept busy on it
+ * (rewritten every RETRIGGER_MS); meanwhile writes alternate between a path-table's files and
+ * the parsed table's other files, each timed from just before the write to its `row` frame.
+ */
+async function measureSlowHook(options, scratch, warnings, ps) {
+  const { root, config } = makeSlowTree(scratch, options.hookSeconds);
+  log(`slow hook: starting dirq server in ${root}`);
+  const server = await startDirq(root, ["-c", config]);
+  let retrigger = null;
+  let sampler = null;
+  const samples = { taken: 0, running: 0 };
+  try {
+    await queryOrThrow(server.base, "SELECT count(*) FROM './data'");
+    await queryOrThrow(server.base, "SELECT count(*) FROM parsed");
+    const pending = new Map(); // file_path -> { kind, startedAt, latencyMs }
+    let unexpected = 0;
+    const client = openEvents(server.base, (frame, receivedAt) => {
+      if (frame.event !== "row") return;
+      const path = JSON.parse(frame.data).file_path;
+      const entry = pending.get(path);
+      if (entry === undefined) {
+        if (path !== SLOW_TREE.slowFile) unexpected++;
+      } else if (entry.latencyMs === null) {
+        entry.latencyMs = receivedAt - entry.startedAt;
+      }
+    });
+    await client.ready;
+    retrigger = await startServer(
+      "retrigger",
+      process.execPath,
+      ["-e", RETRIGGER_JS, join(root, SLOW_TREE.slowFile), String(RETRIGGER_MS)],
+      root,
+      process.env,
+    );
+    // Until its hook is seen running: the measurement starts with a slow hook under way.
+    const waitUntil = performance.now() + 10_000;
+    while (ps && !slowHookRunning(server.pid, ps) && performance.now() < waitUntil) {
+      await sleep(50);
+    }
+    if (ps) {
+      sampler = setInterval(() => {
+        samples.taken++;
+        if (slowHookRunning(server.pid, ps)) samples.running++;
+      }, SLOW_SAMPLE_MS);
+    }
+    log(`slow hook: ${options.slowWrites} writes, ${options.interval} ms apart`);
+    const kinds = { data: [], parsed: [] };
+    const counts = { data: 0, parsed: 0 };
+    for (let i = 0; i < options.slowWrites; i++) {
+      const kind = i % 2 === 0 ? "data" : "parsed";
+      const total = kind === "data" ? SLOW_TREE.dataFiles : SLOW_TREE.parsedFiles;
+      const path = slowTreeFile(kind, counts[kind]++ % total);
+      const absolute = join(root, path);
+      // A new size each time, within a path-table's whole-second mtime: always a row change.
+      const content =
+        kind === "data"
+          ? Buffer.alloc((statSync(absolute).size % 64) + 1, "d")
+          : `{"pad":"${"p".repeat(statSync(absolute).size % 64)}"}`;
+      const entry = { startedAt: performance.now(), latencyMs: null };
+      pending.set(path, entry);
+      kinds[kind].push(entry);
+      writeFileSync(absolute, content);
+      await sleep(options.interval);
+    }
+    const deadline = performance.now() + SETTLE_MS;
+    while (
+      performance.now() < deadline &&
+      [...pending.values()].some((e) => e.latencyMs === null)
+    ) {
+      await sleep(20);
+    }
+    client.close();
+    if (unexpected > 0) warnings.push(`slow hook: ${unexpected} row frames for files not written`);
+    const result = {
+      root,
+      hookSeconds: options.hookSeconds,
+      pathTable: latencySummary(kinds.data),
+      parsed: latencySummary(kinds.parsed),
+      slowHookSeen: ps ? samples.running / Math.max(1, samples.taken) : null,
+      samples: samples.taken,
+    };
+    for (const [label, summary] of [
+      ["path-table", result.pathTable],
+      ["parsed table", result.parsed],
+    ]) {
+      if (summary.received < summary.writes) {
+        warnings.push(
+          `slow hook: ${summary.writes - summary.received} of ${summary.writes} ${label} writes never arrived`,
+        );
+      }
+    }
+    if (result.slowHookSeen !== null && result.slowHookSeen < 0.9) {
+      warnings.push(
+        `slow hook: running in only ${(result.slowHookSeen * 100).toFixed(0)}% of ${samples.taken} samples`,
+      );
+    }
+    return result;
+  } finally {
+    if (sampler !== null) clearInterval(sampler);
+    await retrigger?.stop();
+    await stopDirq(server, "slow hook", warnings);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Targets and report
 
 /** A target's outcome: `{ value, limit, met, text }`, `met` null when it was not measured. */
@@ -925,7 +1224,7 @@ function evaluateTargets(report) {
   const targets = [];
   for (const query of QUERIES) {
     // Reported, with no target of its own in the spec.
-    if (query.churn) continue;
+    if (query.churn || !report.options.queries.has(query.key)) continue;
     const result = report.throughput?.results.find((entry) => entry.query === query);
     const limit = query.shareOfCeiling ?? TARGETS.shareOfCeiling;
     targets.push({
@@ -956,6 +1255,15 @@ function evaluateTargets(report) {
       }),
     },
   );
+  const slow = report.slowHook;
+  targets.push({
+    name: `path-table event p99 under ${TARGETS.slowHookP99Ms} ms while a slow hook runs`,
+    ...verdict(slow?.pathTable.p99Ms ?? null, TARGETS.slowHookP99Ms, {
+      unit: " ms",
+      digits: 1,
+      missing: report.slowHookStatus,
+    }),
+  });
   return targets;
 }
 
@@ -971,6 +1279,7 @@ function printText(report) {
     `node ${versions.node} | autocannon: ${versions.autocannon} | wrk: ${versions.wrk} | ` +
       `ps: ${versions.ps} | cpus: ${availableParallelism()} | ` +
       `load average before: ${report.loadBefore.toFixed(2)}`,
+    ...(options.dirq === DIRQ_BIN ? [] : [`dirq: ${options.dirq}`]),
     "",
   ];
 
@@ -986,7 +1295,8 @@ function printText(report) {
       for (const key of ["dirq", "ceiling"]) {
         const entry = result[key];
         rows.push([
-          `${result.query.sql}: ${key === "dirq" ? "dirq server" : "node:http ceiling"}`,
+          `${result.query.distinct ? "SELECT <n>, a new n each request" : result.query.sql}: ` +
+            `${key === "dirq" ? "dirq server" : "node:http ceiling"}`,
           formatNumber(result.bodyBytes, 0),
           formatNumber(entry?.requestsPerSec ?? null, 0),
           formatNumber(entry?.p50Ms ?? null, 2),
@@ -1061,6 +1371,35 @@ function printText(report) {
   }
   out.push("");
 
+  const slow = report.slowHook;
+  out.push(
+    `4. Event latency while a ${options.hookSeconds}-second hook runs for ${SLOW_TREE.slowFile} ` +
+      `(rewritten every ${RETRIGGER_MS / 1000} s): ${options.slowWrites} writes, ` +
+      `${options.interval} ms apart, alternately to a path-table's files and the parsed table's`,
+  );
+  if (slow) {
+    const row = (label, summary) => [
+      label,
+      `${summary.received} of ${summary.writes}`,
+      formatNumber(summary.medianMs, 1),
+      formatNumber(summary.p99Ms, 1),
+      formatNumber(summary.maxMs, 1),
+    ];
+    out.push(
+      ...table(
+        ["written file", "arrived", "p50 ms", "p99 ms", "max ms"],
+        [row("path-table './data'", slow.pathTable), row("parsed table", slow.parsed)],
+      ),
+      slow.slowHookSeen === null
+        ? "slow hook: not sampled (no ps)"
+        : `slow hook seen running in ${(slow.slowHookSeen * 100).toFixed(0)}% of ` +
+            `${slow.samples} samples (every ${SLOW_SAMPLE_MS} ms)`,
+    );
+  } else {
+    out.push(report.slowHookStatus);
+  }
+  out.push("");
+
   for (const warning of report.warnings) out.push(`warning: ${warning}`);
   if (report.warnings.length > 0) out.push("");
   for (const target of report.targets) out.push(`${target.name}: ${target.text}`);
@@ -1094,6 +1433,17 @@ function snapshotJson(snapshot) {
   };
 }
 
+function summaryJson(summary) {
+  return {
+    writes: summary.writes,
+    received: summary.received,
+    medianMs: round(summary.medianMs),
+    p99Ms: round(summary.p99Ms),
+    maxMs: round(summary.maxMs),
+    latenciesMs: summary.latenciesMs.map(round),
+  };
+}
+
 function printJson(report) {
   const { options } = report;
   const events = report.eventsResult?.events;
@@ -1104,6 +1454,7 @@ function printJson(report) {
       cpus: availableParallelism(),
       platform: process.platform,
       loadAverageBefore: round(report.loadBefore),
+      dirq: options.dirq,
     },
     options: {
       duration: options.duration,
@@ -1113,6 +1464,9 @@ function printJson(report) {
       writes: options.writes,
       intervalMs: options.interval,
       clients: options.clients,
+      queries: [...options.queries],
+      slowWrites: options.slowWrites,
+      hookSeconds: options.hookSeconds,
     },
     throughput: report.throughput
       ? {
@@ -1165,6 +1519,15 @@ function printJson(report) {
           fanout: { ...memory.fanout, lastMs: round(memory.fanout.lastMs) },
         }
       : { status: report.eventsStatus },
+    slowHook: report.slowHook
+      ? {
+          hookSeconds: report.slowHook.hookSeconds,
+          retriggerMs: RETRIGGER_MS,
+          slowHookSeen: round(report.slowHook.slowHookSeen),
+          pathTable: summaryJson(report.slowHook.pathTable),
+          parsed: summaryJson(report.slowHook.parsed),
+        }
+      : { status: report.slowHookStatus },
     warnings: report.warnings,
     targets: report.targets.map(({ name, value, limit, met }) => ({
       name,
@@ -1181,15 +1544,17 @@ function printJson(report) {
 
 async function main() {
   const options = parseOptions(process.argv.slice(2));
-  requireDirqBuilt();
+  dirqBin = options.dirq;
+  if (dirqBin === DIRQ_BIN) requireDirqBuilt();
+  else if (!existsSync(dirqBin)) fail(`--dirq: ${dirqBin} does not exist`);
   const { generator, ps, versions } = await detectTools(options);
   const scratch = mkdtempSync(join(tmpdir(), "dirq-bench-server-"));
   const warnings = [];
   // Other processes skew every figure here; the report shows how busy the machine was.
   const report = { options, versions, generator, warnings, loadBefore: loadavg()[0] };
   try {
-    if (options.only === "events") {
-      report.throughputStatus = "skipped with --only events";
+    if (options.only !== undefined && options.only !== "query") {
+      report.throughputStatus = `skipped with --only ${options.only}`;
     } else if (generator === null) {
       const wanted = options.tool ?? "autocannon or wrk";
       report.throughputStatus = `not installed (${wanted}): run npm ci, or apt-get install -y wrk`;
@@ -1200,13 +1565,22 @@ async function main() {
         report.throughputStatus = `failed (${error.message})`;
       }
     }
-    if (options.only === "query") {
-      report.eventsStatus = "skipped with --only query";
+    if (options.only !== undefined && options.only !== "events") {
+      report.eventsStatus = `skipped with --only ${options.only}`;
     } else {
       try {
         report.eventsResult = await measureEventsAndMemory(options, ps, warnings);
       } catch (error) {
         report.eventsStatus = `failed (${error.message})`;
+      }
+    }
+    if (options.only !== undefined && options.only !== "slow-hook") {
+      report.slowHookStatus = `skipped with --only ${options.only}`;
+    } else {
+      try {
+        report.slowHook = await measureSlowHook(options, scratch, warnings, ps);
+      } catch (error) {
+        report.slowHookStatus = `failed (${error.message})`;
       }
     }
     if (!ps) warnings.push("ps not installed: query processes' memory is not measured");
