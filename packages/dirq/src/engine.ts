@@ -8,11 +8,9 @@ import {
   type ExtensionSpec,
   functionsCalledBy,
   profileOf,
-  refuseLoadExtension,
-  volatileFunctions,
 } from "./connection/profile.js";
 import { DirqError } from "./errors.js";
-import type { WorkerFunctions, WorkerSpec } from "./functions/worker-functions.js";
+import type { WorkerFunctions } from "./functions/worker-functions.js";
 import {
   cacheIgnorePatterns,
   defaultCachePath,
@@ -29,7 +27,7 @@ import {
   type ParsedTableSpec,
   storedColumns,
 } from "./indexer/parsed-tables.js";
-import { ALL_COLUMN_GROUPS, PathTables } from "./indexer/path-tables.js";
+import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path-tables.js";
 import {
   configTableSpec,
   onFileSpec,
@@ -42,15 +40,17 @@ import { selectionMatcher } from "./scan/inclusion.js";
 import { commandExtractor, type Extractor } from "./parse/extractor.js";
 import { parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
-import { checkReadOnlyStatement, isExplain, tablesDescribedBy } from "./query/read-only-guard.js";
 import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
 import { CaseVariants } from "./query/case-variants.js";
-import { readsOutsideTables, tablesReadBy } from "./query/statement-plan.js";
 import { TableGenerations } from "./indexer/table-generations.js";
-import { analyzeStatement, type StatementAnalysis } from "./query/statement-analysis.js";
+import { isExplain } from "./query/read-only-guard.js";
+import {
+  type PreparedStatement,
+  type PreparerHost,
+  StatementPreparer,
+} from "./query/statement-preparer.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
-import { INTERNAL_PREFIX } from "./shared/reserved-names.js";
 
 export interface OpenIndexOptions {
   /** The index root; default: the current working directory. */
@@ -112,40 +112,12 @@ export interface QueryResult extends StatementRows {
   skipped: SkippedPath[];
 }
 
-/** A statement checked, with every table it reads built and filled: ready to run. */
-export interface PreparedStatement {
-  /** The statement to run (rewritten when a path-table name differs only in case). */
-  sql: string;
-  /** Files skipped while building the tables it reads. */
-  skipped: SkippedPath[];
-  /**
-   * Whether its answer is settled by the rows of `tables` and the schema: it calls no function
-   * that may answer differently by itself and reads nothing but tables.
-   */
-  cacheable: boolean;
-  /** SQLite names of the tables it reads, also through views and subqueries. */
-  tables: readonly string[];
-}
-
-/** How many checked statements `prepare` remembers before it starts over. */
-const CHECKED_STATEMENTS_KEPT = 1000;
-
-/** Too many distinct missing tables in one statement means something else is wrong. */
-const MAX_PATH_TABLES_PER_STATEMENT = 64;
-
-const NO_SUCH_TABLE = /^no such table: ([\s\S]+)$/;
+export type { PreparedStatement };
 
 function removedFilesTable(): DirqError {
   return new DirqError(
     "TABLE_REMOVED",
     "no such table: files. The implicit table 'files' was removed: query the root as a path-table instead, as in SELECT * FROM './'",
-  );
-}
-
-function tooManyPathTables(): DirqError {
-  return new DirqError(
-    "QUERY_TOO_MANY_TABLES",
-    `a statement may name at most ${MAX_PATH_TABLES_PER_STATEMENT} path-tables: split it into several statements, or use one glob (FROM './{a,b}/**') in place of many paths`,
   );
 }
 
@@ -194,16 +166,9 @@ export class DirqIndex {
   private readonly functions: WorkerFunctions;
   /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
   private readonly fillWorker: FillWorker | null = null;
-  /** Files skipped while building tables for the statement being prepared. */
-  private pendingSkipped: SkippedPath[] = [];
-  /** Statements `prepare` has checked, with the schema version they were checked against. */
-  private readonly checkedStatements = new Map<
-    string,
-    { runnable: string; schemaVersion: number; tablesRead: string[]; cacheable: boolean }
-  >();
-  /** Tables the statement being prepared reads (set by `fillTablesRead`). */
-  private tablesRead: string[] = [];
   private readonly caseVariants = new CaseVariants();
+  /** Checks statements and builds what they read (see `StatementPreparer`). */
+  private readonly preparer: StatementPreparer;
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
   private changeCount = 0;
@@ -214,8 +179,6 @@ export class DirqIndex {
     (name) => this.caseVariants.pathOf(name),
     () => this.schemaVersion,
   );
-  /** `volatileFunctions` of this connection: its functions are all registered at opening. */
-  private volatileNames: ReadonlySet<string> | null = null;
   private readonly writerLock = createWriterLock();
   /** Aborted by `close`: hooks a table build still runs are stopped. */
   private readonly closing = new AbortController();
@@ -271,6 +234,35 @@ export class DirqIndex {
 
   private tablesChanged(tables: Iterable<string | null> | null): void {
     this.generations.changed(tables);
+  }
+
+  /** What the preparer may do to this index: look tables up, build them, take the writer. */
+  private preparerHost(): PreparerHost {
+    return {
+      db: this.db,
+      caseVariants: this.caseVariants,
+      schemaVersion: () => this.schemaVersion,
+      configTablesBuilt: () => this.configTablesBuilt,
+      buildConfigTables: () => this.buildConfigTables(),
+      pathTableNames: () => this.pathTableNames(),
+      tableExists: (name) => this.tableExists(name),
+      createMissingTable: (name) => this.createMissingTable(name),
+      missingTableError: (name, error) => this.missingTableError(name, error),
+      needsFill: (table, columns) => this.pathTables.needsFill(table, this.groupsFor(columns)),
+      fill: (table, columns) => this.pathTables.fill(table, this.groupsFor(columns)),
+      touch: (tables) => this.pathTables.touch(tables),
+      callsWorkers: (functions) => this.functions.calledIn(functions).length > 0,
+      withWriter: (task) => this.withWriter(task),
+      tablesChanged: (tables) => {
+        this.tablesChanged(tables);
+        this.changeCount++;
+      },
+    };
+  }
+
+  /** The column groups a fill brings in for reading these columns. */
+  private groupsFor(columns: ReadonlySet<number>): ColumnGroups {
+    return this.fillAllColumns ? ALL_COLUMN_GROUPS : PathTables.groupsFor(columns);
   }
 
   /** The tables a refresh's row changes touched; `null` (all) when a trigger may write others. */
@@ -368,6 +360,7 @@ export class DirqIndex {
       (task) => this.withWriter(task),
       this.catalog,
     );
+    this.preparer = new StatementPreparer(this.preparerHost());
   }
 
   /** The catalog's definition of a parsed table: a change of any part rebuilds it. */
@@ -391,7 +384,8 @@ export class DirqIndex {
     }
   }
 
-  private async buildParsed(spec: ParsedTableSpec): Promise<void> {
+  /** Builds a parsed table; returns the files skipped. */
+  private async buildParsed(spec: ParsedTableSpec): Promise<SkippedPath[]> {
     const matches = spec.selection ? selectionMatcher(spec.selection) : () => false;
     const catalog = this.catalog;
     const hash = catalog === null ? null : this.parsedSpecHash(spec);
@@ -401,8 +395,7 @@ export class DirqIndex {
       const live: LiveParsedTable = { spec, columns: storedColumns(this.db, spec.name), matches };
       this.parsedTables.set(spec.name.toLowerCase(), live);
       const { skipped, changes } = await this.refresher.reconcile(live, catalog);
-      this.pendingSkipped.push(...skipped, ...skippedFromChanges(changes));
-      return;
+      return [...skipped, ...skippedFromChanges(changes)];
     }
     if (catalog !== null && stored !== undefined) catalog.dropTable(stored);
     const persisted = catalog !== null && hash !== null ? { catalog, spec: hash } : null;
@@ -413,21 +406,23 @@ export class DirqIndex {
       persisted,
     );
     this.parsedTables.set(spec.name.toLowerCase(), { spec, columns, matches });
-    this.pendingSkipped.push(...skipped);
+    return skipped;
   }
 
   /**
    * Builds every config table, in config order, once per index: a `ddl` view or trigger may
    * read another table, and `sqlite_master` should list them all from the first statement.
    */
-  private async buildConfigTables(): Promise<void> {
-    if (this.configTablesBuilt) return;
+  private async buildConfigTables(): Promise<SkippedPath[]> {
+    const skipped: SkippedPath[] = [];
+    if (this.configTablesBuilt) return skipped;
     this.configTablesBuilt = true;
     for (const table of this.config.tables) {
       if (!this.parsedTables.has(table.name.toLowerCase())) {
-        await this.buildParsed(configTableSpec(table, this.root));
+        skipped.push(...(await this.buildParsed(configTableSpec(table, this.root))));
       }
     }
+    return skipped;
   }
 
   /**
@@ -436,20 +431,19 @@ export class DirqIndex {
    */
   async build(): Promise<SkippedPath[]> {
     return this.withWriter(async () => {
-      this.pendingSkipped = [];
-      await this.buildConfigTables();
+      const skipped = await this.buildConfigTables();
       this.changeCount++;
       this.tablesChanged(null);
-      return this.pendingSkipped;
+      return skipped;
     });
   }
 
   /**
    * Creates the path-table a statement names when it is missing: parsed by `--on-file`, or a
-   * plain one (filled later, with only the columns the statement reads). `false` when the
-   * name is not a path-table.
+   * plain one (filled later, with only the columns the statement reads). Returns the files
+   * skipped; `null` when the name is not a path-table.
    */
-  private async createMissingTable(name: string): Promise<boolean> {
+  private async createMissingTable(name: string): Promise<SkippedPath[] | null> {
     if (name.toLowerCase() === "files") throw removedFilesTable();
     const path = this.caseVariants.pathOf(name);
     if (this.onFile === null) {
@@ -458,12 +452,11 @@ export class DirqIndex {
       // Making room drops idle path-tables: the watcher no longer keeps their rows current.
       const kept = new Set(this.pathTables.names());
       this.tablesChanged(before.filter((table) => !kept.has(table)));
-      return created;
+      return created ? [] : null;
     }
     const selection = parsePathTableName(path, this.root);
-    if (selection === null) return false;
-    await this.buildParsed({ ...onFileSpec(path, selection, this.onFile), name });
-    return true;
+    if (selection === null) return null;
+    return this.buildParsed({ ...onFileSpec(path, selection, this.onFile), name });
   }
 
   /**
@@ -488,39 +481,6 @@ export class DirqIndex {
     return found !== undefined;
   }
 
-  /** Prepares the statement, creating each table it names that does not exist yet. */
-  private async prepareCreatingTables(sql: string): Promise<Statement> {
-    for (let created = 0; ; created++) {
-      try {
-        return this.db.prepare(sql);
-      } catch (error) {
-        const missing = error instanceof Error ? NO_SUCH_TABLE.exec(error.message)?.[1] : undefined;
-        if (missing === undefined) throw sqlError(error);
-        if (created >= MAX_PATH_TABLES_PER_STATEMENT) throw tooManyPathTables();
-        if (!(await this.createMissingTable(missing))) throw this.missingTableError(missing, error);
-      }
-    }
-  }
-
-  /** Fills the path-tables the statement reads; denies any internal table it would read. */
-  private async fillTablesRead(statement: StatementAnalysis): Promise<SkippedPath[]> {
-    if (isExplain(statement)) return [];
-    const skipped: SkippedPath[] = [];
-    const read = tablesReadBy(this.db, statement.sql);
-    this.tablesRead = [...read.keys()];
-    for (const [table, columns] of read) {
-      if (INTERNAL_PREFIX.test(table)) {
-        throw new DirqError(
-          "QUERY_INTERNAL_TABLE",
-          `${table} is an internal dirq table and cannot be queried (reached through a view)`,
-        );
-      }
-      const groups = this.fillAllColumns ? ALL_COLUMN_GROUPS : PathTables.groupsFor(columns);
-      skipped.push(...(await this.pathTables.fill(table, groups)));
-    }
-    return skipped;
-  }
-
   /**
    * Runs one read-only statement. Rejects writes, ATTACH/DETACH, VACUUM, PRAGMA assignments,
    * transactions, several statements and internal tables with a `DirqError` before anything
@@ -531,12 +491,12 @@ export class DirqIndex {
     // built never waits for it (a refresh committing, a hook running).
     const prepared = await this.prepare(sql);
     let statement: Statement;
-    let called: Set<string>;
+    let called = new Set<string>();
     try {
       statement = this.db.prepare(prepared.sql);
-      called = isExplain(analyzeStatement(prepared.sql))
-        ? new Set<string>()
-        : functionsCalledBy(this.db, prepared.sql);
+      if (prepared.callsWorkers && !isExplain(prepared.sql)) {
+        called = functionsCalledBy(this.db, prepared.sql);
+      }
     } catch (error) {
       throw sqlError(error);
     }
@@ -569,101 +529,21 @@ export class DirqIndex {
    * does before its rows are read. The server runs the statement itself in a separate
    * process, which a timeout can kill. Returns the statement to run (rewritten when a
    * path-table name differs only in case from another's) and the files skipped while
-   * building tables.
+   * building tables. A statement that needs nothing built never waits for the writer (a
+   * refresh committing, a hook running).
    */
-  async prepare(sql: string): Promise<PreparedStatement> {
-    const ready = this.preparedAlready(sql) ?? this.prepareWithoutBuilding(sql);
-    if (ready !== null) return ready;
-    return this.withWriter(async () => {
-      this.tablesRead = [];
-      const configTablesBuilt = this.configTablesBuilt;
-      let checked: Awaited<ReturnType<DirqIndex["prepareChecked"]>>;
-      try {
-        // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
-        // EXPLAIN): a user error (400), never an internal one.
-        checked = await this.prepareChecked(sql).catch((error: unknown) => {
-          if (isStorageError(error)) throw error;
-          const unbound = error instanceof TypeError && /parameter/i.test(error.message);
-          throw sqlError(unbound ? new RangeError(error.message) : error);
-        });
-      } finally {
-        // What it built or filled (also on the way to failing) may hold other rows than an
-        // answer computed before saw.
-        this.tablesChanged(configTablesBuilt ? this.tablesRead : null);
-      }
-      const { runnable, skipped, called } = checked;
-      // An EXPLAIN answers with the program, which only the schema settles.
-      const cacheable = called === null || this.settledByRows(runnable, called);
-      this.changeCount++;
-      if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
-      this.checkedStatements.set(sql, {
-        runnable,
-        schemaVersion: this.schemaVersion,
-        tablesRead: this.tablesRead,
-        cacheable,
-      });
-      return { sql: runnable, skipped, cacheable, tables: this.tablesRead };
-    });
+  prepare(sql: string): Promise<PreparedStatement> {
+    return this.preparer.prepare(sql);
   }
 
   /**
-   * `prepare`'s answer at once, for a statement already checked against this very schema:
-   * nothing it reads can be missing or unfilled. `null` otherwise. The server asks this for
-   * every request; it takes no lock, so a statement never waits for a hook or a refresh.
+   * `prepare`'s answer at once, synchronously, when nothing the statement reads is missing or
+   * unfilled (checked before against this very schema, or checked now without the writer);
+   * `null` otherwise, and when the statement fails a check (`prepare` then says why). The
+   * server asks this for every request: no lock, no promise.
    */
   preparedAlready(sql: string): PreparedStatement | null {
-    const checked = this.checkedStatements.get(sql);
-    if (checked?.schemaVersion !== this.schemaVersion) return null;
-    this.pathTables.touch(checked.tablesRead);
-    return {
-      sql: checked.runnable,
-      skipped: [],
-      cacheable: checked.cacheable,
-      tables: checked.tablesRead,
-    };
-  }
-
-  /**
-   * Checks a statement that needs nothing created, built or filled without taking the writer,
-   * so it never waits behind a table build (the server keeps answering while a big path-table
-   * fills). `null` when something is missing, or anything fails: then the caller takes the
-   * writer and goes the full way, which builds what is missing and reports errors.
-   */
-  private prepareWithoutBuilding(sql: string): PreparedStatement | null {
-    if (!this.configTablesBuilt) return null;
-    try {
-      const analysis = analyzeStatement(sql);
-      checkReadOnlyStatement(analysis);
-      if (isExplain(analysis)) return null;
-      const runnable = this.caseVariants.rewrite(analysis, this.pathTableNames());
-      const runnableAnalysis = runnable === sql ? analysis : analyzeStatement(runnable);
-      if (!tablesDescribedBy(runnableAnalysis).every((name) => this.tableExists(name))) {
-        return null;
-      }
-      const statement = this.db.prepare(runnable);
-      if (!statement.readonly) return null;
-      const called = functionsCalledBy(this.db, runnable);
-      refuseLoadExtension(called);
-      const read = tablesReadBy(this.db, runnable);
-      for (const [table, columns] of read) {
-        if (INTERNAL_PREFIX.test(table)) return null;
-        const groups = this.fillAllColumns ? ALL_COLUMN_GROUPS : PathTables.groupsFor(columns);
-        if (this.pathTables.needsFill(table, groups)) return null;
-      }
-      this.pathTables.touch(read.keys());
-      const cacheable = this.settledByRows(runnable, called);
-      const tables = [...read.keys()];
-      if (this.checkedStatements.size >= CHECKED_STATEMENTS_KEPT) this.checkedStatements.clear();
-      this.checkedStatements.set(sql, {
-        runnable,
-        schemaVersion: this.schemaVersion,
-        tablesRead: tables,
-        cacheable,
-      });
-      return { sql: runnable, skipped: [], cacheable, tables };
-    } catch {
-      return null;
-    }
+    return this.preparer.atOnce(sql);
   }
 
   /** `PRAGMA schema_version`, prepared once: the server asks it twice per request. */
@@ -688,55 +568,6 @@ export class DirqIndex {
     const version = this.schemaVersionStatement.get() as number;
     this.schemaSeen = active === 0 ? { epoch, version } : null;
     return version;
-  }
-
-  /**
-   * Whether the rows a statement reads settle its answer: it calls no function that may answer
-   * differently by itself (`called` comes from its bytecode, so views count) and reads nothing
-   * but tables. Worker functions are in the registry too, flagged as they were declared.
-   */
-  private settledByRows(runnable: string, called: ReadonlySet<string>): boolean {
-    this.volatileNames ??= volatileFunctions(this.db);
-    for (const name of called) if (this.volatileNames.has(name)) return false;
-    return !readsOutsideTables(this.db, runnable);
-  }
-
-  private async prepareChecked(sql: string): Promise<{
-    statement: Statement;
-    runnable: string;
-    skipped: SkippedPath[];
-    workerCalls: WorkerSpec[];
-    /** The functions it calls; `null` for an EXPLAIN, which calls none. */
-    called: ReadonlySet<string> | null;
-  }> {
-    const analysis = analyzeStatement(sql);
-    checkReadOnlyStatement(analysis);
-    this.pendingSkipped = [];
-    await this.buildConfigTables();
-    const runnable = this.caseVariants.rewrite(analysis, this.pathTableNames());
-    // Tokenized again only when the rewrite changed the statement.
-    const runnableAnalysis = runnable === sql ? analysis : analyzeStatement(runnable);
-    for (const name of tablesDescribedBy(runnableAnalysis)) {
-      if (!this.tableExists(name)) await this.createMissingTable(name);
-    }
-    const statement = await this.prepareCreatingTables(runnable);
-    if (!statement.readonly) {
-      throw new DirqError(
-        "QUERY_NOT_READONLY",
-        "this statement writes to the database. dirq is read-only: only reads are allowed",
-      );
-    }
-    const explain = isExplain(runnableAnalysis);
-    const called = explain ? new Set<string>() : functionsCalledBy(this.db, runnable);
-    refuseLoadExtension(called);
-    const skipped = [...this.pendingSkipped, ...(await this.fillTablesRead(runnableAnalysis))];
-    return {
-      statement,
-      runnable,
-      skipped,
-      workerCalls: this.functions.calledIn(called),
-      called: explain ? null : called,
-    };
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */

@@ -57,6 +57,25 @@ async function settle(stream: EventStream, root: string, table: string, dir: str
 }
 
 describe("answers and events", { concurrency: true }, () => {
+  it("EXPLAIN answers with the program, and load_extension() under EXPLAIN is still refused", async () => {
+    const server = await serve(tree({ "a.txt": "a" }));
+    const program = await postQuery(server, "EXPLAIN SELECT path FROM './'");
+    assert.equal(program.status, 200, program.text);
+    const steps = JSON.parse(program.text) as { opcode: string }[];
+    assert.ok(
+      steps.some((step) => step.opcode === "OpenRead"),
+      program.text,
+    );
+    const plan = await postQuery(server, "EXPLAIN QUERY PLAN SELECT path FROM './'");
+    assert.equal(plan.status, 200, plan.text);
+    for (const sql of [
+      "EXPLAIN SELECT load_extension('x')",
+      "EXPLAIN QUERY PLAN SELECT load_extension('x')",
+    ]) {
+      assertJsonError(await postQuery(server, sql), 400, /load_extension/);
+    }
+  });
+
   it("a statement run before a column was added answers with the new column (caches keyed on the schema)", async () => {
     const root = tree({
       "rows.mjs": ROWS_HOOK,

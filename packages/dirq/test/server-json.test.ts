@@ -14,6 +14,9 @@ import { postQuery, serverFixtures } from "./server-support.js";
 
 const { tree, serve } = serverFixtures();
 
+/** A statement's first answer is written in JS when it is short: here SQLite writes them all. */
+const SQLITE_FIRST = { DIRQ_FIRST_ANSWER_JS_ROWS: "0" };
+
 const TEXTS = [
   "'plain'",
   "'it''s'",
@@ -63,7 +66,7 @@ function statement(random: () => number, index: number): string {
 describe("JSON written by SQLite", { concurrency: true }, () => {
   it("answers with the same bytes as the CLI, for seeded statements with every kind of value", async () => {
     const root = tree({ "a.txt": "aa", "b/c.md": "ccc", "b/d.md": "d" });
-    const server = await serve(root);
+    const server = await serve(root, [], SQLITE_FIRST);
     const random = seededRandom(18);
     const statements = [
       ...Array.from({ length: 24 }, (_, i) => statement(random, i)),
@@ -107,7 +110,7 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
         'on-file = "cat {path}"',
       ].join("\n"),
     });
-    const server = await serve(root, ["-c", "typed.toml"]);
+    const server = await serve(root, ["-c", "typed.toml"], SQLITE_FIRST);
     const statements = [
       "SELECT t, i, n FROM typed",
       "SELECT t FROM typed WHERE i IS NOT NULL",
@@ -128,6 +131,31 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
       assert.equal(fromServer.text, fromCli.stdout, sql);
     }
   });
+  it("answers a statement the same the first time (in JS when short) and after (in SQLite)", async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 80 }, (_, i) => [`f${String(i).padStart(2, "0")}.txt`, "x".repeat(i)]),
+    );
+    const root = tree(files);
+    const server = await serve(root);
+    // random() keeps the result cache out: every request runs the statement.
+    const statements = [
+      "SELECT path, size FROM './' WHERE random() IS NOT NULL ORDER BY path LIMIT 10",
+      // Past the first answer's bound: SQLite writes it from the start.
+      "SELECT path, size FROM './' WHERE random() IS NOT NULL ORDER BY path",
+      // A REAL: SQLite's bytes would differ, so every answer is written in JS.
+      "SELECT path, size / 2.0 AS half FROM './' WHERE random() IS NOT NULL ORDER BY path LIMIT 5",
+    ];
+    for (const sql of statements) {
+      const fromCli = await runDirq(["query", sql, "--format", "json"], { cwd: root });
+      assert.equal(fromCli.code, 0, `${sql}: ${fromCli.stderr}`);
+      for (const run of [1, 2, 3]) {
+        const fromServer = await postQuery(server, sql);
+        assert.equal(fromServer.status, 200, `${sql}: ${fromServer.text}`);
+        assert.equal(fromServer.text, fromCli.stdout, `${sql} (run ${run})`);
+      }
+    }
+  });
+
   it("answers a statement whose answer grows past 10,000 rows between runs like the CLI", async () => {
     // A statement SQLite has answered small runs without its row bound the next time; one
     // that then outgrows the bound must still answer right, and go the JS way after that.

@@ -1,5 +1,10 @@
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, it } from "node:test";
+import { openIndexDatabase } from "../src/indexer/database.js";
+import { QueryPool } from "../src/runner/query-pool.js";
 import { postQuery, serverFixtures } from "./server-support.js";
 
 /*
@@ -43,5 +48,32 @@ describe("the query pool", () => {
       Array.from({ length: 8 }, (_, i) => postQuery(server, `SELECT ${100 + i} AS n`)),
     );
     after.forEach((each, i) => assert.equal(each.text, `[{"n":${100 + i}}]\n`));
+  });
+
+  it("a statement queued behind a cancelled one is answered, not failed", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "dirq-pool-"));
+    const databasePath = join(directory, "index.db");
+    openIndexDatabase(directory, databasePath).close();
+    const pool = new QueryPool({
+      databasePath,
+      timeoutMs: 60_000,
+      maxAnswerBytes: 1024 * 1024,
+      maxProcesses: 1,
+    });
+    try {
+      assert.equal((await pool.run("SELECT 0 AS n")).ok, true);
+      // Both go to the one warm process: the second waits there behind the first.
+      const client = new AbortController();
+      const slow = pool.run(SLOW, { signal: client.signal });
+      const behind = pool.run("SELECT 7 AS n");
+      client.abort();
+      await assert.rejects(slow, { code: "QUERY_CANCELLED" });
+      const answer = await behind;
+      assert.ok(answer.ok, JSON.stringify(answer));
+      assert.equal(Buffer.from(answer.body).toString("utf8"), '[{"n":7}]\n');
+    } finally {
+      pool.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
   });
 });

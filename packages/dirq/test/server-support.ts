@@ -776,9 +776,14 @@ export function serverFixtures(options: { beforeRemove?: (root: string) => void 
       roots.push(root);
       return root;
     },
-    async serve(root: string, args: readonly string[] = []): Promise<ServerProcess> {
+    async serve(
+      root: string,
+      args: readonly string[] = [],
+      env: Record<string, string> = {},
+    ): Promise<ServerProcess> {
       const server = await startServer([...args, "--host", "127.0.0.1", "--port", "0"], {
         cwd: root,
+        env,
       });
       servers.push(server);
       return server;

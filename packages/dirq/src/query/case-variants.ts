@@ -33,12 +33,21 @@ export class CaseVariants {
    * Rewrites every path-table name (wherever a table name stands: FROM, JOIN, comma lists,
    * CTE bodies, pragma arguments) that differs only in case from a name in `inUse` (existing
    * path-tables) or from one earlier in the statement. Returns `sql` itself when there is
-   * nothing to rewrite.
+   * nothing to rewrite. `inUse` may be given as a function: it is then called only for a
+   * statement that names a path-table (listing every table in use is not free).
    */
-  rewrite(statement: string | StatementAnalysis, inUse: Iterable<string>): string {
+  rewrite(
+    statement: string | StatementAnalysis,
+    inUse: Iterable<string> | (() => Iterable<string>),
+  ): string {
     const { sql, tableNames } = analysisOf(statement);
+    const named = tableNames.some(
+      ({ token }) =>
+        (token.kind === "string" || token.kind === "identifier") && PATH_LIKE.test(token.value),
+    );
+    if (!named) return sql;
     const spellings = new Map<string, string>();
-    for (const name of inUse) {
+    for (const name of typeof inUse === "function" ? inUse() : inUse) {
       if (!this.pathByAlias.has(name.toLowerCase())) spellings.set(name.toLowerCase(), name);
     }
     let rewritten = "";

@@ -3,50 +3,52 @@ import type { SqliteDatabase } from "../indexer/database.js";
 /** What a compiled statement reads: table name → column positions read through its cursor. */
 export type TablesRead = Map<string, Set<number>>;
 
-interface ExplainRow {
-  opcode: string;
-  p1: number;
-  p2: number;
-  p3: number;
-}
-
-/** The name `tablesReadBy` gives the schema table itself (`sqlite_master`), at root page 1. */
+/** The name the plan gives the schema table itself (`sqlite_master`), at root page 1. */
 export const SCHEMA_TABLE = "sqlite_schema";
 
-/** Root page → table name for the main schema (indexes map to the table they index). */
-function tablesByRootPage(db: SqliteDatabase): Map<number, string> {
-  const rows = db
-    .prepare("SELECT tbl_name AS name, rootpage FROM main.sqlite_schema WHERE rootpage > 0")
-    .all() as { name: string; rootpage: number }[];
-  return new Map([
-    [1, SCHEMA_TABLE],
-    ...rows.map((row): [number, string] => [row.rootpage, row.name]),
-  ]);
+/** What a statement's bytecode says about it, read in one pass over one EXPLAIN. */
+export interface StatementPlan {
+  /** SQLite's own flag: the statement writes nothing (an EXPLAIN has its statement's flag). */
+  readonly: boolean;
+  /** Lower-cased names of the SQL functions it calls, also through views. */
+  functions: Set<string>;
+  /**
+   * Tables of the main schema it opens and the columns it reads through them. Views, CTEs and
+   * subqueries are expanded in the bytecode, so this sees through every way of reaching a
+   * table; reading `sqlite_master` is reading `SCHEMA_TABLE`.
+   */
+  tables: TablesRead;
+  /**
+   * It reads something besides table rows and the schema, so that the rows of `tables` do not
+   * settle its answer.
+   */
+  readsOutside: boolean;
 }
 
+/** Root page → table name of the main schema (indexes map to the table they index). */
+export type RootPages = ReadonlyMap<number, string>;
+
 /**
- * Reads the statement's bytecode (EXPLAIN, which compiles but runs nothing) to learn which
- * tables it opens and which of their columns it reads. Views, CTEs and subqueries are already
- * expanded there, so this sees through every way of reaching a table. A statement that reads
- * `sqlite_master` reads `SCHEMA_TABLE`.
+ * The root pages of one connection's main schema, read again only when the schema version
+ * moves: a table or index created or dropped is the only thing that changes them.
  */
-export function tablesReadBy(db: SqliteDatabase, sql: string): TablesRead {
-  const program = db.prepare(`EXPLAIN ${sql}`).all() as ExplainRow[];
-  const byRootPage = tablesByRootPage(db);
-  const cursorTable = new Map<number, string>();
-  const read: TablesRead = new Map();
-  for (const step of program) {
-    if ((step.opcode === "OpenRead" || step.opcode === "ReopenIdx") && step.p3 === 0) {
-      const table = byRootPage.get(step.p2);
-      if (table === undefined) continue;
-      cursorTable.set(step.p1, table);
-      if (!read.has(table)) read.set(table, new Set());
-    } else if (step.opcode === "Column") {
-      const table = cursorTable.get(step.p1);
-      if (table !== undefined) read.get(table)?.add(step.p2);
+export class RootPageMap {
+  private pages: RootPages | null = null;
+  private version = -1;
+
+  constructor(private readonly db: SqliteDatabase) {}
+
+  at(schemaVersion: number): RootPages {
+    if (this.pages === null || this.version !== schemaVersion) {
+      const rows = this.db
+        .prepare("SELECT rootpage, tbl_name FROM main.sqlite_schema WHERE rootpage > 0")
+        .raw(true)
+        .all() as [number, string][];
+      this.pages = new Map([[1, SCHEMA_TABLE], ...rows]);
+      this.version = schemaVersion;
     }
+    return this.pages;
   }
-  return read;
 }
 
 /**
@@ -64,16 +66,50 @@ const OUTSIDE_TABLES = new Set([
   "JournalMode",
 ]);
 
+/** `f(-1)` in EXPLAIN's p4 column: the function a Function or PureFunc opcode calls. */
+const EXPLAINED_FUNCTION = /^([^()]+)\(-?\d+\)$/;
+
+/** EXPLAIN's columns, read raw: addr, opcode, p1, p2, p3, p4, p5, comment. */
+type ExplainRow = [number, string, number, number, number, unknown, unknown, unknown];
+
 /**
- * Whether the statement reads anything besides table rows and the schema, so that the rows
- * of the tables it reads do not settle its answer.
+ * Compiles `EXPLAIN <sql>` (which runs nothing) and reads its program once for everything the
+ * checks ask. Measured, one pass over raw rows with the root pages kept costs a sixth of
+ * three passes over object rows with the root pages queried each time (9 against 51-61 µs for
+ * `SELECT 1`), which were over a quarter of the server's time for statements it had not
+ * seen. Throws SQLite's error when the statement does not compile.
  */
-export function readsOutsideTables(db: SqliteDatabase, sql: string): boolean {
-  const program = db.prepare(`EXPLAIN ${sql}`).all() as ExplainRow[];
-  return program.some(
-    (step) =>
-      OUTSIDE_TABLES.has(step.opcode) ||
+export function planStatement(
+  db: SqliteDatabase,
+  sql: string,
+  rootPages: RootPages,
+): StatementPlan {
+  const explain = db.prepare(`EXPLAIN ${sql}`).raw(true);
+  const program = explain.all() as ExplainRow[];
+  const functions = new Set<string>();
+  const tables: TablesRead = new Map();
+  const cursorTable = new Map<number, string>();
+  let readsOutside = false;
+  for (const [, opcode, p1, p2, p3, p4] of program) {
+    if (opcode === "Column") {
+      const table = cursorTable.get(p1);
+      if (table !== undefined) tables.get(table)?.add(p2);
+    } else if (opcode === "OpenRead" || opcode === "ReopenIdx") {
       // A database other than main (temp, attached): nothing keeps track of its rows.
-      ((step.opcode === "OpenRead" || step.opcode === "ReopenIdx") && step.p3 !== 0),
-  );
+      if (p3 !== 0) {
+        readsOutside = true;
+        continue;
+      }
+      const table = rootPages.get(p2);
+      if (table === undefined) continue;
+      cursorTable.set(p1, table);
+      if (!tables.has(table)) tables.set(table, new Set());
+    } else if (OUTSIDE_TABLES.has(opcode)) {
+      readsOutside = true;
+    } else if (opcode.includes("Func") && typeof p4 === "string") {
+      const name = EXPLAINED_FUNCTION.exec(p4)?.[1];
+      if (name !== undefined) functions.add(name.toLowerCase());
+    }
+  }
+  return { readonly: explain.readonly, functions, tables, readsOutside };
 }

@@ -114,7 +114,11 @@ export async function openReplIndex(options: ReplIndexOptions): Promise<ReplInde
       async run(sql, { format, signal }) {
         // A statement sees the files as they are: changes made before it are in the index.
         const prepared = await untilAborted(live.prepareCurrent(sql), signal);
-        const answer = await pool.run(prepared.sql, { format, signal });
+        const answer = await pool.run(prepared.sql, {
+          format,
+          signal,
+          callsWorkers: prepared.callsWorkers,
+        });
         if (!answer.ok) {
           if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
           throw new Error(answer.message);

@@ -31,6 +31,12 @@ export const AnswerKind = {
 /** Flag of an answer: the process retires (it held a large answer); send it nothing new. */
 export const RETIRING = 1;
 
+/**
+ * Flag of a statement: it calls no worker-backed function (the server learned that from its
+ * bytecode), so the process need not read the bytecode again.
+ */
+export const NO_WORKER_CALLS = 1;
+
 export interface Frame {
   id: number;
   kind: number;

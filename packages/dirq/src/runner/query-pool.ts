@@ -9,6 +9,7 @@ import {
   encodeFrame,
   type Frame,
   FrameReader,
+  NO_WORKER_CALLS,
   RequestKind,
   RETIRING,
 } from "./query-frames.js";
@@ -28,6 +29,11 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** When the statement must have answered (ms since the epoch); none: no limit. */
   deadline?: number;
+  /**
+   * Whether it may call a worker-backed function (`PreparedStatement.callsWorkers`); unknown
+   * (the default): the query process finds out itself.
+   */
+  callsWorkers?: boolean;
 }
 
 /** One statement on its way: waiting in the pool, or sent to a process. */
@@ -35,6 +41,8 @@ interface Job {
   id: number;
   sql: string;
   format: AnswerFormat;
+  /** Frame flags of its request. */
+  flags: number;
   resolve: (answer: QueryAnswer) => void;
   reject: (error: unknown) => void;
   /** The process it was sent to; `null` while it waits in the pool. */
@@ -125,6 +133,11 @@ const QUERY_PROCESS = fileURLToPath(new URL("./query-process.js", import.meta.ur
 export class QueryPool {
   private readonly runners = new Set<Runner>();
   private readonly waiting: Job[] = [];
+  /**
+   * The statements out for each caller's signal, stopped together when it aborts: one
+   * listener per signal (the server has one per connection), not one per statement.
+   */
+  private readonly bySignal = new WeakMap<AbortSignal, Set<Job>>();
   private nextId = 1;
   private closed = false;
   private flushScheduled = false;
@@ -270,7 +283,7 @@ export class QueryPool {
       runner.jobs.push(job);
       job.runner = runner;
       const kind = job.format === "table" ? RequestKind.Table : RequestKind.Json;
-      const frame = encodeFrame(job.id, kind, job.sql);
+      const frame = encodeFrame(job.id, kind, job.sql, job.flags);
       // An idle process gets its statement at once: waiting for the end of the turn would put
       // a whole slice of a table build (which yields only every few milliseconds) in between.
       // A busy one cannot start it before its current one is done anyway: it gets the
@@ -364,8 +377,11 @@ export class QueryPool {
       const at = this.waiting.indexOf(job);
       if (at !== -1) this.waiting.splice(at, 1);
     } else if (runner.jobs[0] === job) {
-      // It is running: only killing its process stops it.
+      // It is running: only killing its process stops it. The statements sent behind it have
+      // not started: they go to another process (left to `lost`, the first of them would fail
+      // as if it had been the one running).
       runner.jobs.shift();
+      this.requeue(runner.jobs.splice(0));
       this.lost(runner);
     } else {
       runner.jobs.splice(runner.jobs.indexOf(job), 1);
@@ -382,20 +398,22 @@ export class QueryPool {
   run(sql: string, options: RunOptions = {}): Promise<QueryAnswer> {
     if (this.closed) return Promise.reject(stoppingError());
     const { signal, format = "json", deadline } = options;
+    const flags = options.callsWorkers === false ? NO_WORKER_CALLS : 0;
     if (signal?.aborted) return Promise.reject(cancelledError());
     return new Promise<QueryAnswer>((resolve, reject) => {
       let timer: NodeJS.Timeout | null = null;
-      const onAbort = () => this.stop(job, cancelledError());
+      const watched = signal === undefined ? null : this.jobsOf(signal);
       const job: Job = {
         id: this.nextId++,
         sql,
         format,
+        flags,
         resolve,
         reject,
         runner: null,
         settle: () => {
           if (timer !== null) clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
+          watched?.delete(job);
         },
       };
       if (this.nextId > 0xffff_ffff) this.nextId = 1;
@@ -403,10 +421,28 @@ export class QueryPool {
         const wait = Math.max(0, deadline - Date.now());
         timer = setTimeout(() => this.stop(job, timeoutError(this.options.timeoutMs)), wait);
       }
-      signal?.addEventListener("abort", onAbort, { once: true });
+      watched?.add(job);
       this.waiting.push(job);
       this.pump();
     });
+  }
+
+  /** The statements out for `signal`, which it stops when it aborts. */
+  private jobsOf(signal: AbortSignal): Set<Job> {
+    let jobs = this.bySignal.get(signal);
+    if (jobs === undefined) {
+      const out = new Set<Job>();
+      signal.addEventListener(
+        "abort",
+        () => {
+          for (const job of [...out]) this.stop(job, cancelledError());
+        },
+        { once: true },
+      );
+      this.bySignal.set(signal, out);
+      jobs = out;
+    }
+    return jobs;
   }
 
   /** Stops every query process; statements still out fail. */

@@ -21,13 +21,35 @@ const SMALL_ANSWER_ROWS = MAX_SQLITE_JSON_ROWS / 10;
  * stops reading at MAX_SQLITE_JSON_ROWS + 1 rows, so a huge answer never becomes one huge
  * string; its LIMIT makes SQLite copy every row through a subquery, measured a fifth of a
  * 1,000-row answer's time. The unbounded one reads every row and serves statements whose
- * answers have been small.
+ * answers have been small. Each is compiled when first needed: a statement whose answers
+ * stay small never compiles the bounded one.
  */
 export interface JsonStatement {
-  bounded: Statement;
-  unbounded: Statement;
+  readonly db: SqliteDatabase;
+  /** The wrapped statement up to its FROM, which names the answer with or without a bound. */
+  readonly head: string;
+  bounded: Statement | null;
+  unbounded: Statement | null;
   /** Rows of the last answer; -1 before the first. */
   lastRows: number;
+}
+
+/** The one form of a wrapped statement the next answer runs, compiled on first use. */
+function jsonForm(wrapped: JsonStatement, bounded: boolean): Statement {
+  const { db } = wrapped;
+  if (bounded) {
+    wrapped.bounded ??= db
+      .prepare(`${wrapped.head} (SELECT * FROM _dirq_answer LIMIT ${MAX_SQLITE_JSON_ROWS + 1})`)
+      .raw(true);
+    return wrapped.bounded;
+  }
+  wrapped.unbounded ??= db.prepare(`${wrapped.head} _dirq_answer`).raw(true);
+  return wrapped.unbounded;
+}
+
+/** Whether the next answer runs the bounded form: its last answer was not small. */
+function runsBounded(wrapped: JsonStatement): boolean {
+  return wrapped.lastRows < 0 || wrapped.lastRows > SMALL_ANSWER_ROWS;
 }
 
 function sqlString(text: string): string {
@@ -48,9 +70,10 @@ function isWholeNumberType(declared: string | null): boolean {
 
 /**
  * The STRICT tables of a connection, as `schema.name`: their column types are enforced, so a
- * column's type says what its values are.
+ * column's type says what its values are. They change only with the schema: keep them for
+ * as long as its version holds.
  */
-function strictTableNames(db: SqliteDatabase): Set<string> {
+export function strictTableNames(db: SqliteDatabase): Set<string> {
   const rows = db.prepare("SELECT schema, name FROM pragma_table_list WHERE strict").all() as {
     schema: string;
     name: string;
@@ -108,13 +131,16 @@ function columnJson(
  * answers, and long ones, go the JS way. TEXT computed by an expression goes through `|| ''`,
  * which drops a JSON subtype, so `json(...)` values stay strings as they do in JS. `null` when
  * the statement cannot be wrapped (PRAGMA, EXPLAIN, a trailing `;`, too many columns): the
- * caller uses the JS way.
+ * caller uses the JS way. `lastRows`: the rows of an answer given before, if any, which
+ * decides the form compiled now.
  */
 export function wrapForJson(
   db: SqliteDatabase,
   statement: Statement,
   analysis: StatementAnalysis,
   plan: ColumnPlan,
+  strictTables: ReadonlySet<string> = strictTableNames(db),
+  lastRows = -1,
 ): JsonStatement | null {
   const { sql } = analysis;
   const origins = statement.columns();
@@ -123,7 +149,6 @@ export function wrapForJson(
   if (width === 0 || shown.length * 2 > MAX_FUNCTION_ARGUMENTS) return null;
   const names = Array.from({ length: width }, (_, i) => `c${i}`);
   const direct = !analysis.isCompound;
-  const strictTables = strictTableNames(db);
   const columns = shown.map((position, i) =>
     columnJson(plan.columns[i] ?? "", position, origins[position], direct, strictTables),
   );
@@ -135,15 +160,11 @@ export function wrapForJson(
   // the caller's: appending it here would copy the whole array once more.
   const json = `json_group_array(json_object(${pairs.join(", ")}))`;
   // The statement on lines of its own: a trailing `-- comment` ends with its line.
-  const answer = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT CAST(${json} AS BLOB), ${odd}, count(*) FROM`;
+  const head = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT CAST(${json} AS BLOB), ${odd}, count(*) FROM`;
+  const wrapped: JsonStatement = { db, head, bounded: null, unbounded: null, lastRows };
   try {
-    return {
-      bounded: db
-        .prepare(`${answer} (SELECT * FROM _dirq_answer LIMIT ${MAX_SQLITE_JSON_ROWS + 1})`)
-        .raw(true),
-      unbounded: db.prepare(`${answer} _dirq_answer`).raw(true),
-      lastRows: -1,
-    };
+    jsonForm(wrapped, runsBounded(wrapped));
+    return wrapped;
   } catch {
     return null;
   }
@@ -160,12 +181,12 @@ export function jsonFromSqlite(
   maxBytes: number,
   tooLarge: () => Error,
 ): Buffer | null {
-  const bounded = wrapped.lastRows < 0 || wrapped.lastRows > SMALL_ANSWER_ROWS;
+  const bounded = runsBounded(wrapped);
   let json: Buffer;
   let odd: number | null;
   let count: number;
   try {
-    const statement = bounded ? wrapped.bounded : wrapped.unbounded;
+    const statement = jsonForm(wrapped, bounded);
     [json, odd, count] = statement.get() as [Buffer, number | null, number];
   } catch {
     return null;

@@ -6,7 +6,12 @@ interface Entry {
   tables: readonly string[];
   stamp: string;
   body: string | Uint8Array;
+  /** What it counts against the cache's size. */
+  cost: number;
 }
+
+/** What an entry counts against the cache's size; by default the answer's length. */
+export type EntryCost = (sql: string, answer: string | Uint8Array) => number;
 
 /**
  * Answers of recent statements, each valid while the tables it reads (and the schema) are as
@@ -19,7 +24,10 @@ export class ResultCache {
   private readonly entries = new Map<string, Entry>();
   private size = 0;
 
-  constructor(private readonly maxChars: number) {}
+  constructor(
+    private readonly maxChars: number,
+    private readonly costOf: EntryCost = (_, answer) => answer.length,
+  ) {}
 
   /** The kept answer to `sql`, if the stamp of its tables is still the one it was kept at. */
   get(sql: string, stampOf: TableStamp): string | Uint8Array | undefined {
@@ -27,7 +35,7 @@ export class ResultCache {
     if (entry === undefined) return undefined;
     this.entries.delete(sql);
     if (stampOf(entry.tables) !== entry.stamp) {
-      this.size -= entry.body.length;
+      this.size -= entry.cost;
       return undefined;
     }
     this.entries.set(sql, entry);
@@ -44,14 +52,15 @@ export class ResultCache {
     const shared = typeof answer !== "string" && answer.buffer.byteLength > answer.length + 64;
     const body = shared ? Buffer.from(answer) : answer;
     const old = this.entries.get(sql);
-    if (old) this.size -= old.body.length;
+    if (old) this.size -= old.cost;
     this.entries.delete(sql);
-    this.entries.set(sql, { tables, stamp, body });
-    this.size += body.length;
+    const cost = this.costOf(sql, body);
+    this.entries.set(sql, { tables, stamp, body, cost });
+    this.size += cost;
     for (const [key, entry] of this.entries) {
       if (this.size <= this.maxChars) break;
       this.entries.delete(key);
-      this.size -= entry.body.length;
+      this.size -= entry.cost;
     }
   }
 }

@@ -46,6 +46,12 @@ export const QUERY_TIMEOUT_MS = 30_000;
 export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** Total size of the answers kept for repeated statements (characters). */
 const RESULT_CACHE_CHARS = 64 * 1024 * 1024;
+/**
+ * What keeping one answer costs besides its statement and its bytes (the entry, the key, the
+ * copy's Buffer): measured about 500 bytes of RSS each. Counted, so that a stream of distinct
+ * statements with small answers keeps about a hundred thousand of them, not millions.
+ */
+const RESULT_ENTRY_OVERHEAD = 512;
 /** Events published between two turns of the event loop. */
 const PUBLISH_SLICE = 64;
 /** How long shutdown waits for in-flight requests before it closes connections itself. */
@@ -178,7 +184,10 @@ async function startLive(
         options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`);
     },
   });
-  const answers = new ResultCache(RESULT_CACHE_CHARS);
+  const answers = new ResultCache(
+    RESULT_CACHE_CHARS,
+    (sql, answer) => RESULT_ENTRY_OVERHEAD + sql.length + answer.length,
+  );
   // An answer holds while the tables it read and the schema stay as they were.
   const stampOf = (tables: readonly string[]) => index.tableGenerations(tables);
   const statements = new AbortController();
@@ -186,14 +195,18 @@ async function startLive(
     const deadline = arrival + QUERY_TIMEOUT_MS;
     const cached = answers.get(sql, stampOf);
     if (cached !== undefined) return cached;
-    // Most statements were checked before: no promise, no timer.
+    // A statement that needs nothing built is checked at once: no promise, no timer.
     const prepared =
       index.preparedAlready(sql) ??
       (await beforeDeadline(index.prepare(sql), deadline, [signal, statements.signal]));
     if (prepared.skipped.length > 0) await publish(skippedToChanges(prepared.skipped));
     // Taken before the query process reads: a commit after this point moves the stamp.
     const before = prepared.cacheable ? stampOf(prepared.tables) : null;
-    const answer = await pool.run(prepared.sql, { deadline, signal });
+    const answer = await pool.run(prepared.sql, {
+      deadline,
+      signal,
+      callsWorkers: prepared.callsWorkers,
+    });
     if (answer.ok) {
       // Kept only when none of its tables changed while it ran: it may hold rows from before
       // and after such a change, current for neither stamp.

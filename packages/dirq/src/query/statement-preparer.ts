@@ -1,0 +1,334 @@
+import type { Statement } from "@rocicorp/zero-sqlite3";
+import { refuseLoadExtension, volatileFunctions } from "../connection/profile.js";
+import { DirqError } from "../errors.js";
+import { isStorageError } from "../indexer/cache-file.js";
+import type { SqliteDatabase } from "../indexer/database.js";
+import type { SkippedPath } from "../scan/walk.js";
+import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
+import type { CaseVariants } from "./case-variants.js";
+import { sqlError } from "./execute.js";
+import { checkReadOnlyStatement } from "./read-only-guard.js";
+import { keywordOf } from "./sql-tokens.js";
+import { analyzeStatement, type StatementAnalysis } from "./statement-analysis.js";
+import { planStatement, RootPageMap, type StatementPlan } from "./statement-plan.js";
+
+/** A statement checked, with every table it reads built and filled: ready to run. */
+export interface PreparedStatement {
+  /** The statement to run (rewritten when a path-table name differs only in case). */
+  sql: string;
+  /** Files skipped while building the tables it reads. */
+  skipped: SkippedPath[];
+  /**
+   * Whether its answer is settled by the rows of `tables` and the schema: it calls no function
+   * that may answer differently by itself and reads nothing but tables.
+   */
+  cacheable: boolean;
+  /** SQLite names of the tables it reads, also through views and subqueries. */
+  tables: readonly string[];
+  /**
+   * Whether it calls a worker-backed function (also through a view): only then must whoever
+   * runs it look for the calls (they run in passes). A query process told it does not skips
+   * its own look at the bytecode.
+   */
+  callsWorkers: boolean;
+}
+
+/**
+ * What preparing statements needs from the index: its connection and schema version, its
+ * tables (to look up, create, fill and mark used) and its one writer. Building lives in the
+ * index; deciding what a statement needs, and remembering it, lives here.
+ */
+export interface PreparerHost {
+  readonly db: SqliteDatabase;
+  readonly caseVariants: CaseVariants;
+  /** SQLite's schema version, remembered between writes. */
+  schemaVersion(): number;
+  /** Config tables are built before the first statement runs (a `ddl` view may need them). */
+  configTablesBuilt(): boolean;
+  /** Builds the config tables if they are not yet; returns the files skipped. */
+  buildConfigTables(): Promise<SkippedPath[]>;
+  /** Path-table names in use, as SQLite knows them. */
+  pathTableNames(): Iterable<string>;
+  /** A table or view of this name exists (ASCII case ignored, as SQLite matches names). */
+  tableExists(name: string): boolean;
+  /**
+   * Creates the path-table a statement names; `null` when the name is not a path-table, else
+   * the files skipped while building it.
+   */
+  createMissingTable(name: string): Promise<SkippedPath[] | null>;
+  /** SQLite's "no such table" for a name that is not a path-table, with a hint where one helps. */
+  missingTableError(name: string, error: unknown): unknown;
+  /** Whether reading these columns of the table needs a fill first (`false`: not a path-table). */
+  needsFill(table: string, columns: ReadonlySet<number>): boolean;
+  /** Fills the table for reading these columns (nothing for a table that is not a path-table). */
+  fill(table: string, columns: ReadonlySet<number>): Promise<SkippedPath[]>;
+  /** The tables a statement reads were used now (idle path-tables are the first dropped). */
+  touch(tables: Iterable<string>): void;
+  /** Whether any of these functions (lower-cased names) is worker-backed. */
+  callsWorkers(functions: ReadonlySet<string>): boolean;
+  /** Runs a task under the index's one writer. */
+  withWriter<T>(task: () => Promise<T>): Promise<T>;
+  /**
+   * The rows of these tables (SQLite names; `null`: of any table) may differ now from what an
+   * earlier answer saw: they were built or filled.
+   */
+  tablesChanged(tables: readonly string[] | null): void;
+}
+
+/** What `prepare` remembers of a statement, valid for one schema version. */
+interface Checked {
+  runnable: string;
+  schemaVersion: number;
+  tables: readonly string[];
+  cacheable: boolean;
+  callsWorkers: boolean;
+}
+
+/** How many checked statements are remembered before the memo starts over. */
+const CHECKED_STATEMENTS_KEPT = 1000;
+
+/** Too many distinct missing tables in one statement means something else is wrong. */
+const MAX_PATH_TABLES_PER_STATEMENT = 64;
+
+const NO_SUCH_TABLE = /^no such table: ([\s\S]+)$/;
+
+function tooManyPathTables(): DirqError {
+  return new DirqError(
+    "QUERY_TOO_MANY_TABLES",
+    `a statement may name at most ${MAX_PATH_TABLES_PER_STATEMENT} path-tables: split it into several statements, or use one glob (FROM './{a,b}/**') in place of many paths`,
+  );
+}
+
+function notReadOnly(): DirqError {
+  return new DirqError(
+    "QUERY_NOT_READONLY",
+    "this statement writes to the database. dirq is read-only: only reads are allowed",
+  );
+}
+
+function internalTable(table: string): DirqError {
+  return new DirqError(
+    "QUERY_INTERNAL_TABLE",
+    `${table} is an internal dirq table and cannot be queried (reached through a view)`,
+  );
+}
+
+/**
+ * Checks statements against an index and builds what they read, in two ways. At once: a
+ * statement checked before against this schema, or one that needs nothing created, built or
+ * filled, is answered synchronously without the writer, so it never waits behind a hook, a
+ * refresh or a big fill (the server asks this for every request). Building: under the writer,
+ * the full checks with their errors, creating and filling every table it reads.
+ */
+export class StatementPreparer {
+  private readonly checked = new Map<string, Checked>();
+  private readonly rootPages: RootPageMap;
+  /** The connection's volatile functions: all of them are registered when it opens. */
+  private volatileNames: ReadonlySet<string> | null = null;
+  /**
+   * The last statement `atOnce` could not answer: `prepare` then goes straight to building
+   * instead of trying again what just failed.
+   */
+  private missed: string | null = null;
+
+  constructor(private readonly host: PreparerHost) {
+    this.rootPages = new RootPageMap(host.db);
+  }
+
+  /**
+   * `prepare`'s answer without waiting, when nothing needs to be created, built or filled;
+   * `null` otherwise, and whenever anything fails: the building way then reports the error.
+   */
+  atOnce(sql: string): PreparedStatement | null {
+    const schemaVersion = this.host.schemaVersion();
+    const known = this.checked.get(sql);
+    if (known !== undefined && known.schemaVersion === schemaVersion) {
+      this.host.touch(known.tables);
+      return prepared(known, []);
+    }
+    const checked = this.checkWithoutBuilding(sql, schemaVersion);
+    if (checked === null) {
+      this.missed = sql;
+      return null;
+    }
+    this.remember(sql, checked);
+    return prepared(checked, []);
+  }
+
+  /**
+   * Checks a statement and builds every table it reads, without running it. Returns the
+   * statement to run (rewritten when a path-table name differs only in case from another's)
+   * and the files skipped while building tables.
+   */
+  async prepare(sql: string): Promise<PreparedStatement> {
+    const tried = this.missed === sql;
+    this.missed = null;
+    const ready = tried ? null : this.atOnce(sql);
+    if (ready !== null) return ready;
+    return this.host.withWriter(async () => {
+      const configTablesBuilt = this.host.configTablesBuilt();
+      const state: { tables: readonly string[] } = { tables: [] };
+      let built: { checked: Checked; skipped: SkippedPath[] };
+      try {
+        // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
+        // EXPLAIN): a user error (400), never an internal one.
+        built = await this.build(sql, state).catch((error: unknown) => {
+          if (isStorageError(error)) throw error;
+          const unbound = error instanceof TypeError && /parameter/i.test(error.message);
+          throw sqlError(unbound ? new RangeError(error.message) : error);
+        });
+      } finally {
+        // What it built or filled (also on the way to failing) may hold other rows than an
+        // answer computed before saw.
+        this.host.tablesChanged(configTablesBuilt ? state.tables : null);
+      }
+      this.remember(sql, built.checked);
+      return prepared(built.checked, built.skipped);
+    });
+  }
+
+  private remember(sql: string, checked: Checked): void {
+    if (this.checked.size >= CHECKED_STATEMENTS_KEPT) this.checked.clear();
+    this.checked.set(sql, checked);
+  }
+
+  /**
+   * The lock-free check: the same checks as `build`, `null` at the first thing that would need
+   * building or that fails. The statement is compiled once, as its EXPLAIN, whose read-only
+   * flag is the statement's own.
+   */
+  private checkWithoutBuilding(sql: string, schemaVersion: number): Checked | null {
+    if (!this.host.configTablesBuilt()) return null;
+    try {
+      const analysis = analyzeStatement(sql);
+      checkReadOnlyStatement(analysis);
+      if (analysis.isExplain) return null;
+      const runnableAnalysis = this.runnable(analysis);
+      const runnable = runnableAnalysis.sql;
+      for (const name of runnableAnalysis.describedTables) {
+        if (!this.host.tableExists(name)) return null;
+      }
+      const plan = planStatement(this.host.db, runnable, this.rootPages.at(schemaVersion));
+      if (!plan.readonly) return null;
+      refuseLoadExtension(plan.functions);
+      for (const [table, columns] of plan.tables) {
+        if (INTERNAL_PREFIX.test(table)) return null;
+        if (this.host.needsFill(table, columns)) return null;
+      }
+      const tables = [...plan.tables.keys()];
+      this.host.touch(tables);
+      return this.checkedFrom(runnable, schemaVersion, tables, plan);
+    } catch {
+      return null;
+    }
+  }
+
+  /** The statement to run, tokenized again only when the case-variant rewrite changed it. */
+  private runnable(analysis: StatementAnalysis): StatementAnalysis {
+    const runnable = this.host.caseVariants.rewrite(analysis, () => this.host.pathTableNames());
+    return runnable === analysis.sql ? analysis : analyzeStatement(runnable);
+  }
+
+  private checkedFrom(
+    runnable: string,
+    schemaVersion: number,
+    tables: readonly string[],
+    plan: StatementPlan | null,
+  ): Checked {
+    return {
+      runnable,
+      schemaVersion,
+      tables,
+      // An EXPLAIN (no plan) answers with the program, which only the schema settles.
+      cacheable: plan === null || this.settledByRows(plan),
+      callsWorkers: plan !== null && this.host.callsWorkers(plan.functions),
+    };
+  }
+
+  /**
+   * Whether the rows a statement reads settle its answer: it calls no function that may answer
+   * differently by itself (the functions come from its bytecode, so views count) and reads
+   * nothing but tables. Worker functions are in the registry too, flagged as they were
+   * declared.
+   */
+  private settledByRows(plan: StatementPlan): boolean {
+    this.volatileNames ??= volatileFunctions(this.host.db);
+    for (const name of plan.functions) if (this.volatileNames.has(name)) return false;
+    return !plan.readsOutside;
+  }
+
+  /**
+   * The building way, under the writer: every check with its error, then every table the
+   * statement names or reads created and filled. `state.tables` holds the tables read as soon
+   * as they are known, so that a failure part way still counts what it filled as changed.
+   */
+  private async build(
+    sql: string,
+    state: { tables: readonly string[] },
+  ): Promise<{ checked: Checked; skipped: SkippedPath[] }> {
+    const analysis = analyzeStatement(sql);
+    checkReadOnlyStatement(analysis);
+    const skipped = await this.host.buildConfigTables();
+    const runnableAnalysis = this.runnable(analysis);
+    const runnable = runnableAnalysis.sql;
+    for (const name of runnableAnalysis.describedTables) {
+      if (!this.host.tableExists(name))
+        skipped.push(...((await this.host.createMissingTable(name)) ?? []));
+    }
+    const statement = await this.compileCreatingTables(runnable, skipped);
+    if (!statement.readonly) throw notReadOnly();
+    if (runnableAnalysis.isExplain) {
+      // It runs nothing, but its program names what the statement would call: the same
+      // refusal as for the statement itself.
+      const inner = explained(runnableAnalysis);
+      refuseLoadExtension(planStatement(this.host.db, inner, new Map()).functions);
+      const checked = this.checkedFrom(runnable, this.host.schemaVersion(), [], null);
+      return { checked, skipped };
+    }
+    const rootPages = this.rootPages.at(this.host.schemaVersion());
+    const plan = planStatement(this.host.db, runnable, rootPages);
+    refuseLoadExtension(plan.functions);
+    const tables = [...plan.tables.keys()];
+    state.tables = tables;
+    for (const [table, columns] of plan.tables) {
+      if (INTERNAL_PREFIX.test(table)) throw internalTable(table);
+      skipped.push(...(await this.host.fill(table, columns)));
+    }
+    // Checked against the schema as the building left it.
+    const checked = this.checkedFrom(runnable, this.host.schemaVersion(), tables, plan);
+    return { checked, skipped };
+  }
+
+  /** Compiles the statement, creating each table it names that does not exist yet. */
+  private async compileCreatingTables(sql: string, skipped: SkippedPath[]): Promise<Statement> {
+    for (let created = 0; ; created++) {
+      try {
+        return this.host.db.prepare(sql);
+      } catch (error) {
+        const missing = error instanceof Error ? NO_SUCH_TABLE.exec(error.message)?.[1] : undefined;
+        if (missing === undefined) throw sqlError(error);
+        if (created >= MAX_PATH_TABLES_PER_STATEMENT) throw tooManyPathTables();
+        const built = await this.host.createMissingTable(missing);
+        if (built === null) throw this.host.missingTableError(missing, error);
+        skipped.push(...built);
+      }
+    }
+  }
+}
+
+/** The statement an EXPLAIN or EXPLAIN QUERY PLAN explains. */
+function explained(analysis: StatementAnalysis): string {
+  const { tokens, sql } = analysis;
+  const plan = keywordOf(tokens[1]) === "QUERY" && keywordOf(tokens[2]) === "PLAN";
+  return sql.slice(tokens[plan ? 3 : 1]?.start ?? sql.length);
+}
+
+function prepared(checked: Checked, skipped: SkippedPath[]): PreparedStatement {
+  return {
+    sql: checked.runnable,
+    skipped,
+    cacheable: checked.cacheable,
+    tables: checked.tables,
+    callsWorkers: checked.callsWorkers,
+  };
+}
