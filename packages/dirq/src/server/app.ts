@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { Socket } from "node:net";
 import { DirqError, type DirqErrorCode, isDirqError } from "../errors.js";
@@ -69,6 +70,8 @@ function goneSignal(socket: Socket): AbortSignal {
   let signal = connectionGone.get(socket);
   if (signal === undefined) {
     const gone = new AbortController();
+    // Pipelined requests of one connection may all wait for their tables at once.
+    setMaxListeners(0, gone.signal);
     socket.once("close", () => gone.abort(cancelledByClient()));
     signal = gone.signal;
     connectionGone.set(socket, signal);

@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { mkdtempSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
@@ -191,6 +192,8 @@ async function startLive(
   // An answer holds while the tables it read and the schema stay as they were.
   const stampOf = (tables: readonly string[]) => index.tableGenerations(tables);
   const statements = new AbortController();
+  // Every statement waiting for its tables listens on it, for as long as it waits.
+  setMaxListeners(0, statements.signal);
   const query: Query = async (sql, arrival, signal) => {
     const deadline = arrival + QUERY_TIMEOUT_MS;
     const cached = answers.get(sql, stampOf);
