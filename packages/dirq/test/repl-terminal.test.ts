@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { makeTree, removeTree } from "./helpers.js";
-import { descendants, KEY, TerminalSession } from "./terminal.js";
+import { descendants, KEY, plainText, TerminalSession } from "./terminal.js";
 
 /** The terminal comes from Python's standard pty module; without python3 there is none. */
 const noPty =
@@ -118,7 +118,13 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     const queryProcesses = () =>
       (descendants(repl.pid) ?? []).filter(({ command }) => command.includes("query-process"));
     let running = queryProcesses();
+    // The deadline only bounds a failure: it shows what the session printed instead of hanging.
+    const deadline = Date.now() + 30_000;
     while (running.length === 0 && descendants(repl.pid) !== null) {
+      assert.ok(
+        Date.now() < deadline,
+        `no query process runs the statement; the session shows:\n${plainText(repl.text)}`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 50));
       running = queryProcesses();
     }
