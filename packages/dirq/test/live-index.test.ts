@@ -259,6 +259,32 @@ process.stdout.write(JSON.stringify([JSON.parse(readFileSync(process.argv[2], "u
   });
 });
 
+describe("live index: reads take no lock", () => {
+  it("SDK: overlapping queries that build tables, fill columns and read answer alike", async () => {
+    const spec: Record<string, string> = {};
+    for (let i = 0; i < 300; i++) spec[`${["a", "b", "c"][i % 3]}/${i}.json`] = `[{"v":${i}}]`;
+    const root = tree(spec);
+    const db = open({ root, progress: false, live: true, onFile: "cat {path}" });
+    try {
+      const statements = [
+        "SELECT count(*) AS n, sum(v) AS s FROM './a'",
+        "SELECT count(*) AS n, sum(v) AS s FROM './b'",
+        "SELECT count(*) AS n, sum(v) AS s FROM './c'",
+        "SELECT 1 AS one",
+      ];
+      const together = await Promise.all(
+        [...statements, ...statements].map((sql) => db.query(sql)),
+      );
+      const oneByOne = [];
+      for (const sql of [...statements, ...statements]) oneByOne.push(await db.query(sql));
+      assert.deepEqual(together, oneByOne);
+      assert.deepEqual(together[0], [{ n: 100, s: 14850 }]);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe("live index: one watcher setup for every client", () => {
   it("SDK: ignored folders get no watch", async () => {
     const root = treeWithIgnoredFolders(200);

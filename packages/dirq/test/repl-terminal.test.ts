@@ -5,7 +5,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { makeTree, removeTree } from "./helpers.js";
-import { descendants, KEY, TerminalSession } from "./terminal.js";
+import { clockTicks, cpuTicks } from "./server-support.js";
+import { descendants, KEY, plainText, TerminalSession } from "./terminal.js";
 
 /** The terminal comes from Python's standard pty module; without python3 there is none. */
 const noPty =
@@ -114,19 +115,38 @@ describe("REPL in a terminal", { skip: noPty }, () => {
       `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n) SELECT count(*) FROM n;${KEY.enter}`,
     );
     await repl.waitFor("count(*) FROM n;\n");
-    // The statement runs in a query process below the REPL; wait until it is there.
+    // The statement runs in a query process below the REPL; wait until it runs there. One is
+    // started ahead of the first statement, and its own start-up runs too: only the statement
+    // takes a whole second of CPU.
+    const second = clockTicks();
     const queryProcesses = () =>
-      (descendants(repl.pid) ?? []).filter(({ command }) => command.includes("query-process"));
+      (descendants(repl.pid) ?? []).filter(
+        ({ pid, command, state }) =>
+          command.includes("query-process") && state === "R" && (cpuTicks(pid) ?? 0) >= second,
+      );
     let running = queryProcesses();
+    // The deadline only bounds a failure: it shows what the session printed instead of hanging.
+    const deadline = Date.now() + 30_000;
     while (running.length === 0 && descendants(repl.pid) !== null) {
+      assert.ok(
+        Date.now() < deadline,
+        `no query process runs the statement; the session shows:\n${plainText(repl.text)}`,
+      );
       await new Promise((resolve) => setTimeout(resolve, 50));
       running = queryProcesses();
     }
     repl.type(KEY.ctrlC);
     await repl.waitFor("dirq: interrupted: the statement was stopped");
     // Its work really stopped: the process that ran it is gone.
+    // A zombie has ended (its parent has not reaped it yet).
+    const alive = () =>
+      (descendants(repl.pid) ?? []).filter(
+        ({ command, state }) => command.includes("query-process") && state !== "Z",
+      );
     for (const { pid } of running) {
-      while (queryProcesses().some((process) => process.pid === pid)) {
+      while (alive().some((process) => process.pid === pid)) {
+        const left = alive().map(({ pid, state }) => `${pid} ${state}`);
+        assert.ok(Date.now() < deadline + 30_000, `query process ${pid} still runs: ${left}`);
         await new Promise((resolve) => setTimeout(resolve, 50));
       }
     }

@@ -46,7 +46,8 @@ test("refresh: a newer change of a file stops its older hook; only the newest ro
     assert.deepEqual(rows, [{ v: 3n }, { v: 4n }]);
     const written = commits.flat().map((change) => JSON.stringify(change));
     assert.ok(!written.some((text) => text.includes('"v":2')), written.join("\n"));
-    // The stopped hook never got `go`: it was killed, and nothing waits for it.
+    // Nobody ever wrote `go`: the older hook would wait for ever, so `older.done` resolving
+    // means it was stopped.
     assert.equal(existsSync(join(root, "go")), false);
   } finally {
     index.close();
@@ -82,4 +83,21 @@ test("refresh: the first commit holds path-table rows; a waiting hook holds back
   } finally {
     index.close();
   }
+});
+
+test("refresh: closing the index stops the hooks its refreshes still run", async () => {
+  const root = makeTree({ "hook.mjs": HOOK, "data/a.json": '{"v":1}' });
+  roots.push(root);
+  const index = openIndex({ root, onFile: "node hook.mjs {path}", progress: false });
+  await index.query("SELECT * FROM './data'");
+  writeFileSync(join(root, "data/a.json"), '{"v":2,"wait":true}');
+  const commits: RowChange[][] = [];
+  const run = await index.startRefresh(["data/a.json"], {
+    onCommit: (changes) => commits.push(changes),
+  });
+  await until(() => existsSync(join(root, "started")));
+  index.close();
+  // The hook waits for a `go` nobody writes: only stopping it ends the refresh.
+  await run.done;
+  assert.ok(!commits.flat().some((change) => JSON.stringify(change).includes('"v":2')));
 });
