@@ -682,6 +682,8 @@ function summarizeRuns(runs) {
     requestsPerSec: medianOrNull(runs.map((run) => run.requestsPerSec)),
     p50Ms: medianOrNull(runs.map((run) => run.p50Ms)),
     p99Ms: medianOrNull(runs.map((run) => run.p99Ms)),
+    serverUs: medianOrNull(runs.map((run) => run.serverUs ?? null)),
+    queryProcessesUs: medianOrNull(runs.map((run) => run.queryProcessesUs ?? null)),
     runs,
   };
 }
@@ -725,9 +727,11 @@ async function measureThroughput(options, generator, scratch, warnings, ps) {
         // Round-robin, so background noise is shared by both servers.
         for (let run = 0; run < options.runs; run++) {
           for (const entry of servers) {
-            // Busy query processes mean statements ran instead of coming from the cache.
-            const cpuBefore =
-              query.churn && entry.key === "dirq" ? childCpuSeconds(dirq.pid, ps) : null;
+            // CPU per answer of the server and of its query processes; for the churn query,
+            // busy query processes mean statements ran instead of coming from the cache.
+            const isDirq = entry.key === "dirq";
+            const serverBefore = isDirq ? processCpuSeconds(dirq.pid) : null;
+            const cpuBefore = isDirq ? childCpuSeconds(dirq.pid, ps) : null;
             const measured = await load(
               generator,
               entry.server.base,
@@ -736,10 +740,21 @@ async function measureThroughput(options, generator, scratch, warnings, ps) {
               options,
               scratch,
             );
-            if (cpuBefore !== null) {
+            if (isDirq) {
+              const serverAfter = processCpuSeconds(dirq.pid);
               const cpuAfter = childCpuSeconds(dirq.pid, ps);
-              measured.queryCpuShare =
-                cpuAfter === null ? null : (cpuAfter - cpuBefore) / options.duration;
+              const perAnswer = (before, after) =>
+                before === null || after === null || measured.responses === 0
+                  ? null
+                  : ((after - before) * 1e6) / measured.responses;
+              measured.serverUs = perAnswer(serverBefore, serverAfter);
+              measured.queryProcessesUs = perAnswer(cpuBefore, cpuAfter);
+              if (query.churn) {
+                measured.queryCpuShare =
+                  cpuAfter === null || cpuBefore === null
+                    ? null
+                    : (cpuAfter - cpuBefore) / options.duration;
+              }
             }
             entry.runs.push(measured);
             const problems = problemText(measured.problems);
@@ -778,21 +793,43 @@ async function measureThroughput(options, generator, scratch, warnings, ps) {
 /** Clock ticks per second of /proc's CPU times. */
 const CLOCK_TICKS = Number(spawnSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).stdout) || 100;
 
-/** CPU seconds used so far by a process's children (the query processes); null without ps. */
+/**
+ * Clock ticks of a process from /proc: its own (utime + stime) and its children's that it
+ * has waited for (cutime + cstime); null when it is gone.
+ */
+function procTicks(pid) {
+  try {
+    // After the command name: state is field 3, utime to cstime fields 14 to 17.
+    const fields = readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].split(" ");
+    return {
+      own: Number(fields[11]) + Number(fields[12]),
+      waited: Number(fields[13]) + Number(fields[14]),
+    };
+  } catch {
+    return null;
+  }
+}
+
+/** CPU seconds used so far by a process itself (the server's main process). */
+function processCpuSeconds(pid) {
+  const ticks = procTicks(pid);
+  return ticks === null ? null : ticks.own / CLOCK_TICKS;
+}
+
+/**
+ * CPU seconds used so far by a process's children (the query processes): the ones alive now,
+ * and the ones that ended and were waited for (a query process killed when its client went
+ * away, as at the end of every load run); null without ps.
+ */
 function childCpuSeconds(pid, ps) {
   if (!ps) return null;
   const listed = spawnSync(ps, ["--ppid", String(pid), "-o", "pid="], { encoding: "utf8" });
-  let ticks = 0;
+  let ticks = procTicks(pid)?.waited ?? 0;
   for (const line of (listed.stdout ?? "").split("\n")) {
     const child = Number(line.trim());
     if (!Number.isInteger(child) || child <= 0) continue;
-    try {
-      // After the command name: state is field 3, utime and stime fields 14 and 15.
-      const fields = readFileSync(`/proc/${child}/stat`, "utf8").split(") ")[1].split(" ");
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // It ended meanwhile: its time is lost, as a child's of a process that is gone.
-    }
+    // One that ends between the listing and this read loses what it used since the last read.
+    ticks += procTicks(child)?.own ?? 0;
   }
   return ticks / CLOCK_TICKS;
 }
@@ -1308,6 +1345,15 @@ function printText(report) {
       }
     }
     out.push(...table(["request", "body B", "req/s", "p50 ms", "p99 ms", "of ceiling"], rows));
+    const cpuText = (us) => (us === null ? "n/a" : `${formatNumber(us, 0)} µs`);
+    out.push(
+      "dirq's CPU per answer (from /proc, over its runs): server process, query processes",
+      ...report.throughput.results.map(
+        (result) =>
+          `  ${result.query.name}: ${cpuText(result.dirq?.serverUs ?? null)}, ` +
+          `${cpuText(result.dirq?.queryProcessesUs ?? null)}`,
+      ),
+    );
     for (const result of report.throughput.results) {
       if (!result.churn) continue;
       const rate = result.churn.perSecond;
@@ -1413,6 +1459,9 @@ function loadJson(entry) {
         requestsPerSec: round(entry.requestsPerSec),
         p50Ms: round(entry.p50Ms),
         p99Ms: round(entry.p99Ms),
+        ...(entry.serverUs !== null
+          ? { serverUs: round(entry.serverUs), queryProcessesUs: round(entry.queryProcessesUs) }
+          : {}),
         runs: entry.runs.map((run) => ({
           requestsPerSec: round(run.requestsPerSec),
           p50Ms: round(run.p50Ms),
