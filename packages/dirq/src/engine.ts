@@ -171,7 +171,6 @@ export class DirqIndex {
   private readonly preparer: StatementPreparer;
   /** Config tables are built before the first statement runs (views in a `ddl` need them). */
   private configTablesBuilt = false;
-  private changeCount = 0;
   /** Counts of changes per table, for the server's result cache. */
   private readonly generations = new TableGenerations(
     // A row change's `table` is the path-table name the user wrote, also for a case
@@ -217,14 +216,6 @@ export class DirqIndex {
   readonly databasePath: string | null;
 
   /**
-   * Moves on whenever the index may have changed (tables built or filled, files refreshed):
-   * an answer computed at one generation holds until the next.
-   */
-  get generation(): number {
-    return this.changeCount;
-  }
-
-  /**
    * A stamp of the rows of `tables` (SQLite names, as `prepare` lists them): it differs from an
    * earlier one once any of them may have changed (see `TableGenerations`).
    */
@@ -253,10 +244,7 @@ export class DirqIndex {
       touch: (tables) => this.pathTables.touch(tables),
       callsWorkers: (functions) => this.functions.calledIn(functions).length > 0,
       withWriter: (task) => this.withWriter(task),
-      tablesChanged: (tables) => {
-        this.tablesChanged(tables);
-        this.changeCount++;
-      },
+      tablesChanged: (tables) => this.tablesChanged(tables),
     };
   }
 
@@ -432,7 +420,6 @@ export class DirqIndex {
   async build(): Promise<SkippedPath[]> {
     return this.withWriter(async () => {
       const skipped = await this.buildConfigTables();
-      this.changeCount++;
       this.tablesChanged(null);
       return skipped;
     });
@@ -579,28 +566,8 @@ export class DirqIndex {
   }
 
   /**
-   * Brings every built table up to date with the files at `paths` (relative; files or
-   * directories, existing or not) and returns the row changes, committed before it returns.
-   * A file whose hook fails (or whose rows break a rule of its table) has no rows, as a fresh
-   * scan would show, and yields an `error` change; every other file's change commits. With
-   * `onlyIfChanged`, files whose size and times match the last refresh are left alone.
-   */
-  async refresh(
-    paths: Iterable<string>,
-    options: { onlyIfChanged?: boolean } = {},
-  ): Promise<RowChange[]> {
-    const changes: RowChange[] = [];
-    const run = await this.startRefresh(paths, {
-      ...options,
-      onCommit: (committed) => changes.push(...committed),
-    });
-    await run.done;
-    return changes;
-  }
-
-  /**
-   * Starts bringing the tables up to date with the files at `paths`, as `refresh` does, and
-   * resolves once the first commit is made (path-table rows, files gone from parsed tables).
+   * Starts bringing every built table up to date with the files at `paths` (relative; files
+   * or directories, existing or not) and resolves once the first commit is made (path-table rows, files gone from parsed tables).
    * Each file a parsed table selects is then parsed and committed on its own: `onCommit` gets
    * every commit's changes as it is made, and `done` resolves when the last one is. A later
    * refresh of a file stops the hooks an earlier one still runs for it.
@@ -617,7 +584,6 @@ export class DirqIndex {
     // A refresh that fails part way may have committed some of its files: every cached
     // answer is suspect then.
     const failed = (error: unknown) => {
-      this.changeCount++;
       this.tablesChanged(null);
       throw error;
     };
@@ -627,7 +593,6 @@ export class DirqIndex {
         keepUnchanged: options.keepUnchanged,
         onCommit: (changes) => {
           // After the commit: an answer computed before it was right until now.
-          this.changeCount++;
           this.tablesChanged(this.tablesTouchedBy(changes));
           options.onCommit(changes);
         },
@@ -650,11 +615,6 @@ export class DirqIndex {
       useGitignore: this.parsedOptions.useGitignore,
       extraIgnores: this.parsedOptions.extraIgnores ?? [],
     };
-  }
-
-  /** Re-checks every file every table holds or should hold (after a `.gitignore` change). */
-  async rescan(): Promise<RowChange[]> {
-    return this.refresh([""]);
   }
 
   close(): void {
