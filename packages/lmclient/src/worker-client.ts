@@ -138,7 +138,14 @@ function workerFor(request: TransportRequest): TransportWorker {
       transferList: [sync.port2, async.port2],
     });
   } catch (error) {
-    throw workerError(request, `could not start a worker thread (${String(error)})`);
+    // Node's permission model (--permission, --experimental-permission) forbids threads unless
+    // allowed; both methods make their requests in the worker, so say how to allow it.
+    const denied = (error as { code?: unknown } | null)?.code === "ERR_ACCESS_DENIED";
+    const hint = denied
+      ? "; lmclient makes every request (forward and aforward) in a worker thread: run node " +
+        "with --allow-worker"
+      : "";
+    throw workerError(request, `could not start a worker thread (${String(error)})${hint}`);
   }
   const transport: TransportWorker = {
     worker,
@@ -197,7 +204,7 @@ function stopWorker(transport: TransportWorker, why: string): void {
 }
 
 function where(request: TransportRequest): string {
-  return `POST ${displayUrl(completionsUrl(request.baseUrl, request.query))}`;
+  return `POST ${displayUrl(completionsUrl(request.baseUrl, request.search))}`;
 }
 
 function deadlineError(request: TransportRequest, limit: number): LMError {
