@@ -72,11 +72,10 @@ export function attemptFetch(options: AttemptOptions) {
     state.count += 1;
     state.errorBody = undefined;
     state.headersReceived = false;
-    const deadline = new Deadline(options.timeout);
     // Linked by hand: signals from AbortSignal.any can be collected early on Node 20.
     const controller = new AbortController();
     const abort = () => controller.abort();
-    deadline.signal.addEventListener("abort", abort, { once: true });
+    const deadline = new Deadline(options.timeout, abort);
     init.signal?.addEventListener("abort", abort, { once: true });
     if (init.signal?.aborted) controller.abort();
     const signal = controller.signal;

@@ -18,6 +18,14 @@ import { completionsUrl, RETRY_AFTER_CAP_MS, type TransportRequest } from "./req
 import { displayUrl, redactSecret } from "./redact.js";
 import type { CompletionResponse } from "./types.js";
 
+type Send = (url: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * The attempt function of each call in flight, keyed by the abort signal the call passes to the
+ * client (which hands it to `fetchWithTimeout` unchanged). This lets calls share one client.
+ */
+const sendBySignal = new WeakMap<AbortSignal, Send>();
+
 /**
  * The official client, minus its own per-attempt timer: `setTimeout` misfires for 2^31 ms or
  * more and after a blocked event loop, and it stops at the headers. `attemptFetch` enforces the
@@ -25,19 +33,16 @@ import type { CompletionResponse } from "./types.js";
  */
 // Named OpenAI: the client derives its User-Agent (`OpenAI/JS <version>`) from the class name.
 class OpenAI extends OfficialClient {
-  readonly #send: (url: string, init: RequestInit) => Promise<Response>;
   readonly #search: string;
 
   constructor(
     options: ConstructorParameters<typeof OfficialClient>[0] & {
-      send: (url: string, init: RequestInit) => Promise<Response>;
       /** base_url's query string, appended as written (the client would re-encode it). */
       search: string;
     },
   ) {
-    const { send, search, ...rest } = options;
+    const { search, ...rest } = options;
     super(rest);
-    this.#send = send;
     this.#search = search;
   }
 
@@ -45,17 +50,55 @@ class OpenAI extends OfficialClient {
     ...[url, init, , controller]: Parameters<OfficialClient["fetchWithTimeout"]>
   ): Promise<Response> {
     const { signal, method, ...rest } = init ?? {};
-    if (signal) signal.addEventListener("abort", () => controller.abort(), { once: true });
+    const send = signal ? sendBySignal.get(signal) : undefined;
+    if (!signal || !send) {
+      return Promise.reject(new Error("lmclient: a request was made outside sendChatCompletion"));
+    }
+    signal.addEventListener("abort", () => controller.abort(), { once: true });
     let target = String(url);
     if (this.#search) {
       target += target.includes("?") ? `&${this.#search.slice(1)}` : this.#search;
     }
-    return this.#send(target, {
+    return send(target, {
       ...rest,
       signal: controller.signal,
       method: method ? method.toUpperCase() : "GET",
     });
   }
+}
+
+/** Clients by configuration: building one per call costs more than the call's own work. */
+const clients = new Map<string, OpenAI>();
+/** Distinct configurations kept; past this the cache starts over (each client is small). */
+const MAX_CLIENTS = 32;
+
+function clientFor(request: TransportRequest): OpenAI {
+  const key = JSON.stringify([
+    request.baseUrl,
+    request.search,
+    request.apiKey,
+    request.timeout,
+    request.maxRetries,
+  ]);
+  let client = clients.get(key);
+  if (!client) {
+    if (clients.size >= MAX_CLIENTS) clients.clear();
+    client = new OpenAI({
+      apiKey: request.apiKey,
+      // Never pick up OPENAI_* credentials or headers from the environment for a custom server.
+      adminAPIKey: null,
+      organization: null,
+      project: null,
+      webhookSecret: null,
+      baseURL: request.baseUrl,
+      search: request.search,
+      timeout: request.timeout,
+      maxRetries: request.maxRetries,
+      logLevel: "off",
+    });
+    clients.set(key, client);
+  }
+  return client;
 }
 
 /**
@@ -66,18 +109,10 @@ class OpenAI extends OfficialClient {
 export async function sendChatCompletion(request: TransportRequest): Promise<CompletionResponse> {
   const state = newAttemptState();
   const stop = new AbortController();
-  const client = new OpenAI({
-    apiKey: request.apiKey,
-    // Never pick up OPENAI_* credentials or headers from the environment for a custom server.
-    adminAPIKey: null,
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    baseURL: request.baseUrl,
-    search: request.search,
-    timeout: request.timeout,
-    maxRetries: request.maxRetries,
-    send: attemptFetch({
+  const client = clientFor(request);
+  sendBySignal.set(
+    stop.signal,
+    attemptFetch({
       timeout: request.timeout,
       maxResponseBytes: request.maxResponseBytes,
       proxy: request.proxy,
@@ -85,8 +120,7 @@ export async function sendChatCompletion(request: TransportRequest): Promise<Com
       stop,
       tooLarge: (bytes, declared) => tooLargeError(request, bytes, declared, state.count),
     }),
-    logLevel: "off",
-  });
+  );
   let result: unknown;
   try {
     result = await client.chat.completions.create(

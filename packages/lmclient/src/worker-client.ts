@@ -89,8 +89,7 @@ export function sendChatCompletionAsync(request: TransportRequest): Promise<Comp
   const id = (transport.nextId += 1);
   const limit = callLimit(request);
   return new Promise<WorkerResult>((resolve, reject) => {
-    const deadline = new Deadline(limit);
-    deadline.signal.addEventListener("abort", () => {
+    const deadline = new Deadline(limit, () => {
       transport.pending.delete(id);
       reject(deadlineError(request, limit));
     });
