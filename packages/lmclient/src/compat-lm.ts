@@ -152,6 +152,15 @@ export class CompatLM extends BaseLM {
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
   ): Record<string, unknown> {
+    return JSON.parse(this.requestBodyJson(prompt, messages, kwargs)) as Record<string, unknown>;
+  }
+
+  /** `requestBody` as the JSON text both paths hand to the worker thread. */
+  private requestBodyJson(
+    prompt: string | null | undefined,
+    messages: readonly ChatMessage[] | null | undefined,
+    kwargs: RequestKwargs,
+  ): string {
     if (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs)) {
       throw new TypeError("kwargs must be an object of request arguments.");
     }
@@ -169,9 +178,9 @@ export class CompatLM extends BaseLM {
     }
     const body = { model: this.model, messages: toMessages(prompt, messages), ...merged };
     // The bytes the server gets: toJSON applied, functions and undefined dropped. Both paths
-    // send this (the synchronous one copies it to a worker thread, which would not keep them).
+    // send this text to the worker thread (cheaper to copy across than the object).
     try {
-      return JSON.parse(JSON.stringify(body)) as Record<string, unknown>;
+      return JSON.stringify(body);
     } catch (error) {
       throw new TypeError(
         `request arguments must be JSON-serializable: ${(error as Error).message}.`,
@@ -225,7 +234,7 @@ export class CompatLM extends BaseLM {
     messages: readonly ChatMessage[] | null | undefined,
     kwargs: RequestKwargs,
   ): TransportRequest {
-    const body = this.requestBody(prompt, messages, kwargs);
+    const bodyJson = this.requestBodyJson(prompt, messages, kwargs);
     // The query string goes to the server as written (not re-encoded through URLSearchParams,
     // which would turn `?a=1&a=2` into `?a=2` and `?flag` into `?flag=`).
     const queryStart = this.baseUrl.indexOf("?");
@@ -238,7 +247,7 @@ export class CompatLM extends BaseLM {
       maxRetries: this.maxRetries,
       maxResponseBytes: this.maxResponseBytes,
       proxy: this.#proxy,
-      body,
+      bodyJson,
     };
   }
 }

@@ -22,8 +22,8 @@ export interface TransportRequest {
   maxResponseBytes: number;
   /** An http(s) proxy URL, or undefined. */
   proxy: string | undefined;
-  /** The full request body: `model`, `messages` and the extra arguments (JSON values only). */
-  body: Record<string, unknown>;
+  /** The full request body as JSON text: `model`, `messages` and the extra arguments. */
+  bodyJson: string;
 }
 
 /** The chat-completion endpoint under a base URL, with the base URL's query string. */

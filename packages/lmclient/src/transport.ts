@@ -124,7 +124,7 @@ export async function sendChatCompletion(request: TransportRequest): Promise<Com
   let result: unknown;
   try {
     result = await client.chat.completions.create(
-      request.body as unknown as ChatCompletionCreateParamsNonStreaming,
+      JSON.parse(request.bodyJson) as ChatCompletionCreateParamsNonStreaming,
       { signal: stop.signal, headers: request.headers },
     );
   } catch (error) {

@@ -17,10 +17,12 @@ export interface WorkerCall {
   request: TransportRequest;
 }
 
-/** What the worker sends back: never a thrown error, so typed errors survive the boundary. */
+/**
+ * What the worker sends back: never a thrown error, so typed errors survive the boundary. The
+ * response travels as JSON text, cheaper to copy between threads than the object.
+ */
 export type WorkerResult =
-  | { id: number; ok: true; response: CompletionResponse }
-  | { id: number; ok: false; error: ErrorPayload };
+  { id: number; ok: true; responseJson: string } | { id: number; ok: false; error: ErrorPayload };
 
 /** How long a starting worker may take to load before `forward` gives up (busy machines). */
 const STARTUP_MS = 60_000;
@@ -115,7 +117,7 @@ export function sendChatCompletionAsync(request: TransportRequest): Promise<Comp
 }
 
 function settle(result: WorkerResult, caller: (...args: never[]) => unknown): CompletionResponse {
-  if (result.ok) return result.response;
+  if (result.ok) return JSON.parse(result.responseJson) as CompletionResponse;
   const error = fromErrorPayload(result.error);
   // Start the stack at the caller, not at the rebuilding of the error.
   Error.captureStackTrace(error, caller);
