@@ -6,6 +6,7 @@
 //
 //   node bench/lmclient-overhead.mjs [--calls 500] [--block 50] [--warmup 50] [--json]
 import { spawn } from "node:child_process";
+import { loadavg } from "node:os";
 import { parseArgs } from "node:util";
 import OpenAI from "openai";
 import { CompatLM } from "lmclient";
@@ -65,6 +66,8 @@ const methods = {
       .then((response) => response.json()),
 };
 
+// Figures taken on a busy machine mean little: print the load before and after with them.
+const loadBefore = loadavg();
 const samples = Object.fromEntries(Object.keys(methods).map((name) => [name, []]));
 for (const call of Object.values(methods)) for (let i = 0; i < WARMUP; i += 1) await call();
 for (let done = 0; done < CALLS; done += BLOCK) {
@@ -77,6 +80,7 @@ for (let done = 0; done < CALLS; done += BLOCK) {
   }
 }
 server.stdin.end();
+const loadAfter = loadavg();
 
 const stats = (list) => {
   const sorted = [...list].sort((a, b) => a - b);
@@ -93,9 +97,11 @@ const results = Object.fromEntries(
 );
 const reference = results["openai (official, async)"].medianUs;
 if (values.json) {
-  console.log(JSON.stringify({ node: process.version, results }, null, 2));
+  console.log(JSON.stringify({ node: process.version, loadBefore, loadAfter, results }, null, 2));
 } else {
-  console.log(`Node ${process.version}, ${CALLS} sequential calls per method, local server\n`);
+  const load = (values) => values.map((value) => value.toFixed(2)).join(", ");
+  console.log(`Node ${process.version}, ${CALLS} sequential calls per method, local server`);
+  console.log(`load average before: ${load(loadBefore)}; after: ${load(loadAfter)}\n`);
   console.log("| method | median µs/call | mean | p95 | median vs official |");
   console.log("| --- | ---: | ---: | ---: | ---: |");
   for (const [name, r] of Object.entries(results)) {

@@ -11,7 +11,15 @@ import type {
 } from "./types.js";
 
 /** Fields every instance has; `copy` rebuilds them rather than copying them. */
-const BASE_FIELDS = new Set(["model", "modelType", "historySize", "kwargs", "history"]);
+const BASE_FIELDS = new Set([
+  "model",
+  "modelType",
+  "historySize",
+  "cache",
+  "callbacks",
+  "kwargs",
+  "history",
+]);
 
 /** History entries kept per instance unless `historySize` says otherwise. */
 export const DEFAULT_HISTORY_SIZE = 1000;
@@ -26,6 +34,16 @@ export interface BaseLMOptions {
   /** Most history entries kept (oldest dropped first); `0` records nothing. Also `history_size`. */
   historySize?: number;
   history_size?: number;
+  /**
+   * DSPy's `cache` flag, kept as `lm.cache` for code that reads it (default `true`). lmclient has
+   * no response cache, so it changes nothing; never sent to the server.
+   */
+  cache?: boolean;
+  /**
+   * DSPy's callback handlers, kept as `lm.callbacks` (a copy of the list) for code that reads
+   * them; lmclient does not invoke them. Never sent to the server.
+   */
+  callbacks?: readonly unknown[];
   /** Anything else: default request arguments (`temperature`, `max_tokens`, ...). */
   [key: string]: unknown;
 }
@@ -62,6 +80,10 @@ export abstract class BaseLM {
   readonly model: string;
   readonly modelType: ModelType;
   readonly historySize: number;
+  /** DSPy's `cache` flag (see `BaseLMOptions.cache`). */
+  cache: boolean;
+  /** DSPy's callback handlers (see `BaseLMOptions.callbacks`); `copy` gives the copy its own list. */
+  callbacks: unknown[];
   /** Default request arguments, sent with every call (per-call arguments win). */
   kwargs: RequestKwargs;
   /** One entry per `call` / `acall`, oldest first, at most `historySize` long. */
@@ -71,7 +93,8 @@ export abstract class BaseLM {
     if (typeof options !== "object" || options === null || Array.isArray(options)) {
       throw new TypeError('options must be an object, e.g. { model: "llama3.2" }.');
     }
-    const { model, modelType, model_type, historySize, history_size, ...kwargs } = options;
+    const { model, modelType, model_type, historySize, history_size, cache, callbacks, ...kwargs } =
+      options;
     if (typeof model !== "string" || model === "") {
       throw new TypeError('model must be a non-empty string, e.g. { model: "llama3.2" }.');
     }
@@ -83,9 +106,17 @@ export abstract class BaseLM {
     if (size !== undefined && (typeof size !== "number" || !Number.isInteger(size) || size < 0)) {
       throw new TypeError(`historySize must be a non-negative integer, got ${String(size)}.`);
     }
+    if (cache !== undefined && cache !== null && typeof cache !== "boolean") {
+      throw new TypeError(`cache must be true or false, got ${String(cache as unknown)}.`);
+    }
+    if (callbacks !== undefined && callbacks !== null && !Array.isArray(callbacks)) {
+      throw new TypeError("callbacks must be an array of callback handlers.");
+    }
     this.model = model;
     this.modelType = type;
     this.historySize = size ?? DEFAULT_HISTORY_SIZE;
+    this.cache = cache ?? true;
+    this.callbacks = [...(callbacks ?? [])];
     this.kwargs = dropNullish(kwargs);
   }
 
@@ -138,18 +169,17 @@ export abstract class BaseLM {
    * A new instance of the same class with an empty history. A key naming an option
    * (`model`, `base_url`, `timeout`, ...) sets that option; any other key sets a default request
    * argument. `null` or `undefined` removes the key (an option goes back to its default).
+   *
+   * Like DSPy's, the copy is shallow: attributes set on the instance after construction (a
+   * client, a tracker, a dict) and the callbacks are the same objects, methods intact, in a new
+   * `callbacks` list. `kwargs` is a new object whose arrays and plain objects are copied too
+   * (`copy.kwargs.stop.push(...)` leaves the original alone); other values in it are shared.
    */
   copy(kwargs: Record<string, unknown> = {}): this {
     const aliases = this.optionAliases();
-    let defaults: RequestKwargs;
-    try {
-      defaults = structuredClone(this.kwargs);
-    } catch {
-      defaults = { ...this.kwargs };
-    }
-    const options: Record<string, unknown> = { ...defaults, ...this.currentOptions() };
-    // Attributes set on the instance after construction (DSPy copies the whole object).
     const current = this.currentOptions();
+    const options: Record<string, unknown> = { ...copyPlainData(this.kwargs), ...current };
+    // Attributes set on the instance after construction (DSPy copies the whole object).
     const extra = Object.keys(this).filter(
       (key) => !BASE_FIELDS.has(key) && !(key in current) && !(key in aliases),
     );
@@ -167,13 +197,7 @@ export abstract class BaseLM {
     const copy = new Class(options);
     for (const [key, value] of Object.entries(attributes)) {
       if (Object.hasOwn(copy, key) && key !== "history") continue;
-      let cloned: unknown;
-      try {
-        cloned = structuredClone(value);
-      } catch {
-        cloned = value;
-      }
-      (copy as Record<string, unknown>)[key] = cloned;
+      (copy as Record<string, unknown>)[key] = value;
     }
     return copy;
   }
@@ -204,7 +228,13 @@ export abstract class BaseLM {
    * names. Subclasses with options of their own extend it, and `optionAliases`.
    */
   protected currentOptions(): Record<string, unknown> {
-    return { model: this.model, modelType: this.modelType, historySize: this.historySize };
+    return {
+      model: this.model,
+      modelType: this.modelType,
+      historySize: this.historySize,
+      cache: this.cache,
+      callbacks: this.callbacks,
+    };
   }
 
   /** Alternative spellings of option names, mapped to the canonical name. */
@@ -246,6 +276,22 @@ export abstract class BaseLM {
     }
     return outputs;
   }
+}
+
+/** `value` with its arrays and plain objects copied, at any depth; anything else shared. */
+function copyPlainData<T>(value: T, seen = new Map<object, unknown>()): T {
+  if (typeof value !== "object" || value === null) return value;
+  const proto = Object.getPrototypeOf(value) as unknown;
+  const plain = Array.isArray(value) || proto === Object.prototype || proto === null;
+  if (!plain) return value;
+  // A cycle is copied as a cycle (it stays unsendable, which requestBody reports).
+  if (seen.has(value)) return seen.get(value) as T;
+  const out: Record<string, unknown> | unknown[] = Array.isArray(value) ? [] : {};
+  seen.set(value, out);
+  for (const [key, item] of Object.entries(value)) {
+    (out as Record<string, unknown>)[key] = copyPlainData(item, seen);
+  }
+  return out as T;
 }
 
 /** A copy of `record` without the keys whose value is `null` or `undefined`. */

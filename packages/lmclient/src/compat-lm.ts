@@ -51,10 +51,23 @@ const OPTION_SPELLINGS: Record<string, string[]> = {
   proxy: ["proxy"],
 };
 
+/**
+ * Keys DSPy users pass with the request arguments that are options of the client, never body
+ * fields (a strict server answers 422 "Unexpected fields"). `headers` are sent as HTTP headers;
+ * `cache`, `callbacks` and `rollout_id` (DSPy's cache controls) change nothing here.
+ */
+const CLIENT_ONLY_KWARGS = new Set(["cache", "callbacks", "rollout_id", "headers"]);
+
 /** Per-call keys that are not request arguments, with the hint for what to do instead. */
 const RESERVED_KWARGS: Record<string, string> = {
   model: "use lm.copy({ model }) to call another model.",
   messages: "pass messages as the second argument.",
+  ...Object.fromEntries(
+    ["modelType", "model_type", "historySize", "history_size"].map((name) => [
+      name,
+      `it is an option, not a request argument; use lm.copy({ ${name} }) or pass it to the constructor.`,
+    ]),
+  ),
   ...Object.fromEntries(
     Object.values(OPTION_SPELLINGS)
       .flat()
@@ -95,6 +108,7 @@ export class CompatLM extends BaseLM {
     this.maxRetries = checkMaxRetries(picked.maxRetries);
     this.maxResponseBytes = checkMaxResponseBytes(picked.maxResponseBytes);
     this.#proxy = checkProxy(picked.proxy);
+    if (this.kwargs.headers !== undefined) checkHeaders(this.kwargs.headers, "headers");
   }
 
   /** The API key (kept out of enumerable properties, history and error messages). */
@@ -138,6 +152,15 @@ export class CompatLM extends BaseLM {
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
   ): Record<string, unknown> {
+    return JSON.parse(this.requestBodyJson(prompt, messages, kwargs)) as Record<string, unknown>;
+  }
+
+  /** `requestBody` as the JSON text both paths hand to the worker thread. */
+  private requestBodyJson(
+    prompt: string | null | undefined,
+    messages: readonly ChatMessage[] | null | undefined,
+    kwargs: RequestKwargs,
+  ): string {
     if (typeof kwargs !== "object" || kwargs === null || Array.isArray(kwargs)) {
       throw new TypeError("kwargs must be an object of request arguments.");
     }
@@ -147,6 +170,7 @@ export class CompatLM extends BaseLM {
       }
     }
     const merged = dropNullish({ ...this.kwargs, ...kwargs });
+    for (const key of CLIENT_ONLY_KWARGS) delete merged[key];
     if (merged.stream !== undefined && merged.stream !== false) {
       throw new TypeError(
         "stream is not supported: forward and aforward return one complete response.",
@@ -154,9 +178,9 @@ export class CompatLM extends BaseLM {
     }
     const body = { model: this.model, messages: toMessages(prompt, messages), ...merged };
     // The bytes the server gets: toJSON applied, functions and undefined dropped. Both paths
-    // send this (the synchronous one copies it to a worker thread, which would not keep them).
+    // send this text to the worker thread (cheaper to copy across than the object).
     try {
-      return JSON.parse(JSON.stringify(body)) as Record<string, unknown>;
+      return JSON.stringify(body);
     } catch (error) {
       throw new TypeError(
         `request arguments must be JSON-serializable: ${(error as Error).message}.`,
@@ -184,23 +208,46 @@ export class CompatLM extends BaseLM {
     return aliases;
   }
 
+  /**
+   * The extra HTTP headers of a call: the constructor's `headers`, overridden name by name
+   * (case-insensitively) by the call's.
+   */
+  requestHeaders(kwargs: RequestKwargs = {}): Record<string, string> {
+    const headers: Record<string, string> = {};
+    const byLowerName = new Map<string, string>();
+    const add = (extra: unknown, label: string) => {
+      if (extra === undefined || extra === null) return;
+      for (const [name, value] of Object.entries(checkHeaders(extra, label))) {
+        const previous = byLowerName.get(name.toLowerCase());
+        if (previous !== undefined) delete headers[previous];
+        byLowerName.set(name.toLowerCase(), name);
+        headers[name] = value;
+      }
+    };
+    add(this.kwargs.headers, "headers");
+    if (typeof kwargs === "object" && kwargs !== null) add(kwargs.headers, "kwargs.headers");
+    return headers;
+  }
+
   private buildRequest(
     prompt: string | null | undefined,
     messages: readonly ChatMessage[] | null | undefined,
     kwargs: RequestKwargs,
   ): TransportRequest {
-    const url = new URL(this.baseUrl);
-    const query = Object.fromEntries(url.searchParams);
-    url.search = "";
+    const bodyJson = this.requestBodyJson(prompt, messages, kwargs);
+    // The query string goes to the server as written (not re-encoded through URLSearchParams,
+    // which would turn `?a=1&a=2` into `?a=2` and `?flag` into `?flag=`).
+    const queryStart = this.baseUrl.indexOf("?");
     return {
-      baseUrl: url.toString().replace(/\/+$/, ""),
-      query,
+      baseUrl: queryStart < 0 ? this.baseUrl : this.baseUrl.slice(0, queryStart),
+      search: queryStart < 0 ? "" : this.baseUrl.slice(queryStart),
+      headers: this.requestHeaders(kwargs),
       apiKey: this.#apiKey,
       timeout: this.timeout,
       maxRetries: this.maxRetries,
       maxResponseBytes: this.maxResponseBytes,
       proxy: this.#proxy,
-      body: this.requestBody(prompt, messages, kwargs),
+      bodyJson,
     };
   }
 }
@@ -233,9 +280,46 @@ function checkBaseUrl(value: unknown): string {
   }
   // A trailing slash on the path is stripped; a query string (`?api-version=...`) is kept and
   // sent after /chat/completions.
-  url.pathname = url.pathname.replace(/\/+$/, "");
-  const text = url.toString();
-  return url.search ? text : text.replace(/\/+$/, "");
+  const search = url.search;
+  url.search = "";
+  const path = url.toString().replace(/\/+$/, "");
+  return `${path}${search}`;
+}
+
+/** HTTP header names: RFC 9110 tokens. */
+const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+
+/** Checks extra HTTP headers: an object of string values that HTTP can carry. */
+function checkHeaders(value: unknown, label: string): Record<string, string> {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(
+      `${label} must be an object of HTTP header names and string values, e.g. ` +
+        '{ "X-Trace-Id": "run-7" }.',
+    );
+  }
+  const headers: Record<string, string> = {};
+  for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
+    if (raw === undefined || raw === null) continue;
+    if (!HEADER_NAME.test(name)) {
+      throw new TypeError(`${label}: ${JSON.stringify(name)} is not a valid HTTP header name.`);
+    }
+    if (typeof raw !== "string" && typeof raw !== "number" && typeof raw !== "boolean") {
+      throw new TypeError(`${label}["${name}"] must be a string, got ${typeof raw}.`);
+    }
+    const text = String(raw);
+    // Not echoed: a header may hold a credential.
+    if (/[\r\n\0]/.test(text)) {
+      throw new TypeError(`${label}["${name}"] must be one line: it contains a line break.`);
+    }
+    if (/[^\u0000-\u00ff]/.test(text)) {
+      throw new TypeError(
+        `${label}["${name}"] contains a character above U+00FF, which HTTP headers cannot ` +
+          "carry; encode it (for example with encodeURIComponent) first.",
+      );
+    }
+    headers[name] = text;
+  }
+  return headers;
 }
 
 function checkApiKey(value: unknown): string {
@@ -246,6 +330,15 @@ function checkApiKey(value: unknown): string {
   }
   if (/[\r\n]/.test(key)) {
     throw new TypeError("api_key must be one line: it contains a line break.");
+  }
+  // Sent in the Authorization header, which carries bytes (Latin-1) only. Not echoed.
+  const wide = [...key].findIndex((char) => (char.codePointAt(0) ?? 0) > 0xff);
+  if (wide >= 0) {
+    throw new TypeError(
+      `api_key contains a character above U+00FF (at position ${wide + 1}), which an HTTP ` +
+        "header cannot carry: check that the key was copied correctly (a typographic quote " +
+        "or dash, a zero-width space).",
+    );
   }
   return key;
 }

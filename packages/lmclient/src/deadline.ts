@@ -16,16 +16,25 @@ const GRACE_MS = 250;
  * response that arrived in time into a false timeout (and a duplicate retried request).
  */
 export class Deadline {
-  readonly #controller = new AbortController();
+  // Made on first use of `signal` only: an AbortController per call is a measurable share of a
+  // call's cost, and callers that pass `onExpire` need none.
+  #controller: AbortController | undefined;
+  readonly #onExpire: (() => void) | undefined;
   #timer: ReturnType<typeof setTimeout> | undefined;
   #expired = false;
 
-  constructor(ms: number) {
+  /** `onExpire` runs when the deadline passes (before `signal` aborts). */
+  constructor(ms: number, onExpire?: () => void) {
+    this.#onExpire = onExpire;
     this.#arm(ms);
   }
 
   /** Aborted when the deadline passes. */
   get signal(): AbortSignal {
+    this.#controller ??= new AbortController();
+    if (this.#expired && !this.#controller.signal.aborted) {
+      this.#controller.abort(new DeadlineError());
+    }
     return this.#controller.signal;
   }
 
@@ -49,7 +58,8 @@ export class Deadline {
       else if (late > BLOCKED_LATENESS_MS) this.#arm(GRACE_MS);
       else {
         this.#expired = true;
-        this.#controller.abort(new DeadlineError());
+        this.#onExpire?.();
+        this.#controller?.abort(new DeadlineError());
       }
     }, delay);
   }

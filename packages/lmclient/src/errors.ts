@@ -17,6 +17,12 @@ export interface LMErrorDetails {
   status?: number;
   /** The server's own error message (from its JSON error body, or its text body). */
   serverMessage?: string;
+  /** The server's `error.code` (e.g. `context_length_exceeded`), when its body had one. */
+  serverCode?: string;
+  /** The server's `error.type` (e.g. `invalid_request_error`), when its body had one. */
+  serverType?: string;
+  /** The server's `error.param` (the request field it objects to), when its body had one. */
+  serverParam?: string;
   /** The server's `x-request-id` header, when it sent one. */
   requestId?: string;
   /** HTTP attempts made, retries included. */
@@ -33,15 +39,22 @@ export class LMError extends Error {
   readonly code: LMErrorCode;
   readonly status: number | undefined;
   readonly serverMessage: string | undefined;
+  readonly serverCode: string | undefined;
+  readonly serverType: string | undefined;
+  readonly serverParam: string | undefined;
   readonly requestId: string | undefined;
   readonly attempts: number | undefined;
 
   constructor(code: LMErrorCode, message: string, details: LMErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    this.name = new.target.name;
+    // Set by each class as a literal: minifiers rename classes, so `new.target.name` would not do.
+    this.name = "LMError";
     this.code = code;
     this.status = details.status;
     this.serverMessage = details.serverMessage;
+    this.serverCode = details.serverCode;
+    this.serverType = details.serverType;
+    this.serverParam = details.serverParam;
     this.requestId = details.requestId;
     this.attempts = details.attempts;
   }
@@ -51,6 +64,7 @@ export class LMError extends Error {
 export class AuthenticationError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_AUTH", message, details);
+    this.name = "AuthenticationError";
   }
 }
 
@@ -58,6 +72,7 @@ export class AuthenticationError extends LMError {
 export class NotFoundError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_NOT_FOUND", message, details);
+    this.name = "NotFoundError";
   }
 }
 
@@ -65,6 +80,7 @@ export class NotFoundError extends LMError {
 export class RateLimitError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_RATE_LIMIT", message, details);
+    this.name = "RateLimitError";
   }
 }
 
@@ -72,6 +88,20 @@ export class RateLimitError extends LMError {
 export class BadRequestError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_BAD_REQUEST", message, details);
+    this.name = "BadRequestError";
+  }
+}
+
+/**
+ * The prompt (with `max_tokens`) does not fit the model's context window: a 4xx whose body says
+ * so (`error.code` `context_length_exceeded`, or a message about the context length). A
+ * `BadRequestError` (same `code`, `LM_BAD_REQUEST`), as DSPy's error of the same name is an
+ * `LMError`: shorten the input or lower `max_tokens`.
+ */
+export class ContextWindowExceededError extends BadRequestError {
+  constructor(message: string, details?: LMErrorDetails) {
+    super(message, details);
+    this.name = "ContextWindowExceededError";
   }
 }
 
@@ -79,6 +109,7 @@ export class BadRequestError extends LMError {
 export class ServerError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_SERVER", message, details);
+    this.name = "ServerError";
   }
 }
 
@@ -86,6 +117,7 @@ export class ServerError extends LMError {
 export class TimeoutError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_TIMEOUT", message, details);
+    this.name = "TimeoutError";
   }
 }
 
@@ -93,6 +125,7 @@ export class TimeoutError extends LMError {
 export class ConnectionError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_CONNECTION", message, details);
+    this.name = "ConnectionError";
   }
 }
 
@@ -100,6 +133,7 @@ export class ConnectionError extends LMError {
 export class ResponseError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_BAD_RESPONSE", message, details);
+    this.name = "ResponseError";
   }
 }
 
@@ -107,16 +141,18 @@ export class ResponseError extends LMError {
 export class ResponseTooLargeError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_TOO_LARGE", message, details);
+    this.name = "ResponseTooLargeError";
   }
 }
 
 /**
- * The synchronous path could not run: its worker thread failed to start or stopped answering.
- * `aforward` does not need the worker.
+ * The worker thread that makes every request (for `forward` and `aforward` alike) could not
+ * start or stopped answering. Under Node's permission model, run with `--allow-worker`.
  */
 export class WorkerError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
     super("LM_WORKER", message, details);
+    this.name = "WorkerError";
   }
 }
 
@@ -162,6 +198,9 @@ export interface ErrorPayload {
   code?: string;
   status?: number;
   serverMessage?: string;
+  serverCode?: string;
+  serverType?: string;
+  serverParam?: string;
   requestId?: string;
   attempts?: number;
   cause?: { name: string; message: string; code?: string };
@@ -177,6 +216,9 @@ export function toErrorPayload(error: unknown): ErrorPayload {
     payload.code = error.code;
     if (error.status !== undefined) payload.status = error.status;
     if (error.serverMessage !== undefined) payload.serverMessage = error.serverMessage;
+    if (error.serverCode !== undefined) payload.serverCode = error.serverCode;
+    if (error.serverType !== undefined) payload.serverType = error.serverType;
+    if (error.serverParam !== undefined) payload.serverParam = error.serverParam;
     if (error.requestId !== undefined) payload.requestId = error.requestId;
     if (error.attempts !== undefined) payload.attempts = error.attempts;
   }
@@ -197,13 +239,20 @@ export function fromErrorPayload(payload: ErrorPayload): Error {
     if (payload.cause.code !== undefined) Object.assign(cause, { code: payload.cause.code });
   }
   if (payload.code !== undefined && payload.code in CLASS_BY_CODE) {
-    return createLMError(payload.code as LMErrorCode, payload.message, {
+    const details: LMErrorDetails = {
       status: payload.status,
       serverMessage: payload.serverMessage,
+      serverCode: payload.serverCode,
+      serverType: payload.serverType,
+      serverParam: payload.serverParam,
       requestId: payload.requestId,
       attempts: payload.attempts,
       cause,
-    });
+    };
+    if (payload.name === "ContextWindowExceededError") {
+      return new ContextWindowExceededError(payload.message, details);
+    }
+    return createLMError(payload.code as LMErrorCode, payload.message, details);
   }
   const error =
     payload.name === "TypeError" ? new TypeError(payload.message) : new Error(payload.message);

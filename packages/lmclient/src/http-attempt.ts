@@ -72,11 +72,10 @@ export function attemptFetch(options: AttemptOptions) {
     state.count += 1;
     state.errorBody = undefined;
     state.headersReceived = false;
-    const deadline = new Deadline(options.timeout);
     // Linked by hand: signals from AbortSignal.any can be collected early on Node 20.
     const controller = new AbortController();
     const abort = () => controller.abort();
-    deadline.signal.addEventListener("abort", abort, { once: true });
+    const deadline = new Deadline(options.timeout, abort);
     init.signal?.addEventListener("abort", abort, { once: true });
     if (init.signal?.aborted) controller.abort();
     const signal = controller.signal;
@@ -97,7 +96,13 @@ export function attemptFetch(options: AttemptOptions) {
       if (!response.ok) {
         state.errorBody = new TextDecoder().decode(body);
         const wait = requestedWaitMs(headers);
-        if (
+        if (wait !== undefined && !(wait > 0)) {
+          // Zero, negative (a date in the past), or unreadable: the `openai` client would sleep
+          // that long, i.e. not at all, and fire every retry at once. Without the headers it
+          // falls back to its exponential backoff.
+          headers.delete("retry-after");
+          headers.delete("retry-after-ms");
+        } else if (
           wait !== undefined &&
           wait > RETRY_AFTER_CAP_MS &&
           retryable(response.status, headers)
@@ -148,16 +153,21 @@ async function readCapped(
   return Buffer.concat(chunks);
 }
 
-/** The wait a response asks for, read the way the `openai` client reads it. */
+/**
+ * The wait a response asks for, read the way the `openai` client reads it (`retry-after-ms`
+ * first, then `Retry-After` as seconds or an HTTP date); `NaN` when a header is there but
+ * unreadable, `undefined` when there is none.
+ */
 function requestedWaitMs(headers: Headers): number | undefined {
-  const ms = parseFloat(headers.get("retry-after-ms") ?? "");
+  const msHeader = headers.get("retry-after-ms");
+  const ms = parseFloat(msHeader ?? "");
+  // The client takes any number here, and moves on to Retry-After only when it is 0 or NaN.
   if (!Number.isNaN(ms) && ms) return ms;
   const value = headers.get("retry-after");
-  if (!value) return undefined;
+  if (!value) return msHeader ? NaN : undefined;
   const seconds = parseFloat(value);
   if (!Number.isNaN(seconds)) return seconds * 1000;
-  const date = Date.parse(value);
-  return Number.isNaN(date) ? undefined : date - Date.now();
+  return Date.parse(value) - Date.now();
 }
 
 /** Whether the `openai` client would retry this status. */

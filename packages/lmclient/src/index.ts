@@ -14,6 +14,7 @@ export {
   AuthenticationError,
   BadRequestError,
   ConnectionError,
+  ContextWindowExceededError,
   isLMError,
   LMError,
   NotFoundError,

@@ -1,4 +1,4 @@
-import type { ChatMessage, CompletionResponse, ToolCall } from "./types.js";
+import type { ChatMessage, CompletionResponse, ContentPart, ToolCall } from "./types.js";
 
 /**
  * The messages a call sends: a string `prompt` becomes one user message, a `messages` list is
@@ -44,6 +44,8 @@ export interface LMOutputObject {
   tool_calls?: ToolCall[];
   logprobs?: unknown;
   reasoning_content?: string;
+  /** Parts of an array `content` that are neither text nor thinking (kept as sent). */
+  content_parts?: ContentPart[];
 }
 
 /** One entry of what `call` / `acall` return. */
@@ -53,28 +55,85 @@ export type LMOutput = string | null | LMOutputObject;
  * The outputs of a response, as DSPy's `BaseLM` builds them: per choice `text` (the message
  * content, `null` stays `null`), `logprobs` when they were requested, `tool_calls` and
  * `reasoning_content` when present. When no choice has more than its text, a list of texts.
+ *
+ * Reasoning comes as `message.reasoning_content` (vLLM before 0.17, DeepSeek) or
+ * `message.reasoning` (Ollama's /v1, vLLM 0.17 and later, OpenRouter); LiteLLM maps both to
+ * `reasoning_content`, so DSPy users see one key whatever the server.
  */
 export function outputsOf(response: CompletionResponse, logprobsRequested = false): LMOutput[] {
   const objects = response.choices.map((choice) => {
     const message = choice.message ?? {};
-    const content = message.content;
-    const output: LMOutputObject = {
-      text:
-        typeof content === "string" ? content : content == null ? null : JSON.stringify(content),
-    };
+    const content = splitContent(message.content);
+    const output: LMOutputObject = { text: content.text };
     if (logprobsRequested) output.logprobs = choice.logprobs ?? null;
     if (Array.isArray(message.tool_calls) && message.tool_calls.length > 0) {
       output.tool_calls = message.tool_calls;
     }
-    if (typeof message.reasoning_content === "string" && message.reasoning_content) {
-      output.reasoning_content = message.reasoning_content;
-    }
+    const reasoning = firstText(message.reasoning_content, message.reasoning, content.reasoning);
+    if (reasoning !== undefined) output.reasoning_content = reasoning;
+    if (content.rest.length > 0) output.content_parts = content.rest;
     return output;
   });
   if (objects.every((output) => Object.keys(output).length === 1)) {
     return objects.map((output) => output.text);
   }
   return objects;
+}
+
+function firstText(...candidates: unknown[]): string | undefined {
+  for (const candidate of candidates) {
+    if (typeof candidate === "string" && candidate) return candidate;
+  }
+  return undefined;
+}
+
+/**
+ * The text of a message's content. An array of parts (Mistral's magistral, some gateways) is
+ * read as LiteLLM reads it: the `text` parts joined, the `thinking` parts' text joined with
+ * newlines as reasoning; any other part is kept as it came.
+ */
+function splitContent(content: unknown): {
+  text: string | null;
+  reasoning: string | undefined;
+  rest: ContentPart[];
+} {
+  if (typeof content === "string" || content === null || content === undefined) {
+    return { text: content ?? null, reasoning: undefined, rest: [] };
+  }
+  if (!Array.isArray(content)) {
+    return { text: JSON.stringify(content), reasoning: undefined, rest: [] };
+  }
+  const texts: string[] = [];
+  const thoughts: string[] = [];
+  const rest: ContentPart[] = [];
+  for (const part of content as unknown[]) {
+    const record = (typeof part === "object" && part !== null ? part : {}) as ContentPart;
+    if (record.type === "text" && typeof record.text === "string") {
+      texts.push(record.text);
+    } else if (record.type === "thinking" && thinkingText(record.thinking) !== undefined) {
+      thoughts.push(thinkingText(record.thinking) as string);
+    } else {
+      rest.push(part as ContentPart);
+    }
+  }
+  return {
+    text: texts.length > 0 || rest.length === 0 ? texts.join("") : null,
+    reasoning: thoughts.length > 0 ? thoughts.join("\n") : undefined,
+    rest,
+  };
+}
+
+/** The text of a thinking part: a string, or a list of `{ type: "text", text }` blocks. */
+function thinkingText(thinking: unknown): string | undefined {
+  if (typeof thinking === "string") return thinking;
+  if (!Array.isArray(thinking)) return undefined;
+  return thinking
+    .map((block: unknown) =>
+      typeof block === "object" && block !== null && typeof (block as ContentPart).text === "string"
+        ? (block as ContentPart).text
+        : "",
+    )
+    .join("\n");
 }
 
 function describe(value: unknown): string {

@@ -10,8 +10,10 @@ export const RETRY_AFTER_CAP_MS = 60_000;
 export interface TransportRequest {
   /** Base URL without a trailing slash and without a query string. */
   baseUrl: string;
-  /** Query parameters of `base_url` (e.g. `api-version`), sent with every request. */
-  query: Record<string, string>;
+  /** The query string of `base_url` with its `?` (or ""), sent as written with every request. */
+  search: string;
+  /** Extra HTTP headers (the `headers` option and per-call argument). */
+  headers: Record<string, string>;
   apiKey: string;
   /** Per-attempt timeout in milliseconds, from sending the request to the last body byte. */
   timeout: number;
@@ -20,12 +22,11 @@ export interface TransportRequest {
   maxResponseBytes: number;
   /** An http(s) proxy URL, or undefined. */
   proxy: string | undefined;
-  /** The full request body: `model`, `messages` and the extra arguments (JSON values only). */
-  body: Record<string, unknown>;
+  /** The full request body as JSON text: `model`, `messages` and the extra arguments. */
+  bodyJson: string;
 }
 
 /** The chat-completion endpoint under a base URL, with the base URL's query string. */
-export function completionsUrl(baseUrl: string, query: Record<string, string> = {}): string {
-  const search = new URLSearchParams(query).toString();
-  return `${baseUrl}/chat/completions${search ? `?${search}` : ""}`;
+export function completionsUrl(baseUrl: string, search = ""): string {
+  return `${baseUrl}/chat/completions${search}`;
 }

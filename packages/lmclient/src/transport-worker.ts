@@ -23,7 +23,7 @@ const { syncPort, asyncPort, state } = workerData as {
 
 async function run({ id, request }: WorkerCall): Promise<WorkerResult> {
   try {
-    return { id, ok: true, response: await sendChatCompletion(request) };
+    return { id, ok: true, responseJson: JSON.stringify(await sendChatCompletion(request)) };
   } catch (error) {
     // `sendChatCompletion` throws only LMErrors; anything else is a bug, still typed.
     const typed = isLMError(error)

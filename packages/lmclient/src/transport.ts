@@ -1,3 +1,4 @@
+import { isIP } from "node:net";
 import OfficialClient, {
   APIConnectionError,
   APIConnectionTimeoutError,
@@ -5,11 +6,25 @@ import OfficialClient, {
   APIUserAbortError,
 } from "openai";
 import type { ChatCompletionCreateParamsNonStreaming } from "openai/resources/chat/completions";
-import { createLMError, isLMError, type LMError, type LMErrorCode } from "./errors.js";
+import {
+  ContextWindowExceededError,
+  createLMError,
+  isLMError,
+  type LMError,
+  type LMErrorCode,
+} from "./errors.js";
 import { attemptFetch, type AttemptState, newAttemptState } from "./http-attempt.js";
 import { completionsUrl, RETRY_AFTER_CAP_MS, type TransportRequest } from "./request.js";
 import { displayUrl, redactSecret } from "./redact.js";
 import type { CompletionResponse } from "./types.js";
+
+type Send = (url: string, init: RequestInit) => Promise<Response>;
+
+/**
+ * The attempt function of each call in flight, keyed by the abort signal the call passes to the
+ * client (which hands it to `fetchWithTimeout` unchanged). This lets calls share one client.
+ */
+const sendBySignal = new WeakMap<AbortSignal, Send>();
 
 /**
  * The official client, minus its own per-attempt timer: `setTimeout` misfires for 2^31 ms or
@@ -18,29 +33,72 @@ import type { CompletionResponse } from "./types.js";
  */
 // Named OpenAI: the client derives its User-Agent (`OpenAI/JS <version>`) from the class name.
 class OpenAI extends OfficialClient {
-  readonly #send: (url: string, init: RequestInit) => Promise<Response>;
+  readonly #search: string;
 
   constructor(
     options: ConstructorParameters<typeof OfficialClient>[0] & {
-      send: (url: string, init: RequestInit) => Promise<Response>;
+      /** base_url's query string, appended as written (the client would re-encode it). */
+      search: string;
     },
   ) {
-    const { send, ...rest } = options;
+    const { search, ...rest } = options;
     super(rest);
-    this.#send = send;
+    this.#search = search;
   }
 
   override fetchWithTimeout(
     ...[url, init, , controller]: Parameters<OfficialClient["fetchWithTimeout"]>
   ): Promise<Response> {
     const { signal, method, ...rest } = init ?? {};
-    if (signal) signal.addEventListener("abort", () => controller.abort(), { once: true });
-    return this.#send(String(url), {
+    const send = signal ? sendBySignal.get(signal) : undefined;
+    if (!signal || !send) {
+      return Promise.reject(new Error("lmclient: a request was made outside sendChatCompletion"));
+    }
+    signal.addEventListener("abort", () => controller.abort(), { once: true });
+    let target = String(url);
+    if (this.#search) {
+      target += target.includes("?") ? `&${this.#search.slice(1)}` : this.#search;
+    }
+    return send(target, {
       ...rest,
       signal: controller.signal,
       method: method ? method.toUpperCase() : "GET",
     });
   }
+}
+
+/** Clients by configuration: building one per call costs more than the call's own work. */
+const clients = new Map<string, OpenAI>();
+/** Distinct configurations kept; past this the cache starts over (each client is small). */
+const MAX_CLIENTS = 32;
+
+function clientFor(request: TransportRequest): OpenAI {
+  const key = JSON.stringify([
+    request.baseUrl,
+    request.search,
+    request.apiKey,
+    request.timeout,
+    request.maxRetries,
+  ]);
+  let client = clients.get(key);
+  if (!client) {
+    if (clients.size >= MAX_CLIENTS) clients.clear();
+    client = new OpenAI({
+      apiKey: request.apiKey,
+      // Never pick up OPENAI_* credentials or headers from the environment for a custom server.
+      adminAPIKey: null,
+      organization: null,
+      project: null,
+      webhookSecret: null,
+      baseURL: request.baseUrl,
+      search: request.search,
+      timeout: request.timeout,
+      maxRetries: request.maxRetries,
+      logLevel: "off",
+    });
+    clients.set(key, client);
+  }
+  return client;
 }
 
 /**
@@ -51,18 +109,10 @@ class OpenAI extends OfficialClient {
 export async function sendChatCompletion(request: TransportRequest): Promise<CompletionResponse> {
   const state = newAttemptState();
   const stop = new AbortController();
-  const client = new OpenAI({
-    apiKey: request.apiKey,
-    // Never pick up OPENAI_* credentials or headers from the environment for a custom server.
-    adminAPIKey: null,
-    organization: null,
-    project: null,
-    webhookSecret: null,
-    baseURL: request.baseUrl,
-    defaultQuery: Object.keys(request.query).length > 0 ? request.query : undefined,
-    timeout: request.timeout,
-    maxRetries: request.maxRetries,
-    send: attemptFetch({
+  const client = clientFor(request);
+  sendBySignal.set(
+    stop.signal,
+    attemptFetch({
       timeout: request.timeout,
       maxResponseBytes: request.maxResponseBytes,
       proxy: request.proxy,
@@ -70,13 +120,12 @@ export async function sendChatCompletion(request: TransportRequest): Promise<Com
       stop,
       tooLarge: (bytes, declared) => tooLargeError(request, bytes, declared, state.count),
     }),
-    logLevel: "off",
-  });
+  );
   let result: unknown;
   try {
     result = await client.chat.completions.create(
-      request.body as unknown as ChatCompletionCreateParamsNonStreaming,
-      { signal: stop.signal },
+      JSON.parse(request.bodyJson) as ChatCompletionCreateParamsNonStreaming,
+      { signal: stop.signal, headers: request.headers },
     );
   } catch (error) {
     throw toLMError(error, request, state);
@@ -85,7 +134,7 @@ export async function sendChatCompletion(request: TransportRequest): Promise<Com
 }
 
 function whereOf(request: TransportRequest): string {
-  return `POST ${displayUrl(completionsUrl(request.baseUrl, request.query))}`;
+  return `POST ${displayUrl(completionsUrl(request.baseUrl, request.search))}`;
 }
 
 function tooLargeError(
@@ -169,6 +218,17 @@ function toLMError(error: unknown, request: TransportRequest, state: AttemptStat
   if (error instanceof APIConnectionError) {
     const cause = rootCause(error);
     const reason = cause ? `: ${cause.message}` : "";
+    if (!state.headersReceived && request.proxy && cause && isProxyFailure(cause, request.proxy)) {
+      const proxy = displayUrl(request.proxy);
+      return createLMError(
+        "LM_CONNECTION",
+        clean(
+          `connection to the proxy failed: ${proxy} (for ${where})${attemptsText(attempts)}` +
+            `${reason}. Is the proxy running at the proxy option's address?`,
+        ),
+        { attempts, cause: sanitizeCause(cause, secret) },
+      );
+    }
     const what = state.headersReceived
       ? `connection broke while reading the response from ${where}`
       : `connection failed: ${where}`;
@@ -200,12 +260,25 @@ function toLMError(error: unknown, request: TransportRequest, state: AttemptStat
     const message =
       `${label}: HTTP ${status}${statusText} from ${where}${attemptsText(attempts)}: ` +
       `${said}.${hint}${waited}`;
+    const fields = serverFieldsOf(state.errorBody, error);
     const details = {
       status,
       serverMessage: serverMessage === undefined ? undefined : clean(serverMessage),
+      serverCode: fields.code === undefined ? undefined : clean(fields.code),
+      serverType: fields.type === undefined ? undefined : clean(fields.type),
+      serverParam: fields.param === undefined ? undefined : clean(fields.param),
       requestId: error.requestID ?? undefined,
       attempts,
     };
+    if (code === "LM_BAD_REQUEST" && exceedsContext(fields.code, serverMessage)) {
+      return new ContextWindowExceededError(
+        clean(
+          `context window exceeded: HTTP ${status}${statusText} from ${where}: ${said}. ` +
+            "Shorten the prompt or messages, or lower max_tokens.",
+        ),
+        details,
+      );
+    }
     return createLMError(code, clean(message), details);
   }
   if (error instanceof SyntaxError) {
@@ -280,6 +353,49 @@ export function serverMessageOf(body: string | undefined, error?: APIError): str
   return fallback === undefined ? undefined : truncate(fallback);
 }
 
+/** The `code`, `type` and `param` of the server's error body (OpenAI's and vLLM's shapes). */
+export function serverFieldsOf(
+  body: string | undefined,
+  error?: APIError,
+): { code?: string; type?: string; param?: string } {
+  let parsed: unknown;
+  try {
+    parsed = body?.trim() ? (JSON.parse(body) as unknown) : { error: error?.error };
+  } catch {
+    return {};
+  }
+  if (typeof parsed !== "object" || parsed === null) return {};
+  const record = parsed as Record<string, unknown>;
+  const inner =
+    typeof record.error === "object" && record.error !== null
+      ? (record.error as Record<string, unknown>)
+      : record;
+  const text = (value: unknown) =>
+    typeof value === "string" && value
+      ? truncate(value, 200)
+      : typeof value === "number"
+        ? String(value)
+        : undefined;
+  const fields: { code?: string; type?: string; param?: string } = {};
+  const code = text(inner.code);
+  const type = text(inner.type);
+  const param = text(inner.param);
+  if (code !== undefined) fields.code = code;
+  if (type !== undefined) fields.type = type;
+  if (param !== undefined) fields.param = param;
+  return fields;
+}
+
+/** Codes and messages by which servers say the input does not fit the context window. */
+const CONTEXT_CODES = new Set(["context_length_exceeded", "exceed_context_size_error"]);
+const CONTEXT_MESSAGE =
+  /context[ _-]?(?:length|window|size)|maximum context|prompt is too long|input is too long|too many (?:input )?tokens/i;
+
+function exceedsContext(code: string | undefined, message: string | undefined): boolean {
+  if (code !== undefined && CONTEXT_CODES.has(code)) return true;
+  return message !== undefined && CONTEXT_MESSAGE.test(message);
+}
+
 function messageIn(parsed: unknown): string | undefined {
   if (typeof parsed === "string") return parsed || undefined;
   if (typeof parsed !== "object" || parsed === null) return undefined;
@@ -294,6 +410,37 @@ function messageIn(parsed: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/**
+ * Whether a network error happened reaching the proxy rather than the server behind it: undici
+ * tunnels through the proxy, so a failure to connect names the proxy's own host and port.
+ */
+function isProxyFailure(cause: Error, proxy: string): boolean {
+  let url: URL;
+  try {
+    url = new URL(proxy);
+  } catch {
+    return false;
+  }
+  const { port, address, hostname } = cause as {
+    port?: unknown;
+    address?: unknown;
+    hostname?: unknown;
+  };
+  const proxyPort = Number(url.port || (url.protocol === "https:" ? 443 : 80));
+  const proxyHost = url.hostname.replace(/^\[|\]$/g, "");
+  if (typeof hostname === "string") return hostname === proxyHost;
+  if (Number(port) !== proxyPort) return false;
+  // A proxy named by host name: the port is all there is to compare with.
+  if (typeof address !== "string" || isIP(proxyHost) === 0) return true;
+  return address === proxyHost || isLoopbackPair(address, proxyHost);
+}
+
+function isLoopbackPair(address: string, host: string): boolean {
+  const loopback = (name: string) =>
+    name === "localhost" || name === "::1" || name.startsWith("127.");
+  return loopback(address) && loopback(host);
 }
 
 function rootCause(error: Error): Error | undefined {

@@ -35,7 +35,7 @@ export interface ChatMessage {
 /** The assistant message inside a completion choice. */
 export interface CompletionMessage {
   role?: string;
-  content?: string | null;
+  content?: string | ContentPart[] | null;
   tool_calls?: ToolCall[] | null;
   refusal?: string | null;
   /** Chain-of-thought text some servers return (for example Ollama, LM Studio). */

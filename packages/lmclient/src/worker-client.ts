@@ -17,10 +17,12 @@ export interface WorkerCall {
   request: TransportRequest;
 }
 
-/** What the worker sends back: never a thrown error, so typed errors survive the boundary. */
+/**
+ * What the worker sends back: never a thrown error, so typed errors survive the boundary. The
+ * response travels as JSON text, cheaper to copy between threads than the object.
+ */
 export type WorkerResult =
-  | { id: number; ok: true; response: CompletionResponse }
-  | { id: number; ok: false; error: ErrorPayload };
+  { id: number; ok: true; responseJson: string } | { id: number; ok: false; error: ErrorPayload };
 
 /** How long a starting worker may take to load before `forward` gives up (busy machines). */
 const STARTUP_MS = 60_000;
@@ -89,8 +91,7 @@ export function sendChatCompletionAsync(request: TransportRequest): Promise<Comp
   const id = (transport.nextId += 1);
   const limit = callLimit(request);
   return new Promise<WorkerResult>((resolve, reject) => {
-    const deadline = new Deadline(limit);
-    deadline.signal.addEventListener("abort", () => {
+    const deadline = new Deadline(limit, () => {
       transport.pending.delete(id);
       reject(deadlineError(request, limit));
     });
@@ -116,7 +117,7 @@ export function sendChatCompletionAsync(request: TransportRequest): Promise<Comp
 }
 
 function settle(result: WorkerResult, caller: (...args: never[]) => unknown): CompletionResponse {
-  if (result.ok) return result.response;
+  if (result.ok) return JSON.parse(result.responseJson) as CompletionResponse;
   const error = fromErrorPayload(result.error);
   // Start the stack at the caller, not at the rebuilding of the error.
   Error.captureStackTrace(error, caller);
@@ -138,7 +139,14 @@ function workerFor(request: TransportRequest): TransportWorker {
       transferList: [sync.port2, async.port2],
     });
   } catch (error) {
-    throw workerError(request, `could not start a worker thread (${String(error)})`);
+    // Node's permission model (--permission, --experimental-permission) forbids threads unless
+    // allowed; both methods make their requests in the worker, so say how to allow it.
+    const denied = (error as { code?: unknown } | null)?.code === "ERR_ACCESS_DENIED";
+    const hint = denied
+      ? "; lmclient makes every request (forward and aforward) in a worker thread: run node " +
+        "with --allow-worker"
+      : "";
+    throw workerError(request, `could not start a worker thread (${String(error)})${hint}`);
   }
   const transport: TransportWorker = {
     worker,
@@ -197,7 +205,7 @@ function stopWorker(transport: TransportWorker, why: string): void {
 }
 
 function where(request: TransportRequest): string {
-  return `POST ${displayUrl(completionsUrl(request.baseUrl, request.query))}`;
+  return `POST ${displayUrl(completionsUrl(request.baseUrl, request.search))}`;
 }
 
 function deadlineError(request: TransportRequest, limit: number): LMError {

@@ -58,11 +58,12 @@ function run(file: string, args: string[] = []) {
   return JSON.parse(result.stdout) as unknown;
 }
 
-async function bundle(entry: string, format: "esm" | "cjs", outfile: string) {
+async function bundle(entry: string, format: "esm" | "cjs", outfile: string, minify = false) {
   await build({
     entryPoints: [entry],
     outfile,
     bundle: true,
+    minify,
     platform: "node",
     format,
     target: "node20",
@@ -92,6 +93,23 @@ describe("bundled applications", () => {
     );
     const out = await bundle(entry, "cjs", join(dir, "out-cjs.cjs"));
     assert.deepEqual(run(out), EXPECTED);
+  });
+});
+
+describe("minified bundles", () => {
+  it("keep error names: minifiers rename classes, error.name stays the class's name", async () => {
+    const entry = join(dir, "app-min.mjs");
+    writeFileSync(
+      entry,
+      'import { CompatLM, ConnectionError } from "lmclient";\n' +
+        'const broken = new CompatLM({ model: "m", base_url: "http://127.0.0.1:9/v1", maxRetries: 0 });\n' +
+        "let syncName, asyncName;\n" +
+        'try { broken.forward("x"); } catch (e) { syncName = e instanceof ConnectionError && e.name; }\n' +
+        'try { await broken.aforward("x"); } catch (e) { asyncName = e.name; }\n' +
+        "console.log(JSON.stringify({ syncName, asyncName }));\n",
+    );
+    const out = await bundle(entry, "esm", join(dir, "out-min.mjs"), true);
+    assert.deepEqual(run(out), { syncName: "ConnectionError", asyncName: "ConnectionError" });
   });
 });
 

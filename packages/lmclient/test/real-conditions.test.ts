@@ -435,6 +435,43 @@ describe("option spellings and base_url", () => {
   });
 });
 
+describe("calls sharing the worker's client", () => {
+  it("each call keeps its own key, headers, retries and errors", async () => {
+    const model = uniqueModel("shared-client");
+    await server.script(model, [{ status: 500 }, {}, {}]);
+    const lm = new CompatLM({ model, base_url: server.baseUrl, api_key: SECRET, maxRetries: 1 });
+    const other = lm.copy({ api_key: "sk-other-key-0123456789" });
+    const [first, second] = await Promise.all([
+      lm.acall("one", undefined, { headers: { "x-call": "one" } }),
+      other.acall("two", undefined, { headers: { "x-call": "two" } }),
+    ]);
+    assert.deepEqual([first, second], [["echo: one"], ["echo: two"]]);
+    const sent = (await server.requests(model)).map((request) => [
+      (request.body as { messages: { content: string }[] }).messages[0]?.content,
+      request.headers.authorization,
+      request.headers["x-call"],
+    ]);
+    // Whichever came first was answered 500 and retried, with its own key and headers; the
+    // other went out once.
+    const keyOf: Record<string, string> = {
+      one: `Bearer ${SECRET}`,
+      two: "Bearer sk-other-key-0123456789",
+    };
+    assert.equal(sent.length, 3);
+    for (const [content, authorization, header] of sent) {
+      assert.equal(authorization, keyOf[content as string]);
+      assert.equal(header, content);
+    }
+    const contents = JSON.stringify(sent.map(([content]) => content).sort());
+    assert.ok(contents === '["one","one","two"]' || contents === '["one","two","two"]', contents);
+    const failed = await failure(
+      "sync",
+      lm.copy({ maxRetries: 0, base_url: `${server.baseUrl}/nope` }),
+    );
+    assert.equal(failed.attempts, 1);
+  });
+});
+
 describe("DSPy parity of call and acall", () => {
   const toolCall = {
     id: "call_1",
