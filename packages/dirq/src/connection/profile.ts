@@ -89,11 +89,16 @@ function functionNames(db: SqliteDatabase): Set<string> {
 const EXPLAINED_FUNCTION = /^([^()]+)\(-?\d+\)$/;
 
 /** Lower-cased names of the SQL functions a statement calls, also through views. */
-export function functionsCalledBy(db: SqliteDatabase, sql: string): Set<string> {
+export function functionsCalledBy(
+  db: SqliteDatabase,
+  sql: string,
+  /** NULL for each parameter of a statement that has some (`nullArguments`). */
+  args: readonly unknown[] = [],
+): Set<string> {
   const names = new Set<string>();
   let plan: { opcode: string; p4: unknown }[];
   try {
-    plan = db.prepare(`EXPLAIN ${sql}`).all() as typeof plan;
+    plan = db.prepare(`EXPLAIN ${sql}`).all(...args) as typeof plan;
   } catch (error) {
     throw sqlError(error);
   }
