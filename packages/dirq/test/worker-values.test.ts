@@ -138,6 +138,20 @@ describe(`a worker's numbers are read as a hook's are (seed ${SEED})`, () => {
   });
 });
 
+describe("a large worker reply", () => {
+  it("a reply of 8 MiB arriving in many reads comes back whole, its long integers exact", async () => {
+    // The worker echoes its argument as the result: a JSON array of 8 MiB of digits-free
+    // text, then an integer beyond 2^53 and a nested one.
+    const sql =
+      "SELECT length(r) AS n, substr(r, -44) AS tail FROM " +
+      "(SELECT raw('[\"' || hex(zeroblob(4194304)) || '\",9007199254740993,{\"k\":-9007199254740995}]') AS r)";
+    const stdout = await runOk(root, [sql, "-c", "dirq.toml", "--format", "json"]);
+    const [row] = parseRows(stdout);
+    assert.equal(row?.n, 8 * 1024 * 1024 + 45);
+    assert.equal(row?.tail, '0",9007199254740993,{"k":-9007199254740995}]');
+  });
+});
+
 /** SQLite's own functions, as the bundled SQLite lists them (`pragma_function_list`). */
 async function builtInNames(): Promise<string[]> {
   const sql = "SELECT DISTINCT name FROM pragma_function_list ORDER BY name";
