@@ -273,6 +273,38 @@ describe("SDK cancellation: query(sql, { signal })", () => {
   });
 });
 
+describe("SDK: bound parameters and a signal with a worker-backed function", () => {
+  test("the worker gets the bound value, in this process and in the query process", async () => {
+    const { writeFileSync } = await import("node:fs");
+    writeFileSync(
+      `${root}/worker.mjs`,
+      `import { createInterface } from "node:readline";
+const lines = createInterface({ input: process.stdin });
+lines.on("line", (line) => {
+  const { id, args } = JSON.parse(line);
+  process.stdout.write(JSON.stringify({ id, result: String(args[0]).toUpperCase() }) + "\\n");
+});
+lines.on("close", () => process.exit(0));
+`,
+    );
+    writeFileSync(
+      `${root}/worker.toml`,
+      `[[dirq.function]]\nname = "up"\ncommand = "node worker.mjs"\n`,
+    );
+    const db = open({ root, progress: false, configs: [`${root}/worker.toml`] });
+    try {
+      const named = "SELECT up(:word) AS u";
+      assert.deepEqual(await db.query(named, { word: "hi" }), [{ u: "HI" }]);
+      const signal = new AbortController().signal;
+      assert.deepEqual(await db.query(named, { word: "there" }, { signal }), [{ u: "THERE" }]);
+      const positional = "SELECT up(path) AS p FROM './notes' WHERE size = ? ORDER BY path";
+      assert.deepEqual(await db.query(positional, [2], { signal }), [{ p: "NOTES/B.MD" }]);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe("the CLI and HTTP keep refusing parameters", () => {
   let server: ServerProcess;
   before(async () => {
