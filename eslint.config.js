@@ -14,6 +14,7 @@ export default tseslint.config(
         URL: "readonly",
         performance: "readonly",
         AbortController: "readonly",
+        AbortSignal: "readonly",
         setTimeout: "readonly",
         clearTimeout: "readonly",
         setInterval: "readonly",

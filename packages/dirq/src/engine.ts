@@ -1,4 +1,4 @@
-import { existsSync, realpathSync, statSync } from "node:fs";
+import { existsSync, realpathSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG } from "./config/types.js";
@@ -46,9 +46,11 @@ import { TableGenerations } from "./indexer/table-generations.js";
 import { isExplain } from "./query/read-only-guard.js";
 import {
   type PreparedStatement,
+  type PrepareOptions,
   type PreparerHost,
   StatementPreparer,
 } from "./query/statement-preparer.js";
+import { bindArguments, nullArguments, type QueryParameters } from "./query/parameters.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
 
@@ -112,7 +114,19 @@ export interface QueryResult extends StatementRows {
   skipped: SkippedPath[];
 }
 
-export type { PreparedStatement };
+export type { PreparedStatement, PrepareOptions };
+/** Checks values for a statement's parameters (the SDK checks them before anything runs). */
+export { bindArguments };
+
+/** What `DirqIndex.query` takes besides the statement. */
+export interface IndexQueryOptions {
+  /**
+   * Values for the statement's parameters (the SDK): with it the statement may have them, and
+   * must get exactly their values (`values` undefined: none). Without it, a statement with
+   * parameters is refused, as the CLI and HTTP have no values to bind.
+   */
+  bind?: { values: QueryParameters | undefined };
+}
 
 function removedFilesTable(): DirqError {
   return new DirqError(
@@ -473,28 +487,34 @@ export class DirqIndex {
    * transactions, several statements and internal tables with a `DirqError` before anything
    * runs.
    */
-  async query(sql: string): Promise<QueryResult> {
+  async query(sql: string, options: IndexQueryOptions = {}): Promise<QueryResult> {
+    const { bind } = options;
+    // A wrong count or name fails before anything is built.
+    const args = bind === undefined ? [] : bindArguments(sql, bind.values);
     // Builds what the statement needs under the writer; a statement that needs nothing
     // built never waits for it (a refresh committing, a hook running).
-    const prepared = await this.prepare(sql);
+    const prepared = await this.prepare(sql, { parameters: bind !== undefined });
     let statement: Statement;
     let called = new Set<string>();
     try {
       statement = this.db.prepare(prepared.sql);
       if (prepared.callsWorkers && !isExplain(prepared.sql)) {
-        called = functionsCalledBy(this.db, prepared.sql);
+        const nulls = bind === undefined ? [] : nullArguments(prepared.sql);
+        called = functionsCalledBy(this.db, prepared.sql, nulls);
       }
     } catch (error) {
       throw sqlError(error);
     }
     const workerCalls = this.functions.calledIn(called);
     const { skipped } = prepared;
-    if (workerCalls.length === 0) return { ...executeStatement(statement, sql), skipped };
+    if (workerCalls.length === 0) {
+      return { ...executeStatement(statement, sql, undefined, args), skipped };
+    }
     // Run in passes until every worker call is answered (see WorkerFunctions); the rows of
     // the last pass are the answer.
     const result = await this.functions.run(
       (pending) => {
-        const { columns, rows } = executeStatement(statement, sql);
+        const { columns, rows } = executeStatement(statement, sql, undefined, args);
         const kept: SqlValue[][] = [];
         for (const row of rows) if (!pending()) kept.push(row);
         return { columns, rows: kept };
@@ -519,8 +539,8 @@ export class DirqIndex {
    * building tables. A statement that needs nothing built never waits for the writer (a
    * refresh committing, a hook running).
    */
-  prepare(sql: string): Promise<PreparedStatement> {
-    return this.preparer.prepare(sql);
+  prepare(sql: string, options: PrepareOptions = {}): Promise<PreparedStatement> {
+    return this.preparer.prepare(sql, options);
   }
 
   /**
@@ -555,6 +575,27 @@ export class DirqIndex {
     const version = this.schemaVersionStatement.get() as number;
     this.schemaSeen = active === 0 ? { epoch, version } : null;
     return version;
+  }
+
+  /**
+   * A stamp of everything in the index: it differs from an earlier one once any row or the
+   * schema may have changed (this connection is the index's one writer).
+   */
+  contentStamp(): string {
+    const changes = this.db.prepare("SELECT total_changes()").pluck().get() as number;
+    return `${changes}:${this.schemaVersion}`;
+  }
+
+  /**
+   * Writes a copy of an index that lives in memory to `path`, as committed (under the writer,
+   * so no build is half done), for a query process to read. Returns its `contentStamp`.
+   */
+  snapshotTo(path: string): Promise<string> {
+    return this.withWriter(() => {
+      const stamp = this.contentStamp();
+      writeFileSync(path, this.db.serialize());
+      return stamp;
+    });
   }
 
   /** Runs a statement and collects its rows as objects keyed by column name. */

@@ -13,6 +13,7 @@ export {
 } from "./sdk/dirq.js";
 export type { RowEventStream } from "./sdk/row-event-stream.js";
 export type { Row, RowEvent, RowValue } from "./sdk/types.js";
+export type { ParameterValue, QueryParameters } from "./query/parameters.js";
 export type { ExtractedRows, ExtractFunction } from "./parse/extractor.js";
 export type { ProgressPhase, ProgressReporter } from "./progress/reporter.js";
 export { DirqError, type DirqErrorCode, isDirqError } from "./errors.js";

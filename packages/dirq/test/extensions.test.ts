@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { copyFileSync, mkdirSync } from "node:fs";
+import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -169,6 +169,39 @@ describe("[[dirq.extension]]", () => {
     const result = await runDirq(["SELECT 1", "-c", "cfg/missing.toml"], { cwd: root });
     assertUserError(result, /cfg\/missing\.toml: dirq\.extension\[0\].*not found/);
     assertUserError(result, join(root, "cfg/lib/missing.so"));
+  });
+});
+
+describe("a worker function named like an extension's function", () => {
+  before(() => {
+    const clash = (name: string) =>
+      `[[dirq.extension]]\npath = "lib/tiny.so"\n\n[[dirq.function]]\nname = "${name}"\ncommand = "node worker.mjs"\n`;
+    writeFileSync(join(root, "cfg/clash.toml"), clash("tiny_hello"));
+    writeFileSync(join(root, "cfg/clash-case.toml"), clash("TINY_HELLO"));
+    writeFileSync(
+      join(root, "cfg/function-only.toml"),
+      `[[dirq.function]]\nname = "vec_length"\ncommand = "node worker.mjs"\n`,
+    );
+  });
+
+  it("is refused at load, naming the key, the function and the extension", async () => {
+    for (const config of ["cfg/clash.toml", "cfg/clash-case.toml"]) {
+      const result = await runDirq(["SELECT 1", "-c", config], { cwd: root });
+      const message = assertUserError(result, `${config}: dirq.function[0].name`);
+      assert.match(message, /is a function of the SQLite extension .*cfg\/lib\/tiny\.so/i);
+      assert.match(message, /tiny_hello/i);
+    }
+  });
+
+  it("is refused when the extension comes from --extension (sqlite-vec from npm)", async () => {
+    const result = await runDirq(
+      ["SELECT 1", "-c", "cfg/function-only.toml", "--extension", VEC0],
+      { cwd: root },
+    );
+    const message = assertUserError(result, "cfg/function-only.toml: dirq.function[0].name");
+    assert.match(message, /"vec_length" is a function of the SQLite extension .*vec0\.so/);
+    // Without the extension the name is free.
+    assert.deepEqual(await rows(["SELECT 1 AS one", "-c", "cfg/function-only.toml"]), [{ one: 1 }]);
   });
 });
 

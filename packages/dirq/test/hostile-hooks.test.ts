@@ -82,7 +82,7 @@ async function startWithHook(args: readonly string[], input?: string): Promise<C
 const FORK = `${process.execPath} hooks/fork.mjs {path}`;
 
 describe("hooks that never finish: a signal still ends dirq, with no orphans", () => {
-  for (const signal of ["SIGINT", "SIGTERM"] as const) {
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     it(`one-shot query, ${signal}: dirq ends as the signal says; hook and child are gone`, async () => {
       const child = await startWithHook(["SELECT * FROM './a.txt'", "--on-file", FORK]);
       const exited = exitOf(child);

@@ -1,8 +1,9 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, afterEach, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
 import {
   assertJsonError,
@@ -21,7 +22,7 @@ import { assertUserError, parseRows } from "./support.js";
  * misbehave. With a second argument `spawn`, it starts a child of its own (a `sleep`).
  */
 const WORKER = `
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { appendFileSync } from "node:fs";
 import { createInterface } from "node:readline";
 const [log = "calls.log", mode] = process.argv.slice(2);
@@ -288,6 +289,30 @@ describe("worker-backed functions in a one-shot query", () => {
     await eventually(() => started.every((pid) => !alive(pid)), "worker processes exit");
   });
 
+  for (const how of ["SIGINT", "SIGTERM", "SIGHUP", "Ctrl-C"] as const) {
+    it(`${how} while a worker answers: dirq ends as the signal says; the worker and the helper it started are gone`, async () => {
+      // Ctrl-C at a terminal is SIGINT to dirq's whole process group (not the worker's own).
+      const child = spawn(
+        process.execPath,
+        [DIRQ_BIN, "SELECT up_spawn('hang')", "-c", CONFIG_ARG],
+        { cwd: root, stdio: "ignore", detached: how === "Ctrl-C" },
+      );
+      const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+        child.on("exit", (code, signal) => resolve({ code, signal })),
+      );
+      await eventually(
+        () => pids("hang.log").length === 1 && pids("children.log").length === 1,
+        "the worker got the call and started its helper",
+      );
+      const started = [...pids("hang.log"), ...pids("children.log")];
+      assert.ok(started.every(alive));
+      if (how === "Ctrl-C") process.kill(-(child.pid as number), "SIGINT");
+      else child.kill(how);
+      assert.deepEqual(await exited, { code: null, signal: how === "Ctrl-C" ? "SIGINT" : how });
+      await eventually(() => started.every((pid) => !alive(pid)), "worker and helper are gone");
+    });
+  }
+
   it("leaves no worker behind after dirq is killed with SIGKILL mid-query", async () => {
     const child = spawn(process.execPath, [DIRQ_BIN, "SELECT up('hang')", "-c", CONFIG_ARG], {
       cwd: root,
@@ -316,6 +341,49 @@ describe("worker-backed functions in the library", () => {
     } finally {
       index.close();
     }
+  });
+});
+
+describe("worker-backed functions in an SDK script", () => {
+  afterEach(clearLogs);
+
+  /** Runs a script that opens the index with the test config and runs `body`. */
+  function runScript(body: string) {
+    const index = fileURLToPath(new URL("../src/index.js", import.meta.url));
+    const script = `import { readFileSync } from "node:fs";
+import { open } from ${JSON.stringify(index)};
+const db = open({ root: ${JSON.stringify(root)}, configs: [${JSON.stringify(join(cfg, "dirq.toml"))}], progress: false });
+${body}`;
+    // A script that hangs is stopped after a minute and fails the test; it never should.
+    return spawnSync(process.execPath, ["--input-type=module", "-e", script], {
+      cwd: cfg,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+  }
+
+  it("a script that called a worker function and never closes the index ends by itself, leaving no worker", async () => {
+    const run = runScript(
+      `console.log(JSON.stringify(await db.query("SELECT up_spawn('x') AS u")));`,
+    );
+    assert.equal(run.signal, null, "the script ended by itself");
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout, '[{"u":"X"}]\n');
+    const started = [...pids(), ...pids("children.log")];
+    assert.equal(started.length, 2, "the worker and its helper ran");
+    await eventually(() => started.every((pid) => !alive(pid)), "worker and helper are gone");
+  });
+
+  it("close() ends the worker and its helper while the script still runs", async () => {
+    const run = runScript(`console.log(JSON.stringify(await db.query("SELECT up_spawn('x') AS u")));
+await db.close();
+const pids = ["pids.log", "children.log"].flatMap((name) => readFileSync(name, "utf8").split("\\n").filter(Boolean).map(Number));
+const alive = (pid) => { try { const stat = readFileSync("/proc/" + pid + "/stat", "utf8"); return stat.slice(stat.lastIndexOf(")") + 2)[0] !== "Z"; } catch { return false; } };
+// The script goes on (its timers keep it alive): only close() can have ended them.
+for (let i = 0; i < 200 && pids.some(alive); i++) await new Promise((resolve) => setTimeout(resolve, 50));
+console.log(pids.length, pids.some(alive) ? "alive" : "gone");`);
+    assert.equal(run.status, 0, run.stderr);
+    assert.equal(run.stdout, '[{"u":"X"}]\n2 gone\n');
   });
 });
 

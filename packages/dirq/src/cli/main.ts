@@ -74,23 +74,34 @@ function spillThreshold(): number | undefined {
   return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : undefined;
 }
 
+let signalHandlersInstalled = false;
+
 /**
- * Ctrl-C, a kill or a hang-up during a one-shot query: stop the hooks (each with the processes
- * it started, which sit in process groups of their own and so never see the terminal's Ctrl-C),
- * then end as that signal would have ended dirq. Returns the function that removes the handlers.
+ * Ctrl-C, a kill or a hang-up during a one-shot query: stop the hooks and the workers (each
+ * with the processes it started: they sit in process groups of their own and so never see the
+ * terminal's Ctrl-C, and a signal's death runs no exit handler), then end as that signal would
+ * have ended dirq. Returns the function that removes the handlers; installed once per process
+ * (the workers a query starts early install it first), later calls return a no-op.
  */
-function stopHooksOnSignal(): () => void {
+function stopChildrenOnSignal(): () => void {
+  if (signalHandlersInstalled) return () => {};
+  signalHandlersInstalled = true;
   const signals = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
   const handler = (signal: NodeJS.Signals) => {
     remove();
-    // Loaded on demand like the engine that runs the hooks (one module instance either way:
-    // the CLI bundle shares modules between its chunks).
-    void import("../parse/run-hook.js").then(({ stopRunningHooks }) => {
+    // Loaded on demand like the engine that runs them (one module instance either way: the
+    // CLI bundle shares modules between its chunks).
+    void Promise.all([
+      import("../parse/run-hook.js"),
+      import("../functions/worker-process.js"),
+    ]).then(([{ stopRunningHooks }, { stopAllWorkers }]) => {
       stopRunningHooks();
+      stopAllWorkers();
       process.kill(process.pid, signal);
     });
   };
   const remove = () => {
+    signalHandlersInstalled = false;
     for (const signal of signals) process.off(signal, handler);
   };
   for (const signal of signals) process.on(signal, handler);
@@ -111,12 +122,14 @@ export async function startQueryWorkersEarly(argv: readonly string[], cwd: strin
     return;
   }
   if (command.kind !== "query" || command.configs.length === 0) return;
+  // From now on a signal must not leave the workers started here behind.
+  stopChildrenOnSignal();
   const { prestartWorkersFromConfigFiles } = await import("../functions/prestart.js");
   prestartWorkersFromConfigFiles(command.sql, command.configs, cwd);
 }
 
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
-  const removeSignalHandlers = stopHooksOnSignal();
+  const removeSignalHandlers = stopChildrenOnSignal();
   try {
     return await runQueryToEnd(command, io);
   } finally {

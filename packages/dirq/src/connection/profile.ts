@@ -39,28 +39,66 @@ export function profileOf(
 
 /**
  * Applies a profile to a freshly opened connection: loads its extensions, declares its
- * functions. Returns the functions, whose workers start on their first call.
+ * functions. Returns the functions, whose workers start on their first call. A worker function
+ * named like one of SQLite's own functions or one an extension declares is a `CONFIG_INVALID`
+ * error: declared anyway, it would hide that function (`count(*)` would call the worker).
  */
 export function applyProfile(
   db: SqliteDatabase,
   profile: ConnectionProfile,
   options: { sharedGroup?: boolean } = {},
 ): WorkerFunctions {
-  loadExtensions(db, profile.extensions);
+  if (profile.functions.length === 0) {
+    loadExtensions(db, profile.extensions);
+  } else {
+    // Who declared each name: SQLite itself, or the first extension that added it.
+    const owners = new Map<string, string>();
+    for (const name of functionNames(db)) owners.set(name, "an SQLite built-in function");
+    for (const extension of profile.extensions) {
+      loadExtensions(db, [extension]);
+      for (const name of functionNames(db)) {
+        if (!owners.has(name)) {
+          owners.set(
+            name,
+            `a function of the SQLite extension ${extension.path} (${extension.origin})`,
+          );
+        }
+      }
+    }
+    for (const spec of profile.functions) {
+      const owner = owners.get(spec.name.toLowerCase());
+      if (owner === undefined) continue;
+      throw new DirqError(
+        "CONFIG_INVALID",
+        `${spec.origin}.name: "${spec.name}" is ${owner}, which a worker function of that name would hide; choose another name`,
+      );
+    }
+  }
   const functions = new WorkerFunctions(profile.functions, options);
   functions.register(db);
   return functions;
+}
+
+/** Lower-cased names of every SQL function the connection has (`PRAGMA function_list`). */
+function functionNames(db: SqliteDatabase): Set<string> {
+  const rows = db.prepare("SELECT DISTINCT name FROM pragma_function_list").pluck().all();
+  return new Set((rows as string[]).map((name) => name.toLowerCase()));
 }
 
 /** `f(-1)` in EXPLAIN's p4 column: the function a Function or PureFunc opcode calls. */
 const EXPLAINED_FUNCTION = /^([^()]+)\(-?\d+\)$/;
 
 /** Lower-cased names of the SQL functions a statement calls, also through views. */
-export function functionsCalledBy(db: SqliteDatabase, sql: string): Set<string> {
+export function functionsCalledBy(
+  db: SqliteDatabase,
+  sql: string,
+  /** NULL for each parameter of a statement that has some (`nullArguments`). */
+  args: readonly unknown[] = [],
+): Set<string> {
   const names = new Set<string>();
   let plan: { opcode: string; p4: unknown }[];
   try {
-    plan = db.prepare(`EXPLAIN ${sql}`).all() as typeof plan;
+    plan = db.prepare(`EXPLAIN ${sql}`).all(...args) as typeof plan;
   } catch (error) {
     throw sqlError(error);
   }

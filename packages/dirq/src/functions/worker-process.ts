@@ -2,6 +2,7 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { childProcess } from "../lazy-module.js";
 import type { Socket } from "node:net";
 import { DirqError } from "../errors.js";
+import { parseJsonLikeHookOutput } from "../parse/hook-rows.js";
 
 /** One worker-backed SQL function as a connection profile carries it (serializable). */
 export interface WorkerSpec {
@@ -57,13 +58,20 @@ let exitHookInstalled = false;
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  process.on("exit", () => {
-    for (const worker of running) worker.kill();
-    for (const child of prestarted.values()) {
-      child.stdin.end();
-      killGroup(child, false);
-    }
-  });
+  process.on("exit", stopAllWorkers);
+}
+
+/**
+ * Kills every worker this process runs or started ahead of time, each with its process group
+ * (what it started too): on exit, and on a signal that is about to end dirq.
+ */
+export function stopAllWorkers(): void {
+  for (const worker of [...running]) worker.kill();
+  for (const child of prestarted.values()) {
+    child.stdin.end();
+    killGroup(child, false);
+  }
+  prestarted.clear();
 }
 
 /** What makes two workers interchangeable: the same command in the same folder and group. */
@@ -119,7 +127,6 @@ function takePrestarted(key: string): ChildProcessWithoutNullStreams | null {
     killGroup(child, false);
     return null;
   }
-  holdOpen(child, true);
   return child;
 }
 
@@ -135,6 +142,13 @@ function quote(line: string): string {
   return JSON.stringify(shown);
 }
 
+/** Messages read from a worker, and how to take a value out of one exactly (see `exact`). */
+interface ReadMessages {
+  messages: unknown[];
+  /** A value of a message as a hook's value would be (integers beyond 2^53 exact). */
+  exact: (value: unknown) => unknown;
+}
+
 /**
  * Complete response lines parsed as one JSON array, one value per line, or `null` when they are
  * not exactly that (a blank line, a line that is not JSON, a line with two values): the caller
@@ -142,18 +156,19 @@ function quote(line: string): string {
  * line took about a quarter off handling 10,000 replies that arrive together at the end of an
  * exchange (medians of 8 alternating runs: 12.9 against 17.5 ms).
  * A line break stays between the values: inside a JSON string it is invalid, so no value can
- * span two lines.
+ * span two lines. Read as hook output is, so that a worker's integers beyond 2^53 stay exact.
  */
-function parseLines(lines: string): unknown[] | null {
+function parseLines(lines: string): ReadMessages | null {
   let count = 1;
   for (let at = lines.indexOf("\n"); at >= 0; at = lines.indexOf("\n", at + 1)) count++;
-  let values: unknown;
+  let read: ReturnType<typeof parseJsonLikeHookOutput>;
   try {
-    values = JSON.parse(`[${lines.replaceAll("\n", ",\n")}]`);
+    read = parseJsonLikeHookOutput(`[${lines.replaceAll("\n", ",\n")}]`);
   } catch {
     return null;
   }
-  return Array.isArray(values) && values.length === count ? values : null;
+  const { data, exact } = read;
+  return Array.isArray(data) && data.length === count ? { messages: data, exact } : null;
 }
 
 /**
@@ -169,12 +184,22 @@ function parseLines(lines: string): unknown[] | null {
  */
 export class WorkerProcess {
   private child: ChildProcessWithoutNullStreams | null = null;
-  private stdoutBuffer = "";
+  /**
+   * Output read since the last line break, in the pieces it came in: only a new piece is
+   * searched for a line break, so a long reply costs one pass over its text, not one per read.
+   */
+  private stdoutPieces: string[] = [];
   private stderrTail = "";
   private nextId = 1;
   private batch: Batch | null = null;
   /** Request lines not yet written. */
   private outgoing: string[] = [];
+  /**
+   * Whether the worker keeps this process's event loop alive: only while requests are out.
+   * An idle worker must not keep a library user's script running (better-sqlite3 users do not
+   * expect to call `close()` for their program to end); it is killed at exit either way.
+   */
+  private holding = false;
 
   constructor(
     readonly spec: WorkerSpec,
@@ -189,7 +214,9 @@ export class WorkerProcess {
     const child =
       takePrestarted(spawnKey(this.spec, sharedGroup)) ?? spawnWorker(this.spec, sharedGroup);
     this.child = child;
-    this.stdoutBuffer = "";
+    this.holding = true;
+    this.hold(child, false);
+    this.stdoutPieces = [];
     this.stderrTail = "";
     running.add(this);
     child.stdout.setEncoding("utf8").on("data", (chunk: string) => this.onStdout(child, chunk));
@@ -220,12 +247,19 @@ export class WorkerProcess {
     return child;
   }
 
+  private hold(child: ChildProcessWithoutNullStreams, hold: boolean): void {
+    if (this.holding === hold) return;
+    this.holding = hold;
+    holdOpen(child, hold);
+  }
+
   /** Ends the current batch with `error` and forgets the worker (the next call starts anew). */
   private fail(child: ChildProcessWithoutNullStreams, error: Error): void {
     if (this.child !== child) return;
     this.child = null;
     running.delete(this);
     killGroup(child, this.options.sharedGroup === true);
+    this.hold(child, false);
     this.outgoing = [];
     const batch = this.batch;
     if (batch?.waiter) {
@@ -238,22 +272,24 @@ export class WorkerProcess {
 
   private onStdout(child: ChildProcessWithoutNullStreams, chunk: string): void {
     if (this.child !== child) return;
-    const text = this.stdoutBuffer + chunk;
-    const end = text.lastIndexOf("\n");
+    const end = chunk.lastIndexOf("\n");
     if (end < 0) {
-      this.stdoutBuffer = text;
+      this.stdoutPieces.push(chunk);
       return;
     }
     // Only the unfinished tail is kept; the complete lines are handled now.
-    this.stdoutBuffer = text.slice(end + 1);
-    const lines = text.slice(0, end);
-    const messages = parseLines(lines);
-    if (messages === null) {
+    const pieces = this.stdoutPieces;
+    pieces.push(chunk.slice(0, end));
+    const lines = pieces.length === 1 ? (pieces[0] as string) : pieces.join("");
+    this.stdoutPieces = end + 1 < chunk.length ? [chunk.slice(end + 1)] : [];
+    const read = parseLines(lines);
+    if (read === null) {
       this.onLines(child, lines);
       return;
     }
+    const { messages, exact } = read;
     for (let i = 0; i < messages.length; i++) {
-      const problem = this.onMessage(messages[i]);
+      const problem = this.onMessage(messages[i], exact);
       if (problem !== null) {
         // The line itself is quoted: found again only now, for the one message that needs it.
         this.garbage(child, lines.split("\n")[i] as string, problem);
@@ -267,13 +303,13 @@ export class WorkerProcess {
     for (const raw of lines.split("\n")) {
       const line = raw.trim();
       if (line === "") continue;
-      let message: unknown;
+      let read: ReturnType<typeof parseJsonLikeHookOutput>;
       try {
-        message = JSON.parse(line);
+        read = parseJsonLikeHookOutput(line);
       } catch {
         return this.garbage(child, line, "which is not a JSON response");
       }
-      const problem = this.onMessage(message);
+      const problem = this.onMessage(read.data, read.exact);
       if (problem !== null) return this.garbage(child, line, problem);
       if (this.child !== child) return;
     }
@@ -284,8 +320,11 @@ export class WorkerProcess {
     this.fail(child, workerError(this.spec, message));
   }
 
-  /** Takes one response; returns why it is not one (then nothing was taken), else `null`. */
-  private onMessage(message: unknown): string | null {
+  /**
+   * Takes one response (`exact` takes a value out of it as a hook's value would be); returns
+   * why it is not one (then nothing was taken), else `null`.
+   */
+  private onMessage(message: unknown, exact: (value: unknown) => unknown): string | null {
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
       return 'which is not a response object {"id": n, "result": ...}';
     }
@@ -299,13 +338,17 @@ export class WorkerProcess {
       typeof meta === "object" && meta !== null && (meta as { cached?: unknown }).cached === true;
     let reply: WorkerReply;
     if (error !== undefined) {
+      const text = exact(error);
       reply = {
         ok: false,
-        error: typeof error === "string" ? error : JSON.stringify(error),
+        error:
+          typeof text === "string" || typeof text === "bigint"
+            ? String(text)
+            : JSON.stringify(text),
         cached,
       };
     } else if ("result" in (message as object)) {
-      reply = { ok: true, result, cached };
+      reply = { ok: true, result: exact(result), cached };
     } else {
       return 'which has neither "result" nor "error"';
     }
@@ -315,6 +358,7 @@ export class WorkerProcess {
       batch.waiter.onReply(reply, index);
       if (batch.received === batch.sent) {
         this.batch = null;
+        if (this.child) this.hold(this.child, false);
         batch.waiter.resolve(batch.replies as WorkerReply[]);
       }
     }
@@ -328,6 +372,8 @@ export class WorkerProcess {
    */
   send(argsJson: string): number {
     const child = this.child ?? this.start();
+    // Requests are out: the process waits for their answers.
+    this.hold(child, true);
     this.batch ??= {
       firstId: this.nextId,
       sent: 0,
@@ -367,6 +413,7 @@ export class WorkerProcess {
     });
     if (batch.received === batch.sent) {
       this.batch = null;
+      if (this.child) this.hold(this.child, false);
       return Promise.resolve(batch.replies as WorkerReply[]);
     }
     return new Promise<WorkerReply[]>((resolve, reject) => {
@@ -388,7 +435,7 @@ export class WorkerProcess {
     child.stdin.end();
     killGroup(child, this.options.sharedGroup === true);
     // It is killed: dirq need not wait for the system to reap it before it can exit.
-    holdOpen(child, false);
+    this.hold(child, false);
     this.outgoing = [];
     this.batch?.waiter?.reject(workerError(this.spec, "the worker was stopped"));
     this.batch = null;

@@ -1,4 +1,4 @@
-import type { DirqIndex, PreparedStatement } from "../engine.js";
+import type { DirqIndex, PreparedStatement, PrepareOptions } from "../engine.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
@@ -66,11 +66,11 @@ export class LiveIndex {
    * reads no parsed table never waits for a hook). What the REPL and the SDK do before a
    * statement, so a program that writes a file and then asks about it sees the file.
    */
-  async prepareCurrent(sql: string): Promise<PreparedStatement> {
+  async prepareCurrent(sql: string, options: PrepareOptions = {}): Promise<PreparedStatement> {
     await nextTurn();
     await nextTurn();
     await this.watcher.settle();
-    const prepared = await this.index.prepare(sql);
+    const prepared = await this.index.prepare(sql, options);
     await this.index.refreshesDone(prepared.tables);
     return prepared;
   }

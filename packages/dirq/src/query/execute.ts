@@ -32,9 +32,13 @@ export function sqlError(error: unknown): unknown {
   return error;
 }
 
-function* iterateRows(statement: Statement, keep: number[] | null): Iterable<SqlValue[]> {
+function* iterateRows(
+  statement: Statement,
+  keep: number[] | null,
+  args: readonly unknown[],
+): Iterable<SqlValue[]> {
   try {
-    const rows = statement.iterate() as Iterable<SqlValue[]>;
+    const rows = statement.iterate(...args) as Iterable<SqlValue[]>;
     if (keep === null) yield* rows;
     else for (const row of rows) yield keep.map((i) => row[i] as SqlValue);
   } catch (error) {
@@ -67,12 +71,14 @@ export function executeStatement(
   statement: Statement,
   sql: string | StatementAnalysis,
   plan?: ColumnPlan,
+  /** Bound values (`bindArguments`), for a statement with parameters (the SDK). */
+  args: readonly unknown[] = [],
 ): StatementRows {
   if (!statement.reader) {
-    statement.run();
+    statement.run(...args);
     return { columns: [], rows: [] };
   }
   statement.raw(true).safeIntegers(true);
   const { columns, keep } = plan ?? columnPlan(statement, sql);
-  return { columns, rows: iterateRows(statement, keep) };
+  return { columns, rows: iterateRows(statement, keep, args) };
 }

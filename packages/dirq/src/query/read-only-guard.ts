@@ -172,14 +172,18 @@ function checkPragmaFunctions(tokens: SqlToken[]): void {
  * and any mention of an internal `_dirq_` table. SQLite's own `readonly` flag is checked
  * afterwards as a second line (see `run-query.ts`).
  */
-export function checkReadOnlyStatement(statement: string | StatementAnalysis): void {
+export function checkReadOnlyStatement(
+  statement: string | StatementAnalysis,
+  options: { parameters?: boolean } = {},
+): void {
   const tokens = [...analysisOf(statement).tokens];
   if (tokens.length === 0 || tokens.every((token) => token.text === ";")) {
     throw new DirqError("QUERY_EMPTY", "empty statement: give one SQL statement to run");
   }
   checkFirstKeyword(tokens);
   checkSingleStatement(tokens);
-  checkNoParameters(tokens);
+  // Only the SDK has values to bind (`parameters`); the CLI and HTTP have none.
+  if (options.parameters !== true) checkNoParameters(tokens);
   checkInternalNames(tokens);
   checkPragmaFunctions(tokens);
 }

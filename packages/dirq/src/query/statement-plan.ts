@@ -83,9 +83,11 @@ export function planStatement(
   db: SqliteDatabase,
   sql: string,
   rootPages: RootPages,
+  /** NULL for each parameter of a statement that has some (`nullArguments`). */
+  args: readonly unknown[] = [],
 ): StatementPlan {
   const explain = db.prepare(`EXPLAIN ${sql}`).raw(true);
-  const program = explain.all() as ExplainRow[];
+  const program = explain.all(...args) as ExplainRow[];
   const functions = new Set<string>();
   const tables: TablesRead = new Map();
   const cursorTable = new Map<number, string>();

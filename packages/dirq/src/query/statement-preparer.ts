@@ -7,6 +7,7 @@ import type { SkippedPath } from "../scan/walk.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import type { CaseVariants } from "./case-variants.js";
 import { sqlError } from "./execute.js";
+import { nullArguments } from "./parameters.js";
 import { checkReadOnlyStatement } from "./read-only-guard.js";
 import { keywordOf } from "./sql-tokens.js";
 import { analyzeStatement, type StatementAnalysis } from "./statement-analysis.js";
@@ -75,6 +76,14 @@ export interface PreparerHost {
   tablesChanged(tables: readonly string[] | null): void;
 }
 
+export interface PrepareOptions {
+  /**
+   * The statement may have bound parameters: the caller binds their values (the SDK). The
+   * CLI and HTTP have none to bind, and refuse such a statement.
+   */
+  parameters?: boolean;
+}
+
 /** What `prepare` remembers of a statement, valid for one schema version. */
 interface Checked {
   runnable: string;
@@ -122,6 +131,8 @@ function internalTable(table: string): DirqError {
  */
 export class StatementPreparer {
   private readonly checked = new Map<string, Checked>();
+  /** The same for statements prepared with `parameters` (the SDK binds their values). */
+  private readonly checkedWithParameters = new Map<string, Checked>();
   private readonly rootPages: RootPageMap;
   /** The connection's volatile functions: all of them are registered when it opens. */
   private volatileNames: ReadonlySet<string> | null = null;
@@ -139,20 +150,24 @@ export class StatementPreparer {
    * `prepare`'s answer without waiting, when nothing needs to be created, built or filled;
    * `null` otherwise, and whenever anything fails: the building way then reports the error.
    */
-  atOnce(sql: string): PreparedStatement | null {
+  atOnce(sql: string, options: PrepareOptions = {}): PreparedStatement | null {
     const schemaVersion = this.host.schemaVersion();
-    const known = this.checked.get(sql);
+    const known = this.memo(options).get(sql);
     if (known !== undefined && known.schemaVersion === schemaVersion) {
       this.host.touch(known.tables);
       return prepared(known, []);
     }
-    const checked = this.checkWithoutBuilding(sql, schemaVersion);
+    const checked = this.checkWithoutBuilding(sql, schemaVersion, options);
     if (checked === null) {
       this.missed = sql;
       return null;
     }
-    this.remember(sql, checked);
+    this.remember(sql, checked, options);
     return prepared(checked, []);
+  }
+
+  private memo(options: PrepareOptions): Map<string, Checked> {
+    return options.parameters === true ? this.checkedWithParameters : this.checked;
   }
 
   /**
@@ -160,10 +175,10 @@ export class StatementPreparer {
    * statement to run (rewritten when a path-table name differs only in case from another's)
    * and the files skipped while building tables.
    */
-  async prepare(sql: string): Promise<PreparedStatement> {
+  async prepare(sql: string, options: PrepareOptions = {}): Promise<PreparedStatement> {
     const tried = this.missed === sql;
     this.missed = null;
-    const ready = tried ? null : this.atOnce(sql);
+    const ready = tried ? null : this.atOnce(sql, options);
     if (ready !== null) return ready;
     return this.host.withWriter(async () => {
       const configTablesBuilt = this.host.configTablesBuilt();
@@ -172,7 +187,7 @@ export class StatementPreparer {
       try {
         // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
         // EXPLAIN): a user error (400), never an internal one.
-        built = await this.build(sql, state).catch((error: unknown) => {
+        built = await this.build(sql, state, options).catch((error: unknown) => {
           if (isStorageError(error)) throw error;
           const unbound = error instanceof TypeError && /parameter/i.test(error.message);
           throw sqlError(unbound ? new RangeError(error.message) : error);
@@ -182,14 +197,15 @@ export class StatementPreparer {
         // answer computed before saw.
         this.host.tablesChanged(configTablesBuilt ? state.tables : null);
       }
-      this.remember(sql, built.checked);
+      this.remember(sql, built.checked, options);
       return prepared(built.checked, built.skipped);
     });
   }
 
-  private remember(sql: string, checked: Checked): void {
-    if (this.checked.size >= CHECKED_STATEMENTS_KEPT) this.checked.clear();
-    this.checked.set(sql, checked);
+  private remember(sql: string, checked: Checked, options: PrepareOptions): void {
+    const memo = this.memo(options);
+    if (memo.size >= CHECKED_STATEMENTS_KEPT) memo.clear();
+    memo.set(sql, checked);
   }
 
   /**
@@ -197,18 +213,23 @@ export class StatementPreparer {
    * building or that fails. The statement is compiled once, as its EXPLAIN, whose read-only
    * flag is the statement's own.
    */
-  private checkWithoutBuilding(sql: string, schemaVersion: number): Checked | null {
+  private checkWithoutBuilding(
+    sql: string,
+    schemaVersion: number,
+    options: PrepareOptions,
+  ): Checked | null {
     if (!this.host.configTablesBuilt()) return null;
     try {
       const analysis = analyzeStatement(sql);
-      checkReadOnlyStatement(analysis);
+      checkReadOnlyStatement(analysis, options);
       if (analysis.isExplain) return null;
       const runnableAnalysis = this.runnable(analysis);
       const runnable = runnableAnalysis.sql;
       for (const name of runnableAnalysis.describedTables) {
         if (!this.host.tableExists(name)) return null;
       }
-      const plan = planStatement(this.host.db, runnable, this.rootPages.at(schemaVersion));
+      const args = options.parameters === true ? nullArguments(runnableAnalysis) : [];
+      const plan = planStatement(this.host.db, runnable, this.rootPages.at(schemaVersion), args);
       if (!plan.readonly) return null;
       refuseLoadExtension(plan.functions);
       for (const [table, columns] of plan.tables) {
@@ -265,9 +286,11 @@ export class StatementPreparer {
   private async build(
     sql: string,
     state: { tables: readonly string[] },
+    options: PrepareOptions,
   ): Promise<{ checked: Checked; skipped: SkippedPath[] }> {
     const analysis = analyzeStatement(sql);
-    checkReadOnlyStatement(analysis);
+    checkReadOnlyStatement(analysis, options);
+    const args = options.parameters === true ? nullArguments(analysis) : [];
     const skipped = await this.host.buildConfigTables();
     const runnableAnalysis = this.runnable(analysis);
     const runnable = runnableAnalysis.sql;
@@ -281,12 +304,13 @@ export class StatementPreparer {
       // It runs nothing, but its program names what the statement would call: the same
       // refusal as for the statement itself.
       const inner = explained(runnableAnalysis);
-      refuseLoadExtension(planStatement(this.host.db, inner, new Map()).functions);
+      const innerArgs = options.parameters === true ? nullArguments(inner) : [];
+      refuseLoadExtension(planStatement(this.host.db, inner, new Map(), innerArgs).functions);
       const checked = this.checkedFrom(runnable, this.host.schemaVersion(), [], null);
       return { checked, skipped };
     }
     const rootPages = this.rootPages.at(this.host.schemaVersion());
-    const plan = planStatement(this.host.db, runnable, rootPages);
+    const plan = planStatement(this.host.db, runnable, rootPages, args);
     refuseLoadExtension(plan.functions);
     const tables = [...plan.tables.keys()];
     state.tables = tables;

@@ -18,6 +18,11 @@ export const RequestKind = {
   Table: 2,
   /** Drop the statement with this id if it has not started (no payload, no answer). */
   Cancel: 3,
+  /**
+   * Run a statement with bound values, answer JSON bytes (the SDK). Payload: the values as
+   * `encodeArguments` writes them (one line: JSON escapes line breaks), a line break, the SQL.
+   */
+  JsonBound: 4,
 } as const;
 
 /** Process to pool. */

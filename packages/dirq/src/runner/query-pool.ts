@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
+import { type BoundArguments, encodeArguments } from "../query/parameters.js";
 import {
   AnswerKind,
   encodeFrame,
@@ -34,6 +35,8 @@ export interface RunOptions {
    * (the default): the query process finds out itself.
    */
   callsWorkers?: boolean;
+  /** Values bound to its parameters (`bindArguments`; JSON answers only). */
+  args?: BoundArguments;
 }
 
 /** One statement on its way: waiting in the pool, or sent to a process. */
@@ -41,6 +44,8 @@ interface Job {
   id: number;
   sql: string;
   format: AnswerFormat;
+  /** Values bound to its parameters, or `null`: it has none. */
+  args: BoundArguments | null;
   /** Frame flags of its request. */
   flags: number;
   resolve: (answer: QueryAnswer) => void;
@@ -100,6 +105,11 @@ export interface QueryPoolOptions {
   maxProcesses?: number;
   /** Extensions and worker functions the processes' connections load (the index's own). */
   profile?: ConnectionProfile;
+  /**
+   * Whether the processes keep this process's event loop alive (default `true`). The SDK says
+   * `false`: a script must end by itself, and holds the loop itself while a statement is out.
+   */
+  keepAlive?: boolean;
 }
 
 function timeoutError(timeoutMs: number): DirqError {
@@ -175,6 +185,10 @@ export class QueryPool {
       detached: true,
     });
     const channel = child.stdio[3] as Socket;
+    if (this.options.keepAlive === false) {
+      child.unref();
+      channel.unref();
+    }
     const runner: Runner = {
       child,
       channel,
@@ -282,8 +296,20 @@ export class QueryPool {
       if (idle) runner.headSince = now;
       runner.jobs.push(job);
       job.runner = runner;
-      const kind = job.format === "table" ? RequestKind.Table : RequestKind.Json;
-      const frame = encodeFrame(job.id, kind, job.sql, job.flags);
+      const frame =
+        job.args === null
+          ? encodeFrame(
+              job.id,
+              job.format === "table" ? RequestKind.Table : RequestKind.Json,
+              job.sql,
+              job.flags,
+            )
+          : encodeFrame(
+              job.id,
+              RequestKind.JsonBound,
+              `${encodeArguments(job.args)}\n${job.sql}`,
+              job.flags,
+            );
       // An idle process gets its statement at once: waiting for the end of the turn would put
       // a whole slice of a table build (which yields only every few milliseconds) in between.
       // A busy one cannot start it before its current one is done anyway: it gets the
@@ -407,6 +433,7 @@ export class QueryPool {
         id: this.nextId++,
         sql,
         format,
+        args: options.args ?? null,
         flags,
         resolve,
         reject,

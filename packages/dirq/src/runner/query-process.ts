@@ -3,6 +3,7 @@ import { Socket } from "node:net";
 import { Worker } from "node:worker_threads";
 import { isDirqError } from "../errors.js";
 import { analyzeStatement, type StatementAnalysis } from "../query/statement-analysis.js";
+import { type BoundArguments, decodeArguments, nullArguments } from "../query/parameters.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
 import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
@@ -95,7 +96,11 @@ function open(): { db: SqliteDatabase; functions: WorkerFunctions } {
  * `workersChecked`: the pool says the statement calls no worker function (the server read its
  * bytecode already), so its bytecode is not read again here.
  */
-function statementFor(sql: string, workersChecked: boolean): PreparedStatement {
+function statementFor(
+  sql: string,
+  workersChecked: boolean,
+  args: BoundArguments | undefined,
+): PreparedStatement {
   const { db, functions } = open();
   schemaVersion ??= db.prepare("PRAGMA schema_version").pluck();
   const schema = schemaVersion.get() as number;
@@ -117,7 +122,11 @@ function statementFor(sql: string, workersChecked: boolean): PreparedStatement {
       const checkCalls = !workersChecked && !analysis.isExplain && profile.functions.length > 0;
       prepared = {
         statement,
-        workerCalls: checkCalls ? functions.calledIn(functionsCalledBy(db, sql)) : [],
+        workerCalls: checkCalls
+          ? functions.calledIn(
+              functionsCalledBy(db, sql, args === undefined ? [] : nullArguments(analysis)),
+            )
+          : [],
         analysis,
         runs: 0,
         lastRows: -1,
@@ -137,6 +146,8 @@ interface QueryRequest {
   format?: AnswerFormat;
   /** The pool vouches that it calls no worker function. */
   workersChecked: boolean;
+  /** Values bound to its parameters (the SDK's statements only). */
+  args?: BoundArguments;
 }
 
 class AnswerTooLarge extends Error {}
@@ -173,12 +184,12 @@ function renderJson(result: StatementRows): string {
 }
 
 /** Runs a prepared statement, its column plan worked out once. */
-function execute(prepared: PreparedStatement): StatementRows {
+function execute(prepared: PreparedStatement, args: BoundArguments = []): StatementRows {
   const { statement } = prepared;
   if (statement.reader) {
     prepared.plan ??= columnPlan(statement, prepared.analysis);
   }
-  return executeStatement(statement, prepared.analysis, prepared.plan);
+  return executeStatement(statement, prepared.analysis, prepared.plan, args);
 }
 
 /** The body's final newline, after an answer SQLite wrote. */
@@ -256,9 +267,11 @@ type Answer = string | Buffer[];
  * on demand) and for a statement with worker calls, which runs in passes (docs/extensions.md).
  */
 function answer(request: QueryRequest): Answer | Promise<Answer> {
-  const { format } = request;
-  const prepared = statementFor(request.sql, request.workersChecked);
-  if (prepared.workerCalls.length > 0) return answerInPasses(prepared, format);
+  const { format, args } = request;
+  const prepared = statementFor(request.sql, request.workersChecked, args);
+  if (prepared.workerCalls.length > 0) return answerInPasses(prepared, format, args);
+  // Bound values: the JS way (SQLite's JSON wrapper would run the statement without them).
+  if (args !== undefined) return renderJson(execute(prepared, args));
   const first = prepared.runs++ === 0;
   if (format === "table") return render(execute(prepared), format);
   const small =
@@ -271,11 +284,12 @@ function answer(request: QueryRequest): Answer | Promise<Answer> {
 async function answerInPasses(
   prepared: PreparedStatement,
   format: AnswerFormat | undefined,
+  args?: BoundArguments,
 ): Promise<Answer> {
   const { workerCalls } = prepared;
   const rendered = await open().functions.run(
     (pending) => {
-      const { columns, rows } = execute(prepared);
+      const { columns, rows } = execute(prepared, args);
       // Rows of a pass with unanswered calls are thrown away: read them without keeping them.
       const kept = [];
       for (const row of rows) if (!pending()) kept.push(row);
@@ -398,12 +412,15 @@ channel.on("data", (chunk: Buffer) => {
       continue;
     }
     const format: AnswerFormat = frame.kind === RequestKind.Table ? "table" : "json";
-    queue.push({
-      id: frame.id,
-      sql: frame.payload.toString("utf8"),
-      format,
-      workersChecked: (frame.flags & NO_WORKER_CALLS) !== 0,
-    });
+    const workersChecked = (frame.flags & NO_WORKER_CALLS) !== 0;
+    const text = frame.payload.toString("utf8");
+    if (frame.kind === RequestKind.JsonBound) {
+      const split = text.indexOf("\n");
+      const args = decodeArguments(text.slice(0, split));
+      queue.push({ id: frame.id, sql: text.slice(split + 1), format, workersChecked, args });
+      continue;
+    }
+    queue.push({ id: frame.id, sql: text, format, workersChecked });
   }
   serveNext();
 });

@@ -1,7 +1,9 @@
-import { resolve } from "node:path";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
 import { loadConfigs } from "../config/load-config.js";
 import { EMPTY_CONFIG } from "../config/types.js";
-import { DirqIndex } from "../engine.js";
+import { bindArguments, DirqIndex } from "../engine.js";
 import { DirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import type { ProgressReporter } from "../progress/reporter.js";
@@ -12,6 +14,10 @@ import { toRowEvent, toRows } from "./row-values.js";
 import type { Row, RowEvent } from "./types.js";
 import { RowEventStream } from "./row-event-stream.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
+import type { QueryParameters } from "../query/parameters.js";
+import { parseJsonExact } from "../parse/hook-rows.js";
+import { QueryPool } from "../runner/query-pool.js";
+import { removeIndexDirectory } from "../reaper/reaper.js";
 
 /** What `open` takes. Every key is optional. */
 export interface OpenOptions {
@@ -77,9 +83,69 @@ export interface QueryOptions {
    * `false` reads the index as it is.
    */
   settle?: boolean;
+  /**
+   * Cancels the statement: aborting it stops the statement's work (it runs in a query
+   * process, which is killed) and the query rejects with a `QUERY_CANCELLED` DirqError.
+   */
+  signal?: AbortSignal;
 }
 
 const DEFAULT_EVENT_BUFFER = 10_000;
+
+const OPTION_KEYS = new Set(["settle", "signal"]);
+
+/**
+ * Whether `query`'s second argument is its options rather than named parameters: only
+ * `settle` and `signal` keys, with their types. No parameter value is a boolean or an
+ * AbortSignal, so named parameters called `settle` or `signal` are still told apart.
+ */
+function isQueryOptions(value: unknown): value is QueryOptions {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return false;
+  if (value instanceof Uint8Array) return false;
+  const { settle, signal } = value as Record<string, unknown>;
+  return (
+    Object.keys(value).every((key) => OPTION_KEYS.has(key)) &&
+    (settle === undefined || typeof settle === "boolean") &&
+    (signal === undefined || signal instanceof AbortSignal)
+  );
+}
+
+function cancelled(): DirqError {
+  return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
+}
+
+/**
+ * Resolves with `work`, or rejects as soon as `signal` aborts. Building the tables a statement
+ * reads cannot be stopped half-way (its writes are committed file by file): it finishes in the
+ * background.
+ */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
+  work.catch(() => undefined);
+  if (signal.aborted) return Promise.reject(cancelled());
+  return new Promise((resolve, reject) => {
+    const onAbort = () => reject(cancelled());
+    signal.addEventListener("abort", onAbort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
+  });
+}
+
+/**
+ * The query process that runs cancellable statements, over the index file it reads: the
+ * persist cache, or a snapshot of an index in memory, taken when the index last changed.
+ */
+interface StatementRunner {
+  pool: QueryPool;
+  /** The index's `contentStamp` the file holds; `null`: the index's own file, always current. */
+  stamp: string | null;
+  /** The snapshot file, removed with the runner; `null` for the index's own file. */
+  snapshot: string | null;
+  /** Statements out on it: a superseded runner is closed once they are answered. */
+  running: number;
+}
+
+/** Folders of snapshots this process made, removed at exit if `close()` did not. */
+const snapshotFolders = new Set<string>();
+let snapshotExitHook = false;
 
 /**
  * A directory tree as a read-only SQLite database, in-process. Made by `open`; the CLI, the
@@ -98,6 +164,12 @@ export class Dirq implements AsyncDisposable {
   private readonly streams = new Set<RowEventStream>();
   private readonly skippedFiles: SkippedFile[] = [];
   private live: Promise<LiveIndex> | null = null;
+  /** Runs cancellable statements (`signal`); started by the first. */
+  private runner: StatementRunner | null = null;
+  /** Gets the runner for a statement: one at a time, so a snapshot is taken once. */
+  private runnerQueue: Promise<unknown> = Promise.resolve();
+  private snapshotFolder: string | null = null;
+  private snapshotCount = 0;
   /** Statements running now: `close` lets them finish before the database closes. */
   private readonly running = new Set<Promise<unknown>>();
   private closing: Promise<void> | null = null;
@@ -158,17 +230,150 @@ export class Dirq implements AsyncDisposable {
    * rejected with a `DirqError` before anything runs. Path-tables it names are built on first
    * use. A statement never waits for a refresh's hooks unless it settles (see `QueryOptions`).
    */
-  async query(sql: string, options: QueryOptions = {}): Promise<Row[]> {
+  async query(sql: string, options?: QueryOptions): Promise<Row[]>;
+  async query(
+    sql: string,
+    parameters: QueryParameters | undefined,
+    options?: QueryOptions,
+  ): Promise<Row[]>;
+  async query(
+    sql: string,
+    parametersOrOptions?: QueryParameters | QueryOptions,
+    moreOptions?: QueryOptions,
+  ): Promise<Row[]> {
+    let parameters: QueryParameters | undefined;
+    let options: QueryOptions;
+    if (moreOptions === undefined && isQueryOptions(parametersOrOptions)) {
+      options = parametersOrOptions;
+    } else {
+      parameters = parametersOrOptions as QueryParameters | undefined;
+      options = moreOptions ?? {};
+    }
     this.checkOpen();
+    // Wrong values fail at once, before anything is built.
+    const args = bindArguments(sql, parameters);
+    const { signal } = options;
+    if (signal !== undefined) return this.queryCancellable(sql, args, { ...options, signal });
     await this.ready;
-    if (options.settle !== false && this.live !== null) await (await this.live).prepareCurrent(sql);
+    if (options.settle !== false && this.live !== null) {
+      await (await this.live).prepareCurrent(sql, { parameters: true });
+    }
     this.checkOpen();
-    const running = this.index.query(sql);
+    const running = this.index.query(sql, { bind: { values: parameters } });
     this.running.add(running);
     const result = await running.finally(() => this.running.delete(running));
     const rows = toRows(result.columns, result.rows);
     this.skippedFiles.push(...result.skipped);
     return rows;
+  }
+
+  /**
+   * A statement with a `signal`: prepared here (tables built), run in a query process that
+   * aborting kills (SQLite in this process cannot be interrupted), answered as JSON.
+   */
+  private async queryCancellable(
+    sql: string,
+    args: unknown[],
+    options: QueryOptions & { signal: AbortSignal },
+  ): Promise<Row[]> {
+    const { signal } = options;
+    // The query process is left unreferenced (an idle one must not keep a script alive):
+    // this keeps the process alive while the statement is out.
+    const hold = setInterval(() => {}, 2 ** 30);
+    const taken: { runner: StatementRunner | null } = { runner: null };
+    const work = (async () => {
+      await untilAborted(this.ready, signal);
+      const live = options.settle !== false && this.live !== null ? await this.live : null;
+      const preparing = live
+        ? live.prepareCurrent(sql, { parameters: true })
+        : this.index.prepare(sql, { parameters: true });
+      const prepared = await untilAborted(preparing, signal);
+      this.checkOpen();
+      const runner = await untilAborted(this.runnerFor(), signal);
+      taken.runner = runner;
+      runner.running++;
+      const answer = await runner.pool.run(prepared.sql, {
+        signal,
+        callsWorkers: prepared.callsWorkers,
+        args: args.length === 0 ? undefined : args,
+      });
+      if (!answer.ok) {
+        if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
+        throw new Error(answer.message);
+      }
+      const body =
+        typeof answer.body === "string" ? answer.body : Buffer.from(answer.body).toString("utf8");
+      const rows = parseJsonExact(body) as Row[];
+      this.skippedFiles.push(...prepared.skipped);
+      return rows;
+    })();
+    this.running.add(work);
+    try {
+      return await work;
+    } finally {
+      this.running.delete(work);
+      clearInterval(hold);
+      if (taken.runner !== null) {
+        taken.runner.running--;
+        this.retireIfIdle(taken.runner);
+      }
+    }
+  }
+
+  /** The runner for the index as it is now (a new snapshot when an in-memory index changed). */
+  private runnerFor(): Promise<StatementRunner> {
+    const next = this.runnerQueue.then(() => this.currentRunner());
+    this.runnerQueue = next.catch(() => undefined);
+    return next;
+  }
+
+  private async currentRunner(): Promise<StatementRunner> {
+    const own = this.index.databasePath;
+    const current = this.runner;
+    if (own !== null) {
+      this.runner ??= this.startRunner(own, null, null);
+      return this.runner;
+    }
+    if (current !== null && current.stamp === this.index.contentStamp()) return current;
+    if (this.snapshotFolder === null) {
+      this.snapshotFolder = mkdtempSync(join(tmpdir(), "dirq-sdk-"));
+      snapshotFolders.add(this.snapshotFolder);
+      if (!snapshotExitHook) {
+        snapshotExitHook = true;
+        process.on("exit", () => {
+          for (const folder of snapshotFolders) removeIndexDirectory(folder);
+        });
+      }
+    }
+    const path = join(this.snapshotFolder, `index-${++this.snapshotCount}.db`);
+    const stamp = await this.index.snapshotTo(path);
+    this.runner = this.startRunner(path, stamp, path);
+    if (current !== null) this.retireIfIdle(current);
+    return this.runner;
+  }
+
+  private startRunner(
+    databasePath: string,
+    stamp: string | null,
+    snapshot: string | null,
+  ): StatementRunner {
+    const pool = new QueryPool({
+      databasePath,
+      // No time or answer limit: a library caller decides with its signal.
+      timeoutMs: Number.POSITIVE_INFINITY,
+      maxAnswerBytes: Number.MAX_SAFE_INTEGER,
+      maxProcesses: 1,
+      profile: this.index.connectionProfile,
+      keepAlive: false,
+    });
+    return { pool, stamp, snapshot, running: 0 };
+  }
+
+  /** A superseded runner goes once it has no statement out. */
+  private retireIfIdle(runner: StatementRunner): void {
+    if (this.runner === runner || runner.running > 0) return;
+    runner.pool.close();
+    if (runner.snapshot !== null) removeIndexDirectory(runner.snapshot);
   }
 
   private publish(changes: readonly RowChange[]): void {
@@ -221,6 +426,12 @@ export class Dirq implements AsyncDisposable {
       // A table still being built finishes (or fails) before its database closes.
       await this.ready.catch(() => undefined);
       await Promise.allSettled([...this.running]);
+      this.runner?.pool.close();
+      this.runner = null;
+      if (this.snapshotFolder !== null) {
+        removeIndexDirectory(this.snapshotFolder);
+        snapshotFolders.delete(this.snapshotFolder);
+      }
       this.index.close();
     })();
     return this.closing;
