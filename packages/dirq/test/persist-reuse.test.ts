@@ -293,6 +293,29 @@ describe("--persist: what moves a table's definition and what does not", () => {
     assert.equal(ws.parsed().length, 2);
   });
 
+  it("a worker function the ddl names moves it; one it does not name never does", async () => {
+    const fn = (name: string, command: string) =>
+      `[[dirq.function]]\nname = "${name}"\ncommand = "${command}"\n`;
+    const table = `${BASE}ddl = "CREATE VIEW doubled AS SELECT twice(v) AS w FROM posts"\n`;
+    const before = `${fn("twice", "node twice.mjs")}${fn("other", "node other.mjs")}${table}`;
+    const named = await rebuilds(
+      `${fn("twice", "node twice-v2.mjs")}${fn("other", "node other.mjs")}${table}`,
+      () => {},
+      before,
+    );
+    assert.equal(named.parsed, 3);
+    assert.equal(
+      named.stderr,
+      "dirq: rebuilding table posts: the worker functions its ddl names changed\n",
+    );
+    const unnamed = await rebuilds(
+      `${fn("twice", "node twice.mjs")}${fn("other", "node other-v2.mjs")}${table}`,
+      () => {},
+      before,
+    );
+    assert.deepEqual(unnamed, { parsed: 0, stderr: "" });
+  });
+
   it("a previous run's log, the cache's own folder and a file outside the glob do not", async () => {
     const { parsed, stderr } = await rebuilds(BASE, (ws) => {
       writeFileSync(join(ws.outside, "parsed.log.old"), "a previous run's log\n");
