@@ -30,6 +30,7 @@ import {
 import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path-tables.js";
 import {
   configTableSpec,
+  definitionChange,
   onFileSpec,
   parsedSpecHash,
   sweepCatalog,
@@ -171,6 +172,14 @@ export class DirqIndex {
     concurrency?: number;
     signal?: AbortSignal;
   };
+  /**
+   * `--on-file` tables kept from a persisted index whose files are not compared with the tree
+   * yet (lower-cased names): the first statement that reads one brings it up to date, as a
+   * config table is before the first statement.
+   */
+  private readonly unreconciled = new Set<string>();
+  /** Ignore patterns the user gave (`--ignore`, `[dirq] ignore`): part of a definition. */
+  private readonly userIgnores: readonly string[];
   /** Parsed tables built so far, by lower-cased name: each is built once per index. */
   private readonly parsedTables = new Map<string, LiveParsedTable>();
   private readonly fillAllColumns: boolean;
@@ -253,8 +262,13 @@ export class DirqIndex {
       tableExists: (name) => this.tableExists(name),
       createMissingTable: (name) => this.createMissingTable(name),
       missingTableError: (name, error) => this.missingTableError(name, error),
-      needsFill: (table, columns) => this.pathTables.needsFill(table, this.groupsFor(columns)),
-      fill: (table, columns) => this.pathTables.fill(table, this.groupsFor(columns)),
+      needsFill: (table, columns) =>
+        this.unreconciled.has(table.toLowerCase()) ||
+        this.pathTables.needsFill(table, this.groupsFor(columns)),
+      fill: (table, columns) =>
+        this.unreconciled.has(table.toLowerCase())
+          ? this.reconcileOnFileTable(table)
+          : this.pathTables.fill(table, this.groupsFor(columns)),
       touch: (tables) => this.pathTables.touch(tables),
       callsWorkers: (functions) => this.functions.calledIn(functions).length > 0,
       withWriter: (task) => this.withWriter(task),
@@ -293,12 +307,12 @@ export class DirqIndex {
         : options.persist === true
           ? defaultCachePath(this.root)
           : resolve(this.root, options.persist);
+    this.userIgnores = [...(options.ignore ?? []), ...this.config.ignore];
     this.parsedOptions = {
       root: this.root,
       useGitignore: !options.noIgnore,
       extraIgnores: [
-        ...(options.ignore ?? []),
-        ...this.config.ignore,
+        ...this.userIgnores,
         ...(persist === undefined ? [] : cacheIgnorePatterns(this.root, persist)),
       ],
       progress,
@@ -308,8 +322,12 @@ export class DirqIndex {
     this.progress = progress;
     this.fillAllColumns = options.fillAllColumns ?? false;
     this.connectionProfile = profileOf(this.config, options.extensions);
+    // A persisted cache is checked with the extensions loaded (its `ddl` may use them).
+    let applied: WorkerFunctions | null = null;
     if (persist !== undefined) {
-      const cache = openCache(persist, this.root);
+      const cache = openCache(persist, this.root, (db) => {
+        applied = applyProfile(db, this.connectionProfile);
+      });
       this.db = cache.db;
       this.releaseCache = cache.release;
       if (cache.notice !== null) this.notices.push(cache.notice);
@@ -321,7 +339,7 @@ export class DirqIndex {
     }
     try {
       // Before any table is built: a config table's ddl may use an extension.
-      this.functions = applyProfile(this.db, this.connectionProfile);
+      this.functions = applied ?? applyProfile(this.db, this.connectionProfile);
       this.catalog = persist === undefined ? null : new Catalog(this.db);
       if (options.fillOnThread && this.databasePath !== null) {
         this.fillWorker = new FillWorker({
@@ -339,11 +357,28 @@ export class DirqIndex {
       );
       if (this.catalog !== null) {
         // Only tables this index would build the same way are kept.
-        sweepCatalog(this.db, this.catalog, (table) =>
-          table.kind === "parsed"
-            ? table.spec === this.expectedParsedSpec(table.name)
-            : table.kind === "path" && this.onFile === null && this.pathTables.restore(table),
-        );
+        sweepCatalog(this.db, this.catalog, (table) => {
+          if (table.kind !== "parsed") {
+            return table.kind === "path" && this.onFile === null && this.pathTables.restore(table);
+          }
+          const expected = this.expectedParsedSpec(table.name);
+          if (table.spec === expected) return true;
+          // Built again in this run (a config table, or an --on-file one of this command):
+          // say why its files are all parsed again.
+          if (expected !== null) {
+            this.notices.push(
+              `rebuilding table ${table.name}: ${definitionChange(table.spec, expected)}`,
+            );
+          }
+          return false;
+        });
+        // A first build stopped part way left its parsed files staged: kept for the same table.
+        this.catalog.sweepStaged((name, spec) => this.expectedParsedSpec(name) === spec);
+        for (const table of this.catalog.tables()) {
+          const name = table.name.toLowerCase();
+          const configured = this.config.tables.some((t) => t.name.toLowerCase() === name);
+          if (table.kind === "parsed" && !configured) this.unreconciled.add(name);
+        }
       }
     } catch (error) {
       void this.fillWorker?.close();
@@ -365,10 +400,16 @@ export class DirqIndex {
     this.preparer = new StatementPreparer(this.preparerHost());
   }
 
-  /** The catalog's definition of a parsed table: a change of any part rebuilds it. */
-  /** A parsed table's spec hash in this index (its definition and the hook's files). */
+  /** A parsed table's definition in this index (see `parsedSpecHash`). */
   private parsedSpecHash(spec: ParsedTableSpec): string {
-    return parsedSpecHash(spec, this.root, this.parsedOptions);
+    return parsedSpecHash(spec, {
+      root: this.root,
+      useGitignore: this.parsedOptions.useGitignore,
+      ignore: this.userIgnores,
+      extensions: this.connectionProfile.extensions,
+      functions: this.connectionProfile.functions,
+      contentHash: (absolute) => this.catalog?.programHash(absolute) ?? null,
+    });
   }
 
   /** The spec a persisted parsed table must have to be reused in this index, if any. */
@@ -457,6 +498,18 @@ export class DirqIndex {
     }
     const selection = parsePathTableName(path, this.root);
     if (selection === null) return null;
+    return this.buildParsed({ ...onFileSpec(path, selection, this.onFile), name });
+  }
+
+  /**
+   * Brings an `--on-file` table kept from a persisted index up to date with the tree (only
+   * the files that changed are parsed again). Returns the files skipped.
+   */
+  private async reconcileOnFileTable(name: string): Promise<SkippedPath[]> {
+    this.unreconciled.delete(name.toLowerCase());
+    const path = this.caseVariants.pathOf(name);
+    const selection = this.onFile === null ? null : parsePathTableName(path, this.root);
+    if (this.onFile === null || selection === null) return [];
     return this.buildParsed({ ...onFileSpec(path, selection, this.onFile), name });
   }
 

@@ -85,7 +85,8 @@ function unwritable(path: string, error: unknown): DirqError {
   );
 }
 
-function readHeader(path: string): string | null {
+/** The first 100 bytes of a file (SQLite's database header), fewer when it is shorter. */
+function readHeader(path: string): Buffer | null {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -93,12 +94,31 @@ function readHeader(path: string): string | null {
     return null;
   }
   try {
-    const buffer = Buffer.alloc(SQLITE_HEADER.length);
+    const buffer = Buffer.alloc(100);
     const read = readSync(fd, buffer, 0, buffer.length, 0);
-    return buffer.subarray(0, read).toString("latin1");
+    return buffer.subarray(0, read);
   } finally {
     closeSync(fd);
   }
+}
+
+/**
+ * Whether a SQLite file's size fits its header: a database is a whole number of pages, and
+ * at least as many as its header counts (when that count is valid: the change counter at
+ * offset 24 equals the version-valid-for number at 92). A file cut short by a few bytes
+ * passes `PRAGMA quick_check` (the lost bytes read as zeros) but answers wrong rows. The
+ * page count is not checked while a WAL is left beside it (a run killed during a checkpoint
+ * may have written the header first; opening replays the WAL).
+ */
+export function sizeFitsHeader(header: Buffer, size: number, walLeft: boolean): boolean {
+  if (header.length < 100) return false;
+  const rawPageSize = header.readUInt16BE(16);
+  const pageSize = rawPageSize === 1 ? 65536 : rawPageSize;
+  if (pageSize < 512 || (pageSize & (pageSize - 1)) !== 0) return false;
+  if (size % pageSize !== 0) return false;
+  const countValid = header.readUInt32BE(24) === header.readUInt32BE(92);
+  const pages = header.readUInt32BE(28);
+  return walLeft || !countValid || pages === 0 || size >= pages * pageSize;
 }
 
 /**
@@ -218,8 +238,17 @@ function mayBeTruncatedCache(path: string, header: string | null, root: string):
   return dirname(path) === join(root, CACHE_DIRECTORY);
 }
 
-/** Opens (or creates, or starts over) the cache at `path` for the index of `root`. */
-export function openCache(path: string, root: string): OpenedCache {
+/**
+ * Opens (or creates, or starts over) the cache at `path` for the index of `root`. `prepare`
+ * readies each connection before anything reads it (loads the extensions): the integrity
+ * check of a cache whose `ddl` made an extension's object (an FTS5 table with an extension
+ * tokenizer) needs them, or it calls a damaged cache what is a missing tokenizer.
+ */
+export function openCache(
+  path: string,
+  root: string,
+  prepare: (db: SqliteDatabase) => void = () => {},
+): OpenedCache {
   try {
     prepareFolder(path, root);
   } catch (error) {
@@ -236,16 +265,25 @@ export function openCache(path: string, root: string): OpenedCache {
     // Left-over WAL files of a cache that is gone must not be replayed into a new one.
     if (existing === undefined) removeCache(path);
     if (existing !== undefined && existing.size > 0) {
-      const header = readHeader(path);
+      const headerBytes = readHeader(path);
+      const header = headerBytes?.subarray(0, SQLITE_HEADER.length).toString("latin1") ?? null;
       if (header === SQLITE_HEADER) {
+        const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
+        const truncated =
+          headerBytes !== null && !sizeFitsHeader(headerBytes, existing.size, (wal?.size ?? 0) > 0);
         try {
-          db = openSqlite(path);
+          db = truncated ? null : openSqlite(path);
         } catch {
           db = null;
         }
         let reason: string | null;
         try {
-          reason = db === null ? "it is damaged" : staleReason(db, path, root);
+          if (db !== null) prepare(db);
+          reason = truncated
+            ? "it is truncated"
+            : db === null
+              ? "it is damaged"
+              : staleReason(db, path, root);
         } catch (error) {
           db?.close();
           throw error;
@@ -267,12 +305,24 @@ export function openCache(path: string, root: string): OpenedCache {
       }
     }
     const reused = db !== null;
+    if (db === null) {
+      try {
+        db = openSqlite(path);
+      } catch (error) {
+        throw unwritable(path, error);
+      }
+      try {
+        prepare(db);
+      } catch (error) {
+        db.close();
+        throw error;
+      }
+    }
     try {
-      db ??= openSqlite(path);
       configure(db);
       writeMeta(db, root);
     } catch (error) {
-      db?.close();
+      db.close();
       throw unwritable(path, error);
     }
     return { db, notice, reused, release };

@@ -44,6 +44,20 @@ CREATE TABLE IF NOT EXISTS _dirq_files (
   hash TEXT,
   PRIMARY KEY (tbl, path)
 ) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS _dirq_staged (
+  tbl TEXT NOT NULL COLLATE NOCASE,
+  spec TEXT NOT NULL,
+  path TEXT NOT NULL,
+  stat TEXT NOT NULL,
+  hash TEXT,
+  rows TEXT NOT NULL,
+  PRIMARY KEY (tbl, path)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS _dirq_programs (
+  path TEXT PRIMARY KEY,
+  stat TEXT NOT NULL,
+  hash TEXT NOT NULL
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS _dirq_dirs (
   tbl TEXT NOT NULL COLLATE NOCASE,
   dir TEXT NOT NULL,
@@ -130,8 +144,64 @@ export class Catalog {
     this.statement("UPDATE _dirq_tables SET filled = ? WHERE name = ?").run(filled, name);
   }
 
+  /**
+   * Files a first build of `table` (with definition `spec`) parsed before it was stopped:
+   * their rows as `encodeRows` wrote them and the file state they came from. Rows staged for
+   * another definition are dropped.
+   */
+  stagedFiles(
+    table: string,
+    spec: string,
+  ): Map<string, { signature: FileSignature; rows: string }> {
+    this.statement("DELETE FROM _dirq_staged WHERE tbl = ? AND spec <> ?").run(table, spec);
+    const rows = this.statement(
+      "SELECT path, stat, hash, rows FROM _dirq_staged WHERE tbl = ?",
+    ).all(table) as { path: string; stat: string; hash: string | null; rows: string }[];
+    return new Map(
+      rows.map((row) => [
+        row.path,
+        { signature: { stat: row.stat, hash: row.hash }, rows: row.rows },
+      ]),
+    );
+  }
+
+  /** Commits one batch of a first build's parsed files (see `stagedFiles`). */
+  stageFiles(
+    table: string,
+    spec: string,
+    files: readonly { path: string; signature: FileSignature; rows: string }[],
+  ): void {
+    const insert = this.statement(
+      "INSERT OR REPLACE INTO _dirq_staged (tbl, spec, path, stat, hash, rows) VALUES (?, ?, ?, ?, ?, ?)",
+    );
+    this.db.transaction(() => {
+      for (const file of files) {
+        insert.run(table, spec, file.path, file.signature.stat, file.signature.hash, file.rows);
+      }
+    })();
+  }
+
+  /** Drops a table's staged rows: its build committed. */
+  forgetStaged(table: string): void {
+    this.statement("DELETE FROM _dirq_staged WHERE tbl = ?").run(table);
+  }
+
+  /** Drops staged rows of tables `keep` does not accept (removed or redefined since). */
+  sweepStaged(keep: (table: string, spec: string) => boolean): void {
+    const staged = this.statement("SELECT DISTINCT tbl, spec FROM _dirq_staged").all() as {
+      tbl: string;
+      spec: string;
+    }[];
+    for (const { tbl, spec } of staged) {
+      if (!keep(tbl, spec)) {
+        this.statement("DELETE FROM _dirq_staged WHERE tbl = ? AND spec = ?").run(tbl, spec);
+      }
+    }
+  }
+
   /** Forgets a table, its files and folders (its SQLite objects are the caller's). */
   forgetTable(name: string): void {
+    this.statement("DELETE FROM _dirq_staged WHERE tbl = ?").run(name);
     this.statement("DELETE FROM _dirq_tables WHERE name = ?").run(name);
     this.statement("DELETE FROM _dirq_files WHERE tbl = ?").run(name);
     this.statement("DELETE FROM _dirq_dirs WHERE tbl = ?").run(name);
@@ -158,6 +228,33 @@ export class Catalog {
 
   forgetFile(table: string, path: string): void {
     this.statement("DELETE FROM _dirq_files WHERE tbl = ? AND path = ?").run(table, path);
+  }
+
+  /**
+   * The content hash of a program a table's definition names (a hook's script or
+   * executable, an extension), `null` when it cannot be read. Hashed again only when its
+   * size, mtime, inode or ctime moved (or it changed within the second it was hashed), so a
+   * warm run reads no program; a `touch` or a reinstall with the same bytes hashes it again
+   * and finds the same content.
+   */
+  programHash(absolute: string): string | null {
+    const readAt = Date.now();
+    const stats = preciseStat(absolute);
+    if (stats === undefined || !stats.isFile()) return null;
+    const stat = `${stats.size}:${stats.mtimeNs}:${stats.ino}:${stats.ctimeNs}`;
+    const known = this.statement("SELECT stat, hash FROM _dirq_programs WHERE path = ?").get(
+      absolute,
+    ) as { stat: string; hash: string } | undefined;
+    if (known?.stat === stat) return known.hash;
+    const hash = contentHash(absolute);
+    // One changed within this second may change again unseen: it is hashed again next time.
+    if (hash === null || isRacy(stats.mtimeNs, readAt)) return hash;
+    this.statement("INSERT OR REPLACE INTO _dirq_programs (path, stat, hash) VALUES (?, ?, ?)").run(
+      absolute,
+      stat,
+      hash,
+    );
+    return hash;
   }
 
   dirs(table: string): Map<string, string> {

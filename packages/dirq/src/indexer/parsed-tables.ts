@@ -3,11 +3,17 @@ import { DirqError } from "../errors.js";
 import type { Extractor } from "../parse/extractor.js";
 import { type HookRow, inferColumns, type StoredValue } from "../parse/hook-rows.js";
 import { type ParsedFile, parseFiles } from "../parse/parse-files.js";
-import type { ProgressReporter } from "../progress/reporter.js";
+import type { ProgressPhase, ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import { isStorageError } from "./cache-file.js";
-import { type Catalog, fileSignature, schemaObjects } from "./catalog.js";
+import {
+  type Catalog,
+  type FileSignature,
+  fileSignature,
+  schemaObjects,
+  unchangedSince,
+} from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { currentRows, diffRows, type RowChange } from "./row-changes.js";
 
@@ -209,6 +215,96 @@ function insertRows(
 }
 
 /**
+ * A file's rows as text for the staging table, every value's type kept: an integer (a
+ * bigint, exact beyond 2^53) is `{"i":"<digits>"}`, a real a JSON number, text a string.
+ */
+function encodeRows(rows: readonly HookRow[]): string {
+  return JSON.stringify(
+    rows.map((row) =>
+      [...row].map(([key, value]) => [
+        key,
+        typeof value === "bigint" ? { i: String(value) } : value,
+      ]),
+    ),
+  );
+}
+
+function decodeRows(text: string): HookRow[] {
+  const rows = JSON.parse(text) as [string, StoredValue | { i: string }][][];
+  return rows.map(
+    (entries) =>
+      new Map(
+        entries.map(([key, value]): [string, StoredValue] => [
+          key,
+          value !== null && typeof value === "object" ? BigInt(value.i) : value,
+        ]),
+      ),
+  );
+}
+
+/** A persisted build commits what its hooks parsed this often (files), so a kill loses little. */
+const STAGE_BATCH_FILES = 64;
+/** ... or this often (ms), for slow hooks. */
+const STAGE_BATCH_MS = 500;
+
+/**
+ * Parses the files of a persisted table's first build. Each batch of parsed files is
+ * committed to the catalog's staging table as it is done, so a build stopped part way (a
+ * `kill -9`, Ctrl-C) is resumed by the next run: a file staged with its current state is
+ * not parsed again.
+ */
+async function parseStaged(
+  spec: ParsedTableSpec,
+  paths: readonly string[],
+  signatures: ReadonlyMap<string, FileSignature | null>,
+  options: ParsedTableOptions,
+  persisted: { catalog: Catalog; spec: string },
+  phase: ProgressPhase,
+): Promise<{ files: ParsedFile[]; skipped: SkippedPath[] }> {
+  const staged = persisted.catalog.stagedFiles(spec.name, persisted.spec);
+  const reused = new Map<string, HookRow[]>();
+  for (const path of paths) {
+    const entry = staged.get(path);
+    if (entry !== undefined && unchangedSince(entry.signature, `${options.root}/${path}`)) {
+      reused.set(path, decodeRows(entry.rows));
+    }
+  }
+  let pending: { path: string; signature: FileSignature; rows: string }[] = [];
+  let flushedAt = Date.now();
+  const flush = () => {
+    if (pending.length > 0) persisted.catalog.stageFiles(spec.name, persisted.spec, pending);
+    pending = [];
+    flushedAt = Date.now();
+  };
+  const parsed = await parseFiles(
+    spec.extractor,
+    paths.filter((path) => !reused.has(path)),
+    {
+      root: options.root,
+      concurrency: options.concurrency,
+      phase,
+      signal: options.signal,
+      onParsed: (result) => {
+        const signature = signatures.get(result.path);
+        if (!("rows" in result) || !signature) return;
+        pending.push({ path: result.path, signature, rows: encodeRows(result.rows) });
+        if (pending.length >= STAGE_BATCH_FILES || Date.now() - flushedAt >= STAGE_BATCH_MS) {
+          flush();
+        }
+      },
+    },
+  );
+  flush();
+  const byPath = new Map(parsed.files.map((file) => [file.path, file.rows]));
+  const files: ParsedFile[] = [];
+  for (const path of paths) {
+    const rows = reused.get(path) ?? byPath.get(path);
+    if (rows !== undefined) files.push({ path, rows });
+  }
+  return { files, skipped: parsed.skipped };
+}
+
+/**
  * Builds a parsed table: walks its files, runs the hook on each (in parallel), creates the
  * table (schema, or columns inferred from the output), runs its `ddl`, inserts the rows.
  * Files whose hook failed are returned as skipped; the other rows stand.
@@ -241,12 +337,15 @@ export async function buildParsedTable(
     ? new Map(paths.map((path) => [path, fileSignature(`${options.root}/${path}`)]))
     : null;
   const phase = options.progress.start();
-  const parsed = await parseFiles(spec.extractor, paths, {
-    root: options.root,
-    concurrency: options.concurrency,
-    phase,
-    signal: options.signal,
-  });
+  const parsed =
+    persisted && signatures
+      ? await parseStaged(spec, paths, signatures, options, persisted, phase)
+      : await parseFiles(spec.extractor, paths, {
+          root: options.root,
+          concurrency: options.concurrency,
+          phase,
+          signal: options.signal,
+        });
   phase.finish((duration) => `indexed ${walked.paths.length} files in ${duration}`);
   // Without a schema the columns are the union of every file's keys; only when that union is
   // too wide for SQLite are the files checked one by one (the usual case skips that pass).
@@ -279,6 +378,7 @@ export async function buildParsedTable(
             const signature = signatures.get(file.path);
             if (signature) persisted.catalog.recordFile(spec.name, file.path, signature);
           }
+          persisted.catalog.forgetStaged(spec.name);
         }
       : null;
   insertRows(db, spec, columns, files, record);

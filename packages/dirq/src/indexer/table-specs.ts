@@ -1,5 +1,7 @@
-import { resolve } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import type { TableConfig } from "../config/types.js";
+import type { ExtensionSpec } from "../extensions/load-extensions.js";
+import type { WorkerSpec } from "../functions/worker-process.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { commandExtractor, type Extractor } from "../parse/extractor.js";
 import { parseHookCommand } from "../parse/hook-command.js";
@@ -60,26 +62,97 @@ export function onFileSpec(
   };
 }
 
-/** The catalog's definition of a parsed table: a change of any part rebuilds it. */
-export function parsedSpecHash(
-  spec: ParsedTableSpec,
-  root: string,
-  rules: { useGitignore: boolean; extraIgnores?: readonly string[] },
-): string {
-  return specHash({
-    kind: "parsed",
+/** What a parsed table's definition reads besides its spec. */
+export interface DefinitionContext {
+  root: string;
+  /** `--no-ignore` or not. */
+  useGitignore: boolean;
+  /** The user's ignore patterns (`[dirq] ignore`); never the cache's own files. */
+  ignore: readonly string[];
+  /** Extensions every connection loads: part of a table whose `ddl` may use them. */
+  extensions: readonly ExtensionSpec[];
+  /** Worker functions declared: part of a table whose `ddl` names them. */
+  functions: readonly WorkerSpec[];
+  /** The content hash of a file (see `Catalog.programHash`), `null` when unreadable. */
+  contentHash: (absolute: string) => string | null;
+}
+
+/** The file a hook's program word names: relative to the root (the hook's cwd), else on PATH. */
+function programFile(word: string, root: string): string | null {
+  const inRoot = resolve(root, word);
+  if (preciseStat(inRoot)?.isFile()) return inRoot;
+  if (word.includes("/")) return null;
+  for (const dir of (process.env.PATH ?? "").split(delimiter)) {
+    if (dir === "") continue;
+    const candidate = join(dir, word);
+    if (preciseStat(candidate)?.isFile()) return candidate;
+  }
+  return null;
+}
+
+/** Why each part of a definition moves, as the rebuild notice says it. */
+const DEFINITION_PARTS: Record<string, string> = {
+  selection: "its glob changed",
+  command: "its on-file command changed",
+  program: "its on-file program changed",
+  schema: "its schema changed",
+  ddl: "its ddl changed",
+  ignore: "the ignore settings changed",
+  extensions: "the extensions its ddl may use changed",
+  functions: "the worker functions its ddl names changed",
+};
+
+/**
+ * The catalog's definition of a parsed table: one hash per part, as JSON, so that a change of
+ * any part rebuilds it and the notice can say which. The program (a hook's script, or its
+ * executable) counts by content: a `touch` or a reinstall with the same bytes keeps the
+ * table; its other arguments (a `--log` file) never count.
+ */
+export function parsedSpecHash(spec: ParsedTableSpec, context: DefinitionContext): string {
+  const programs = spec.extractor.inputs.map((word) => {
+    const file = programFile(word, context.root);
+    return file === null ? word : `${word}=${context.contentHash(file) ?? "unreadable"}`;
+  });
+  const ddl = spec.ddl ?? "";
+  const named = (name: string) =>
+    new RegExp(`(^|[^\\w$])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*\\(`, "i").test(ddl);
+  const parts: Record<string, unknown> = {
     selection: spec.selection,
-    extractor: spec.extractor.id,
-    // Editing the hook's script (or upgrading its program) re-parses the table's files.
-    inputs: spec.extractor.inputs.map((word) => {
-      const stats = preciseStat(resolve(root, word));
-      return stats?.isFile() ? `${word}=${stats.size}:${stats.mtimeNs}` : word;
-    }),
+    command: spec.extractor.id,
+    program: programs,
     schema: spec.schema,
     ddl: spec.ddl,
-    useGitignore: rules.useGitignore,
-    ignore: rules.extraIgnores,
-  });
+    ignore: { useGitignore: context.useGitignore, ignore: context.ignore },
+    extensions:
+      spec.ddl === null
+        ? []
+        : context.extensions.map((extension) => ({
+            entrypoint: extension.entrypoint,
+            content: context.contentHash(extension.path) ?? extension.path,
+          })),
+    functions: context.functions
+      .filter((fn) => named(fn.name))
+      .map((fn) => ({ name: fn.name, argv: fn.argv, deterministic: fn.deterministic })),
+  };
+  return JSON.stringify(
+    Object.fromEntries(Object.entries(parts).map(([key, value]) => [key, specHash(value)])),
+  );
+}
+
+/** Why a table stored with definition `stored` is rebuilt for definition `expected`. */
+export function definitionChange(stored: string, expected: string): string {
+  let before: Record<string, string>;
+  let after: Record<string, string>;
+  try {
+    before = JSON.parse(stored) as Record<string, string>;
+    after = JSON.parse(expected) as Record<string, string>;
+  } catch {
+    return "its definition changed";
+  }
+  for (const [part, reason] of Object.entries(DEFINITION_PARTS)) {
+    if (before[part] !== after[part]) return reason;
+  }
+  return "its definition changed";
 }
 
 /**

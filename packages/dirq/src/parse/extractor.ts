@@ -25,9 +25,10 @@ export interface Extractor {
    */
   readonly id: string;
   /**
-   * Arguments of the extractor that may name files its behaviour depends on (a hook's
-   * program and script), relative to the root: a persisted table is rebuilt when one of them
-   * changes. Empty for an in-process function (its source is in `id`).
+   * The program that runs, as the command names it: the script an interpreter gets as its
+   * first argument (`node parse.js {path}`), else the executable. A persisted table is
+   * rebuilt when its content changes. Other arguments never count (a `--log` file changes
+   * with every run). Empty for an in-process function (its source is in `id`).
    */
   readonly inputs: readonly string[];
   /** Files extracted at once unless the index says otherwise. */
@@ -52,11 +53,52 @@ export type ExtractFunction = (
   content: Buffer,
 ) => ExtractedRows | Promise<ExtractedRows>;
 
+/** Programs that run a script given as their first argument that is not an option. */
+const INTERPRETERS = new Set([
+  "node",
+  "nodejs",
+  "python",
+  "python2",
+  "python3",
+  "bash",
+  "sh",
+  "dash",
+  "zsh",
+  "deno",
+  "bun",
+  "ruby",
+  "perl",
+  "php",
+]);
+
+/**
+ * The word of a hook's argv that names the program whose content decides its output: an
+ * interpreter's script (its first argument that is no option and no `run` subcommand), or
+ * the executable itself. `[]` when the script is not a plain word (`sh -c '...'`: the text
+ * is the command's, which counts already).
+ */
+export function hookProgram(argv: readonly string[]): string[] {
+  const [program, ...args] = argv;
+  if (program === undefined) return [];
+  const name = program.slice(program.lastIndexOf("/") + 1).replace(/\d+(\.\d+)*$/, "");
+  if (!INTERPRETERS.has(name) && !INTERPRETERS.has(program.slice(program.lastIndexOf("/") + 1))) {
+    return [program];
+  }
+  const script = args.find(
+    (word, i) => !word.startsWith("-") && !(i === 0 && word === "run" && /^(deno|bun)$/.test(name)),
+  );
+  if (script === undefined || /\{(path|root)\}/.test(script)) return [];
+  // `sh -c 'text'`, `python3 -m module`, `node -e code`: the first plain word is no script.
+  const before = args.slice(0, args.indexOf(script));
+  if (before.some((word) => /^(-c|-e|-m|-p|--eval|--print|-E|-r)$/.test(word))) return [];
+  return [script];
+}
+
 /** The on-file hook: one process per file, printing a JSON array of row objects. */
 export function commandExtractor(command: HookCommand): Extractor {
   return {
     id: `command:${command.text}`,
-    inputs: command.argv.filter((word) => !/\{(path|root)\}/.test(word)),
+    inputs: hookProgram(command.argv),
     // A hook is a process: more at once than cores only adds contention.
     concurrency: Math.max(1, availableParallelism()),
     async extract(file, signal) {

@@ -24,7 +24,14 @@ export interface ParseResult {
 export async function parseFiles(
   extractor: Extractor,
   paths: readonly string[],
-  options: { root: string; concurrency?: number; phase?: ProgressPhase; signal?: AbortSignal },
+  options: {
+    root: string;
+    concurrency?: number;
+    phase?: ProgressPhase;
+    signal?: AbortSignal;
+    /** Each file's outcome as soon as it is known (a persisted build commits them in batches). */
+    onParsed?: (result: ParsedFile | SkippedPath) => void;
+  },
 ): Promise<ParseResult> {
   const results: (ParsedFile | SkippedPath)[] = new Array(paths.length);
   const concurrency = Math.max(1, options.concurrency ?? extractor.concurrency);
@@ -42,6 +49,7 @@ export async function parseFiles(
       try {
         const parsed = await extractor.extract({ path, root: options.root }, options.signal);
         results[index] = parsed.ok ? { path, rows: parsed.rows } : { path, reason: parsed.reason };
+        options.onParsed?.(results[index]);
       } catch (error) {
         failed = true;
         throw error;
