@@ -224,6 +224,25 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     assert.equal(await repl.exited, 0);
   });
 
+  test(".tables, \\d and help are answered at once, not left waiting at ...>", async () => {
+    const repl = open();
+    await repl.waitFor("dirq> ");
+    repl.type(`.tables${KEY.enter}`);
+    await repl.waitFor("dirq: .tables: there are no dot-commands; tables are listed in SQL:");
+    await repl.waitFor("dirq> ");
+    repl.type(`\\d${KEY.enter}`);
+    await repl.waitFor("dirq: \\d: there are no backslash commands;");
+    await repl.waitFor("dirq> ");
+    repl.type(`help${KEY.enter}`);
+    await repl.waitFor("Statements are SQL (SQLite)");
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT 5 AS five;${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /five\n-+\n\s*5\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+    assert.doesNotMatch(repl.text, /\.\.\.> /);
+  });
+
   test("files skipped while building are named once, before the first prompt", async () => {
     const hook = join(root, "hook.mjs");
     writeFileSync(
