@@ -28,11 +28,27 @@ export function cellText(value: SqlValue | undefined): string {
 const PRINTABLE_ASCII = /^[\x20-\x7e]*$/;
 
 /**
+ * Characters that are each a grapheme of their own whatever follows them (no combining marks,
+ * joiners, variation selectors, emoji or surrogates): Latin, Greek, Cyrillic, and CJK
+ * ideographs, kana, Hangul syllables and full-width forms. `©` and `®` (emoji-capable) and
+ * the soft hyphen are left out. A unit test checks every one of them against string-width.
+ */
+const SIMPLE_TEXT =
+  /^[\x20-\x7e\u00a0-\u00a8\u00aa-\u00ac\u00af-\u02ff\u0370-\u0482\u048a-\u052f\u3001-\u3029\u3030-\u303e\u3041-\u3096\u309b-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff60]*$/;
+/** The characters of SIMPLE_TEXT that take two columns. */
+const WIDE_CHARACTER =
+  /[\u3001-\u3029\u3030-\u303e\u3041-\u3096\u309b-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff60]/g;
+
+/**
  * Columns `text` takes on a terminal. Measured, string-width was where a table's time went
- * (most cells are ASCII, for which it is the length): it is asked only about the rest.
+ * (it segments every string into graphemes): printable ASCII is its length, text of
+ * characters that never combine is its length plus one per wide character, and only other
+ * text goes through string-width.
  */
 export function displayWidth(text: string): number {
-  return PRINTABLE_ASCII.test(text) ? text.length : stringWidth(text);
+  if (PRINTABLE_ASCII.test(text)) return text.length;
+  if (SIMPLE_TEXT.test(text)) return text.length + (text.match(WIDE_CHARACTER)?.length ?? 0);
+  return stringWidth(text);
 }
 
 function isNumeric(value: SqlValue | undefined): boolean {
@@ -56,19 +72,29 @@ export function* tableChunks(
   const header = columns.map((name) => truncate(escapeControlCharacters(name)));
   const widths = header.map(displayWidth);
   const held: SqlValue[][] = [];
+  // Each cell's width, kept for the second pass (a cell is at most 60 characters of at most
+  // two columns each: a byte holds it).
+  const cellWidths: Uint8Array[] = [];
   for (const row of rows) {
     held.push(row);
+    const measured = new Uint8Array(widths.length);
     for (let i = 0; i < widths.length; i++) {
       const width = displayWidth(cellText(row[i]));
+      measured[i] = width;
       if (width > (widths[i] as number)) widths[i] = width;
     }
+    cellWidths.push(measured);
   }
   const spaces = " ".repeat(Math.max(0, ...widths));
-  const line = (cells: readonly string[], rightAligned: (i: number) => boolean): string => {
+  const line = (
+    cells: readonly string[],
+    cellWidth: (i: number) => number,
+    rightAligned: (i: number) => boolean,
+  ): string => {
     let text = "";
     for (let i = 0; i < cells.length; i++) {
       const cell = cells[i] as string;
-      const fill = spaces.slice(0, Math.max(0, (widths[i] as number) - displayWidth(cell)));
+      const fill = spaces.slice(0, Math.max(0, (widths[i] as number) - cellWidth(i)));
       if (i > 0) text += "  ";
       text += rightAligned(i) ? fill + cell : cell + fill;
     }
@@ -76,18 +102,30 @@ export function* tableChunks(
   };
   let chunk = "";
   if (columns.length > 0) {
-    chunk += line(header, () => false);
+    const headerWidths = header.map(displayWidth);
+    chunk += line(
+      header,
+      (i) => headerWidths[i] as number,
+      () => false,
+    );
     chunk += line(
       widths.map((width) => "-".repeat(width)),
+      (i) => widths[i] as number,
       () => false,
     );
     const cells: string[] = new Array<string>(columns.length);
     for (let r = 0; r < held.length; r++) {
       const row = held[r] as SqlValue[];
       for (let i = 0; i < cells.length; i++) cells[i] = cellText(row[i]);
-      chunk += line(cells, (i) => isNumeric(row[i]));
+      const measured = cellWidths[r] as Uint8Array;
+      chunk += line(
+        cells,
+        (i) => measured[i] as number,
+        (i) => isNumeric(row[i]),
+      );
       // Let go of each row once written: the rows printed need no memory any more.
       held[r] = EMPTY_ROW;
+      cellWidths[r] = NO_WIDTHS;
       if (chunk.length >= CHUNK_SIZE) {
         yield chunk;
         chunk = "";
@@ -98,6 +136,7 @@ export function* tableChunks(
 }
 
 const EMPTY_ROW: SqlValue[] = [];
+const NO_WIDTHS = new Uint8Array(0);
 
 /** The whole table as one string: for small results (tests, short answers). */
 export function renderTable(columns: readonly string[], rows: Iterable<SqlValue[]>): string {
