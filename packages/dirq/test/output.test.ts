@@ -166,6 +166,20 @@ describe("table output", { concurrency: true }, () => {
     ]);
   });
 
+  it("line separators and bidi controls are escaped, not printed raw", async () => {
+    const lines = await tableLines(
+      "SELECT 'a' || char(0x2028) || 'b' || char(0x2029) || 'c' || char(0x202e) || 'd' || " +
+        "char(0x2066) || 'e' || char(0x200f) || 'f' || char(0x061c) AS s",
+    );
+    assert.deepEqual(lines, [
+      "s",
+      "-".repeat(53),
+      "a\\u{2028}b\\u{2029}c\\u{202e}d\\u{2066}e\\u{200f}f\\u{61c}",
+      "(1 row)",
+      "",
+    ]);
+  });
+
   it("(1 row) for one row, (0 rows) with header and rule for none", async () => {
     assert.deepEqual(await tableLines("SELECT 7 AS n"), ["n", "-", "7", "(1 row)", ""]);
     assert.deepEqual(await tableLines("SELECT 7 AS num WHERE 0"), ["num", "---", "(0 rows)", ""]);
