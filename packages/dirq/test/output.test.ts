@@ -166,6 +166,20 @@ describe("table output", { concurrency: true }, () => {
     ]);
   });
 
+  it("line separators and bidi controls are escaped, not printed raw", async () => {
+    const lines = await tableLines(
+      "SELECT 'a' || char(0x2028) || 'b' || char(0x2029) || 'c' || char(0x202e) || 'd' || " +
+        "char(0x2066) || 'e' || char(0x200f) || 'f' || char(0x061c) AS s",
+    );
+    assert.deepEqual(lines, [
+      "s",
+      "-".repeat(53),
+      "a\\u{2028}b\\u{2029}c\\u{202e}d\\u{2066}e\\u{200f}f\\u{61c}",
+      "(1 row)",
+      "",
+    ]);
+  });
+
   it("(1 row) for one row, (0 rows) with header and rule for none", async () => {
     assert.deepEqual(await tableLines("SELECT 7 AS n"), ["n", "-", "7", "(1 row)", ""]);
     assert.deepEqual(await tableLines("SELECT 7 AS num WHERE 0"), ["num", "---", "(0 rows)", ""]);
@@ -251,6 +265,65 @@ describe("table output", { concurrency: true }, () => {
       "(2 rows)",
       "",
     ]);
+  });
+});
+
+describe("a table larger than the longest string", () => {
+  it("45,000 rows x 200 columns print whole, streamed (it used to fail: Invalid string length)", async () => {
+    // One row of 60-character cells makes every line about 12,000 characters wide (NULLs are
+    // padded to the column): some 555 million characters in all, more than V8's longest
+    // string (2^29 - 24), while the rows held take little memory.
+    const ROWS = 45_000;
+    const COLUMNS = 200;
+    const wide = "w".repeat(60);
+    const select = Array.from(
+      { length: COLUMNS },
+      (_, i) => `CASE x WHEN 1 THEN '${wide}' END AS c${i + 1}`,
+    ).join(", ");
+    const sql = `WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM n WHERE x < ${ROWS}) SELECT ${select} FROM n`;
+    const child = spawn(process.execPath, [DIRQ_BIN, sql, "--format", "table"], {
+      cwd: root,
+      env: { ...process.env, DIRQ_PROGRESS: "never" },
+    });
+    let stderr = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => {
+      stderr += chunk;
+    });
+    // Only the first and last lines are kept; the rest is counted.
+    let bytes = 0;
+    let lines = 0;
+    let head = "";
+    let tail = "";
+    child.stdout.setEncoding("latin1").on("data", (chunk: string) => {
+      bytes += chunk.length;
+      for (let at = chunk.indexOf("\n"); at >= 0; at = chunk.indexOf("\n", at + 1)) lines++;
+      if (head.length < 100_000) head += chunk.slice(0, 100_000);
+      tail = (tail + chunk).slice(-40_000);
+    });
+    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    assert.equal(code, 0, stderr);
+    assert.equal(stderr, "");
+    const padded = (text: string) => text.padEnd(60);
+    const header = Array.from({ length: COLUMNS }, (_, i) => padded(`c${i + 1}`))
+      .join("  ")
+      .trimEnd();
+    const rule = Array.from({ length: COLUMNS }, () => "-".repeat(60)).join("  ");
+    const first = Array.from({ length: COLUMNS }, () => wide).join("  ");
+    const other = Array.from({ length: COLUMNS }, () => padded("NULL"))
+      .join("  ")
+      .trimEnd();
+    assert.ok(head.startsWith(`${header}\n${rule}\n${first}\n${other}\n`), head.slice(0, 200));
+    assert.ok(tail.endsWith(`\n${other}\n(${ROWS} rows)\n`), tail.slice(-200));
+    assert.equal(lines, ROWS + 3);
+    const expected =
+      header.length +
+      rule.length +
+      first.length +
+      (ROWS - 1) * other.length +
+      `(${ROWS} rows)`.length +
+      lines;
+    assert.equal(bytes, expected);
+    assert.ok(bytes > 2 ** 29, `${bytes} characters: more than the longest string`);
   });
 });
 

@@ -32,6 +32,34 @@ describe("REPL with piped input", () => {
 
   after(() => removeTree(root));
 
+  it("sqlite3 and psql commands get a one-line hint naming the SQL; help prints a usage", async () => {
+    const script = [
+      ".tables",
+      ".schema './'",
+      "\\d",
+      "\\d notes",
+      ".mode box",
+      ".quit",
+      "\\q",
+      "help",
+      "SELECT 1 AS one",
+      "",
+    ].join("\n");
+    const result = await runDirq([], { cwd: root, input: script });
+    assert.equal(result.code, 0, result.stderr);
+    assert.ok(result.stdout.startsWith("Statements are SQL (SQLite)"), result.stdout);
+    assert.ok(result.stdout.endsWith('[{"one":1}]\n'), result.stdout);
+    assert.deepEqual(result.stderr.trimEnd().split("\n"), [
+      "dirq: .tables: there are no dot-commands; tables are listed in SQL: SELECT name FROM sqlite_master WHERE type IN ('table', 'view');",
+      "dirq: .schema: there are no dot-commands; ask in SQL: SELECT sql FROM sqlite_master WHERE name = './'; or PRAGMA table_info('./');",
+      "dirq: \\d: there are no backslash commands; tables are listed in SQL: SELECT name FROM sqlite_master WHERE type IN ('table', 'view');",
+      "dirq: \\d: there are no backslash commands; ask in SQL: PRAGMA table_info('notes');",
+      "dirq: .mode: there are no dot-commands; ask in SQL (SELECT name, sql FROM sqlite_master;), type help for more",
+      "dirq: .quit: there are no dot-commands; leave with exit, quit or Ctrl-D",
+      "dirq: \\q: there are no backslash commands; leave with exit, quit or Ctrl-D",
+    ]);
+  });
+
   it("runs one statement per line, prints each result in turn, exit 0 despite failures", async () => {
     const script = [
       "SELECT path FROM './*.md'",

@@ -176,6 +176,73 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     assert.equal(await repl.exited, 0);
   });
 
+  test("Up after re-running a recalled statement, or after abandoning a recalled line, recalls the newest entry", async () => {
+    const repl = open([], join(dataHome, "history-position"));
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT 'one' AS n;${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /n\n-+\none\n/);
+    repl.type(`SELECT 'two' AS n;${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /n\n-+\ntwo\n/);
+    // Up, Enter re-runs the newest; the next Up must find it again, not the one before.
+    repl.type(`${KEY.up}${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /n\n-+\ntwo\n/);
+    repl.type(`${KEY.up}${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /n\n-+\ntwo\n/);
+    // Browse to the older entry and abandon it with Ctrl-C: Up starts from the newest again.
+    repl.type(`${KEY.up}${KEY.up}`);
+    await repl.waitFor("SELECT 'one' AS n;");
+    repl.type(KEY.ctrlC);
+    await repl.waitFor("^C");
+    await repl.waitFor("dirq> ");
+    repl.type(`${KEY.up}${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /n\n-+\ntwo\n/);
+    // The same after emptying a recalled line with Ctrl-U.
+    repl.type(`${KEY.up}${KEY.up}`);
+    await repl.waitFor("SELECT 'one' AS n;");
+    repl.type(`${KEY.ctrlU}${KEY.up}${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /n\n-+\ntwo\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+  });
+
+  test("Ctrl-Y yanks the word Ctrl-W killed; kills in a row join; Alt-Y yanks older kills", async () => {
+    const repl = open();
+    await repl.waitFor("dirq> ");
+    // An older kill (the whole line, Ctrl-K) that Ctrl-Y must not paste instead.
+    repl.type(`SELECT 12 AS twelve;${KEY.ctrlA}${KEY.ctrlK}`);
+    repl.type(`SELECT 13 AS thirteen${KEY.ctrlW}${KEY.ctrlY};${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /thirteen\n-+\n\s*13\n/);
+    // Two Ctrl-W in a row kill `AS fourteen` as one piece of text.
+    repl.type(`SELECT 14 AS fourteen${KEY.ctrlW}${KEY.ctrlW}${KEY.ctrlY};${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /fourteen\n-+\n\s*14\n/);
+    // Ctrl-Y then Alt-Y: the kill before the newest replaces it.
+    repl.type(
+      `fifteen${KEY.ctrlW}SELECT 15 AS zzz${KEY.ctrlW}${KEY.ctrlY}${KEY.altY};${KEY.enter}`,
+    );
+    assert.match(await repl.waitFor("(1 row)"), /fifteen\n-+\n\s*15\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+  });
+
+  test(".tables, \\d and help are answered at once, not left waiting at ...>", async () => {
+    const repl = open();
+    await repl.waitFor("dirq> ");
+    repl.type(`.tables${KEY.enter}`);
+    await repl.waitFor("dirq: .tables: there are no dot-commands; tables are listed in SQL:");
+    await repl.waitFor("dirq> ");
+    repl.type(`\\d${KEY.enter}`);
+    await repl.waitFor("dirq: \\d: there are no backslash commands;");
+    await repl.waitFor("dirq> ");
+    repl.type(`help${KEY.enter}`);
+    await repl.waitFor("Statements are SQL (SQLite)");
+    await repl.waitFor("dirq> ");
+    repl.type(`SELECT 5 AS five;${KEY.enter}`);
+    assert.match(await repl.waitFor("(1 row)"), /five\n-+\n\s*5\n/);
+    repl.type(KEY.ctrlD);
+    assert.equal(await repl.exited, 0);
+    assert.doesNotMatch(repl.text, /\.\.\.> /);
+  });
+
   test("files skipped while building are named once, before the first prompt", async () => {
     const hook = join(root, "hook.mjs");
     writeFileSync(

@@ -18,10 +18,12 @@ export const KEY = {
   ctrlE: "\x05",
   ctrlK: "\x0b",
   ctrlR: "\x12",
+  ctrlU: "\x15",
   ctrlW: "\x17",
   ctrlY: "\x19",
   altB: "\x1bb",
   altF: "\x1bf",
+  altY: "\x1by",
 } as const;
 
 /** Terminal output without escape sequences and carriage returns: what a reader sees. */

@@ -56,8 +56,8 @@ async function printResult(command: QueryCommand, result: QueryResult, io: CliIo
   try {
     if (table) {
       // Loaded on demand: width measurement is only needed for tables, and start-up counts.
-      const { renderTable } = await import("../output/table.js");
-      held.add(renderTable(result.columns, result.rows));
+      const { tableChunks } = await import("../output/table.js");
+      for (const chunk of tableChunks(result.columns, result.rows)) held.add(chunk);
     } else {
       for (const chunk of jsonChunks(result.columns, result.rows)) held.add(chunk);
     }

@@ -14,8 +14,35 @@ interface EditableInterface extends Interface {
   line: string;
   cursor: number;
   history: string[];
+  /** Where Up/Down stand in `history`: -1 is the line being typed. */
+  historyIndex: number;
   isCompletionEnabled: boolean;
 }
+
+/** Which way a kill removed text from the cursor: consecutive kills join in that order. */
+type KillDirection = "backward" | "forward";
+
+/** Keys that kill text (readline's bindings), and which way. */
+function killDirection(key: Key): KillDirection | null {
+  if (key.ctrl && key.shift) {
+    if (key.name === "backspace") return "backward";
+    if (key.name === "delete") return "forward";
+    return null;
+  }
+  if (key.ctrl) {
+    if (key.name === "w" || key.name === "backspace" || key.name === "u") return "backward";
+    if (key.name === "k" || key.name === "delete") return "forward";
+    return null;
+  }
+  if (key.meta) {
+    if (key.name === "backspace") return "backward";
+    if (key.name === "d" || key.name === "delete") return "forward";
+  }
+  return null;
+}
+
+/** Kills kept for Ctrl-Y and Alt-Y, as in GNU readline. */
+const KILL_RING_SIZE = 32;
 
 /** An incremental search of the history (Ctrl-R), as in bash and sqlite3. */
 interface Search {
@@ -31,10 +58,13 @@ function isPrintable(text: string | undefined, key: Key): text is string {
 }
 
 /**
- * The terminal line editor: node:readline (history on Up/Down, Ctrl-A/E, Alt-B/F, Ctrl-W/K/U
- * and its kill ring with Ctrl-Y / Alt-Y, Node 18 and later, Ctrl-D) plus what it lacks:
- * Ctrl-R reverse search of the history. `history` is shared, newest first; the caller adds
- * entries (a multi-line statement is one entry).
+ * The terminal line editor: node:readline (history on Up/Down, Ctrl-A/E, Alt-B/F, the word and
+ * line kills Ctrl-W/K/U, Ctrl-D) plus what it lacks or gets wrong: Ctrl-R reverse search of
+ * the history; a kill ring that every kill feeds (readline's own misses the word kills, so
+ * Ctrl-W then Ctrl-Y pasted an older kill); and a history position that goes back to the
+ * newest entry once a line is entered or abandoned (with `historySize: 0` readline never
+ * resets it). `history` is shared, newest first; the caller adds entries (a multi-line
+ * statement is one entry).
  */
 export class LineEditor {
   private readonly rl: EditableInterface;
@@ -45,6 +75,12 @@ export class LineEditor {
   private readonly queued: EditorInput[] = [];
   private prompt = "";
   private search: Search | null = null;
+  /** Killed text, newest first. */
+  private readonly killRing: string[] = [];
+  /** How the previous key killed, so that the next kill joins it (`null`: it did not). */
+  private lastKill: KillDirection | null = null;
+  /** The text the previous key yanked and where it starts, for Alt-Y to replace. */
+  private lastYank: { start: number; length: number; ringIndex: number } | null = null;
   /** Called on Ctrl-C while no line is being read (a statement is running). */
   onBusyInterrupt: (() => void) | null = null;
 
@@ -69,7 +105,10 @@ export class LineEditor {
     this.forward = (text, key) => {
       for (const listener of readlineListeners) listener.call(input, text, key);
     };
-    this.rl.on("line", (text) => this.deliver({ kind: "line", text }));
+    this.rl.on("line", (text) => {
+      this.rl.historyIndex = -1;
+      this.deliver({ kind: "line", text });
+    });
     this.rl.on("SIGINT", () => {
       if (this.waiter === null) {
         this.onBusyInterrupt?.();
@@ -77,6 +116,7 @@ export class LineEditor {
       }
       this.rl.line = "";
       this.rl.cursor = 0;
+      this.rl.historyIndex = -1;
       this.write("^C\n");
       this.deliver({ kind: "interrupt" });
     });
@@ -129,7 +169,63 @@ export class LineEditor {
       this.showSearch();
       return;
     }
+    const kill = killDirection(key);
+    const yank = key.ctrl && !key.meta && key.name === "y";
+    const yankPop = key.meta && !key.ctrl && key.name === "y";
+    const previousKill = this.lastKill;
+    const previousYank = this.lastYank;
+    this.lastKill = null;
+    this.lastYank = null;
+    if (yank) this.yank();
+    else if (yankPop) this.yankPop(previousYank);
+    else if (kill !== null) this.kill(text, key, kill, previousKill);
+    else this.forward(text, key);
+  }
+
+  /** Lets readline kill, then keeps what went in the ring (joined to a kill just before). */
+  private kill(
+    text: string | undefined,
+    key: Key,
+    direction: KillDirection,
+    previous: KillDirection | null,
+  ): void {
+    const before = this.rl.line;
     this.forward(text, key);
+    const after = this.rl.line;
+    const removed = before.slice(this.rl.cursor, this.rl.cursor + before.length - after.length);
+    this.lastKill = direction;
+    if (removed === "") return;
+    if (previous !== null && this.killRing.length > 0) {
+      const joined = this.killRing[0] as string;
+      this.killRing[0] = direction === "backward" ? removed + joined : joined + removed;
+    } else {
+      this.killRing.unshift(removed);
+      if (this.killRing.length > KILL_RING_SIZE) this.killRing.length = KILL_RING_SIZE;
+    }
+    // A line emptied by Ctrl-U is abandoned: Up starts again from the newest entry.
+    if (after === "") this.rl.historyIndex = -1;
+  }
+
+  /** Ctrl-Y: inserts the newest kill at the cursor. */
+  private yank(): void {
+    const text = this.killRing[0];
+    if (text === undefined) return;
+    const start = this.rl.cursor;
+    this.rl.write(text);
+    this.lastYank = { start, length: text.length, ringIndex: 0 };
+  }
+
+  /** Alt-Y right after a yank: replaces the yanked text with the next older kill. */
+  private yankPop(previous: { start: number; length: number; ringIndex: number } | null): void {
+    if (previous === null || this.killRing.length === 0) return;
+    const ringIndex = (previous.ringIndex + 1) % this.killRing.length;
+    const text = this.killRing[ringIndex] as string;
+    const line = this.rl.line;
+    this.rl.line =
+      line.slice(0, previous.start) + text + line.slice(previous.start + previous.length);
+    this.rl.cursor = previous.start + text.length;
+    this.rl.prompt(true);
+    this.lastYank = { start: previous.start, length: text.length, ringIndex };
   }
 
   /** The newest entry at or after `from` that contains the query. */

@@ -13,6 +13,7 @@ import type { AnswerFormat } from "../runner/query-pool.js";
 import { readVersion } from "../version.js";
 import { History, historyPath } from "./history.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
+import { habitAnswer, REPL_HELP } from "./habits.js";
 import { checkHookCanStart } from "./hook-preflight.js";
 import { LineEditor } from "./line-editor.js";
 import { openReplIndex, type ReplIndex } from "./repl-index.js";
@@ -142,6 +143,18 @@ function watchSignals(signals: readonly NodeJS.Signals[], stop: () => void) {
   };
 }
 
+/**
+ * A sqlite3/psql command or `help` as a statement's first line: the hint (on stderr) or the
+ * usage (on `output`) at once. Returns whether the line was one.
+ */
+function answerHabit(line: string, io: ReplIo, output: Writable): boolean {
+  const answer = habitAnswer(line);
+  if (answer === null) return false;
+  if (answer.kind === "help") output.write(REPL_HELP);
+  else diagnostic(io.stderr, answer.text);
+  return true;
+}
+
 /** Not a terminal: one statement per line, no banner, editor or history. */
 async function runPiped(session: Session, io: ReplIo): Promise<number> {
   const lines = createInterface({ input: io.stdin, crlfDelay: Infinity, terminal: false });
@@ -154,6 +167,7 @@ async function runPiped(session: Session, io: ReplIo): Promise<number> {
     for await (const line of lines) {
       if (!hasStatementContent(line)) continue;
       if (LEAVE.test(line)) break;
+      if (answerHabit(line, io, io.stdout)) continue;
       await session.run(line);
     }
   } catch (error) {
@@ -169,7 +183,7 @@ async function runPiped(session: Session, io: ReplIo): Promise<number> {
 function banner(root: string): string {
   return `dirq ${readVersion()}: read-only SQL over ${root}
 End a statement with ';'. Files are tables: SELECT path, size FROM './' LIMIT 5;
-Schema questions are SQL (sqlite_master). Leave with exit, quit or Ctrl-D.
+Schema questions are SQL (sqlite_master); help for more. Leave with exit, quit or Ctrl-D.
 `;
 }
 
@@ -199,6 +213,7 @@ async function runInteractive(session: Session, io: ReplIo, root: string): Promi
       if (pending.length === 0) {
         if (!hasStatementContent(input.text)) continue;
         if (LEAVE.test(input.text)) break;
+        if (answerHabit(input.text, io, output)) continue;
       }
       pending.push(input.text);
       const text = pending.join("\n");

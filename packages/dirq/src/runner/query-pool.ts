@@ -17,7 +17,7 @@ import {
 
 /** What a query process answers. */
 export type QueryAnswer =
-  /** `body`: JSON answers as UTF-8 bytes (written to the socket as they are), tables as text. */
+  /** `body`: the answer's UTF-8 bytes (written to the socket or the terminal as they are). */
   | { ok: true; body: string | Uint8Array }
   | { ok: false; message: string; user: boolean; tooLarge?: boolean };
 
@@ -495,8 +495,8 @@ export class QueryPool {
 
 function answerOf(job: Job, frame: Frame): QueryAnswer {
   if (frame.kind === AnswerKind.Body) {
-    if (job.format === "table") return { ok: true, body: frame.payload.toString("utf8") };
-    // A view into the read chunk: whoever keeps it (the result cache) takes its own copy.
+    // A view into the read chunk: whoever keeps it (the result cache) takes its own copy. A
+    // table stays bytes too: it may be longer than the longest string.
     return { ok: true, body: frame.payload };
   }
   const error = JSON.parse(frame.payload.toString("utf8")) as {

@@ -1,7 +1,7 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import { Socket } from "node:net";
 import { Worker } from "node:worker_threads";
-import { isDirqError } from "../errors.js";
+import { DirqError, isDirqError } from "../errors.js";
 import { analyzeStatement, type StatementAnalysis } from "../query/statement-analysis.js";
 import { type BoundArguments, decodeArguments, nullArguments } from "../query/parameters.js";
 import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
@@ -160,14 +160,35 @@ function limitText(bytes: number): string {
  * The answer: an aligned table (the REPL), or the JSON body within the size limit. Its UTF-8
  * bytes are written once, into the frame; the server sends them to the socket as they are.
  */
-function render(result: StatementRows, format: AnswerFormat | undefined): string | Promise<string> {
+function render(result: StatementRows, format: AnswerFormat | undefined): Answer | Promise<Answer> {
   if (format === "table") {
     // Loaded on demand: only the REPL asks for tables (and sets no answer limit).
-    return import("../output/table.js").then(({ renderTable }) =>
-      renderTable(result.columns, result.rows),
+    return import("../output/table.js").then(({ tableChunks }) =>
+      renderTable(tableChunks(result.columns, result.rows)),
     );
   }
   return renderJson(result);
+}
+
+/** A frame's length is a u32: the most one answer can hold. */
+const MAX_FRAME_BYTES = 0xffff_ffff;
+
+/** A table as the bytes of its chunks (it may be larger than the longest string). */
+function renderTable(chunks: Iterable<string>): Buffer[] {
+  const parts: Buffer[] = [];
+  let size = 0;
+  for (const chunk of chunks) {
+    const part = Buffer.from(chunk, "utf8");
+    size += part.length;
+    if (size > MAX_FRAME_BYTES) {
+      throw new DirqError(
+        "ANSWER_TOO_LARGE",
+        "the table is larger than 4 GiB; narrow the query (WHERE, LIMIT, fewer columns) or run it with `dirq query`",
+      );
+    }
+    parts.push(part);
+  }
+  return parts;
 }
 
 /** The JSON body within the size limit. */
@@ -328,7 +349,8 @@ function send(id: number, kind: number, payload: string | readonly Uint8Array[])
 
 function sendAnswer(id: number, body: Answer): void {
   // Characters of a string: at most its bytes, exact enough here.
-  const size = typeof body === "string" ? body.length : (body[0]?.length ?? 0);
+  const size =
+    typeof body === "string" ? body.length : body.reduce((total, part) => total + part.length, 0);
   if (size > RETIRE_AFTER_BYTES) retiring = true;
   send(id, AnswerKind.Body, body);
 }

@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { extensionOf } from "../../src/indexer/path-fill.js";
 import { toJson } from "../../src/output/json.js";
-import { cellText, renderTable } from "../../src/output/table.js";
+import stringWidth from "string-width";
+import { cellText, displayWidth, renderTable } from "../../src/output/table.js";
 import { parseHookCommand, expandHookCommand } from "../../src/parse/hook-command.js";
 import { inferColumns, parseHookOutput } from "../../src/parse/hook-rows.js";
 import { formatDuration, progressModeFromEnv } from "../../src/progress/reporter.js";
@@ -82,4 +83,45 @@ test("DIRQ_PROGRESS values and durations", () => {
   assert.equal(formatDuration(850), "850ms");
   assert.equal(formatDuration(1420), "1.42s");
   assert.equal(formatDuration(125_000), "2m05s");
+});
+
+test("displayWidth agrees with string-width: every BMP character, and seeded mixed text", () => {
+  for (let code = 0; code <= 0xffff; code++) {
+    if (code >= 0xd800 && code <= 0xdfff) continue;
+    const character = String.fromCharCode(code);
+    assert.equal(displayWidth(character), stringWidth(character), `U+${code.toString(16)}`);
+  }
+  // Characters of each kind the fast paths take, next to ones they must leave to string-width
+  // (a combining accent, a variation selector, an emoji, a joiner, a soft hyphen).
+  const pool = [
+    "a",
+    " ",
+    "é",
+    "ß",
+    "Ж",
+    "Ω",
+    "日",
+    "本",
+    "カ",
+    "한",
+    "Ａ",
+    "。",
+    "\u0301",
+    "\ufe0f",
+    "😀",
+    "\u200d",
+    "\u00ad",
+    "©",
+  ];
+  let seed = 7;
+  const next = () => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed / 2 ** 31;
+  };
+  for (let i = 0; i < 2000; i++) {
+    let text = "";
+    const length = Math.floor(next() * 12);
+    for (let j = 0; j < length; j++) text += pool[Math.floor(next() * pool.length)];
+    assert.equal(displayWidth(text), stringWidth(text), JSON.stringify(text));
+  }
 });

@@ -3,7 +3,15 @@ import { test } from "node:test";
 import { parse as losslessParse, isLosslessNumber } from "lossless-json";
 import { parseHookOutput, toStoredValue } from "../../src/parse/hook-rows.js";
 
-/** The reference: lossless-json reads every number exactly; integers become bigint when unsafe. */
+/** A literal with a fraction or exponent: a REAL even when whole-valued, as json_extract reads it. */
+class Real {
+  constructor(readonly value: number) {}
+}
+
+/**
+ * The reference: lossless-json reads every number exactly; integers become bigint when unsafe;
+ * other literals are REAL.
+ */
 function reference(text: string): unknown[][] {
   const data = losslessParse(text, null, (value: string) => {
     if (/^-?\d+$/.test(value)) {
@@ -12,16 +20,17 @@ function reference(text: string): unknown[][] {
         exact <= BigInt(Number.MAX_SAFE_INTEGER) && exact >= BigInt(Number.MIN_SAFE_INTEGER);
       return safe ? Number(value) : exact;
     }
-    return Number(value);
+    return new Real(Number(value));
   }) as Record<string, unknown>[];
   return data.map((row) =>
-    Object.values(row).map((value) =>
-      value !== null && typeof value === "object" && !isLosslessNumber(value)
+    Object.values(row).map((value) => {
+      if (value instanceof Real) return value.value;
+      return value !== null && typeof value === "object" && !isLosslessNumber(value)
         ? JSON.stringify(value, (_key, inner: unknown) =>
             typeof inner === "bigint" ? `\u0000${inner}\u0000` : inner,
           ).replace(/"\\u0000(-?\d+)\\u0000"/g, "$1")
-        : toStoredValue(value),
-    ),
+        : toStoredValue(value);
+    }),
   );
 }
 
@@ -94,4 +103,16 @@ test("values at the edges of the safe and 64-bit ranges", () => {
 test("text holding the private-use mark still parses exactly", () => {
   const text = '[{"a": "\\ue000 12345678901234567890", "b": 1234567890123456789}]';
   assert.deepEqual(rowsOf(text), [["\ue000 12345678901234567890", 1234567890123456789n]]);
+});
+
+test("whole-valued REALs stay numbers (REAL), also nested and in text holding the mark", () => {
+  // A plain number that is a safe integer is stored as an INTEGER (bigint); a literal with a
+  // fraction or an exponent stays a number, and nested JSON keeps it as written.
+  assert.deepEqual(rowsOf('[{"a": 3.0, "b": 1e5, "c": 3, "d": [1.0, 2.5, 1e2]}]'), [
+    [3, 100000, 3n, "[1.0,2.5,1e2]"],
+  ]);
+  assert.ok(Object.is(rowsOf('[{"z": -0.0}]')[0]?.[0], -0));
+  assert.deepEqual(rowsOf('[{"m": "\\ue000", "a": 3.0, "b": [1.0, 12345678901234567890]}]'), [
+    ["\ue000", 3, "[1.0,12345678901234567890]"],
+  ]);
 });
