@@ -1,6 +1,5 @@
 import type { SqliteDatabase } from "../indexer/database.js";
 import { DirqError } from "../errors.js";
-import { toStoredValue } from "../parse/hook-rows.js";
 import type { ProgressReporter } from "../progress/reporter.js";
 import { WorkerProcess, type WorkerSpec } from "./worker-process.js";
 
@@ -222,7 +221,7 @@ export class WorkerFunctions {
             const failed = { position: -1, error: "" };
             await state.worker.collect((reply, position) => {
               const callId = state.sent[position] as CallKey;
-              if (reply.ok) state.answers.set(callId, toStoredValue(reply.result));
+              if (reply.ok) state.answers.set(callId, reply.result);
               else {
                 state.answers.delete(callId);
                 if (failed.position < 0 || position < failed.position) {

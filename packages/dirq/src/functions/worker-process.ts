@@ -2,7 +2,7 @@ import type { ChildProcessWithoutNullStreams } from "node:child_process";
 import { childProcess } from "../lazy-module.js";
 import type { Socket } from "node:net";
 import { DirqError } from "../errors.js";
-import { parseJsonLikeHookOutput } from "../parse/hook-rows.js";
+import { parseJsonLikeHookOutput, type StoredValue } from "../parse/hook-rows.js";
 
 /** One worker-backed SQL function as a connection profile carries it (serializable). */
 export interface WorkerSpec {
@@ -22,7 +22,8 @@ export interface WorkerSpec {
 
 /** A worker's answer to one request. */
 export type WorkerReply =
-  { ok: true; result: unknown; cached: boolean } | { ok: false; error: string; cached: boolean };
+  | { ok: true; result: StoredValue; cached: boolean }
+  | { ok: false; error: string; cached: boolean };
 
 /** How much of a worker's stderr is kept to explain its failure. */
 const STDERR_TAIL_CHARS = 2000;
@@ -145,8 +146,8 @@ function quote(line: string): string {
 /** Messages read from a worker, and how to take a value out of one exactly (see `exact`). */
 interface ReadMessages {
   messages: unknown[];
-  /** A value of a message as a hook's value would be (integers beyond 2^53 exact). */
-  exact: (value: unknown) => unknown;
+  /** A value of a message as a hook's value would be stored (see parseJsonLikeHookOutput). */
+  exact: (value: unknown) => StoredValue;
 }
 
 /**
@@ -324,7 +325,7 @@ export class WorkerProcess {
    * Takes one response (`exact` takes a value out of it as a hook's value would be); returns
    * why it is not one (then nothing was taken), else `null`.
    */
-  private onMessage(message: unknown, exact: (value: unknown) => unknown): string | null {
+  private onMessage(message: unknown, exact: (value: unknown) => StoredValue): string | null {
     if (typeof message !== "object" || message === null || Array.isArray(message)) {
       return 'which is not a response object {"id": n, "result": ...}';
     }
@@ -338,15 +339,8 @@ export class WorkerProcess {
       typeof meta === "object" && meta !== null && (meta as { cached?: unknown }).cached === true;
     let reply: WorkerReply;
     if (error !== undefined) {
-      const text = exact(error);
-      reply = {
-        ok: false,
-        error:
-          typeof text === "string" || typeof text === "bigint"
-            ? String(text)
-            : JSON.stringify(text),
-        cached,
-      };
+      // A string as it is; anything else as the JSON (or number) text it is stored as.
+      reply = { ok: false, error: String(exact(error)), cached };
     } else if ("result" in (message as object)) {
       reply = { ok: true, result: exact(result), cached };
     } else {
