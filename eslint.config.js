@@ -2,7 +2,7 @@ import js from "@eslint/js";
 import tseslint from "typescript-eslint";
 
 export default tseslint.config(
-  { ignores: ["**/node_modules/", "**/dist/", "**/test-output/", ".bench/"] },
+  { ignores: ["**/node_modules/", "**/dist/", "**/test-output/", ".bench/", ".cache/"] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

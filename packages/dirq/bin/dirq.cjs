@@ -3,26 +3,144 @@
 // bundle it loads (see scripts/build-cli.mjs): start-up counts, and Node's ES module loader
 // costs more to start than a query needing no table does to run.
 "use strict";
-const { readFileSync } = require("node:fs");
+const {
+  mkdirSync,
+  readFileSync,
+  readdirSync,
+  renameSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} = require("node:fs");
 const { createRequire } = require("node:module");
-const { dirname, join } = require("node:path");
+const { homedir } = require("node:os");
+const { dirname, isAbsolute, join } = require("node:path");
 const { Script } = require("node:vm");
 
+/** Code caches kept per cache folder: one per Node build and dirq install in use. */
+const CODE_CACHES_KEPT = 8;
+
 /**
- * The CLI bundle, loaded as `require` would, but compiled with the V8 code cache the build
- * wrote beside it (scripts/build-cli.mjs) when this Node accepts it.
+ * The user's cache folder for dirq (`$XDG_CACHE_HOME/dirq`, else `~/.cache/dirq`;
+ * `~/Library/Caches/dirq` on macOS, `%LOCALAPPDATA%\dirq\Cache` on Windows), or null.
  */
-function loadCli() {
-  const bundle = join(__dirname, "..", "dist", "src", "cli-bundle", "dirq.cjs");
-  let cachedData;
-  try {
-    cachedData = readFileSync(`${bundle}.v8cache`);
-  } catch {
-    cachedData = undefined; // a build without one: compile as usual
+function cacheFolder(env) {
+  if (process.platform === "win32") {
+    return env.LOCALAPPDATA ? join(env.LOCALAPPDATA, "dirq", "Cache") : null;
   }
-  // The function Node wraps a CommonJS module in (the build script uses the same).
+  // The XDG spec says a relative value is invalid and must be ignored.
+  if (env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME)) {
+    return join(env.XDG_CACHE_HOME, "dirq");
+  }
+  let home = env.HOME;
+  try {
+    home ||= homedir();
+  } catch {
+    return null;
+  }
+  if (!home) return null;
+  return process.platform === "darwin"
+    ? join(home, "Library", "Caches", "dirq")
+    : join(home, ".cache", "dirq");
+}
+
+/** FNV-1a, 32 bits, as 8 hex digits: a short name for a long key (node:crypto costs a load). */
+function shortHash(text) {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    hash ^= text.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, "0");
+}
+
+/**
+ * Where this Node build's code cache for this bundle lives, or null (turned off with
+ * DIRQ_CODE_CACHE=0, or no cache folder). V8 checks only its own version, its flags and the
+ * source's length before it takes a cache, and every Node 20 patch release has the same V8
+ * version, yet a cache made by one crashes the code on another. So the name keys the exact Node
+ * binary (path, version, size and time: a distribution's rebuild keeps the version) and the
+ * exact bundle (path, size and time: a reinstall is a new bundle), and each machine makes its
+ * own cache: none ships in the package.
+ */
+function codeCachePath(bundle, env) {
+  if (env.DIRQ_CODE_CACHE === "0") return null;
+  const folder = cacheFolder(env);
+  if (!folder) return null;
+  try {
+    const node = statSync(process.execPath);
+    const code = statSync(bundle);
+    const key = [
+      process.execPath,
+      process.version,
+      process.arch,
+      node.size,
+      node.mtimeMs,
+      bundle,
+      code.size,
+      code.mtimeMs,
+      process.execArgv.join(" "),
+      env.NODE_OPTIONS ?? "",
+    ].join("\0");
+    return join(folder, `cli-${process.version}-${process.arch}-${shortHash(key)}.v8cache`);
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Writes the code cache when the process exits, so it holds the functions this run compiled,
+ * not only the top level. Atomic (a temporary file renamed), so a run that starts meanwhile
+ * reads a whole cache or none; any failure (a read-only home, a full disk) just leaves none.
+ */
+function writeCodeCacheOnExit(script, path) {
+  process.once("exit", () => {
+    const temporary = `${path}.${process.pid}.tmp`;
+    try {
+      mkdirSync(dirname(path), { recursive: true });
+      writeFileSync(temporary, script.createCachedData());
+      renameSync(temporary, path);
+      pruneCodeCaches(dirname(path));
+    } catch {
+      try {
+        rmSync(temporary, { force: true });
+      } catch {
+        // no folder to remove it from: nothing was written
+      }
+    }
+  });
+}
+
+/** Keeps the newest caches: old Node builds and old installs would otherwise pile up. */
+function pruneCodeCaches(folder) {
+  const caches = readdirSync(folder)
+    .filter((name) => name.startsWith("cli-") && name.endsWith(".v8cache"))
+    .map((name) => ({ path: join(folder, name), mtimeMs: statSync(join(folder, name)).mtimeMs }))
+    .sort((a, b) => b.mtimeMs - a.mtimeMs);
+  for (const stale of caches.slice(CODE_CACHES_KEPT)) rmSync(stale.path, { force: true });
+}
+
+/**
+ * The CLI bundle, loaded as `require` would, but compiled with the V8 code cache an earlier
+ * run of this Node build wrote (see codeCachePath); the first run writes it.
+ */
+function loadCli(env) {
+  const bundle = join(__dirname, "..", "dist", "src", "cli-bundle", "dirq.cjs");
+  const cachePath = codeCachePath(bundle, env);
+  let cachedData;
+  if (cachePath) {
+    try {
+      cachedData = readFileSync(cachePath);
+    } catch {
+      cachedData = undefined; // the first run of this Node build: compile as usual
+    }
+  }
+  // The function Node wraps a CommonJS module in.
   const wrapped = `(function (exports, require, module, __filename, __dirname) { ${readFileSync(bundle, "utf8")}\n})`;
   const script = new Script(wrapped, { filename: bundle, cachedData });
+  if (cachePath && (cachedData === undefined || script.cachedDataRejected)) {
+    writeCodeCacheOnExit(script, cachePath);
+  }
   const module = { exports: {} };
   script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
   return module.exports;
@@ -36,7 +154,7 @@ process.stdout.on("error", (error) => {
   process.exit(1);
 });
 
-loadCli()
+loadCli(process.env)
   .launch(
     process.argv.slice(2),
     { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() },

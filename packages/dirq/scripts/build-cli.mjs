@@ -9,15 +9,13 @@
 // lazily, so code a command never calls costs little) and every module has exactly one
 // instance (its state, such as the running hooks or prestarted workers, is one). Node built-ins
 // a statement rarely needs (child processes, crypto, worker threads) load on first use
-// (src/lazy-module.ts), so `SELECT 1` pays for none of them.
+// (src/lazy-module.ts), so `SELECT 1` pays for none of them. No V8 code cache ships beside the
+// bundle: one made here crashes the code under another Node 20 patch release (same V8 version,
+// so V8 takes it), and bin/dirq.cjs makes one per Node build on the user's machine instead.
 import { build } from "esbuild";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { createRequire } from "node:module";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
-import { Writable } from "node:stream";
 import { fileURLToPath } from "node:url";
-import { Script } from "node:vm";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const srcDir = join(packageDir, "dist", "src");
@@ -111,42 +109,3 @@ await build({
   logLevel: "warning",
   plugins: [bundledSqlite, relocate],
 });
-
-await writeCodeCache(join(outdir, "dirq.cjs"));
-
-/**
- * Writes V8's code cache for the bundle beside it (`dirq.cjs.v8cache`), which bin/dirq.cjs
- * hands to V8 so a start compiles nothing it compiled here (measured: about 8 ms of
- * `dirq "SELECT 1"`, a quarter of what dirq adds to `node -e 0`). The cache is taken after
- * running two small queries (plugins off: the build must not depend on what is installed), so
- * it holds the functions a query calls, not only the top level.
- * V8 rejects a cache from another Node version or with other V8 flags, and then the bundle just
- * compiles as without one. Node 22's module.enableCompileCache() does this natively; the CLI
- * supports Node 20.
- */
-async function writeCodeCache(bundle) {
-  const script = new Script(commonJsWrapper(readFileSync(bundle, "utf8")), { filename: bundle });
-  const module = { exports: {} };
-  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
-  const tree = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
-  try {
-    writeFileSync(join(tree, "a.json"), '{"a": 1}\n');
-    const discard = new Writable({ write: (_chunk, _encoding, done) => done() });
-    const io = { stdout: discard, stderr: discard, cwd: tree };
-    for (const sql of ["SELECT 1", "SELECT path, size FROM './' ORDER BY size DESC LIMIT 10"]) {
-      const code = await module.exports.launch([sql], io, {
-        env: { DIRQ_NO_PLUGIN: "1" },
-        launcherPackage: packageDir,
-      });
-      if (code !== 0) throw new Error(`build-cli: the warm-up query ${sql} exited ${code}`);
-    }
-  } finally {
-    rmSync(tree, { recursive: true, force: true });
-  }
-  writeFileSync(`${bundle}.v8cache`, script.createCachedData());
-}
-
-/** The function Node wraps a CommonJS module in (bin/dirq.cjs uses the same). */
-function commonJsWrapper(source) {
-  return `(function (exports, require, module, __filename, __dirname) { ${source}\n})`;
-}

@@ -5,7 +5,10 @@ import {
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
   readFileSync,
+  statSync,
+  utimesSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
@@ -294,5 +297,94 @@ export {};
     assert.ok(existsSync(library), "npm rebuild dirq compiles native/dirq-fs.c");
     const after = await run(bin, statQuery, { cwd: app, env });
     assert.equal(after.stdout, before.stdout);
+  });
+});
+
+describe("npm launcher: the V8 code cache", () => {
+  let root: string;
+  let cacheHome: string;
+  before(() => {
+    root = makeTree({ "a.txt": "a\n" });
+    cacheHome = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+  });
+  after(() => {
+    removeTree(root);
+    removeTree(cacheHome);
+  });
+
+  const cacheFiles = (folder: string) =>
+    existsSync(folder) ? readdirSync(folder).filter((name) => name.endsWith(".v8cache")) : [];
+
+  test("the first run writes one for this Node build, later runs read it as it is", async () => {
+    const env = { XDG_CACHE_HOME: cacheHome, DIRQ_NO_PLUGIN: "1" };
+    const folder = join(cacheHome, "dirq");
+    const first = await runDirq(["SELECT count(*) AS n FROM './'"], { cwd: root, env });
+    assert.equal(first.code, 0, first.stderr);
+    assert.deepEqual(parseRows(first.stdout), [{ n: 1 }]);
+    const written = cacheFiles(folder);
+    assert.equal(written.length, 1, written.join(" "));
+    assert.ok(written[0]?.startsWith(`cli-${process.version}-${process.arch}-`), written[0]);
+    const path = join(folder, written[0] ?? "");
+    const before = statSync(path).mtimeMs;
+    const second = await runDirq(["SELECT count(*) AS n FROM './'"], { cwd: root, env });
+    assert.equal(second.code, 0, second.stderr);
+    assert.deepEqual(cacheFiles(folder), written);
+    assert.equal(statSync(path).mtimeMs, before, "an accepted cache is not rewritten");
+
+    // A damaged cache: V8 rejects it, the run compiles as usual and writes a good one.
+    writeFileSync(path, "not a code cache");
+    const damaged = await runDirq(["SELECT 1 AS x"], { cwd: root, env });
+    assert.equal(damaged.code, 0, damaged.stderr);
+    assert.deepEqual(parseRows(damaged.stdout), [{ x: 1 }]);
+    assert.ok(statSync(path).size > 1000, "rewritten");
+  });
+
+  test("only the newest caches are kept", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+    try {
+      const folder = join(home, "dirq");
+      mkdirSync(folder);
+      const old = new Date(Date.now() - 86_400_000);
+      for (let i = 0; i < 10; i++) {
+        const stale = join(folder, `cli-v0.0.${i}-x64-00000000.v8cache`);
+        writeFileSync(stale, "old");
+        utimesSync(stale, old, old);
+      }
+      const result = await runDirq(["SELECT 1"], {
+        cwd: root,
+        env: { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" },
+      });
+      assert.equal(result.code, 0, result.stderr);
+      const kept = cacheFiles(folder);
+      assert.equal(kept.length, 8, kept.join(" "));
+      assert.ok(
+        kept.some((name) => name.startsWith(`cli-${process.version}-`)),
+        kept.join(" "),
+      );
+    } finally {
+      removeTree(home);
+    }
+  });
+
+  test("off with DIRQ_CODE_CACHE=0; a cache folder that cannot be made is no error", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+    try {
+      const off = await runDirq(["SELECT 1 AS x"], {
+        cwd: root,
+        env: { XDG_CACHE_HOME: home, DIRQ_CODE_CACHE: "0", DIRQ_NO_PLUGIN: "1" },
+      });
+      assert.deepEqual([off.code, off.stderr, parseRows(off.stdout)], [0, "", [{ x: 1 }]]);
+      assert.deepEqual(readdirSync(home), []);
+      // A file where the folder would go: the cache cannot be written, the query still answers.
+      const blocked = join(home, "not-a-folder");
+      writeFileSync(blocked, "");
+      const result = await runDirq(["SELECT 1 AS x"], {
+        cwd: root,
+        env: { XDG_CACHE_HOME: blocked, DIRQ_NO_PLUGIN: "1" },
+      });
+      assert.deepEqual([result.code, result.stderr, parseRows(result.stdout)], [0, "", [{ x: 1 }]]);
+    } finally {
+      removeTree(home);
+    }
   });
 });

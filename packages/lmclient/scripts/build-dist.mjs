@@ -4,7 +4,11 @@
 //    at run time (works inside application bundles).
 // 2. dist/cjs/index.cjs: a CommonJS entry for `require("lmclient")` on Node versions without
 //    require(esm).
-import { mkdirSync, writeFileSync } from "node:fs";
+// 3. dist/THIRD-PARTY-LICENSES.txt: the licenses of the packages bundled into the worker
+//    (`openai`, `undici`). They are bundled, so they are devDependencies: an install does not
+//    fetch 21 MB nothing loads, and their license texts ship here instead.
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -22,8 +26,10 @@ const worker = await build({
   keepNames: true,
   legalComments: "none",
   write: false,
+  metafile: true,
   logLevel: "warning",
 });
+writeThirdPartyLicenses(Object.keys(worker.metafile.inputs));
 const body = worker.outputFiles[0].text;
 // A worker that fails while loading reports it (status 2) instead of leaving its caller waiting.
 const script =
@@ -48,3 +54,26 @@ await build({
   logLevel: "warning",
 });
 writeFileSync(`${root}dist/cjs/index.d.cts`, 'export * from "../src/index.js";\n');
+
+/** Each bundled package's name, version, license and license text, from its own folder. */
+function writeThirdPartyLicenses(inputs) {
+  const folders = new Set();
+  for (const input of inputs) {
+    const match = /^(.*node_modules\/(?:@[^/]+\/)?[^/]+)\//.exec(input);
+    if (match) folders.add(match[1]);
+  }
+  const sections = [...folders].sort().map((folder) => {
+    const manifest = JSON.parse(readFileSync(join(root, folder, "package.json"), "utf8"));
+    const file = ["LICENSE", "LICENSE.md", "LICENSE.txt", "license"].find((name) =>
+      existsSync(join(root, folder, name)),
+    );
+    if (!file) throw new Error(`build-dist: ${manifest.name} has no license file to ship`);
+    const text = readFileSync(join(root, folder, file), "utf8").trim();
+    return `${manifest.name} ${manifest.version} (${manifest.license})\n\n${text}\n`;
+  });
+  writeFileSync(
+    `${root}dist/THIRD-PARTY-LICENSES.txt`,
+    "lmclient's worker (dist/src/worker-source.js) bundles these packages:\n\n" +
+      sections.join(`\n${"-".repeat(78)}\n\n`),
+  );
+}

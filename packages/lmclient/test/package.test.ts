@@ -63,4 +63,29 @@ describe("package", () => {
     assert.equal(manifest.exports["."]?.require?.default, "./dist/cjs/index.cjs");
     assert.ok(manifest.files.includes("dist/src") && manifest.files.includes("dist/cjs"));
   });
+
+  it("declares nothing it bundles, and its tarball ships licenses but no source maps", () => {
+    const manifest = JSON.parse(readFileSync(`${PACKAGE_DIR}package.json`, "utf8")) as {
+      dependencies?: Record<string, string>;
+    };
+    assert.deepEqual(Object.keys(manifest.dependencies ?? {}), []);
+    const packed = spawnSync("npm", ["pack", "--dry-run", "--json", "--loglevel=error"], {
+      cwd: PACKAGE_DIR,
+      encoding: "utf8",
+      timeout: 60_000,
+    });
+    assert.equal(packed.status, 0, packed.stderr);
+    const [entry] = JSON.parse(packed.stdout) as { files: { path: string }[] }[];
+    const files = entry?.files.map((file) => file.path) ?? [];
+    assert.ok(files.includes("LICENSE"), files.join(" "));
+    assert.ok(files.includes("dist/THIRD-PARTY-LICENSES.txt"), files.join(" "));
+    assert.deepEqual(
+      files.filter((path) => path.endsWith(".map") || /transport|http-attempt/.test(path)),
+      [],
+      "no source maps, and the worker's modules only inside dist/src/worker-source.js",
+    );
+    const licenses = readFileSync(`${PACKAGE_DIR}dist/THIRD-PARTY-LICENSES.txt`, "utf8");
+    assert.match(licenses, /^openai \S+ \(Apache-2\.0\)$/m);
+    assert.match(licenses, /^undici \S+ \(MIT\)$/m);
+  });
 });
