@@ -41,7 +41,13 @@ import { selectionMatcher } from "./scan/inclusion.js";
 import { commandExtractor, type Extractor } from "./parse/extractor.js";
 import { parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
-import { executeStatement, type SqlValue, type StatementRows, sqlError } from "./query/execute.js";
+import {
+  columnPlan,
+  executeStatement,
+  type SqlValue,
+  type StatementRows,
+  sqlError,
+} from "./query/execute.js";
 import { CaseVariants } from "./query/case-variants.js";
 import { TableGenerations } from "./indexer/table-generations.js";
 import { isExplain } from "./query/read-only-guard.js";
@@ -604,6 +610,23 @@ export class DirqIndex {
    */
   preparedAlready(sql: string): PreparedStatement | null {
     return this.preparer.atOnce(sql);
+  }
+
+  /**
+   * The names of the columns a statement answers with, in order and with repeats (`SELECT 1
+   * AS a, 2 AS a` has two), hidden columns left out as in its rows; none for a statement that
+   * returns no rows. Compiles the statement without running it, so an empty answer has its
+   * names too (the server's `"columns": true` and the web console's header ask this).
+   */
+  async resultColumns(sql: string): Promise<string[]> {
+    const prepared = this.preparedAlready(sql) ?? (await this.prepare(sql));
+    let statement: Statement;
+    try {
+      statement = this.db.prepare(prepared.sql);
+    } catch (error) {
+      throw sqlError(error);
+    }
+    return statement.reader ? columnPlan(statement, prepared.sql).columns : [];
   }
 
   /** `PRAGMA schema_version`, prepared once: the server asks it twice per request. */

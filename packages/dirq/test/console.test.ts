@@ -3,7 +3,15 @@ import { unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, BrowserContext, Page } from "playwright-core";
-import { browserMissing, launchChromium, testOutputPath } from "./browser.js";
+import {
+  browserMissing,
+  launchChromium,
+  runSql,
+  tableHeader,
+  tableRows,
+  testOutputPath,
+  waitUntil,
+} from "./browser.js";
 import { makeTree, removeTree } from "./helpers.js";
 import {
   assertJsonError,
@@ -151,46 +159,6 @@ interface ConsolePage {
   requests: string[];
   /** Uncaught exceptions and console errors in the page. */
   problems: string[];
-}
-
-/** Results as text, one array of cells per rendered row (the row number left out). */
-function tableRows(page: Page): Promise<string[][]> {
-  return page.evaluate(
-    `[...document.querySelectorAll("table.grid tr.row")].map((row) => [...row.cells].slice(1).map((cell) => cell.textContent))`,
-  );
-}
-
-function tableHeader(page: Page): Promise<string[]> {
-  return page.evaluate(
-    `[...document.querySelectorAll("table.grid thead th")].slice(1).map((cell) => cell.textContent)`,
-  );
-}
-
-/** Replaces the editor's text as a paste would. */
-async function typeSql(page: Page, sql: string): Promise<void> {
-  await page.getByLabel(/SQL statement/).click();
-  await page.keyboard.press("Control+A");
-  await page.keyboard.insertText(sql);
-}
-
-/** Types `sql`, runs it with Ctrl-Enter and waits for the answer on screen. */
-async function runSql(page: Page, sql: string): Promise<void> {
-  const runs = Number((await page.locator("body").getAttribute("data-runs")) ?? 0);
-  await typeSql(page, sql);
-  await page.keyboard.press("Control+Enter");
-  await waitUntil(page, `Number(document.body.dataset.runs ?? 0) > ${runs}`);
-}
-
-/**
- * Polls a JavaScript expression in the page until it is truthy. (Playwright's waitForFunction
- * evaluates strings with eval, which the console's Content-Security-Policy forbids.)
- */
-async function waitUntil(page: Page, expression: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await page.evaluate(expression))) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${expression}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** Waits until the results table's text includes `text`. */

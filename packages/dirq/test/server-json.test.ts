@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { seededRandom } from "./differential.js";
 import { describe, it } from "node:test";
 import { runDirq } from "./helpers.js";
-import { postQuery, serverFixtures } from "./server-support.js";
+import { assertJsonError, postQuery, postRaw, serverFixtures } from "./server-support.js";
 
 /*
  * The server writes most JSON answers inside SQLite (json_object) and the CLI writes them in
@@ -46,7 +46,9 @@ function value(random: () => number, odd: boolean): string {
 const SERIES =
   "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < 300)";
 
-const NAMES = ["a", "a", "b c", '"q"', "ü", "x\ty", "1"];
+const NAMES = ["a", "a", "b c", '"q"', "ü", "x\ty", "1", "2024", "10"];
+/** The stat columns of a path-table, in order. */
+const PATH_COLUMNS = ["path", "basename", "dir", "ext", "size", "mtime", "ctime"];
 
 function statement(random: () => number, index: number): string {
   const odd = index % 3 === 0;
@@ -187,5 +189,69 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
     }
     await expectMatchesCli(25_000);
     await expectMatchesCli(25_000);
+  });
+});
+
+describe('POST /query with "columns": true', { concurrency: true }, () => {
+  /** A seeded SELECT and the names of its columns, repeats and integer-like names included. */
+  function namedStatement(random: () => number): { sql: string; names: string[] } {
+    const names = Array.from(
+      { length: 1 + Math.floor(random() * 6) },
+      () => NAMES[Math.floor(random() * NAMES.length)] as string,
+    );
+    const select = names
+      .map((name) => `${value(random, false)} AS "${name.replaceAll('"', '""')}"`)
+      .join(", ");
+    return { sql: `SELECT ${select}`, names };
+  }
+
+  it("names the columns in the answer's order and multiplicity, the rows unchanged", async () => {
+    const root = tree({ "a.txt": "aa", "b/c.md": "ccc" });
+    const server = await serve(root);
+    const random = seededRandom(30);
+    const cases = [
+      ...Array.from({ length: 30 }, () => namedStatement(random)),
+      {
+        sql: `SELECT path, size, 2024 AS "2024" FROM './' ORDER BY path`,
+        names: ["path", "size", "2024"],
+      },
+      {
+        sql: "SELECT * FROM './a.txt', './b/*.md'",
+        names: [...PATH_COLUMNS, ...PATH_COLUMNS],
+      },
+      { sql: "SELECT x.path, y.path FROM './a.txt' AS x, './a.txt' AS y", names: ["path", "path"] },
+    ];
+    for (const { sql, names } of cases) {
+      for (const empty of [false, true]) {
+        // An empty answer has no row to take names from: the server still names them.
+        const statement = empty ? `${sql} LIMIT 0` : sql;
+        const plain = await postQuery(server, statement);
+        const named = await postRaw(server, JSON.stringify({ sql: statement, columns: true }));
+        assert.equal(named.status, 200, `${statement}: ${named.text}`);
+        assert.equal(named.contentType, "application/json");
+        assert.equal(
+          named.text,
+          `{"columns":${JSON.stringify(names)},"rows":${plain.text.replace(/\n$/, "")}}\n`,
+          statement,
+        );
+      }
+    }
+  });
+
+  it("answers a failing statement as without it, and refuses a non-boolean", async () => {
+    const server = await serve(tree({ "a.txt": "a" }));
+    const plain = await postQuery(server, "SELECT nope FROM './'");
+    const named = await postRaw(
+      server,
+      JSON.stringify({ sql: "SELECT nope FROM './'", columns: true }),
+    );
+    assert.equal(named.status, 400);
+    assert.equal(named.text, plain.text);
+    const off = await postRaw(server, JSON.stringify({ sql: "SELECT 1 AS one", columns: false }));
+    assert.equal(off.text, '[{"one":1}]\n');
+    for (const columns of [1, "yes", null, ["a"]]) {
+      const refused = await postRaw(server, JSON.stringify({ sql: "SELECT 1", columns }));
+      assertJsonError(refused, 400, /"columns" must be true or false/);
+    }
   });
 });

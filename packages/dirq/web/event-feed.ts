@@ -1,4 +1,7 @@
-import { type Row, parseJson } from "./api.js";
+import { type Cell, parseJson } from "./api.js";
+
+/** A row as an event carries it: an object keyed by column name. */
+type Row = Record<string, Cell>;
 import { changedFields, previewText, rowSummary } from "./format.js";
 
 /** A `row` frame of `GET /events`. */
@@ -16,11 +19,20 @@ const MAX_ENTRIES = 500;
 /** Events kept while paused; beyond this the oldest are dropped (and counted). */
 const MAX_HELD = 5_000;
 
+/** The table filter's value for changes tied to no table (an unreadable folder). */
+const NO_TABLE = "\u0000";
+
 export type ConnectionState = "connecting" | "live" | "reconnecting" | "closed";
 
 export interface EventFeedOptions {
   list: HTMLOListElement;
   note: HTMLElement;
+  /** Shown while the list has no entries (its text is the page's to set). */
+  empty: HTMLElement;
+  /** Which table's changes to show: `""` all; a table is added as its first change arrives. */
+  tableFilter: HTMLSelectElement;
+  /** Which action to show: `""` all, else `insert`, `update`, `delete` or `error`. */
+  actionFilter: HTMLSelectElement;
   /** Connection changes, for the header. */
   onConnection: (state: ConnectionState) => void;
   /** Row changes (insert, update, delete) that were shown: not called while paused. */
@@ -37,7 +49,40 @@ export class EventFeed {
   private dropped = 0;
   private source: EventSource | null = null;
 
-  constructor(private readonly options: EventFeedOptions) {}
+  /** Tables with an entry in the table filter. */
+  private readonly tablesSeen = new Set<string>();
+
+  constructor(private readonly options: EventFeedOptions) {
+    const refilter = () => {
+      for (const item of options.list.children) this.filter(item as HTMLElement);
+      this.updateEmpty();
+    };
+    options.tableFilter.addEventListener("change", refilter);
+    options.actionFilter.addEventListener("change", refilter);
+  }
+
+  /** Hides an entry the filters leave out. */
+  private filter(item: HTMLElement): void {
+    const table = this.options.tableFilter.value;
+    const action = this.options.actionFilter.value;
+    item.hidden =
+      (table !== "" && item.dataset.table !== table) ||
+      (action !== "" && item.dataset.action !== action);
+  }
+
+  /** The empty panel's note shows until the first change arrives (or after Clear). */
+  private updateEmpty(): void {
+    this.options.empty.hidden = this.options.list.childElementCount > 0;
+  }
+
+  private noteTable(table: string): void {
+    if (this.tablesSeen.has(table)) return;
+    this.tablesSeen.add(table);
+    const option = document.createElement("option");
+    option.value = table;
+    option.textContent = table === NO_TABLE ? "(no table)" : table;
+    this.options.tableFilter.append(option);
+  }
 
   connect(): void {
     this.options.onConnection("connecting");
@@ -77,6 +122,7 @@ export class EventFeed {
     this.dropped = 0;
     for (const event of held) this.prepend(event);
     this.trim();
+    this.updateEmpty();
     this.options.note.textContent =
       dropped > 0 ? `${dropped} older changes were dropped while paused.` : "";
     if (held.some((event) => event.action !== "error")) this.options.onRowsChanged();
@@ -87,6 +133,7 @@ export class EventFeed {
     this.held = [];
     this.dropped = 0;
     this.updateNote();
+    this.updateEmpty();
   }
 
   close(): void {
@@ -105,6 +152,7 @@ export class EventFeed {
     }
     this.prepend(event);
     this.trim();
+    this.updateEmpty();
     if (event.action !== "error") this.options.onRowsChanged();
   }
 
@@ -121,7 +169,13 @@ export class EventFeed {
   }
 
   private prepend(event: RowEvent): void {
-    this.options.list.prepend(eventElement(event));
+    const item = eventElement(event);
+    const table = event.table ?? NO_TABLE;
+    item.dataset.table = table;
+    item.dataset.action = event.action;
+    this.noteTable(table);
+    this.filter(item);
+    this.options.list.prepend(item);
   }
 }
 

@@ -81,3 +81,111 @@ export function milliseconds(ms: number): string {
       ? `${Math.round(ms)} ms`
       : `${(ms / 1000).toFixed(1)} s`;
 }
+
+/** Columns whose whole numbers are Unix times in seconds (the path-tables' stat columns). */
+const TIME_COLUMNS = /^(mtime|ctime)$/i;
+
+/**
+ * A readable local date for a Unix time in a `mtime`/`ctime` column (`2026-11-23 13:17:45`);
+ * `null` for any other column or value, which shows as it is.
+ */
+export function readableTime(column: string, value: Cell | undefined): string | null {
+  if (!TIME_COLUMNS.test(column) || typeof value !== "number" || !Number.isFinite(value)) {
+    return null;
+  }
+  const date = new Date(value * 1000);
+  if (Number.isNaN(date.getTime())) return null;
+  const two = (n: number) => String(n).padStart(2, "0");
+  const year = date.getFullYear();
+  if (year < 1 || year > 9999) return null;
+  return `${String(year).padStart(4, "0")}-${two(date.getMonth() + 1)}-${two(date.getDate())} ${two(date.getHours())}:${two(date.getMinutes())}:${two(date.getSeconds())}`;
+}
+
+/** SQLite's order of storage classes: NULL, then numbers, then text (then anything else). */
+function storageRank(value: Cell | undefined): number {
+  if (isNull(value)) return 0;
+  if (isNumeric(value)) return 1;
+  if (typeof value === "string") return 2;
+  return 3;
+}
+
+/** UTF-16 code units reordered so that comparing them compares code points (as UTF-8 bytes do). */
+function codePointOrder(unit: number): number {
+  if (unit < 0xd800) return unit;
+  return unit >= 0xe000 ? unit - 0x800 : unit + 0x2000;
+}
+
+/** Strings in SQLite's BINARY order: by their UTF-8 bytes, which is code point order. */
+export function compareText(a: string, b: string): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i++) {
+    const x = a.charCodeAt(i);
+    const y = b.charCodeAt(i);
+    if (x !== y) return codePointOrder(x) - codePointOrder(y);
+  }
+  return a.length - b.length;
+}
+
+function compareNumbers(a: number | ExactNumber, b: number | ExactNumber): number {
+  if (typeof a === "number" && typeof b === "number") return a < b ? -1 : a > b ? 1 : 0;
+  // At least one exact integer beyond 2^53: compare exactly when both are whole.
+  const whole = (n: number | ExactNumber) => typeof n !== "number" || Number.isInteger(n);
+  if (whole(a) && whole(b)) {
+    const x = BigInt(typeof a === "number" ? a : a.digits);
+    const y = BigInt(typeof b === "number" ? b : b.digits);
+    return x < y ? -1 : x > y ? 1 : 0;
+  }
+  const x = Number(String(a));
+  const y = Number(String(b));
+  return x < y ? -1 : x > y ? 1 : 0;
+}
+
+/** Two cells in the order SQLite's `ORDER BY` puts them (BINARY collation). */
+export function compareCells(a: Cell | undefined, b: Cell | undefined): number {
+  const rank = storageRank(a) - storageRank(b);
+  if (rank !== 0) return rank;
+  if (isNull(a)) return 0;
+  if (isNumeric(a)) return compareNumbers(a as number | ExactNumber, b as number | ExactNumber);
+  return compareText(cellText(a), cellText(b));
+}
+
+/**
+ * Text that sqlite3's `.mode csv` quotes: empty (so it differs from NULL), or holding a comma,
+ * a quote, an apostrophe, a space or control character, or anything beyond ASCII.
+ */
+const CSV_QUOTED = /^$|[\u0000-\u0020"',\u007f-\uffff]/;
+
+/** A field of CSV, quoted exactly where the sqlite3 shell quotes it; NULL is an empty field. */
+function csvField(value: Cell | undefined): string {
+  if (isNull(value)) return "";
+  const text = cellText(value);
+  return CSV_QUOTED.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
+}
+
+/**
+ * The rows as CSV with a header line, as `sqlite3 -csv -header` writes them (same quoting,
+ * `\n` line ends), so a spreadsheet or a script reads both the same way.
+ */
+export function toCsv(columns: readonly string[], rows: readonly Cell[][]): string {
+  const lines = [columns.map((name) => csvField(name)).join(",")];
+  for (const row of rows) lines.push(row.map((value) => csvField(value)).join(","));
+  return `${lines.join("\n")}\n`;
+}
+
+function jsonCell(value: Cell | undefined): string {
+  if (value === undefined || value === null) return "null";
+  if (value instanceof ExactNumber) return value.digits;
+  return JSON.stringify(value);
+}
+
+/**
+ * The rows as dirq writes JSON (`dirq --format json`, the server's answer): an array of
+ * objects with keys in column order, a repeated column name repeated as a key.
+ */
+export function toJsonText(columns: readonly string[], rows: readonly Cell[][]): string {
+  const keys = columns.map((name) => `${JSON.stringify(name)}:`);
+  const objects = rows.map(
+    (row) => `{${keys.map((key, index) => `${key}${jsonCell(row[index])}`).join(",")}}`,
+  );
+  return `[${objects.join(",")}]\n`;
+}

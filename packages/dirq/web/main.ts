@@ -2,12 +2,17 @@ import "./styles.css";
 import { type QueryFailure, type QueryResult, runQuery } from "./api.js";
 import { createEditor } from "./editor.js";
 import { type ConnectionState, EventFeed } from "./event-feed.js";
-import { count, milliseconds } from "./format.js";
+import { count, milliseconds, toCsv, toJsonText } from "./format.js";
 import { ResultTable } from "./result-table.js";
-import { loadSchema, renderSchema } from "./schema.js";
+import { loadSchema, renderSchema, type Schema, tableReference } from "./schema.js";
 
 const STORED_SQL = "dirq-console:sql";
 const STORED_RERUN = "dirq-console:auto-rerun";
+const STORED_HISTORY = "dirq-console:history";
+/** Statements kept in the history (newest first, each once). */
+const HISTORY_SIZE = 50;
+/** The URL fragment that carries a statement: `#sql=<percent-encoded>`. */
+const LINK_PREFIX = "#sql=";
 const DEFAULT_SQL = "SELECT path, size, mtime FROM './' ORDER BY mtime DESC LIMIT 100";
 /** Row changes come in bursts: one re-run after the burst settles. */
 const RERUN_DELAY_MS = 250;
@@ -19,6 +24,11 @@ function element<T extends HTMLElement>(id: string): T {
 }
 
 const runButton = element<HTMLButtonElement>("run");
+const cancelButton = element<HTMLButtonElement>("cancel");
+const csvButton = element<HTMLButtonElement>("export-csv");
+const jsonButton = element<HTMLButtonElement>("export-json");
+const historyList = element<HTMLOListElement>("history-list");
+const eventsEmpty = element("events-empty");
 const resultStatus = element("result-status");
 const queryError = element("query-error");
 const degradedBanner = element("degraded");
@@ -53,12 +63,88 @@ element("cell-dialog-copy").addEventListener("click", () => {
   void navigator.clipboard?.writeText(element("cell-dialog-value").textContent ?? "");
 });
 
+/** The statement a link carries (`#sql=...`), or `null`. */
+function linkedSql(): string | null {
+  if (!location.hash.startsWith(LINK_PREFIX)) return null;
+  try {
+    return decodeURIComponent(location.hash.slice(LINK_PREFIX.length));
+  } catch {
+    return null;
+  }
+}
+
+const sqlFromLink = linkedSql();
 const editor = createEditor(
   element("editor"),
-  storedText(STORED_SQL) ?? DEFAULT_SQL,
+  sqlFromLink ?? storedText(STORED_SQL) ?? DEFAULT_SQL,
   () => void run(editor.text()),
   (text) => store(STORED_SQL, text),
 );
+
+/* History and links ------------------------------------------------------------------------ */
+
+function storedHistory(): string[] {
+  try {
+    const list = JSON.parse(storedText(STORED_HISTORY) ?? "[]") as unknown;
+    return Array.isArray(list) ? list.filter((item) => typeof item === "string") : [];
+  } catch {
+    return [];
+  }
+}
+
+function renderHistory(): void {
+  const items = storedHistory().map((sql) => {
+    const item = document.createElement("li");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "history-entry";
+    // One line in the list; the whole statement on hover and in the editor.
+    button.textContent = sql.replace(/\s+/g, " ").slice(0, 200);
+    button.title = sql;
+    button.addEventListener("click", () => {
+      editor.setText(sql);
+      editor.focus();
+    });
+    item.append(button);
+    return item;
+  });
+  if (items.length === 0) {
+    const none = document.createElement("li");
+    none.className = "hint";
+    none.textContent = "Statements you run appear here.";
+    items.push(none);
+  }
+  historyList.replaceChildren(...items);
+}
+
+function remember(sql: string): void {
+  const list = [sql, ...storedHistory().filter((item) => item !== sql)].slice(0, HISTORY_SIZE);
+  store(STORED_HISTORY, JSON.stringify(list));
+  renderHistory();
+}
+
+/** The address of this page with `sql` in its fragment: opening it runs the statement. */
+function linkFor(sql: string): string {
+  return `${location.origin}${location.pathname}${LINK_PREFIX}${encodeURIComponent(sql)}`;
+}
+
+element("history-clear").addEventListener("click", () => {
+  store(STORED_HISTORY, "[]");
+  renderHistory();
+});
+element("copy-link").addEventListener("click", () => {
+  const link = linkFor(editor.text());
+  history.replaceState(null, "", link);
+  void navigator.clipboard?.writeText(link).catch(() => {});
+  resultStatus.textContent = "link copied (it is also in the address bar)";
+});
+window.addEventListener("hashchange", () => {
+  const sql = linkedSql();
+  if (sql === null) return;
+  editor.setText(sql);
+  void run(sql);
+});
+renderHistory();
 
 /* Running statements --------------------------------------------------------------------- */
 
@@ -71,31 +157,54 @@ function showDegraded(message: string | null): void {
   degradedBanner.textContent = message === null ? "" : `The server is degraded: ${message}`;
 }
 
-function showFailure(failure: QueryFailure): void {
+function showFailure(failure: QueryFailure, title = "Error"): void {
   if (failure.status === 503) showDegraded(failure.message);
   queryError.hidden = false;
   queryError.replaceChildren();
   const status = document.createElement("strong");
-  status.textContent = failure.status === 0 ? "Error" : `Error (HTTP ${failure.status})`;
+  status.textContent = failure.status === 0 ? title : `${title} (HTTP ${failure.status})`;
   const message = document.createElement("span");
   message.className = "message";
   message.textContent = failure.message;
   queryError.append(status, " ", message);
-  resultStatus.textContent = `failed after ${milliseconds(failure.elapsedMs)}`;
+  if (table.shown().columns.length > 0) {
+    // The rows under the error are not this statement's: say so, and grey them out.
+    const stale = document.createElement("span");
+    stale.className = "stale-note";
+    stale.textContent = "The rows below are from an earlier statement.";
+    queryError.append(" ", stale);
+    table.setStale(true);
+    // An export would pass the earlier rows off as this statement's.
+    csvButton.disabled = true;
+    jsonButton.disabled = true;
+  }
+  resultStatus.textContent = `${title === "Error" ? "failed" : "cancelled"} after ${milliseconds(failure.elapsedMs)}`;
 }
 
 function showResult(result: QueryResult, keepScroll: boolean): void {
   showDegraded(null);
   queryError.hidden = true;
+  table.setStale(false);
   const renderStart = performance.now();
   table.show(result.columns, result.rows, keepScroll);
   const renderMs = performance.now() - renderStart;
   const rows = result.rows.length;
+  csvButton.disabled = false;
+  jsonButton.disabled = false;
   resultStatus.textContent = `${count(rows)} row${rows === 1 ? "" : "s"} · ${milliseconds(result.elapsedMs)}`;
   resultStatus.title = `query and transfer ${milliseconds(result.elapsedMs)}, rendering ${milliseconds(renderMs)}`;
 }
 
-/** Runs `sql`; a newer run cancels an older one still waiting for its answer. */
+function setRunning(running: boolean): void {
+  if (running) runButton.setAttribute("aria-busy", "true");
+  else runButton.removeAttribute("aria-busy");
+  cancelButton.hidden = !running;
+}
+
+/**
+ * Runs `sql`; a newer run cancels an older one still waiting for its answer. A run the user
+ * starts (not an automatic re-run) goes into the history and the address bar.
+ */
 async function run(sql: string, options: { rerun?: boolean } = {}): Promise<void> {
   if (sql.trim() === "") {
     showFailure({ ok: false, status: 0, message: "Type a statement first.", elapsedMs: 0 });
@@ -105,17 +214,31 @@ async function run(sql: string, options: { rerun?: boolean } = {}): Promise<void
   const controller = new AbortController();
   inFlight = controller;
   lastSql = sql;
+  if (options.rerun !== true) {
+    remember(sql);
+    if (linkedSql() !== sql) history.replaceState(null, "", linkFor(sql));
+  }
   const id = ++runs;
+  const started = performance.now();
   performance.mark(`dirq:run-start:${id}`);
   resultStatus.textContent = options.rerun ? "re-running…" : "running…";
-  runButton.setAttribute("aria-busy", "true");
+  setRunning(true);
   const answer = await runQuery(sql, controller.signal);
   if (controller.signal.aborted) {
     performance.clearMarks(`dirq:run-start:${id}`);
+    if (controller.signal.reason === CANCELLED) {
+      // The Cancel button: closing the request made the server stop the statement.
+      const message = "the statement was stopped; the server ended its query process.";
+      showFailure(
+        { ok: false, status: 0, message, elapsedMs: performance.now() - started },
+        "Cancelled",
+      );
+      document.body.dataset.runs = String(id);
+    }
     return;
   }
   inFlight = null;
-  runButton.removeAttribute("aria-busy");
+  setRunning(false);
   if (answer.ok) showResult(answer, options.rerun === true);
   else showFailure(answer);
   // For the benchmark and curious users: from the keypress to the rows on screen.
@@ -123,7 +246,51 @@ async function run(sql: string, options: { rerun?: boolean } = {}): Promise<void
   performance.measure("dirq:run", `dirq:run-start:${id}`);
   performance.clearMarks(`dirq:run-start:${id}`);
   document.body.dataset.runs = String(id);
+  // A statement may have built a path-table: the schema and the live panel name it.
+  if (answer.ok && options.rerun !== true) scheduleSchemaRefresh(300);
 }
+
+/** The abort reason of the Cancel button (a newer run aborts with none). */
+const CANCELLED = "cancelled by the user";
+
+cancelButton.addEventListener("click", () => {
+  const running = inFlight;
+  if (running === null) return;
+  inFlight = null;
+  setRunning(false);
+  running.abort(CANCELLED);
+});
+
+/** Saves `text` as a file through the browser's download (nothing leaves the page). */
+function download(name: string, type: string, text: string): void {
+  const url = URL.createObjectURL(new Blob([text], { type }));
+  const link = document.createElement("a");
+  link.href = url;
+  link.download = name;
+  link.hidden = true;
+  document.body.append(link);
+  link.click();
+  link.remove();
+  // After the browser has taken the file.
+  setTimeout(() => URL.revokeObjectURL(url), 60_000);
+}
+
+csvButton.addEventListener("click", () => {
+  const { columns, rows } = table.shown();
+  download("dirq-result.csv", "text/csv;charset=utf-8", toCsv(columns, rows));
+});
+jsonButton.addEventListener("click", () => {
+  const { columns, rows } = table.shown();
+  download("dirq-result.json", "application/json", toJsonText(columns, rows));
+});
+
+// Ctrl-Enter (Cmd-Enter) runs from anywhere on the page, not only in the editor.
+document.addEventListener("keydown", (event) => {
+  if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey) || event.defaultPrevented) return;
+  if (dialog.open) return;
+  event.preventDefault();
+  void run(editor.text());
+});
 
 runButton.addEventListener("click", () => void run(editor.text()));
 // The shortcut is Mod-Enter: Cmd on a Mac, Ctrl elsewhere; the button says which.
@@ -154,6 +321,27 @@ async function refreshSchema(): Promise<void> {
       answer.schema.named.map((table) => [table.name, table.columns.map((column) => column.name)]),
     ),
   );
+  describeFollowed(answer.schema);
+}
+
+let schemaTimer = 0;
+function scheduleSchemaRefresh(delayMs: number): void {
+  clearTimeout(schemaTimer);
+  schemaTimer = window.setTimeout(() => void refreshSchema(), delayMs);
+}
+
+/**
+ * What the empty live panel says: the server follows config tables and the path-tables
+ * statements have named, so one without a config follows nothing until a statement names one.
+ */
+function describeFollowed(schema: Schema): void {
+  const followed = [...schema.named.map((table) => table.name), ...schema.pathTables];
+  if (followed.length === 0) {
+    eventsEmpty.textContent =
+      "Nothing is followed yet: this server has no config tables, and it follows a path-table once a statement has named it. Run a statement on one (FROM './' for the whole tree) and its changes appear here.";
+  } else {
+    eventsEmpty.textContent = `No changes yet. Followed: ${followed.map((name) => tableReference(name)).join(", ")}.`;
+  }
 }
 
 element("schema-refresh").addEventListener("click", () => void refreshSchema());
@@ -168,10 +356,12 @@ const CONNECTION_TEXT: Record<ConnectionState, string> = {
 };
 
 let rerunTimer = 0;
-let schemaTimer = 0;
 const feed = new EventFeed({
   list: element<HTMLOListElement>("event-list"),
   note: element("events-note"),
+  empty: eventsEmpty,
+  tableFilter: element<HTMLSelectElement>("events-table"),
+  actionFilter: element<HTMLSelectElement>("events-action"),
   onConnection(state) {
     connection.textContent = CONNECTION_TEXT[state];
     connection.dataset.state = state;
@@ -183,8 +373,7 @@ const feed = new EventFeed({
       rerunTimer = window.setTimeout(() => void run(sql, { rerun: true }), RERUN_DELAY_MS);
     }
     // A change can add columns to a table without a schema.
-    clearTimeout(schemaTimer);
-    schemaTimer = window.setTimeout(() => void refreshSchema(), 2_000);
+    scheduleSchemaRefresh(2_000);
   },
 });
 
@@ -202,3 +391,5 @@ autoRerun.addEventListener("change", () => store(STORED_RERUN, autoRerun.checked
 
 feed.connect();
 void refreshSchema();
+// A link to a statement runs it at once.
+if (sqlFromLink !== null) void run(sqlFromLink);

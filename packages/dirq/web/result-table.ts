@@ -1,5 +1,13 @@
 import type { Cell, Row } from "./api.js";
-import { cellText, isCut, isNull, isNumeric, previewText } from "./format.js";
+import {
+  cellText,
+  compareCells,
+  isCut,
+  isNull,
+  isNumeric,
+  previewText,
+  readableTime,
+} from "./format.js";
 
 /** Rows rendered beyond the visible ones on each side, so fast scrolling shows no gap. */
 const OVERSCAN = 12;
@@ -11,14 +19,22 @@ const MAX_CH = 42;
 /** Called when a user asks for a cell's full value (click, or Enter on a focused cell). */
 export type ShowValue = (column: string, rowNumber: number, text: string) => void;
 
+/** A column's sort: ascending, descending, or none (the answer's own order). */
+export type SortDirection = "ascending" | "descending" | "none";
+
 /**
  * A result table that renders only the rows in view (plus a margin) between two spacer rows,
  * so 10,000 or 1,000,000 rows cost the same to show and to scroll. Rows have one fixed
  * height (cells never wrap); the header is sticky; columns get a width from a sample of rows.
  */
 export class ResultTable {
+  /** The rows in the order shown (sorted, or as the answer had them). */
   private rows: Row[] = [];
+  /** The rows as the answer had them. */
+  private answerRows: Row[] = [];
   private columns: string[] = [];
+  private sortColumn = -1;
+  private sortDirection: SortDirection = "none";
   private rowHeight = 0;
   private headHeight = 0;
   private rendered: [number, number] = [-1, -1];
@@ -34,20 +50,82 @@ export class ResultTable {
     container.addEventListener("scroll", () => this.schedule(), { passive: true });
     this.resizeObserver = new ResizeObserver(() => this.schedule());
     this.resizeObserver.observe(container);
-    container.addEventListener("click", (event) => this.onActivate(event));
+    container.addEventListener("click", (event) => {
+      const sortButton = (event.target as HTMLElement).closest("button.sort");
+      if (sortButton !== null) this.toggleSort(Number((sortButton as HTMLElement).dataset.column));
+      else this.onActivate(event);
+    });
     container.addEventListener("keydown", (event) => {
-      if (event.key === "Enter") this.onActivate(event);
+      if (event.key === "Enter" && !(event.target as HTMLElement).closest("button")) {
+        this.onActivate(event);
+      }
     });
   }
 
+  /** The columns and rows as shown now (sorted, when a header was clicked): what export writes. */
+  shown(): { columns: string[]; rows: Row[] } {
+    return { columns: this.columns, rows: this.rows };
+  }
+
+  /** Marks the rows as not the answer of the statement now in the editor (it failed). */
+  setStale(stale: boolean): void {
+    this.container.classList.toggle("stale", stale);
+    if (stale) this.container.setAttribute("aria-description", "stale: the last statement failed");
+    else this.container.removeAttribute("aria-description");
+  }
+
   /**
-   * Replaces the table with these rows (columns in this order). Scrolls back to the top unless
-   * `keepScroll` (a re-run of the same statement keeps the reader's place).
+   * Replaces the table with these rows (columns in this order, repeats kept). Scrolls back to
+   * the top unless `keepScroll` (a re-run of the same statement keeps the reader's place, and
+   * its sort).
    */
   show(columns: string[], rows: Row[], keepScroll = false): void {
-    const [top, left] = keepScroll ? [this.container.scrollTop, this.container.scrollLeft] : [0, 0];
+    const sameColumns =
+      columns.length === this.columns.length &&
+      columns.every((name, index) => name === this.columns[index]);
+    if (!keepScroll || !sameColumns) {
+      this.sortColumn = -1;
+      this.sortDirection = "none";
+    }
     this.columns = columns;
-    this.rows = rows;
+    this.answerRows = rows;
+    this.rows = this.sorted();
+    this.build(keepScroll);
+  }
+
+  /** Cycles a column's sort: ascending, descending, then the answer's order again. */
+  private toggleSort(column: number): void {
+    if (column !== this.sortColumn) {
+      this.sortColumn = column;
+      this.sortDirection = "ascending";
+    } else if (this.sortDirection === "ascending") {
+      this.sortDirection = "descending";
+    } else {
+      this.sortColumn = -1;
+      this.sortDirection = "none";
+    }
+    this.rows = this.sorted();
+    this.build(true);
+    const button = this.container.querySelector<HTMLElement>(
+      `button.sort[data-column="${column}"]`,
+    );
+    button?.focus({ preventScroll: true });
+  }
+
+  /** The answer's rows in the chosen order; ties keep the answer's order (a stable sort). */
+  private sorted(): Row[] {
+    const column = this.sortColumn;
+    if (column < 0 || this.sortDirection === "none") return this.answerRows;
+    const sign = this.sortDirection === "ascending" ? 1 : -1;
+    return this.answerRows
+      .map((row, index) => ({ row, index }))
+      .sort((a, b) => sign * compareCells(a.row[column], b.row[column]) || a.index - b.index)
+      .map(({ row }) => row);
+  }
+
+  private build(keepScroll: boolean): void {
+    const { columns, rows } = this;
+    const [top, left] = keepScroll ? [this.container.scrollTop, this.container.scrollLeft] : [0, 0];
     this.rendered = [-1, -1];
     this.container.replaceChildren();
     if (columns.length === 0) {
@@ -55,7 +133,7 @@ export class ResultTable {
       this.body = null;
       const empty = document.createElement("p");
       empty.className = "empty";
-      empty.textContent = "No rows.";
+      empty.textContent = "No rows (the statement returns no columns).";
       this.container.append(empty);
       return;
     }
@@ -81,18 +159,43 @@ export class ResultTable {
     corner.className = "rownum";
     corner.textContent = "#";
     headRow.append(corner);
-    for (const column of columns) {
+    columns.forEach((column, index) => {
       const th = document.createElement("th");
       th.scope = "col";
-      th.textContent = column;
-      th.title = column;
+      th.title = `${column} (click to sort)`;
+      const sorted = index === this.sortColumn ? this.sortDirection : "none";
+      th.setAttribute("aria-sort", sorted);
+      // A button in the header: sorting works from the keyboard too.
+      const button = document.createElement("button");
+      button.type = "button";
+      button.className = "sort";
+      button.dataset.column = String(index);
+      button.textContent = column;
+      if (sorted !== "none") {
+        const mark = document.createElement("span");
+        mark.className = "sort-mark";
+        mark.setAttribute("aria-hidden", "true");
+        mark.textContent = sorted === "ascending" ? " ▲" : " ▼";
+        button.append(mark);
+      }
+      th.append(button);
       headRow.append(th);
-    }
+    });
     head.append(headRow);
     const body = document.createElement("tbody");
     table.append(colgroup, head, body);
     this.container.append(table);
     this.table = table;
+    if (rows.length === 0) {
+      // The header says what the statement would return; the note says there is nothing.
+      this.body = null;
+      table.append(body);
+      const empty = document.createElement("p");
+      empty.className = "empty";
+      empty.textContent = "No rows.";
+      this.container.append(empty);
+      return;
+    }
     this.body = body;
     this.headHeight = head.getBoundingClientRect().height;
     this.rowHeight = 0;
@@ -172,7 +275,7 @@ export class ResultTable {
     number.className = "rownum";
     number.textContent = String(index + 1);
     tr.append(number);
-    for (const column of this.columns) tr.append(cellElement(row[column]));
+    this.columns.forEach((column, at) => tr.append(cellElement(column, row[at])));
     return tr;
   }
 
@@ -185,7 +288,7 @@ export class ResultTable {
     const column = this.columns[columnIndex];
     const row = this.rows[rowIndex];
     if (column === undefined || row === undefined) return;
-    this.showValue(column, rowIndex + 1, cellText(row[column]));
+    this.showValue(column, rowIndex + 1, cellText(row[columnIndex]));
   }
 }
 
@@ -197,7 +300,7 @@ function spacer(height: number): HTMLTableRowElement {
   return tr;
 }
 
-function cellElement(value: Cell | undefined): HTMLTableCellElement {
+function cellElement(column: string, value: Cell | undefined): HTMLTableCellElement {
   const td = document.createElement("td");
   if (isNull(value)) {
     td.className = "null";
@@ -205,6 +308,14 @@ function cellElement(value: Cell | undefined): HTMLTableCellElement {
     return td;
   }
   const text = cellText(value);
+  const time = readableTime(column, value);
+  if (time !== null) {
+    // A Unix time as a date; the stored number on hover (and in copies and exports).
+    td.className = "num time";
+    td.textContent = time;
+    td.title = text;
+    return td;
+  }
   td.textContent = previewText(text);
   if (isNumeric(value)) td.classList.add("num");
   if (isCut(text)) {
@@ -218,11 +329,13 @@ function cellElement(value: Cell | undefined): HTMLTableCellElement {
 /** A width in characters per column, from the header and a sample of rows. */
 function columnWidths(columns: string[], rows: Row[]): number[] {
   const step = Math.max(1, Math.floor(rows.length / WIDTH_SAMPLE));
-  return columns.map((column) => {
-    let widest = column.length + 1;
+  return columns.map((column, at) => {
+    // The name, and room for the sort mark.
+    let widest = column.length + 3;
     for (let index = 0; index < rows.length && widest < MAX_CH; index += step) {
-      const value = (rows[index] as Row)[column];
-      widest = Math.max(widest, isNull(value) ? 4 : cellText(value).length);
+      const value = (rows[index] as Row)[at];
+      const shown = isNull(value) ? "NULL" : (readableTime(column, value) ?? cellText(value));
+      widest = Math.max(widest, shown.length);
     }
     return Math.min(MAX_CH, Math.max(MIN_CH, widest));
   });

@@ -1,4 +1,11 @@
-import { type Row, runQuery, sqlString } from "./api.js";
+import { type Cell, type QueryResult, runQuery, sqlString } from "./api.js";
+
+/** The rows of an answer as objects keyed by column name (the schema's names are distinct). */
+function records(result: QueryResult): Record<string, Cell>[] {
+  return result.rows.map((row) =>
+    Object.fromEntries(result.columns.map((name, index) => [name, row[index] ?? null])),
+  );
+}
 
 export interface TableInfo {
   name: string;
@@ -31,7 +38,7 @@ export async function loadSchema(): Promise<SchemaAnswer> {
   if (!master.ok) return { ok: false, status: master.status, message: master.message };
   const named: TableInfo[] = [];
   const pathTables: string[] = [];
-  for (const row of master.rows) {
+  for (const row of records(master)) {
     const name = String(row.name);
     if (/^_dirq_/i.test(name) || /^sqlite_/i.test(name)) continue;
     if (name === "." || name.startsWith("./")) pathTables.push(name);
@@ -44,7 +51,7 @@ export async function loadSchema(): Promise<SchemaAnswer> {
     );
     const columns = await runQuery(`${parts.join(" UNION ALL ")} ORDER BY t, cid`);
     if (columns.ok) {
-      for (const row of columns.rows as Row[]) {
+      for (const row of records(columns)) {
         const table = named[Number(row.t)];
         const name = String(row.name);
         if (table !== undefined && !HIDDEN_COLUMNS.has(name)) {

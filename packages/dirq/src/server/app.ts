@@ -25,6 +25,8 @@ export interface ServerState {
    * the statement is stopped.
    */
   query: (sql: string, arrival: number, signal: AbortSignal) => Promise<string | Uint8Array>;
+  /** The names of a statement's result columns, in order and with repeats (`"columns": true`). */
+  resultColumns: (sql: string) => Promise<string[]>;
   /** Whether a Host header names this server (a loopback name or the bound address). */
   allowsHost: (host: string | undefined) => boolean;
   events: EventHub;
@@ -83,18 +85,52 @@ function errorBody(message: string): string {
   return JSON.stringify({ error: message });
 }
 
-function sqlOf(body: string): { sql: string } | { problem: string } {
+/** What a `POST /query` body asks: the statement, and whether to name the columns apart. */
+interface QueryRequest {
+  sql: string;
+  /** `"columns": true`: answer `{"columns": [...], "rows": [...]}` (docs/http.md). */
+  withColumns: boolean;
+}
+
+function requestOf(body: string): QueryRequest | { problem: string } {
   let request: unknown;
   try {
     request = JSON.parse(body);
   } catch (error) {
     return { problem: `request body is not valid JSON: ${(error as Error).message}` };
   }
-  const sql = (request as { sql?: unknown } | null)?.sql;
-  if (typeof sql === "string" && sql.trim() !== "") return { sql };
-  const why =
-    sql === undefined ? "is missing" : typeof sql !== "string" ? "must be a string" : "is empty";
-  return { problem: `"sql" ${why}: send {"sql": "<one read-only statement>"}` };
+  const { sql, columns } = (request ?? {}) as { sql?: unknown; columns?: unknown };
+  if (typeof sql !== "string" || sql.trim() === "") {
+    const why =
+      sql === undefined ? "is missing" : typeof sql !== "string" ? "must be a string" : "is empty";
+    return { problem: `"sql" ${why}: send {"sql": "<one read-only statement>"}` };
+  }
+  if (columns !== undefined && typeof columns !== "boolean") {
+    return {
+      problem: `"columns" must be true or false (got ${JSON.stringify(columns) ?? typeof columns}): true answers {"columns": [...], "rows": [...]}`,
+    };
+  }
+  return { sql, withColumns: columns === true };
+}
+
+const COLUMNS_OPEN = Buffer.from('{"columns":');
+const ROWS_KEY = Buffer.from(',"rows":');
+const OBJECT_CLOSE = Buffer.from("}\n");
+
+/**
+ * `{"columns": [...], "rows": <the rows as they are>}`: the rows' bytes are the same as
+ * without `"columns"` (their final newline moves after the closing brace).
+ */
+function withColumnNames(columns: readonly string[], rows: string | Uint8Array): Buffer {
+  const bytes = typeof rows === "string" ? Buffer.from(rows) : rows;
+  const end = bytes[bytes.length - 1] === 0x0a ? bytes.length - 1 : bytes.length;
+  return Buffer.concat([
+    COLUMNS_OPEN,
+    Buffer.from(JSON.stringify(columns)),
+    ROWS_KEY,
+    bytes.subarray(0, end),
+    OBJECT_CLOSE,
+  ]);
 }
 
 /** `application/json`, with or without parameters (`; charset=utf-8`). */
@@ -132,7 +168,7 @@ async function handleQuery(
   await state.ready;
   const degraded = state.degraded();
   if (degraded !== null) return sendJson(response, 503, errorBody(degraded));
-  const parsed = sqlOf(body);
+  const parsed = requestOf(body);
   if ("problem" in parsed) return sendJson(response, 400, errorBody(parsed.problem));
   // It may have left while the start-up build was awaited: nobody is left to answer.
   if (request.socket.destroyed) return;
@@ -141,7 +177,12 @@ async function handleQuery(
   // socket's close, not the response's: a pipelined request's response has no socket yet.
   const gone = goneSignal(request.socket);
   try {
-    sendJson(response, 200, await state.query(parsed.sql, arrival, gone));
+    const rows = await state.query(parsed.sql, arrival, gone);
+    if (!parsed.withColumns) return sendJson(response, 200, rows);
+    // Asked after the rows, so that a failing statement answers as it does without "columns".
+    const columns = await state.resultColumns(parsed.sql);
+    if (gone.aborted) return;
+    sendJson(response, 200, withColumnNames(columns, rows));
   } catch (error) {
     if (gone.aborted) return;
     if (!isDirqError(error)) throw error;

@@ -285,6 +285,8 @@ export async function runServer(options: ServerOptions): Promise<number> {
     ready,
     degraded: () => degraded,
     query: (sql, arrival, signal) => query(sql, arrival, signal),
+    resultColumns: (sql) =>
+      live === null ? Promise.reject(new Error("not serving")) : live.index.resultColumns(sql),
     allowsHost: hostChecker(options.host),
     events,
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
