@@ -86,14 +86,34 @@ export function environmentOf(job: Record<string, unknown>): string | null {
   return null;
 }
 
+/**
+ * One line for a YAML error: where, then what. The parser's own first line reads
+ * "<what> at line L, column C:" and ends where it would show the source excerpt.
+ */
+export function describeYamlError(error: {
+  message: string;
+  linePos?: readonly { line: number; col: number }[];
+}): string {
+  const what = (error.message.split("\n")[0] ?? "")
+    .replace(/\s+at line \d+, column \d+:?\s*$/, "")
+    .replace(/[:\s]+$/, "");
+  const position = error.linePos?.[0];
+  const where = position === undefined ? "" : ` at line ${position.line}, column ${position.col}`;
+  return `invalid YAML${where}: ${what || "the parser gave no reason"}`;
+}
+
 function parseWorkflow(dir: string, file: string): Workflow {
-  const text = readFileSync(join(dir, file), "utf8");
+  let text: string;
+  try {
+    text = readFileSync(join(dir, file), "utf8");
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    throw new Error(`cannot be read (${code ?? String(error)})`);
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, merge: true, uniqueKeys: false });
-  if (doc.errors.length > 0) {
-    const first = doc.errors[0];
-    throw new Error(first ? first.message.split("\n")[0] : "invalid YAML");
-  }
+  const first = doc.errors[0];
+  if (first !== undefined) throw new Error(describeYamlError(first));
   const data = asRecord(doc.toJS({ maxAliasCount: 1000 })) ?? {};
   const jobLines = new Map<string, number>();
   const stepLines = new Map<string, number[]>();
@@ -204,7 +224,7 @@ export function scanWorkflows(root: string, repository: string | null = null): W
     } catch (error) {
       scan.errors.push({
         file,
-        message: `invalid YAML: ${error instanceof Error ? error.message : String(error)}`,
+        message: error instanceof Error ? error.message : String(error),
       });
     }
   }
