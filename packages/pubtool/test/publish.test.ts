@@ -855,3 +855,69 @@ describe("publish: pyreg first publish and registry messages", { concurrency: tr
     assert.ok(!(result.stdout + result.stderr).includes("jwt-value"));
   });
 });
+
+describe(
+  "publish and preflight --package: one package of a monorepo per job",
+  { concurrency: true },
+  () => {
+    it("publish --package publishes only the named packages, still in dependency order", async () => {
+      const { env, rustreg, pyreg, jsreg } = await registries();
+      const root = fixture();
+      const py = await runPubtool(["publish", "--package", "demo-py"], {
+        cwd: root,
+        env: { ...env, ...TOKENS },
+      });
+      assert.equal(py.code, 0, py.stdout + py.stderr);
+      assert.equal(pyreg.uploads.length, 2);
+      assert.equal(jsreg.publishes.length, 0);
+      assert.equal(rustreg.published.size, 0);
+      assert.doesNotMatch(py.stdout, /demo-lib|demo-app|pubtool-demo-core/);
+
+      const js = await runPubtool(
+        ["publish", "--package", "demo-app", "--package", "jsreg:demo-lib"],
+        { cwd: root, env: { ...env, ...TOKENS } },
+      );
+      assert.equal(js.code, 0, js.stdout + js.stderr);
+      assert.deepEqual(
+        jsreg.publishes.map((p) => p.name),
+        ["demo-lib", "demo-app"],
+      );
+      assert.equal(rustreg.published.size, 0);
+    });
+
+    it("preflight --package reports only the named package", async () => {
+      const { env } = await registries();
+      const result = await runPubtool(["preflight", "--json", "--package", "pubtool-demo-core"], {
+        cwd: fixture(),
+        env: { ...env, ...TOKENS },
+      });
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      const report = JSON.parse(result.stdout) as { packages: { name: string }[] };
+      assert.deepEqual(
+        report.packages.map((p) => p.name),
+        ["pubtool-demo-core"],
+      );
+    });
+
+    it("a --package that names no package is a usage error listing the packages", async () => {
+      const { env, jsreg } = await registries();
+      for (const command of ["publish", "preflight"]) {
+        const result = await runPubtool([command, "--package", "demo-pyy"], {
+          cwd: fixture(),
+          env: { ...env, ...TOKENS },
+        });
+        assert.equal(result.code, 2, command);
+        assert.equal(
+          result.stderr,
+          "pubtool: --package demo-pyy: no such package in pubtool.toml (it has: demo-app, demo-lib, pubtool-demo-core, demo-py)\n",
+        );
+      }
+      const empty = await runPubtool(["publish", "--package", ""], { cwd: fixture(), env });
+      assert.equal(empty.code, 2);
+      assert.match(empty.stderr, /--package needs a package name/);
+      const doctor = await runPubtool(["doctor", "--package", "demo-py"], { cwd: fixture(), env });
+      assert.equal(doctor.code, 2);
+      assert.equal(jsreg.publishes.length, 0);
+    });
+  },
+);

@@ -1,5 +1,5 @@
 import type { Writable } from "node:stream";
-import { loadConfig, requireConfig } from "../config/load-config.js";
+import { loadConfig, requireConfig, selectPackages } from "../config/load-config.js";
 import { renderReport } from "../doctor/report.js";
 import { runDoctor } from "../doctor/run-doctor.js";
 import { isPubtoolError, type PubtoolErrorCode } from "../errors.js";
@@ -50,7 +50,7 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
     case "preflight": {
       const config = requireConfig(io.cwd, command.config);
       const { runPreflight, renderPreflight } = await import("../publish/preflight.js");
-      const report = await runPreflight(config, io.env);
+      const report = await runPreflight(selectPackages(config, command.packages, io.cwd), io.env);
       io.stdout.write(
         command.json ? `${JSON.stringify(report, null, 2)}\n` : renderPreflight(report),
       );
@@ -59,7 +59,7 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
     case "publish": {
       const config = requireConfig(io.cwd, command.config);
       const { runPublish } = await import("../publish/publish.js");
-      const ok = await runPublish(config, io.env, {
+      const ok = await runPublish(selectPackages(config, command.packages, io.cwd), io.env, {
         dryRun: command.dryRun,
         out: io.stdout,
         err: io.stderr,
