@@ -87,6 +87,11 @@ before(async () => {
             { detail: "this token does not have the required permissions to perform this action" },
           ],
         });
+      case "echoes-token":
+        // A registry (or a proxy in front of it) that quotes the credential it was sent.
+        return sendJson(response, 403, {
+          errors: [{ detail: `token ${request.headers.authorization ?? ""} lacks the scope` }],
+        });
       case "bad-request":
         return sendJson(response, 400, { errors: [{ detail: "invalid crate name" }] });
       case "none-registered":
@@ -268,6 +273,21 @@ describe("doctor phase 3: what the registry's answers mean", { concurrency: true
     assert.doesNotMatch(forbidden.phase, /not an owner|missing scope/);
     assert.equal(bad.code, 1);
     assert.match(bad.phase, /refused the read \(HTTP 400\): invalid crate name$/m);
+  });
+});
+
+describe("doctor phase 3: a registry that echoes the credential", () => {
+  it("the token is masked in the registry's message, as text and as JSON", async () => {
+    const text = await doctor("echoes-token");
+    assert.equal(text.code, 1);
+    assert.match(text.phase, /refused the read \(HTTP 403\): token \*\*\* lacks the scope/);
+    assert.ok(!text.stdout.includes("doctor-token"), text.stdout);
+    const json = await runPubtool(["doctor", "--json"], {
+      cwd: repoFor("echoes-token"),
+      env: { RUSTREG_DOCTOR_TOKEN: "doctor-token", PUBTOOL_RUSTREG_URL: registry.url },
+    });
+    assert.match(json.stdout, /token \*\*\* lacks the scope/);
+    assert.ok(!json.stdout.includes("doctor-token"));
   });
 });
 

@@ -199,9 +199,12 @@ describe("doctor phase 1: finding the publishing step", { concurrency: true }, (
     const report = await doctorJson(
       repo({ ".github/workflows/bad.yml": "jobs: [\n", ".github/workflows/release.yml": GOOD }),
     );
+    const messages = check(report, "local", "workflow").messages;
+    const bad = messages.find((message) => message.includes("bad.yml")) ?? "";
+    // Where, then what; no dangling colon where the parser would show its source excerpt.
     assert.match(
-      check(report, "local", "workflow").messages.join(),
-      /trust-policy: bad\.yml: invalid YAML/,
+      bad,
+      /^trust-policy: bad\.yml: invalid YAML at line 2, column 1: Flow sequence in block collection must be sufficiently indented and end with a \]$/,
     );
   });
 });
@@ -486,5 +489,126 @@ describe("doctor: reusable workflow references", () => {
       workflow.messages.join(),
       /release\.yml: job release calls \$\/\.github\/workflows\/publish\.yml@main, but \.github\/workflows\/publish\.yml does not exist/,
     );
+  });
+});
+
+describe("doctor: which package a publishing step publishes", { concurrency: true }, () => {
+  const CONFIG = `[[package]]
+name = "core"
+kind = "jsreg"
+path = "packages/core"
+[package.trust_policy]
+workflow = "release.yml"
+environment = "release"
+
+[[package]]
+name = "cli"
+kind = "jsreg"
+path = "packages/cli"
+[package.trust_policy]
+workflow = "release.yml"
+environment = "release"
+`;
+  const job = (name: string, environment: string, steps: string, extra = "") => `  ${name}:
+    runs-on: ubuntu-latest
+    environment: ${environment}${extra}
+    steps:
+${steps}`;
+  const workflow = (jobs: string) =>
+    `on: push\npermissions:\n  id-token: write\n  contents: write\njobs:\n${jobs}`;
+
+  it("working-directory, defaults.run and cd find the nearest pubtool.toml, as pubtool does", async () => {
+    const report = await doctorJson(
+      repo({
+        "pubtool.toml": CONFIG,
+        "packages/cli/pubtool.toml": '[[package]]\nname = "cli"\nkind = "jsreg"\n',
+        ".github/workflows/release.yml": workflow(
+          job(
+            "root",
+            "release",
+            "      - run: npx pubtool publish --package core\n        working-directory: packages\n",
+          ) +
+            job(
+              "sub",
+              "staging",
+              "      - run: npx pubtool publish\n",
+              "\n    defaults:\n      run:\n        working-directory: packages/cli",
+            ) +
+            job(
+              "cd",
+              "other",
+              "      - run: |\n          cd packages/cli/src\n          npx pubtool publish\n",
+            ),
+        ),
+      }),
+    );
+    const environment = check(report, "declared", "environment");
+    // Only the root job reads the root config; the other two read packages/cli/pubtool.toml.
+    assert.equal(environment.status, "pass", environment.messages.join("\n"));
+    assert.match(environment.messages.join("\n"), /job root uses environment release as declared/);
+    assert.doesNotMatch(environment.messages.join("\n"), /staging|other/);
+    const workflowFile = check(report, "declared", "workflow-file");
+    assert.equal(workflowFile.status, "fail");
+    assert.match(
+      workflowFile.messages.join("\n"),
+      /package cli \(jsreg\) declares it, but no job in it publishes package cli \(release\.yml: job root: it publishes only --package core; release\.yml: job sub: it reads packages\/cli\/pubtool\.toml; release\.yml: job cd: it reads packages\/cli\/pubtool\.toml\)/,
+    );
+    const found = check(report, "local", "workflow").messages.join("\n");
+    assert.match(
+      found,
+      /job sub runs `pubtool publish` .*publishes every package of packages\/cli\/pubtool\.toml/,
+    );
+  });
+
+  it("the pubtool action's args and a --config relative to the step's folder are read", async () => {
+    const report = await doctorJson(
+      repo({
+        "pubtool.toml": CONFIG,
+        "tools/pubtool.toml": CONFIG,
+        ".github/workflows/release.yml": workflow(
+          job(
+            "core",
+            "release",
+            "      - uses: acme/pubtool@v1\n        with:\n          command: publish\n          args: --package=core\n",
+          ) +
+            job(
+              "cli",
+              "release",
+              "      - run: npx pubtool -c ../pubtool.toml publish --package cli\n        working-directory: tools\n",
+            ),
+        ),
+      }),
+    );
+    const workflowFile = check(report, "declared", "workflow-file");
+    assert.equal(workflowFile.status, "pass", workflowFile.messages.join("\n"));
+    assert.match(workflowFile.messages.join("\n"), /job core publishes package core as declared/);
+    assert.match(workflowFile.messages.join("\n"), /job cli publishes package cli as declared/);
+    assert.doesNotMatch(workflowFile.messages.join("\n"), /job core publishes package cli/);
+  });
+
+  it("a --package or folder from an expression is named as unknown, not guessed", async () => {
+    const report = await doctorJson(
+      repo({
+        "pubtool.toml": CONFIG,
+        ".github/workflows/release.yml": workflow(
+          job(
+            "publish",
+            "release",
+            "      - run: npx pubtool publish --package ${{ inputs.package }}\n",
+          ),
+        ),
+      }),
+    );
+    const workflowFile = check(report, "declared", "workflow-file");
+    assert.equal(workflowFile.status, "neutral", workflowFile.messages.join("\n"));
+    assert.match(
+      workflowFile.messages.join("\n"),
+      /release\.yml: job publish: cannot tell locally whether it publishes package core \(its --package is \$\{\{ inputs\.package \}\}\); not judged/,
+    );
+    assert.match(
+      check(report, "local", "workflow").messages.join("\n"),
+      /what it publishes cannot be known locally: its --package is \$\{\{ inputs\.package \}\}/,
+    );
+    assert.equal(check(report, "declared", "environment").status, "neutral");
   });
 });

@@ -15,7 +15,10 @@ const FIXTURES = fileURLToPath(new URL("../../test/fixtures/", import.meta.url))
 
 interface ExpectedRun {
   name: string;
-  env?: Record<string, string>;
+  /** Added to the environment; `null` removes a variable. */
+  env?: Record<string, string | null>;
+  /** Further doctor arguments (`["-c", "pubtool.testpypi.toml"]`). */
+  args?: string[];
   /** `cd` into this subfolder before running doctor. */
   cwd?: string;
   ok: boolean;
@@ -56,9 +59,11 @@ describe("doctor on the fixtures corpus", { concurrency: 4 }, () => {
         const root = mkdtempSync(join(tmpdir(), `pubtool-fixture-${name}-`));
         trees.push(root);
         cpSync(join(FIXTURES, name), root, { recursive: true });
-        const result = await runPubtool(["doctor", "--json"], {
+        const env: Record<string, string | undefined> = { GITHUB_REPOSITORY: "acme/widget" };
+        for (const [key, value] of Object.entries(run.env ?? {})) env[key] = value ?? undefined;
+        const result = await runPubtool(["doctor", "--json", ...(run.args ?? [])], {
           cwd: join(root, run.cwd ?? "."),
-          env: { GITHUB_REPOSITORY: "acme/widget", ...run.env },
+          env,
         });
         assert.equal(result.stderr, "");
         const report = JSON.parse(result.stdout) as JsonReport;

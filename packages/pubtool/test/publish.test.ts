@@ -6,7 +6,7 @@ import { strToU8, zipSync } from "fflate";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { startJsreg, startPyreg, startRustreg } from "./fake-registries.js";
-import { makeTree, removeTree, runPubtool } from "./helpers.js";
+import { makeTree, removeTree, runPubtool, sendJson, startServer } from "./helpers.js";
 
 const trees: string[] = [];
 const closers: (() => Promise<void>)[] = [];
@@ -183,7 +183,7 @@ describe("preflight", { concurrency: true }, () => {
     );
     assert.match(
       byName["pubtool-demo-core"]?.checks.find((c) => c.label === "auth")?.message ?? "",
-      /RUST_REGISTRY_TOKEN is not set/,
+      /neither RUST_REGISTRY_TOKEN nor CARGO_REGISTRY_TOKEN is set/,
     );
     assert.match(
       byName.ghost?.checks[0]?.message ?? "",
@@ -205,7 +205,7 @@ describe("preflight", { concurrency: true }, () => {
     assert.match(result.stdout, /✓ auth: OIDC trusted publishing/);
     assert.match(
       result.stdout,
-      /✗ auth: RUST_REGISTRY_TOKEN is not set: run the registry's authentication action/,
+      /✗ auth: neither RUST_REGISTRY_TOKEN nor CARGO_REGISTRY_TOKEN is set: run the registry's authentication action/,
     );
   });
 });
@@ -264,7 +264,8 @@ describe("publish", { concurrency: true }, () => {
   });
 
   it("pyreg: the OIDC-minted token wins over PYREG_API_TOKEN", async () => {
-    const { env, pyreg } = await registries();
+    // An existing project (a first publish uses the token; see below).
+    const { env, pyreg } = await registries({ py: { "demo-py": ["1.0.0"] } });
     const root = fixture('[[package]]\nname = "demo-py"\nkind = "pyreg"\npath = "py"\n');
     const result = await runPubtool(["publish"], {
       cwd: root,
@@ -643,7 +644,8 @@ describe("publish: pyreg metadata from the built distributions", { concurrency: 
     assert.equal(result.code, 0, result.stderr);
     assert.equal(pyreg.uploads.length, 2);
     for (const upload of pyreg.uploads) {
-      const fields = upload.fields.map(([k, v]) => [k, v.replace(/\r\n/g, "\n")]);
+      // Byte for byte: no line ending is rewritten to CRLF on the way.
+      const fields = upload.fields;
       const all = (name: string) => fields.filter(([k]) => k === name).map(([, v]) => v);
       assert.deepEqual(all("metadata_version"), ["2.1"], upload.file);
       assert.deepEqual(all("summary"), ["A demo package"]);
@@ -686,3 +688,236 @@ describe("publish: pyreg metadata from the built distributions", { concurrency: 
     assert.equal(pyreg.uploads.length, 0);
   });
 });
+
+describe(
+  "publish: rustreg token variables (real cargo, loopback registry)",
+  { concurrency: true },
+  () => {
+    const RUST =
+      '[[package]]\nname = "pubtool-demo-core"\nkind = "rustreg"\npath = "crates/core"\n';
+
+    it("CARGO_REGISTRY_TOKEN, as the registry's auth action README wires it, is accepted", async () => {
+      const { env, rustreg } = await registries({ rust: { "pubtool-demo-core": ["0.0.1"] } });
+      const root = fixture(RUST);
+      const cargoToken = "cio_cargo_variable_token_0123456789";
+      const preflight = await runPubtool(["preflight"], {
+        cwd: root,
+        env: { ...env, CARGO_REGISTRY_TOKEN: cargoToken },
+      });
+      assert.equal(preflight.code, 0, preflight.stdout + preflight.stderr);
+      assert.match(
+        preflight.stdout,
+        /✓ auth: CARGO_REGISTRY_TOKEN \(set by the registry's auth action/,
+      );
+      const result = await runPubtool(["publish"], {
+        cwd: root,
+        env: { ...env, CARGO_REGISTRY_TOKEN: cargoToken },
+      });
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      assert.equal(rustreg.published.get("pubtool-demo-core")?.[0]?.authorization, cargoToken);
+      assert.ok(!(result.stdout + result.stderr).includes(cargoToken));
+    });
+
+    it("with both set, RUST_REGISTRY_TOKEN wins and the other is named as ignored", async () => {
+      const { env, rustreg } = await registries({ rust: { "pubtool-demo-core": ["0.0.1"] } });
+      const result = await runPubtool(["publish"], {
+        cwd: fixture(RUST),
+        env: { ...env, RUST_REGISTRY_TOKEN: "rust-token-value", CARGO_REGISTRY_TOKEN: "cio_other" },
+      });
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      assert.match(
+        result.stdout,
+        /with RUST_REGISTRY_TOKEN .*; CARGO_REGISTRY_TOKEN is also set and ignored/,
+      );
+      assert.equal(
+        rustreg.published.get("pubtool-demo-core")?.[0]?.authorization,
+        "rust-token-value",
+      );
+    });
+
+    it("with neither, publish names both variables and the auth action", async () => {
+      const { env } = await registries({ rust: { "pubtool-demo-core": ["0.0.1"] } });
+      const result = await runPubtool(["publish"], {
+        cwd: fixture(RUST),
+        env: {
+          ...env,
+          ACTIONS_ID_TOKEN_REQUEST_URL: "http://127.0.0.1:9/token",
+          ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+        },
+      });
+      assert.equal(result.code, 1);
+      assert.match(
+        result.stderr,
+        /neither RUST_REGISTRY_TOKEN nor CARGO_REGISTRY_TOKEN is set: run the registry's authentication action \(v1\) before pubtool publish and pass its token output as RUST_REGISTRY_TOKEN/,
+      );
+    });
+  },
+);
+
+describe("publish: pyreg first publish and registry messages", { concurrency: true }, () => {
+  const PY = '[[package]]\nname = "demo-py"\nkind = "pyreg"\npath = "py"\n';
+  const OIDC_GOOD = (url: string) => ({
+    ACTIONS_ID_TOKEN_REQUEST_URL: `${url}/actions-oidc?scenario=good`,
+    ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+  });
+
+  it("a new project under OIDC with PYREG_API_TOKEN set: the token publishes the first version", async () => {
+    const { env, pyreg } = await registries();
+    const root = fixture(PY);
+    const runEnv = { ...env, ...OIDC_GOOD(pyreg.url), PYREG_API_TOKEN: TOKENS.PYREG_API_TOKEN };
+    const preflight = await runPubtool(["preflight"], { cwd: root, env: runEnv });
+    assert.equal(preflight.code, 0, preflight.stdout);
+    assert.match(
+      preflight.stdout,
+      /- first publish: the project is not on pyreg yet, so this first version is published with PYREG_API_TOKEN/,
+    );
+    assert.match(preflight.stdout, /✓ auth: PYREG_API_TOKEN \(fallback token, first publish\)/);
+    const result = await runPubtool(["publish"], { cwd: root, env: runEnv });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    const basic = `Basic ${Buffer.from(`__token__:${TOKENS.PYREG_API_TOKEN}`).toString("base64")}`;
+    assert.equal(pyreg.uploads.length, 2);
+    assert.ok(pyreg.uploads.every((u) => u.authorization === basic));
+    assert.ok(!pyreg.requests.some((r) => r.url.startsWith("/_/oidc/mint-token")));
+    assertNoSecrets(result.stdout + result.stderr);
+  });
+
+  it("a new project under OIDC without a token: OIDC is tried (a pending publisher may exist)", async () => {
+    const { env, pyreg } = await registries();
+    const result = await runPubtool(["publish"], {
+      cwd: fixture(PY),
+      env: { ...env, ...OIDC_GOOD(pyreg.url) },
+    });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /OIDC works only if a pending publisher was registered/);
+    const basic = `Basic ${Buffer.from("__token__:pypi-minted-token").toString("base64")}`;
+    assert.ok(pyreg.uploads.every((u) => u.authorization === basic));
+  });
+
+  it("an upload error that echoes the credential is printed masked", async () => {
+    const { env } = await registries({ py: { "demo-py": ["1.0.0"] } });
+    // PyPI-style 403 text, quoting back the token and the Basic credentials it was sent.
+    const upload = await startServer((request, response) => {
+      const basic = (request.headers.authorization ?? "").replace(/^Basic /, "");
+      const token = Buffer.from(basic, "base64")
+        .toString("utf8")
+        .replace(/^__token__:/, "");
+      response.writeHead(403, { "content-type": "text/plain" });
+      response.end(
+        `403 Invalid or non-existent authentication information. Token ${token} (basic ${basic}) is not valid for project demo-py.`,
+      );
+    });
+    closers.push(upload.close);
+    const result = await runPubtool(["publish"], {
+      cwd: fixture(PY),
+      env: {
+        ...env,
+        PUBTOOL_PYREG_UPLOAD_URL: `${upload.url}/legacy/`,
+        PYREG_API_TOKEN: TOKENS.PYREG_API_TOKEN,
+      },
+    });
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      /failed \(HTTP 403\): 403 Invalid or non-existent authentication information\. Token \*\*\* \(basic \*\*\*\) is not valid/,
+    );
+    const basic = Buffer.from(`__token__:${TOKENS.PYREG_API_TOKEN}`).toString("base64");
+    assert.ok(!(result.stdout + result.stderr).includes(basic));
+    assertNoSecrets(result.stdout + result.stderr);
+  });
+
+  it("a refused mint-token exchange that echoes the OIDC token is printed masked", async () => {
+    const { env } = await registries();
+    const pyreg = await startServer((request, response, base) => {
+      const url = new URL(request.url, base);
+      if (url.pathname === "/pypi/demo-py/json") return sendJson(response, 200, { info: {} });
+      if (url.pathname.startsWith("/pypi/")) return sendJson(response, 404, {});
+      if (url.pathname === "/_/oidc/audience") return sendJson(response, 200, { audience: "a" });
+      if (url.pathname === "/actions-oidc")
+        return sendJson(response, 200, { value: "eyJ.jwt-value.sig" });
+      const { token } = JSON.parse(request.body.toString("utf8")) as { token: string };
+      return sendJson(response, 422, {
+        message: "Token request failed",
+        errors: [{ code: "invalid-publisher", description: `no publisher for ${token}` }],
+      });
+    });
+    closers.push(pyreg.close);
+    const result = await runPubtool(["publish"], {
+      cwd: fixture(PY),
+      env: {
+        ...env,
+        PUBTOOL_PYREG_URL: pyreg.url,
+        ACTIONS_ID_TOKEN_REQUEST_URL: `${pyreg.url}/actions-oidc`,
+        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+      },
+    });
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /refused to mint a token \(HTTP 422\): no publisher for \*\*\*/);
+    assert.ok(!(result.stdout + result.stderr).includes("jwt-value"));
+  });
+});
+
+describe(
+  "publish and preflight --package: one package of a monorepo per job",
+  { concurrency: true },
+  () => {
+    it("publish --package publishes only the named packages, still in dependency order", async () => {
+      const { env, rustreg, pyreg, jsreg } = await registries();
+      const root = fixture();
+      const py = await runPubtool(["publish", "--package", "demo-py"], {
+        cwd: root,
+        env: { ...env, ...TOKENS },
+      });
+      assert.equal(py.code, 0, py.stdout + py.stderr);
+      assert.equal(pyreg.uploads.length, 2);
+      assert.equal(jsreg.publishes.length, 0);
+      assert.equal(rustreg.published.size, 0);
+      assert.doesNotMatch(py.stdout, /demo-lib|demo-app|pubtool-demo-core/);
+
+      const js = await runPubtool(
+        ["publish", "--package", "demo-app", "--package", "jsreg:demo-lib"],
+        { cwd: root, env: { ...env, ...TOKENS } },
+      );
+      assert.equal(js.code, 0, js.stdout + js.stderr);
+      assert.deepEqual(
+        jsreg.publishes.map((p) => p.name),
+        ["demo-lib", "demo-app"],
+      );
+      assert.equal(rustreg.published.size, 0);
+    });
+
+    it("preflight --package reports only the named package", async () => {
+      const { env } = await registries();
+      const result = await runPubtool(["preflight", "--json", "--package", "pubtool-demo-core"], {
+        cwd: fixture(),
+        env: { ...env, ...TOKENS },
+      });
+      assert.equal(result.code, 0, result.stdout + result.stderr);
+      const report = JSON.parse(result.stdout) as { packages: { name: string }[] };
+      assert.deepEqual(
+        report.packages.map((p) => p.name),
+        ["pubtool-demo-core"],
+      );
+    });
+
+    it("a --package that names no package is a usage error listing the packages", async () => {
+      const { env, jsreg } = await registries();
+      for (const command of ["publish", "preflight"]) {
+        const result = await runPubtool([command, "--package", "demo-pyy"], {
+          cwd: fixture(),
+          env: { ...env, ...TOKENS },
+        });
+        assert.equal(result.code, 2, command);
+        assert.equal(
+          result.stderr,
+          "pubtool: --package demo-pyy: no such package in pubtool.toml (it has: demo-app, demo-lib, pubtool-demo-core, demo-py)\n",
+        );
+      }
+      const empty = await runPubtool(["publish", "--package", ""], { cwd: fixture(), env });
+      assert.equal(empty.code, 2);
+      assert.match(empty.stderr, /--package needs a package name/);
+      const doctor = await runPubtool(["doctor", "--package", "demo-py"], { cwd: fixture(), env });
+      assert.equal(doctor.code, 2);
+      assert.equal(jsreg.publishes.length, 0);
+    });
+  },
+);

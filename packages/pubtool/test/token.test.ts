@@ -284,3 +284,109 @@ describe("token list: binding, remotes, inventory", { concurrency: true }, () =>
     assert.ok(!/value/.test(result.stdout.replace(/DETAILS/, "")), result.stdout);
   });
 });
+
+describe(
+  "token list --secrets: where the login goes, and why the host refused",
+  {
+    concurrency: true,
+  },
+  () => {
+    it("a next-page link to another host is not followed and the login is not sent there", async () => {
+      const elsewhere = await startServer((_request, response) =>
+        sendJson(response, 200, page(["STOLEN_TOKEN"])),
+      );
+      const github = await startServer((request, response, base) => {
+        const url = new URL(request.url, base);
+        if (url.pathname === "/repos/acme/demo/actions/secrets") {
+          // Same host name, another port: a different origin.
+          return sendJson(response, 200, page(["CARGO_REGISTRY_TOKEN"]), {
+            link: `<${elsewhere.url}/repos/acme/demo/actions/secrets?page=2>; rel="next"`,
+          });
+        }
+        return sendJson(response, 404, { message: "Not Found" });
+      });
+      try {
+        const result = await runPubtool(["token", "list", "--secrets"], {
+          cwd: home(true, "gho_good", github.url),
+          env: { GITHUB_REPOSITORY: "acme/demo", PUBTOOL_GITHUB_API_URL: github.url },
+        });
+        assert.equal(result.code, 1);
+        assert.equal(elsewhere.requests.length, 0, "the other host was asked");
+        assert.match(
+          result.stderr,
+          new RegExp(
+            `next-page link points to ${elsewhere.url.replaceAll(".", "\\.")}, not to the configured API base ${github.url.replaceAll(".", "\\.")}; stopped there without sending the stored login`,
+          ),
+        );
+        assert.ok(!result.stderr.includes("/repos/acme/demo/actions/secrets?page=2"));
+        assert.ok(!(result.stdout + result.stderr).includes("gho_good"));
+      } finally {
+        await Promise.all([elsewhere.close(), github.close()]);
+      }
+    });
+
+    it("a next-page link on the API base, also an API base with a path, is followed", async () => {
+      const github = await startServer((request, response, base) => {
+        const url = new URL(request.url, base);
+        if (url.pathname === "/api/v3/repos/acme/demo/actions/secrets") {
+          if (url.searchParams.get("page") === "2")
+            return sendJson(response, 200, page(["NPM_TOKEN"]));
+          return sendJson(response, 200, page(["CARGO_REGISTRY_TOKEN"]), {
+            link: `<${base}/api/v3/repos/acme/demo/actions/secrets?page=2>; rel="next"`,
+          });
+        }
+        if (url.pathname === "/api/v3/repos/acme/demo/environments")
+          return sendJson(response, 200, { environments: [] });
+        return sendJson(response, 404, { message: "Not Found" });
+      });
+      try {
+        const api = `${github.url}/api/v3`;
+        const result = await runPubtool(["token", "list", "--secrets"], {
+          cwd: home(true, "gho_good", api),
+          env: { GITHUB_REPOSITORY: "acme/demo", PUBTOOL_GITHUB_API_URL: api },
+        });
+        assert.equal(result.code, 0, result.stderr);
+        assert.match(result.stdout, /repo-secret +NPM_TOKEN/);
+      } finally {
+        await github.close();
+      }
+    });
+
+    it("a 403 says whether it is the rate limit or a missing permission, in GitHub's words", async () => {
+      const github = await startServer((request, response) => {
+        if (request.url.startsWith("/repos/acme/limited/")) {
+          return sendJson(
+            response,
+            403,
+            { message: "API rate limit exceeded for user ID 1." },
+            { "x-ratelimit-remaining": "0", "x-ratelimit-reset": "1893456000" },
+          );
+        }
+        return sendJson(response, 403, { message: "Resource not accessible by integration" });
+      });
+      try {
+        const limited = await runPubtool(["token", "list", "--secrets"], {
+          cwd: home(true, "gho_good", github.url),
+          env: { GITHUB_REPOSITORY: "acme/limited", PUBTOOL_GITHUB_API_URL: github.url },
+        });
+        assert.equal(limited.code, 1);
+        assert.match(
+          limited.stderr,
+          /rate limit is exhausted \(HTTP 403: API rate limit exceeded for user ID 1\.\); the limit resets at 2030-01-01T00:00:00\.000Z/,
+        );
+        const denied = await runPubtool(["token", "list", "--secrets"], {
+          cwd: home(true, "gho_good", github.url),
+          env: { GITHUB_REPOSITORY: "acme/demo", PUBTOOL_GITHUB_API_URL: github.url },
+        });
+        assert.equal(denied.code, 1);
+        assert.match(
+          denied.stderr,
+          /refused access \(HTTP 403: Resource not accessible by integration\); the stored login needs read access/,
+        );
+        assert.doesNotMatch(denied.stderr, /rate limit/);
+      } finally {
+        await github.close();
+      }
+    });
+  },
+);

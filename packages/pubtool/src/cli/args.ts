@@ -6,8 +6,8 @@ export type Command =
   | { name: "help" }
   | { name: "version" }
   | { name: "doctor"; json: boolean; config?: string }
-  | { name: "preflight"; json: boolean; config?: string }
-  | { name: "publish"; dryRun: boolean; config?: string }
+  | { name: "preflight"; json: boolean; config?: string; packages: string[] }
+  | { name: "publish"; dryRun: boolean; config?: string; packages: string[] }
   | { name: "token-list"; secrets: boolean; config?: string }
   | { name: "auth-login"; clientId?: string }
   | { name: "auth-logout" }
@@ -17,8 +17,11 @@ export const HELP_TEXT = `usage: pubtool <command> [options]
 
 commands:
   doctor [-c <file>] [--json]        check the trust policy: workflows, declarations, rustreg
-  preflight [-c <file>] [--json]     check every package can be published, without side effects
-  publish [-c <file>] [--dry-run]    publish every package in dependency order
+  preflight [-c <file>] [--package <name>]... [--json]
+                                     check every package can be published, without side effects
+  publish [-c <file>] [--package <name>]... [--dry-run]
+                                     publish every package (or only the named ones) in
+                                     dependency order
   token list [-c <file>] [--secrets] list registry credentials (names only, never values)
   auth login [--client-id <id>]      sign in to the workflow host (OAuth device flow)
   auth logout                        forget the stored login
@@ -28,6 +31,8 @@ options:
   -c, --config <file>  config file (default: the nearest pubtool.toml from the working
                        directory up to the repository root); token list looks for the
                        repository's origin remote in its folder
+  --package <name>     preflight and publish: only this package of the config (repeatable;
+                       <kind>:<name> when two kinds share a name)
   -h, --help           show this help
   -V, --version        show the version
 
@@ -36,6 +41,13 @@ exit codes: 0 ok, 1 a check or step failed, 2 usage or config error
 
 function usage(message: string): PubtoolError {
   return new PubtoolError("USAGE", `${message}. Run pubtool --help for usage.`);
+}
+
+/** The `--package` values, each checked to be a name (an empty one is a usage error). */
+function packageNames(values: readonly string[] | undefined): string[] {
+  const names = (values ?? []).map((value) => value.trim());
+  if (names.some((name) => name === "")) throw usage("--package needs a package name");
+  return names;
 }
 
 /** Parses `argv` (without node and the script). */
@@ -54,6 +66,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
         "dry-run": { type: "boolean" },
         config: { type: "string", short: "c" },
         "client-id": { type: "string" },
+        package: { type: "string", multiple: true },
       },
     });
   } catch (error) {
@@ -76,14 +89,27 @@ export function parseCommandLine(argv: readonly string[]): Command {
     case undefined:
       return { name: "help" };
     case "doctor":
-    case "preflight":
       allow(first, ["json", "config"]);
       noMore(first, [second, ...rest]);
       return { name: first, json: values.json === true, config: values.config };
-    case "publish":
-      allow(first, ["dry-run", "config"]);
+    case "preflight":
+      allow(first, ["json", "config", "package"]);
       noMore(first, [second, ...rest]);
-      return { name: "publish", dryRun: values["dry-run"] === true, config: values.config };
+      return {
+        name: first,
+        json: values.json === true,
+        config: values.config,
+        packages: packageNames(values.package),
+      };
+    case "publish":
+      allow(first, ["dry-run", "config", "package"]);
+      noMore(first, [second, ...rest]);
+      return {
+        name: "publish",
+        dryRun: values["dry-run"] === true,
+        config: values.config,
+        packages: packageNames(values.package),
+      };
     case "token":
       if (second !== "list") throw usage(`unknown command: token ${second ?? ""}`.trim());
       allow("token list", ["secrets", "config"]);

@@ -1,9 +1,10 @@
 import type { Writable } from "node:stream";
-import { loadConfig, requireConfig } from "../config/load-config.js";
+import { loadConfig, requireConfig, selectPackages } from "../config/load-config.js";
 import { renderReport } from "../doctor/report.js";
 import { runDoctor } from "../doctor/run-doctor.js";
 import { isPubtoolError, type PubtoolErrorCode } from "../errors.js";
 import { findRepositoryRoot } from "../repository.js";
+import { knownSecrets, MaskingWriter } from "../publish/secret-mask.js";
 import { readVersion } from "../version.js";
 import { type Command, HELP_TEXT, parseCommandLine } from "./args.js";
 
@@ -49,7 +50,7 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
     case "preflight": {
       const config = requireConfig(io.cwd, command.config);
       const { runPreflight, renderPreflight } = await import("../publish/preflight.js");
-      const report = await runPreflight(config, io.env);
+      const report = await runPreflight(selectPackages(config, command.packages, io.cwd), io.env);
       io.stdout.write(
         command.json ? `${JSON.stringify(report, null, 2)}\n` : renderPreflight(report),
       );
@@ -58,7 +59,7 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
     case "publish": {
       const config = requireConfig(io.cwd, command.config);
       const { runPublish } = await import("../publish/publish.js");
-      const ok = await runPublish(config, io.env, {
+      const ok = await runPublish(selectPackages(config, command.packages, io.cwd), io.env, {
         dryRun: command.dryRun,
         out: io.stdout,
         err: io.stderr,
@@ -94,7 +95,22 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
 }
 
 /** Runs the CLI; the only place that prints diagnostics and decides the exit status. */
-export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+export async function run(argv: readonly string[], given: CliIo): Promise<number> {
+  // Every message (a registry's error text, a subprocess's output) passes a masker of every
+  // credential in the environment, so a server that echoes a token cannot get it printed.
+  const secrets = knownSecrets(given.env);
+  const stdout = new MaskingWriter(given.stdout, secrets);
+  const stderr = new MaskingWriter(given.stderr, secrets);
+  const io: CliIo = { ...given, stdout, stderr };
+  try {
+    return await runMasked(argv, io);
+  } finally {
+    stdout.flush();
+    stderr.flush();
+  }
+}
+
+async function runMasked(argv: readonly string[], io: CliIo): Promise<number> {
   try {
     return await dispatch(parseCommandLine(argv), io);
   } catch (error) {

@@ -94,6 +94,37 @@ export function loadConfig(cwd: string, path?: string): Config | null {
   return null;
 }
 
+/** True when `selector` (`name` or `kind:name`) names `entry`. */
+export function selects(selector: string, entry: PackageEntry): boolean {
+  return selector === entry.name || selector === `${entry.kind}:${entry.name}`;
+}
+
+/**
+ * The config restricted to the packages `selectors` name (`--package`), in the config's order;
+ * all of them when `selectors` is empty. A selector that names no package is a usage error that
+ * lists the packages there are, so a typo never publishes nothing and succeeds.
+ */
+export function selectPackages(config: Config, selectors: readonly string[], cwd: string): Config {
+  if (selectors.length === 0) return config;
+  const unknown = selectors.filter(
+    (selector) => !config.packages.some((entry) => selects(selector, entry)),
+  );
+  if (unknown.length > 0) {
+    const shown = relative(cwd, config.file) || CONFIG_FILE;
+    const known = config.packages.map((entry) => entry.name).join(", ") || "none";
+    throw new PubtoolError(
+      "USAGE",
+      `--package ${unknown.join(", ")}: no such package in ${shown} (it has: ${known})`,
+    );
+  }
+  return {
+    ...config,
+    packages: config.packages.filter((entry) =>
+      selectors.some((selector) => selects(selector, entry)),
+    ),
+  };
+}
+
 /** Like `loadConfig`, but a missing config is an error naming what to create. */
 export function requireConfig(cwd: string, path?: string): Config {
   const config = loadConfig(cwd, path);

@@ -8,6 +8,7 @@ import {
   WORKFLOWS_DIR,
   type WorkflowScan,
 } from "../workflows/scan-workflows.js";
+import { judgedRegistries, type Publishes, publishesPackage } from "../workflows/step-target.js";
 import { type Check, type Phase, phaseStatus, type Status } from "./report.js";
 
 type Declared = PackageEntry & { trust_policy: TrustPolicy };
@@ -29,6 +30,7 @@ export function declaredPhase(
   packages: readonly PackageEntry[],
   scan: WorkflowScan,
   env: NodeJS.ProcessEnv,
+  configFile = "pubtool.toml",
 ): Phase {
   const declared = declaredPackages(packages);
   const heading = "trust policy (declared)";
@@ -76,12 +78,32 @@ export function declaredPhase(
       : null;
   const runningJobs = running === null ? [] : scan.jobs.filter((job) => job.entryFile === running);
 
+  const judged = judgedRegistries(
+    scan.jobs.flatMap((job) => job.targets),
+    env,
+  );
   for (const entry of declared) {
     const policy = entry.trust_policy;
     const file = policy.workflow;
     const matchesFile = (job: PublishingJob) => matchedFile(entry.kind, job) === file;
-    const jobs = scan.jobs.filter(matchesFile);
+    // Each package is judged only against the steps that publish it (their --config,
+    // --package, working directory and registry variables say which); a step whose target
+    // needs an expression is named, not guessed.
+    const answers = new Map(
+      scan.jobs.map((job) => [job, publishesAny(job, entry, configFile, judged)]),
+    );
+    const own = scan.jobs.filter((job) => answers.get(job)?.answer === "yes");
+    const unknown = scan.jobs.filter((job) => answers.get(job)?.answer === "unknown");
+    const touches = (job: PublishingJob) => job.entryFile === file || job.file === file;
+    const jobs = own.filter(matchesFile);
+    const elsewhere = own.filter((job) => !matchesFile(job) && touches(job));
     const where = `trust-policy: ${file}: package ${entry.name} (${entry.kind})`;
+    const why = (job: PublishingJob) => {
+      const answer = answers.get(job);
+      return answer !== undefined && answer.answer !== "yes" ? answer.why : "";
+    };
+    const cannotTell = (job: PublishingJob) =>
+      `trust-policy: ${describeJob(job)}: cannot tell locally whether it publishes package ${entry.name} (${why(job)}); not judged`;
     if (!existsSync(join(root, WORKFLOWS_DIR, file))) {
       const other = file.endsWith(".yml")
         ? `${file.slice(0, -4)}.yaml`
@@ -94,7 +116,14 @@ export function declaredPhase(
       );
     } else if (jobs.length === 0) {
       // The file publishes, but the registry matches the other end of a reusable-workflow call.
-      const other = scan.jobs.filter((job) => otherFile(entry.kind, job) === file);
+      const other = own.filter((job) => otherFile(entry.kind, job) === file);
+      const external = scan.external.filter(
+        (call) => call.entryFile === file || call.file === file,
+      );
+      const unknownHere = unknown.filter(touches);
+      const othersHere = scan.jobs.filter(
+        (job) => touches(job) && answers.get(job)?.answer === "no",
+      );
       const right = [...new Set(other.map((job) => matchedFile(entry.kind, job)))];
       if (other.length > 0 && entry.kind === "pyreg") {
         note(
@@ -108,6 +137,23 @@ export function declaredPhase(
           "fail",
           `${where} declares it, but it only publishes when called from ${right.join(", ")}; ${entry.kind} matches the top-level (calling) workflow: declare ${right.join(" or ")}`,
         );
+      } else if (unknownHere.length > 0) {
+        for (const job of unknownHere) note(workflow, "neutral", cannotTell(job));
+      } else if (external.length > 0) {
+        for (const call of external) {
+          note(
+            workflow,
+            "neutral",
+            `${where}: ${call.file}: job ${call.job} calls ${call.uses}, a reusable workflow in another repository; whether it publishes package ${entry.name} cannot be judged locally (check that repository's workflow and the registration)`,
+          );
+        }
+      } else if (othersHere.length > 0) {
+        const detail = othersHere.map((job) => `${describeJob(job)}: ${why(job)}`).join("; ");
+        note(
+          workflow,
+          "fail",
+          `${where} declares it, but no job in it publishes package ${entry.name} (${detail})`,
+        );
       } else {
         note(workflow, "fail", `${where} declares it, but no job in it publishes`);
       }
@@ -119,6 +165,19 @@ export function declaredPhase(
           `trust-policy: ${describeJob(job)} publishes package ${entry.name} as declared`,
         );
       }
+    }
+    // A second workflow that publishes the same package through the declared file (nightly.yml
+    // calling publish.yml): the registry matches the caller there and rejects the token.
+    if (jobs.length > 0) {
+      for (const job of elsewhere) {
+        const actual = matchedFile(entry.kind, job);
+        note(
+          workflow,
+          "fail",
+          `trust-policy: ${describeJob(job)} also publishes package ${entry.name}, but ${entry.kind} matches ${actual} there, not the declared ${file}: the registry will reject that run's OIDC token. Register ${actual} as a further trusted publisher for ${entry.name}, or publish it only through ${file}`,
+        );
+      }
+      for (const job of unknown.filter(touches)) note(workflow, "neutral", cannotTell(job));
     }
 
     if (policy.environment === undefined) {
@@ -172,7 +231,16 @@ export function declaredPhase(
         "neutral",
         `${where}: this run is ${running} (GITHUB_WORKFLOW_REF), which does not publish; not compared`,
       );
-    } else if (runningJobs.some(matchesFile)) {
+    } else if (!runningJobs.some((job) => answers.get(job)?.answer === "yes")) {
+      const unsure = runningJobs.filter((job) => answers.get(job)?.answer === "unknown");
+      note(
+        ref,
+        "neutral",
+        unsure.length > 0
+          ? `${where}: this run is ${running} (GITHUB_WORKFLOW_REF); whether it publishes package ${entry.name} cannot be known locally (${unsure.map(why).join("; ")}); not compared`
+          : `${where}: this run is ${running} (GITHUB_WORKFLOW_REF), which does not publish package ${entry.name} (${[...new Set(runningJobs.map(why))].join("; ")}); not compared`,
+      );
+    } else if (runningJobs.some((job) => answers.get(job)?.answer === "yes" && matchesFile(job))) {
       note(
         ref,
         "pass",
@@ -181,7 +249,13 @@ export function declaredPhase(
           : `${where}: this run is the declared workflow (GITHUB_WORKFLOW_REF)`,
       );
     } else {
-      const actual = [...new Set(runningJobs.map((job) => matchedFile(entry.kind, job)))];
+      const actual = [
+        ...new Set(
+          runningJobs
+            .filter((job) => answers.get(job)?.answer === "yes")
+            .map((job) => matchedFile(entry.kind, job)),
+        ),
+      ];
       note(
         ref,
         "fail",
@@ -201,6 +275,21 @@ export function declaredPhase(
   }
   const checks = [workflow, environment, ref];
   return { id: "declared", heading, status: phaseStatus(checks), checks };
+}
+
+/** Whether any publishing step of `job` publishes `entry`: yes over unknown over no. */
+function publishesAny(
+  job: PublishingJob,
+  entry: PackageEntry,
+  configFile: string,
+  judged: Readonly<Record<RegistryKind, string | null>>,
+): Publishes {
+  const answers = job.targets.map((target) => publishesPackage(target, entry, configFile, judged));
+  return (
+    answers.find((answer) => answer.answer === "yes") ??
+    answers.find((answer) => answer.answer === "unknown") ??
+    answers[0] ?? { answer: "no", why: "it has no publishing step" }
+  );
 }
 
 /** The file a registry's trust policy names: pyreg the called file, rustreg and jsreg the caller. */

@@ -1,4 +1,5 @@
-import { missingScopes } from "../workflows/permissions.js";
+import { type EffectivePermissions, missingScopes } from "../workflows/permissions.js";
+import { describeTarget } from "../workflows/step-target.js";
 import {
   describeJob,
   isExpression,
@@ -32,6 +33,95 @@ function permissionMessage(job: PublishingJob): { ok: boolean; message: string }
     detail += "; job-level permissions replace the workflow-level ones entirely";
   }
   return { ok: false, message: detail };
+}
+
+/** What a publishing job publishes, when that is more than "every package of pubtool.toml". */
+function targetNote(job: PublishingJob): string {
+  const notes = job.targets
+    .filter(
+      (target) =>
+        target.unknown !== null ||
+        (target.config !== "pubtool.toml" && target.config !== null) ||
+        target.packages.length > 0 ||
+        describeTarget(target).includes(", to "),
+    )
+    .map((target) => describeTarget(target));
+  if (notes.length === 0) return "";
+  const shown = [...new Set(notes)].map((note) =>
+    note.startsWith("what it publishes") ? note : `publishes ${note}`,
+  );
+  return `; ${shown.join("; and ")}`;
+}
+
+/** What the caller of an external reusable workflow grants, which its jobs cannot exceed. */
+function grantNote(grant: EffectivePermissions): { ok: boolean; text: string } {
+  const missing = missingScopes(grant.levels);
+  if (missing.length === 0) {
+    return { ok: true, text: `it grants id-token: write and contents: write (${grant.source})` };
+  }
+  const lacks = missing.map((scope) => `${scope}: write`).join(" and ");
+  return {
+    ok: false,
+    text: `it does not grant ${lacks} (${grant.source}), and a called workflow cannot raise what its caller grants`,
+  };
+}
+
+/**
+ * How the registry's auth action's token reaches `pubtool publish`. pubtool reads
+ * RUST_REGISTRY_TOKEN, then CARGO_REGISTRY_TOKEN (as cargo does); a token passed under any other
+ * name, or not passed at all, fails the publish, so doctor fails it first.
+ */
+function rustregTokenCheck(scan: WorkflowScan): Check | null {
+  const jobs = scan.jobs.filter((job) => job.rustregToken !== null);
+  if (jobs.length === 0) return null;
+  const check: Check = {
+    id: "rustreg-token",
+    label: "rustreg token from the auth action reaches pubtool publish",
+    status: "pass",
+    messages: [],
+  };
+  for (const job of jobs) {
+    const wiring = job.rustregToken;
+    if (wiring === null) continue;
+    const where = `trust-policy: ${describeJob(job)}`;
+    const fix = (id: string) =>
+      `pass it as env: RUST_REGISTRY_TOKEN: \${{ steps.${id}.outputs.token }} on the publishing step (CARGO_REGISTRY_TOKEN works too)`;
+    if (wiring.authStepId === null) {
+      check.status = "fail";
+      check.messages.push(
+        `${where} runs the registry's auth action without an id:, so its token output cannot reach pubtool publish; give it an id (id: auth) and ${fix("auth")}`,
+      );
+      continue;
+    }
+    const used = wiring.read[0];
+    const readNames = wiring.read.map((entry) => entry.name);
+    const wired = wiring.wiredAs.filter((name) => readNames.includes(name));
+    if (used !== undefined && wired.includes(used.name)) {
+      const order =
+        used.name === "CARGO_REGISTRY_TOKEN"
+          ? " (pubtool reads it after RUST_REGISTRY_TOKEN, as cargo does)"
+          : "";
+      check.messages.push(
+        `${where} passes the auth action's token (steps.${wiring.authStepId}) as ${used.name}${order}`,
+      );
+      continue;
+    }
+    check.status = "fail";
+    if (used !== undefined && wired.length > 0) {
+      check.messages.push(
+        `${where} passes the auth action's token as ${wired.join(", ")}, but ${used.name} is also set (to ${used.value}) and pubtool reads it first; remove ${used.name} from the step`,
+      );
+    } else if (wiring.wiredAs.length > 0) {
+      check.messages.push(
+        `${where} passes the auth action's token as ${wiring.wiredAs.join(", ")}, which pubtool does not read; ${fix(wiring.authStepId)}`,
+      );
+    } else {
+      check.messages.push(
+        `${where} runs the registry's auth action (id ${wiring.authStepId}), but its token output does not reach pubtool publish; ${fix(wiring.authStepId)}`,
+      );
+    }
+  }
+  return check;
 }
 
 /** Phase 1: the publishing workflow, its permissions, its environment, its step. */
@@ -86,11 +176,6 @@ export function localPhase(scan: WorkflowScan): Phase {
       found.messages.push(
         `trust-policy: no workflow in ${WORKFLOWS_DIR} runs \`pubtool publish\` or uses the pubtool action with command: publish`,
       );
-      for (const call of scan.external) {
-        found.messages.push(
-          `trust-policy: ${call.file}: job ${call.job} calls ${call.uses}, a reusable workflow of another repository that doctor cannot read; if it publishes, run doctor there`,
-        );
-      }
     }
     const reason =
       onlyCommented.length > 0
@@ -108,7 +193,7 @@ export function localPhase(scan: WorkflowScan): Phase {
           ? "runs `pubtool publish`"
           : "uses the pubtool action (command: publish)";
       const at = job.callerJob === null ? `line ${job.line}` : `${job.file} line ${job.line}`;
-      found.messages.push(`trust-policy: ${describeJob(job)} ${how} (${at})`);
+      found.messages.push(`trust-policy: ${describeJob(job)} ${how} (${at})${targetNote(job)}`);
       const result = permissionMessage(job);
       if (!result.ok) permissions.status = "fail";
       permissions.messages.push(result.message);
@@ -143,6 +228,31 @@ export function localPhase(scan: WorkflowScan): Phase {
     active.status = "neutral";
     active.messages.push("not checked: no publishing job");
   }
+  // Reusable workflows of another repository: doctor cannot read them, so it says what it can
+  // (what the caller grants) and what to check there, instead of "no job publishes".
+  const onlyExternal = scan.jobs.length === 0 && scan.external.length > 0;
+  if (onlyExternal && onlyCommented.length === 0) {
+    found.status = scan.errors.length > 0 ? "fail" : "neutral";
+    found.messages = found.messages.filter(
+      (message) => !message.includes(`no workflow in ${WORKFLOWS_DIR} runs`),
+    );
+    permissions.status = "neutral";
+    permissions.messages = [];
+  }
+  for (const call of scan.external) {
+    const grant = grantNote(call.grant);
+    const where =
+      call.entryFile === call.file
+        ? `${call.file}: job ${call.job}`
+        : `${call.entryFile} → ${call.file}: job ${call.job}`;
+    found.messages.push(
+      `trust-policy: ${where} calls ${call.uses}, a reusable workflow in another repository; doctor cannot read it, so it cannot judge it locally. Check in that repository that its publishing job has an environment: and that the trusted publisher names the workflow the registry matches (rustreg and jsreg: ${call.entryFile}; pyreg: the called file)`,
+    );
+    permissions.messages.push(`trust-policy: ${where} (calls ${call.uses}): ${grant.text}`);
+    if (!grant.ok) permissions.status = "fail";
+  }
+  const token = rustregTokenCheck(scan);
+  if (token !== null) checks.push(token);
   for (const step of scan.commented) {
     if (onlyCommented.includes(step)) continue;
     const job = step.job === null ? "" : ` job ${step.job}:`;

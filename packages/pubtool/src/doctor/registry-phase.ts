@@ -1,6 +1,7 @@
 import type { PackageEntry } from "../config/schema.js";
 import { endpointsFrom, envValue } from "../endpoints.js";
 import { describeResult, parseJson, request } from "../http/request.js";
+import { knownSecrets, maskText } from "../publish/secret-mask.js";
 import { declaredPackages } from "./declared-phase.js";
 import { type Check, type Phase, phaseStatus } from "./report.js";
 
@@ -51,13 +52,14 @@ export function differingFields(
 }
 
 /** The registry's own error text (`{"errors":[{"detail":...}]}`), else the start of the body. */
-export function registryError(text: string): string {
+export function registryError(text: string, secrets: readonly string[] = []): string {
   const body = parseJson(text) as { errors?: { detail?: unknown }[] } | undefined;
   const details = Array.isArray(body?.errors)
     ? body.errors.map((error) => error?.detail).filter((detail) => typeof detail === "string")
     : [];
   const message = details.length > 0 ? details.join("; ") : text.trim() || "(empty body)";
-  return message.replace(/\s+/g, " ").slice(0, 300);
+  // Masked before shortening, so a cut cannot leave half a secret unmasked.
+  return maskText(message, secrets).replace(/\s+/g, " ").slice(0, 300);
 }
 
 /** Phase 3: each declared rustreg package against the registry's registrations. */
@@ -122,7 +124,7 @@ export async function registryPhase(
           ? "; RUSTREG_DOCTOR_TOKEN must belong to an owner of the crate (a user, not a team) and have the trusted-publishing scope, or no scopes at all"
           : "";
       check.messages.push(
-        `${where}: the registry refused the read (HTTP ${result.status}): ${registryError(result.text)}${hint}`,
+        `${where}: the registry refused the read (HTTP ${result.status}): ${registryError(result.text, knownSecrets(env, [token]))}${hint}`,
       );
       continue;
     }
@@ -137,7 +139,7 @@ export async function registryPhase(
     if (result.status !== 200 || !Array.isArray(body?.github_configs)) {
       check.status = "fail";
       check.messages.push(
-        `${where}: unexpected answer from the registry (HTTP ${result.status}): ${registryError(result.text)}`,
+        `${where}: unexpected answer from the registry (HTTP ${result.status}): ${registryError(result.text, knownSecrets(env, [token]))}`,
       );
       continue;
     }

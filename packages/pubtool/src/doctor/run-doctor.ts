@@ -1,3 +1,4 @@
+import { relative, sep } from "node:path";
 import type { Config } from "../config/load-config.js";
 import { currentRepository } from "../repository.js";
 import { scanWorkflows } from "../workflows/scan-workflows.js";
@@ -16,7 +17,12 @@ export async function runDoctor(options: {
   const packages = options.config?.packages ?? [];
   const repository = currentRepository(root, env);
   const scan = scanWorkflows(root, repository);
-  const phases: Phase[] = [localPhase(scan), declaredPhase(root, packages, scan, env)];
+  // The config doctor reads, as the publishing steps name it: relative to the repository root.
+  const configFile =
+    options.config === null
+      ? "pubtool.toml"
+      : relative(root, options.config.file).split(sep).join("/");
+  const phases: Phase[] = [localPhase(scan), declaredPhase(root, packages, scan, env, configFile)];
   const registry = await registryPhase(packages, env, repository);
   if (registry === null) {
     phases.push({

@@ -18,6 +18,70 @@ export function nextLink(header: string | null): string | null {
   return null;
 }
 
+/**
+ * True when `link` is on the configured API base: same scheme, host and port, and under its path.
+ * A next-page link elsewhere would receive the stored login, so it is never followed.
+ */
+export function isOnApiBase(link: string, base: string): boolean {
+  let target: URL;
+  let origin: URL;
+  try {
+    target = new URL(link);
+    origin = new URL(base);
+  } catch {
+    return false;
+  }
+  const prefix = origin.pathname.replace(/\/+$/, "");
+  return (
+    target.protocol === origin.protocol &&
+    target.host === origin.host &&
+    (prefix === "" || target.pathname === prefix || target.pathname.startsWith(`${prefix}/`))
+  );
+}
+
+/**
+ * Why the workflow host refused a request, in its own words: GitHub's `message`, and for a 403
+ * or 429 whether it is the rate limit (`x-ratelimit-remaining: 0`, or a secondary limit) or a
+ * missing permission, which otherwise look the same.
+ */
+export function describeRefusal(
+  path: string,
+  result: { status: number; headers: Headers; text: string },
+): string {
+  const body = parseJson(result.text) as { message?: unknown } | undefined;
+  const message =
+    typeof body?.message === "string" ? body.message.replace(/\s+/g, " ").slice(0, 300) : "";
+  const said = message === "" ? "" : `: ${message}`;
+  const remaining = result.headers.get("x-ratelimit-remaining");
+  const rateLimited =
+    result.status === 429 ||
+    (result.status === 403 && (remaining === "0" || /rate limit/i.test(message)));
+  if (rateLimited) {
+    const reset = Number(result.headers.get("x-ratelimit-reset"));
+    const retryAfter = Number(result.headers.get("retry-after"));
+    const when =
+      Number.isFinite(retryAfter) && retryAfter > 0
+        ? `retry in ${retryAfter} s`
+        : Number.isFinite(reset) && reset > 0
+          ? `the limit resets at ${new Date(reset * 1000).toISOString()}`
+          : "try again later";
+    return `${path}: the workflow host's rate limit is exhausted (HTTP ${result.status}${said}); ${when}`;
+  }
+  if (result.status === 403) {
+    return `${path}: the workflow host refused access (HTTP 403${said}); the stored login needs read access to the repository's secrets and environments (an admin or the repository's owner must approve the app), or run pubtool auth login again`;
+  }
+  return `${path}: the workflow host answered HTTP ${result.status}${said}`;
+}
+
+/** The scheme, host and port of a URL, for messages (never its path or query). */
+function safeOrigin(url: string): string {
+  try {
+    return new URL(url).origin;
+  } catch {
+    return "an unreadable address";
+  }
+}
+
 /** GETs every page of a list endpoint (following `Link: rel="next"`) and gathers `key`. */
 export async function getAllPages<T>(
   client: GithubClient,
@@ -46,12 +110,7 @@ export async function getAllPages<T>(
       );
     }
     if (result.status === 404 && options.notFoundIsEmpty) return items;
-    if (result.status !== 200) {
-      throw new PubtoolError(
-        "HTTP_FAILED",
-        `${path}: the workflow host answered HTTP ${result.status}`,
-      );
-    }
+    if (result.status !== 200) throw new PubtoolError("HTTP_FAILED", describeRefusal(path, result));
     const body = parseJson(result.text) as Record<string, unknown> | undefined;
     const list = body?.[key];
     if (!Array.isArray(list)) {
@@ -59,6 +118,12 @@ export async function getAllPages<T>(
     }
     items.push(...(list as T[]));
     url = nextLink(result.headers.get("link"));
+    if (url !== null && !isOnApiBase(url, client.base)) {
+      throw new PubtoolError(
+        "HTTP_FAILED",
+        `${path}: the next-page link points to ${safeOrigin(url)}, not to the configured API base ${client.base}; stopped there without sending the stored login (set PUBTOOL_GITHUB_API_URL to the API that serves this repository)`,
+      );
+    }
   }
   return items;
 }

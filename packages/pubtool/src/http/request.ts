@@ -17,7 +17,7 @@ export interface HttpFailure {
 export interface RequestOptions {
   method?: string;
   headers?: Record<string, string>;
-  body?: string | FormData | URLSearchParams;
+  body?: string | FormData | URLSearchParams | Uint8Array;
   /** Per-attempt timeout; default `PUBTOOL_HTTP_TIMEOUT_MS` or 10 seconds. */
   timeoutMs?: number;
   /** Retries after a timeout, a network error or a 5xx; default 1 (so at most 2 attempts). */

@@ -18,23 +18,32 @@ export function oidcAvailable(env: NodeJS.ProcessEnv): boolean {
   );
 }
 
+/** The rustreg token variables pubtool reads, in order of precedence. */
+export const RUSTREG_TOKEN_VARIABLES = ["RUST_REGISTRY_TOKEN", "CARGO_REGISTRY_TOKEN"] as const;
+
 /** The spec's token rules: OIDC wins for pyreg and jsreg; rustreg uses RUST_REGISTRY_TOKEN. */
 export function authModeFor(kind: RegistryKind, env: NodeJS.ProcessEnv): AuthMode {
   const oidc = oidcAvailable(env);
   if (kind === "rustreg") {
-    if (envValue(env, "RUST_REGISTRY_TOKEN") !== undefined) {
+    // RUST_REGISTRY_TOKEN first (the spec's variable), then CARGO_REGISTRY_TOKEN, the variable
+    // cargo itself reads and the one the registry's auth action README wires its output to.
+    const variable = RUSTREG_TOKEN_VARIABLES.find((name) => envValue(env, name) !== undefined);
+    if (variable !== undefined) {
+      const other = RUSTREG_TOKEN_VARIABLES.find(
+        (name) => name !== variable && envValue(env, name) !== undefined,
+      );
+      const ignored = other === undefined ? "" : `; ${other} is also set and ignored`;
       return {
         mode: "token",
-        variable: "RUST_REGISTRY_TOKEN",
-        detail:
-          "RUST_REGISTRY_TOKEN (set by the registry's auth action under OIDC, or a long-lived token)",
+        variable,
+        detail: `${variable} (set by the registry's auth action under OIDC, or a long-lived token)${ignored}`,
       };
     }
     return {
       mode: "none",
       detail: oidc
-        ? "RUST_REGISTRY_TOKEN is not set: run the registry's authentication action (v1) before pubtool publish to exchange the OIDC token"
-        : "RUST_REGISTRY_TOKEN is not set and no OIDC token can be requested (needs id-token: write in a workflow run)",
+        ? "neither RUST_REGISTRY_TOKEN nor CARGO_REGISTRY_TOKEN is set: run the registry's authentication action (v1) before pubtool publish and pass its token output as RUST_REGISTRY_TOKEN"
+        : "neither RUST_REGISTRY_TOKEN nor CARGO_REGISTRY_TOKEN is set, and no OIDC token can be requested (needs id-token: write in a workflow run)",
     };
   }
   if (oidc)
@@ -68,16 +77,30 @@ export function firstPublishAuth(kind: RegistryKind, env: NodeJS.ProcessEnv): Fi
   const auth = authModeFor(kind, env);
   if (kind === "rustreg") {
     const message =
-      "the crate is not on rustreg yet, and trusted publishing only works for an existing crate (the registry's auth action cannot mint a token for it). Publish this version with a long-lived API token in RUST_REGISTRY_TOKEN, then register the trusted publisher and delete the token";
+      "the crate is not on rustreg yet, and trusted publishing only works for an existing crate (the registry's auth action cannot mint a token for it). Publish this version with a long-lived API token in RUST_REGISTRY_TOKEN (or CARGO_REGISTRY_TOKEN), then register the trusted publisher and delete the token";
     return { auth, message, problem: auth.mode === "none" };
   }
   if (kind === "pyreg") {
+    if (auth.mode !== "oidc")
+      return { auth, message: "the project is not on pyreg yet", problem: false };
+    // As for jsreg: a token that is set is the sure way for a first upload; OIDC only works
+    // with a pending publisher, which pubtool cannot see.
+    if (envValue(env, "PYREG_API_TOKEN") !== undefined) {
+      return {
+        auth: {
+          mode: "token",
+          variable: "PYREG_API_TOKEN",
+          detail: "PYREG_API_TOKEN (fallback token, first publish)",
+        },
+        message:
+          "the project is not on pyreg yet, so this first version is published with PYREG_API_TOKEN (OIDC would need a pending publisher); afterwards register the trusted publisher and delete the token",
+        problem: false,
+      };
+    }
     return {
       auth,
       message:
-        auth.mode === "oidc"
-          ? "the project is not on pyreg yet; OIDC works only if a pending publisher was registered for this project name, otherwise set PYREG_API_TOKEN"
-          : "the project is not on pyreg yet",
+        "the project is not on pyreg yet; OIDC works only if a pending publisher was registered for this project name, otherwise set PYREG_API_TOKEN for this first publish",
       problem: false,
     };
   }

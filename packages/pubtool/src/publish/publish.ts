@@ -19,6 +19,7 @@ import {
   uploadDistribution,
 } from "./pyreg-upload.js";
 import { readPublished } from "./registry-read.js";
+import { knownSecrets } from "./secret-mask.js";
 
 interface PublishContext {
   env: NodeJS.ProcessEnv;
@@ -29,27 +30,9 @@ interface PublishContext {
 
 const CARGO_VARIABLES = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_TARGET_DIR"];
 
-/** Values no subprocess output may show, whether or not the subprocess received them. */
-const MASKED_VARIABLES = [
-  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
-  "ACTIONS_RUNTIME_TOKEN",
-  "GITHUB_TOKEN",
-  "GH_TOKEN",
-  "NODE_AUTH_TOKEN",
-  "NPM_TOKEN",
-  "RUST_REGISTRY_TOKEN",
-  "CARGO_REGISTRY_TOKEN",
-  "RUSTREG_DOCTOR_TOKEN",
-  "PYREG_API_TOKEN",
-  "JSREG_AUTH_TOKEN",
-  "JSREG_TOKEN",
-];
-
-/** `token` and every secret-looking value of `env`, for masking. */
+/** `token` and every credential value of `env`, for masking. */
 function secretsOf(env: NodeJS.ProcessEnv, token: string): string[] {
-  return [token, ...MASKED_VARIABLES.map((name) => envValue(env, name) ?? "")].filter(
-    (value) => value.length >= 4,
-  );
+  return knownSecrets(env, [token]);
 }
 
 async function publishRustreg(

@@ -3,8 +3,10 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { endpointsFrom, envValue } from "../endpoints.js";
 import { PubtoolError } from "../errors.js";
+import { encodeMultipart, type FormPart } from "../http/multipart.js";
 import { describeResult, parseJson, request } from "../http/request.js";
 import { readDistributionMetadata } from "./dist-metadata.js";
+import { knownSecrets, maskText, secretForms } from "./secret-mask.js";
 
 /** Default distribution globs of a pyreg package, relative to its `path`. */
 export const DEFAULT_DIST_GLOBS = ["dist/*.whl", "dist/*.tar.gz"];
@@ -66,14 +68,17 @@ function oidcHeaders(env: NodeJS.ProcessEnv) {
   };
 }
 
-function registryMessage(text: string): string {
+/** The registry's own words, with every secret of this exchange masked. */
+function registryMessage(text: string, secrets: readonly string[]): string {
   const body = parseJson(text) as
     { message?: string; errors?: { description?: string }[] } | undefined;
   const description = body?.errors
     ?.map((error) => error.description)
     .filter(Boolean)
     .join("; ");
-  return (description || body?.message || text).replace(/\s+/g, " ").slice(0, 300);
+  // Masked before shortening, so a cut cannot leave half a secret unmasked.
+  const masked = maskText(description || body?.message || text, secrets);
+  return masked.replace(/\s+/g, " ").slice(0, 300);
 }
 
 /**
@@ -122,7 +127,7 @@ export async function mintPyregToken(env: NodeJS.ProcessEnv): Promise<string> {
   if (mint.status !== 200 || typeof token !== "string") {
     throw new PubtoolError(
       "PUBLISH_FAILED",
-      `pyreg refused to mint a token (HTTP ${mint.status}): ${registryMessage(mint.text)}. Check that the trusted publisher's repository, workflow file and environment match this run (pubtool doctor).`,
+      `pyreg refused to mint a token (HTTP ${mint.status}): ${registryMessage(mint.text, [...secretForms(jwt), ...knownSecrets(env)])}. Check that the trusted publisher's repository, workflow file and environment match this run (pubtool doctor).`,
     );
   }
   return token;
@@ -139,21 +144,29 @@ export async function uploadDistribution(
   const name = basename(file);
   const wheel = name.endsWith(".whl");
   const fields = await readDistributionMetadata(file, meta);
-  const form = new FormData();
-  form.set(":action", "file_upload");
-  form.set("protocol_version", "1");
+  const parts: FormPart[] = [
+    { name: ":action", value: "file_upload" },
+    { name: "protocol_version", value: "1" },
+  ];
   // Every core-metadata field the upload API takes, from the distribution itself (so the
   // release has its description, Requires-Python and dependencies); repeated fields repeat.
-  for (const [field, value] of fields) form.append(field, value);
-  form.set("filetype", wheel ? "bdist_wheel" : "sdist");
-  form.set("pyversion", wheel ? (name.split("-").at(-3) ?? "py3") : "source");
-  form.set("sha256_digest", createHash("sha256").update(content).digest("hex"));
-  form.set("content", new Blob([content]), name);
+  for (const [field, value] of fields) parts.push({ name: field, value });
+  parts.push({ name: "filetype", value: wheel ? "bdist_wheel" : "sdist" });
+  parts.push({ name: "pyversion", value: wheel ? (name.split("-").at(-3) ?? "py3") : "source" });
+  parts.push({
+    name: "sha256_digest",
+    value: createHash("sha256").update(content).digest("hex"),
+  });
+  parts.push({ name: "content", file: content, filename: name });
+  const form = encodeMultipart(parts);
   const url = endpointsFrom(env).pyregUpload;
   const result = await request(url, {
     method: "POST",
-    headers: { authorization: `Basic ${Buffer.from(`__token__:${token}`).toString("base64")}` },
-    body: form,
+    headers: {
+      authorization: `Basic ${Buffer.from(`__token__:${token}`).toString("base64")}`,
+      "content-type": form.contentType,
+    },
+    body: form.body,
     env,
     retries: 0,
   });
@@ -163,6 +176,6 @@ export async function uploadDistribution(
   if (result.status === 400 && /already exists/i.test(result.text)) return "exists";
   throw new PubtoolError(
     "PUBLISH_FAILED",
-    `upload of ${name} failed (HTTP ${result.status}): ${registryMessage(result.text)}`,
+    `upload of ${name} failed (HTTP ${result.status}): ${registryMessage(result.text, [...secretForms(token), ...knownSecrets(env)])}`,
   );
 }

@@ -1,3 +1,4 @@
+import { Writable } from "node:stream";
 import { StringDecoder } from "node:string_decoder";
 
 /** Characters of an unfinished line held back before part of it is let through. */
@@ -48,5 +49,104 @@ export class SecretMasker {
     const rest = this.mask(this.pending + this.decoder.end());
     this.pending = "";
     return rest;
+  }
+}
+
+/** Values shorter than this are not treated as secrets (masking "a" would garble all output). */
+const MIN_SECRET_LENGTH = 4;
+
+/** Masks every secret in one complete message (a thrown error's text, a registry's answer). */
+export function maskText(text: string, secrets: readonly string[]): string {
+  const masker = new SecretMasker(secrets);
+  return masker.write(text) + masker.end();
+}
+
+/** Variables that hold a credential wherever pubtool runs, by name. */
+export const SECRET_VARIABLES = [
+  "ACTIONS_ID_TOKEN_REQUEST_TOKEN",
+  "ACTIONS_RUNTIME_TOKEN",
+  "GITHUB_TOKEN",
+  "GH_TOKEN",
+  "NODE_AUTH_TOKEN",
+  "NPM_TOKEN",
+  "RUST_REGISTRY_TOKEN",
+  "CARGO_REGISTRY_TOKEN",
+  "RUSTREG_DOCTOR_TOKEN",
+  "PYREG_API_TOKEN",
+  "JSREG_AUTH_TOKEN",
+  "JSREG_TOKEN",
+  "TWINE_PASSWORD",
+  "UV_PUBLISH_TOKEN",
+  "UV_PUBLISH_PASSWORD",
+  "FLIT_PASSWORD",
+  "HATCH_INDEX_AUTH",
+  "PDM_PUBLISH_PASSWORD",
+  "YARN_NPM_AUTH_TOKEN",
+];
+
+/** Patterns of further credential variables (cargo's named registries, poetry, npm config). */
+const SECRET_VARIABLE_PATTERNS = [
+  /^CARGO_REGISTRIES_[A-Z0-9_]+_TOKEN$/i,
+  /^POETRY_PYPI_TOKEN_[A-Z0-9_]+$/i,
+  /^POETRY_HTTP_BASIC_[A-Z0-9_]+_PASSWORD$/i,
+  /^NPM_CONFIG_(?:_AUTH|_AUTHTOKEN|TOKEN)$/i,
+  /^npm_config_\/\/.*:_auth(?:Token)?$/i,
+];
+
+/**
+ * The forms a secret can be echoed in: as is, and inside the HTTP Basic credentials pubtool
+ * sends to pyreg (`__token__:<token>`, base64), which a registry may quote back.
+ */
+export function secretForms(secret: string): string[] {
+  if (secret.length < MIN_SECRET_LENGTH) return [];
+  return [secret, Buffer.from(`__token__:${secret}`).toString("base64")];
+}
+
+/** Every credential value in `env` (and `extra`), in every form it can be echoed in. */
+export function knownSecrets(env: NodeJS.ProcessEnv, extra: readonly string[] = []): string[] {
+  const values = [...extra];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || value === "") continue;
+    if (
+      SECRET_VARIABLES.includes(name) ||
+      SECRET_VARIABLE_PATTERNS.some((pattern) => pattern.test(name))
+    ) {
+      values.push(value);
+    }
+  }
+  return [...new Set(values.flatMap(secretForms))];
+}
+
+/**
+ * A writer that masks secrets on their way to `target`, chunk-safe (a secret split across two
+ * writes is still masked). `flush` lets out what is held back; call it before exiting.
+ */
+export class MaskingWriter extends Writable {
+  private masker: SecretMasker;
+  private secrets: string[];
+
+  constructor(
+    private readonly target: Writable,
+    secrets: readonly string[],
+  ) {
+    super({ decodeStrings: false });
+    this.secrets = [...secrets];
+    this.masker = new SecretMasker(this.secrets);
+  }
+
+  override _write(
+    chunk: Buffer | string,
+    _encoding: BufferEncoding,
+    callback: (error?: Error | null) => void,
+  ): void {
+    const text = this.masker.write(chunk);
+    if (text !== "") this.target.write(text);
+    callback();
+  }
+
+  /** Writes out whatever is held back (masked). */
+  flush(): void {
+    const rest = this.masker.end();
+    if (rest !== "") this.target.write(rest);
   }
 }

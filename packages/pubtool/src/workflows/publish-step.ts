@@ -110,19 +110,72 @@ function scriptOf(words: readonly string[], scripts: Scripts): string | null {
   return name !== undefined && Object.hasOwn(scripts, name) ? (scripts[name] ?? null) : null;
 }
 
-/** Reads one simple command: does it run `pubtool publish`, and is it a dry run? */
-function classifyCommand(words: readonly string[], scripts: Scripts, depth: number): CommandKind {
+/** What a publishing command's own words say about what it publishes. */
+export interface PublishInvocation {
+  /** The `--config` / `-c` value, `null` when the default lookup applies. */
+  config: string | null;
+  /** The `--package` values, empty for every package of the config. */
+  packages: string[];
+  /** `NAME=value` assignments before the command (`PUBTOOL_PYREG_URL=... pubtool publish`). */
+  assignments: Record<string, string>;
+  /** `cd` targets run before it in the same script, in order (`~` for a bare `cd`). */
+  cd: string[];
+}
+
+/** pubtool's arguments after the program word: the command, `--dry-run`, config, packages. */
+function readPubtoolArguments(words: readonly string[]): {
+  command: string | null;
+  dryRun: boolean;
+  config: string | null;
+  packages: string[];
+} {
+  let command: string | null = null;
+  let dryRun = false;
+  let config: string | null = null;
+  const packages: string[] = [];
+  for (let i = 0; i < words.length; i++) {
+    const word = words[i] as string;
+    const inline = /^(--config|--package)=(.*)$/.exec(word);
+    if (word === "--") continue;
+    if (word === "--dry-run") dryRun = true;
+    else if (inline?.[1] === "--config") config = inline[2] ?? "";
+    else if (inline?.[1] === "--package") packages.push(inline[2] ?? "");
+    else if (PUBTOOL_VALUE_OPTIONS.has(word)) config = words[++i] ?? "";
+    else if (word === "--package") packages.push(words[++i] ?? "");
+    else if (/^-c./.test(word)) config = word.slice(2);
+    else if (word.startsWith("-")) continue;
+    else if (command === null) command = word;
+  }
+  return { command, dryRun, config, packages };
+}
+
+/** Reads one simple command: does it run `pubtool publish`, is it a dry run, with what? */
+function readCommand(
+  words: readonly string[],
+  scripts: Scripts,
+  depth: number,
+): { kind: CommandKind; invocation: PublishInvocation | null } {
+  const none = { kind: null, invocation: null };
   let i = 0;
+  const assignments: Record<string, string> = {};
   while (i < words.length) {
     const word = words[i] as string;
-    if (/^[A-Za-z_][A-Za-z0-9_]*=/.test(word) || PREFIX_WORDS.has(word)) i++;
+    const assignment = /^([A-Za-z_][A-Za-z0-9_]*)=(.*)$/s.exec(word);
+    if (assignment) assignments[assignment[1] as string] = assignment[2] ?? "";
+    if (assignment || PREFIX_WORDS.has(word)) i++;
     else break;
   }
   // `npm run release` where the script runs pubtool publish (a few levels deep at most).
   const script = depth < 4 ? scriptOf(words.slice(i), scripts) : null;
   if (script !== null) {
-    const kind = lineKind(script, scripts, depth + 1);
-    if (kind !== null) return kind;
+    const found = readLine(script, scripts, depth + 1);
+    if (found.kind !== null) {
+      const invocation = found.invocation && {
+        ...found.invocation,
+        assignments: { ...assignments, ...found.invocation.assignments },
+      };
+      return { kind: found.kind, invocation };
+    }
   }
   // `node ./node_modules/.bin/pubtool` or `node node_modules/pubtool/bin/pubtool.js`.
   if (words[i] === "node" && words[i + 1] !== undefined && isPubtoolProgram(words[i + 1] ?? "")) {
@@ -139,20 +192,42 @@ function classifyCommand(words: readonly string[], scripts: Scripts, depth: numb
       else break;
     }
   }
-  if (!isPubtoolProgram(words[i] ?? "")) return null;
-  i++;
-  let command: string | null = null;
-  let dryRun = false;
-  for (; i < words.length; i++) {
-    const word = words[i] as string;
-    if (word === "--") continue;
-    if (word === "--dry-run") dryRun = true;
-    else if (PUBTOOL_VALUE_OPTIONS.has(word)) i++;
-    else if (word.startsWith("-")) continue;
-    else if (command === null) command = word;
+  if (!isPubtoolProgram(words[i] ?? "")) return none;
+  const args = readPubtoolArguments(words.slice(i + 1));
+  if (args.command !== "publish") return none;
+  if (args.dryRun) return { kind: "dry-run", invocation: null };
+  return {
+    kind: "publish",
+    invocation: { config: args.config, packages: args.packages, assignments, cd: [] },
+  };
+}
+
+/** Reads one simple command: does it run `pubtool publish`, and is it a dry run? */
+function classifyCommand(words: readonly string[], scripts: Scripts, depth: number): CommandKind {
+  return readCommand(words, scripts, depth).kind;
+}
+
+/** The first publishing command of a line (with the `cd`s before it on the line), if any. */
+function readLine(
+  line: string,
+  scripts: Scripts,
+  depth: number,
+  cd: string[] = [],
+): { kind: CommandKind; invocation: PublishInvocation | null } {
+  let found: CommandKind = null;
+  for (const command of splitCommands(line)) {
+    if (command[0] === "cd" || command[0] === "pushd") {
+      cd.push(command[1] ?? "~");
+      continue;
+    }
+    const result = readCommand(command, scripts, depth);
+    if (result.kind === "publish") {
+      const invocation = result.invocation && { ...result.invocation, cd: [...cd] };
+      return { kind: "publish", invocation };
+    }
+    if (result.kind === "dry-run") found = "dry-run";
   }
-  if (command !== "publish") return null;
-  return dryRun ? "dry-run" : "publish";
+  return { kind: found, invocation: null };
 }
 
 /** Joins shell continuation lines (`\` at the end of a line). */
@@ -250,7 +325,10 @@ export function findCommentedSteps(text: string): number[] {
   for (let i = 0; i < lines.length; i++) {
     const body = commentBody(lines[i] ?? "");
     if (body === null) continue;
-    const command = body.replace(/^\s*(?:-\s+)?(?:run:\s*(?:[|>][-+]?\s*)?)?/, "");
+    // A `quoted command` in a comment is prose that names it (a migration note), not a step.
+    const command = body
+      .replace(/^\s*(?:-\s+)?(?:run:\s*(?:[|>][-+]?\s*)?)?/, "")
+      .replace(/`[^`]*`/g, "");
     // A continued line joins the commented lines after it.
     let joined = command;
     for (let j = i + 1; /\\\s*$/.test(joined) && j < lines.length; j++) {
@@ -275,4 +353,44 @@ export function findCommentedSteps(text: string): number[] {
     }
   }
   return found;
+}
+
+/**
+ * What a publishing step's own words say about its target: the `--config` and `--package`
+ * arguments, inline variable assignments and the `cd`s before the command (`run:` steps), or
+ * the `args` input of the tool's action. `null` for a step that does not publish.
+ */
+export function publishInvocation(step: unknown, scripts: Scripts = {}): PublishInvocation | null {
+  if (classifyStep(step, scripts)?.state !== "active") return null;
+  const record = step as Record<string, unknown>;
+  const inputs = (record.with ?? {}) as Record<string, unknown>;
+  if (isPubtoolAction(record.uses)) {
+    const raw = typeof inputs.args === "string" ? inputs.args : "";
+    const words = splitCommands(
+      raw.replace(
+        /\$\{\{\s*(.*?)\s*\}\}/g,
+        (_m, inner: string) => `$[[${inner.replace(/\s+/g, "")}]]`,
+      ),
+    ).flat();
+    const args = readPubtoolArguments(["publish", ...words]);
+    return { config: args.config, packages: args.packages, assignments: {}, cd: [] };
+  }
+  const run = typeof record.run === "string" ? record.run : String(inputs.publish ?? "");
+  const cd: string[] = [];
+  // `${{ ... }}` holds spaces and braces the shell splitter would cut; keep each one a word.
+  const kept = run.replace(
+    /\$\{\{\s*(.*?)\s*\}\}/g,
+    (_match, inner: string) => `$[[${inner.replace(/\s+/g, "")}]]`,
+  );
+  for (const line of logicalLines(kept)) {
+    if (line.trim().startsWith("#")) continue;
+    const found = readLine(line, scripts, 0, cd);
+    if (found.kind === "publish") return found.invocation;
+  }
+  return null;
+}
+
+/** Shows a word kept by `publishInvocation` as the workflow wrote it (`${{ matrix.package }}`). */
+export function showExpression(word: string): string {
+  return word.replace(/\$\[\[(.*?)\]\]/g, (_match, inner: string) => `\${{ ${inner} }}`);
 }

@@ -5,9 +5,12 @@ import {
   classifyStep,
   findCommentedSteps,
   isLiterallyFalse,
+  publishInvocation,
   type Scripts,
   type StepKind,
 } from "./publish-step.js";
+import { type RustregTokenWiring, rustregTokenWiring } from "./rustreg-token.js";
+import { resolveStepTarget, type StepTarget } from "./step-target.js";
 import {
   type EffectivePermissions,
   resolveCalledPermissions,
@@ -44,6 +47,10 @@ export interface PublishingJob {
   permissions: EffectivePermissions;
   /** The job's `environment` name (maybe an expression, see `isExpression`), `null` when none. */
   environment: string | null;
+  /** Which config, packages and registry each publishing step of the job publishes. */
+  targets: StepTarget[];
+  /** How the registry's auth action's token reaches the first publishing step after it. */
+  rustregToken: RustregTokenWiring | null;
 }
 
 /** A publishing step that is commented out, with the job it sits in when known. */
@@ -51,6 +58,17 @@ export interface CommentedStep {
   file: string;
   job: string | null;
   line: number;
+}
+
+/** A job that calls a reusable workflow in another repository, which doctor cannot read. */
+export interface ExternalCall {
+  /** The workflow the host runs (the top-level caller). */
+  entryFile: string;
+  file: string;
+  job: string;
+  uses: string;
+  /** The most the called workflow's jobs can have: what this job grants. */
+  grant: EffectivePermissions;
 }
 
 /** Everything phase 1 and 2 need from `.github/workflows`. */
@@ -61,7 +79,7 @@ export interface WorkflowScan {
   jobs: PublishingJob[];
   commented: CommentedStep[];
   /** Jobs calling a reusable workflow doctor cannot read (another repository). */
-  external: { file: string; job: string; uses: string }[];
+  external: ExternalCall[];
 }
 
 function asRecord(value: unknown): Record<string, unknown> | null {
@@ -86,14 +104,34 @@ export function environmentOf(job: Record<string, unknown>): string | null {
   return null;
 }
 
+/**
+ * One line for a YAML error: where, then what. The parser's own first line reads
+ * "<what> at line L, column C:" and ends where it would show the source excerpt.
+ */
+export function describeYamlError(error: {
+  message: string;
+  linePos?: readonly { line: number; col: number }[];
+}): string {
+  const what = (error.message.split("\n")[0] ?? "")
+    .replace(/\s+at line \d+, column \d+:?\s*$/, "")
+    .replace(/[:\s]+$/, "");
+  const position = error.linePos?.[0];
+  const where = position === undefined ? "" : ` at line ${position.line}, column ${position.col}`;
+  return `invalid YAML${where}: ${what || "the parser gave no reason"}`;
+}
+
 function parseWorkflow(dir: string, file: string): Workflow {
-  const text = readFileSync(join(dir, file), "utf8");
+  let text: string;
+  try {
+    text = readFileSync(join(dir, file), "utf8");
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    throw new Error(`cannot be read (${code ?? String(error)})`);
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, merge: true, uniqueKeys: false });
-  if (doc.errors.length > 0) {
-    const first = doc.errors[0];
-    throw new Error(first ? first.message.split("\n")[0] : "invalid YAML");
-  }
+  const first = doc.errors[0];
+  if (first !== undefined) throw new Error(describeYamlError(first));
   const data = asRecord(doc.toJS({ maxAliasCount: 1000 })) ?? {};
   const jobLines = new Map<string, number>();
   const stepLines = new Map<string, number[]>();
@@ -204,7 +242,7 @@ export function scanWorkflows(root: string, repository: string | null = null): W
     } catch (error) {
       scan.errors.push({
         file,
-        message: `invalid YAML: ${error instanceof Error ? error.message : String(error)}`,
+        message: error instanceof Error ? error.message : String(error),
       });
     }
   }
@@ -215,6 +253,8 @@ export function scanWorkflows(root: string, repository: string | null = null): W
     record: Record<string, unknown>;
     stepKind: StepKind;
     line: number;
+    targets: StepTarget[];
+    rustregToken: RustregTokenWiring | null;
   }
   interface LocalCall {
     job: string;
@@ -224,6 +264,7 @@ export function scanWorkflows(root: string, repository: string | null = null): W
   const local = new Map<string, LocalJob[]>();
   const calls = new Map<string, LocalCall[]>();
   const calledFiles = new Set<string>();
+  const externals = new Map<string, LocalCall[]>();
   for (const workflow of workflows.values()) {
     const jobs = asRecord(workflow.data.jobs) ?? {};
     const found: LocalJob[] = [];
@@ -244,15 +285,33 @@ export function scanWorkflows(root: string, repository: string | null = null): W
           message: `job ${job} calls ${String(record.uses).trim()}, but ${WORKFLOWS_DIR}/${target} does not exist`,
         });
       } else if (typeof record.uses === "string" && /\.ya?ml@/.test(record.uses)) {
-        scan.external.push({ file: workflow.file, job, uses: record.uses.trim() });
+        const list = externals.get(workflow.file) ?? [];
+        list.push({ job, record, target: record.uses.trim() });
+        externals.set(workflow.file, list);
       }
       if (!Array.isArray(record.steps)) continue;
       let active: LocalJob | null = null;
       record.steps.forEach((step, index) => {
         const kind = classifyStep(step, scripts);
         const line = workflow.stepLines.get(job)?.[index] ?? workflow.jobLines.get(job) ?? 0;
-        if (kind?.state === "active" && active === null) {
-          active = { job, record, stepKind: kind.kind, line };
+        if (kind?.state === "active") {
+          const target = resolveStepTarget({
+            root,
+            workflow: workflow.data,
+            job: record,
+            step: asRecord(step) ?? {},
+            invocation: publishInvocation(step, scripts),
+          });
+          const steps = record.steps as unknown[];
+          const rustregToken = rustregTokenWiring(steps.slice(0, index), target.variables);
+          // The job is reported at its first publishing step; every step's target counts
+          // (dspy publishes two packages from one job, one step each).
+          if (active === null) {
+            active = { job, record, stepKind: kind.kind, line, targets: [target], rustregToken };
+          } else {
+            active.targets.push(target);
+            active.rustregToken ??= rustregToken;
+          }
         } else if (kind?.state === "commented") {
           lines.add(line);
         }
@@ -291,6 +350,21 @@ export function scanWorkflows(root: string, repository: string | null = null): W
         line: job.line,
         permissions: permissionsOf(job.record),
         environment: environmentOf(job.record),
+        targets: job.targets,
+        rustregToken: job.rustregToken,
+      });
+    }
+    const grantOf = (record: Record<string, unknown>): EffectivePermissions =>
+      grant === null
+        ? resolvePermissions(workflow.data.permissions, record.permissions, "caller's ")
+        : resolveCalledPermissions(grant, workflow.data.permissions, record.permissions);
+    for (const call of externals.get(file) ?? []) {
+      scan.external.push({
+        entryFile,
+        file,
+        job: call.job,
+        uses: call.target,
+        grant: grantOf(call.record),
       });
     }
     for (const call of calls.get(file) ?? []) {
@@ -306,11 +380,7 @@ export function scanWorkflows(root: string, repository: string | null = null): W
         }
         continue;
       }
-      const callerGrant =
-        grant === null
-          ? resolvePermissions(workflow.data.permissions, call.record.permissions, "caller's ")
-          : resolveCalledPermissions(grant, workflow.data.permissions, call.record.permissions);
-      walk(entryFile, call.target, [...chain, { file, job: call.job }], callerGrant);
+      walk(entryFile, call.target, [...chain, { file, job: call.job }], grantOf(call.record));
     }
   };
 
