@@ -3,7 +3,7 @@ import { type BashGlob, compileBashGlob } from "./bash-glob.js";
 import { isListedFileAt, RAW_NAME_MARK } from "./file-kind.js";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { rulesForDir } from "./inclusion.js";
-import { type ListedEntry, listDirectory } from "./list-directory.js";
+import { FolderLister, type ListedEntry } from "./list-directory.js";
 import type { PathSelection } from "./path-selection.js";
 
 /** A file or directory the walk could not read; the walk goes on without it. */
@@ -28,6 +28,11 @@ export interface WalkOptions {
   onDirectory?: (dir: string, absolute: string | Buffer) => void;
   /** Walk only the part another walker gave away with `split()`. */
   resume?: ResumePoint;
+  /**
+   * List folders ahead of the walk on the native extension's thread (see `FolderLister`).
+   * Only for one walk at a time on a thread, which calls `close()` when it stops.
+   */
+  readAhead?: boolean;
 }
 
 /**
@@ -86,6 +91,8 @@ interface DirFrame {
   /** Where this walker's share of the entries ends (`split()` gives the rest away). */
   end: number;
   raw: Map<string, Buffer> | null;
+  /** Read-ahead tickets of the subfolders the walk will enter, by entry index. */
+  tickets: Map<number, number> | null;
   rules: IgnoreRules;
   glob: BashGlob | null;
   all: boolean;
@@ -128,12 +135,14 @@ export class SelectionWalker {
   private batch: string[] = [];
   private batchRaw = new Map<string, Buffer>();
   private started = false;
+  private readonly lister: FolderLister;
 
   constructor(
     readonly options: WalkOptions,
     private readonly batchSize = BATCH_SIZE,
   ) {
     const { selection } = options;
+    this.lister = new FolderLister(options.readAhead === true);
     this.glob = selection.kind === "glob" ? compileBashGlob(selection.pattern) : null;
     this.maxDepth = selection.kind === "glob" ? selection.maxDepth : null;
   }
@@ -151,6 +160,14 @@ export class SelectionWalker {
     this.batchRaw = new Map();
     this.options.onProgress?.(this.found);
     return batch;
+  }
+
+  /**
+   * Drops what the walk (and anything else on this thread: see `FolderLister`) queued on the
+   * native extension's thread and did not take. A walk with `readAhead` calls it when it stops.
+   */
+  close(): void {
+    this.lister.close();
   }
 
   private begin(): void {
@@ -202,6 +219,7 @@ export class SelectionWalker {
     everything: boolean,
     rawDir: Buffer | null,
     resumeFrom: string | null,
+    ticket = 0,
   ): void {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
     let entries: ListedEntry[];
@@ -209,7 +227,7 @@ export class SelectionWalker {
     let hasGitignore = false;
     this.options.onDirectory?.(dir, absoluteDir);
     try {
-      entries = listDirectory(absoluteDir);
+      entries = this.lister.list(absoluteDir, ticket);
       for (const entry of entries) {
         const name = entry.name;
         if (name.includes(RAW_NAME_MARK)) raw ??= rawNames(absoluteDir);
@@ -231,6 +249,10 @@ export class SelectionWalker {
       everything || (glob?.selectsDirectories === true && dir !== "" && glob.matchesDirectory(dir));
     const childDepth = depth + 1;
     const descend = all || this.maxDepth === null || childDepth < this.maxDepth;
+    const tickets =
+      descend && this.lister.readsAhead && typeof absoluteDir === "string"
+        ? this.queueSubfolders(dir, absoluteDir, entries, next, rules, raw)
+        : null;
     this.stack.push({
       dir,
       absoluteDir,
@@ -239,6 +261,7 @@ export class SelectionWalker {
       next,
       end: entries.length,
       raw,
+      tickets,
       rules,
       glob,
       all,
@@ -246,6 +269,37 @@ export class SelectionWalker {
       descend,
       everything,
     });
+  }
+
+  /**
+   * Queues the listings of the subfolders the walk will enter, from entry `from` on, in walk
+   * order: the same tests as `step` makes before it enters one. Their tickets by entry index.
+   */
+  private queueSubfolders(
+    dir: string,
+    absoluteDir: string,
+    entries: readonly ListedEntry[],
+    from: number,
+    rules: IgnoreRules,
+    raw: Map<string, Buffer> | null,
+  ): Map<number, number> | null {
+    const indexes: number[] = [];
+    const paths: string[] = [];
+    for (let i = from; i < entries.length; i++) {
+      const entry = entries[i] as ListedEntry;
+      const name = entry.name;
+      if (!entry.isDirectory() || BUILT_IN_SKIPS.has(name) || raw?.has(name) === true) continue;
+      if (!rules.isEmpty && rules.ignores(dir === "" ? name : `${dir}/${name}`, true)) continue;
+      indexes.push(i);
+      paths.push(`${absoluteDir}/${name}`);
+    }
+    if (paths.length === 0) return null;
+    const tickets = this.lister.queue(paths);
+    const byIndex = new Map<number, number>();
+    for (let i = 0; i < indexes.length; i++) {
+      if ((tickets[i] as number) > 0) byIndex.set(indexes[i] as number, tickets[i] as number);
+    }
+    return byIndex;
   }
 
   /**
@@ -288,7 +342,8 @@ export class SelectionWalker {
         rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? name) : null;
       if (entry.isDirectory()) {
         if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
-        this.open(path, rules, frame.childDepth, all, rawChild, null);
+        const ticket = frame.tickets?.get(frame.next - 1) ?? 0;
+        this.open(path, rules, frame.childDepth, all, rawChild, null, ticket);
         return;
       }
       const link = entry.isSymbolicLink();
