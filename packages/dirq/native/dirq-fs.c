@@ -36,6 +36,7 @@ SQLITE_EXTENSION_INIT1
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #define FIELDS 3
 
@@ -252,16 +253,16 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
 }
 
 /*
- * Reading ahead on a thread of its own. A walk knows, once it has read a folder, which
+ * Reading ahead on threads of its own. A walk knows, once it has read a folder, which
  * folders it will read next (the subfolders it descends into), and a stat fill knows which
  * files it will stat: it hands them over (dirq_ahead_list, dirq_ahead_stat) and takes each
- * answer when it gets there (dirq_take). Meanwhile one POSIX thread lists and stats, so the
- * system calls, most of a scan's time, run on the other core while JavaScript matches,
- * inserts and counts. A thread here costs a few microseconds to start and no JavaScript heap,
- * where a worker thread costs tens of milliseconds and megabytes (bench/README.md, "Scan
- * benchmark").
+ * answer when it gets there (dirq_take). Meanwhile POSIX threads (one per core, at most
+ * MAX_THREADS) list and stat, so the system calls, most of a scan's time, run beside the
+ * JavaScript that matches, inserts and counts. A thread here costs a few microseconds to
+ * start and no JavaScript heap, where a worker thread costs tens of milliseconds and
+ * megabytes (bench/README.md, "Scan benchmark").
  *
- * Jobs have tickets (increasing numbers) in a ring. The thread takes folder listings newest
+ * Jobs have tickets (increasing numbers) in a ring. The threads take folder listings newest
  * batch first, in the batch's order (a depth-first walk needs the folders it entered last
  * first), and stat batches oldest first; it stops while answers nobody took pile up. Taking a
  * job nobody began runs it on the caller; taking an unknown ticket (dropped) returns NULL, and
@@ -269,6 +270,12 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
  * thread-safe.
  */
 #define RING 4096
+/*
+ * Threads that read ahead, at most: two keep both cores of a small machine in system calls
+ * while the caller, mostly waiting for them, matches and inserts; more would only queue for
+ * the same cores (and the disk).
+ */
+#define MAX_THREADS 2
 #define MAX_DONE_JOBS 256
 #define MAX_DONE_BYTES (16 * 1024 * 1024)
 
@@ -290,7 +297,7 @@ typedef struct {
   pthread_mutex_t mutex;
   pthread_cond_t work; /* a job was queued, an answer taken, or the thread must stop */
   pthread_cond_t done; /* a job finished */
-  pthread_t thread;
+  pthread_t threads[MAX_THREADS];
   int started, stopping;
   sqlite3_int64 next_ticket;
   Job ring[RING];
@@ -371,12 +378,19 @@ static void *ahead_thread(void *argument) {
   return NULL;
 }
 
-/* Starts the thread once; false when it cannot (the caller then does the work itself). */
+/*
+ * Starts the threads once, one per core up to MAX_THREADS; false when none starts (the
+ * caller then does the work itself).
+ */
 static int ahead_start(Ahead *ahead) {
-  if (ahead->started) return 1;
-  if (pthread_create(&ahead->thread, NULL, ahead_thread, ahead) != 0) return 0;
-  ahead->started = 1;
-  return 1;
+  if (ahead->started > 0) return 1;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int wanted = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+  while (ahead->started < wanted &&
+         pthread_create(&ahead->threads[ahead->started], NULL, ahead_thread, ahead) == 0) {
+    ahead->started++;
+  }
+  return ahead->started > 0;
 }
 
 /* A free ring slot for a new job, with its ticket; NULL when the ring is full. */
@@ -576,7 +590,7 @@ static void ahead_destroy(void *argument) {
   ahead->stopping = 1;
   pthread_cond_broadcast(&ahead->work);
   pthread_mutex_unlock(&ahead->mutex);
-  if (ahead->started) pthread_join(ahead->thread, NULL);
+  for (int i = 0; i < ahead->started; i++) pthread_join(ahead->threads[i], NULL);
   for (int i = 0; i < RING; i++) {
     if (ahead->ring[i].state != FREE) free_job(&ahead->ring[i]);
   }

@@ -66,6 +66,20 @@ function byName(a: ListedEntry, b: ListedEntry): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
 
+/**
+ * Sorts a listing by name in UTF-16 order. The native listing comes sorted in byte order,
+ * which is the same order unless a name has characters beyond U+FFFF: a check is a tenth of
+ * a sort.
+ */
+function sortByName(entries: ListedEntry[]): void {
+  for (let i = 1; i < entries.length; i++) {
+    if ((entries[i - 1] as ListedEntry).name > (entries[i] as ListedEntry).name) {
+      entries.sort(byName);
+      return;
+    }
+  }
+}
+
 /** Entries of a directory with names as raw bytes, for names that are not valid UTF-8. */
 function rawNames(absoluteDir: string | Buffer): Map<string, Buffer> {
   const byDecoded = new Map<string, Buffer>();
@@ -237,7 +251,7 @@ export class SelectionWalker {
       this.skipped.push({ path: dir === "" ? "." : dir, reason: folderReadReason(error) });
       return;
     }
-    entries.sort(byName);
+    sortByName(entries);
     const rules =
       depth === 0 || resumeFrom !== null ? inherited : inherited.enter(dir, hasGitignore);
     let next = 0;
