@@ -62,6 +62,9 @@ export interface WalkResult {
 
 const BATCH_SIZE = 512;
 
+/** The name matcher of a folder where the glob selects no file. */
+const NO_FILE = () => false;
+
 function byName(a: ListedEntry, b: ListedEntry): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
 }
@@ -109,6 +112,8 @@ interface DirFrame {
   tickets: Map<number, number> | null;
   rules: IgnoreRules;
   glob: BashGlob | null;
+  /** Whether a file of this folder is selected, by name; `null`: every file is. */
+  matchName: ((name: string) => boolean) | null;
   all: boolean;
   childDepth: number;
   descend: boolean;
@@ -278,6 +283,7 @@ export class SelectionWalker {
       tickets,
       rules,
       glob,
+      matchName: all || glob === null ? null : (glob.fileMatcherIn(dir) ?? NO_FILE),
       all,
       childDepth,
       descend,
@@ -344,7 +350,7 @@ export class SelectionWalker {
   /** Goes on with the innermost open directory until it opens another one or ends. */
   private step(): void {
     const frame = this.stack[this.stack.length - 1] as DirFrame;
-    const { dir, entries, rules, glob, all, raw, rawDir, absoluteDir } = frame;
+    const { dir, entries, rules, all, matchName, raw, rawDir, absoluteDir } = frame;
     const checkRules = !rules.isEmpty;
     while (frame.next < frame.end) {
       const entry = entries[frame.next++] as ListedEntry;
@@ -363,7 +369,7 @@ export class SelectionWalker {
       const link = entry.isSymbolicLink();
       if (!link && !entry.isFile()) continue;
       if (checkRules && rules.ignores(path, false)) continue;
-      if (!all && glob !== null && !glob.matchesFile(path)) continue;
+      if (matchName !== null && !matchName(name)) continue;
       if (link && !isListedFileAt(this.options.root, rawChild ?? `${absoluteDir}/${name}`)) {
         continue;
       }
