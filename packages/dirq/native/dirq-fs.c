@@ -31,40 +31,18 @@ SQLITE_EXTENSION_INIT1
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #define FIELDS 3
 
-static void stat_batch(sqlite3_context *context, int argc, sqlite3_value **argv) {
-  (void)argc;
-  const char *prefix = (const char *)sqlite3_value_text(argv[0]);
-  int prefix_bytes = sqlite3_value_bytes(argv[0]);
-  const char *paths = (const char *)sqlite3_value_text(argv[1]);
-  int paths_bytes = sqlite3_value_bytes(argv[1]);
-  if (prefix == NULL || paths == NULL) {
-    sqlite3_result_error(context, "dirq_stat_batch: prefix and paths must be text", -1);
-    return;
-  }
-  if (paths_bytes == 0) {
-    sqlite3_result_zeroblob(context, 0);
-    return;
-  }
-  sqlite3_int64 count = 1;
-  for (int i = 0; i < paths_bytes; i++) {
-    if (paths[i] == '\0') count++;
-  }
-  double *out = sqlite3_malloc64((sqlite3_uint64)count * FIELDS * sizeof(double));
-  /* The longest name: the prefix and all the paths, with the terminating NUL. */
-  char *name = sqlite3_malloc64((sqlite3_uint64)prefix_bytes + paths_bytes + 1);
-  if (out == NULL || name == NULL) {
-    sqlite3_free(out);
-    sqlite3_free(name);
-    sqlite3_result_error_nomem(context);
-    return;
-  }
+/* Stats `count` NUL-separated paths (each after `prefix`) into `out`: FIELDS doubles each. */
+static void stat_into(const char *prefix, int prefix_bytes, const char *paths, int paths_bytes,
+                      sqlite3_int64 count, double *out, char *name) {
   memcpy(name, prefix, prefix_bytes);
   const char *path = paths;
   const char *end = paths + paths_bytes;
@@ -87,10 +65,55 @@ static void stat_batch(sqlite3_context *context, int argc, sqlite3_value **argv)
     }
     path = stop + 1;
   }
-  sqlite3_free(name);
-  sqlite3_result_blob64(context, out, (sqlite3_uint64)count * FIELDS * sizeof(double), sqlite3_free);
 }
 
+static sqlite3_int64 count_paths(const char *paths, int paths_bytes) {
+  sqlite3_int64 count = 1;
+  for (int i = 0; i < paths_bytes; i++) {
+    if (paths[i] == '\0') count++;
+  }
+  return count;
+}
+
+/*
+ * Stats a batch into a new buffer of FIELDS doubles per path (sqlite3_malloc64'd, `*bytes`
+ * long); NULL when memory ran out. An empty `paths` is no path.
+ */
+static double *stat_batch_buffer(const char *prefix, int prefix_bytes, const char *paths,
+                                 int paths_bytes, sqlite3_int64 *bytes) {
+  sqlite3_int64 count = paths_bytes == 0 ? 0 : count_paths(paths, paths_bytes);
+  *bytes = count * FIELDS * (sqlite3_int64)sizeof(double);
+  double *out = sqlite3_malloc64(count == 0 ? 1 : (sqlite3_uint64)*bytes);
+  /* The longest name: the prefix and all the paths, with the terminating NUL. */
+  char *name = sqlite3_malloc64((sqlite3_uint64)prefix_bytes + paths_bytes + 1);
+  if (out == NULL || name == NULL) {
+    sqlite3_free(out);
+    sqlite3_free(name);
+    return NULL;
+  }
+  if (count > 0) stat_into(prefix, prefix_bytes, paths, paths_bytes, count, out, name);
+  sqlite3_free(name);
+  return out;
+}
+
+static void stat_batch(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  const char *prefix = (const char *)sqlite3_value_text(argv[0]);
+  int prefix_bytes = sqlite3_value_bytes(argv[0]);
+  const char *paths = (const char *)sqlite3_value_text(argv[1]);
+  int paths_bytes = sqlite3_value_bytes(argv[1]);
+  if (prefix == NULL || paths == NULL) {
+    sqlite3_result_error(context, "dirq_stat_batch: prefix and paths must be text", -1);
+    return;
+  }
+  sqlite3_int64 bytes;
+  double *out = stat_batch_buffer(prefix, prefix_bytes, paths, paths_bytes, &bytes);
+  if (out == NULL) {
+    sqlite3_result_error_nomem(context);
+    return;
+  }
+  sqlite3_result_blob64(context, out, (sqlite3_uint64)bytes, sqlite3_free);
+}
 
 /* A growing byte buffer for dirq_list_dir's answer. */
 typedef struct {
@@ -143,18 +166,17 @@ static int by_name(const void *a, const void *b) {
   return strcmp(((const Listed *)a)->name, ((const Listed *)b)->name);
 }
 
+/* What list_into found. */
+enum { LISTED = 0, UNREADABLE = 1, NO_MEMORY = 2 };
+
 /*
- * SELECT dirq_list_dir(path): the entries of a folder but `.` and `..`, sorted by name (byte
- * order), as text: one type letter per entry (d folder, f regular file, l symlink, o other),
- * then for each entry a NUL and its name. NULL when the folder cannot be read (the caller
- * reads it again from JavaScript for the error). Names are passed as the file system has them.
+ * The listing of a folder (see dirq_list_dir below) into `out` (empty when the folder has no
+ * entries): LISTED, UNREADABLE (the caller reads it again from JavaScript for the error), or
+ * NO_MEMORY. Touches no SQLite state but its allocator, so the read-ahead thread runs it too.
  */
-static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
-  (void)argc;
-  const char *path = (const char *)sqlite3_value_text(argv[0]);
-  if (path == NULL) return;
+static int list_into(const char *path, Buffer *out) {
   DIR *dir = opendir(path);
-  if (dir == NULL) return;
+  if (dir == NULL) return UNREADABLE;
   Buffer names = {0}, listed = {0};
   int ok = 1, failed = 0;
   struct dirent *entry;
@@ -177,32 +199,405 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
   if (failed) {
     sqlite3_free(names.bytes);
     sqlite3_free(listed.bytes);
-    return;
+    return UNREADABLE;
   }
   sqlite3_int64 count = listed.length / (sqlite3_int64)sizeof(Listed);
   Listed *items = (Listed *)listed.bytes;
-  Buffer out = {0};
   if (ok && count > 0) {
     for (sqlite3_int64 i = 0; i < count; i++) items[i].name = names.bytes + items[i].offset;
     qsort(items, (size_t)count, sizeof(Listed), by_name);
-    for (sqlite3_int64 i = 0; ok && i < count; i++) ok = buffer_append(&out, &items[i].type, 1);
+    for (sqlite3_int64 i = 0; ok && i < count; i++) ok = buffer_append(out, &items[i].type, 1);
     for (sqlite3_int64 i = 0; ok && i < count; i++) {
       const char *name = items[i].name;
-      ok = buffer_append(&out, "", 1) && buffer_append(&out, name, (sqlite3_int64)strlen(name));
+      ok = buffer_append(out, "", 1) && buffer_append(out, name, (sqlite3_int64)strlen(name));
     }
   }
   sqlite3_free(names.bytes);
   sqlite3_free(listed.bytes);
   if (!ok) {
-    sqlite3_free(out.bytes);
+    sqlite3_free(out->bytes);
+    out->bytes = NULL;
+    out->length = 0;
+    return NO_MEMORY;
+  }
+  return LISTED;
+}
+
+/* Hands a listing to SQLite as the function's text result (taking the buffer). */
+static void result_listing(sqlite3_context *context, int status, Buffer *out) {
+  if (status == UNREADABLE) return;
+  if (status == NO_MEMORY) {
     sqlite3_result_error_nomem(context);
     return;
   }
-  if (out.bytes == NULL) {
+  if (out->bytes == NULL) {
     sqlite3_result_text(context, "", 0, SQLITE_STATIC);
     return;
   }
-  sqlite3_result_text64(context, out.bytes, (sqlite3_uint64)out.length, sqlite3_free, SQLITE_UTF8);
+  sqlite3_result_text64(context, out->bytes, (sqlite3_uint64)out->length, sqlite3_free,
+                        SQLITE_UTF8);
+}
+
+/*
+ * SELECT dirq_list_dir(path): the entries of a folder but `.` and `..`, sorted by name (byte
+ * order), as text: one type letter per entry (d folder, f regular file, l symlink, o other),
+ * then for each entry a NUL and its name. NULL when the folder cannot be read (the caller
+ * reads it again from JavaScript for the error). Names are passed as the file system has them.
+ */
+static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  const char *path = (const char *)sqlite3_value_text(argv[0]);
+  if (path == NULL) return;
+  Buffer out = {0};
+  result_listing(context, list_into(path, &out), &out);
+}
+
+/*
+ * Reading ahead on threads of its own. A walk knows, once it has read a folder, which
+ * folders it will read next (the subfolders it descends into), and a stat fill knows which
+ * files it will stat: it hands them over (dirq_ahead_list, dirq_ahead_stat) and takes each
+ * answer when it gets there (dirq_take). Meanwhile POSIX threads (one per core, at most
+ * MAX_THREADS) list and stat, so the system calls, most of a scan's time, run beside the
+ * JavaScript that matches, inserts and counts. A thread here costs a few microseconds to
+ * start and no JavaScript heap, where a worker thread costs tens of milliseconds and
+ * megabytes (bench/README.md, "Scan benchmark").
+ *
+ * Jobs have tickets (increasing numbers) in a ring. The threads take folder listings newest
+ * batch first, in the batch's order (a depth-first walk needs the folders it entered last
+ * first), and stat batches oldest first; it stops while answers nobody took pile up. Taking a
+ * job nobody began runs it on the caller; taking an unknown ticket (dropped) returns NULL, and
+ * the caller does the work itself. Nothing here touches SQLite but its allocator, which is
+ * thread-safe.
+ */
+#define RING 4096
+/*
+ * Threads that read ahead, at most: two keep both cores of a small machine in system calls
+ * while the caller, mostly waiting for them, matches and inserts; more would only queue for
+ * the same cores (and the disk).
+ */
+#define MAX_THREADS 2
+#define MAX_DONE_JOBS 256
+#define MAX_DONE_BYTES (16 * 1024 * 1024)
+
+enum { FREE = 0, QUEUED, RUNNING, DONE };
+enum { LIST_JOB = 1, STAT_JOB = 2 };
+
+typedef struct {
+  sqlite3_int64 ticket;
+  int state;
+  int kind;
+  int abandoned; /* dropped while running: the thread frees it */
+  char *input;   /* list: the folder's path; stat: prefix, NUL, then the paths */
+  int prefix_bytes, paths_bytes;
+  int status;    /* list: LISTED, UNREADABLE or NO_MEMORY; stat: 0, or NO_MEMORY */
+  Buffer output;
+} Job;
+
+typedef struct {
+  pthread_mutex_t mutex;
+  pthread_cond_t work; /* a job was queued, an answer taken, or the thread must stop */
+  pthread_cond_t done; /* a job finished */
+  pthread_t threads[MAX_THREADS];
+  int started, stopping;
+  sqlite3_int64 next_ticket;
+  Job ring[RING];
+  sqlite3_int64 lists[RING]; /* queued listings: the next one on top */
+  int lists_length;
+  sqlite3_int64 stats[RING]; /* queued stat batches, oldest first, from stats_start */
+  int stats_start, stats_length;
+  int done_jobs;
+  sqlite3_int64 done_bytes;
+} Ahead;
+
+static Job *job_of(Ahead *ahead, sqlite3_int64 ticket) {
+  Job *job = &ahead->ring[ticket % RING];
+  return job->ticket == ticket && job->state != FREE ? job : NULL;
+}
+
+static void free_job(Job *job) {
+  sqlite3_free(job->input);
+  sqlite3_free(job->output.bytes);
+  memset(job, 0, sizeof *job);
+}
+
+static void run_job(Job *job) {
+  if (job->kind == LIST_JOB) {
+    job->status = list_into(job->input, &job->output);
+    return;
+  }
+  sqlite3_int64 bytes;
+  double *out = stat_batch_buffer(job->input, job->prefix_bytes,
+                                  job->input + job->prefix_bytes + 1, job->paths_bytes, &bytes);
+  job->status = out == NULL ? NO_MEMORY : 0;
+  job->output.bytes = (char *)out;
+  job->output.length = out == NULL ? 0 : bytes;
+}
+
+/* The next queued job for the thread, or NULL; the mutex is held. */
+static Job *next_job(Ahead *ahead) {
+  while (ahead->lists_length > 0) {
+    Job *job = job_of(ahead, ahead->lists[--ahead->lists_length]);
+    if (job != NULL && job->state == QUEUED) return job;
+  }
+  while (ahead->stats_length > 0) {
+    sqlite3_int64 ticket = ahead->stats[ahead->stats_start];
+    ahead->stats_start = (ahead->stats_start + 1) % RING;
+    ahead->stats_length--;
+    Job *job = job_of(ahead, ticket);
+    if (job != NULL && job->state == QUEUED) return job;
+  }
+  return NULL;
+}
+
+static void *ahead_thread(void *argument) {
+  Ahead *ahead = argument;
+  pthread_mutex_lock(&ahead->mutex);
+  while (!ahead->stopping) {
+    Job *job = NULL;
+    if (ahead->done_jobs < MAX_DONE_JOBS && ahead->done_bytes < MAX_DONE_BYTES) {
+      job = next_job(ahead);
+    }
+    if (job == NULL) {
+      pthread_cond_wait(&ahead->work, &ahead->mutex);
+      continue;
+    }
+    job->state = RUNNING;
+    pthread_mutex_unlock(&ahead->mutex);
+    run_job(job);
+    pthread_mutex_lock(&ahead->mutex);
+    if (job->abandoned) {
+      free_job(job);
+    } else {
+      job->state = DONE;
+      ahead->done_jobs++;
+      ahead->done_bytes += job->output.length;
+    }
+    pthread_cond_broadcast(&ahead->done);
+  }
+  pthread_mutex_unlock(&ahead->mutex);
+  return NULL;
+}
+
+/*
+ * Starts the threads once, one per core up to MAX_THREADS; false when none starts (the
+ * caller then does the work itself).
+ */
+static int ahead_start(Ahead *ahead) {
+  if (ahead->started > 0) return 1;
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int wanted = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+  while (ahead->started < wanted &&
+         pthread_create(&ahead->threads[ahead->started], NULL, ahead_thread, ahead) == 0) {
+    ahead->started++;
+  }
+  return ahead->started > 0;
+}
+
+/* A free ring slot for a new job, with its ticket; NULL when the ring is full. */
+static Job *new_job(Ahead *ahead, int kind) {
+  sqlite3_int64 ticket = ahead->next_ticket;
+  Job *job = &ahead->ring[ticket % RING];
+  if (job->state != FREE) return NULL;
+  ahead->next_ticket++;
+  job->ticket = ticket;
+  job->kind = kind;
+  job->state = QUEUED;
+  return job;
+}
+
+static char *copy_bytes(const char *bytes, int length) {
+  char *copy = sqlite3_malloc64((sqlite3_uint64)length + 1);
+  if (copy != NULL) {
+    memcpy(copy, bytes, (size_t)length);
+    copy[length] = '\0';
+  }
+  return copy;
+}
+
+/*
+ * SELECT dirq_ahead_list(paths): queues the listing of folders (absolute paths separated by
+ * NUL), to be taken in this order. Returns first_ticket * 65536 + accepted: the first
+ * `accepted` folders have tickets first_ticket, first_ticket + 1, ... (the rest are the
+ * caller's to list: the ring was full).
+ */
+static void ahead_list(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  Ahead *ahead = sqlite3_user_data(context);
+  const char *paths = (const char *)sqlite3_value_text(argv[0]);
+  int paths_bytes = sqlite3_value_bytes(argv[0]);
+  if (paths == NULL || paths_bytes == 0) {
+    sqlite3_result_int64(context, 0);
+    return;
+  }
+  pthread_mutex_lock(&ahead->mutex);
+  sqlite3_int64 first = ahead->next_ticket;
+  sqlite3_int64 accepted = 0;
+  int ok = ahead_start(ahead);
+  const char *path = paths, *end = paths + paths_bytes;
+  /* Tickets in batch order; pushed so that the batch's first folder is on top. */
+  sqlite3_int64 tickets[RING];
+  while (ok && path <= end && accepted < RING / 2) {
+    const char *stop = memchr(path, '\0', end - path);
+    if (stop == NULL) stop = end;
+    Job *job = new_job(ahead, LIST_JOB);
+    if (job == NULL) break;
+    job->input = copy_bytes(path, (int)(stop - path));
+    if (job->input == NULL) {
+      free_job(job);
+      ahead->next_ticket--;
+      break;
+    }
+    tickets[accepted++] = job->ticket;
+    path = stop + 1;
+  }
+  /* Drop stale entries (taken or dropped jobs) when the stack would overflow. */
+  if (ahead->lists_length + accepted > RING) {
+    int kept = 0;
+    for (int i = 0; i < ahead->lists_length; i++) {
+      Job *job = job_of(ahead, ahead->lists[i]);
+      if (job != NULL && job->state == QUEUED) ahead->lists[kept++] = ahead->lists[i];
+    }
+    ahead->lists_length = kept;
+  }
+  for (sqlite3_int64 i = accepted - 1; i >= 0 && ahead->lists_length < RING; i--) {
+    ahead->lists[ahead->lists_length++] = tickets[i];
+  }
+  if (accepted > 0) pthread_cond_signal(&ahead->work);
+  pthread_mutex_unlock(&ahead->mutex);
+  sqlite3_result_int64(context, accepted == 0 ? 0 : first * 65536 + accepted);
+}
+
+/*
+ * SELECT dirq_ahead_stat(prefix, paths): queues a stat batch (as dirq_stat_batch takes it);
+ * returns its ticket, or 0 when it was not queued (the caller stats it itself).
+ */
+static void ahead_stat(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  Ahead *ahead = sqlite3_user_data(context);
+  const char *prefix = (const char *)sqlite3_value_text(argv[0]);
+  int prefix_bytes = sqlite3_value_bytes(argv[0]);
+  const char *paths = (const char *)sqlite3_value_text(argv[1]);
+  int paths_bytes = sqlite3_value_bytes(argv[1]);
+  if (prefix == NULL || paths == NULL) {
+    sqlite3_result_int64(context, 0);
+    return;
+  }
+  char *input = sqlite3_malloc64((sqlite3_uint64)prefix_bytes + paths_bytes + 2);
+  if (input == NULL) {
+    sqlite3_result_int64(context, 0);
+    return;
+  }
+  memcpy(input, prefix, (size_t)prefix_bytes);
+  input[prefix_bytes] = '\0';
+  memcpy(input + prefix_bytes + 1, paths, (size_t)paths_bytes);
+  input[prefix_bytes + 1 + paths_bytes] = '\0';
+  pthread_mutex_lock(&ahead->mutex);
+  Job *job = ahead->stats_length < RING && ahead_start(ahead) ? new_job(ahead, STAT_JOB) : NULL;
+  sqlite3_int64 ticket = 0;
+  if (job != NULL) {
+    job->input = input;
+    job->prefix_bytes = prefix_bytes;
+    job->paths_bytes = paths_bytes;
+    ahead->stats[(ahead->stats_start + ahead->stats_length) % RING] = job->ticket;
+    ahead->stats_length++;
+    ticket = job->ticket;
+    pthread_cond_signal(&ahead->work);
+  } else {
+    sqlite3_free(input);
+  }
+  pthread_mutex_unlock(&ahead->mutex);
+  sqlite3_result_int64(context, ticket);
+}
+
+/* Hands a finished job's answer to SQLite and frees the job; the mutex is held. */
+static void result_job(sqlite3_context *context, Ahead *ahead, Job *job) {
+  if (job->state == DONE) {
+    ahead->done_jobs--;
+    ahead->done_bytes -= job->output.length;
+    pthread_cond_signal(&ahead->work);
+  }
+  Buffer output = job->output;
+  int status = job->status;
+  int kind = job->kind;
+  job->output.bytes = NULL;
+  free_job(job);
+  if (kind == LIST_JOB) {
+    result_listing(context, status, &output);
+  } else if (status == NO_MEMORY) {
+    sqlite3_result_error_nomem(context);
+  } else {
+    sqlite3_result_blob64(context, output.bytes, (sqlite3_uint64)output.length, sqlite3_free);
+  }
+}
+
+/*
+ * SELECT dirq_take(ticket, wait): a queued job's answer (a listing as dirq_list_dir gives it,
+ * or a stat blob as dirq_stat_batch does). wait = 0: only when it is done, else NULL (ask
+ * again). wait = 1: waits for it while the thread runs it, and runs it here if the thread has
+ * not begun it. An unknown ticket (dropped by dirq_ahead_drop) is NULL: the caller does the
+ * work itself. A listing of a folder that cannot be read is also NULL, as with dirq_list_dir;
+ * the caller tells the two apart by asking dirq_list_dir.
+ */
+static void take(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  Ahead *ahead = sqlite3_user_data(context);
+  sqlite3_int64 ticket = sqlite3_value_int64(argv[0]);
+  int wait = sqlite3_value_int(argv[1]);
+  pthread_mutex_lock(&ahead->mutex);
+  Job *job = job_of(ahead, ticket);
+  if (job != NULL && wait) {
+    while (job->state == RUNNING) pthread_cond_wait(&ahead->done, &ahead->mutex);
+    if (job->state == QUEUED) {
+      job->state = RUNNING; /* the thread skips it now */
+      pthread_mutex_unlock(&ahead->mutex);
+      run_job(job);
+      pthread_mutex_lock(&ahead->mutex);
+    }
+  }
+  if (job != NULL && (job->state == DONE || (wait && job->state == RUNNING))) {
+    result_job(context, ahead, job);
+  }
+  pthread_mutex_unlock(&ahead->mutex);
+}
+
+/*
+ * SELECT dirq_ahead_drop(): drops every job not yet taken (a walk that ended early, or a new
+ * walk starting). A job running on the thread is freed when it ends.
+ */
+static void ahead_drop(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  Ahead *ahead = sqlite3_user_data(context);
+  pthread_mutex_lock(&ahead->mutex);
+  for (int i = 0; i < RING; i++) {
+    Job *job = &ahead->ring[i];
+    if (job->state == RUNNING) job->abandoned = 1;
+    else if (job->state != FREE) free_job(job);
+  }
+  ahead->lists_length = 0;
+  ahead->stats_length = 0;
+  ahead->stats_start = 0;
+  ahead->done_jobs = 0;
+  ahead->done_bytes = 0;
+  pthread_mutex_unlock(&ahead->mutex);
+  sqlite3_result_null(context);
+}
+
+/* When the connection closes: stop the thread, then free what is left. */
+static void ahead_destroy(void *argument) {
+  Ahead *ahead = argument;
+  pthread_mutex_lock(&ahead->mutex);
+  ahead->stopping = 1;
+  pthread_cond_broadcast(&ahead->work);
+  pthread_mutex_unlock(&ahead->mutex);
+  for (int i = 0; i < ahead->started; i++) pthread_join(ahead->threads[i], NULL);
+  for (int i = 0; i < RING; i++) {
+    if (ahead->ring[i].state != FREE) free_job(&ahead->ring[i]);
+  }
+  pthread_mutex_destroy(&ahead->mutex);
+  pthread_cond_destroy(&ahead->work);
+  pthread_cond_destroy(&ahead->done);
+  sqlite3_free(ahead);
 }
 
 #ifdef _WIN32
@@ -211,9 +606,33 @@ __declspec(dllexport)
 int sqlite3_dirqfs_init(sqlite3 *db, char **error, const sqlite3_api_routines *api) {
   SQLITE_EXTENSION_INIT2(api);
   (void)error;
-  int rc = sqlite3_create_function(db, "dirq_stat_batch", 2, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                   NULL, stat_batch, NULL, NULL);
+  const int flags = SQLITE_UTF8 | SQLITE_DIRECTONLY;
+  int rc = sqlite3_create_function(db, "dirq_stat_batch", 2, flags, NULL, stat_batch, NULL, NULL);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "dirq_list_dir", 1, flags, NULL, list_dir, NULL, NULL);
+  }
   if (rc != SQLITE_OK) return rc;
-  return sqlite3_create_function(db, "dirq_list_dir", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, NULL,
-                                 list_dir, NULL, NULL);
+  Ahead *ahead = sqlite3_malloc64(sizeof(Ahead));
+  if (ahead == NULL) return SQLITE_NOMEM;
+  memset(ahead, 0, sizeof *ahead);
+  ahead->next_ticket = 1;
+  pthread_mutex_init(&ahead->mutex, NULL);
+  pthread_cond_init(&ahead->work, NULL);
+  pthread_cond_init(&ahead->done, NULL);
+  /* The read-ahead state belongs to dirq_ahead_drop, registered first: SQLite calls its
+     destructor when the connection closes, or at once if registering it fails. */
+  rc = sqlite3_create_function_v2(db, "dirq_ahead_drop", 0, flags, ahead, ahead_drop, NULL, NULL,
+                                  ahead_destroy);
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function_v2(db, "dirq_ahead_list", 1, flags, ahead, ahead_list, NULL,
+                                    NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function_v2(db, "dirq_ahead_stat", 2, flags, ahead, ahead_stat, NULL,
+                                    NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function_v2(db, "dirq_take", 2, flags, ahead, take, NULL, NULL, NULL);
+  }
+  return rc;
 }

@@ -35,7 +35,7 @@ function upToDate() {
 
 function compile() {
   const compiler = process.env.CC || "cc";
-  const shared = process.platform === "darwin" ? ["-dynamiclib"] : ["-shared", "-fPIC"];
+  const shared = process.platform === "darwin" ? ["-dynamiclib"] : ["-shared", "-fPIC", "-pthread"];
   mkdirSync(outDir, { recursive: true });
   execFileSync(
     compiler,

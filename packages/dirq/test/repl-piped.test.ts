@@ -1,6 +1,14 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import {
+  closeSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
@@ -257,6 +265,62 @@ describe("REPL with piped input", () => {
       assert.equal(code, 0);
     } finally {
       child.kill();
+    }
+  });
+
+  it("a table filled without stats gets them when a later statement reads them", async () => {
+    const child = spawn(process.execPath, [DIRQ_BIN], {
+      cwd: root,
+      env: { ...process.env, DIRQ_PROGRESS: "never" },
+    });
+    const lines: string[] = [];
+    const waiters: ((line: string) => void)[] = [];
+    let pending = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+      pending += chunk;
+      let newline: number;
+      while ((newline = pending.indexOf("\n")) >= 0) {
+        const line = pending.slice(0, newline);
+        pending = pending.slice(newline + 1);
+        const waiter = waiters.shift();
+        if (waiter) waiter(line);
+        else lines.push(line);
+      }
+    });
+    const ask = (sql: string) =>
+      new Promise<string>((resolve) => {
+        waiters.push(resolve);
+        child.stdin.write(`${sql}\n`);
+      });
+    /** What `SELECT sum(size)` must answer: the sizes of the files on disk now. */
+    const sizes = () =>
+      readdirSync(root, { recursive: true, withFileTypes: true })
+        .filter((entry) => entry.isFile())
+        .reduce((sum, entry) => sum + statSync(join(entry.parentPath, entry.name)).size, 0);
+    const askUntil = async (sql: string, want: string) => {
+      let answer = await ask(sql);
+      while (answer !== want) {
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        answer = await ask(sql);
+      }
+    };
+    try {
+      const before = readdirSync(root, { recursive: true, withFileTypes: true }).filter((entry) =>
+        entry.isFile(),
+      ).length;
+      // Reads no stat column: the table is filled from the listings alone.
+      assert.equal(await ask("SELECT count(*) AS n FROM './'"), `[{"n":${before}}]`);
+      writeFileSync(join(root, "grown.txt"), "0123456789");
+      await askUntil("SELECT count(*) AS n FROM './'", `[{"n":${before + 1}}]`);
+      // Now a statement reads `size`: every row has it, the watched file's too.
+      assert.equal(await ask("SELECT sum(size) AS s FROM './'"), `[{"s":${sizes()}}]`);
+      writeFileSync(join(root, "grown.txt"), "0123456789".repeat(5));
+      await askUntil("SELECT sum(size) AS s FROM './'", `[{"s":${sizes()}}]`);
+      child.stdin.end();
+      assert.equal(await new Promise((resolve) => child.on("close", resolve)), 0);
+    } finally {
+      child.kill();
+      rmSync(join(root, "grown.txt"), { force: true });
     }
   });
 

@@ -1,5 +1,11 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
-import { BatchStatter, STAT_FIELDS } from "../scan/file-stats.js";
+import {
+  AheadStatter,
+  BatchStatter,
+  STAT_FIELDS,
+  type Statter,
+  statReadAhead,
+} from "../scan/file-stats.js";
 import { StatHelper } from "../scan/stat-helper.js";
 import { directorySignature, folderKey } from "../scan/tree-signature.js";
 import { type ResumePoint, SelectionWalker, type SkippedPath } from "../scan/walk.js";
@@ -75,7 +81,7 @@ function breather(): () => Promise<void> {
  */
 async function streamBatches(
   walker: SelectionWalker,
-  statter: BatchStatter | null,
+  statter: Statter | null,
   rows: RowWriter,
 ): Promise<void> {
   const breathe = breather();
@@ -341,15 +347,24 @@ export async function fillRows(
 ): Promise<FillOutcome> {
   const { groups, walk: options, signFoldersSince } = job;
   const folders: [string, string][] = [];
-  // Stats are most of a fill that reads them: a helper thread takes a share of them. Of a
-  // fill that writes paths only, reading folders is most: a helper thread walks a part.
+  // Listing folders and stating files, the system calls, are most of a fill. With the native
+  // extension, its own thread reads both ahead of the walk (cheap to start, no JavaScript
+  // heap). Without it, helper threads do: of a fill that reads stats, one takes a share of the
+  // stats; of a fill that writes paths only, one walks a part of the tree.
+  const ahead = statReadAhead();
   const pathsOnly = !groups.names && !groups.stat;
-  const statHelper = groups.stat && helpers ? new StatHelper(options.root) : null;
-  const walkHelper = pathsOnly && helpers ? new WalkHelper(options, signFoldersSince) : null;
-  const statter = groups.stat ? new BatchStatter(options.root, statHelper) : null;
+  const statHelper = groups.stat && helpers && ahead === null ? new StatHelper(options.root) : null;
+  const walkHelper =
+    pathsOnly && helpers && ahead === null ? new WalkHelper(options, signFoldersSince) : null;
+  const statter: Statter | null = !groups.stat
+    ? null
+    : ahead !== null
+      ? new AheadStatter(options.root, ahead)
+      : new BatchStatter(options.root, statHelper);
   let found = 0;
   const walker = new SelectionWalker({
     ...options,
+    readAhead: ahead !== null,
     onProgress: (count) => {
       if (count > STAT_HELPER_AFTER_FILES) statHelper?.start();
       if (count > WALK_HELPER_AFTER_FILES) walkHelper?.start();
@@ -377,6 +392,7 @@ export async function fillRows(
     );
     return { count, skipped, folders };
   } finally {
+    walker.close();
     await statHelper?.close();
     await walkHelper?.close();
   }

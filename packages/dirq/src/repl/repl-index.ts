@@ -86,7 +86,9 @@ export async function openReplIndex(options: ReplIndexOptions): Promise<ReplInde
       extensions: options.extensions,
       databasePath: join(directory, "index.db"),
       persist: options.persist ?? undefined,
-      fillAllColumns: true,
+      // Only the columns a statement reads, as one-shot runs do: `SELECT count(*)` on a big
+      // tree stats nothing, and a later statement that reads `size` fills the stats then.
+      // Rows the watcher updates keep the table's groups (PathTables.refreshFile).
     });
     const opened = index;
     const databasePath = opened.databasePath as string;

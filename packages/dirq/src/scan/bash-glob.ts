@@ -34,6 +34,12 @@ export interface BashGlob {
   /** Does a trailing-`/` alternative match this directory path? */
   matchesDirectory(path: string): boolean;
   /**
+   * `matchesFile` for the files of one folder (relative, `''` for the root): the folder's
+   * names are matched once, so each file costs only its own name. `null` when no file in
+   * the folder can match.
+   */
+  fileMatcherIn(dir: string): ((name: string) => boolean) | null;
+  /**
    * The deepest directory below which every match lies (`''` for the root), and the most
    * segments a match can have below the root (`null` when a `**` makes it unbounded).
    */
@@ -311,6 +317,39 @@ function matchFrom(
   return matchFrom(segments, s + 1, names, n + 1, directory);
 }
 
+/**
+ * The segment positions of an alternative that can come next after `names` (folders, in
+ * order) are matched: as `matchFrom` walks them, a globstar taking zero or more names that do
+ * not start with `.`.
+ */
+function positionsAfter(segments: Segment[], names: readonly string[]): number[] {
+  let positions = globstarClosure(segments, [0]);
+  for (const name of names) {
+    const next = new Set<number>();
+    for (const s of positions) {
+      const segment = segments[s];
+      if (segment === undefined) continue;
+      if (segment.kind === "globstar") {
+        if (!name.startsWith(".")) next.add(s);
+      } else if (nameMatches(segment, name)) {
+        next.add(s + 1);
+      }
+    }
+    positions = globstarClosure(segments, [...next]);
+    if (positions.length === 0) break;
+  }
+  return positions;
+}
+
+/** The positions with, after each globstar, the one past it (it may take no name). */
+function globstarClosure(segments: Segment[], positions: number[]): number[] {
+  const all = new Set(positions);
+  for (const s of all) {
+    if (segments[s]?.kind === "globstar") all.add(s + 1);
+  }
+  return [...all].sort((a, b) => a - b);
+}
+
 /** The literal directory prefix of a pattern (no glob syntax in it), unescaped. */
 function literalPrefix(pattern: string): string[] {
   const out: string[] = [];
@@ -356,6 +395,22 @@ export function compileBashGlob(pattern: string): BashGlob {
     matchesDirectory(path) {
       const names = path === "" ? [] : path.split("/");
       return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, true));
+    },
+    fileMatcherIn(dir) {
+      const names = dir === "" ? [] : dir.split("/");
+      const starts: { segments: Segment[]; from: number }[] = [];
+      for (const alt of fileAlternatives) {
+        for (const from of positionsAfter(alt.segments, names)) {
+          // A final globstar reached only by skipping it must still take the file's name;
+          // matchFrom from here decides that, as it would for the whole path.
+          if (from < alt.segments.length) starts.push({ segments: alt.segments, from });
+        }
+      }
+      if (starts.length === 0) return null;
+      return (name) => {
+        const single = [name];
+        return starts.some((start) => matchFrom(start.segments, start.from, single, 0, false));
+      };
     },
   };
 }

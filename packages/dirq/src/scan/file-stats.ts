@@ -1,5 +1,5 @@
 import { type BigIntStats, type Stats, statSync } from "node:fs";
-import { type NativeFs, nativeFs } from "./native-fs.js";
+import { type NativeFs, nativeFs, type ReadAhead } from "./native-fs.js";
 import type { StatHelper, StatRequest } from "./stat-helper.js";
 
 /** Stat fields per file, three numbers each: size (bytes), mtime and ctime (Unix seconds). */
@@ -130,7 +130,11 @@ function statNatively(
   joinedPaths: string,
   count: number,
 ): Float64Array | null {
-  const bytes = native.statBatch(statPrefix(root), joinedPaths);
+  return statsOfBlob(native.statBatch(statPrefix(root), joinedPaths), count);
+}
+
+/** A stat blob of the extension as STAT_FIELDS numbers per path; `null` for another shape. */
+function statsOfBlob(bytes: Buffer, count: number): Float64Array | null {
   const length = count * STAT_FIELDS;
   if (bytes.byteLength !== length * Float64Array.BYTES_PER_ELEMENT) return null;
   // A view when the blob has a buffer of its own (the answer is transferred between threads
@@ -200,6 +204,75 @@ function exactStat(target: string | Uint8Array): BigIntStats | undefined {
   }
 }
 
+/** What a fill needs of the thing that stats its batches, in walk order. */
+export interface Statter {
+  /** Batches submitted and not yet taken. */
+  readonly pending: number;
+  submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void;
+  /** The oldest batches whose stats are in, in order, removed from the queue. */
+  takeReady(): StatBatch[];
+  /** Brings the oldest batch nearer, blocking at most about `maxMs`. */
+  helpOrWait(maxMs: number): void;
+}
+
+/** The native extension's read-ahead, when it is loaded: then `AheadStatter` can run. */
+export function statReadAhead(): ReadAhead | null {
+  return nativeFs()?.readAhead ?? null;
+}
+
+/**
+ * Stats batches on the native extension's own thread (see "Reading ahead" in dirq-fs.c),
+ * which also lists the walk's folders: the calling thread goes on walking and inserting, and
+ * when it waits for the oldest batch and the thread has not begun it, stats it itself. A
+ * batch the extension cannot take (a name that is not valid UTF-8, a full queue) is stat'ed
+ * at once on the calling thread.
+ */
+export class AheadStatter implements Statter {
+  private readonly queue: (StatBatch & { ticket: number })[] = [];
+
+  constructor(
+    private readonly root: string,
+    private readonly ahead: ReadAhead,
+  ) {}
+
+  get pending(): number {
+    return this.queue.length;
+  }
+
+  submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void {
+    const ticket =
+      rawPaths !== undefined && rawPaths.size > 0
+        ? 0
+        : this.ahead.stat(statPrefix(this.root), paths.join("\0"));
+    const stats = ticket === 0 ? statPaths(this.root, paths, rawPaths) : null;
+    this.queue.push({ paths, stats, rawPaths, request: -1, ticket });
+  }
+
+  takeReady(): StatBatch[] {
+    const ready: StatBatch[] = [];
+    for (;;) {
+      const oldest = this.queue[0];
+      if (oldest === undefined || (oldest.stats === null && !this.collect(oldest, false))) break;
+      ready.push(this.queue.shift() as StatBatch);
+    }
+    return ready;
+  }
+
+  helpOrWait(): void {
+    const oldest = this.queue[0];
+    if (oldest !== undefined && oldest.stats === null) this.collect(oldest, true);
+  }
+
+  /** Sets the batch's stats from the extension (`wait`: however long it takes). */
+  private collect(batch: StatBatch & { ticket: number }, wait: boolean): boolean {
+    const answer = this.ahead.take(batch.ticket, wait);
+    if (answer === null && !wait) return false;
+    const stats = answer instanceof Buffer ? statsOfBlob(answer, batch.paths.length) : null;
+    batch.stats = stats ?? statPaths(this.root, batch.paths, batch.rawPaths);
+    return true;
+  }
+}
+
 /**
  * Requests posted to the helper and not yet answered, at most (fewer than the claim ring has
  * slots, see stat-helper.ts). Past this the calling thread stats a batch itself.
@@ -222,7 +295,7 @@ export interface StatBatch {
  * (work stealing), so both threads stat until the end and neither waits while the other has
  * a batch left. Batches the helper held when it failed are stat'ed on the calling thread.
  */
-export class BatchStatter {
+export class BatchStatter implements Statter {
   private readonly queue: StatBatch[] = [];
   private readonly posted = new Set<StatBatch>();
 

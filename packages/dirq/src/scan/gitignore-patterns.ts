@@ -17,7 +17,12 @@ export interface GitignorePatterns {
 }
 
 interface Rule {
-  regex: RegExp;
+  /** The pattern as a regex source, anchored by `ruleGroups`. */
+  source: string;
+  /** The pattern's text when it has no glob syntax (`node_modules`, `.env`). */
+  literal: string | null;
+  /** What a `*` followed by plain text (`*.log`) requires the name to end with. */
+  suffix: string | null;
   negative: boolean;
   directoryOnly: boolean;
   /** Matched against the last name only (the pattern had no `/` before its end). */
@@ -87,11 +92,84 @@ function compileRule(line: string): Rule | null {
   const basenameOnly = !text.includes("/");
   if (text.startsWith("/")) text = text.slice(1);
   return {
-    regex: new RegExp(`^${wildmatchSource(text)}$`, "s"),
+    source: wildmatchSource(text),
+    literal: PLAIN.test(text) ? text : null,
+    suffix:
+      basenameOnly && text.startsWith("*") && PLAIN.test(text.slice(1)) ? text.slice(1) : null,
     negative,
     directoryOnly,
     basenameOnly,
   };
+}
+
+/** Text with no glob syntax and no escapes: it matches only itself. */
+const PLAIN = /^[^*?[\\]+$/;
+
+/**
+ * Consecutive rules that give the same verdict to the same kind of path, tested at once: the
+ * literal ones by a set, the `*.ext` ones by their endings, the rest by one alternation.
+ */
+interface RuleGroup {
+  literals: ReadonlySet<string>;
+  suffixes: readonly string[];
+  regex: RegExp | null;
+  negative: boolean;
+  directoryOnly: boolean;
+  basenameOnly: boolean;
+}
+
+/**
+ * The rules in groups, last first. Within a run of rules alike in all but their pattern, which
+ * of them matches makes no difference, so one alternation tests them all: a `.gitignore` of
+ * twenty names is one or two regex tests per path instead of twenty.
+ */
+function ruleGroups(rules: readonly Rule[]): RuleGroup[] {
+  const groups: RuleGroup[] = [];
+  let run: Rule[] = [];
+  const flush = () => {
+    const first = run[0];
+    if (first === undefined) return;
+    const literals = new Set<string>();
+    const suffixes: string[] = [];
+    const sources: string[] = [];
+    for (const rule of run) {
+      if (rule.literal !== null) literals.add(rule.literal);
+      else if (rule.suffix !== null) suffixes.push(rule.suffix);
+      else sources.push(`(?:${rule.source})`);
+    }
+    groups.push({
+      literals,
+      suffixes,
+      regex: sources.length === 0 ? null : new RegExp(`^(?:${sources.join("|")})$`, "s"),
+      negative: first.negative,
+      directoryOnly: first.directoryOnly,
+      basenameOnly: first.basenameOnly,
+    });
+    run = [];
+  };
+  for (let i = rules.length - 1; i >= 0; i--) {
+    const rule = rules[i] as Rule;
+    const first = run[0];
+    if (
+      first !== undefined &&
+      (first.negative !== rule.negative ||
+        first.directoryOnly !== rule.directoryOnly ||
+        first.basenameOnly !== rule.basenameOnly)
+    ) {
+      flush();
+    }
+    run.push(rule);
+  }
+  flush();
+  return groups;
+}
+
+function matchesGroup(group: RuleGroup, subject: string): boolean {
+  if (group.literals.has(subject)) return true;
+  for (const suffix of group.suffixes) {
+    if (subject.endsWith(suffix)) return true;
+  }
+  return group.regex?.test(subject) === true;
 }
 
 export function compileGitignore(text: string): GitignorePatterns {
@@ -99,14 +177,14 @@ export function compileGitignore(text: string): GitignorePatterns {
     .split("\n")
     .map(compileRule)
     .filter((rule): rule is Rule => rule !== null);
+  const groups = ruleGroups(rules);
   return {
     size: rules.length,
     verdict(path, isDir) {
       const name = path.slice(path.lastIndexOf("/") + 1);
-      for (let i = rules.length - 1; i >= 0; i--) {
-        const rule = rules[i] as Rule;
-        if (rule.directoryOnly && !isDir) continue;
-        if (rule.regex.test(rule.basenameOnly ? name : path)) return !rule.negative;
+      for (const group of groups) {
+        if (group.directoryOnly && !isDir) continue;
+        if (matchesGroup(group, group.basenameOnly ? name : path)) return !group.negative;
       }
       return null;
     },

@@ -25,9 +25,49 @@ export interface NativeFs {
    * name; `null` when the folder cannot be read.
    */
   listDir(path: string): string | null;
+  /** Read-ahead on the extension's own thread: see "Reading ahead" in dirq-fs.c. */
+  readAhead: ReadAhead;
+}
+
+/** Jobs the extension's thread runs ahead of the walk that will need their answers. */
+export interface ReadAhead {
+  /**
+   * Queues the listing of folders (absolute paths), to be taken in this order: the first
+   * `accepted` of them have tickets `first`, `first + 1`, ... (the rest were not queued).
+   */
+  list(paths: readonly string[]): { first: number; accepted: number };
+  /** Queues a batch of stats (as `statBatch` takes it): its ticket, or 0 when not queued. */
+  stat(prefix: string, joinedPaths: string): number;
+  /**
+   * A queued listing or stat batch. `wait`: waits for it, or runs it on this thread when the
+   * extension's thread has not begun it; else `null` unless it is done. `null` too for a
+   * ticket that was dropped, and for a listing of a folder that cannot be read.
+   */
+  take(ticket: number, wait: boolean): string | Buffer | null;
+  /** Drops every job not yet taken. */
+  dropAll(): void;
 }
 
 let loaded: NativeFs | null | undefined;
+
+/** Tickets come back as `first * TICKET_SPAN + accepted` (see dirq_ahead_list). */
+const TICKET_SPAN = 65_536;
+
+function readAheadOf(db: ReturnType<typeof openSqlite>): ReadAhead {
+  const list = db.prepare("SELECT dirq_ahead_list(?)").pluck();
+  const stat = db.prepare("SELECT dirq_ahead_stat(?, ?)").pluck();
+  const take = db.prepare("SELECT dirq_take(?, ?)").pluck();
+  const drop = db.prepare("SELECT dirq_ahead_drop()").pluck();
+  return {
+    list: (paths) => {
+      const code = list.get(paths.join("\0")) as number;
+      return { first: Math.floor(code / TICKET_SPAN), accepted: code % TICKET_SPAN };
+    },
+    stat: (prefix, joinedPaths) => stat.get(prefix, joinedPaths) as number,
+    take: (ticket, wait) => take.get(ticket, wait ? 1 : 0) as string | Buffer | null,
+    dropAll: () => void drop.get(),
+  };
+}
 
 /** This thread's native calls, or `null` when the extension is off or cannot be loaded. */
 export function nativeFs(): NativeFs | null {
@@ -43,6 +83,7 @@ export function nativeFs(): NativeFs | null {
     loaded = {
       statBatch: (prefix, joinedPaths) => statBatch.get(prefix, joinedPaths) as Buffer,
       listDir: (path) => listDir.get(path) as string | null,
+      readAhead: readAheadOf(db),
     };
   } catch {
     // A library built for another platform or SQLite: Node's fs still works.

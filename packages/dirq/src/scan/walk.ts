@@ -3,7 +3,7 @@ import { type BashGlob, compileBashGlob } from "./bash-glob.js";
 import { isListedFileAt, RAW_NAME_MARK } from "./file-kind.js";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { rulesForDir } from "./inclusion.js";
-import { type ListedEntry, listDirectory } from "./list-directory.js";
+import { FolderLister, type ListedEntry } from "./list-directory.js";
 import type { PathSelection } from "./path-selection.js";
 
 /** A file or directory the walk could not read; the walk goes on without it. */
@@ -28,6 +28,11 @@ export interface WalkOptions {
   onDirectory?: (dir: string, absolute: string | Buffer) => void;
   /** Walk only the part another walker gave away with `split()`. */
   resume?: ResumePoint;
+  /**
+   * List folders ahead of the walk on the native extension's thread (see `FolderLister`).
+   * Only for one walk at a time on a thread, which calls `close()` when it stops.
+   */
+  readAhead?: boolean;
 }
 
 /**
@@ -57,8 +62,25 @@ export interface WalkResult {
 
 const BATCH_SIZE = 512;
 
+/** The name matcher of a folder where the glob selects no file. */
+const NO_FILE = () => false;
+
 function byName(a: ListedEntry, b: ListedEntry): number {
   return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
+}
+
+/**
+ * Sorts a listing by name in UTF-16 order. The native listing comes sorted in byte order,
+ * which is the same order unless a name has characters beyond U+FFFF: a check is a tenth of
+ * a sort.
+ */
+function sortByName(entries: ListedEntry[]): void {
+  for (let i = 1; i < entries.length; i++) {
+    if ((entries[i - 1] as ListedEntry).name > (entries[i] as ListedEntry).name) {
+      entries.sort(byName);
+      return;
+    }
+  }
 }
 
 /** Entries of a directory with names as raw bytes, for names that are not valid UTF-8. */
@@ -86,8 +108,12 @@ interface DirFrame {
   /** Where this walker's share of the entries ends (`split()` gives the rest away). */
   end: number;
   raw: Map<string, Buffer> | null;
+  /** Read-ahead tickets of the subfolders the walk will enter, by entry index. */
+  tickets: Map<number, number> | null;
   rules: IgnoreRules;
   glob: BashGlob | null;
+  /** Whether a file of this folder is selected, by name; `null`: every file is. */
+  matchName: ((name: string) => boolean) | null;
   all: boolean;
   childDepth: number;
   descend: boolean;
@@ -128,12 +154,14 @@ export class SelectionWalker {
   private batch: string[] = [];
   private batchRaw = new Map<string, Buffer>();
   private started = false;
+  private readonly lister: FolderLister;
 
   constructor(
     readonly options: WalkOptions,
     private readonly batchSize = BATCH_SIZE,
   ) {
     const { selection } = options;
+    this.lister = new FolderLister(options.readAhead === true);
     this.glob = selection.kind === "glob" ? compileBashGlob(selection.pattern) : null;
     this.maxDepth = selection.kind === "glob" ? selection.maxDepth : null;
   }
@@ -151,6 +179,14 @@ export class SelectionWalker {
     this.batchRaw = new Map();
     this.options.onProgress?.(this.found);
     return batch;
+  }
+
+  /**
+   * Drops what the walk (and anything else on this thread: see `FolderLister`) queued on the
+   * native extension's thread and did not take. A walk with `readAhead` calls it when it stops.
+   */
+  close(): void {
+    this.lister.close();
   }
 
   private begin(): void {
@@ -202,6 +238,7 @@ export class SelectionWalker {
     everything: boolean,
     rawDir: Buffer | null,
     resumeFrom: string | null,
+    ticket = 0,
   ): void {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
     let entries: ListedEntry[];
@@ -209,7 +246,7 @@ export class SelectionWalker {
     let hasGitignore = false;
     this.options.onDirectory?.(dir, absoluteDir);
     try {
-      entries = listDirectory(absoluteDir);
+      entries = this.lister.list(absoluteDir, ticket);
       for (const entry of entries) {
         const name = entry.name;
         if (name.includes(RAW_NAME_MARK)) raw ??= rawNames(absoluteDir);
@@ -219,7 +256,7 @@ export class SelectionWalker {
       this.skipped.push({ path: dir === "" ? "." : dir, reason: folderReadReason(error) });
       return;
     }
-    entries.sort(byName);
+    sortByName(entries);
     const rules =
       depth === 0 || resumeFrom !== null ? inherited : inherited.enter(dir, hasGitignore);
     let next = 0;
@@ -231,6 +268,10 @@ export class SelectionWalker {
       everything || (glob?.selectsDirectories === true && dir !== "" && glob.matchesDirectory(dir));
     const childDepth = depth + 1;
     const descend = all || this.maxDepth === null || childDepth < this.maxDepth;
+    const tickets =
+      descend && this.lister.readsAhead && typeof absoluteDir === "string"
+        ? this.queueSubfolders(dir, absoluteDir, entries, next, rules, raw)
+        : null;
     this.stack.push({
       dir,
       absoluteDir,
@@ -239,13 +280,46 @@ export class SelectionWalker {
       next,
       end: entries.length,
       raw,
+      tickets,
       rules,
       glob,
+      matchName: all || glob === null ? null : (glob.fileMatcherIn(dir) ?? NO_FILE),
       all,
       childDepth,
       descend,
       everything,
     });
+  }
+
+  /**
+   * Queues the listings of the subfolders the walk will enter, from entry `from` on, in walk
+   * order: the same tests as `step` makes before it enters one. Their tickets by entry index.
+   */
+  private queueSubfolders(
+    dir: string,
+    absoluteDir: string,
+    entries: readonly ListedEntry[],
+    from: number,
+    rules: IgnoreRules,
+    raw: Map<string, Buffer> | null,
+  ): Map<number, number> | null {
+    const indexes: number[] = [];
+    const paths: string[] = [];
+    for (let i = from; i < entries.length; i++) {
+      const entry = entries[i] as ListedEntry;
+      const name = entry.name;
+      if (!entry.isDirectory() || BUILT_IN_SKIPS.has(name) || raw?.has(name) === true) continue;
+      if (!rules.isEmpty && rules.ignores(dir === "" ? name : `${dir}/${name}`, true)) continue;
+      indexes.push(i);
+      paths.push(`${absoluteDir}/${name}`);
+    }
+    if (paths.length === 0) return null;
+    const tickets = this.lister.queue(paths);
+    const byIndex = new Map<number, number>();
+    for (let i = 0; i < indexes.length; i++) {
+      if ((tickets[i] as number) > 0) byIndex.set(indexes[i] as number, tickets[i] as number);
+    }
+    return byIndex;
   }
 
   /**
@@ -276,7 +350,7 @@ export class SelectionWalker {
   /** Goes on with the innermost open directory until it opens another one or ends. */
   private step(): void {
     const frame = this.stack[this.stack.length - 1] as DirFrame;
-    const { dir, entries, rules, glob, all, raw, rawDir, absoluteDir } = frame;
+    const { dir, entries, rules, all, matchName, raw, rawDir, absoluteDir } = frame;
     const checkRules = !rules.isEmpty;
     while (frame.next < frame.end) {
       const entry = entries[frame.next++] as ListedEntry;
@@ -288,13 +362,14 @@ export class SelectionWalker {
         rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? name) : null;
       if (entry.isDirectory()) {
         if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
-        this.open(path, rules, frame.childDepth, all, rawChild, null);
+        const ticket = frame.tickets?.get(frame.next - 1) ?? 0;
+        this.open(path, rules, frame.childDepth, all, rawChild, null, ticket);
         return;
       }
       const link = entry.isSymbolicLink();
       if (!link && !entry.isFile()) continue;
       if (checkRules && rules.ignores(path, false)) continue;
-      if (!all && glob !== null && !glob.matchesFile(path)) continue;
+      if (matchName !== null && !matchName(name)) continue;
       if (link && !isListedFileAt(this.options.root, rawChild ?? `${absoluteDir}/${name}`)) {
         continue;
       }

@@ -139,3 +139,85 @@ test("a folder that cannot be listed throws Node's error", () => {
   assert.throws(() => listDirectory(join(root, "gone")), { code: "ENOENT" });
   assert.throws(() => listDirectory(join(root, "dir", "f1")), { code: "ENOTDIR" });
 });
+
+// Reading ahead on the extension's thread (dirq-fs.c, "Reading ahead"): listings and stat
+// batches taken by ticket equal the direct calls, in any order, whether the thread ran them,
+// the caller did, or the ticket was dropped (then the caller lists or stats itself).
+
+test(
+  "listings read ahead equal direct listings, taken in any order or after a drop",
+  { skip: process.platform === "win32" },
+  () => {
+    const native = nativeFs();
+    assert.ok(native !== null);
+    const { readAhead } = native;
+    readAhead.dropAll();
+    const folders = [root, join(root, "dir"), join(root, "n".repeat(200)), join(root, "gone")];
+    const { first, accepted } = readAhead.list(folders);
+    assert.equal(accepted, folders.length);
+    // The last first: the thread may have begun any of them; each answer is its own folder's.
+    for (const index of [3, 1, 0, 2]) {
+      const want = native.listDir(folders[index] as string);
+      assert.equal(readAhead.take(first + index, true), want, folders[index]);
+    }
+    // A ticket taken twice, or never given, is unknown: null, the caller lists itself.
+    assert.equal(readAhead.take(first, true), null);
+    assert.equal(readAhead.take(first + 1_000_000, true), null);
+    // Dropped before they were taken: null, and the thread goes on with later work.
+    const dropped = readAhead.list(folders);
+    readAhead.dropAll();
+    for (let i = 0; i < dropped.accepted; i++) {
+      assert.equal(readAhead.take(dropped.first + i, true), null);
+    }
+    const again = readAhead.list([root]);
+    assert.equal(readAhead.take(again.first, true), native.listDir(root));
+  },
+);
+
+test(
+  "stats read ahead equal a direct batch stat; a file gone before its stat is dropped (NaN)",
+  { skip: process.platform === "win32" },
+  () => {
+    const native = nativeFs();
+    assert.ok(native !== null);
+    const { readAhead } = native;
+    const joined = paths.join("\0");
+    const tickets = Array.from({ length: 20 }, () => readAhead.stat(`${root}/`, joined));
+    assert.ok(tickets.every((ticket) => ticket > 0));
+    const direct = native.statBatch(`${root}/`, joined);
+    // Not waiting: null until done; waiting: always the answer.
+    for (const ticket of tickets) {
+      const answer = readAhead.take(ticket, false) ?? readAhead.take(ticket, true);
+      assert.ok(Buffer.isBuffer(answer));
+      assert.deepEqual(answer, direct);
+    }
+    // A file removed after it was listed and before its stat: NaN size, as with statBatch.
+    const doomed = join(root, "dir", "doomed");
+    writeFileSync(doomed, "soon gone");
+    assert.match(native.listDir(join(root, "dir")) ?? "", /\0doomed/);
+    rmSync(doomed);
+    const ticket = readAhead.stat(`${root}/`, "dir/doomed\0dir/f1");
+    const answer = readAhead.take(ticket, true) as Buffer;
+    const numbers = new Float64Array(answer.buffer, answer.byteOffset, 2 * STAT_FIELDS);
+    assert.ok(Number.isNaN(numbers[0]));
+    assert.equal(numbers[3], 37);
+    readAhead.dropAll();
+  },
+);
+
+test(
+  "many more queued folders than the ring holds: the rest are the caller's, nothing is lost",
+  { skip: process.platform === "win32" },
+  () => {
+    const native = nativeFs();
+    assert.ok(native !== null);
+    const { readAhead } = native;
+    readAhead.dropAll();
+    const folders = Array.from({ length: 5000 }, () => join(root, "dir"));
+    const { first, accepted } = readAhead.list(folders);
+    assert.ok(accepted > 0 && accepted < folders.length, `accepted ${accepted}`);
+    const want = native.listDir(join(root, "dir"));
+    for (let i = 0; i < accepted; i++) assert.equal(readAhead.take(first + i, true), want);
+    readAhead.dropAll();
+  },
+);
