@@ -1,4 +1,4 @@
-import { isAbsolute, resolve } from "node:path";
+import { delimiter, isAbsolute, resolve } from "node:path";
 import { DirqError } from "../errors.js";
 
 /** A parsed on-file command: argv with `{path}` and `{root}` still in place. */
@@ -119,7 +119,22 @@ export function parseHookCommand(text: string, baseDir?: string): HookCommand {
   if (baseDir !== undefined && program.includes("/") && !isAbsolute(program)) {
     argv[0] = resolve(baseDir, program);
   }
+  if (baseDir !== undefined) argv[0] = pluginPython(argv[0] as string, baseDir, process.env);
   return { text, argv };
+}
+
+/**
+ * The Python launcher runs dirq from its own environment (a pipx or uv tool venv, say), where
+ * a plugin is importable by the launcher's interpreter and often by no `python3` on PATH. It
+ * names that interpreter in `DIRQ_PLUGIN_PYTHON` and the folders of the Python plugins'
+ * fragments in `DIRQ_PLUGIN_PYTHON_DIRS` (path-list separated): a `python3` or `python`
+ * command in those fragments runs that interpreter. Other configs' commands are left alone.
+ */
+function pluginPython(program: string, baseDir: string, env: NodeJS.ProcessEnv): string {
+  const python = env.DIRQ_PLUGIN_PYTHON;
+  if (!python || (program !== "python3" && program !== "python")) return program;
+  const folders = (env.DIRQ_PLUGIN_PYTHON_DIRS ?? "").split(delimiter).filter(Boolean);
+  return folders.some((folder) => resolve(folder) === resolve(baseDir)) ? python : program;
 }
 
 const PLACEHOLDER = /\{(path|root)\}/g;
