@@ -11,14 +11,12 @@ import { jsonChunks } from "../output/json.js";
 import { readVersion } from "../version.js";
 import {
   type Command,
-  HELP_TEXT,
-  INIT_HELP_TEXT,
   type InitCommand,
-  QUERY_HELP_TEXT,
   parseCommandLine,
   type QueryCommand,
   type ServerCommand,
 } from "./args.js";
+import { HELP_TEXTS } from "./help-texts.js";
 
 /** The process streams and settings the CLI runs with (tests may pass their own). */
 export interface CliIo {
@@ -205,15 +203,13 @@ async function runServerCommand(command: ServerCommand, io: CliIo): Promise<numb
 async function runCommand(command: Command, io: CliIo): Promise<number> {
   switch (command.kind) {
     case "help":
-      await write(
-        io.stdout,
-        command.topic === "query"
-          ? QUERY_HELP_TEXT
-          : command.topic === "init"
-            ? INIT_HELP_TEXT
-            : HELP_TEXT,
-      );
+      await write(io.stdout, HELP_TEXTS[command.topic]);
       return 0;
+    case "completion": {
+      const { completionScript } = await import("./completion.js");
+      await write(io.stdout, completionScript(command.shell));
+      return 0;
+    }
     case "version":
       await write(io.stdout, `${readVersion()}\n`);
       return 0;
