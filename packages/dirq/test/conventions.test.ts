@@ -161,7 +161,7 @@ describe("man page", () => {
 
   it("the package ships it as its man page, and man renders every option of every --help", async () => {
     const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"));
-    assert.equal(manifest.man, "./man/dirq.1");
+    assert.deepEqual(manifest.man, ["./man/dirq.1"]);
     const { stdout: packed } = await exec("npm", ["pack", "--dry-run", "--json"], {
       cwd: PACKAGE_DIR,
       maxBuffer: 1 << 26,
