@@ -17,6 +17,7 @@ import {
   type ServerCommand,
 } from "./args.js";
 import { HELP_TEXTS } from "./help-texts.js";
+import { nativeNotice } from "./native-notice.js";
 
 /** The process streams and settings the CLI runs with (tests may pass their own). */
 export interface CliIo {
@@ -232,7 +233,12 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
  */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    return await runCommand(parseCommandLine(argv), io);
+    const command = parseCommandLine(argv);
+    if (command.kind === "query" || command.kind === "repl" || command.kind === "server") {
+      const notice = nativeNotice(process.env);
+      if (notice !== null) io.stderr.write(`dirq: ${notice}\n`);
+    }
+    return await runCommand(command, io);
   } catch (error) {
     if (isDirqError(error)) {
       // One diagnostic per line (a config may have several problems), each with the prefix.
