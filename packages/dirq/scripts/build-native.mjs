@@ -5,7 +5,7 @@
 // "Native file system calls"). So a failure here warns and exits 0; it never fails an
 // install. Nothing is downloaded: the headers are SQLite's own, inside @rocicorp/zero-sqlite3.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -14,6 +14,9 @@ const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const source = join(packageDir, "native", "dirq-fs.c");
 const outDir = join(packageDir, "native", "build");
 const library = join(outDir, process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so");
+// Why the build failed, for the CLI to say once on a first run (src/cli/native-notice.ts):
+// npm hides an install script's stderr unless the script fails, and this one never does.
+const notBuilt = join(outDir, "not-built.txt");
 
 function warn(reason) {
   process.stderr.write(
@@ -51,8 +54,16 @@ if (process.platform === "win32") {
 } else if (!upToDate()) {
   try {
     compile();
+    rmSync(notBuilt, { force: true });
   } catch (error) {
     const detail = error?.stderr?.toString().trim().split("\n")[0] || error?.message || error;
-    warn(`compiling ${source} failed: ${detail}`);
+    const reason = `compiling ${source} with ${process.env.CC || "cc"} failed: ${detail}`;
+    warn(reason);
+    try {
+      mkdirSync(outDir, { recursive: true });
+      writeFileSync(notBuilt, `${reason}\n`);
+    } catch {
+      // A read-only package folder: the warning above is all there is.
+    }
   }
 }

@@ -338,6 +338,25 @@ describe("--on-file: the command line of the hook", { concurrency: true }, () =>
     assert.deepEqual(JSON.parse(String(rows[0]?.argv)), ["${HOME}"]);
   });
 
+  it("a # inside a word is text, as in sh: --sep=a#b and {path} both arrive", async () => {
+    const rows = await hookRows(
+      "SELECT argv FROM './data/one.json'",
+      "node args.mjs --sep=a#b {path}",
+    );
+    assert.deepEqual(JSON.parse(String(rows[0]?.argv)), [
+      "--sep=a#b",
+      join(realRoot, "data/one.json"),
+    ]);
+  });
+
+  it("a # that starts a word starts a comment, as in sh", async () => {
+    const rows = await hookRows(
+      "SELECT argv FROM './data/one.json'",
+      "node args.mjs {path} #x {root}",
+    );
+    assert.deepEqual(JSON.parse(String(rows[0]?.argv)), [join(realRoot, "data/one.json")]);
+  });
+
   it("an unterminated quote is an error, not silently closed", async () => {
     const result = await run([
       "SELECT * FROM './data/one.json'",

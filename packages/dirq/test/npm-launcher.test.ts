@@ -155,6 +155,15 @@ describe("npm launcher: discovery in the working directory's node_modules", () =
       );
       const skipped = await runDirq(["SELECT 1", "--no-plugin"], { cwd: broken });
       assert.equal(skipped.code, 0, skipped.stderr);
+      // Commands that read no config never discover, so a broken plugin cannot break them.
+      for (const args of [["--help"], ["server", "--help"], ["query", "-h"], ["--version"]]) {
+        const outcome = await runDirq(args, { cwd: broken });
+        assert.equal(outcome.code, 0, `${args.join(" ")}: ${outcome.stderr}`);
+        assert.notEqual(outcome.stdout, "");
+      }
+      const init = await runDirq(["init"], { cwd: broken });
+      assert.equal(init.code, 0, init.stderr);
+      assert.ok(existsSync(join(broken, ".dirq.toml")));
     } finally {
       removeTree(broken);
     }

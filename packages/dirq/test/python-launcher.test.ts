@@ -87,11 +87,16 @@ describe("Python launcher, installed in a venv", { timeout: 900_000 }, () => {
   const pipUninstall = (name: string) =>
     exec(join(venvBin, "pip"), ["uninstall", "-y", "-q", name]);
 
-  async function dirq(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Outcome> {
+  async function dirq(
+    args: string[],
+    env: NodeJS.ProcessEnv = {},
+    cwd: string = data,
+  ): Promise<Outcome> {
     try {
       const { stdout, stderr } = await exec(join(venvBin, "dirq"), args, {
-        cwd: data,
+        cwd,
         env: { ...baseEnv, ...env },
+        maxBuffer: 1 << 24,
       });
       return { code: 0, stdout, stderr };
     } catch (error) {
@@ -183,9 +188,110 @@ print(len(data["cases"]))
     }
   });
 
+  test("--no-plugin reaches the npm CLI too: its npm plugins are not discovered either", async () => {
+    const withNpmPlugin = writeFiles(join(work, "npm-plugin-here"), {
+      "node_modules/dirq-broken/package.json": JSON.stringify({
+        name: "dirq-broken",
+        dirq: { config: "gone.toml" },
+      }),
+    });
+    const discovered = await dirq(["SELECT 1 AS one"], {}, withNpmPlugin);
+    assertLauncherError(discovered, /plugin dirq-broken .*gone\.toml is missing/);
+    const off = await dirq(["SELECT 1 AS one", "--no-plugin"], {}, withNpmPlugin);
+    assert.equal(off.code, 0, off.stderr);
+    assert.equal(off.stdout, '[{"one":1}]\n');
+  });
+
+  test("a plugin's python3 hook runs with the launcher's interpreter (installed as pipx does)", async () => {
+    // pipx and uv link the console script into a folder on PATH; the venv's bin is not on
+    // PATH, so `python3` there is the system's, which cannot import the plugin.
+    const linked = join(work, "pipx-bin");
+    mkdirSync(linked);
+    symlinkSync(join(venvBin, "dirq"), join(linked, "dirq"));
+    const pipxPath = [linked, NODE_DIR, "/usr/bin", "/bin"].join(":");
+    const systemPython = await exec("python3", ["-c", "import dirq_plugin_demo"], {
+      env: { ...baseEnv, PATH: pipxPath },
+    }).then(
+      () => "imports it",
+      () => "cannot import it",
+    );
+    assert.equal(systemPython, "cannot import it", "the test needs a python3 without the plugin");
+    const { stdout, stderr } = await exec(join(linked, "dirq"), ["SELECT count(*) AS n FROM ini"], {
+      cwd: data,
+      env: { ...baseEnv, PATH: pipxPath },
+    });
+    assert.equal(stdout, '[{"n":3}]\n', stderr);
+    // The user's own python3 hooks keep the python3 on PATH, beside the plugin's.
+    const own = await dirq(
+      ["SELECT (SELECT exe FROM mine) AS exe, (SELECT count(*) FROM ini) AS n", "-c", "own.toml"],
+      { PATH: pipxPath },
+      writeFiles(join(work, "own-hook"), {
+        "a.ini": "[s]\nk = v\n",
+        "exe.py": "import json, sys\nprint(json.dumps([{'exe': sys.executable}]))\n",
+        "own.toml": `[[table]]\nname = "mine"\nglob = "*.ini"\non-file = "python3 exe.py"\n`,
+      }),
+    );
+    assert.equal(own.code, 0, own.stderr);
+    const [row] = JSON.parse(own.stdout) as { exe: string; n: number }[];
+    assert.equal(row?.n, 1);
+    assert.ok(!row?.exe.startsWith(work), `the user's hook ran ${row?.exe}`);
+  });
+
+  test("one install is enough: the first run installs the matching npm package into the cache", async () => {
+    const packed = join(work, "packed");
+    mkdirSync(packed);
+    const { stdout: tarball } = await exec(
+      "npm",
+      ["pack", "--silent", "--pack-destination", packed],
+      { cwd: fileURLToPath(new URL("../..", import.meta.url)), maxBuffer: 1 << 24 },
+    );
+    const cache = join(work, "user-cache");
+    const env = {
+      DIRQ_BIN: "",
+      // No dirq on PATH: only the launcher, Node.js and npm.
+      PATH: [venvBin, NODE_DIR, "/usr/bin", "/bin"].join(":"),
+      DIRQ_CACHE_DIR: cache,
+      // Offline: the packed tarball stands in for the registry's dirq@<version>, and npm
+      // takes its dependencies from its cache (filled by the repository's npm ci).
+      DIRQ_NPM_PACKAGE: join(packed, tarball.trim().split("\n").pop() ?? ""),
+      npm_config_offline: "true",
+    };
+    const first = await dirq(["SELECT 1 AS one", "--no-plugin"], env);
+    assert.equal(first.code, 0, first.stderr);
+    assert.equal(first.stdout, '[{"one":1}]\n');
+    assert.match(
+      first.stderr,
+      /^dirq: first run: installing the dirq CLI \(npm package .*\) into /,
+    );
+    assert.ok(existsSync(join(cache, "npm", "0.1.0", "node_modules", "dirq", "bin", "dirq.cjs")));
+    const second = await dirq(["SELECT 2 AS two", "--no-plugin"], env);
+    assert.equal(second.code, 0, second.stderr);
+    assert.equal(second.stdout, '[{"two":2}]\n');
+    assert.equal(second.stderr, "", "installed once");
+    // Plugins work through the installed CLI too.
+    const plugin = await dirq(["SELECT count(*) AS n FROM ini"], env);
+    assert.equal(plugin.stdout, '[{"n":3}]\n', plugin.stderr);
+  });
+
   test("the CLI: DIRQ_BIN, else dirq on PATH (never the launcher itself), else a clear error", async () => {
-    const nothing = await dirq(["SELECT 1"], { DIRQ_BIN: "", PATH: venvBin });
-    assertLauncherError(nothing, /no dirq CLI found: .*set DIRQ_BIN/);
+    const nothing = await dirq(["SELECT 1"], {
+      DIRQ_BIN: "",
+      PATH: venvBin,
+      DIRQ_CACHE_DIR: join(work, "empty-cache"),
+    });
+    assertLauncherError(
+      nothing,
+      /Node\.js not found \(no node on PATH\): dirq's CLI needs Node\.js 20\.11 or later, with npm: install Node\.js 20\.11 or later \(the LTS from https:\/\/nodejs\.org/,
+    );
+    const noNpm = join(work, "node-only");
+    mkdirSync(noNpm);
+    symlinkSync(process.execPath, join(noNpm, "node"));
+    const withoutNpm = await dirq(["SELECT 1"], {
+      DIRQ_BIN: "",
+      PATH: [venvBin, noNpm].join(":"),
+      DIRQ_CACHE_DIR: join(work, "empty-cache"),
+    });
+    assertLauncherError(withoutNpm, /npm not found: on its first run dirq installs its CLI/);
     const onPath = join(work, "on-path");
     mkdirSync(onPath);
     symlinkSync(DIRQ_BIN, join(onPath, "dirq"));
@@ -203,7 +309,7 @@ print(len(data["cases"]))
     const noNode = await dirq(["SELECT 1", "--no-plugin"], { PATH: venvBin });
     assertLauncherError(
       noNode,
-      /Node\.js not found \(no node on PATH\): dirq's CLI needs Node\.js 20\.11 or later/,
+      /Node\.js not found \(no node on PATH\): dirq's CLI needs Node\.js 20\.11 or later, with npm: install/,
     );
     const gone = await dirq(["SELECT 1"], { DIRQ_NODE: join(work, "no-node") });
     assertLauncherError(gone, /Node\.js not found \(DIRQ_NODE \(.*no-node\) does not exist\)/);
@@ -240,6 +346,15 @@ print(len(data["cases"]))
       );
       const off = await dirq(["SELECT 1 AS one"], { DIRQ_NO_PLUGIN: "1" });
       assert.equal(off.stdout, '[{"one":1}]\n');
+      // Commands that read no config never discover, so a broken plugin cannot break them.
+      for (const args of [["--help"], ["server", "--help"], ["query", "-h"], ["--version"]]) {
+        const outcome = await dirq(args);
+        assert.equal(outcome.code, 0, `${args.join(" ")}: ${outcome.stderr}`);
+        assert.notEqual(outcome.stdout, "");
+      }
+      const init = await dirq(["init", "--output", join(work, "starter.toml")]);
+      assert.equal(init.code, 0, init.stderr);
+      assert.ok(existsSync(join(work, "starter.toml")));
       await pipUninstall("dirq-plugin-nofragment");
       const second = await dirq(["SELECT 1"]);
       assertLauncherError(

@@ -1,7 +1,10 @@
 """The ``dirq`` console script: finds the dirq CLI, adds plugin configs, and runs it.
 
 The CLI is, in order: ``DIRQ_BIN`` when set; the CLI bundled in this package's data
-(``dirq_launcher/_cli/bin/dirq.cjs``); ``dirq`` on ``PATH`` (never this script itself). A
+(``dirq_launcher/_cli/bin/dirq.cjs``); the npm package ``dirq`` of this launcher's version
+that an earlier run installed into the cache folder; ``dirq`` on ``PATH`` (never this script
+itself); else, on the first run, that npm package, installed into the cache folder with the
+user's npm (as the pyright launcher does), so one ``pipx install dirq`` is enough. A
 JavaScript CLI runs on Node.js (``DIRQ_NODE``, else ``node`` on ``PATH``), 20.11 or later.
 """
 
@@ -10,19 +13,27 @@ import re
 import shutil
 import subprocess
 import sys
-from typing import List, NoReturn, Optional, Sequence
+import tempfile
+from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
 
+from dirq_launcher import __version__
 from dirq_launcher.plugins import (
     LauncherError,
     discover_plugins,
     plugins_disabled_by_env,
     take_no_plugin_flag,
+    takes_plugin_configs,
     with_plugin_configs,
 )
 
 MIN_NODE = (20, 11)
 BUNDLED_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cli", "bin", "dirq.cjs")
 JS_SUFFIXES = (".js", ".mjs", ".cjs")
+NODE_NEEDED = (
+    "dirq's CLI needs Node.js 20.11 or later, with npm: install Node.js 20.11 or later "
+    "(the LTS from https://nodejs.org/en/download, or your system's nodejs and npm packages "
+    "when they are 20.11 or later)"
+)
 
 
 def _is_this_launcher(path: str) -> bool:
@@ -58,8 +69,32 @@ def _dirq_on_path() -> Optional[str]:
     return None
 
 
-def find_cli() -> str:
-    """The CLI to run: ``DIRQ_BIN``, else the bundled one, else ``dirq`` on ``PATH``."""
+def cache_folder() -> str:
+    """Where the launcher keeps what it installs: ``DIRQ_CACHE_DIR``, else the user's cache
+    folder (``$XDG_CACHE_HOME/dirq``, ``~/.cache/dirq``; ``%LOCALAPPDATA%\\dirq`` on Windows)."""
+    configured = os.environ.get("DIRQ_CACHE_DIR", "").strip()
+    if configured:
+        return configured
+    if os.name == "nt" and os.environ.get("LOCALAPPDATA"):
+        return os.path.join(os.environ["LOCALAPPDATA"], "dirq")
+    base = os.environ.get("XDG_CACHE_HOME", "").strip() or os.path.join(
+        os.path.expanduser("~"), ".cache"
+    )
+    return os.path.join(base, "dirq")
+
+
+def _npm_prefix() -> str:
+    """The npm prefix this launcher's version installs the CLI into (one per version)."""
+    return os.path.join(cache_folder(), "npm", __version__)
+
+
+def _cli_in(prefix: str) -> str:
+    return os.path.join(prefix, "node_modules", "dirq", "bin", "dirq.cjs")
+
+
+def find_cli() -> Optional[str]:
+    """The CLI to run: ``DIRQ_BIN``, else the bundled one, else the one installed into the
+    cache folder, else ``dirq`` on ``PATH``; ``None`` when there is none yet."""
     configured = os.environ.get("DIRQ_BIN", "").strip()
     if configured:
         if not os.path.isfile(configured):
@@ -70,14 +105,67 @@ def find_cli() -> str:
         return configured
     if os.path.isfile(BUNDLED_CLI):
         return BUNDLED_CLI
-    found = _dirq_on_path()
-    if found:
-        return found
-    raise LauncherError(
-        "no dirq CLI found: this package bundles none, DIRQ_BIN is not set and there is no "
-        "dirq on PATH; install the npm package (npm install -g dirq) or set DIRQ_BIN to its "
-        "bin/dirq.cjs"
+    if os.path.isfile(_cli_in(_npm_prefix())):
+        return _cli_in(_npm_prefix())
+    return _dirq_on_path()
+
+
+def _find_npm(node: str) -> Optional[str]:
+    """``DIRQ_NPM``, else the npm beside the Node.js that runs the CLI, else npm on PATH."""
+    configured = os.environ.get("DIRQ_NPM", "").strip()
+    if configured:
+        return configured
+    beside = shutil.which("npm", path=os.path.dirname(node))
+    return beside or shutil.which("npm")
+
+
+def install_cli(node: str) -> str:
+    """Installs the npm package ``dirq`` of this launcher's version (``DIRQ_NPM_PACKAGE``
+    overrides what is installed: a tarball, a folder, another version) into the cache folder
+    with the user's npm, and returns its CLI. npm's own output goes to stderr."""
+    package = os.environ.get("DIRQ_NPM_PACKAGE", "").strip() or f"dirq@{__version__}"
+    prefix = _npm_prefix()
+    npm = _find_npm(node)
+    if npm is None:
+        raise LauncherError(
+            f"npm not found: on its first run dirq installs its CLI (the npm package {package}) "
+            f"with npm, which comes with Node.js; {NODE_NEEDED}. Or install the CLI yourself "
+            f"(npm install -g {package}) or set DIRQ_BIN to its bin/dirq.cjs"
+        )
+    parent = os.path.dirname(prefix)
+    os.makedirs(parent, exist_ok=True)
+    sys.stderr.write(
+        f"dirq: first run: installing the dirq CLI (npm package {package}) into {prefix} "
+        "with npm; later runs use it\n"
     )
+    sys.stderr.flush()
+    # Installed beside its final place, then renamed: an interrupted install leaves nothing
+    # that a later run would take for a CLI.
+    staging = tempfile.mkdtemp(prefix=".installing-", dir=parent)
+    env = dict(os.environ)
+    # npm and the package's install scripts run `node`: the one that will run the CLI.
+    env["PATH"] = os.pathsep.join([os.path.dirname(node), env.get("PATH", "")])
+    command = [npm, "install", "--prefix", staging, "--no-audit", "--no-fund", package]
+    try:
+        result = subprocess.run(command, stdout=sys.stderr, env=env, check=False)
+    except OSError as error:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise LauncherError(f"cannot run {npm}: {error.strerror or error}") from None
+    if result.returncode != 0 or not os.path.isfile(_cli_in(staging)):
+        shutil.rmtree(staging, ignore_errors=True)
+        raise LauncherError(
+            f"installing the npm package {package} failed (npm exit code {result.returncode}, "
+            f"its messages are above): fix what npm says and run dirq again, or install the "
+            f"CLI yourself (npm install -g {package}) or set DIRQ_BIN to its bin/dirq.cjs"
+        )
+    try:
+        os.rename(staging, prefix)
+    except OSError:
+        # Another dirq finished the same install first: use that one.
+        shutil.rmtree(staging, ignore_errors=True)
+    if not os.path.isfile(_cli_in(prefix)):
+        raise LauncherError(f"the dirq CLI is missing from {prefix} after installing it")
+    return _cli_in(prefix)
 
 
 def _node_version(node: str) -> Optional[tuple]:
@@ -98,8 +186,7 @@ def find_node() -> str:
     if not node or (configured and not os.path.isfile(configured)):
         where = f"DIRQ_NODE ({configured}) does not exist" if configured else "no node on PATH"
         raise LauncherError(
-            f"Node.js not found ({where}): dirq's CLI needs Node.js 20.11 or later; "
-            "install it (https://nodejs.org) or set DIRQ_NODE to its path"
+            f"Node.js not found ({where}): {NODE_NEEDED}; or set DIRQ_NODE to its path"
         )
     version = _node_version(node)
     if version is None:
@@ -116,32 +203,48 @@ def find_node() -> str:
     return node
 
 
-def command_line(argv: Sequence[str]) -> List[str]:
-    """The full command to run: the CLI (on Node when it is JavaScript) with plugin configs."""
+def command_line(argv: Sequence[str]) -> Tuple[List[str], Dict[str, str]]:
+    """The full command to run (the CLI, on Node when it is JavaScript, with plugin configs)
+    and the environment to run it in."""
     args, no_plugin = take_no_plugin_flag(argv)
-    if not no_plugin and not plugins_disabled_by_env(os.environ.get("DIRQ_NO_PLUGIN")):
-        args = with_plugin_configs(args, [plugin.config for plugin in discover_plugins()])
+    env = dict(os.environ)
+    if no_plugin:
+        # The npm CLI's own launcher discovers npm plugins: tell it too.
+        env["DIRQ_NO_PLUGIN"] = "1"
+    elif not plugins_disabled_by_env(env.get("DIRQ_NO_PLUGIN")) and takes_plugin_configs(args):
+        plugins = discover_plugins()
+        args = with_plugin_configs(args, [plugin.config for plugin in plugins])
+        if plugins:
+            # A plugin's `python3` hooks run with this interpreter, which can import the
+            # plugin (under pipx or uv, the python3 on PATH cannot).
+            env["DIRQ_PLUGIN_PYTHON"] = sys.executable
+            env["DIRQ_PLUGIN_PYTHON_DIRS"] = os.pathsep.join(
+                os.path.dirname(plugin.config) for plugin in plugins
+            )
     cli = find_cli()
+    if cli is None:
+        node = find_node()
+        return [node, install_cli(node), *args], env
     if _runs_on_node(cli):
-        return [find_node(), cli, *args]
-    return [cli, *args]
+        return [find_node(), cli, *args], env
+    return [cli, *args], env
 
 
-def _run(command: List[str]) -> NoReturn:
+def _run(command: List[str], env: Dict[str, str]) -> NoReturn:
     if os.name == "posix":
         # Replace this process: signals, stdio and the exit code are the CLI's own.
-        os.execv(command[0], command)
-    sys.exit(subprocess.call(command))
+        os.execve(command[0], command, env)
+    sys.exit(subprocess.call(command, env=env))
 
 
 def main(argv: Optional[Sequence[str]] = None) -> NoReturn:
     try:
-        command = command_line(sys.argv[1:] if argv is None else argv)
+        command, env = command_line(sys.argv[1:] if argv is None else argv)
     except LauncherError as error:
         sys.stderr.write(f"dirq: {error}\n")
         sys.exit(1)
     try:
-        _run(command)
+        _run(command, env)
     except OSError as error:
         sys.stderr.write(f"dirq: cannot run {command[0]}: {error.strerror or error}\n")
         sys.exit(1)

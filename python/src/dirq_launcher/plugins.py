@@ -18,7 +18,8 @@ FRAGMENT = "dirq.toml"
 NO_PLUGIN_FLAG = "--no-plugin"
 
 CONFIG_COMMANDS = {"query", "server", "repl"}
-NO_CONFIG_FIRST = {"init", "help", "--help", "-h", "--version", "-V"}
+NO_CONFIG_FIRST = {"init", "help", "completion", "--help", "-h", "--version", "-V"}
+HELP_FLAGS = {"--help", "-h"}
 
 
 class LauncherError(Exception):
@@ -59,12 +60,22 @@ def _after_last_config(argv: Sequence[str], end: int) -> int:
     return after
 
 
+def takes_plugin_configs(argv: Sequence[str]) -> bool:
+    """Whether the command reads configs: ``init``, ``completion``, ``--version`` and any
+    ``--help`` do not, so they neither discover plugins nor fail on a broken one."""
+    if argv and argv[0] in NO_CONFIG_FIRST:
+        return False
+    end = list(argv).index("--") if "--" in argv else len(argv)
+    return not any(arg in HELP_FLAGS for arg in argv[:end])
+
+
 def with_plugin_configs(argv: Sequence[str], fragments: Sequence[str]) -> List[str]:
     """The command line with ``-c <fragment>`` per plugin after the user's last ``-c``, else
     right after the subcommand or the SQL, else (a bare ``dirq`` or options alone: the REPL)
-    at the end, before any ``--``. ``init``, ``--help`` and ``--version`` are left alone."""
+    at the end, before any ``--``. Commands that read no config (``takes_plugin_configs``)
+    are left alone."""
     argv = list(argv)
-    if not fragments or (argv and argv[0] in NO_CONFIG_FIRST):
+    if not fragments or not takes_plugin_configs(argv):
         return argv
     end = argv.index("--") if "--" in argv else len(argv)
     at = _after_last_config(argv, end)

@@ -42,11 +42,15 @@ export interface ServerCommand {
   persist: Persist;
 }
 
-export type HelpTopic = "dirq" | "query" | "init" | "server";
+export type HelpTopic = "dirq" | "query" | "init" | "server" | "completion";
+
+export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
+export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
 
 export type Command =
   | { kind: "help"; topic: HelpTopic }
   | { kind: "version" }
+  | { kind: "completion"; shell: CompletionShell }
   | QueryCommand
   | ReplCommand
   | InitCommand
@@ -126,7 +130,7 @@ function parseServer(argv: string[]): Command {
     port: { type: "string" },
     "no-ignore": { type: "boolean" },
     extension: { type: "string", multiple: true },
-    help: { type: "boolean" },
+    help: { type: "boolean", short: "h" },
     version: { type: "boolean" },
   });
   if (parsed.values.help) return { kind: "help", topic: "server" };
@@ -297,6 +301,18 @@ function parseInit(args: string[]): InitCommand | { kind: "help"; topic: HelpTop
   };
 }
 
+function parseCompletion(args: string[]): Command {
+  const parsed = parseFlags(args, { help: { type: "boolean", short: "h" } });
+  if (parsed.values.help) return { kind: "help", topic: "completion" };
+  const [shell, extra] = parsed.positionals;
+  if (shell === undefined) throw usageError("dirq completion needs a shell: bash, zsh or fish");
+  if (!(COMPLETION_SHELLS as readonly string[]).includes(shell)) {
+    throw usageError(`no completion for shell '${shell}': expected bash, zsh or fish`);
+  }
+  if (extra !== undefined) throw usageError(`unexpected argument '${extra}' for dirq completion`);
+  return { kind: "completion", shell: shell as CompletionShell };
+}
+
 /** Reads the command line (without `node` and the script). Throws a `USAGE` DirqError. */
 export function parseCommandLine(argv: readonly string[]): Command {
   const [first, ...rest] = argv;
@@ -307,6 +323,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
   if (first === "query") return parseQuery(rest, `dirq query "<sql>"`);
   if (first === "init") return parseInit(rest);
   if (first === "server") return parseServer(rest);
+  if (first === "completion") return parseCompletion(rest);
   if (first === "repl") return parseBare(rest);
   // SQL may start with a comment (`-- note`); no option contains whitespace.
   if (first.startsWith("-") && first !== "-" && first !== "--" && !/\s/.test(first)) {
@@ -345,6 +362,38 @@ Options:
   -h, --help         print this help
 `;
 
+export const SERVER_HELP_TEXT = `Usage: dirq server [-c <config>]... [--host <addr>] [--port <n>] [--no-ignore]
+                   [--persist[=<path>]] [--extension <path>[::<entrypoint>]]...
+
+Serves the current directory over HTTP: POST /query runs one read-only statement, GET /events
+streams changes (Server-Sent Events), GET / is a web console. Prints "Running at
+<host>:<port>" when it listens; Ctrl-C stops it. See docs/http.md.
+
+Options:
+  -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
+  --host <addr>            address to listen on (default: localhost)
+  --port <n>               TCP port (default: 7117; 0 picks a free one)
+  --no-ignore              also index files that .gitignore hides
+  --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db), so a
+                           restart re-parses only the files that changed
+  --extension <path>[::<entrypoint>]
+                           load a SQLite extension (repeatable); when given, the
+                           config's [[dirq.extension]] entries are not loaded
+  -h, --help               print this help
+`;
+
+export const COMPLETION_HELP_TEXT = `Usage: dirq completion bash|zsh|fish
+
+Prints a completion script for the shell (subcommands, options, --format values, files).
+
+  bash:  source <(dirq completion bash)        (in ~/.bashrc)
+  zsh:   source <(dirq completion zsh)         (in ~/.zshrc)
+  fish:  dirq completion fish > ~/.config/fish/completions/dirq.fish
+
+Options:
+  -h, --help               print this help
+`;
+
 export const HELP_TEXT = `dirq: query a directory tree as a read-only SQLite database
 
 Usage:
@@ -357,8 +406,9 @@ Usage:
   dirq server [-c <config>]... [--host <addr>] [--port <n>] [--no-ignore]
               [--persist[=<path>]] [--extension <path>[::<entrypoint>]]...
                                  serve POST /query and GET /events (default localhost:7117)
+  dirq completion bash|zsh|fish  print a shell completion script
   dirq --version                 print the version
-  dirq --help                    print this help
+  dirq --help                    print this help (dirq <command> --help: that command's)
 
 A quoted path or glob in FROM is a table of files (a path-table):
   dirq "SELECT path, size FROM './' ORDER BY size DESC LIMIT 5"

@@ -11,14 +11,13 @@ import { jsonChunks } from "../output/json.js";
 import { readVersion } from "../version.js";
 import {
   type Command,
-  HELP_TEXT,
-  INIT_HELP_TEXT,
   type InitCommand,
-  QUERY_HELP_TEXT,
   parseCommandLine,
   type QueryCommand,
   type ServerCommand,
 } from "./args.js";
+import { HELP_TEXTS } from "./help-texts.js";
+import { nativeNotice } from "./native-notice.js";
 
 /** The process streams and settings the CLI runs with (tests may pass their own). */
 export interface CliIo {
@@ -218,15 +217,13 @@ async function runServerCommand(command: ServerCommand, io: CliIo): Promise<numb
 async function runCommand(command: Command, io: CliIo): Promise<number> {
   switch (command.kind) {
     case "help":
-      await write(
-        io.stdout,
-        command.topic === "query"
-          ? QUERY_HELP_TEXT
-          : command.topic === "init"
-            ? INIT_HELP_TEXT
-            : HELP_TEXT,
-      );
+      await write(io.stdout, HELP_TEXTS[command.topic]);
       return 0;
+    case "completion": {
+      const { completionScript } = await import("./completion.js");
+      await write(io.stdout, completionScript(command.shell));
+      return 0;
+    }
     case "version":
       await write(io.stdout, `${readVersion()}\n`);
       return 0;
@@ -249,7 +246,12 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
  */
 export async function run(argv: readonly string[], io: CliIo): Promise<number> {
   try {
-    return await runCommand(parseCommandLine(argv), io);
+    const command = parseCommandLine(argv);
+    if (command.kind === "query" || command.kind === "repl" || command.kind === "server") {
+      const notice = nativeNotice(process.env);
+      if (notice !== null) io.stderr.write(`dirq: ${notice}\n`);
+    }
+    return await runCommand(command, io);
   } catch (error) {
     if (isDirqError(error)) {
       // One diagnostic per line (a config may have several problems), each with the prefix.

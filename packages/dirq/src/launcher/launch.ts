@@ -1,6 +1,11 @@
 import { type CliIo, run, startQueryWorkersEarly } from "../cli/main.js";
 import { discoverNpmPlugins, LauncherError } from "./npm-plugins.js";
-import { pluginsDisabledByEnv, takeNoPluginFlag, withPluginConfigs } from "./plugin-args.js";
+import {
+  pluginsDisabledByEnv,
+  takeNoPluginFlag,
+  takesPluginConfigs,
+  withPluginConfigs,
+} from "./plugin-args.js";
 
 /**
  * The npm launcher (the package's `bin`): discovers installed plugins, hands their fragments
@@ -13,7 +18,10 @@ export async function launch(
   options: { env: NodeJS.ProcessEnv; launcherPackage: string },
 ): Promise<number> {
   const { argv: args, noPlugin } = takeNoPluginFlag(argv);
-  if (noPlugin || pluginsDisabledByEnv(options.env.DIRQ_NO_PLUGIN)) return run(args, io);
+  // A command that reads no config never discovers: a broken plugin cannot break --help.
+  if (noPlugin || pluginsDisabledByEnv(options.env.DIRQ_NO_PLUGIN) || !takesPluginConfigs(args)) {
+    return run(args, io);
+  }
   // Discovery reads every installed package's manifest: the query's workers start first.
   await startQueryWorkersEarly(args, io.cwd);
   let fragments: string[];

@@ -15,7 +15,19 @@ export function pluginsDisabledByEnv(value: string | undefined): boolean {
 /** Subcommands that take `-c` after them; the default mode (SQL first) does too. */
 const CONFIG_COMMANDS = new Set(["query", "server", "repl"]);
 /** First arguments that never take configs. */
-const NO_CONFIG_FIRST = new Set(["init", "help", "--help", "-h", "--version", "-V"]);
+const NO_CONFIG_FIRST = new Set(["init", "help", "completion", "--help", "-h", "--version", "-V"]);
+const HELP_FLAGS = new Set(["--help", "-h"]);
+
+/**
+ * Whether the command reads configs: `init`, `completion`, `--version` and any `--help` do
+ * not, so they neither discover plugins nor fail on a broken one.
+ */
+export function takesPluginConfigs(argv: readonly string[]): boolean {
+  const [first] = argv;
+  if (first !== undefined && NO_CONFIG_FIRST.has(first)) return false;
+  const end = argv.indexOf("--");
+  return !(end === -1 ? argv : argv.slice(0, end)).some((arg) => HELP_FLAGS.has(arg));
+}
 
 /**
  * Removes `--no-plugin` (before a `--` that ends the options) and says whether it was there.
@@ -46,14 +58,12 @@ function afterLastConfig(argv: readonly string[], end: number): number {
 /**
  * The command line with `-c <fragment>` for each plugin, after the user's last `-c`, else
  * right after the subcommand or the SQL, else (a bare `dirq` or options alone: the REPL) at
- * the end, before any `--`. Commands that take no config (`init`, `--help`, `--version`) are
- * left alone.
+ * the end, before any `--`. Commands that read no config (`takesPluginConfigs`) are left
+ * alone.
  */
 export function withPluginConfigs(argv: readonly string[], fragments: readonly string[]): string[] {
   const [first] = argv;
-  if (fragments.length === 0 || (first !== undefined && NO_CONFIG_FIRST.has(first))) {
-    return [...argv];
-  }
+  if (fragments.length === 0 || !takesPluginConfigs(argv)) return [...argv];
   const terminator = argv.indexOf("--");
   const end = terminator === -1 ? argv.length : terminator;
   let at = afterLastConfig(argv, end);
