@@ -126,15 +126,15 @@ export function inferColumns(rowSets: Iterable<readonly HookRow[]>): string[] {
 }
 
 /**
- * Reads JSON from another producer exactly as a hook's output is read (`parseJson`): integers
+ * Reads JSON from another producer exactly as a hook's output is read: integers
  * beyond 2^53 come back exact, and a value taken out of `data` becomes what a hook's value
- * would be once passed through `exact` (nested JSON as its text, digits as written). Worker
+ * would be as stored (`parseExactJson`: nested JSON as its text, digits as written). Worker
  * replies use it, so a worker's result and a hook's value are stored alike.
  */
 export function parseJsonLikeHookOutput(text: string): {
   data: unknown;
   exact: (value: unknown) => unknown;
 } {
-  const { data, marked } = parseJson(text);
-  return { data, exact: marked ? unmark : (value) => value };
+  const { data, stored } = parseExactJson(text);
+  return { data, exact: stored };
 }
