@@ -2,6 +2,7 @@ import type { Statement } from "@rocicorp/zero-sqlite3";
 import { DirqError } from "../errors.js";
 import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
 import type { SqlValue } from "../shared/sql-value.js";
+import { withoutVariantNames } from "./case-variants.js";
 import { visibleColumnPositions } from "./hidden-columns.js";
 import type { StatementAnalysis } from "./statement-analysis.js";
 
@@ -57,7 +58,7 @@ export interface ColumnPlan {
 export function columnPlan(statement: Statement, sql: string | StatementAnalysis): ColumnPlan {
   const all = statement.columns();
   const shown = visibleColumnPositions(all, sql, HIDDEN);
-  const columns = shown.map((i) => all[i]?.name ?? "");
+  const columns = shown.map((i) => withoutVariantNames(all[i]?.name ?? ""));
   return { columns, keep: shown.length === all.length ? null : shown };
 }
 
