@@ -145,6 +145,11 @@ on-file = "node authors.mjs {path}"
   // A name that starts with ! is written \\! (gitignore syntax): not a negation.
   "conf/ignore-bang.toml": `[dirq]\nignore = ['\\!bang.md']\n`,
   "bangs/!bang.md": "a file whose name starts with !",
+  "conf/views.toml": `${TABLE}ddl = """
+CREATE VIEW by_file AS SELECT _dirq_file_path, author FROM t WHERE author IS NOT NULL;
+CREATE VIEW everything AS SELECT * FROM t WHERE author IS NOT NULL
+"""
+`,
 });
 chmodSync(join(root, "conf/hooks/parse.mjs"), 0o755);
 after(() => removeTree(root));
@@ -243,6 +248,27 @@ describe("config tables", { concurrency: true }, () => {
     ]);
     const star = await query("SELECT * FROM posts WHERE _dirq_row_index = 1", ...MAIN);
     assert.deepEqual(star, [{ title: "B2", author: null, words: null }]);
+  });
+
+  it("a view that selects a hidden column by name keeps it in SELECT *; one made with SELECT * does not", async () => {
+    const byFile = await query("SELECT * FROM by_file ORDER BY 1", "-c", "conf/views.toml");
+    assert.deepEqual(byFile, [
+      { _dirq_file_path: "posts/a.json", author: "ann" },
+      { _dirq_file_path: "posts/b.json", author: "bob" },
+    ]);
+    const everything = await query(
+      "SELECT * FROM everything ORDER BY author",
+      "-c",
+      "conf/views.toml",
+    );
+    assert.deepEqual(everything, [{ author: "ann" }, { author: "bob" }]);
+    // Through the server's query processes too.
+    const server = await runDirq(["repl", "-c", "conf/views.toml", "--format", "json"], {
+      cwd: root,
+      input: "SELECT * FROM by_file ORDER BY 1;\n",
+    });
+    assert.equal(server.code, 0, server.stderr);
+    assert.match(server.stdout, /"_dirq_file_path":"posts\/a\.json","author":"ann"/);
   });
 
   it("several tables may read the same file", async () => {
