@@ -139,6 +139,17 @@ on-file = "node authors.mjs {path}"
   "bad/schema-case.toml": `${TABLE}schema = { author = "TEXT", Author = "TEXT" }\n`,
   "bad/name-sqlite.toml": `[[table]]\nname = "sqlite_stuff"\nglob = "posts/*.json"\non-file = "node authors.mjs {path}"\n`,
   "bad/dir.toml/": "",
+  "bad/ignore-negated.toml": `[dirq]\nignore = ["drafts/**", "!drafts/keep.md"]\n`,
+  "bad/schema-internal.toml": `${TABLE}schema = { author = "TEXT", _Dirq_File_Path = "TEXT" }\n`,
+  "bad/schema-sqlite.toml": `${TABLE}schema = { SQLite_rowid = "TEXT" }\n`,
+  // A name that starts with ! is written \\! (gitignore syntax): not a negation.
+  "conf/ignore-bang.toml": `[dirq]\nignore = ['\\!bang.md']\n`,
+  "bangs/!bang.md": "a file whose name starts with !",
+  "conf/views.toml": `${TABLE}ddl = """
+CREATE VIEW by_file AS SELECT _dirq_file_path, author FROM t WHERE author IS NOT NULL;
+CREATE VIEW everything AS SELECT * FROM t WHERE author IS NOT NULL
+"""
+`,
 });
 chmodSync(join(root, "conf/hooks/parse.mjs"), 0o755);
 after(() => removeTree(root));
@@ -237,6 +248,27 @@ describe("config tables", { concurrency: true }, () => {
     ]);
     const star = await query("SELECT * FROM posts WHERE _dirq_row_index = 1", ...MAIN);
     assert.deepEqual(star, [{ title: "B2", author: null, words: null }]);
+  });
+
+  it("a view that selects a hidden column by name keeps it in SELECT *; one made with SELECT * does not", async () => {
+    const byFile = await query("SELECT * FROM by_file ORDER BY 1", "-c", "conf/views.toml");
+    assert.deepEqual(byFile, [
+      { _dirq_file_path: "posts/a.json", author: "ann" },
+      { _dirq_file_path: "posts/b.json", author: "bob" },
+    ]);
+    const everything = await query(
+      "SELECT * FROM everything ORDER BY author",
+      "-c",
+      "conf/views.toml",
+    );
+    assert.deepEqual(everything, [{ author: "ann" }, { author: "bob" }]);
+    // Through the server's query processes too.
+    const server = await runDirq(["repl", "-c", "conf/views.toml", "--format", "json"], {
+      cwd: root,
+      input: "SELECT * FROM by_file ORDER BY 1;\n",
+    });
+    assert.equal(server.code, 0, server.stderr);
+    assert.match(server.stdout, /"_dirq_file_path":"posts\/a\.json","author":"ann"/);
   });
 
   it("several tables may read the same file", async () => {
@@ -371,7 +403,17 @@ describe("config tables", { concurrency: true }, () => {
       await run(["SELECT * FROM nohook", "-c", "missing-hook.toml"]),
       "no-such-program-xyz",
       /not found/,
+      // The file and key that named it, as for every other config problem.
+      /^dirq: missing-hook\.toml: table\[0\]\.on-file: on-file command 'no-such-program-xyz \{path\}': program 'no-such-program-xyz' not found/m,
     );
+  });
+
+  it("a config ignore pattern written \\! matches a name that starts with !", async () => {
+    const all = await run(["SELECT path FROM './bangs/'"]);
+    assert.equal(all.stdout, '[{"path":"bangs/!bang.md"}]\n', all.stderr);
+    const ignored = await run(["SELECT path FROM './bangs/'", "-c", "conf/ignore-bang.toml"]);
+    assert.equal(ignored.code, 0, ignored.stderr);
+    assert.equal(ignored.stdout, "[]\n");
   });
 });
 
@@ -498,6 +540,21 @@ describe("config errors: exit 1, the file and the key named", { concurrency: tru
       "a [[dirq.extension]] whose file is missing is named, resolved against the config's folder",
       ["-c", "bad/extension.toml"],
       ["bad/extension.toml: dirq.extension[0]", join(root, "bad/ext/vec0.so"), "was not found"],
+    ],
+    [
+      "a negated config ignore pattern: nothing undoes config ignores",
+      ["-c", "bad/ignore-negated.toml"],
+      ["bad/ignore-negated.toml: dirq.ignore[1]", "cannot be negated"],
+    ],
+    [
+      "a schema column named _dirq_* (any case) is reserved",
+      ["-c", "bad/schema-internal.toml"],
+      ["bad/schema-internal.toml: table[0].schema._Dirq_File_Path", "reserved for dirq"],
+    ],
+    [
+      "a schema column named sqlite_* (any case) is reserved",
+      ["-c", "bad/schema-sqlite.toml"],
+      ["bad/schema-sqlite.toml: table[0].schema.SQLite_rowid", "reserved for SQLite"],
     ],
     [
       "a bad second config after a good first one",

@@ -1,10 +1,12 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { DIRQ_BIN } from "./helpers.js";
 
 const exec = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL("../..", import.meta.url));
@@ -42,6 +44,57 @@ describe("SDK examples (examples/*.mjs, shown in docs/sdk.md)", () => {
       });
       assert.equal(stderr, "");
       assert.equal(stdout, expected);
+    });
+  }
+});
+
+/**
+ * The sample outputs shown in the docs are what dirq prints: each command runs in a tree with
+ * the files (and sizes) its output shows.
+ */
+describe("CLI samples in the docs (README.md, docs/cli.md)", () => {
+  const samples: { doc: string; command: string; tree: Record<string, number> }[] = [
+    {
+      doc: "README.md",
+      command: `dirq "SELECT path, size FROM './' ORDER BY size DESC LIMIT 3" --format table`,
+      tree: { "test/server.test.ts": 54003, "src/engine.ts": 30510, "docs/http.md": 27907 },
+    },
+    {
+      doc: "docs/cli.md",
+      command: `dirq "SELECT path, size FROM './' ORDER BY path" --format json`,
+      tree: { "a.txt": 5, "docs/b.md": 3 },
+    },
+    {
+      doc: "docs/cli.md",
+      command: `dirq "SELECT path, size FROM './' ORDER BY path" --format table`,
+      tree: { "a.txt": 5, "docs/b.md": 3 },
+    },
+  ];
+  for (const { doc, command, tree } of samples) {
+    test(`${doc}: ${command}`, async () => {
+      const text = readFileSync(join(PACKAGE_DIR, doc), "utf8");
+      const at = text.indexOf(`$ ${command}\n`);
+      assert.ok(at >= 0, `${doc} shows no "$ ${command}"`);
+      const start = at + command.length + 3;
+      const shown = text.slice(start, text.indexOf("```", start));
+      const dir = mkdtempSync(join(tmpdir(), "dirq-doc-sample-"));
+      try {
+        for (const [path, size] of Object.entries(tree)) {
+          mkdirSync(dirname(join(dir, path)), { recursive: true });
+          writeFileSync(join(dir, path), "x".repeat(size));
+        }
+        const [, sql, ...rest] = /^dirq "([^"]*)" (.*)$/.exec(command) ?? [];
+        const args = [sql ?? "", ...(rest[0] ?? "").split(" ")];
+        const { stdout, stderr } = await exec(process.execPath, [DIRQ_BIN, ...args], {
+          cwd: dir,
+          env: { ...process.env, DIRQ_PROGRESS: "never" },
+          timeout: 60_000,
+        });
+        assert.equal(stderr, "");
+        assert.equal(stdout, shown);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
     });
   }
 });

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { symlinkSync } from "node:fs";
+import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { makeTree, removeTree, runDirq } from "./helpers.js";
 import { parseRows, pathsByTable, pathsOf } from "./support.js";
@@ -225,6 +227,39 @@ describe(".gitignore rules", { concurrency: true }, () => {
       assert.deepEqual(inner["'./'"], ["a.md"]);
       const outer = await pathsByTable(tree, ["'./'"]);
       assert.deepEqual(outer["'./'"], [".gitignore"]);
+    } finally {
+      removeTree(tree);
+    }
+  });
+
+  it("an unreadable .gitignore is warned of (exit 23) as git warns; the rest is listed", async () => {
+    // Tests may run as root, whom chmod 000 does not stop: a symlink loop is unreadable to
+    // anyone. git 2.39 says "warning: unable to access 'sub/.gitignore': Too many levels of
+    // symbolic links" and lists the rest; a .gitignore that is a folder it passes over silently.
+    const tree = makeTree({
+      ".gitignore": "*.log\n",
+      "a.log": "",
+      "b.txt": "",
+      "sub/c.txt": "",
+      "dir/.gitignore/x": "",
+      "dir/d.txt": "",
+    });
+    try {
+      symlinkSync(".gitignore", join(tree, "sub/.gitignore"));
+      const result = await runDirq(["SELECT path FROM './'", "--format", "json"], { cwd: tree });
+      assert.equal(result.code, 23, result.stderr);
+      assert.deepEqual(pathsOf(parseRows(result.stdout)), [
+        ".gitignore",
+        "b.txt",
+        "dir/.gitignore/x",
+        "dir/d.txt",
+        "sub/c.txt",
+      ]);
+      assert.match(
+        result.stderr,
+        /^dirq: skipped sub\/\.gitignore: cannot read it \(ELOOP: [^)]*\), so its patterns do not apply$/m,
+      );
+      assert.equal(result.stderr.trim().split("\n").length, 1, result.stderr);
     } finally {
       removeTree(tree);
     }

@@ -503,6 +503,33 @@ describe("several path-tables in one statement", { concurrency: true }, () => {
     assert.deepEqual(rows, [{ upper: "Case.md", lower: "case.md" }]);
   });
 
+  it("a column qualified by a case variant's name reads that variant, and no column name shows its internal name", async () => {
+    const qualified = await runOk(linkRoot, [
+      `SELECT "./case.md".path, './case.md'.size, "./Case.md".path AS upper FROM './Case.md', './case.md'`,
+      "--format",
+      "json",
+    ]);
+    assert.equal(qualified, '[{"path":"case.md","size":6,"upper":"Case.md"}]\n');
+    // SQLite names an unaliased expression by its text, which the rewrite changed.
+    const named = await runOk(linkRoot, [
+      `WITH x AS (SELECT * FROM './Case.md') SELECT (SELECT path FROM './case.md'), [./case.md].path || '!' FROM x, [./case.md]`,
+      "--format",
+      "json",
+    ]);
+    assert.equal(
+      named,
+      `[{"(SELECT path FROM './case.md')":"case.md","[./case.md].path || '!'":"case.md!"}]\n`,
+    );
+    // In the REPL the first spelling stays in use: a later statement's variant is rewritten.
+    const repl = await runDirq(["repl", "--format", "json"], {
+      cwd: linkRoot,
+      input: `SELECT path FROM './Case.md';\nSELECT "./case.md".path, (SELECT size FROM './case.md') FROM './case.md';\n`,
+    });
+    assert.equal(repl.code, 0, repl.stderr);
+    assert.doesNotMatch(repl.stdout + repl.stderr, /\u2051/);
+    assert.match(repl.stdout, /"path":"case\.md","\(SELECT size FROM '\.\/case\.md'\)":6/);
+  });
+
   it("globs whose names differ only in case are different tables", async () => {
     const rows = await queryJson(
       root,

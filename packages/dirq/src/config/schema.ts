@@ -54,12 +54,32 @@ const identifier = v.pipe(
 
 const nonEmptyString = v.pipe(v.string(expected("a string")), v.minLength(1, "must not be empty"));
 
+/**
+ * Config ignore patterns are never undone (config.md), so a negation (`!keep.md`) would be
+ * a promise dirq does not keep: refused. `\!name` matches a name starting with `!`.
+ */
+const ignorePattern = v.pipe(
+  nonEmptyString,
+  v.check(
+    (pattern) => !pattern.startsWith("!"),
+    "config ignore patterns cannot be negated (nothing undoes them): remove the pattern it was meant to undo, or write \\! for a name that starts with !",
+  ),
+);
+
 const columnSchema = v.pipe(
   notAnArray("a table of column = type"),
   v.record(
     v.pipe(
       v.string(),
       v.regex(IDENTIFIER, "column names must be SQL identifiers (letters, digits and _)"),
+      v.check(
+        (name) => !INTERNAL_PREFIX.test(name),
+        "column names starting with _dirq_ are reserved for dirq: rename the column",
+      ),
+      v.check(
+        (name) => !/^sqlite_/i.test(name),
+        "column names starting with sqlite_ are reserved for SQLite: rename the column",
+      ),
     ),
     v.pipe(v.string(expected("a string")), v.regex(COLUMN_TYPE, "expected a column type")),
     expected("a table of column = type"),
@@ -112,7 +132,7 @@ const configFileSchema = strictTable(
     dirq: v.optional(
       strictTable(
         {
-          ignore: v.optional(v.array(nonEmptyString, expected("an array of strings"))),
+          ignore: v.optional(v.array(ignorePattern, expected("an array of strings"))),
           extension: v.optional(v.array(extensionEntry, expected("an array of tables"))),
           function: v.optional(v.array(functionEntry, expected("an array of tables"))),
         },

@@ -337,15 +337,20 @@ export async function buildParsedTable(
     ? new Map(paths.map((path) => [path, fileSignature(`${options.root}/${path}`)]))
     : null;
   const phase = options.progress.start();
-  const parsed =
-    persisted && signatures
-      ? await parseStaged(spec, paths, signatures, options, persisted, phase)
-      : await parseFiles(spec.extractor, paths, {
-          root: options.root,
-          concurrency: options.concurrency,
-          phase,
-          signal: options.signal,
-        });
+  let parsed: Awaited<ReturnType<typeof parseFiles>>;
+  try {
+    parsed =
+      persisted && signatures
+        ? await parseStaged(spec, paths, signatures, options, persisted, phase)
+        : await parseFiles(spec.extractor, paths, {
+            root: options.root,
+            concurrency: options.concurrency,
+            phase,
+            signal: options.signal,
+          });
+  } catch (error) {
+    throw startFailureInConfig(spec, error);
+  }
   phase.finish((duration) => `indexed ${walked.paths.length} files in ${duration}`);
   // Without a schema the columns are the union of every file's keys; only when that union is
   // too wide for SQLite are the files checked one by one (the usual case skips that pass).
@@ -437,4 +442,17 @@ export function replaceFileRows(
   insertFileRows(db, name, columns, path, rows);
   const after = currentRows(db, name, columns, where);
   return diffRows(table.spec.label ?? name, path, before, after);
+}
+
+/**
+ * A config table's program that cannot start is named with the file and key that gave it
+ * (`dirq.toml: table[0].on-file: on-file command …: program … not found`), as a wrong
+ * `glob` is; a `--on-file` hook's message already says where it came from.
+ */
+function startFailureInConfig(spec: ParsedTableSpec, error: unknown): unknown {
+  if (!(error instanceof DirqError) || error.code !== "HOOK_START_FAILED") return error;
+  if (spec.origin === "--on-file") return error;
+  return new DirqError("HOOK_START_FAILED", `${spec.origin}.on-file: ${error.message}`, {
+    cause: error,
+  });
 }

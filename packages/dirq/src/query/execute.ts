@@ -2,7 +2,8 @@ import type { Statement } from "@rocicorp/zero-sqlite3";
 import { DirqError } from "../errors.js";
 import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
 import type { SqlValue } from "../shared/sql-value.js";
-import { visibleColumnPositions } from "./hidden-columns.js";
+import { withoutVariantNames } from "./case-variants.js";
+import { hiddenNamesSelectedByViews, visibleColumnPositions } from "./hidden-columns.js";
 import type { StatementAnalysis } from "./statement-analysis.js";
 
 export type { SqlValue };
@@ -46,6 +47,12 @@ function* iterateRows(
   }
 }
 
+function viewsOf(statement: Statement): { name: string; sql: string }[] {
+  return statement.database
+    .prepare("SELECT name, sql FROM sqlite_schema WHERE type = 'view' AND sql IS NOT NULL")
+    .all() as { name: string; sql: string }[];
+}
+
 /** Which result columns a statement shows: worth keeping beside a statement that runs often. */
 export interface ColumnPlan {
   columns: string[];
@@ -56,8 +63,14 @@ export interface ColumnPlan {
 /** The columns a reader statement shows (hidden columns of parsed tables left out). */
 export function columnPlan(statement: Statement, sql: string | StatementAnalysis): ColumnPlan {
   const all = statement.columns();
-  const shown = visibleColumnPositions(all, sql, HIDDEN);
-  const columns = shown.map((i) => all[i]?.name ?? "");
+  const fromHidden = all.some((column) => HIDDEN.has(column.column?.toLowerCase() ?? ""));
+  const keptByViews = fromHidden
+    ? hiddenNamesSelectedByViews(() => viewsOf(statement), sql, HIDDEN)
+    : new Set<string>();
+  const hidden =
+    keptByViews.size === 0 ? HIDDEN : new Set([...HIDDEN].filter((name) => !keptByViews.has(name)));
+  const shown = visibleColumnPositions(all, sql, hidden);
+  const columns = shown.map((i) => withoutVariantNames(all[i]?.name ?? ""));
   return { columns, keep: shown.length === all.length ? null : shown };
 }
 

@@ -1,4 +1,4 @@
-import { keywordOf, type SqlToken } from "./sql-tokens.js";
+import { keywordOf, significantTokens, type SqlToken } from "./sql-tokens.js";
 import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
 
 /** Result column metadata as better-sqlite3 reports it. */
@@ -142,4 +142,28 @@ export function visibleColumnPositions(
     if (left <= (mentions.get(origin) ?? 0)) shown.push(i);
   });
   return shown;
+}
+
+/**
+ * The hidden names a view the statement reads selects by name (`CREATE VIEW v AS SELECT
+ * _dirq_file_path, title FROM t`): SQLite reports their origin as the table's hidden column,
+ * but they are the view's own columns, so `SELECT * FROM v` keeps them. A view made with
+ * `SELECT *` names none, and its copies stay hidden as the table's do.
+ */
+export function hiddenNamesSelectedByViews(
+  views: () => Iterable<{ name: string; sql: string }>,
+  statement: string | StatementAnalysis,
+  hidden: ReadonlySet<string>,
+): Set<string> {
+  const named = new Set(
+    analysisOf(statement).tableNames.map(({ token }) => token.value.toLowerCase()),
+  );
+  const selected = new Set<string>();
+  for (const view of views()) {
+    if (!named.has(view.name.toLowerCase())) continue;
+    for (const name of selectListMentions(significantTokens(view.sql), hidden).keys()) {
+      selected.add(name);
+    }
+  }
+  return selected;
 }

@@ -22,6 +22,35 @@ function readIfPresent(path: string): string | null {
   }
 }
 
+/** Told of an ignore file that is there but cannot be read (its patterns do not apply). */
+export type UnreadableIgnoreFile = (path: string, reason: string) => void;
+
+/** Errors that mean "no such file" to git too: it says nothing about them. */
+const ABSENT = new Set(["ENOENT", "ENOTDIR", "EISDIR"]);
+
+/**
+ * An ignore file's text, `null` when there is none. One that is there but cannot be read
+ * (a symlink loop, an I/O error, no permission) is reported, as git warns
+ * (`warning: unable to access 'sub/.gitignore': ...`), and then treated as empty.
+ */
+function readIgnoreFile(
+  path: string,
+  shownAs: string,
+  onUnreadable: UnreadableIgnoreFile | undefined,
+): string | null {
+  try {
+    return readFileSync(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "";
+    if (!ABSENT.has(code)) {
+      const message = error instanceof Error ? error.message : String(error);
+      const reason = /^(E[A-Z]+: [^,]*)/.exec(message)?.[1] ?? message;
+      onUnreadable?.(shownAs, `cannot read it (${reason}), so its patterns do not apply`);
+    }
+    return null;
+  }
+}
+
 /** The git repository that holds a directory: its top (work tree) and its `info/exclude`. */
 interface EnclosingRepository {
   top: string;
@@ -93,7 +122,11 @@ export class IgnoreRules {
    */
   static atRoot(
     root: string,
-    options: { useGitignore: boolean; extraPatterns?: readonly string[] },
+    options: {
+      useGitignore: boolean;
+      extraPatterns?: readonly string[];
+      onUnreadable?: UnreadableIgnoreFile;
+    },
   ): IgnoreRules {
     const extra = (options.extraPatterns ?? []).map(rootRelativePattern);
     const forced = extra.length > 0 ? compileGitignore(extra.join("\n")) : null;
@@ -113,7 +146,8 @@ export class IgnoreRules {
       if (depth > 0 && rules.matchLevels(dir, true)) {
         return new IgnoreRules(root, prefix, levels, forced, true, true);
       }
-      const text = readIfPresent(join(top, dir, ".gitignore"));
+      const file = join(top, dir, ".gitignore");
+      const text = readIgnoreFile(file, relative(root, file), options.onUnreadable);
       if (text !== null) levels.push({ dir, matcher: compileGitignore(text) });
       rules = new IgnoreRules(root, prefix, [...levels], forced, true);
     }
@@ -121,9 +155,13 @@ export class IgnoreRules {
   }
 
   /** Rules for a subdirectory `dir` (relative), adding its `.gitignore` when it has one. */
-  enter(dir: string, hasGitignore: boolean): IgnoreRules {
+  enter(dir: string, hasGitignore: boolean, onUnreadable?: UnreadableIgnoreFile): IgnoreRules {
     if (!this.useGitignore || !hasGitignore) return this;
-    const text = readIfPresent(join(this.root, dir, ".gitignore"));
+    const text = readIgnoreFile(
+      join(this.root, dir, ".gitignore"),
+      `${dir}/.gitignore`,
+      onUnreadable,
+    );
     if (text === null) return this;
     const level = { dir: this.fromTop(dir), matcher: compileGitignore(text) };
     return new IgnoreRules(

@@ -146,6 +146,10 @@ function folderReadReason(error: unknown): string {
  */
 export class SelectionWalker {
   readonly skipped: SkippedPath[] = [];
+  /** A `.gitignore` there but unreadable is skipped as a file is: warned of, exit 23. */
+  private readonly onUnreadableIgnoreFile = (path: string, reason: string): void => {
+    this.skipped.push({ path, reason });
+  };
   /** Files found so far. */
   found = 0;
   private readonly stack: DirFrame[] = [];
@@ -194,6 +198,7 @@ export class SelectionWalker {
     const rootRules = IgnoreRules.atRoot(options.root, {
       useGitignore: options.useGitignore,
       extraPatterns: options.extraIgnores,
+      onUnreadable: this.onUnreadableIgnoreFile,
     });
     const { selection, resume } = options;
     if (resume !== undefined) {
@@ -258,7 +263,9 @@ export class SelectionWalker {
     }
     sortByName(entries);
     const rules =
-      depth === 0 || resumeFrom !== null ? inherited : inherited.enter(dir, hasGitignore);
+      depth === 0 || resumeFrom !== null
+        ? inherited
+        : inherited.enter(dir, hasGitignore, this.onUnreadableIgnoreFile);
     let next = 0;
     if (resumeFrom !== null) {
       while (next < entries.length && (entries[next] as ListedEntry).name < resumeFrom) next++;
