@@ -256,8 +256,8 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
  * Reading ahead on threads of its own. A walk knows, once it has read a folder, which
  * folders it will read next (the subfolders it descends into), and a stat fill knows which
  * files it will stat: it hands them over (dirq_ahead_list, dirq_ahead_stat) and takes each
- * answer when it gets there (dirq_take). Meanwhile POSIX threads (one per core, at most
- * MAX_THREADS) list and stat, so the system calls, most of a scan's time, run beside the
+ * answer when it gets there (dirq_take). Meanwhile POSIX threads (see MAX_THREADS) list and
+ * stat, so the system calls, most of a scan's time, run beside the
  * JavaScript that matches, inserts and counts. A thread here costs a few microseconds to
  * start and no JavaScript heap, where a worker thread costs tens of milliseconds and
  * megabytes (bench/README.md, "Scan benchmark").
@@ -271,9 +271,10 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
  */
 #define RING 4096
 /*
- * Threads that read ahead, at most: two keep both cores of a small machine in system calls
- * while the caller, mostly waiting for them, matches and inserts; more would only queue for
- * the same cores (and the disk).
+ * Threads that read ahead: one per core but the caller's, at least one, at most two. The
+ * caller matches, inserts and also lists or stats what no thread has begun, so it keeps a core
+ * of its own (measured on 2 cores: two threads made 100k-file scans slower than one); more
+ * than two would only queue for the same disk.
  */
 #define MAX_THREADS 2
 #define MAX_DONE_JOBS 256
@@ -379,13 +380,13 @@ static void *ahead_thread(void *argument) {
 }
 
 /*
- * Starts the threads once, one per core up to MAX_THREADS; false when none starts (the
+ * Starts the threads once (as many as MAX_THREADS says); false when none starts (the
  * caller then does the work itself).
  */
 static int ahead_start(Ahead *ahead) {
   if (ahead->started > 0) return 1;
-  long cores = sysconf(_SC_NPROCESSORS_ONLN);
-  int wanted = cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : (int)cores;
+  long others = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+  int wanted = others < 1 ? 1 : others > MAX_THREADS ? MAX_THREADS : (int)others;
   while (ahead->started < wanted &&
          pthread_create(&ahead->threads[ahead->started], NULL, ahead_thread, ahead) == 0) {
     ahead->started++;
