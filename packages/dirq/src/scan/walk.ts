@@ -111,7 +111,6 @@ interface DirFrame {
   /** Read-ahead tickets of the subfolders the walk will enter, by entry index. */
   tickets: Map<number, number> | null;
   rules: IgnoreRules;
-  glob: BashGlob | null;
   /** Whether a file of this folder is selected, by name; `null`: every file is. */
   matchName: ((name: string) => boolean) | null;
   all: boolean;
@@ -289,7 +288,6 @@ export class SelectionWalker {
       raw,
       tickets,
       rules,
-      glob,
       matchName: all || glob === null ? null : (glob.fileMatcherIn(dir) ?? NO_FILE),
       all,
       childDepth,
