@@ -264,8 +264,10 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
  *
  * Jobs have tickets (increasing numbers) in a ring. The threads take folder listings newest
  * batch first, in the batch's order (a depth-first walk needs the folders it entered last
- * first), and stat batches oldest first; it stops while answers nobody took pile up. Taking a
- * job nobody began runs it on the caller; taking an unknown ticket (dropped) returns NULL, and
+ * first), and stat batches oldest first, mixed as next_job says; they stop listing while
+ * answers nobody took pile up. Taking a job nobody began runs it on the caller (and a caller
+ * waiting for a job a thread runs may first do a newer one: dirq_take's claim mode); taking
+ * an unknown ticket (dropped) returns NULL, and
  * the caller does the work itself. Nothing here touches SQLite but its allocator, which is
  * thread-safe.
  */
@@ -278,6 +280,8 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
  */
 #define MAX_THREADS 2
 #define MAX_DONE_JOBS 256
+/* Answers ready and not taken below which a thread lists before it stats (see next_job). */
+#define LISTINGS_FIRST 8
 #define MAX_DONE_BYTES (16 * 1024 * 1024)
 
 enum { FREE = 0, QUEUED, RUNNING, DONE };
@@ -334,11 +338,26 @@ static void run_job(Job *job) {
   job->output.length = out == NULL ? 0 : bytes;
 }
 
-/* The next queued job for the thread, or NULL; the mutex is held. */
-static Job *next_job(Ahead *ahead) {
+/* The next queued listing, or NULL; the mutex is held. */
+static Job *next_listing(Ahead *ahead) {
   while (ahead->lists_length > 0) {
     Job *job = job_of(ahead, ahead->lists[--ahead->lists_length]);
     if (job != NULL && job->state == QUEUED) return job;
+  }
+  return NULL;
+}
+
+/*
+ * The next queued job for a thread, or NULL; the mutex is held. Listings come first while few
+ * are ready (the walk needs the next folder soonest), then stat batches, whose answers the
+ * fill takes within a few batches, then listings again up to the cap on answers nobody took.
+ * A walk queues every subfolder of a folder at once (a thousand, say): without the stat
+ * batches in between, a thread would list far ahead while the caller stats every file alone.
+ */
+static Job *next_job(Ahead *ahead) {
+  if (ahead->done_jobs < LISTINGS_FIRST) {
+    Job *job = next_listing(ahead);
+    if (job != NULL) return job;
   }
   while (ahead->stats_length > 0) {
     sqlite3_int64 ticket = ahead->stats[ahead->stats_start];
@@ -347,6 +366,9 @@ static Job *next_job(Ahead *ahead) {
     Job *job = job_of(ahead, ticket);
     if (job != NULL && job->state == QUEUED) return job;
   }
+  if (ahead->done_jobs < MAX_DONE_JOBS && ahead->done_bytes < MAX_DONE_BYTES) {
+    return next_listing(ahead);
+  }
   return NULL;
 }
 
@@ -354,10 +376,7 @@ static void *ahead_thread(void *argument) {
   Ahead *ahead = argument;
   pthread_mutex_lock(&ahead->mutex);
   while (!ahead->stopping) {
-    Job *job = NULL;
-    if (ahead->done_jobs < MAX_DONE_JOBS && ahead->done_bytes < MAX_DONE_BYTES) {
-      job = next_job(ahead);
-    }
+    Job *job = next_job(ahead);
     if (job == NULL) {
       pthread_cond_wait(&ahead->work, &ahead->mutex);
       continue;
@@ -532,32 +551,36 @@ static void result_job(sqlite3_context *context, Ahead *ahead, Job *job) {
 }
 
 /*
- * SELECT dirq_take(ticket, wait): a queued job's answer (a listing as dirq_list_dir gives it,
- * or a stat blob as dirq_stat_batch does). wait = 0: only when it is done, else NULL (ask
- * again). wait = 1: waits for it while the thread runs it, and runs it here if the thread has
- * not begun it. An unknown ticket (dropped by dirq_ahead_drop) is NULL: the caller does the
- * work itself. A listing of a folder that cannot be read is also NULL, as with dirq_list_dir;
- * the caller tells the two apart by asking dirq_list_dir.
+ * SELECT dirq_take(ticket, mode): a queued job's answer (a listing as dirq_list_dir gives it,
+ * or a stat blob as dirq_stat_batch does). mode 0: only when it is done, else NULL (ask
+ * again). mode 1: waits for it while a thread runs it, and runs it here if no thread has begun
+ * it. mode 2 (claim): runs it here if no thread has begun it, else as mode 0, so a caller
+ * that must wait for its oldest job can first do a newer one nobody began. An unknown ticket
+ * (dropped by dirq_ahead_drop) is NULL: the caller does the work itself. A listing of a folder
+ * that cannot be read is also NULL, as with dirq_list_dir; the caller tells the two apart by
+ * asking dirq_list_dir.
  */
 static void take(sqlite3_context *context, int argc, sqlite3_value **argv) {
   (void)argc;
   Ahead *ahead = sqlite3_user_data(context);
   sqlite3_int64 ticket = sqlite3_value_int64(argv[0]);
-  int wait = sqlite3_value_int(argv[1]);
+  int mode = sqlite3_value_int(argv[1]);
+  int ran_here = 0;
   pthread_mutex_lock(&ahead->mutex);
   Job *job = job_of(ahead, ticket);
-  if (job != NULL && wait) {
-    while (job->state == RUNNING) pthread_cond_wait(&ahead->done, &ahead->mutex);
+  if (job != NULL && mode != 0) {
+    if (mode == 1) {
+      while (job->state == RUNNING) pthread_cond_wait(&ahead->done, &ahead->mutex);
+    }
     if (job->state == QUEUED) {
-      job->state = RUNNING; /* the thread skips it now */
+      job->state = RUNNING; /* the threads skip it now */
       pthread_mutex_unlock(&ahead->mutex);
       run_job(job);
       pthread_mutex_lock(&ahead->mutex);
+      ran_here = 1;
     }
   }
-  if (job != NULL && (job->state == DONE || (wait && job->state == RUNNING))) {
-    result_job(context, ahead, job);
-  }
+  if (job != NULL && (job->state == DONE || ran_here)) result_job(context, ahead, job);
   pthread_mutex_unlock(&ahead->mutex);
 }
 
@@ -599,6 +622,243 @@ static void ahead_destroy(void *argument) {
   pthread_cond_destroy(&ahead->work);
   pthread_cond_destroy(&ahead->done);
   sqlite3_free(ahead);
+}
+
+/*
+ * SELECT path, basename, dir, ext, size, mtime, ctime FROM dirq_rows(paths [, stats]): a
+ * path-table's rows made from a batch the fill already has, so that it inserts them with one
+ * `INSERT ... SELECT` and no value passes through JavaScript one by one (binding four values
+ * per row cost about twice SQLite's own insert, bench/README.md, "Scan benchmark").
+ *   paths  text: relative paths separated by NUL characters ('' is no path)
+ *   stats  optional blob, as dirq_stat_batch returns it for those paths: a path whose size is
+ *          NaN (missing, not a regular file) gives no row. Without it the stat columns are NULL.
+ * basename, dir and ext are derived as src/indexer/path-fill.ts derives them: the part after
+ * the last '/', the part before it ('' for none), and the last extension without its dot (NULL
+ * for none, for a leading dot alone and for a trailing dot). It reads only its arguments: it
+ * touches no file, so it is registered in the index's connection (sqlite3_dirqrows_init).
+ */
+enum { ROW_PATH, ROW_BASENAME, ROW_DIR, ROW_EXT, ROW_SIZE, ROW_MTIME, ROW_CTIME, ROW_PATHS,
+       ROW_STATS };
+
+typedef struct {
+  sqlite3_vtab_cursor base;
+  char *paths;          /* a copy of the argument, NUL-terminated */
+  const char *end;      /* the terminating NUL */
+  double *stats;        /* a copy of the argument, or NULL */
+  sqlite3_int64 stat_count;
+  const char *at;       /* the current path */
+  size_t length;        /* its length */
+  sqlite3_int64 row;    /* its position in the batch */
+  int eof;
+} RowsCursor;
+
+static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                        sqlite3_vtab **table, char **error) {
+  (void)aux;
+  (void)argc;
+  (void)argv;
+  (void)error;
+  int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(path TEXT, basename TEXT, dir TEXT, "
+                                    "ext TEXT, size INTEGER, mtime INTEGER, ctime INTEGER, "
+                                    "paths HIDDEN, stats HIDDEN)");
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  *table = sqlite3_malloc(sizeof(sqlite3_vtab));
+  if (*table == NULL) return SQLITE_NOMEM;
+  memset(*table, 0, sizeof(sqlite3_vtab));
+  return SQLITE_OK;
+}
+
+static int rows_disconnect(sqlite3_vtab *table) {
+  sqlite3_free(table);
+  return SQLITE_OK;
+}
+
+/* `paths` is required (argument 1), `stats` optional (argument 2): idxNum 1 or 3. */
+static int rows_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
+  int paths = -1, stats = -1;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
+    if (constraint->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (constraint->iColumn == ROW_PATHS || constraint->iColumn == ROW_STATS) {
+      if (!constraint->usable) return SQLITE_CONSTRAINT;
+      if (constraint->iColumn == ROW_PATHS) paths = i;
+      else stats = i;
+    }
+  }
+  if (paths < 0) return SQLITE_CONSTRAINT;
+  info->aConstraintUsage[paths].argvIndex = 1;
+  info->aConstraintUsage[paths].omit = 1;
+  info->idxNum = 1;
+  if (stats >= 0) {
+    info->aConstraintUsage[stats].argvIndex = 2;
+    info->aConstraintUsage[stats].omit = 1;
+    info->idxNum = 3;
+  }
+  info->estimatedCost = 1000;
+  info->estimatedRows = 1000;
+  return SQLITE_OK;
+}
+
+static int rows_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
+  (void)table;
+  RowsCursor *rows = sqlite3_malloc(sizeof(RowsCursor));
+  if (rows == NULL) return SQLITE_NOMEM;
+  memset(rows, 0, sizeof *rows);
+  rows->eof = 1;
+  *cursor = &rows->base;
+  return SQLITE_OK;
+}
+
+static int rows_close(sqlite3_vtab_cursor *cursor) {
+  RowsCursor *rows = (RowsCursor *)cursor;
+  sqlite3_free(rows->paths);
+  sqlite3_free(rows->stats);
+  sqlite3_free(rows);
+  return SQLITE_OK;
+}
+
+/* Whether the current path has a row: with stats, a NaN size drops it. */
+static int rows_current_kept(RowsCursor *rows) {
+  if (rows->stats == NULL) return 1;
+  return rows->row < rows->stat_count && !isnan(rows->stats[rows->row * FIELDS]);
+}
+
+/* Moves to the path at `at` (or to the end), without looking at stats. */
+static void rows_point(RowsCursor *rows, const char *at) {
+  if (at >= rows->end) {
+    rows->eof = 1;
+    return;
+  }
+  rows->at = at;
+  const char *stop = memchr(at, '\0', (size_t)(rows->end - at) + 1);
+  rows->length = (size_t)(stop - at);
+}
+
+static int rows_next(sqlite3_vtab_cursor *cursor) {
+  RowsCursor *rows = (RowsCursor *)cursor;
+  do {
+    rows->row++;
+    rows_point(rows, rows->at + rows->length + 1);
+  } while (!rows->eof && !rows_current_kept(rows));
+  return SQLITE_OK;
+}
+
+static int rows_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
+                       sqlite3_value **argv) {
+  (void)idx_text;
+  RowsCursor *rows = (RowsCursor *)cursor;
+  sqlite3_free(rows->paths);
+  sqlite3_free(rows->stats);
+  rows->paths = NULL;
+  rows->stats = NULL;
+  rows->eof = 1;
+  if (argc < 1) return SQLITE_OK;
+  const char *paths = (const char *)sqlite3_value_text(argv[0]);
+  int paths_bytes = sqlite3_value_bytes(argv[0]);
+  if (paths == NULL || paths_bytes == 0) return SQLITE_OK;
+  rows->paths = copy_bytes(paths, paths_bytes);
+  if (rows->paths == NULL) return SQLITE_NOMEM;
+  rows->end = rows->paths + paths_bytes;
+  if ((idx_num & 2) && argc >= 2 && sqlite3_value_type(argv[1]) != SQLITE_NULL) {
+    int stat_bytes = sqlite3_value_bytes(argv[1]);
+    const void *stats = sqlite3_value_blob(argv[1]);
+    rows->stat_count = stat_bytes / (int)(FIELDS * sizeof(double));
+    rows->stats = sqlite3_malloc64(stat_bytes == 0 ? 1 : (sqlite3_uint64)stat_bytes);
+    if (rows->stats == NULL) return SQLITE_NOMEM;
+    if (stat_bytes > 0) memcpy(rows->stats, stats, (size_t)stat_bytes);
+  }
+  rows->eof = 0;
+  rows->row = 0;
+  rows_point(rows, rows->paths);
+  if (!rows->eof && !rows_current_kept(rows)) rows_next(cursor);
+  return SQLITE_OK;
+}
+
+static int rows_eof(sqlite3_vtab_cursor *cursor) {
+  return ((RowsCursor *)cursor)->eof;
+}
+
+static int rows_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, int column) {
+  RowsCursor *rows = (RowsCursor *)cursor;
+  const char *path = rows->at;
+  size_t length = rows->length;
+  const char *slash = NULL;
+  for (size_t i = length; i > 0; i--) {
+    if (path[i - 1] == '/') {
+      slash = path + i - 1;
+      break;
+    }
+  }
+  const char *base = slash == NULL ? path : slash + 1;
+  size_t base_length = length - (size_t)(base - path);
+  switch (column) {
+  case ROW_PATH:
+    sqlite3_result_text(context, path, (int)length, SQLITE_TRANSIENT);
+    break;
+  case ROW_BASENAME:
+    sqlite3_result_text(context, base, (int)base_length, SQLITE_TRANSIENT);
+    break;
+  case ROW_DIR:
+    sqlite3_result_text(context, path, slash == NULL ? 0 : (int)(slash - path), SQLITE_TRANSIENT);
+    break;
+  case ROW_EXT: {
+    const char *dot = NULL;
+    for (size_t i = base_length; i > 0; i--) {
+      if (base[i - 1] == '.') {
+        dot = base + i - 1;
+        break;
+      }
+    }
+    if (dot != NULL && dot != base && dot != base + base_length - 1) {
+      size_t ext_length = base_length - (size_t)(dot + 1 - base);
+      sqlite3_result_text(context, dot + 1, (int)ext_length, SQLITE_TRANSIENT);
+    }
+    break;
+  }
+  case ROW_SIZE:
+  case ROW_MTIME:
+  case ROW_CTIME:
+    if (rows->stats != NULL) {
+      double value = rows->stats[rows->row * FIELDS + (column - ROW_SIZE)];
+      sqlite3_result_int64(context, (sqlite3_int64)value);
+    }
+    break;
+  default:
+    break; /* the hidden arguments read as NULL */
+  }
+  return SQLITE_OK;
+}
+
+static int rows_rowid(sqlite3_vtab_cursor *cursor, sqlite3_int64 *rowid) {
+  *rowid = ((RowsCursor *)cursor)->row + 1;
+  return SQLITE_OK;
+}
+
+static sqlite3_module rows_module = {
+    0,               /* iVersion */
+    NULL,            /* xCreate: eponymous only */
+    rows_connect,    /* xConnect */
+    rows_best_index, /* xBestIndex */
+    rows_disconnect, /* xDisconnect */
+    NULL,            /* xDestroy */
+    rows_open,       /* xOpen */
+    rows_close,      /* xClose */
+    rows_filter,     /* xFilter */
+    rows_next,       /* xNext */
+    rows_eof,        /* xEof */
+    rows_column,     /* xColumn */
+    rows_rowid,      /* xRowid */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
+#ifdef _WIN32
+__declspec(dllexport)
+#endif
+int sqlite3_dirqrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *api) {
+  SQLITE_EXTENSION_INIT2(api);
+  (void)error;
+  return sqlite3_create_module(db, "dirq_rows", &rows_module, NULL);
 }
 
 #ifdef _WIN32

@@ -6,6 +6,7 @@ import {
   type Statter,
   statReadAhead,
 } from "../scan/file-stats.js";
+import { loadNativeRows } from "../scan/native-fs.js";
 import { StatHelper } from "../scan/stat-helper.js";
 import { directorySignature, folderKey } from "../scan/tree-signature.js";
 import { type ResumePoint, SelectionWalker, type SkippedPath } from "../scan/walk.js";
@@ -86,7 +87,7 @@ async function streamBatches(
 ): Promise<void> {
   const breathe = breather();
   const writeReady = () => {
-    for (const done of statter?.takeReady() ?? []) rows.write(done.paths, done.stats);
+    for (const done of statter?.takeReady() ?? []) rows.write(done.paths, done.stats, done.joined);
   };
   /** Writes what is in, waiting for stats while more than `ahead` batches are outstanding. */
   const drain = async (ahead: number) => {
@@ -183,11 +184,16 @@ export async function streamSplit(
 }
 
 /**
- * Writes a path-table's rows in batched INSERTs inside one transaction. Paths alone (a fill
- * for `count(*)` or `SELECT path`) go in as one JSON array per batch, which SQLite's
- * `json_each` unpacks: measured, about twice as fast as binding them 16 rows at a time.
+ * Writes a path-table's rows in batched INSERTs inside one transaction. With dirq's native
+ * extension a batch goes in as one `INSERT ... SELECT` from its `dirq_rows` table, which
+ * makes the rows from the batch's NUL-joined paths and stat blob (measured on 100,000 rows:
+ * about half the time of binding 64 rows of four values at a time, and no JavaScript value per
+ * row). Without it, paths alone (a fill for `count(*)` or `SELECT path`) go in as one JSON
+ * array per batch, which SQLite's `json_each` unpacks (about twice as fast as binding them 16
+ * rows at a time), and other rows are bound 64 at a time.
  */
 export class RowWriter {
+  private readonly insertNative: Statement | null;
   private readonly insertPaths: Statement | null;
   private readonly insertOne: Statement;
   private readonly insertBatch: Statement;
@@ -217,6 +223,12 @@ export class RowWriter {
     this.insertBatch = db.prepare(`${into} ${Array(INSERT_BATCH).fill(placeholders).join(", ")}`);
     this.deleteAll = db.prepare(`DELETE FROM ${table}`);
     this.deleteAfterRowid = db.prepare(`DELETE FROM ${table} WHERE rowid > ?`);
+    this.insertNative = loadNativeRows(db)
+      ? db.prepare(
+          `INSERT INTO ${table} (${columns.join(", ")}) ` +
+            `SELECT ${columns.join(", ")} FROM dirq_rows(?${withStat ? ", ?" : ""})`,
+        )
+      : null;
     this.insertPaths =
       withNames || withStat
         ? null
@@ -272,8 +284,16 @@ export class RowWriter {
     this.written -= this.deleteAfterRowid.run(count).changes;
   }
 
-  /** Writes a batch of rows in walk order (stats NaN: that file is dropped). */
-  write(paths: readonly string[], stats: Float64Array | null): void {
+  /**
+   * Writes a batch of rows in walk order (stats NaN: that file is dropped). `joined`: the
+   * paths joined by NUL characters, when the caller has them already.
+   */
+  write(paths: readonly string[], stats: Float64Array | null, joined?: string): void {
+    if (this.insertNative !== null && (stats !== null || !this.withStat)) {
+      if (paths.length === 0) return;
+      this.writeNative(joined ?? paths.join("\0"), stats);
+      return;
+    }
     if (this.insertPaths !== null) {
       this.writePathsJson(JSON.stringify(paths), paths.length);
       return;
@@ -292,6 +312,17 @@ export class RowWriter {
         this.rowsInBatch = 0;
       }
     }
+    this.commitNow();
+  }
+
+  /** A batch through the extension's `dirq_rows` (see the class comment). */
+  private writeNative(joined: string, stats: Float64Array | null): void {
+    const statement = this.insertNative as Statement;
+    const result =
+      stats === null
+        ? statement.run(joined)
+        : statement.run(joined, Buffer.from(stats.buffer, stats.byteOffset, stats.byteLength));
+    this.written += result.changes;
     this.commitNow();
   }
 

@@ -240,12 +240,13 @@ export class AheadStatter implements Statter {
   }
 
   submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void {
+    const joined = paths.join("\0");
     const ticket =
       rawPaths !== undefined && rawPaths.size > 0
         ? 0
-        : this.ahead.stat(statPrefix(this.root), paths.join("\0"));
+        : this.ahead.stat(statPrefix(this.root), joined);
     const stats = ticket === 0 ? statPaths(this.root, paths, rawPaths) : null;
-    this.queue.push({ paths, stats, rawPaths, request: -1, ticket });
+    this.queue.push({ paths, joined, stats, rawPaths, request: -1, ticket });
   }
 
   takeReady(): StatBatch[] {
@@ -258,15 +259,26 @@ export class AheadStatter implements Statter {
     return ready;
   }
 
+  /**
+   * Stats here the oldest batch no extension thread has begun (when a thread is busy with the
+   * oldest, waiting for it would leave this core idle), else waits for the oldest.
+   */
   helpOrWait(): void {
     const oldest = this.queue[0];
-    if (oldest !== undefined && oldest.stats === null) this.collect(oldest, true);
+    if (oldest === undefined || oldest.stats !== null) return;
+    for (const batch of this.queue) {
+      if (batch.stats === null && batch.ticket !== 0 && this.collect(batch, "claim")) return;
+    }
+    this.collect(oldest, true);
   }
 
-  /** Sets the batch's stats from the extension (`wait`: however long it takes). */
-  private collect(batch: StatBatch & { ticket: number }, wait: boolean): boolean {
+  /**
+   * Sets the batch's stats from the extension (`wait`: however long it takes; `"claim"`: when
+   * done or begun by no thread). `false` when they are not in.
+   */
+  private collect(batch: StatBatch & { ticket: number }, wait: boolean | "claim"): boolean {
     const answer = this.ahead.take(batch.ticket, wait);
-    if (answer === null && !wait) return false;
+    if (answer === null && wait !== true) return false;
     const stats = answer instanceof Buffer ? statsOfBlob(answer, batch.paths.length) : null;
     batch.stats = stats ?? statPaths(this.root, batch.paths, batch.rawPaths);
     return true;
@@ -282,6 +294,8 @@ const MAX_POSTED = 32;
 /** A batch of paths and, once they are in, their stats. */
 export interface StatBatch {
   paths: readonly string[];
+  /** The paths joined by NUL characters, when they were joined to be stat'ed. */
+  joined?: string;
   stats: Float64Array | null;
   rawPaths: ReadonlyMap<string, Uint8Array> | undefined;
   /** The helper's request id while the batch is posted to it, else -1. */

@@ -40,15 +40,42 @@ export interface ReadAhead {
   stat(prefix: string, joinedPaths: string): number;
   /**
    * A queued listing or stat batch. `wait`: waits for it, or runs it on this thread when the
-   * extension's thread has not begun it; else `null` unless it is done. `null` too for a
-   * ticket that was dropped, and for a listing of a folder that cannot be read.
+   * extension's threads have not begun it; `"claim"`: runs it here when they have not begun
+   * it, else as `false`; `false`: `null` unless it is done. `null` too for a ticket that was
+   * dropped, and for a listing of a folder that cannot be read.
    */
-  take(ticket: number, wait: boolean): string | Buffer | null;
+  take(ticket: number, wait: boolean | "claim"): string | Buffer | null;
   /** Drops every job not yet taken. */
   dropAll(): void;
 }
 
 let loaded: NativeFs | null | undefined;
+
+/** Connections that have (true) or could not load (false) the extension's `dirq_rows`. */
+const rowsLoaded = new WeakMap<object, boolean>();
+
+/**
+ * Registers the extension's `dirq_rows` table in `db` (see dirq-fs.c): a path-table's rows made
+ * from a batch's NUL-joined paths and stat blob, so a fill inserts a batch with one statement.
+ * It reads only its arguments, so unlike the file system calls it may live in the index's
+ * connection. `false` when the extension is off or cannot be loaded: rows are then bound from
+ * JavaScript, with the same values.
+ */
+export function loadNativeRows(db: ReturnType<typeof openSqlite>): boolean {
+  const known = rowsLoaded.get(db);
+  if (known !== undefined) return known;
+  let ok = false;
+  if (process.env.DIRQ_NATIVE_FS !== "0" && existsSync(LIBRARY)) {
+    try {
+      db.loadExtension(LIBRARY, "sqlite3_dirqrows_init");
+      ok = true;
+    } catch {
+      ok = false; // a library built for another platform or SQLite
+    }
+  }
+  rowsLoaded.set(db, ok);
+  return ok;
+}
 
 /** Tickets come back as `first * TICKET_SPAN + accepted` (see dirq_ahead_list). */
 const TICKET_SPAN = 65_536;
@@ -64,7 +91,8 @@ function readAheadOf(db: ReturnType<typeof openSqlite>): ReadAhead {
       return { first: Math.floor(code / TICKET_SPAN), accepted: code % TICKET_SPAN };
     },
     stat: (prefix, joinedPaths) => stat.get(prefix, joinedPaths) as number,
-    take: (ticket, wait) => take.get(ticket, wait ? 1 : 0) as string | Buffer | null,
+    take: (ticket, wait) =>
+      take.get(ticket, wait === "claim" ? 2 : wait ? 1 : 0) as string | Buffer | null,
     dropAll: () => void drop.get(),
   };
 }

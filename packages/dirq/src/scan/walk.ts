@@ -3,7 +3,7 @@ import { type BashGlob, compileBashGlob } from "./bash-glob.js";
 import { isListedFileAt, RAW_NAME_MARK } from "./file-kind.js";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { rulesForDir } from "./inclusion.js";
-import { FolderLister, type ListedEntry } from "./list-directory.js";
+import { DIRECTORY, FILE, FolderLister, SYMLINK } from "./list-directory.js";
 import type { PathSelection } from "./path-selection.js";
 
 /** A file or directory the walk could not read; the walk goes on without it. */
@@ -65,24 +65,6 @@ const BATCH_SIZE = 512;
 /** The name matcher of a folder where the glob selects no file. */
 const NO_FILE = () => false;
 
-function byName(a: ListedEntry, b: ListedEntry): number {
-  return a.name < b.name ? -1 : a.name > b.name ? 1 : 0;
-}
-
-/**
- * Sorts a listing by name in UTF-16 order. The native listing comes sorted in byte order,
- * which is the same order unless a name has characters beyond U+FFFF: a check is a tenth of
- * a sort.
- */
-function sortByName(entries: ListedEntry[]): void {
-  for (let i = 1; i < entries.length; i++) {
-    if ((entries[i - 1] as ListedEntry).name > (entries[i] as ListedEntry).name) {
-      entries.sort(byName);
-      return;
-    }
-  }
-}
-
 /** Entries of a directory with names as raw bytes, for names that are not valid UTF-8. */
 function rawNames(absoluteDir: string | Buffer): Map<string, Buffer> {
   const byDecoded = new Map<string, Buffer>();
@@ -103,7 +85,9 @@ interface DirFrame {
   dir: string;
   absoluteDir: string | Buffer;
   rawDir: Buffer | null;
-  entries: ListedEntry[];
+  /** The folder's entries, sorted by name, and their types (see `Listing`). */
+  names: string[];
+  types: string;
   next: number;
   /** Where this walker's share of the entries ends (`split()` gives the rest away). */
   end: number;
@@ -245,29 +229,31 @@ export class SelectionWalker {
     ticket = 0,
   ): void {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
-    let entries: ListedEntry[];
+    let names: string[];
+    let types: string;
     let raw: Map<string, Buffer> | null = null;
-    let hasGitignore = false;
     this.options.onDirectory?.(dir, absoluteDir);
     try {
-      entries = this.lister.list(absoluteDir, ticket);
-      for (const entry of entries) {
-        const name = entry.name;
-        if (name.includes(RAW_NAME_MARK)) raw ??= rawNames(absoluteDir);
-        if (name === ".gitignore" && !entry.isDirectory()) hasGitignore = true;
+      ({ names, types } = this.lister.list(absoluteDir, ticket));
+      for (const name of names) {
+        if (name.includes(RAW_NAME_MARK)) {
+          raw = rawNames(absoluteDir);
+          break;
+        }
       }
     } catch (error) {
       this.skipped.push({ path: dir === "" ? "." : dir, reason: folderReadReason(error) });
       return;
     }
-    sortByName(entries);
+    const gitignore = names.indexOf(".gitignore");
+    const hasGitignore = gitignore !== -1 && types.charCodeAt(gitignore) !== DIRECTORY;
     const rules =
       depth === 0 || resumeFrom !== null
         ? inherited
         : inherited.enter(dir, hasGitignore, this.onUnreadableIgnoreFile);
     let next = 0;
     if (resumeFrom !== null) {
-      while (next < entries.length && (entries[next] as ListedEntry).name < resumeFrom) next++;
+      while (next < names.length && (names[next] as string) < resumeFrom) next++;
     }
     const glob = everything ? null : this.glob;
     const all =
@@ -276,15 +262,16 @@ export class SelectionWalker {
     const descend = all || this.maxDepth === null || childDepth < this.maxDepth;
     const tickets =
       descend && this.lister.readsAhead && typeof absoluteDir === "string"
-        ? this.queueSubfolders(dir, absoluteDir, entries, next, rules, raw)
+        ? this.queueSubfolders(dir, absoluteDir, names, types, next, rules, raw)
         : null;
     this.stack.push({
       dir,
       absoluteDir,
       rawDir,
-      entries,
+      names,
+      types,
       next,
-      end: entries.length,
+      end: names.length,
       raw,
       tickets,
       rules,
@@ -303,17 +290,18 @@ export class SelectionWalker {
   private queueSubfolders(
     dir: string,
     absoluteDir: string,
-    entries: readonly ListedEntry[],
+    names: readonly string[],
+    types: string,
     from: number,
     rules: IgnoreRules,
     raw: Map<string, Buffer> | null,
   ): Map<number, number> | null {
     const indexes: number[] = [];
     const paths: string[] = [];
-    for (let i = from; i < entries.length; i++) {
-      const entry = entries[i] as ListedEntry;
-      const name = entry.name;
-      if (!entry.isDirectory() || BUILT_IN_SKIPS.has(name) || raw?.has(name) === true) continue;
+    for (let i = from; i < names.length; i++) {
+      if (types.charCodeAt(i) !== DIRECTORY) continue;
+      const name = names[i] as string;
+      if (BUILT_IN_SKIPS.has(name) || raw?.has(name) === true) continue;
       if (!rules.isEmpty && rules.ignores(dir === "" ? name : `${dir}/${name}`, true)) continue;
       indexes.push(i);
       paths.push(`${absoluteDir}/${name}`);
@@ -339,7 +327,7 @@ export class SelectionWalker {
       const left = frame.end - frame.next;
       if (left <= 0) continue;
       const at = frame.end - Math.max(1, Math.round(left * share));
-      const fromName = (frame.entries[at] as ListedEntry).name;
+      const fromName = frame.names[at] as string;
       frame.end = at;
       return {
         dir: frame.dir,
@@ -355,24 +343,36 @@ export class SelectionWalker {
   /** Goes on with the innermost open directory until it opens another one or ends. */
   private step(): void {
     const frame = this.stack[this.stack.length - 1] as DirFrame;
-    const { dir, entries, rules, all, matchName, raw, rawDir, absoluteDir } = frame;
+    const { dir, names, types, rules, all, matchName, raw, rawDir, absoluteDir } = frame;
     const checkRules = !rules.isEmpty;
+    const prefix = dir === "" ? "" : `${dir}/`;
+    // A regular file of a folder with no ignore rules and no name that needs its raw bytes is
+    // a row when the glob takes its name: the common case, kept short.
+    const plainFiles = !checkRules && raw === null && rawDir === null;
     while (frame.next < frame.end) {
-      const entry = entries[frame.next++] as ListedEntry;
-      const name = entry.name;
+      const index = frame.next++;
+      const name = names[index] as string;
+      const type = types.charCodeAt(index);
+      if (type === FILE && plainFiles) {
+        if (BUILT_IN_SKIPS.has(name) || (matchName !== null && !matchName(name))) continue;
+        this.batch.push(prefix + name);
+        this.found++;
+        if (this.batch.length >= this.batchSize) return;
+        continue;
+      }
       if (BUILT_IN_SKIPS.has(name)) continue;
-      const path = dir === "" ? name : `${dir}/${name}`;
+      const path = prefix + name;
       const rawName = raw === null ? null : (raw.get(name) ?? null);
       const rawChild =
         rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? name) : null;
-      if (entry.isDirectory()) {
+      if (type === DIRECTORY) {
         if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
-        const ticket = frame.tickets?.get(frame.next - 1) ?? 0;
+        const ticket = frame.tickets?.get(index) ?? 0;
         this.open(path, rules, frame.childDepth, all, rawChild, null, ticket);
         return;
       }
-      const link = entry.isSymbolicLink();
-      if (!link && !entry.isFile()) continue;
+      const link = type === SYMLINK;
+      if (!link && type !== FILE) continue;
       if (checkRules && rules.ignores(path, false)) continue;
       if (matchName !== null && !matchName(name)) continue;
       if (link && !isListedFileAt(this.options.root, rawChild ?? `${absoluteDir}/${name}`)) {

@@ -18,7 +18,7 @@ import {
   statJoinedPaths,
   statPaths,
 } from "../../src/scan/file-stats.js";
-import { listDirectory } from "../../src/scan/list-directory.js";
+import { type Listing, listDirectory } from "../../src/scan/list-directory.js";
 import { nativeFs } from "../../src/scan/native-fs.js";
 
 // The native batch stat (native/dirq-fs.c) against Node's own stat, entry by entry: regular
@@ -112,6 +112,19 @@ interface ListedEntryLike {
   isSymbolicLink(): boolean;
 }
 
+/** A `Listing` (names and type letters) as entries Node's `Dirent`s can be compared with. */
+function entriesOf(listing: Listing): ListedEntryLike[] {
+  return listing.names.map((name, i) => {
+    const type = listing.types[i];
+    return {
+      name,
+      isDirectory: () => type === "d",
+      isFile: () => type === "f",
+      isSymbolicLink: () => type === "l",
+    };
+  });
+}
+
 test(
   "a native listing equals Node's readdir, name and kind of every entry",
   { skip: process.platform === "win32" },
@@ -124,14 +137,20 @@ test(
     mkdirSync(join(root, "empty"));
     for (const folder of [root, join(root, "dir"), join(root, "empty")]) {
       const node = readdirSync(folder, { withFileTypes: true, encoding: "utf8" });
-      assert.deepEqual(kinds(listDirectory(folder)), kinds(node), folder);
+      const listing = listDirectory(folder);
+      assert.equal(listing.types.length, listing.names.length);
+      assert.deepEqual(kinds(entriesOf(listing)), kinds(node), folder);
     }
-    // Sorted in byte order by the extension; the walk sorts again in UTF-16 order.
-    const names = listDirectory(root).map((entry) => entry.name);
+    // Sorted in byte order by the extension, and again in UTF-16 order for the walk.
+    const native = nativeFs()?.listDir(root) ?? "";
+    const bytewise = native.slice(native.indexOf("\0") + 1).split("\0");
     assert.deepEqual(
-      names,
-      [...names].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
+      bytewise,
+      [...bytewise].sort((a, b) => Buffer.compare(Buffer.from(a), Buffer.from(b))),
     );
+    const names = listDirectory(root).names;
+    assert.deepEqual(names, [...names].sort());
+    assert.notDeepEqual(names, bytewise);
   },
 );
 
