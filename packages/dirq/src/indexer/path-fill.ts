@@ -7,6 +7,7 @@ import {
   statReadAhead,
 } from "../scan/file-stats.js";
 import { loadNativeRows } from "../scan/native-fs.js";
+import type { PathBatch } from "../scan/path-batch.js";
 import { StatHelper } from "../scan/stat-helper.js";
 import { directorySignature, folderKey } from "../scan/tree-signature.js";
 import { type ResumePoint, SelectionWalker, type SkippedPath } from "../scan/walk.js";
@@ -87,7 +88,7 @@ async function streamBatches(
 ): Promise<void> {
   const breathe = breather();
   const writeReady = () => {
-    for (const done of statter?.takeReady() ?? []) rows.write(done.paths, done.stats, done.joined);
+    for (const done of statter?.takeReady() ?? []) rows.write(done.batch, done.stats);
   };
   /** Writes what is in, waiting for stats while more than `ahead` batches are outstanding. */
   const drain = async (ahead: number) => {
@@ -99,9 +100,9 @@ async function streamBatches(
     }
   };
   for (let batch = walker.next(); batch !== null; batch = walker.next()) {
-    if (statter === null) rows.write(batch.paths, null);
+    if (statter === null) rows.write(batch, null);
     else {
-      statter.submit(batch.paths, batch.rawPaths);
+      statter.submit(batch);
       await drain(BATCHES_AHEAD);
     }
     await breathe();
@@ -150,7 +151,7 @@ export async function streamSplit(
     progress(helperFound);
   };
   for (let batch = walker.next(); batch !== null; batch = walker.next()) {
-    rows.write(batch.paths, null);
+    rows.write(batch, null);
     if (resume === null && helper.ready) {
       resume = walker.split(1 - CALLER_SHARE);
       helper.give(resume);
@@ -177,7 +178,7 @@ export async function streamSplit(
   rows.deleteAfter(ownRows);
   const rest = new SelectionWalker({ ...walker.options, resume });
   for (let batch = rest.next(); batch !== null; batch = rest.next()) {
-    rows.write(batch.paths, null);
+    rows.write(batch, null);
     await breathe();
   }
   return { skipped: rest.skipped, folders: [] };
@@ -284,16 +285,13 @@ export class RowWriter {
     this.written -= this.deleteAfterRowid.run(count).changes;
   }
 
-  /**
-   * Writes a batch of rows in walk order (stats NaN: that file is dropped). `joined`: the
-   * paths joined by NUL characters, when the caller has them already.
-   */
-  write(paths: readonly string[], stats: Float64Array | null, joined?: string): void {
+  /** Writes a batch of rows in walk order (stats NaN: that file is dropped). */
+  write(batch: PathBatch, stats: Float64Array | null): void {
     if (this.insertNative !== null && (stats !== null || !this.withStat)) {
-      if (paths.length === 0) return;
-      this.writeNative(joined ?? paths.join("\0"), stats);
+      if (batch.count > 0) this.writeNative(batch.joined, stats);
       return;
     }
+    const paths = batch.paths;
     if (this.insertPaths !== null) {
       this.writePathsJson(JSON.stringify(paths), paths.length);
       return;

@@ -398,19 +398,29 @@ export function compileBashGlob(pattern: string): BashGlob {
     },
     fileMatcherIn(dir) {
       const names = dir === "" ? [] : dir.split("/");
-      const starts: { segments: Segment[]; from: number }[] = [];
+      // A file's name is one segment, so only an alternative's last segment can take it: a
+      // globstar before it takes no name (positionsAfter already stepped past it), and a
+      // name segment before it leaves segments that take no name, which none does (a final
+      // globstar takes one at least). A final globstar takes any name not starting with `.`.
+      const segments: (Segment & { kind: "name" })[] = [];
+      let anyVisibleName = false;
       for (const alt of fileAlternatives) {
+        const last = alt.segments.length - 1;
         for (const from of positionsAfter(alt.segments, names)) {
-          // A final globstar reached only by skipping it must still take the file's name;
-          // matchFrom from here decides that, as it would for the whole path.
-          if (from < alt.segments.length) starts.push({ segments: alt.segments, from });
+          const segment = alt.segments[from];
+          if (from !== last || segment === undefined) continue;
+          if (segment.kind === "globstar") anyVisibleName = true;
+          else if (!segments.includes(segment)) segments.push(segment);
         }
       }
-      if (starts.length === 0) return null;
-      return (name) => {
-        const single = [name];
-        return starts.some((start) => matchFrom(start.segments, start.from, single, 0, false));
-      };
+      if (segments.length === 0 && !anyVisibleName) return null;
+      const [only] = segments;
+      if (!anyVisibleName && only !== undefined && segments.length === 1) {
+        return (name) => nameMatches(only, name);
+      }
+      return (name) =>
+        (anyVisibleName && !name.startsWith(".")) ||
+        segments.some((segment) => nameMatches(segment, name));
     },
   };
 }

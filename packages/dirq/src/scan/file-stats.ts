@@ -1,5 +1,6 @@
 import { type BigIntStats, type Stats, statSync } from "node:fs";
 import { type NativeFs, nativeFs, type ReadAhead } from "./native-fs.js";
+import type { PathBatch } from "./path-batch.js";
 import type { StatHelper, StatRequest } from "./stat-helper.js";
 
 /** Stat fields per file, three numbers each: size (bytes), mtime and ctime (Unix seconds). */
@@ -208,7 +209,7 @@ function exactStat(target: string | Uint8Array): BigIntStats | undefined {
 export interface Statter {
   /** Batches submitted and not yet taken. */
   readonly pending: number;
-  submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void;
+  submit(batch: PathBatch): void;
   /** The oldest batches whose stats are in, in order, removed from the queue. */
   takeReady(): StatBatch[];
   /** Brings the oldest batch nearer, blocking at most about `maxMs`. */
@@ -239,14 +240,11 @@ export class AheadStatter implements Statter {
     return this.queue.length;
   }
 
-  submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void {
-    const joined = paths.join("\0");
+  submit(batch: PathBatch): void {
     const ticket =
-      rawPaths !== undefined && rawPaths.size > 0
-        ? 0
-        : this.ahead.stat(statPrefix(this.root), joined);
-    const stats = ticket === 0 ? statPaths(this.root, paths, rawPaths) : null;
-    this.queue.push({ paths, joined, stats, rawPaths, request: -1, ticket });
+      batch.rawPaths.size > 0 ? 0 : this.ahead.stat(statPrefix(this.root), batch.joined);
+    const stats = ticket === 0 ? statPaths(this.root, batch.paths, batch.rawPaths) : null;
+    this.queue.push({ batch, stats, request: -1, ticket });
   }
 
   takeReady(): StatBatch[] {
@@ -279,8 +277,8 @@ export class AheadStatter implements Statter {
   private collect(batch: StatBatch & { ticket: number }, wait: boolean | "claim"): boolean {
     const answer = this.ahead.take(batch.ticket, wait);
     if (answer === null && wait !== true) return false;
-    const stats = answer instanceof Buffer ? statsOfBlob(answer, batch.paths.length) : null;
-    batch.stats = stats ?? statPaths(this.root, batch.paths, batch.rawPaths);
+    const stats = answer instanceof Buffer ? statsOfBlob(answer, batch.batch.count) : null;
+    batch.stats = stats ?? statPaths(this.root, batch.batch.paths, batch.batch.rawPaths);
     return true;
   }
 }
@@ -293,11 +291,8 @@ const MAX_POSTED = 32;
 
 /** A batch of paths and, once they are in, their stats. */
 export interface StatBatch {
-  paths: readonly string[];
-  /** The paths joined by NUL characters, when they were joined to be stat'ed. */
-  joined?: string;
+  batch: PathBatch;
   stats: Float64Array | null;
-  rawPaths: ReadonlyMap<string, Uint8Array> | undefined;
   /** The helper's request id while the batch is posted to it, else -1. */
   request: number;
 }
@@ -324,17 +319,17 @@ export class BatchStatter implements Statter {
   }
 
   /** Queues a batch: posted to the helper, or stat'ed now when it is not up (or too far behind). */
-  submit(paths: readonly string[], rawPaths?: ReadonlyMap<string, Uint8Array>): void {
-    const batch: StatBatch = { paths, stats: null, rawPaths, request: -1 };
+  submit(paths: PathBatch): void {
+    const batch: StatBatch = { batch: paths, stats: null, request: -1 };
     this.queue.push(batch);
     const helper = this.helper;
     if (helper === null || !helper.ready || helper.unanswered >= MAX_POSTED) {
-      batch.stats = statPaths(this.root, paths, rawPaths);
+      batch.stats = statPaths(this.root, paths.paths, paths.rawPaths);
       return;
     }
     this.posted.add(batch);
-    const request: Omit<StatRequest, "id"> = { paths: paths.join("\0") };
-    if (rawPaths !== undefined && rawPaths.size > 0) request.rawPaths = rawPaths;
+    const request: Omit<StatRequest, "id"> = { paths: paths.joined };
+    if (paths.rawPaths.size > 0) request.rawPaths = paths.rawPaths;
     batch.request = helper.ask(request, (answer) => {
       this.posted.delete(batch);
       batch.request = -1;
@@ -362,14 +357,14 @@ export class BatchStatter implements Statter {
     if (oldest === undefined || oldest.stats !== null || this.helper === null) return;
     if (this.helper.failed) {
       for (const batch of this.posted)
-        batch.stats ??= statPaths(this.root, batch.paths, batch.rawPaths);
+        batch.stats ??= statPaths(this.root, batch.batch.paths, batch.batch.rawPaths);
       this.posted.clear();
       return;
     }
     for (const batch of this.queue) {
       if (batch.stats !== null || batch.request === -1) continue;
       if (!this.helper.claim(batch.request)) continue;
-      batch.stats = statPaths(this.root, batch.paths, batch.rawPaths);
+      batch.stats = statPaths(this.root, batch.batch.paths, batch.batch.rawPaths);
       return;
     }
     this.helper.wait(maxMs);

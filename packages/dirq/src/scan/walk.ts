@@ -4,6 +4,7 @@ import { isListedFileAt, RAW_NAME_MARK } from "./file-kind.js";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { rulesForDir } from "./inclusion.js";
 import { DIRECTORY, FILE, FolderLister, SYMLINK } from "./list-directory.js";
+import { PathBatch } from "./path-batch.js";
 import type { PathSelection } from "./path-selection.js";
 
 /** A file or directory the walk could not read; the walk goes on without it. */
@@ -104,11 +105,7 @@ interface DirFrame {
 }
 
 /** One batch of found files, in walk order. */
-export interface WalkBatch {
-  paths: string[];
-  /** Raw absolute paths of this batch's files whose names are not valid UTF-8. */
-  rawPaths: Map<string, Buffer>;
-}
+export type WalkBatch = PathBatch;
 
 /**
  * Why a folder could not be listed, for the skip line that already names it: Node's message
@@ -138,8 +135,13 @@ export class SelectionWalker {
   private readonly stack: DirFrame[] = [];
   private readonly glob: BashGlob | null;
   private readonly maxDepth: number | null;
-  private batch: string[] = [];
+  /** The batch being made: joined runs of paths, how many in all, and raw paths. */
+  private parts: string[] = [];
+  private batchCount = 0;
   private batchRaw = new Map<string, Buffer>();
+  /** Names of a run of plain files of one folder (see `step`), joined once the run ends. */
+  private readonly runNames: string[] = [];
+  private runPrefix = "";
   private started = false;
   private readonly lister: FolderLister;
 
@@ -159,10 +161,16 @@ export class SelectionWalker {
       this.started = true;
       this.begin();
     }
-    while (this.batch.length < this.batchSize && this.stack.length > 0) this.step();
-    if (this.batch.length === 0) return null;
-    const batch = { paths: this.batch, rawPaths: this.batchRaw };
-    this.batch = [];
+    while (this.batchCount < this.batchSize && this.stack.length > 0) this.step();
+    if (this.batchCount === 0) return null;
+    const parts = this.parts;
+    const batch = new PathBatch(
+      parts.length === 1 ? (parts[0] as string) : parts.join("\0"),
+      this.batchCount,
+      this.batchRaw,
+    );
+    this.parts = [];
+    this.batchCount = 0;
     this.batchRaw = new Map();
     this.options.onProgress?.(this.found);
     return batch;
@@ -342,6 +350,23 @@ export class SelectionWalker {
 
   /** Goes on with the innermost open directory until it opens another one or ends. */
   private step(): void {
+    this.stepFolder();
+    this.endRun();
+  }
+
+  /**
+   * The paths of the run of plain files `step` found, joined with one `join` (a string per
+   * path made and joined again cost more than the rest of the walk of a large folder).
+   */
+  private endRun(): void {
+    const names = this.runNames;
+    if (names.length === 0) return;
+    const prefix = this.runPrefix;
+    this.parts.push(prefix === "" ? names.join("\0") : prefix + names.join(`\0${prefix}`));
+    names.length = 0;
+  }
+
+  private stepFolder(): void {
     const frame = this.stack[this.stack.length - 1] as DirFrame;
     const { dir, names, types, rules, all, matchName, raw, rawDir, absoluteDir } = frame;
     const checkRules = !rules.isEmpty;
@@ -355,9 +380,10 @@ export class SelectionWalker {
       const type = types.charCodeAt(index);
       if (type === FILE && plainFiles) {
         if (BUILT_IN_SKIPS.has(name) || (matchName !== null && !matchName(name))) continue;
-        this.batch.push(prefix + name);
+        if (this.runNames.length === 0) this.runPrefix = prefix;
+        this.runNames.push(name);
         this.found++;
-        if (this.batch.length >= this.batchSize) return;
+        if (++this.batchCount >= this.batchSize) return;
         continue;
       }
       if (BUILT_IN_SKIPS.has(name)) continue;
@@ -378,14 +404,16 @@ export class SelectionWalker {
       if (link && !isListedFileAt(this.options.root, rawChild ?? `${absoluteDir}/${name}`)) {
         continue;
       }
+      this.endRun();
       this.add(path, rawChild);
-      if (this.batch.length >= this.batchSize) return;
+      if (this.batchCount >= this.batchSize) return;
     }
     this.stack.pop();
   }
 
   private add(path: string, raw: Buffer | null): void {
-    this.batch.push(path);
+    this.parts.push(path);
+    this.batchCount++;
     if (raw !== null) this.batchRaw.set(path, raw);
     this.found++;
   }

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, before, test } from "node:test";
 import { BatchStatter, STAT_FIELDS, statPaths } from "../../src/scan/file-stats.js";
+import { PathBatch } from "../../src/scan/path-batch.js";
 import { StatHelper } from "../../src/scan/stat-helper.js";
 
 // The helper thread stats a share of the batches once it is up: whichever thread stats a
@@ -13,7 +14,7 @@ import { StatHelper } from "../../src/scan/stat-helper.js";
 const BATCH = 64;
 let root = "";
 const paths: string[] = [];
-const rawPaths = new Map<string, Uint8Array>();
+const rawPaths = new Map<string, Buffer>();
 
 before(() => {
   root = mkdtempSync(join(tmpdir(), "dirq-statter-"));
@@ -34,9 +35,11 @@ before(() => {
 });
 after(() => rmSync(root, { recursive: true, force: true }));
 
-function batches(): string[][] {
-  const out: string[][] = [];
-  for (let at = 0; at < paths.length; at += BATCH) out.push(paths.slice(at, at + BATCH));
+function batches(): PathBatch[] {
+  const out: PathBatch[] = [];
+  for (let at = 0; at < paths.length; at += BATCH) {
+    out.push(PathBatch.of(paths.slice(at, at + BATCH), rawPaths));
+  }
   return out;
 }
 
@@ -46,7 +49,7 @@ async function statAll(statter: BatchStatter): Promise<number[]> {
     for (const batch of statter.takeReady()) numbers.push(...(batch.stats as Float64Array));
   };
   for (const batch of batches()) {
-    statter.submit(batch, rawPaths);
+    statter.submit(batch);
     take();
   }
   while (statter.pending > 0) {
@@ -85,9 +88,9 @@ test("batches go on on the calling thread when the helper is gone", async () => 
   const helper = await readyHelper();
   const statter = new BatchStatter(root, helper);
   const [first, ...rest] = batches();
-  statter.submit(first as string[], rawPaths);
+  statter.submit(first as PathBatch);
   await helper.close();
-  for (const batch of rest) statter.submit(batch, rawPaths);
+  for (const batch of rest) statter.submit(batch);
   const numbers: number[] = [];
   while (statter.pending > 0) {
     statter.helpOrWait(10);
@@ -104,7 +107,7 @@ test("a batch is stat'ed by exactly one thread when the caller takes batches bac
     // and the helper answers those `null`; the rest it answers with their stats.
     const requests = batches().map((batch) => {
       const entry = { batch, answered: null as Float64Array | null, claimed: false, done: false };
-      helper.ask({ paths: batch.join("\0"), rawPaths }, (answer) => {
+      helper.ask({ paths: batch.joined, rawPaths }, (answer) => {
         entry.answered = answer.stats;
         entry.done = true;
       });
@@ -117,7 +120,7 @@ test("a batch is stat'ed by exactly one thread when the caller takes batches bac
     for (const entry of requests) {
       assert.equal(entry.claimed, entry.answered === null, "one thread, not both or neither");
       if (entry.answered !== null) {
-        assert.deepEqual([...entry.answered], [...statPaths(root, entry.batch, rawPaths)]);
+        assert.deepEqual([...entry.answered], [...statPaths(root, entry.batch.paths, rawPaths)]);
       }
     }
   } finally {
@@ -132,7 +135,7 @@ test("stats are whole and in order when the caller helps the helper", async () =
     // All batches are posted before any is taken, so the caller's helpOrWait takes back the
     // ones the helper has not begun.
     const statter = new BatchStatter(root, helper);
-    for (const batch of batches()) statter.submit(batch, rawPaths);
+    for (const batch of batches()) statter.submit(batch);
     const numbers: number[] = [];
     while (statter.pending > 0) {
       statter.helpOrWait(10);

@@ -28,7 +28,7 @@ const NAMES = ["a", "src", ".hidden", "x.md", "y.txt", "xa", "b.md", ".env", "ab
 test(`fileMatcherIn(dir)(name) equals matchesFile(dir/name) (seed ${SEED})`, () => {
   const random = seededRandom(SEED);
   let matches = 0;
-  for (let p = 0; p < 300; p++) {
+  for (let p = 0; p < 1000; p++) {
     const length = 1 + Math.floor(random() * 4);
     const pattern = Array.from({ length }, () => pick(random, SEGMENTS)).join("/");
     const glob = compileBashGlob(pattern);
@@ -44,5 +44,5 @@ test(`fileMatcherIn(dir)(name) equals matchesFile(dir/name) (seed ${SEED})`, () 
     }
   }
   // The cases are not all misses.
-  assert.ok(matches > 200, `only ${matches} matches`);
+  assert.ok(matches > 600, `only ${matches} matches`);
 });

@@ -194,6 +194,32 @@ test(
 );
 
 test(
+  "stat batches claimed by the caller while threads run others are each answered once",
+  { skip: process.platform === "win32" },
+  () => {
+    const native = nativeFs();
+    assert.ok(native !== null);
+    const { readAhead } = native;
+    const joined = paths.join("\0");
+    const direct = native.statBatch(`${root}/`, joined);
+    const tickets = Array.from({ length: 40 }, () => readAhead.stat(`${root}/`, joined));
+    assert.ok(tickets.every((ticket) => ticket > 0));
+    // Claimed newest first: the caller runs those no thread began; the rest come by waiting.
+    const answers = new Map<number, string | Buffer | null>();
+    for (const ticket of [...tickets].reverse()) {
+      const answer = readAhead.take(ticket, "claim");
+      if (answer !== null) answers.set(ticket, answer);
+    }
+    for (const ticket of tickets) {
+      if (!answers.has(ticket)) answers.set(ticket, readAhead.take(ticket, true));
+    }
+    for (const ticket of tickets) assert.deepEqual(answers.get(ticket), direct);
+    // Each was answered once: taken again, a ticket is unknown.
+    for (const ticket of tickets) assert.equal(readAhead.take(ticket, "claim"), null);
+  },
+);
+
+test(
   "stats read ahead equal a direct batch stat; a file gone before its stat is dropped (NaN)",
   { skip: process.platform === "win32" },
   () => {
