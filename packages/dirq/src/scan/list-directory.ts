@@ -10,6 +10,12 @@ import { nativeFs, type ReadAhead } from "./native-fs.js";
 export interface Listing {
   readonly names: string[];
   readonly types: string;
+  /**
+   * The names joined by NUL characters, in order, when the listing came that way (from the
+   * native extension; `null` otherwise): a walk takes a folder of plain files from it with one
+   * replace, and `names` is split from it only when asked for.
+   */
+  readonly joinedNames: string | null;
 }
 
 /** Type letters of a `Listing` (and of dirq-fs.c's listing), as char codes. */
@@ -18,14 +24,48 @@ export const FILE = 0x66; // f
 export const SYMLINK = 0x6c; // l
 export const OTHER = 0x6f; // o
 
-const EMPTY: Listing = { names: [], types: "" };
+const EMPTY: Listing = { names: [], types: "", joinedNames: null };
+
+/** A native listing, its names split on first use. */
+class JoinedListing implements Listing {
+  private split: string[] | null = null;
+
+  constructor(
+    readonly types: string,
+    readonly joinedNames: string,
+  ) {}
+
+  get names(): string[] {
+    this.split ??= this.joinedNames.split("\0");
+    return this.split;
+  }
+}
 
 /** dirq-fs.c's listing: a type letter per entry, then a NUL before each name. */
 function parseListing(listing: string): Listing {
   const split = listing.indexOf("\0");
   if (split === -1) return EMPTY;
-  return { names: listing.slice(split + 1).split("\0"), types: listing.slice(0, split) };
+  return new JoinedListing(listing.slice(0, split), listing.slice(split + 1));
 }
+
+/** Whether a listing has an entry named `name`, without splitting a joined one. */
+export function hasName(listing: Listing, name: string): boolean {
+  const joined = listing.joinedNames;
+  if (joined === null) return listing.names.includes(name);
+  return (
+    joined === name ||
+    joined.startsWith(`${name}\0`) ||
+    joined.endsWith(`\0${name}`) ||
+    joined.includes(`\0${name}\0`)
+  );
+}
+
+/**
+ * Characters whose UTF-16 order differs from the byte order of the name the file system has:
+ * surrogates (characters beyond U+FFFF), and U+FFFD, which stands for bytes that are not valid
+ * UTF-8 and sorted as those bytes.
+ */
+const OTHER_ORDER = /[\uD800-\uDFFF\uFFFD]/;
 
 function typeOf(entry: Dirent): string {
   if (entry.isDirectory()) return "d";
@@ -40,6 +80,7 @@ function typeOf(entry: Dirent): string {
  * a sort.
  */
 function sortedByName(listing: Listing): Listing {
+  if (listing.joinedNames !== null && !OTHER_ORDER.test(listing.joinedNames)) return listing;
   const { names, types } = listing;
   let sorted = true;
   for (let i = 1; i < names.length && sorted; i++) {
@@ -55,6 +96,7 @@ function sortedByName(listing: Listing): Listing {
   return {
     names: order.map((i) => names[i] as string),
     types: order.map((i) => types[i] as string).join(""),
+    joinedNames: null,
   };
 }
 
@@ -74,6 +116,7 @@ export function listDirectory(path: string | Buffer): Listing {
   return sortedByName({
     names: entries.map((entry) => entry.name),
     types: entries.map(typeOf).join(""),
+    joinedNames: null,
   });
 }
 
@@ -86,6 +129,10 @@ export function listDirectory(path: string | Buffer): Listing {
  */
 export class FolderLister {
   private readonly ahead: ReadAhead | null;
+  /** Tickets of the latest `queue`, the folder the walk will list last at the end. */
+  private latest: number[] = [];
+  /** Listings this thread made ahead of the walk while a thread listed the one it needed. */
+  private readonly madeAhead = new Map<number, string>();
 
   constructor(readAhead: boolean) {
     this.ahead = readAhead ? (nativeFs()?.readAhead ?? null) : null;
@@ -103,19 +150,46 @@ export class FolderLister {
     if (this.ahead === null || paths.length === 0) return tickets;
     const { first, accepted } = this.ahead.list(paths);
     for (let i = 0; i < accepted; i++) tickets[i] = first + i;
+    this.latest = tickets.slice(0, accepted);
     return tickets;
   }
 
   /** A folder's entries (see `listDirectory`), from its queued listing when it has a ticket. */
   list(path: string | Buffer, ticket: number): Listing {
     if (ticket > 0 && this.ahead !== null) {
-      const listing = this.ahead.take(ticket, true);
-      if (typeof listing === "string") return sortedByName(parseListing(listing));
+      const listing = this.takeListing(this.ahead, ticket);
+      if (listing !== null) return sortedByName(parseListing(listing));
     }
     return listDirectory(path);
   }
 
+  /**
+   * A queued listing: done, or listed here when no thread began it. When a thread is listing
+   * it, this thread lists the folder queued last meanwhile (the threads take a batch from its
+   * start, so the two meet in the middle) rather than wait with a core idle. `null` when the
+   * ticket was dropped or the folder cannot be read.
+   */
+  private takeListing(ahead: ReadAhead, ticket: number): string | null {
+    const made = this.madeAhead.get(ticket);
+    if (made !== undefined) {
+      this.madeAhead.delete(ticket);
+      return made;
+    }
+    for (;;) {
+      const answer = ahead.take(ticket, "claim");
+      if (typeof answer === "string") return answer;
+      const last = this.latest.pop();
+      if (last === undefined || last <= ticket) break;
+      const later = ahead.take(last, "claim");
+      if (typeof later === "string") this.madeAhead.set(last, later);
+    }
+    const answer = ahead.take(ticket, true);
+    return typeof answer === "string" ? answer : null;
+  }
+
   close(): void {
+    this.madeAhead.clear();
+    this.latest = [];
     this.ahead?.dropAll();
   }
 }

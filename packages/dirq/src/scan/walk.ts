@@ -3,7 +3,7 @@ import { type BashGlob, compileBashGlob } from "./bash-glob.js";
 import { isListedFileAt, RAW_NAME_MARK } from "./file-kind.js";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { rulesForDir } from "./inclusion.js";
-import { DIRECTORY, FILE, FolderLister, SYMLINK } from "./list-directory.js";
+import { DIRECTORY, FILE, FolderLister, hasName, type Listing, SYMLINK } from "./list-directory.js";
 import { PathBatch } from "./path-batch.js";
 import type { PathSelection } from "./path-selection.js";
 
@@ -63,6 +63,15 @@ export interface WalkResult {
 
 const BATCH_SIZE = 512;
 
+/** Type letters of a listing of regular files only. */
+const ONLY_FILES = /^f+$/;
+
+/** Whether some name of a listing has bytes that are not valid UTF-8 (see `rawNames`). */
+function mentionsRawName(listing: Listing): boolean {
+  if (listing.joinedNames !== null) return listing.joinedNames.includes(RAW_NAME_MARK);
+  return listing.names.some((name) => name.includes(RAW_NAME_MARK));
+}
+
 /** The name matcher of a folder where the glob selects no file. */
 const NO_FILE = () => false;
 
@@ -86,9 +95,8 @@ interface DirFrame {
   dir: string;
   absoluteDir: string | Buffer;
   rawDir: Buffer | null;
-  /** The folder's entries, sorted by name, and their types (see `Listing`). */
-  names: string[];
-  types: string;
+  /** The folder's entries, sorted by name, and their types. */
+  listing: Listing;
   next: number;
   /** Where this walker's share of the entries ends (`split()` gives the rest away). */
   end: number;
@@ -237,30 +245,26 @@ export class SelectionWalker {
     ticket = 0,
   ): void {
     const absoluteDir = rawDir ?? (dir === "" ? this.options.root : `${this.options.root}/${dir}`);
-    let names: string[];
-    let types: string;
+    let listing: Listing;
     let raw: Map<string, Buffer> | null = null;
     this.options.onDirectory?.(dir, absoluteDir);
     try {
-      ({ names, types } = this.lister.list(absoluteDir, ticket));
-      for (const name of names) {
-        if (name.includes(RAW_NAME_MARK)) {
-          raw = rawNames(absoluteDir);
-          break;
-        }
-      }
+      listing = this.lister.list(absoluteDir, ticket);
+      if (mentionsRawName(listing)) raw = rawNames(absoluteDir);
     } catch (error) {
       this.skipped.push({ path: dir === "" ? "." : dir, reason: folderReadReason(error) });
       return;
     }
-    const gitignore = names.indexOf(".gitignore");
-    const hasGitignore = gitignore !== -1 && types.charCodeAt(gitignore) !== DIRECTORY;
+    const hasGitignore =
+      hasName(listing, ".gitignore") &&
+      listing.types.charCodeAt(listing.names.indexOf(".gitignore")) !== DIRECTORY;
     const rules =
       depth === 0 || resumeFrom !== null
         ? inherited
         : inherited.enter(dir, hasGitignore, this.onUnreadableIgnoreFile);
     let next = 0;
     if (resumeFrom !== null) {
+      const names = listing.names;
       while (next < names.length && (names[next] as string) < resumeFrom) next++;
     }
     const glob = everything ? null : this.glob;
@@ -268,22 +272,24 @@ export class SelectionWalker {
       everything || (glob?.selectsDirectories === true && dir !== "" && glob.matchesDirectory(dir));
     const childDepth = depth + 1;
     const descend = all || this.maxDepth === null || childDepth < this.maxDepth;
+    const matchName = all || glob === null ? null : (glob.fileMatcherIn(dir) ?? NO_FILE);
+    const plain = rules.isEmpty && raw === null && rawDir === null && matchName === null;
+    if (next === 0 && plain && this.takeWholeFolder(dir, listing)) return;
     const tickets =
       descend && this.lister.readsAhead && typeof absoluteDir === "string"
-        ? this.queueSubfolders(dir, absoluteDir, names, types, next, rules, raw)
+        ? this.queueSubfolders(dir, absoluteDir, listing, next, rules, raw)
         : null;
     this.stack.push({
       dir,
       absoluteDir,
       rawDir,
-      names,
-      types,
+      listing,
       next,
-      end: names.length,
+      end: listing.types.length,
       raw,
       tickets,
       rules,
-      matchName: all || glob === null ? null : (glob.fileMatcherIn(dir) ?? NO_FILE),
+      matchName,
       all,
       childDepth,
       descend,
@@ -298,17 +304,17 @@ export class SelectionWalker {
   private queueSubfolders(
     dir: string,
     absoluteDir: string,
-    names: readonly string[],
-    types: string,
+    listing: Listing,
     from: number,
     rules: IgnoreRules,
     raw: Map<string, Buffer> | null,
   ): Map<number, number> | null {
     const indexes: number[] = [];
     const paths: string[] = [];
-    for (let i = from; i < names.length; i++) {
+    const { types } = listing;
+    for (let i = from; i < types.length; i++) {
       if (types.charCodeAt(i) !== DIRECTORY) continue;
-      const name = names[i] as string;
+      const name = listing.names[i] as string;
       if (BUILT_IN_SKIPS.has(name) || raw?.has(name) === true) continue;
       if (!rules.isEmpty && rules.ignores(dir === "" ? name : `${dir}/${name}`, true)) continue;
       indexes.push(i);
@@ -335,7 +341,7 @@ export class SelectionWalker {
       const left = frame.end - frame.next;
       if (left <= 0) continue;
       const at = frame.end - Math.max(1, Math.round(left * share));
-      const fromName = frame.names[at] as string;
+      const fromName = frame.listing.names[at] as string;
       frame.end = at;
       return {
         dir: frame.dir,
@@ -368,7 +374,8 @@ export class SelectionWalker {
 
   private stepFolder(): void {
     const frame = this.stack[this.stack.length - 1] as DirFrame;
-    const { dir, names, types, rules, all, matchName, raw, rawDir, absoluteDir } = frame;
+    const { dir, listing, rules, all, matchName, raw, rawDir, absoluteDir } = frame;
+    const { names, types } = listing;
     const checkRules = !rules.isEmpty;
     const prefix = dir === "" ? "" : `${dir}/`;
     // A regular file of a folder with no ignore rules and no name that needs its raw bytes is
@@ -394,6 +401,7 @@ export class SelectionWalker {
       if (type === DIRECTORY) {
         if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
         const ticket = frame.tickets?.get(index) ?? 0;
+        this.endRun(); // this folder's files so far come before the subfolder's
         this.open(path, rules, frame.childDepth, all, rawChild, null, ticket);
         return;
       }
@@ -409,6 +417,26 @@ export class SelectionWalker {
       if (this.batchCount >= this.batchSize) return;
     }
     this.stack.pop();
+  }
+
+  /**
+   * Takes a folder's entries at once when all are regular files and rows: no ignore rule to
+   * test, no glob to match, no name that needs its raw bytes (checked by the caller), none the
+   * walk skips. One replace on the native listing makes their paths, where a walk entry by
+   * entry makes a string per file and joins them again. At most a batch's worth, so stat
+   * batches stay small enough to share between threads.
+   */
+  private takeWholeFolder(dir: string, listing: Listing): boolean {
+    const joined = listing.joinedNames;
+    const count = listing.types.length;
+    if (joined === null || count === 0 || count > this.batchSize) return false;
+    if (!ONLY_FILES.test(listing.types)) return false;
+    for (const skipped of BUILT_IN_SKIPS) if (hasName(listing, skipped)) return false;
+    const prefix = dir === "" ? "" : `${dir}/`;
+    this.parts.push(prefix === "" ? joined : prefix + joined.replaceAll("\0", `\0${prefix}`));
+    this.batchCount += count;
+    this.found += count;
+    return true;
   }
 
   private add(path: string, raw: Buffer | null): void {
