@@ -50,17 +50,33 @@ function generateTree(random: () => number): void {
   symlinkSync(folders[2] as string, join(root, "link-to-folder"));
   symlinkSync("nowhere", join(root, "broken.md"));
   symlinkSync(".", join(root, folders[3] as string, "loop"));
+  // Folders of plain files that a walk takes whole, but for names it skips (a worktree's
+  // `.git` file, a `node_modules` file) or must read (a `.gitignore`, here ignoring nothing).
+  mkdirSync(join(root, "plain"));
+  for (const name of ["a.md", "b.json", ".git", "node_modules", ".dirq", "z.txt"]) {
+    writeFileSync(join(root, "plain", name), name);
+  }
+  mkdirSync(join(root, "plain-ignore"));
+  for (const name of [".gitignore", "c.md", "d.md"]) {
+    writeFileSync(join(root, "plain-ignore", name), "# ignores nothing\n");
+  }
   mkdirSync(join(root, "empty"));
   mkdirSync(join(root, "locked"));
   writeFileSync(join(root, "locked", "hidden.md"), "unreadable folder (unless root)");
   chmodSync(join(root, "locked"), 0o000);
 }
 
+/** Names dirq never lists, file or folder (docs/path-tables.md). */
+const BUILT_IN_SKIPS = new Set(["node_modules", ".git", ".dirq"]);
+
 /** Files bash's globstar lists (symlinks to files included), as dirq names them. */
 function bashFiles(glob: string): string[] {
   const script = `shopt -s globstar dotglob nullglob; for f in ${glob}; do [[ -f "$f" ]] && printf '%s\\0' "$f"; done`;
   const out = reference("bash", ["-c", script], { cwd: root });
-  return out.split("\0").filter(Boolean).sort();
+  return out
+    .split("\0")
+    .filter((path) => path !== "" && !path.split("/").some((name) => BUILT_IN_SKIPS.has(name)))
+    .sort();
 }
 
 /** Every file bash lists with the size stat(1) gives it (following symlinks), by dirq's name. */
@@ -71,7 +87,9 @@ function statSizes(): { path: string; size: number }[] {
   const out = reference("bash", ["-c", script], { cwd: root }).split("\0");
   const sizes: { path: string; size: number }[] = [];
   for (let i = 0; i + 1 < out.length; i += 2) {
-    sizes.push({ path: out[i + 1] as string, size: Number(out[i]) });
+    const path = out[i + 1] as string;
+    if (path.split("/").some((name) => BUILT_IN_SKIPS.has(name))) continue;
+    sizes.push({ path, size: Number(out[i]) });
   }
   return sizes;
 }

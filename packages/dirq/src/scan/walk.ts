@@ -63,6 +63,14 @@ export interface WalkResult {
 
 const BATCH_SIZE = 512;
 
+/** Subfolders queued for reading ahead at a time (see `queueSubfolders`). */
+const QUEUED_FOLDERS = 128;
+
+/** A name in a joined listing that the walk skips, or a `.gitignore`. */
+const SPECIAL_NAMES = new RegExp(
+  `(?:^|\\0)(?:${[...BUILT_IN_SKIPS, ".gitignore"].map((name) => name.replaceAll(".", "\\.")).join("|")})(?:\\0|$)`,
+);
+
 /** Type letters of a listing of regular files only. */
 const ONLY_FILES = /^f+$/;
 
@@ -101,8 +109,14 @@ interface DirFrame {
   /** Where this walker's share of the entries ends (`split()` gives the rest away). */
   end: number;
   raw: Map<string, Buffer> | null;
-  /** Read-ahead tickets of the subfolders the walk will enter, by entry index. */
+  /**
+   * Read-ahead tickets of the subfolders the walk will enter, by entry index (`null`: no
+   * read-ahead), queued for the entries before `queuedTo`.
+   */
   tickets: Map<number, number> | null;
+  queuedTo: number;
+  /** The entry at which the walk queues the next subfolders: the last one queued. */
+  refillAt: number;
   rules: IgnoreRules;
   /** Whether a file of this folder is selected, by name; `null`: every file is. */
   matchName: ((name: string) => boolean) | null;
@@ -255,7 +269,10 @@ export class SelectionWalker {
       this.skipped.push({ path: dir === "" ? "." : dir, reason: folderReadReason(error) });
       return;
     }
+    // One scan of a native listing for every name the walk must look at on its own.
+    const special = listing.joinedNames === null || SPECIAL_NAMES.test(listing.joinedNames);
     const hasGitignore =
+      special &&
       hasName(listing, ".gitignore") &&
       listing.types.charCodeAt(listing.names.indexOf(".gitignore")) !== DIRECTORY;
     const rules =
@@ -274,12 +291,8 @@ export class SelectionWalker {
     const descend = all || this.maxDepth === null || childDepth < this.maxDepth;
     const matchName = all || glob === null ? null : (glob.fileMatcherIn(dir) ?? NO_FILE);
     const plain = rules.isEmpty && raw === null && rawDir === null && matchName === null;
-    if (next === 0 && plain && this.takeWholeFolder(dir, listing)) return;
-    const tickets =
-      descend && this.lister.readsAhead && typeof absoluteDir === "string"
-        ? this.queueSubfolders(dir, absoluteDir, listing, next, rules, raw)
-        : null;
-    this.stack.push({
+    if (next === 0 && plain && !special && this.takeWholeFolder(dir, listing)) return;
+    const frame: DirFrame = {
       dir,
       absoluteDir,
       rawDir,
@@ -287,46 +300,51 @@ export class SelectionWalker {
       next,
       end: listing.types.length,
       raw,
-      tickets,
+      tickets:
+        descend && this.lister.readsAhead && typeof absoluteDir === "string" ? new Map() : null,
+      queuedTo: next,
+      refillAt: next,
       rules,
       matchName,
       all,
       childDepth,
       descend,
       everything,
-    });
+    };
+    if (frame.tickets !== null) this.queueSubfolders(frame);
+    this.stack.push(frame);
   }
 
   /**
-   * Queues the listings of the subfolders the walk will enter, from entry `from` on, in walk
-   * order: the same tests as `step` makes before it enters one. Their tickets by entry index.
+   * Queues the listings of the next QUEUED_FOLDERS subfolders the walk will enter, from entry
+   * `queuedTo` on, in walk order: the same tests as `step` makes before it enters one. A few
+   * at a time: the extension holds a few thousand jobs, and a folder of ten thousand
+   * subfolders queued at once left most of them to be listed on the calling thread.
    */
-  private queueSubfolders(
-    dir: string,
-    absoluteDir: string,
-    listing: Listing,
-    from: number,
-    rules: IgnoreRules,
-    raw: Map<string, Buffer> | null,
-  ): Map<number, number> | null {
+  private queueSubfolders(frame: DirFrame): void {
+    const { dir, listing, rules, raw, tickets } = frame;
+    if (tickets === null) return;
     const indexes: number[] = [];
     const paths: string[] = [];
     const { types } = listing;
-    for (let i = from; i < types.length; i++) {
+    let i = frame.queuedTo;
+    for (; i < types.length && paths.length < QUEUED_FOLDERS; i++) {
       if (types.charCodeAt(i) !== DIRECTORY) continue;
       const name = listing.names[i] as string;
       if (BUILT_IN_SKIPS.has(name) || raw?.has(name) === true) continue;
       if (!rules.isEmpty && rules.ignores(dir === "" ? name : `${dir}/${name}`, true)) continue;
       indexes.push(i);
-      paths.push(`${absoluteDir}/${name}`);
+      paths.push(`${frame.absoluteDir as string}/${name}`);
     }
-    if (paths.length === 0) return null;
-    const tickets = this.lister.queue(paths);
-    const byIndex = new Map<number, number>();
-    for (let i = 0; i < indexes.length; i++) {
-      if ((tickets[i] as number) > 0) byIndex.set(indexes[i] as number, tickets[i] as number);
+    frame.queuedTo = i;
+    // Queued when the walk reaches the last of these, the next ones go after them: the
+    // extension's threads take the newest queued first (the folders of a folder just entered).
+    frame.refillAt = indexes.at(-1) ?? i;
+    if (paths.length === 0) return;
+    const queued = this.lister.queue(paths);
+    for (let k = 0; k < indexes.length; k++) {
+      if ((queued[k] as number) > 0) tickets.set(indexes[k] as number, queued[k] as number);
     }
-    return byIndex;
   }
 
   /**
@@ -400,6 +418,7 @@ export class SelectionWalker {
         rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? name) : null;
       if (type === DIRECTORY) {
         if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
+        if (frame.tickets !== null && index >= frame.refillAt) this.queueSubfolders(frame);
         const ticket = frame.tickets?.get(index) ?? 0;
         this.endRun(); // this folder's files so far come before the subfolder's
         this.open(path, rules, frame.childDepth, all, rawChild, null, ticket);
@@ -421,8 +440,8 @@ export class SelectionWalker {
 
   /**
    * Takes a folder's entries at once when all are regular files and rows: no ignore rule to
-   * test, no glob to match, no name that needs its raw bytes (checked by the caller), none the
-   * walk skips. One replace on the native listing makes their paths, where a walk entry by
+   * test, no glob to match, no name that needs its raw bytes or that the walk skips (checked
+   * by the caller). One replace on the native listing makes their paths, where a walk entry by
    * entry makes a string per file and joins them again. At most a batch's worth, so stat
    * batches stay small enough to share between threads.
    */
@@ -431,7 +450,6 @@ export class SelectionWalker {
     const count = listing.types.length;
     if (joined === null || count === 0 || count > this.batchSize) return false;
     if (!ONLY_FILES.test(listing.types)) return false;
-    for (const skipped of BUILT_IN_SKIPS) if (hasName(listing, skipped)) return false;
     const prefix = dir === "" ? "" : `${dir}/`;
     this.parts.push(prefix === "" ? joined : prefix + joined.replaceAll("\0", `\0${prefix}`));
     this.batchCount += count;
