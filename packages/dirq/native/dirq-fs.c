@@ -1,7 +1,8 @@
 /*
  * dirq_fs: a SQLite extension with the two file system calls a path-table fill makes per
  * file, done in C: stats of a batch of files (dirq_stat_batch) and the listing of a folder
- * (dirq_list_dir).
+ * (dirq_list_dir), read ahead on threads of its own; and the table that turns a batch into
+ * rows inside SQLite (dirq_rows).
  *
  * Why native: in a million-file fill, Node's JavaScript around each `fs.statSync` (path
  * checks, a `Stats` object with four `Date`s) costs about a third as much CPU as the system
@@ -21,8 +22,12 @@
  *
  * SELECT dirq_list_dir(path): see list_dir below.
  *
+ * SELECT ... FROM dirq_rows(paths, stats): a batch's rows, see below.
+ *
  * It reads metadata only: it never opens a file's contents, and writes and changes nothing.
- * dirq loads it only into private in-memory connections, never into one that runs user SQL.
+ * dirq loads the file system calls (sqlite3_dirqfs_init) only into private in-memory
+ * connections, never into one that runs user SQL. The index's connection gets only dirq_rows
+ * (sqlite3_dirqrows_init), which reads nothing but its arguments.
  */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1

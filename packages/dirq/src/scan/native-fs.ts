@@ -7,9 +7,10 @@ import { openSqlite } from "../indexer/database.js";
  * compiled at install by scripts/build-native.mjs): a batch of stats in one call, returning
  * plain numbers without Node's per-call path checks and `Stats` objects (about a third of a
  * stat's CPU in JavaScript), and a folder's listing as one string, without `Dirent`s made in
- * C++ and sorted again. It is loaded into a private in-memory connection of the thread that
- * walks or stats, one per thread, and never touches the index. Without it (no compiler at
- * install, Windows, or `DIRQ_NATIVE_FS=0`) dirq uses Node's `fs`, with the same results.
+ * C++ and sorted again. Those calls are loaded into a private in-memory connection of the
+ * thread that walks or stats, one per thread, never into the index; the index gets only the
+ * `dirq_rows` table (`loadNativeRows`). Without it (no compiler at install, Windows, or
+ * `DIRQ_NATIVE_FS=0`) dirq uses Node's `fs` and binds rows itself, with the same results.
  */
 const LIBRARY = fileURLToPath(
   process.platform === "darwin"
