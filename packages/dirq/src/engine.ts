@@ -100,6 +100,13 @@ export interface OpenIndexOptions {
    */
   fillAllColumns?: boolean;
   /**
+   * A statement that reads no column of a path-table (`count(*)`, `EXISTS`) fills it with
+   * rows that have an empty path, and a later statement that reads a column fills it again
+   * (the one-shot CLI: one statement reads the index). Off by default: a live index looks
+   * its rows up by path.
+   */
+  pathlessFills?: boolean;
+  /**
    * Fill path-tables on a thread of their own, with its own connection to the index file
    * (needs `databasePath` or `persist`): the calling thread stays free while a big table
    * fills (the server's event loop). Default: fills run on the calling thread.
@@ -324,6 +331,7 @@ export class DirqIndex {
       progress,
       concurrency: options.hookConcurrency,
       signal: this.closing.signal,
+      pathlessFills: options.pathlessFills === true && options.fillAllColumns !== true,
     };
     this.progress = progress;
     this.fillAllColumns = options.fillAllColumns ?? false;

@@ -218,6 +218,22 @@ describe("--persist: a restart re-parses only what changed", () => {
     assert.deepEqual(await ws.rows(count, ["--persist"]), [{ c: 5 }]);
   });
 
+  it("a path-table a count filled without paths gets them when a later run reads a column", async () => {
+    const ws = workspace(3);
+    const count = "SELECT count(*) AS c FROM './posts'";
+    // count(*) reads no column: the cached rows have no paths, and say so.
+    assert.deepEqual(await ws.rows(count, ["--persist"]), [{ c: 3 }]);
+    assert.deepEqual(await ws.rows(count, ["--persist"]), [{ c: 3 }]);
+    const paths = "SELECT path, basename FROM './posts' ORDER BY path";
+    const expected = ["p1.json", "p2.json", "p3.json"].map((name) => ({
+      path: `posts/${name}`,
+      basename: name,
+    }));
+    assert.deepEqual(await ws.rows(paths, ["--persist"]), expected);
+    assert.deepEqual(await ws.rows(paths, ["--persist"]), expected);
+    assert.deepEqual(await ws.rows(count, ["--persist"]), [{ c: 3 }]);
+  });
+
   it("a path-table restored from the cache follows a .gitignore above the root", async () => {
     const repository = makeTree({ "sub/a.txt": "a\n", "sub/b.txt": "b\n" });
     workspaces.push(repository);

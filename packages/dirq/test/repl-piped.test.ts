@@ -312,6 +312,11 @@ describe("REPL with piped input", () => {
       assert.equal(await ask("SELECT count(*) AS n FROM './'"), `[{"n":${before}}]`);
       writeFileSync(join(root, "grown.txt"), "0123456789");
       await askUntil("SELECT count(*) AS n FROM './'", `[{"n":${before + 1}}]`);
+      // count(*) read no column, so the rows had no paths: a statement that reads one gets them.
+      assert.equal(
+        await ask("SELECT count(*) AS n FROM './' WHERE path = 'grown.txt'"),
+        `[{"n":1}]`,
+      );
       // Now a statement reads `size`: every row has it, the watched file's too.
       assert.equal(await ask("SELECT sum(size) AS s FROM './'"), `[{"s":${sizes()}}]`);
       writeFileSync(join(root, "grown.txt"), "0123456789".repeat(5));

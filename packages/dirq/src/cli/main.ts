@@ -154,6 +154,8 @@ async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> 
     onFile: command.onFile ?? undefined,
     extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
     persist: command.persist ?? undefined,
+    // One statement reads this index: `count(*)` needs rows, not their paths.
+    pathlessFills: true,
   });
   try {
     for (const notice of index.notices) io.stderr.write(`dirq: ${notice}\n`);

@@ -208,13 +208,20 @@ export class RowWriter {
   private readonly deleteAfterRowid: Statement;
   private readonly width: number;
 
-  /** `withNames`: also write basename, dir and ext (stat columns come with the stats). */
+  private readonly withNames: boolean;
+  private readonly withStat: boolean;
+  /** Rows with an empty path, for a fill that writes no column (see ColumnGroups.paths). */
+  private readonly insertEmpty: Statement | null;
+
+  /** Writes the `groups` of rows of table `name` (stat columns come with the stats). */
   constructor(
     private readonly db: SqliteDatabase,
     name: string,
-    private readonly withNames: boolean,
-    private readonly withStat: boolean,
+    groups: ColumnGroups,
   ) {
+    const { names: withNames, stat: withStat } = groups;
+    this.withNames = withNames;
+    this.withStat = withStat;
     const table = quoteIdentifier(name);
     const columns = ["path", ...(withNames ? NAME_COLUMNS : []), ...(withStat ? STAT_COLUMNS : [])];
     this.width = columns.length;
@@ -234,6 +241,10 @@ export class RowWriter {
       withNames || withStat
         ? null
         : db.prepare(`INSERT INTO ${table} (path) SELECT value FROM json_each(?)`);
+    this.insertEmpty =
+      groups.paths || withNames || withStat
+        ? null
+        : db.prepare(`INSERT INTO ${table} (path) SELECT '' FROM json_each(?)`);
   }
 
   /**
@@ -287,6 +298,13 @@ export class RowWriter {
 
   /** Writes a batch of rows in walk order (stats NaN: that file is dropped). */
   write(batch: PathBatch, stats: Float64Array | null): void {
+    if (this.insertEmpty !== null) {
+      // As many rows as paths: one JSON array of zeros, which json_each unpacks.
+      if (batch.count > 0) this.insertEmpty.run(`[${"0,".repeat(batch.count - 1)}0]`);
+      this.written += batch.count;
+      this.commitNow();
+      return;
+    }
     if (this.insertNative !== null && (stats !== null || !this.withStat)) {
       if (batch.count > 0) this.writeNative(batch.joined, stats);
       return;
@@ -334,8 +352,15 @@ export class RowWriter {
   }
 }
 
-/** Which optional column groups a fill writes; `path` is always written. */
+/** Which column groups a fill writes. */
 export interface ColumnGroups {
+  /**
+   * `path`. A statement that reads no column of the table (`count(*)`, `EXISTS`) needs its
+   * rows only: without it the rows are written with an empty path (the walk then never makes
+   * the paths), and a later statement that reads any column fills the table again. The names
+   * and the stats imply it.
+   */
+  paths: boolean;
   /** `basename`, `dir`, `ext`: derived from the path, cheap but not free to insert. */
   names: boolean;
   /** `size`, `mtime`, `ctime`: one stat call per file. */
@@ -408,7 +433,7 @@ export async function fillRows(
   });
   const skipped = walker.skipped;
   try {
-    const rows = new RowWriter(db, job.table, groups.names, groups.stat);
+    const rows = new RowWriter(db, job.table, groups);
     const count = await rows.replaceAll(
       async () => {
         if (walkHelper === null) return streamBatches(walker, statter, rows);

@@ -45,7 +45,7 @@ export type { ColumnGroups };
  */
 export type FillRunner = (job: FillJob, progress: (found: number) => void) => Promise<FillOutcome>;
 
-export const ALL_COLUMN_GROUPS: ColumnGroups = { names: true, stat: true };
+export const ALL_COLUMN_GROUPS: ColumnGroups = { paths: true, names: true, stat: true };
 
 interface PathTable {
   /** The SQLite name. */
@@ -86,6 +86,8 @@ export interface PathTableOptions {
   useGitignore: boolean;
   extraIgnores?: readonly string[];
   progress: ProgressReporter;
+  /** See `OpenIndexOptions.pathlessFills`. */
+  pathlessFills?: boolean;
 }
 
 /** A file's row (unfilled column groups NULL). */
@@ -274,6 +276,11 @@ export class PathTables {
     const changes: RowChange[] = [];
     for (const table of this.tables.values()) {
       if (table.filled === null) continue;
+      if (!table.filled.paths) {
+        // Rows without paths cannot be found by path: the next statement fills it again.
+        table.filled = null;
+        continue;
+      }
       const before = currentRows(this.db, table.name, PATH_TABLE_COLUMNS, {
         column: "path",
         value: path,
@@ -301,8 +308,12 @@ export class PathTables {
     const restored = table.restored;
     table.restored = null;
     const dirs = this.catalog?.dirs(table.name);
+    // Catalogs from before the `paths` group always wrote paths. Rows without paths stand
+    // only in an index that may have them (see `pathlessFills`).
+    const paths = restored?.paths !== false;
+    if (!paths && this.options.pathlessFills !== true) return;
     if (restored && dirs && treeUnchanged(this.options.root, dirs)) {
-      table.filled = { names: restored.names, stat: false };
+      table.filled = { paths, names: restored.names, stat: false };
     }
   }
 
@@ -333,25 +344,49 @@ export class PathTables {
   static groupsFor(columns: ReadonlySet<number>): ColumnGroups {
     const read = (names: readonly string[]) =>
       names.some((column) => columns.has(PATH_TABLE_COLUMNS.indexOf(column as never)));
-    return { names: read(NAME_COLUMNS), stat: read(STAT_COLUMNS) };
+    const names = read(NAME_COLUMNS);
+    const stat = read(STAT_COLUMNS);
+    return { paths: names || stat || read(["path"]), names, stat };
+  }
+
+  /**
+   * The groups a fill writes for a statement that reads `wanted`: paths are left out only
+   * where the index allows it (`pathlessFills`) and no index on the table could read them
+   * without a column read SQLite's program shows (a seek on an index of `path`).
+   */
+  private groupsToWrite(name: string, wanted: ColumnGroups): ColumnGroups {
+    if (wanted.paths) return wanted;
+    const indexed = this.db
+      .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'index' AND tbl_name = ? LIMIT 1")
+      .get(name);
+    if (this.options.pathlessFills === true && indexed === undefined) return wanted;
+    return { ...wanted, paths: true };
   }
 
   /** Whether `fill(name, wanted)` has work to do (`false` for a name that is no path-table). */
-  needsFill(name: string, wanted: ColumnGroups): boolean {
+  needsFill(name: string, reads: ColumnGroups): boolean {
     const had = this.tables.get(name.toLowerCase())?.filled;
     if (had === undefined) return false;
-    return had === null || (wanted.names && !had.names) || (wanted.stat && !had.stat);
+    const wanted = this.groupsToWrite(name, reads);
+    return (
+      had === null ||
+      (wanted.paths && !had.paths) ||
+      (wanted.names && !had.names) ||
+      (wanted.stat && !had.stat)
+    );
   }
 
   /** Makes sure the table holds its rows with at least the `wanted` column groups. */
-  async fill(name: string, wanted: ColumnGroups): Promise<SkippedPath[]> {
+  async fill(name: string, reads: ColumnGroups): Promise<SkippedPath[]> {
     const table = this.tables.get(name.toLowerCase());
     if (!table) return [];
+    const wanted = this.groupsToWrite(table.name, reads);
     table.lastUsed = Date.now();
     if (table.restored !== null) this.checkRestored(table);
     const had = table.filled;
     if (!this.needsFill(name, wanted)) return [];
     const groups = {
+      paths: wanted.paths || (had?.paths ?? false),
       names: wanted.names || (had?.names ?? false),
       stat: wanted.stat || (had?.stat ?? false),
     };

@@ -4,7 +4,7 @@ import { isListedFileAt, RAW_NAME_MARK } from "./file-kind.js";
 import { BUILT_IN_SKIPS, IgnoreRules } from "./ignore-rules.js";
 import { rulesForDir } from "./inclusion.js";
 import { DIRECTORY, FILE, FolderLister, hasName, type Listing, SYMLINK } from "./list-directory.js";
-import { PathBatch } from "./path-batch.js";
+import { type FolderRun, PathBatch } from "./path-batch.js";
 import type { PathSelection } from "./path-selection.js";
 
 /** A file or directory the walk could not read; the walk goes on without it. */
@@ -158,7 +158,7 @@ export class SelectionWalker {
   private readonly glob: BashGlob | null;
   private readonly maxDepth: number | null;
   /** The batch being made: joined runs of paths, how many in all, and raw paths. */
-  private parts: string[] = [];
+  private parts: (string | FolderRun)[] = [];
   private batchCount = 0;
   private batchRaw = new Map<string, Buffer>();
   /** Names of a run of plain files of one folder (see `step`), joined once the run ends. */
@@ -185,12 +185,7 @@ export class SelectionWalker {
     }
     while (this.batchCount < this.batchSize && this.stack.length > 0) this.step();
     if (this.batchCount === 0) return null;
-    const parts = this.parts;
-    const batch = new PathBatch(
-      parts.length === 1 ? (parts[0] as string) : parts.join("\0"),
-      this.batchCount,
-      this.batchRaw,
-    );
+    const batch = new PathBatch(this.parts, this.batchCount, this.batchRaw);
     this.parts = [];
     this.batchCount = 0;
     this.batchRaw = new Map();
@@ -379,14 +374,13 @@ export class SelectionWalker {
   }
 
   /**
-   * The paths of the run of plain files `step` found, joined with one `join` (a string per
-   * path made and joined again cost more than the rest of the walk of a large folder).
+   * Ends the run of plain files `step` found: their names, joined once (a string per path made
+   * and joined again cost more than the rest of the walk of a large folder).
    */
   private endRun(): void {
     const names = this.runNames;
     if (names.length === 0) return;
-    const prefix = this.runPrefix;
-    this.parts.push(prefix === "" ? names.join("\0") : prefix + names.join(`\0${prefix}`));
+    this.parts.push({ prefix: this.runPrefix, names: names.join("\0") });
     names.length = 0;
   }
 
@@ -441,17 +435,16 @@ export class SelectionWalker {
   /**
    * Takes a folder's entries at once when all are regular files and rows: no ignore rule to
    * test, no glob to match, no name that needs its raw bytes or that the walk skips (checked
-   * by the caller). One replace on the native listing makes their paths, where a walk entry by
-   * entry makes a string per file and joins them again. At most a batch's worth, so stat
-   * batches stay small enough to share between threads.
+   * by the caller). The native listing's names are the run (see `PathBatch`), where a walk
+   * entry by entry makes a string per file and joins them again. At most a batch's worth, so
+   * stat batches stay small enough to share between threads.
    */
   private takeWholeFolder(dir: string, listing: Listing): boolean {
     const joined = listing.joinedNames;
     const count = listing.types.length;
     if (joined === null || count === 0 || count > this.batchSize) return false;
     if (!ONLY_FILES.test(listing.types)) return false;
-    const prefix = dir === "" ? "" : `${dir}/`;
-    this.parts.push(prefix === "" ? joined : prefix + joined.replaceAll("\0", `\0${prefix}`));
+    this.parts.push({ prefix: dir === "" ? "" : `${dir}/`, names: joined });
     this.batchCount += count;
     this.found += count;
     return true;

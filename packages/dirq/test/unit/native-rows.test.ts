@@ -80,10 +80,11 @@ test("dirq_rows derives basename, dir and ext as the JavaScript writer does", ()
 });
 
 for (const groups of [
-  { names: false, stat: false },
-  { names: true, stat: false },
-  { names: false, stat: true },
-  { names: true, stat: true },
+  { paths: false, names: false, stat: false },
+  { paths: true, names: false, stat: false },
+  { paths: true, names: true, stat: false },
+  { paths: true, names: false, stat: true },
+  { paths: true, names: true, stat: true },
 ]) {
   test(`RowWriter writes the same rows through dirq_rows as bound from JavaScript (${JSON.stringify(groups)}, seed ${SEED})`, async () => {
     const random = seededRandom(SEED + 1);
@@ -95,7 +96,7 @@ for (const groups of [
       const saved = process.env.DIRQ_NATIVE_FS;
       if (!native) process.env.DIRQ_NATIVE_FS = "0";
       try {
-        const writer = new RowWriter(db, "t", groups.names, groups.stat);
+        const writer = new RowWriter(db, "t", groups);
         return await writer.replaceAll(async () => {
           for (const { batch, stats } of batches) writer.write(batch, groups.stat ? stats : null);
         });

@@ -55,7 +55,7 @@ function table(): { db: SqliteDatabase; rows: RowWriter } {
     "CREATE TABLE t (path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
       "size INTEGER, mtime INTEGER, ctime INTEGER)",
   );
-  return { db, rows: new RowWriter(db, "t", false, false) };
+  return { db, rows: new RowWriter(db, "t", { paths: true, names: false, stat: false }) };
 }
 
 const tablePaths = (db: SqliteDatabase) =>
