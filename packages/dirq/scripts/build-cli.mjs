@@ -73,9 +73,17 @@ const bundledSqlite = {
     build.onLoad({ filter: /zero-sqlite3[\\/]lib[\\/]database\.js$/ }, (args) => {
       const source = readFileSync(args.path, "utf8");
       const folder = 'path.dirname(require.resolve("@rocicorp/zero-sqlite3/package.json"))';
-      const contents = source.replaceAll("path.resolve(__dirname, '..')", folder);
-      if (contents === source)
+      const located = source.replaceAll("path.resolve(__dirname, '..')", folder);
+      if (located === source)
         throw new Error("build-cli: zero-sqlite3 no longer loads its addon as expected");
+      // The module loads the addon at its top level (for its SQLITE_SCANSTAT_* constants)
+      // without keeping it, so the first `new Database` looked for it again: node-gyp-build
+      // re-reads the package's manifest and lists its prebuilds folders (two readdirs, a
+      // stat) on every start. Kept, the first connection takes the same addon object.
+      const addonAt = "const nativeAddon = DEFAULT_ADDON || require(";
+      const contents = located.replace(addonAt, "const nativeAddon = DEFAULT_ADDON ||= require(");
+      if (contents === located)
+        throw new Error("build-cli: zero-sqlite3 no longer loads its addon at its top level");
       return { contents, loader: "js" };
     });
   },
