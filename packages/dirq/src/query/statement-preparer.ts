@@ -273,8 +273,12 @@ export class StatementPreparer {
    * declared.
    */
   private settledByRows(plan: StatementPlan): boolean {
-    this.volatileNames ??= volatileFunctions(this.host.db);
-    for (const name of plan.functions) if (this.volatileNames.has(name)) return false;
+    // The volatile names come from a query of SQLite's whole function list (hundreds of rows,
+    // about a millisecond): a statement that calls no function, such as `SELECT 1`, needs none.
+    if (plan.functions.size > 0) {
+      this.volatileNames ??= volatileFunctions(this.host.db);
+      for (const name of plan.functions) if (this.volatileNames.has(name)) return false;
+    }
     return !plan.readsOutside;
   }
 
