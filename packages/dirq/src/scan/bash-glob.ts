@@ -40,6 +40,12 @@ export interface BashGlob {
    */
   fileMatcherIn(dir: string): ((name: string) => boolean) | null;
   /**
+   * `fileMatcherIn(dir)` as a global regular expression that finds the matching names in a
+   * folder's names joined by NUL characters, when one name pattern decides (as `*.md` does
+   * after a globstar); `null` otherwise. One scan of the listing instead of a string per name.
+   */
+  bulkFileMatcherIn(dir: string): RegExp | null;
+  /**
    * The deepest directory below which every match lies (`''` for the root), and the most
    * segments a match can have below the root (`null` when a `**` makes it unbounded).
    */
@@ -190,7 +196,7 @@ const POSIX_CLASSES: Record<string, string> = {
   punct: "!-\\/:-@\\[-`{-~",
   xdigit: "0-9A-Fa-f",
   word: "A-Za-z0-9_",
-  cntrl: "\\x00-\\x1f\\x7f",
+  cntrl: "\\x01-\\x1f\\x7f", // without NUL, which no name has (see bulkFileMatcherIn)
   print: "\\x20-\\x7e",
   graph: "\\x21-\\x7e",
 };
@@ -228,11 +234,14 @@ export function bracketRegex(text: string, open: number, close: number): string 
     }
     first = false;
   }
-  if (body === "") return negated ? "[^/]" : "(?!)";
-  return negated ? `[^/${body}]` : `[${body}]`;
+  if (body === "") return negated ? "[^/\\0]" : "(?!)";
+  return negated ? `[^/\\0${body}]` : `[${body}]`;
 }
 
-/** One path segment of a pattern as an anchored regular expression. */
+/**
+ * One path segment of a pattern as an anchored regular expression. It never matches a NUL
+ * (no name has one), so the same source also finds whole names in a NUL-joined listing.
+ */
 function segmentRegex(segment: string): Segment {
   if (segment === "**") return { kind: "globstar" };
   let source = "";
@@ -242,9 +251,9 @@ function segmentRegex(segment: string): Segment {
       source += escapeRegex(segment[++i] as string);
     } else if (ch === "*") {
       while (segment[i + 1] === "*") i++;
-      source += "[^/]*";
+      source += "[^/\\0]*";
     } else if (ch === "?") {
-      source += "[^/]";
+      source += "[^/\\0]";
     } else if (ch === "[") {
       const close = bracketEnd(segment, i);
       if (close === -1) source += "\\[";
@@ -397,22 +406,7 @@ export function compileBashGlob(pattern: string): BashGlob {
       return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, true));
     },
     fileMatcherIn(dir) {
-      const names = dir === "" ? [] : dir.split("/");
-      // A file's name is one segment, so only an alternative's last segment can take it: a
-      // globstar before it takes no name (positionsAfter already stepped past it), and a
-      // name segment before it leaves segments that take no name, which none does (a final
-      // globstar takes one at least). A final globstar takes any name not starting with `.`.
-      const segments: (Segment & { kind: "name" })[] = [];
-      let anyVisibleName = false;
-      for (const alt of fileAlternatives) {
-        const last = alt.segments.length - 1;
-        for (const from of positionsAfter(alt.segments, names)) {
-          const segment = alt.segments[from];
-          if (from !== last || segment === undefined) continue;
-          if (segment.kind === "globstar") anyVisibleName = true;
-          else if (!segments.includes(segment)) segments.push(segment);
-        }
-      }
+      const { segments, anyVisibleName } = lastSegmentsIn(dir);
       if (segments.length === 0 && !anyVisibleName) return null;
       const [only] = segments;
       if (!anyVisibleName && only !== undefined && segments.length === 1) {
@@ -422,5 +416,47 @@ export function compileBashGlob(pattern: string): BashGlob {
         (anyVisibleName && !name.startsWith(".")) ||
         segments.some((segment) => nameMatches(segment, name));
     },
+    bulkFileMatcherIn(dir) {
+      const { segments, anyVisibleName } = lastSegmentsIn(dir);
+      const [only] = segments;
+      if (anyVisibleName || only === undefined || segments.length !== 1) return null;
+      let bulk = bulkRegexes.get(only);
+      if (bulk === undefined) {
+        // A whole name: after the start or a NUL, up to a NUL or the end; not a dot name
+        // unless the pattern starts with a dot (as nameMatches says).
+        const source = only.regex.source.slice(1, -1);
+        const dot = only.literalDot ? "" : "(?!\\.)";
+        bulk = new RegExp(`(?<![^\\0])${dot}(?:${source})(?![^\\0])`, "gs");
+        bulkRegexes.set(only, bulk);
+      }
+      return bulk;
+    },
   };
+
+  /** The name segments that can take a file's name in folder `dir` (see fileMatcherIn). */
+  function lastSegmentsIn(dir: string): {
+    segments: (Segment & { kind: "name" })[];
+    anyVisibleName: boolean;
+  } {
+    const names = dir === "" ? [] : dir.split("/");
+    // A file's name is one segment, so only an alternative's last segment can take it: a
+    // globstar before it takes no name (positionsAfter already stepped past it), and a
+    // name segment before it leaves segments that take no name, which none does (a final
+    // globstar takes one at least). A final globstar takes any name not starting with `.`.
+    const segments: (Segment & { kind: "name" })[] = [];
+    let anyVisibleName = false;
+    for (const alt of fileAlternatives) {
+      const last = alt.segments.length - 1;
+      for (const from of positionsAfter(alt.segments, names)) {
+        const segment = alt.segments[from];
+        if (from !== last || segment === undefined) continue;
+        if (segment.kind === "globstar") anyVisibleName = true;
+        else if (!segments.includes(segment)) segments.push(segment);
+      }
+    }
+    return { segments, anyVisibleName };
+  }
 }
+
+/** The global regular expression of a name segment for NUL-joined names, made once. */
+const bulkRegexes = new WeakMap<Segment, RegExp>();

@@ -46,3 +46,28 @@ test(`fileMatcherIn(dir)(name) equals matchesFile(dir/name) (seed ${SEED})`, () 
   // The cases are not all misses.
   assert.ok(matches > 600, `only ${matches} matches`);
 });
+
+test(`bulkFileMatcherIn(dir) finds in a NUL-joined listing the names fileMatcherIn takes (seed ${SEED})`, () => {
+  const random = seededRandom(SEED + 1);
+  const names = [...NAMES, "a.md", ".md", "x\ty.md", "md", "a.b.md", "日本.md", "😀.txt", "[ab]"];
+  let bulkCases = 0;
+  for (let p = 0; p < 1000; p++) {
+    const length = 1 + Math.floor(random() * 4);
+    const pattern = Array.from({ length }, () => pick(random, SEGMENTS)).join("/");
+    const glob = compileBashGlob(pattern);
+    for (let q = 0; q < 10; q++) {
+      const depth = Math.floor(random() * 3);
+      const dir = Array.from({ length: depth }, () => pick(random, NAMES)).join("/");
+      const listing = [
+        ...new Set(Array.from({ length: 1 + Math.floor(random() * 8) }, () => pick(random, names))),
+      ].sort();
+      const bulk = glob.bulkFileMatcherIn(dir);
+      if (bulk === null) continue;
+      bulkCases++;
+      const matcher = glob.fileMatcherIn(dir);
+      const want = matcher === null ? [] : listing.filter((name) => matcher(name));
+      assert.deepEqual(listing.join("\0").match(bulk) ?? [], want, `pattern ${pattern} in ${dir}`);
+    }
+  }
+  assert.ok(bulkCases > 500, `only ${bulkCases} cases had a bulk matcher`);
+});
