@@ -193,17 +193,22 @@ test(
   },
 );
 
+/** `count` stat batches of every path queued for reading ahead, and the direct answer. */
+function queuedStatBatches(count: number) {
+  const native = nativeFs();
+  assert.ok(native !== null);
+  const { readAhead } = native;
+  const joined = paths.join("\0");
+  const tickets = Array.from({ length: count }, () => readAhead.stat(`${root}/`, joined));
+  assert.ok(tickets.every((ticket) => ticket > 0));
+  return { native, readAhead, direct: native.statBatch(`${root}/`, joined), tickets };
+}
+
 test(
   "stat batches claimed by the caller while threads run others are each answered once",
   { skip: process.platform === "win32" },
   () => {
-    const native = nativeFs();
-    assert.ok(native !== null);
-    const { readAhead } = native;
-    const joined = paths.join("\0");
-    const direct = native.statBatch(`${root}/`, joined);
-    const tickets = Array.from({ length: 40 }, () => readAhead.stat(`${root}/`, joined));
-    assert.ok(tickets.every((ticket) => ticket > 0));
+    const { readAhead, direct, tickets } = queuedStatBatches(40);
     // Claimed newest first: the caller runs those no thread began; the rest come by waiting.
     const answers = new Map<number, string | Buffer | null>();
     for (const ticket of [...tickets].reverse()) {
@@ -223,13 +228,7 @@ test(
   "stats read ahead equal a direct batch stat; a file gone before its stat is dropped (NaN)",
   { skip: process.platform === "win32" },
   () => {
-    const native = nativeFs();
-    assert.ok(native !== null);
-    const { readAhead } = native;
-    const joined = paths.join("\0");
-    const tickets = Array.from({ length: 20 }, () => readAhead.stat(`${root}/`, joined));
-    assert.ok(tickets.every((ticket) => ticket > 0));
-    const direct = native.statBatch(`${root}/`, joined);
+    const { native, readAhead, direct, tickets } = queuedStatBatches(20);
     // Not waiting: null until done; waiting: always the answer.
     for (const ticket of tickets) {
       const answer = readAhead.take(ticket, false) ?? readAhead.take(ticket, true);
