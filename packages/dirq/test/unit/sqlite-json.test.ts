@@ -84,3 +84,19 @@ test("generated text and whole numbers, byte for byte the CLI's (seeded)", () =>
   const { sqlite, js } = answers(db, "SELECT t, n FROM g");
   assert.equal(sqlite, js);
 });
+
+test("a one-column statement's rows (read plucked) equal that column read beside another", () => {
+  const db = database(SETUP);
+  for (const [table, columns] of [
+    ["strict_t", ["n", "i", "r", "t", "a", "b"]],
+    ["loose", ["n", "t"]],
+  ] as const) {
+    for (const column of columns) {
+      const one = `SELECT ${column} FROM ${table} ORDER BY rowid`;
+      const two = `SELECT ${column}, 0 AS other FROM ${table} ORDER BY rowid`;
+      const single = [...executeStatement(db.prepare(one), one).rows];
+      const pair = [...executeStatement(db.prepare(two), two).rows].map((row) => [row[0]]);
+      assert.deepEqual(single, pair, `${table}.${column}`);
+    }
+  }
+});
