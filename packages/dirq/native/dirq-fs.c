@@ -653,6 +653,7 @@ typedef struct {
   sqlite3_int64 stat_count;
   const char *at;       /* the current path */
   size_t length;        /* its length */
+  const char *name;     /* its last part, after the last '/' (the path itself without one) */
   sqlite3_int64 row;    /* its position in the batch */
   int eof;
 } RowsCursor;
@@ -739,6 +740,13 @@ static void rows_point(RowsCursor *rows, const char *at) {
   rows->at = at;
   const char *stop = memchr(at, '\0', (size_t)(rows->end - at) + 1);
   rows->length = (size_t)(stop - at);
+  rows->name = at;
+  for (const char *c = stop; c > at; c--) {
+    if (c[-1] == '/') {
+      rows->name = c;
+      break;
+    }
+  }
 }
 
 static int rows_next(sqlite3_vtab_cursor *cursor) {
@@ -789,14 +797,7 @@ static int rows_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, in
   RowsCursor *rows = (RowsCursor *)cursor;
   const char *path = rows->at;
   size_t length = rows->length;
-  const char *slash = NULL;
-  for (size_t i = length; i > 0; i--) {
-    if (path[i - 1] == '/') {
-      slash = path + i - 1;
-      break;
-    }
-  }
-  const char *base = slash == NULL ? path : slash + 1;
+  const char *base = rows->name;
   size_t base_length = length - (size_t)(base - path);
   switch (column) {
   case ROW_PATH:
@@ -806,7 +807,7 @@ static int rows_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, in
     sqlite3_result_text(context, base, (int)base_length, SQLITE_TRANSIENT);
     break;
   case ROW_DIR:
-    sqlite3_result_text(context, path, slash == NULL ? 0 : (int)(slash - path), SQLITE_TRANSIENT);
+    sqlite3_result_text(context, path, base == path ? 0 : (int)(base - path - 1), SQLITE_TRANSIENT);
     break;
   case ROW_EXT: {
     const char *dot = NULL;

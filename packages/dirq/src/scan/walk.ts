@@ -297,9 +297,10 @@ export class SelectionWalker {
     const childDepth = depth + 1;
     const descend = all || this.maxDepth === null || childDepth < this.maxDepth;
     const globHere = all ? null : glob;
-    const matchName = globHere === null ? null : (globHere.fileMatcherIn(dir) ?? NO_FILE);
     const plain = rules.isEmpty && raw === null && rawDir === null && !special && next === 0;
     if (plain && this.takeWholeFolder(dir, listing, globHere)) return;
+    // Made after: a folder taken whole needs no name matcher (each is one glob walk per folder).
+    const matchName = globHere === null ? null : (globHere.fileMatcherIn(dir) ?? NO_FILE);
     const frame: DirFrame = {
       dir,
       absoluteDir,

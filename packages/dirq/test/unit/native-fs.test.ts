@@ -159,6 +159,14 @@ test("a folder that cannot be listed throws Node's error", () => {
   assert.throws(() => listDirectory(join(root, "dir", "f1")), { code: "ENOTDIR" });
 });
 
+/** The extension's read-ahead, with nothing an earlier test queued left in it. */
+function clearedReadAhead() {
+  const native = nativeFs();
+  assert.ok(native !== null);
+  native.readAhead.dropAll();
+  return { native, readAhead: native.readAhead };
+}
+
 // Reading ahead on the extension's thread (dirq-fs.c, "Reading ahead"): listings and stat
 // batches taken by ticket equal the direct calls, in any order, whether the thread ran them,
 // the caller did, or the ticket was dropped (then the caller lists or stats itself).
@@ -167,10 +175,7 @@ test(
   "listings read ahead equal direct listings, taken in any order or after a drop",
   { skip: process.platform === "win32" },
   () => {
-    const native = nativeFs();
-    assert.ok(native !== null);
-    const { readAhead } = native;
-    readAhead.dropAll();
+    const { native, readAhead } = clearedReadAhead();
     const folders = [root, join(root, "dir"), join(root, "n".repeat(200)), join(root, "gone")];
     const { first, accepted } = readAhead.list(folders);
     assert.equal(accepted, folders.length);
@@ -253,10 +258,7 @@ test(
   "many more queued folders than the ring holds: the rest are the caller's, nothing is lost",
   { skip: process.platform === "win32" },
   () => {
-    const native = nativeFs();
-    assert.ok(native !== null);
-    const { readAhead } = native;
-    readAhead.dropAll();
+    const { native, readAhead } = clearedReadAhead();
     const folders = Array.from({ length: 5000 }, () => join(root, "dir"));
     const { first, accepted } = readAhead.list(folders);
     assert.ok(accepted > 0 && accepted < folders.length, `accepted ${accepted}`);
