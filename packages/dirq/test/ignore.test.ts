@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
@@ -264,6 +265,31 @@ describe(".gitignore rules", { concurrency: true }, () => {
       removeTree(tree);
     }
   });
+
+  it(
+    "a .gitignore that is a FIFO is warned of and not read, so nothing hangs (git's read would wait for a writer)",
+    { timeout: 60_000 },
+    async () => {
+      const tree = makeTree({
+        ".gitignore": "*.log\n",
+        "a.log": "",
+        "sub/b.txt": "",
+        "sub/c.log": "",
+      });
+      try {
+        execFileSync("mkfifo", [join(tree, "sub/.gitignore")]);
+        const result = await runDirq(["SELECT path FROM './'", "--format", "json"], { cwd: tree });
+        assert.equal(result.code, 23, result.stderr);
+        assert.deepEqual(pathsOf(parseRows(result.stdout)), [".gitignore", "sub/b.txt"]);
+        assert.equal(
+          result.stderr.trim(),
+          "dirq: skipped sub/.gitignore: it is a FIFO, not a regular file, so it is not read and its patterns do not apply",
+        );
+      } finally {
+        removeTree(tree);
+      }
+    },
+  );
 
   it("--no-ignore works after 'query \"<sql>\"' and between 'query' and the SQL", async () => {
     const sql = "SELECT path FROM './' WHERE path = 'a.log'";

@@ -1,4 +1,4 @@
-import { readFileSync, statSync } from "node:fs";
+import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } from "node:fs";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { compileGitignore, type GitignorePatterns } from "./gitignore-patterns.js";
 
@@ -14,9 +14,40 @@ interface IgnoreLevel {
   matcher: GitignorePatterns;
 }
 
+/** What a `.gitignore` that is not a regular file is, for the warning. */
+function kindOf(stats: ReturnType<typeof fstatSync>): string {
+  if (stats.isFIFO()) return "a FIFO";
+  if (stats.isSocket()) return "a socket";
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return "a device";
+  return "an unknown kind of file";
+}
+
+/**
+ * A file's text, read only when it is a regular file. Opening without blocking and checking
+ * the open file matters: a FIFO named `.gitignore` would hold a read (git's too) until some
+ * writer came, and dirq would hang, or in the server stop answering.
+ */
+function readRegularFile(path: string): string {
+  const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  try {
+    const stats = fstatSync(fd);
+    if (stats.isDirectory()) {
+      throw Object.assign(new Error(`EISDIR: a folder, read '${path}'`), { code: "EISDIR" });
+    }
+    if (!stats.isFile()) {
+      throw Object.assign(new Error(`ENOTREG: ${kindOf(stats)}, read '${path}'`), {
+        code: "ENOTREG",
+      });
+    }
+    return readFileSync(fd, "utf8");
+  } finally {
+    closeSync(fd);
+  }
+}
+
 function readIfPresent(path: string): string | null {
   try {
-    return readFileSync(path, "utf8");
+    return readRegularFile(path);
   } catch {
     return null;
   }
@@ -30,7 +61,7 @@ const ABSENT = new Set(["ENOENT", "ENOTDIR", "EISDIR"]);
 
 /**
  * An ignore file's text, `null` when there is none. One that is there but cannot be read
- * (a symlink loop, an I/O error, no permission) is reported, as git warns
+ * (a symlink loop, an I/O error, no permission, a FIFO) is reported, as git warns
  * (`warning: unable to access 'sub/.gitignore': ...`), and then treated as empty.
  */
 function readIgnoreFile(
@@ -39,13 +70,18 @@ function readIgnoreFile(
   onUnreadable: UnreadableIgnoreFile | undefined,
 ): string | null {
   try {
-    return readFileSync(path, "utf8");
+    return readRegularFile(path);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? "";
     if (!ABSENT.has(code)) {
       const message = error instanceof Error ? error.message : String(error);
-      const reason = /^(E[A-Z]+: [^,]*)/.exec(message)?.[1] ?? message;
-      onUnreadable?.(shownAs, `cannot read it (${reason}), so its patterns do not apply`);
+      const reason = /^(E[A-Z]+): ([^,]*)/.exec(message);
+      onUnreadable?.(
+        shownAs,
+        reason?.[1] === "ENOTREG"
+          ? `it is ${reason[2]}, not a regular file, so it is not read and its patterns do not apply`
+          : `cannot read it (${reason?.[0] ?? message}), so its patterns do not apply`,
+      );
     }
     return null;
   }
