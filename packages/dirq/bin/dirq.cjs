@@ -11,6 +11,7 @@ const {
   rmSync,
   statSync,
   writeFileSync,
+  writeSync,
 } = require("node:fs");
 const { createRequire } = require("node:module");
 const { homedir } = require("node:os");
@@ -146,20 +147,21 @@ function loadCli(env) {
   return module.exports;
 }
 
+const cli = loadCli(process.env);
 // A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
 // stdout (`> /dev/full`) is one diagnostic line, never a stack trace.
-process.stdout.on("error", (error) => {
+const io = cli.processIo(process.cwd(), (error) => {
   if (error.code === "EPIPE") process.exit(0);
-  process.stderr.write(`dirq: cannot write the output: ${error.message}\n`);
+  try {
+    writeSync(2, `dirq: cannot write the output: ${error.message}\n`);
+  } catch {
+    // stderr is gone too: the exit status is all that is left.
+  }
   process.exit(1);
 });
 
-loadCli(process.env)
-  .launch(
-    process.argv.slice(2),
-    { stdout: process.stdout, stderr: process.stderr, cwd: process.cwd() },
-    { env: process.env, launcherPackage: join(__dirname, "..") },
-  )
+cli
+  .launch(process.argv.slice(2), io, { env: process.env, launcherPackage: join(__dirname, "..") })
   .then((code) => {
     process.exitCode = code;
   });

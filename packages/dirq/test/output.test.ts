@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { after, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
 import { assertUserError, runInTerminal, runOk, scriptAvailable } from "./support.js";
@@ -373,5 +373,53 @@ describe("--format", { concurrency: true }, () => {
     const run = runInTerminal(root, ["SELECT 1 AS n", "--format", "json"]);
     assert.equal(run.status, 0);
     assert.equal(run.terminal.replaceAll("\r\n", "\n"), '[{"n":1}]\n');
+  });
+});
+
+describe("writing the answer to stdout", () => {
+  // dirq writes a one-shot answer with synchronous writes to file descriptor 1 and makes
+  // Node's stream only when a write would block: these hold whichever way it goes.
+  const BIG =
+    "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000) " +
+    "SELECT i, 'some padding text' AS pad FROM n";
+  const hasPython = spawnSync("python3", ["--version"]).status === 0;
+
+  it(
+    "a non-blocking pipe that fills (EAGAIN) still gets the whole answer, in order",
+    { skip: hasPython ? false : "python3 is needed to hand dirq a non-blocking pipe" },
+    async () => {
+      const expected = await json(BIG);
+      assert.ok(expected.length > 1_000_000, "the answer is far bigger than a pipe's buffer");
+      // python3 makes the pipe's write end non-blocking, then becomes dirq; the reader
+      // starts a second late, so the pipe is full long before dirq is done.
+      const setNonBlocking = `import os, sys; os.set_blocking(1, False); os.execv(sys.argv[1], sys.argv[1:])`;
+      const result = spawnSync(
+        "sh",
+        [
+          "-c",
+          `python3 -c "${setNonBlocking}" "${process.execPath}" "${DIRQ_BIN}" "$0" --format json | (sleep 1; cat)`,
+          BIG,
+        ],
+        { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },
+      );
+      assert.equal(result.stderr, "");
+      assert.equal(result.status, 0);
+      assert.equal(result.stdout, expected);
+    },
+  );
+
+  it("a reader that goes away (| head -c 20) ends dirq quietly with exit 0", () => {
+    const result = spawnSync(
+      "bash",
+      [
+        "-c",
+        `"${process.execPath}" "${DIRQ_BIN}" "$0" --format json | head -c 20; exit "\${PIPESTATUS[0]}"`,
+        BIG,
+      ],
+      { cwd: root, encoding: "utf8" },
+    );
+    assert.equal(result.stdout, '[{"i":1,"pad":"some ');
+    assert.equal(result.stderr, "");
+    assert.equal(result.status, 0);
   });
 });

@@ -9,6 +9,7 @@ import { escapeControlCharacters } from "../output/escape.js";
 import { HeldOutput } from "../output/held-output.js";
 import { jsonChunks } from "../output/json.js";
 import { readVersion } from "../version.js";
+import { createProgressReporter } from "../progress/reporter.js";
 import {
   type Command,
   type InitCommand,
@@ -19,10 +20,28 @@ import {
 import { HELP_TEXTS } from "./help-texts.js";
 import { nativeNotice } from "./native-notice.js";
 
-/** The process streams and settings the CLI runs with (tests may pass their own). */
-export interface CliIo {
+/** Where the CLI writes a one-shot command's output: a stream, or a plain file-descriptor writer. */
+export interface OutputStream extends NodeJS.EventEmitter {
+  /** `false` asks the caller to wait for `drain`. */
+  write(chunk: string | Uint8Array): boolean;
+  isTTY?: boolean;
+}
+
+/** Node's own streams, for commands that keep writing while they run. */
+export interface ProcessStreams {
   stdout: Writable & { isTTY?: boolean };
   stderr: Writable;
+}
+
+/** The process's output and settings the CLI runs with. */
+export interface CliIo {
+  stdout: OutputStream;
+  stderr: OutputStream;
+  /**
+   * The streams behind `stdout` and `stderr`, made when first asked for: the REPL's line
+   * editor and the server need real streams, a one-shot command does not.
+   */
+  streams: () => ProcessStreams;
   cwd: string;
   /** What the REPL reads; default: the process's stdin. */
   stdin?: Readable & { isTTY?: boolean };
@@ -37,7 +56,7 @@ function outputError(error: unknown): DirqError {
   return new DirqError("OUTPUT_FAILED", `cannot write the output: ${message}`, { cause: error });
 }
 
-async function write(stream: Writable, text: string | Buffer): Promise<void> {
+async function write(stream: OutputStream, text: string | Buffer): Promise<void> {
   try {
     if (!stream.write(text)) await once(stream, "drain");
   } catch (error) {
@@ -156,6 +175,7 @@ async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> 
     persist: command.persist ?? undefined,
     // One statement reads this index: `count(*)` needs rows, not their paths.
     pathlessFills: true,
+    progress: createProgressReporter(io.stderr),
   });
   try {
     for (const notice of index.notices) io.stderr.write(`dirq: ${notice}\n`);
@@ -207,11 +227,12 @@ function stopSignal(): Promise<void> {
 
 async function runServerCommand(command: ServerCommand, io: CliIo): Promise<number> {
   const { runServer } = await import("../server/run-server.js");
+  const { stdout, stderr } = io.streams();
   return runServer({
     ...command,
     root: io.cwd,
-    stdout: io.stdout,
-    stderr: io.stderr,
+    stdout,
+    stderr,
     stopSignal: stopSignal(),
   });
 }
@@ -237,7 +258,7 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
       return runServerCommand(command, io);
     case "repl": {
       const { runRepl } = await import("../repl/run-repl.js");
-      return runRepl(command, { ...io, stdin: io.stdin ?? process.stdin });
+      return runRepl(command, { ...io, ...io.streams(), stdin: io.stdin ?? process.stdin });
     }
   }
 }

@@ -1,5 +1,6 @@
 import { type CliIo, run, startQueryWorkersEarly } from "../cli/main.js";
 import { discoverNpmPlugins, LauncherError } from "./npm-plugins.js";
+export { processIo } from "./process-io.js";
 import {
   pluginsDisabledByEnv,
   takeNoPluginFlag,
