@@ -749,7 +749,10 @@ describe("GET /events", () => {
     const name = `docs/sentinel-${++sentinels}.md`;
     await write(name, "s");
     await stream.next(isRow("insert", "./docs", name));
-    return stream.rowsFrom(mark).filter((row) => row.file_path !== name);
+    // Every sentinel's events are left out, not only this one's: the watcher may see an
+    // earlier sentinel created empty and then written, and send its `update` late, after
+    // the next test began.
+    return stream.rowsFrom(mark).filter((row) => !row.file_path.startsWith("docs/sentinel-"));
   }
 
   it("opens with text/event-stream and a ready frame carrying {}", async () => {
@@ -958,11 +961,13 @@ describe("GET /events", () => {
       );
       assert.deepEqual(await itemsOf("data/x.json"), [{ name: "a", n: 1 }]);
 
+      // This file's rows only: a late event of another file (once in CI, an extra `update`)
+      // is not what this test is about; the message shows everything that came.
       const seen = await settle(stream, mark);
       assert.deepEqual(
-        seen.map((row) => row.action),
+        seen.filter((row) => row.table === "items").map((row) => row.action),
         ["update", "insert", "delete", "delete"],
-        "row 0 never changed, so it was never sent",
+        `row 0 never changed, so it was never sent; all events: ${JSON.stringify(seen)}`,
       );
     } finally {
       stream.close();
