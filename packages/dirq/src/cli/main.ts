@@ -8,8 +8,8 @@ import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { escapeControlCharacters } from "../output/escape.js";
 import { HeldOutput } from "../output/held-output.js";
 import { jsonChunks } from "../output/json.js";
-import { readVersion } from "../version.js";
 import { createProgressReporter } from "../progress/reporter.js";
+import { readVersion } from "../version.js";
 import {
   type Command,
   type InitCommand,

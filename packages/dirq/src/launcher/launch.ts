@@ -1,12 +1,13 @@
 import { type CliIo, run, startQueryWorkersEarly } from "../cli/main.js";
 import { discoverNpmPlugins, LauncherError } from "./npm-plugins.js";
-export { processIo } from "./process-io.js";
 import {
   pluginsDisabledByEnv,
   takeNoPluginFlag,
   takesPluginConfigs,
   withPluginConfigs,
 } from "./plugin-args.js";
+
+export { processIo } from "./process-io.js";
 
 /**
  * The npm launcher (the package's `bin`): discovers installed plugins, hands their fragments

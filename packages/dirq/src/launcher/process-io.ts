@@ -91,20 +91,24 @@ export class FdOutput extends EventEmitter implements OutputStream {
  * report it on.
  */
 export function processIo(cwd: string, onStdoutFailure: OutputFailure): CliIo {
-  const stdoutStream = (): ProcessStream => {
-    const stream = process.stdout;
-    if (stream.listenerCount("error") === 0) stream.on("error", onStdoutFailure);
-    return stream;
-  };
-  const stderrStream = (): ProcessStream => {
-    const stream = process.stderr;
-    if (stream.listenerCount("error") === 0) stream.on("error", () => {});
-    return stream;
-  };
+  const stdoutStream = madeWhenAsked(() => process.stdout, onStdoutFailure);
+  const stderrStream = madeWhenAsked(
+    () => process.stderr,
+    () => {},
+  );
   return {
     cwd,
     stdout: new FdOutput(1, stdoutStream, onStdoutFailure),
     stderr: new FdOutput(2, stderrStream, () => {}),
     streams: () => ({ stdout: stdoutStream(), stderr: stderrStream() }),
+  };
+}
+
+/** A process stream, made on first use (Node makes it on first access) with its error handler. */
+function madeWhenAsked(get: () => ProcessStream, onError: OutputFailure): () => ProcessStream {
+  return () => {
+    const stream = get();
+    if (stream.listenerCount("error") === 0) stream.on("error", onError);
+    return stream;
   };
 }

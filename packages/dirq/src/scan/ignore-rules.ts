@@ -14,7 +14,14 @@ interface IgnoreLevel {
   matcher: GitignorePatterns;
 }
 
-/** What a `.gitignore` that is not a regular file is, for the warning. */
+/** An ignore file that is a FIFO, a socket or a device: never read (see readRegularFile). */
+class NotRegularFile extends Error {
+  constructor(readonly kind: string) {
+    super(`${kind}, not a regular file`);
+  }
+}
+
+/** What a file that is neither a regular file nor a folder is, for the warning. */
 function kindOf(stats: ReturnType<typeof fstatSync>): string {
   if (stats.isFIFO()) return "a FIFO";
   if (stats.isSocket()) return "a socket";
@@ -25,7 +32,8 @@ function kindOf(stats: ReturnType<typeof fstatSync>): string {
 /**
  * A file's text, read only when it is a regular file. Opening without blocking and checking
  * the open file matters: a FIFO named `.gitignore` would hold a read (git's too) until some
- * writer came, and dirq would hang, or in the server stop answering.
+ * writer came, and dirq would hang, or in the server stop answering. A folder fails as
+ * `readFileSync` fails on one (EISDIR).
  */
 function readRegularFile(path: string): string {
   const fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
@@ -34,11 +42,7 @@ function readRegularFile(path: string): string {
     if (stats.isDirectory()) {
       throw Object.assign(new Error(`EISDIR: a folder, read '${path}'`), { code: "EISDIR" });
     }
-    if (!stats.isFile()) {
-      throw Object.assign(new Error(`ENOTREG: ${kindOf(stats)}, read '${path}'`), {
-        code: "ENOTREG",
-      });
-    }
+    if (!stats.isFile()) throw new NotRegularFile(kindOf(stats));
     return readFileSync(fd, "utf8");
   } finally {
     closeSync(fd);
@@ -72,16 +76,18 @@ function readIgnoreFile(
   try {
     return readRegularFile(path);
   } catch (error) {
+    if (error instanceof NotRegularFile) {
+      onUnreadable?.(
+        shownAs,
+        `it is ${error.message}, so it is not read and its patterns do not apply`,
+      );
+      return null;
+    }
     const code = (error as NodeJS.ErrnoException).code ?? "";
     if (!ABSENT.has(code)) {
       const message = error instanceof Error ? error.message : String(error);
-      const reason = /^(E[A-Z]+): ([^,]*)/.exec(message);
-      onUnreadable?.(
-        shownAs,
-        reason?.[1] === "ENOTREG"
-          ? `it is ${reason[2]}, not a regular file, so it is not read and its patterns do not apply`
-          : `cannot read it (${reason?.[0] ?? message}), so its patterns do not apply`,
-      );
+      const reason = /^(E[A-Z]+: [^,]*)/.exec(message)?.[1] ?? message;
+      onUnreadable?.(shownAs, `cannot read it (${reason}), so its patterns do not apply`);
     }
     return null;
   }

@@ -71,6 +71,9 @@ const SPECIAL_NAMES = new RegExp(
   `(?:^|\\0)(?:${[...BUILT_IN_SKIPS, ".gitignore"].map((name) => name.replaceAll(".", "\\.")).join("|")})(?:\\0|$)`,
 );
 
+/** Parts of the special names (`.gitignore` holds `.git`): a listing with none has none. */
+const SPECIAL_PARTS = [...BUILT_IN_SKIPS];
+
 /** Whether a NUL-joined listing names a file the walk skips, or a `.gitignore`. */
 function hasSpecialName(joinedNames: string): boolean {
   // Plain substring searches first: far cheaper than the regular expression on most folders.
@@ -79,9 +82,6 @@ function hasSpecialName(joinedNames: string): boolean {
   }
   return false;
 }
-
-/** Parts of the special names (`.gitignore` holds `.git`): a listing with none has none. */
-const SPECIAL_PARTS = [...BUILT_IN_SKIPS];
 
 /** Type letters of a listing of regular files only. */
 const ONLY_FILES = /^f+$/;
@@ -449,9 +449,9 @@ export class SelectionWalker {
   /**
    * Takes a folder's entries at once when all are regular files: no ignore rule to test, no
    * name that needs its raw bytes or that the walk skips (checked by the caller), and no glob
-   * or one whose names a single scan finds. The native listing's names are the run (see `PathBatch`), where a walk
-   * entry by entry makes a string per file and joins them again. At most a batch's worth, so
-   * stat batches stay small enough to share between threads.
+   * or one whose names a single scan finds. The native listing's names are the run (see
+   * `PathBatch`), where a walk entry by entry makes a string per file and joins them again.
+   * At most a batch's worth, so stat batches stay small enough to share between threads.
    */
   private takeWholeFolder(dir: string, listing: Listing, glob: BashGlob | null): boolean {
     const joined = listing.joinedNames;
