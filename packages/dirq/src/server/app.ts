@@ -8,6 +8,7 @@ import {
   BodyTooLargeError,
   EventStreamResponse,
   readBody,
+  refuseBody,
   sendJson,
   sendText,
 } from "./http-helpers.js";
@@ -148,18 +149,14 @@ async function handleQuery(
     // A form or text/plain post is what a cross-site page can send without asking.
     response.setHeader("connection", "close");
     const message = `POST /query needs Content-Type: application/json (got ${JSON.stringify(request.headers["content-type"] ?? "none")})`;
-    return sendJson(response, 415, errorBody(message));
+    return refuseBody(request, response, 415, errorBody(message));
   }
   let body: string;
   try {
     body = await readBody(request, MAX_BODY_BYTES);
   } catch (error) {
     if (error instanceof BodyTooLargeError) {
-      // The rest of the body is read and dropped (node does so once the answer is sent), so a
-      // client still uploading sees the 413 instead of a broken pipe; the request time limit
-      // bounds how long that may take.
-      request.resume();
-      return sendJson(response, 413, errorBody(error.message));
+      return refuseBody(request, response, 413, errorBody(error.message));
     }
     // The client went away (or timed out) mid-body: nobody is left to answer.
     if (!request.complete) return void response.destroy();

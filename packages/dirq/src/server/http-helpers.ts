@@ -62,6 +62,41 @@ export function sendJson(
   response.end(body);
 }
 
+/** How long the rest of a refused request's body is read and dropped before the answer ends. */
+const DRAIN_REFUSED_BODY_MS = 5_000;
+
+/**
+ * Answers a request whose body the server will not use (too large, wrong type). The answer is
+ * written at once, so a client that reads while it uploads sees it early; it ends, and a closing
+ * connection closes, only once the rest of the body has been read and dropped (or after
+ * DRAIN_REFUSED_BODY_MS). Closing a socket with bytes still unread makes the kernel reset the
+ * connection, and a client still uploading then sees a broken pipe instead of the answer.
+ */
+export function refuseBody(
+  request: IncomingMessage,
+  response: ServerResponse,
+  status: number,
+  body: string,
+): void {
+  response.writeHead(status, {
+    "content-type": "application/json",
+    "content-length": Buffer.byteLength(body),
+  });
+  if (request.complete || request.destroyed) return void response.end(body);
+  response.write(body);
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(timer);
+    response.end();
+  };
+  const timer = setTimeout(end, DRAIN_REFUSED_BODY_MS);
+  request.once("end", end);
+  request.once("close", end);
+  request.resume();
+}
+
 export function sendText(
   response: ServerResponse,
   status: number,
