@@ -41,7 +41,9 @@ import { selectionMatcher } from "./scan/inclusion.js";
 import { commandExtractor, type Extractor } from "./parse/extractor.js";
 import { parseHookCommand } from "./parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "./progress/reporter.js";
+import { jsonFromSqlite, wrapForJson } from "./output/sqlite-json.js";
 import {
+  type ColumnPlan,
   columnPlan,
   executeStatement,
   type SqlValue,
@@ -51,6 +53,7 @@ import {
 import { CaseVariants } from "./query/case-variants.js";
 import { TableGenerations } from "./indexer/table-generations.js";
 import { isExplain } from "./query/read-only-guard.js";
+import { analyzeStatement } from "./query/statement-analysis.js";
 import {
   type PreparedStatement,
   type PrepareOptions,
@@ -126,6 +129,14 @@ export interface QueryResult extends StatementRows {
    * Files the scan for this query could not read, and files whose hook failed: a partial scan.
    */
   skipped: SkippedPath[];
+  /**
+   * The whole answer as JSON written by SQLite: the UTF-8 bytes `jsonChunks` writes for the
+   * rows, without the final newline. `null` when it must be written the JS way: more than
+   * `maxRows` rows, a REAL or BLOB value SQLite would write differently, a statement that
+   * cannot be wrapped, or an error (which reading `rows` then reports). Absent for a
+   * statement with bound values or worker calls.
+   */
+  jsonFromSqlite?: (maxRows: number) => Buffer | null;
 }
 
 export type { PreparedStatement, PrepareOptions };
@@ -575,7 +586,15 @@ export class DirqIndex {
     const workerCalls = this.functions.calledIn(called);
     const { skipped } = prepared;
     if (workerCalls.length === 0) {
-      return { ...executeStatement(statement, sql, undefined, args), skipped };
+      if (bind !== undefined || !statement.reader) {
+        return { ...executeStatement(statement, sql, undefined, args), skipped };
+      }
+      const plan = columnPlan(statement, sql);
+      return {
+        ...executeStatement(statement, sql, plan, args),
+        skipped,
+        jsonFromSqlite: (maxRows) => this.answerInSqlite(statement, prepared.sql, plan, maxRows),
+      };
     }
     // Run in passes until every worker call is answered (see WorkerFunctions); the rows of
     // the last pass are the answer.
@@ -590,6 +609,20 @@ export class DirqIndex {
       workerCalls,
     );
     return { ...result, skipped };
+  }
+
+  /** See `QueryResult.jsonFromSqlite`. */
+  private answerInSqlite(
+    statement: Statement,
+    sql: string,
+    plan: ColumnPlan,
+    maxRows: number,
+  ): Buffer | null {
+    const analysis = analyzeStatement(sql);
+    const wrapped = wrapForJson(this.db, statement, analysis, plan, undefined, -1, maxRows);
+    if (wrapped === null) return null;
+    // No byte limit here: `maxRows` bounds the answer's size.
+    return jsonFromSqlite(wrapped, Number.POSITIVE_INFINITY, () => new RangeError("no limit"));
   }
 
   /** Path-table names in use, as SQLite knows them. */

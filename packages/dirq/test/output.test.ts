@@ -1,7 +1,9 @@
 import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { after, describe, it } from "node:test";
+import { seededRandom } from "./differential.js";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import { jsonStatement } from "./json-statements.js";
 import { assertUserError, runInTerminal, runOk, scriptAvailable } from "./support.js";
 
 const root = makeTree({ "a.md": "hello\n", "docs/b.md": "bb" });
@@ -148,6 +150,64 @@ describe("JSON output", { concurrency: true }, () => {
   it("a runtime SQL error before the first row prints nothing on stdout", async () => {
     const result = await runDirq(["SELECT abs(-9223372036854775808) AS x"], { cwd: root });
     assertUserError(result, "integer overflow");
+  });
+});
+
+describe("long JSON answers written by SQLite", { concurrency: true }, () => {
+  // Past 64 rows SQLite writes the answer (DIRQ_FIRST_ANSWER_JS_ROWS=0: every answer it can);
+  // the JS way (a bound no answer reaches) is the reference, byte for byte, exit code and
+  // stderr included.
+  const SQLITE_ALWAYS = { DIRQ_FIRST_ANSWER_JS_ROWS: "0" };
+  const JS_ONLY = { DIRQ_FIRST_ANSWER_JS_ROWS: String(Number.MAX_SAFE_INTEGER) };
+  const files: Record<string, string> = {};
+  for (let i = 0; i < 150; i++) {
+    files[`f${String(i).padStart(3, "0")}.${i % 2 === 0 ? "md" : "txt"}`] = "x".repeat(i);
+  }
+  files["sub/ü 漢字.md"] = "y";
+  const many = makeTree(files);
+  after(() => removeTree(many));
+
+  async function assertSameAnswer(sql: string, env: Record<string, string> = {}): Promise<string> {
+    const [ours, reference] = await Promise.all([
+      runDirq([sql, "--format", "json"], { cwd: many, env }),
+      runDirq([sql, "--format", "json"], { cwd: many, env: JS_ONLY }),
+    ]);
+    assert.equal(ours.stdout, reference.stdout, sql);
+    assert.equal(ours.stderr, reference.stderr, sql);
+    assert.equal(ours.code, reference.code, sql);
+    return ours.stdout;
+  }
+
+  it("seeded statements with every kind of value: the JS way's bytes", async () => {
+    const random = seededRandom(36);
+    for (let i = 0; i < 12; i++) await assertSameAnswer(jsonStatement(random, i), SQLITE_ALWAYS);
+  });
+
+  it("path-tables past 64 rows, whole rows, globs, views of hidden columns", async () => {
+    for (const sql of [
+      "SELECT * FROM './' ORDER BY path DESC",
+      "SELECT path FROM './**/*.md'",
+      "SELECT path, size, size * 2 AS twice FROM './' WHERE size > 10",
+      "SELECT ext, count(*) AS n FROM './' GROUP BY ext UNION ALL SELECT path, size FROM './'",
+    ]) {
+      const stdout = await assertSameAnswer(sql);
+      assert.ok((JSON.parse(stdout) as unknown[]).length > 64, sql);
+    }
+  });
+
+  it("a REAL or an error past the 64th row, and an answer over the memory bound, go the JS way", async () => {
+    const ordered = "FROM './' ORDER BY path";
+    // f100.md is the 101st row.
+    await assertSameAnswer(`SELECT path, iif(path = 'f100.md', 0.5, 1) AS x ${ordered}`);
+    await assertSameAnswer(`SELECT path, iif(path = 'f100.md', x'00ff', 1) AS x ${ordered}`);
+    const error = await assertSameAnswer(
+      `SELECT path, json(iif(path = 'f100.md', '{bad', '1')) AS j ${ordered}`,
+    );
+    assert.equal(error, "");
+    // Held output spills to a file past DIRQ_SPILL_BYTES; SQLite's answer then must not be
+    // held whole either.
+    const spilled = await assertSameAnswer(`SELECT * ${ordered}`, { DIRQ_SPILL_BYTES: "2000" });
+    assert.equal((JSON.parse(spilled) as unknown[]).length, 151);
   });
 });
 

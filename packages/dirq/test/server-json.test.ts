@@ -4,66 +4,24 @@ import { join } from "node:path";
 import { seededRandom } from "./differential.js";
 import { describe, it } from "node:test";
 import { runDirq } from "./helpers.js";
+import { COLUMN_NAMES, jsonStatement, SERIES, valueSql } from "./json-statements.js";
 import { assertJsonError, postQuery, postRaw, serverFixtures } from "./server-support.js";
 
 /*
- * The server writes most JSON answers inside SQLite (json_object) and the CLI writes them in
- * JS: the bytes must be the same. Seeded statements with every kind of value, compared
+ * The server writes most JSON answers inside SQLite (json_object) and the CLI here writes them
+ * in JS: the bytes must be the same. Seeded statements with every kind of value, compared
  * against the CLI's output for the same statement.
  */
 
 const { tree, serve } = serverFixtures();
 
-/** A statement's first answer is written in JS when it is short: here SQLite writes them all. */
-const SQLITE_FIRST = { DIRQ_FIRST_ANSWER_JS_ROWS: "0" };
-
-const TEXTS = [
-  "'plain'",
-  "'it''s'",
-  "'quote \" and back\\slash'",
-  "char(0, 1, 8, 9, 10, 12, 13, 27, 31, 127)",
-  "'ü é ß 漢字 😀'",
-  "char(8232, 8233, 65279)",
-  "'{\"a\": 1}'",
-  "json('{\"a\": [1, 2]}')",
-  "json_object('k', 'v')",
-  "CAST(x'ff41' AS TEXT)",
-  "''",
-];
-const INTEGERS = ["0", "-1", "42", "9223372036854775807", "-9223372036854775808", "1 << 53"];
-/** Values SQLite's JSON would write differently: the answer goes the JS way. */
-const ODD = ["1.0", "0.1", "-0.0", "1e300", "1e999", "1e999 - 1e999", "x'00ff'", "2.5e-7"];
-
-function value(random: () => number, odd: boolean): string {
-  const kind = random();
-  if (odd && kind < 0.3) return ODD[Math.floor(random() * ODD.length)] as string;
-  if (kind < 0.55) return TEXTS[Math.floor(random() * TEXTS.length)] as string;
-  if (kind < 0.85) return INTEGERS[Math.floor(random() * INTEGERS.length)] as string;
-  return "NULL";
-}
-
-/** 1 to 300 (generate_series is not built into this SQLite). */
-const SERIES =
-  "WITH RECURSIVE s(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM s WHERE value < 300)";
-
-const NAMES = ["a", "a", "b c", '"q"', "ü", "x\ty", "1", "2024", "10"];
 /** The stat columns of a path-table, in order. */
 const PATH_COLUMNS = ["path", "basename", "dir", "ext", "size", "mtime", "ctime"];
 
-function statement(random: () => number, index: number): string {
-  const odd = index % 3 === 0;
-  const columns = 1 + Math.floor(random() * 4);
-  const rows = 1 + Math.floor(random() * 4);
-  const select = (row: number) =>
-    Array.from({ length: columns }, () => {
-      const name = NAMES[Math.floor(random() * NAMES.length)] as string;
-      return `${value(random, odd && row === rows - 1)} AS "${name.replaceAll('"', '""')}"`;
-    }).join(", ");
-  const body = Array.from({ length: rows }, (_, row) => `SELECT ${select(row)}`).join(
-    " UNION ALL ",
-  );
-  return index % 4 === 1 ? `${body} -- a trailing comment` : body;
-}
+/** A statement's first answer is written in JS when it is short: here SQLite writes them all. */
+const SQLITE_FIRST = { DIRQ_FIRST_ANSWER_JS_ROWS: "0" };
+/** The CLI writes long answers in SQLite too: here it writes every answer the JS way. */
+const JS_ONLY = { DIRQ_FIRST_ANSWER_JS_ROWS: String(Number.MAX_SAFE_INTEGER) };
 
 describe("JSON written by SQLite", { concurrency: true }, () => {
   it("answers with the same bytes as the CLI, for seeded statements with every kind of value", async () => {
@@ -71,7 +29,7 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
     const server = await serve(root, [], SQLITE_FIRST);
     const random = seededRandom(18);
     const statements = [
-      ...Array.from({ length: 24 }, (_, i) => statement(random, i)),
+      ...Array.from({ length: 24 }, (_, i) => jsonStatement(random, i)),
       "SELECT path, size, ext FROM './' ORDER BY path DESC",
       "SELECT path FROM './' ORDER BY size DESC, path LIMIT 2",
       `${SERIES} SELECT value, value * 7 % 5 AS k FROM s ORDER BY k, value DESC`,
@@ -84,7 +42,7 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
     for (const sql of statements) {
       const [fromServer, fromCli] = await Promise.all([
         postQuery(server, sql),
-        runDirq(["query", sql, "--format", "json"], { cwd: root }),
+        runDirq(["query", sql, "--format", "json"], { cwd: root, env: JS_ONLY }),
       ]);
       assert.equal(fromCli.code, 0, `${sql}: ${fromCli.stderr}`);
       assert.equal(fromServer.status, 200, `${sql}: ${fromServer.text}`);
@@ -126,7 +84,10 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
     for (const sql of statements) {
       const [fromServer, fromCli] = await Promise.all([
         postQuery(server, sql),
-        runDirq(["query", sql, "--format", "json", "-c", "typed.toml"], { cwd: root }),
+        runDirq(["query", sql, "--format", "json", "-c", "typed.toml"], {
+          cwd: root,
+          env: JS_ONLY,
+        }),
       ]);
       assert.equal(fromCli.code, 0, `${sql}: ${fromCli.stderr}`);
       assert.equal(fromServer.status, 200, `${sql}: ${fromServer.text}`);
@@ -148,7 +109,10 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
       "SELECT path, size / 2.0 AS half FROM './' WHERE random() IS NOT NULL ORDER BY path LIMIT 5",
     ];
     for (const sql of statements) {
-      const fromCli = await runDirq(["query", sql, "--format", "json"], { cwd: root });
+      const fromCli = await runDirq(["query", sql, "--format", "json"], {
+        cwd: root,
+        env: JS_ONLY,
+      });
       assert.equal(fromCli.code, 0, `${sql}: ${fromCli.stderr}`);
       for (const run of [1, 2, 3]) {
         const fromServer = await postQuery(server, sql);
@@ -170,7 +134,7 @@ describe("JSON written by SQLite", { concurrency: true }, () => {
     const expectMatchesCli = async (rows: number) => {
       const [fromServer, fromCli] = await Promise.all([
         postQuery(server, sql),
-        runDirq(["query", sql, "--format", "json"], { cwd: root }),
+        runDirq(["query", sql, "--format", "json"], { cwd: root, env: JS_ONLY }),
       ]);
       assert.equal(fromCli.code, 0, fromCli.stderr);
       assert.equal(fromServer.status, 200, fromServer.text);
@@ -197,10 +161,10 @@ describe('POST /query with "columns": true', { concurrency: true }, () => {
   function namedStatement(random: () => number): { sql: string; names: string[] } {
     const names = Array.from(
       { length: 1 + Math.floor(random() * 6) },
-      () => NAMES[Math.floor(random() * NAMES.length)] as string,
+      () => COLUMN_NAMES[Math.floor(random() * COLUMN_NAMES.length)] as string,
     );
     const select = names
-      .map((name) => `${value(random, false)} AS "${name.replaceAll('"', '""')}"`)
+      .map((name) => `${valueSql(random, false)} AS "${name.replaceAll('"', '""')}"`)
       .join(", ");
     return { sql: `SELECT ${select}`, names };
   }

@@ -6,8 +6,8 @@ import type { QueryResult } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { escapeControlCharacters } from "../output/escape.js";
-import { HeldOutput } from "../output/held-output.js";
-import { jsonChunks } from "../output/json.js";
+import { DEFAULT_SPILL_THRESHOLD, HeldOutput } from "../output/held-output.js";
+import { jsonAnswer } from "../output/json-answer.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { readVersion } from "../version.js";
 import {
@@ -70,14 +70,22 @@ async function write(stream: OutputStream, text: string | Buffer): Promise<void>
  */
 async function printResult(command: QueryCommand, result: QueryResult, io: CliIo): Promise<void> {
   const table = command.format === "table" || (command.format === "auto" && io.stdout.isTTY);
-  const held = new HeldOutput(spillThreshold());
+  const threshold = spillThreshold();
+  const held = new HeldOutput(threshold);
   try {
     if (table) {
       // Loaded on demand: width measurement is only needed for tables, and start-up counts.
       const { tableChunks } = await import("../output/table.js");
       for (const chunk of tableChunks(result.columns, result.rows)) held.add(chunk);
     } else {
-      for (const chunk of jsonChunks(result.columns, result.rows)) held.add(chunk);
+      // SQLite writes a long answer when it fits in what is held in memory anyway.
+      const answer = jsonAnswer(result, threshold ?? DEFAULT_SPILL_THRESHOLD);
+      if ("bytes" in answer) {
+        await write(io.stdout, answer.bytes);
+        await write(io.stdout, "\n");
+        return;
+      }
+      for (const chunk of answer.chunks) held.add(chunk);
     }
   } catch (error) {
     held.discard();

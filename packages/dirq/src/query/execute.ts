@@ -12,7 +12,7 @@ export type { SqlValue };
 export interface StatementRows {
   /** Result column names, in SELECT order. */
   columns: string[];
-  /** The rows, read lazily from SQLite: iterate once. */
+  /** The rows, read lazily from SQLite; each iteration runs the statement anew. */
   rows: Iterable<SqlValue[]>;
 }
 
@@ -38,7 +38,7 @@ function* iterateRows(
   keep: number[] | null,
   args: readonly unknown[],
   oneColumn: boolean,
-): Iterable<SqlValue[]> {
+): Generator<SqlValue[]> {
   try {
     if (oneColumn) {
       // One column: its values alone (`pluck`), each put in a row here, cost about half of
@@ -103,5 +103,8 @@ export function executeStatement(
   statement.raw(true).safeIntegers(true);
   const { columns, keep } = plan ?? columnPlan(statement, sql);
   const oneColumn = keep === null && columns.length === 1;
-  return { columns, rows: iterateRows(statement, keep, args, oneColumn) };
+  return {
+    columns,
+    rows: { [Symbol.iterator]: () => iterateRows(statement, keep, args, oneColumn) },
+  };
 }

@@ -12,10 +12,11 @@ import { jsonChunks } from "../output/json.js";
 import type { AnswerFormat } from "./query-pool.js";
 import {
   type JsonStatement,
+  firstAnswerJsRows,
   jsonFromSqlite,
   strictTableNames,
   wrapForJson,
-} from "./sqlite-json.js";
+} from "../output/sqlite-json.js";
 import {
   AnswerKind,
   encodeFrame,
@@ -216,23 +217,8 @@ function execute(prepared: PreparedStatement, args: BoundArguments = []): Statem
 /** The body's final newline, after an answer SQLite wrote. */
 const NEWLINE = Buffer.from("\n");
 
-/**
- * A statement's first answer is written the JS way when it has at most this many rows.
- * Wrapping a statement for SQLite's JSON compiles another statement (measured, ten times the
- * cost of a one-row answer the JS way, and the pragma it read for STRICT tables as much
- * again); it pays off only for long answers and for statements that run again, which are
- * wrapped from their second run on.
- */
+/** A statement's first answer is written the JS way when it has at most this many rows. */
 const FIRST_ANSWER_JS_ROWS = firstAnswerJsRows();
-
-/**
- * `DIRQ_FIRST_ANSWER_JS_ROWS` changes the bound: tests set 0, so that SQLite writes every
- * answer it can and they compare its bytes with the CLI's.
- */
-function firstAnswerJsRows(): number {
-  const fromEnv = Number(process.env.DIRQ_FIRST_ANSWER_JS_ROWS ?? Number.NaN);
-  return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : 64;
-}
 
 /**
  * The first answer of a statement the JS way, or `null` once it has more than

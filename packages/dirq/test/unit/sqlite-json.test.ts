@@ -5,7 +5,7 @@ import { openSqlite, type SqliteDatabase } from "../../src/indexer/database.js";
 import { jsonChunks } from "../../src/output/json.js";
 import { columnPlan, executeStatement } from "../../src/query/execute.js";
 import { analyzeStatement } from "../../src/query/statement-analysis.js";
-import { jsonFromSqlite, wrapForJson } from "../../src/runner/sqlite-json.js";
+import { jsonFromSqlite, wrapForJson } from "../../src/output/sqlite-json.js";
 
 /**
  * The server's SQLite-written answers against the JS way (the CLI's writer): the same bytes,

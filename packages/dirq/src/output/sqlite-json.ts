@@ -11,14 +11,27 @@ const MAX_FUNCTION_ARGUMENTS = 127;
  */
 export const MAX_SQLITE_JSON_ROWS = 10_000;
 /**
- * A statement whose last answer had at most this many rows runs without the row bound: it
- * could only outgrow MAX_SQLITE_JSON_ROWS by growing tenfold between two runs.
+ * A statement whose last answer had at most this share of the row bound runs without it: it
+ * could only outgrow the bound by growing tenfold between two runs.
  */
-const SMALL_ANSWER_ROWS = MAX_SQLITE_JSON_ROWS / 10;
+const SMALL_ANSWER_SHARE = 10;
+
+/**
+ * How many rows of a statement's first answer are written the JS way before SQLite writes
+ * it instead (see `answerInSqlite` of the query process, and the CLI's JSON output).
+ * Wrapping a statement for SQLite's JSON compiles another statement (measured, ten times the
+ * cost of a one-row answer the JS way); it pays off only for longer answers.
+ * `DIRQ_FIRST_ANSWER_JS_ROWS` changes the bound: tests set 0, so that SQLite writes every
+ * answer it can, or a huge number, so that the JS way writes them all, and compare the bytes.
+ */
+export function firstAnswerJsRows(): number {
+  const fromEnv = Number(process.env.DIRQ_FIRST_ANSWER_JS_ROWS ?? Number.NaN);
+  return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : 64;
+}
 
 /**
  * A statement wrapped so that SQLite writes its JSON answer, in two forms. The bounded one
- * stops reading at MAX_SQLITE_JSON_ROWS + 1 rows, so a huge answer never becomes one huge
+ * stops reading at `maxRows` + 1 rows (MAX_SQLITE_JSON_ROWS unless told), so a huge answer never becomes one huge
  * string; its LIMIT makes SQLite copy every row through a subquery, measured a fifth of a
  * 1,000-row answer's time. The unbounded one reads every row and serves statements whose
  * answers have been small. Each is compiled when first needed: a statement whose answers
@@ -32,6 +45,8 @@ export interface JsonStatement {
   unbounded: Statement | null;
   /** Rows of the last answer; -1 before the first. */
   lastRows: number;
+  /** The bounded form's bound: longer answers go the JS way. */
+  maxRows: number;
 }
 
 /** The one form of a wrapped statement the next answer runs, compiled on first use. */
@@ -39,7 +54,7 @@ function jsonForm(wrapped: JsonStatement, bounded: boolean): Statement {
   const { db } = wrapped;
   if (bounded) {
     wrapped.bounded ??= db
-      .prepare(`${wrapped.head} (SELECT * FROM _dirq_answer LIMIT ${MAX_SQLITE_JSON_ROWS + 1})`)
+      .prepare(`${wrapped.head} (SELECT * FROM _dirq_answer LIMIT ${wrapped.maxRows + 1})`)
       .raw(true);
     return wrapped.bounded;
   }
@@ -49,7 +64,7 @@ function jsonForm(wrapped: JsonStatement, bounded: boolean): Statement {
 
 /** Whether the next answer runs the bounded form: its last answer was not small. */
 function runsBounded(wrapped: JsonStatement): boolean {
-  return wrapped.lastRows < 0 || wrapped.lastRows > SMALL_ANSWER_ROWS;
+  return wrapped.lastRows < 0 || wrapped.lastRows > wrapped.maxRows / SMALL_ANSWER_SHARE;
 }
 
 function sqlString(text: string): string {
@@ -141,6 +156,7 @@ export function wrapForJson(
   plan: ColumnPlan,
   strictTables: ReadonlySet<string> = strictTableNames(db),
   lastRows = -1,
+  maxRows = MAX_SQLITE_JSON_ROWS,
 ): JsonStatement | null {
   const { sql } = analysis;
   const origins = statement.columns();
@@ -161,7 +177,7 @@ export function wrapForJson(
   const json = `json_group_array(json_object(${pairs.join(", ")}))`;
   // The statement on lines of its own: a trailing `-- comment` ends with its line.
   const head = `WITH _dirq_answer(${names.join(", ")}) AS (\n${sql}\n) SELECT CAST(${json} AS BLOB), ${odd}, count(*) FROM`;
-  const wrapped: JsonStatement = { db, head, bounded: null, unbounded: null, lastRows };
+  const wrapped: JsonStatement = { db, head, bounded: null, unbounded: null, lastRows, maxRows };
   try {
     jsonForm(wrapped, runsBounded(wrapped));
     return wrapped;
@@ -173,7 +189,7 @@ export function wrapForJson(
 /**
  * Runs a wrapped statement: the answer's UTF-8 bytes as `jsonChunks` writes them, without the
  * final newline, or `null` when it must be written the JS way (a REAL or BLOB value, more
- * than MAX_SQLITE_JSON_ROWS rows from the bounded form, or an error, which the JS way then
+ * than its `maxRows` rows from the bounded form, or an error, which the JS way then
  * reports as the statement's own). Throws `tooLarge()` past `maxBytes`.
  */
 export function jsonFromSqlite(
@@ -192,7 +208,7 @@ export function jsonFromSqlite(
     return null;
   }
   wrapped.lastRows = count;
-  if (odd || (bounded && count > MAX_SQLITE_JSON_ROWS)) return null;
+  if (odd || (bounded && count > wrapped.maxRows)) return null;
   if (json.length > maxBytes) throw tooLarge();
   return json;
 }
