@@ -465,8 +465,10 @@ export class SelectionWalker {
       // decides; else the walk matches name by name).
       const bulk = glob.bulkFileMatcherIn(dir);
       if (bulk === null) return false;
+      // Each match is a name with the NUL before it, but a first name at the start.
       const matched = joined.match(bulk) ?? [];
-      names = matched.join("\0");
+      names = matched.join("");
+      if (names.charCodeAt(0) === 0) names = names.slice(1);
       count = matched.length;
     }
     if (count > 0) this.parts.push({ prefix: dir === "" ? "" : `${dir}/`, names });
