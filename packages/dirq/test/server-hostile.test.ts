@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
-import { Agent, request as httpRequestRaw } from "node:http";
+import { Agent, type IncomingMessage, request as httpRequestRaw } from "node:http";
 import { connect, type Socket } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -32,6 +32,21 @@ interface Answer {
   text: string;
 }
 
+/** Reads a response whole into an `Answer`. */
+function readAnswer(
+  res: IncomingMessage,
+  resolve: (answer: Answer) => void,
+  reject: (error: Error) => void,
+): void {
+  let text = "";
+  res.setEncoding("utf8");
+  res.on("data", (chunk: string) => (text += chunk));
+  res.on("end", () =>
+    resolve({ status: res.statusCode ?? 0, contentType: res.headers["content-type"] ?? "", text }),
+  );
+  res.on("error", reject);
+}
+
 /** One request on a keep-alive agent, with any body and content type. */
 function send(
   server: ServerProcess,
@@ -52,19 +67,7 @@ function send(
         agent,
         headers,
       },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            contentType: res.headers["content-type"] ?? "",
-            text,
-          }),
-        );
-        res.on("error", reject);
-      },
+      (res) => readAnswer(res, resolve, reject),
     );
     req.on("error", reject);
     req.end(body);
@@ -82,19 +85,7 @@ function uploadAndClose(server: ServerProcess, contentType: string, body: Buffer
         method: "POST",
         headers: { "content-type": contentType, connection: "close" },
       },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (chunk: string) => (text += chunk));
-        res.on("end", () =>
-          resolve({
-            status: res.statusCode ?? 0,
-            contentType: res.headers["content-type"] ?? "",
-            text,
-          }),
-        );
-        res.on("error", reject);
-      },
+      (res) => readAnswer(res, resolve, reject),
     );
     req.on("error", reject);
     const piece = 256 * 1024;
