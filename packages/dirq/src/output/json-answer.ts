@@ -17,7 +17,7 @@ export type JsonAnswer = { bytes: Buffer } | { chunks: Iterable<string> };
 /**
  * A one-shot answer as JSON. A short one is written the JS way (wrapping the statement for
  * SQLite costs more than writing a few rows). Past that, SQLite writes the whole answer: it
- * makes no JS value per row, which measured 2.5-4 ms against 17-30 ms for 16,667 paths in a
+ * makes no JS value per row, which measured 2.5-4.3 ms against 17-45 ms for 16,667 paths in a
  * fresh process, most of it making the JS strings. It does so only for answers of at most
  * about `budgetBytes`, estimated from the first rows' size, since SQLite builds the answer
  * as one string; longer answers, and those with values SQLite would write differently (a

@@ -31,9 +31,9 @@ export function firstAnswerJsRows(): number {
 
 /**
  * A statement wrapped so that SQLite writes its JSON answer, in two forms. The bounded one
- * stops reading at `maxRows` + 1 rows (MAX_SQLITE_JSON_ROWS unless told), so a huge answer never becomes one huge
- * string; its LIMIT makes SQLite copy every row through a subquery, measured a fifth of a
- * 1,000-row answer's time. The unbounded one reads every row and serves statements whose
+ * stops reading at `maxRows` + 1 rows (MAX_SQLITE_JSON_ROWS unless told), so a huge answer
+ * never becomes one huge string; its LIMIT makes SQLite copy every row through a subquery,
+ * measured a fifth of a 1,000-row answer's time. The unbounded one reads every row and serves statements whose
  * answers have been small. Each is compiled when first needed: a statement whose answers
  * stay small never compiles the bounded one.
  */

@@ -55,11 +55,15 @@ export function sendJson(
   status: number,
   body: string | Uint8Array,
 ): void {
+  writeJsonHead(response, status, body);
+  response.end(body);
+}
+
+function writeJsonHead(response: ServerResponse, status: number, body: string | Uint8Array): void {
   response.writeHead(status, {
     "content-type": "application/json",
     "content-length": Buffer.byteLength(body),
   });
-  response.end(body);
 }
 
 /** How long the rest of a refused request's body is read and dropped before the answer ends. */
@@ -78,11 +82,8 @@ export function refuseBody(
   status: number,
   body: string,
 ): void {
-  response.writeHead(status, {
-    "content-type": "application/json",
-    "content-length": Buffer.byteLength(body),
-  });
-  if (request.complete || request.destroyed) return void response.end(body);
+  if (request.complete || request.destroyed) return sendJson(response, status, body);
+  writeJsonHead(response, status, body);
   response.write(body);
   let ended = false;
   const end = () => {
