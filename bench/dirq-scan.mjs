@@ -46,6 +46,8 @@ const USAGE = `usage: node bench/dirq-scan.mjs [options]
   --dirq PATH          the dirq launcher to time (default: this checkout's packages/dirq/bin)
   --packed             npm pack this checkout's dirq and install the tarball into a temporary
                        prefix, and time that (the package as users get it)
+  --without-extra-ca   run every command without NODE_EXTRA_CA_CERTS (Node 20 parses that
+                       file at every start, before any JavaScript: see bench/README.md)
 ${benchOptionsUsage(23, "where the trees live")}`;
 
 function parseArgs(argv) {
@@ -57,6 +59,7 @@ function parseArgs(argv) {
       "startup-runs": { type: "string", default: "21" },
       dirq: { type: "string" },
       packed: { type: "boolean", default: false },
+      "without-extra-ca": { type: "boolean", default: false },
     },
     USAGE,
   );
@@ -69,6 +72,7 @@ function parseArgs(argv) {
     startupRuns: positiveInteger(values["startup-runs"], "--startup-runs"),
     dirq: values.dirq ?? null,
     packed: values.packed,
+    withoutExtraCa: values["without-extra-ca"],
   };
 }
 
@@ -164,13 +168,31 @@ function timePair(pair, cwd, runs) {
   };
 }
 
-function dirqCommand(launcher, sql, extraEnv = {}) {
+/**
+ * The environment every command of the run gets: this process's, or without
+ * NODE_EXTRA_CA_CERTS (`--without-extra-ca`). Node 20 reads and parses that file when it
+ * starts, before any JavaScript, whether or not the program uses TLS (Node 22 and later parse
+ * it when TLS first needs it), so it weighs on dirq and `node -e 0` alike.
+ */
+let baseEnv = process.env;
+
+function withoutExtraCa(env) {
+  const copy = { ...env };
+  delete copy.NODE_EXTRA_CA_CERTS;
+  return copy;
+}
+
+function dirqCommand(launcher, sql) {
   return {
     label: `dirq "${sql}"`,
     executable: process.execPath,
     args: [launcher, sql],
-    env: { ...DIRQ_ENV, ...extraEnv },
+    env: { ...baseEnv, DIRQ_PROGRESS: DIRQ_ENV.DIRQ_PROGRESS },
   };
+}
+
+function nodeCommand(label, env) {
+  return { label, executable: process.execPath, args: ["-e", "0"], env };
 }
 
 function findCommand(args) {
@@ -180,7 +202,16 @@ function findCommand(args) {
       .join(" ")}`,
     executable: "find",
     args,
-    env: process.env,
+    env: baseEnv,
+  };
+}
+
+/** What NODE_EXTRA_CA_CERTS costs Node's start here: `node -e 0` with it against without. */
+function extraCaPair() {
+  return {
+    label: "NODE_EXTRA_CA_CERTS",
+    a: nodeCommand("node -e 0", process.env),
+    b: nodeCommand("node -e 0 without it", withoutExtraCa(process.env)),
   };
 }
 
@@ -232,8 +263,8 @@ function loadText() {
     .join(" ");
 }
 
-function report(results, startup, tree, before, after) {
-  const rows = [...results, startup].map((result) => [
+function report(results, startup, extraCa, tree, before, after) {
+  const rows = [...results, startup, ...(extraCa ? [extraCa] : [])].map((result) => [
     result.label,
     result.a,
     result.medianA.toFixed(1),
@@ -251,6 +282,7 @@ function report(results, startup, tree, before, after) {
     `load average before: ${before}`,
     ...table(["pair", "A", "A ms", "B (reference)", "B ms", "A/B", "target", "A MB", "B MB"], rows),
     `load average after: ${after}`,
+    extraCaNote(extraCa),
   ];
   const memoryRatio =
     Math.max(...results.map((result) => result.peakA ?? 0)) / (startup.peakB ?? 1);
@@ -267,8 +299,21 @@ function report(results, startup, tree, before, after) {
   return lines.join("\n");
 }
 
+function extraCaNote(extraCa) {
+  if (baseEnv.NODE_EXTRA_CA_CERTS === undefined) {
+    return process.env.NODE_EXTRA_CA_CERTS === undefined
+      ? "NODE_EXTRA_CA_CERTS: not set"
+      : "NODE_EXTRA_CA_CERTS: set here, left out of every command (--without-extra-ca)";
+  }
+  const cost = extraCa
+    ? `: ${(extraCa.medianA - extraCa.medianB).toFixed(1)} ms of each start`
+    : "";
+  return `NODE_EXTRA_CA_CERTS: set, every command pays for it${cost}`;
+}
+
 function main() {
   const options = parseArgs(process.argv.slice(2));
+  if (options.withoutExtraCa) baseEnv = withoutExtraCa(process.env);
   const launcher = options.packed ? installPacked() : (options.dirq ?? DIRQ_BIN);
   if (!existsSync(launcher)) fail(`no dirq launcher at ${launcher}: build dirq first`);
   const tree = TREES[options.tree];
@@ -287,22 +332,21 @@ function main() {
       {
         label: "start-up",
         a: dirqCommand(launcher, "SELECT 1"),
-        b: {
-          label: "node -e 0",
-          executable: process.execPath,
-          args: ["-e", "0"],
-          env: process.env,
-        },
+        b: nodeCommand("node -e 0", baseEnv),
         target: TARGETS.startup,
       },
       empty,
       options.startupRuns,
     );
+    const extraCa =
+      baseEnv.NODE_EXTRA_CA_CERTS === undefined
+        ? null
+        : timePair(extraCaPair(), empty, options.startupRuns);
     const after = loadText();
-    const text = report(results, startup, tree, before, after);
+    const text = report(results, startup, extraCa, tree, before, after);
     if (options.json) {
       process.stdout.write(
-        `${JSON.stringify({ tree: tree.name, before, after, results, startup }, null, 2)}\n`,
+        `${JSON.stringify({ tree: tree.name, before, after, results, startup, extraCa }, null, 2)}\n`,
       );
     } else {
       process.stdout.write(`${text}\n`);
