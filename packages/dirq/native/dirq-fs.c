@@ -24,10 +24,12 @@
  *
  * SELECT ... FROM dirq_rows(paths, stats): a batch's rows, see below.
  *
+ * SELECT ... FROM dirq_blank_rows(count): that many rows without values, see below.
+ *
  * It reads metadata only: it never opens a file's contents, and writes and changes nothing.
  * dirq loads the file system calls (sqlite3_dirqfs_init) only into private in-memory
  * connections, never into one that runs user SQL. The index's connection gets only dirq_rows
- * (sqlite3_dirqrows_init), which reads nothing but its arguments.
+ * and dirq_blank_rows (sqlite3_dirqrows_init), which read nothing but their arguments.
  */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
@@ -858,13 +860,119 @@ static sqlite3_module rows_module = {
     rows_rowid,      /* xRowid */
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
+/*
+ * SELECT ... FROM dirq_blank_rows(count): `count` rows with no values (one hidden column, the
+ * argument). A one-shot statement that reads no column of a path-table (`count(*)`) gets a
+ * view over it in place of the table: the walk only counts the files, and no row is written
+ * (100,000 inserts cost 22-25 ms; reading 100,000 blank rows about 2 ms). See PathTables in
+ * src/indexer/path-tables.ts. It reads only its argument, like dirq_rows.
+ */
+typedef struct {
+  sqlite3_vtab_cursor base;
+  sqlite3_int64 row, count;
+} BlankCursor;
+
+static int blank_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                         sqlite3_vtab **table, char **error) {
+  (void)aux;
+  (void)argc;
+  (void)argv;
+  (void)error;
+  int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(count HIDDEN)");
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  *table = sqlite3_malloc(sizeof(sqlite3_vtab));
+  if (*table == NULL) return SQLITE_NOMEM;
+  memset(*table, 0, sizeof(sqlite3_vtab));
+  return SQLITE_OK;
+}
+
+/* `count` is required (argument 1). */
+static int blank_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
+    if (constraint->iColumn != 0 || constraint->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!constraint->usable) return SQLITE_CONSTRAINT;
+    info->aConstraintUsage[i].argvIndex = 1;
+    info->aConstraintUsage[i].omit = 1;
+    info->estimatedCost = 1000;
+    info->estimatedRows = 1000;
+    return SQLITE_OK;
+  }
+  return SQLITE_CONSTRAINT;
+}
+
+static int blank_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
+  (void)table;
+  BlankCursor *blank = sqlite3_malloc(sizeof(BlankCursor));
+  if (blank == NULL) return SQLITE_NOMEM;
+  memset(blank, 0, sizeof *blank);
+  *cursor = &blank->base;
+  return SQLITE_OK;
+}
+
+static int blank_close(sqlite3_vtab_cursor *cursor) {
+  sqlite3_free(cursor);
+  return SQLITE_OK;
+}
+
+static int blank_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
+                        sqlite3_value **argv) {
+  (void)idx_num;
+  (void)idx_text;
+  BlankCursor *blank = (BlankCursor *)cursor;
+  blank->row = 0;
+  blank->count = argc < 1 ? 0 : sqlite3_value_int64(argv[0]);
+  return SQLITE_OK;
+}
+
+static int blank_next(sqlite3_vtab_cursor *cursor) {
+  ((BlankCursor *)cursor)->row++;
+  return SQLITE_OK;
+}
+
+static int blank_eof(sqlite3_vtab_cursor *cursor) {
+  BlankCursor *blank = (BlankCursor *)cursor;
+  return blank->row >= blank->count;
+}
+
+static int blank_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, int column) {
+  (void)column;
+  sqlite3_result_int64(context, ((BlankCursor *)cursor)->count);
+  return SQLITE_OK;
+}
+
+static int blank_rowid(sqlite3_vtab_cursor *cursor, sqlite3_int64 *rowid) {
+  *rowid = ((BlankCursor *)cursor)->row + 1;
+  return SQLITE_OK;
+}
+
+static sqlite3_module blank_module = {
+    0,                /* iVersion */
+    NULL,             /* xCreate: eponymous only */
+    blank_connect,    /* xConnect */
+    blank_best_index, /* xBestIndex */
+    rows_disconnect,  /* xDisconnect */
+    NULL,             /* xDestroy */
+    blank_open,       /* xOpen */
+    blank_close,      /* xClose */
+    blank_filter,     /* xFilter */
+    blank_next,       /* xNext */
+    blank_eof,        /* xEof */
+    blank_column,     /* xColumn */
+    blank_rowid,      /* xRowid */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
 int sqlite3_dirqrows_init(sqlite3 *db, char **error, const sqlite3_api_routines *api) {
   SQLITE_EXTENSION_INIT2(api);
   (void)error;
-  return sqlite3_create_module(db, "dirq_rows", &rows_module, NULL);
+  int rc = sqlite3_create_module(db, "dirq_rows", &rows_module, NULL);
+  if (rc != SQLITE_OK) return rc;
+  return sqlite3_create_module(db, "dirq_blank_rows", &blank_module, NULL);
 }
 
 #ifdef _WIN32

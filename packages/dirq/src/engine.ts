@@ -54,6 +54,7 @@ import { CaseVariants } from "./query/case-variants.js";
 import { TableGenerations } from "./indexer/table-generations.js";
 import { isExplain } from "./query/read-only-guard.js";
 import { analyzeStatement } from "./query/statement-analysis.js";
+import { ROWID } from "./query/statement-plan.js";
 import {
   type PreparedStatement,
   type PrepareOptions,
@@ -109,6 +110,15 @@ export interface OpenIndexOptions {
    * its rows up by path.
    */
   pathlessFills?: boolean;
+  /**
+   * With `pathlessFills`, a statement that reads no column and no row id of a path-table
+   * (`count(*)`, `EXISTS`) gets, in the table's place, a view of as many blank rows as the walk
+   * counted: no row is written. The next statement checked turns it back into the empty table,
+   * which a statement reading it then fills. For an in-memory index that runs one statement at
+   * a time and that nothing else writes (the one-shot CLI); a persisted index keeps writing
+   * rows. Needs dirq's native extension; without it rows are written.
+   */
+  countedFills?: boolean;
   /**
    * Fill path-tables on a thread of their own, with its own connection to the index file
    * (needs `databasePath` or `persist`): the calling thread stays free while a big table
@@ -289,10 +299,14 @@ export class DirqIndex {
       needsFill: (table, columns) =>
         this.unreconciled.has(table.toLowerCase()) ||
         this.pathTables.needsFill(table, this.groupsFor(columns)),
-      fill: (table, columns) =>
+      fill: (table, columns, readsSchema) =>
         this.unreconciled.has(table.toLowerCase())
           ? this.reconcileOnFileTable(table)
-          : this.pathTables.fill(table, this.groupsFor(columns)),
+          : this.pathTables.fill(table, this.groupsFor(columns), {
+              readsRowid: columns.has(ROWID),
+              readsSchema,
+            }),
+      beforeStatement: () => this.pathTables.revertCounted(),
       touch: (tables) => this.pathTables.touch(tables),
       callsWorkers: (functions) => this.functions.calledIn(functions).length > 0,
       withWriter: (task) => this.withWriter(task),
@@ -343,6 +357,10 @@ export class DirqIndex {
       concurrency: options.hookConcurrency,
       signal: this.closing.signal,
       pathlessFills: options.pathlessFills === true && options.fillAllColumns !== true,
+      countedFills:
+        options.countedFills === true &&
+        options.pathlessFills === true &&
+        options.fillAllColumns !== true,
     };
     this.progress = progress;
     this.fillAllColumns = options.fillAllColumns ?? false;

@@ -181,8 +181,10 @@ async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> 
     onFile: command.onFile ?? undefined,
     extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
     persist: command.persist ?? undefined,
-    // One statement reads this index: `count(*)` needs rows, not their paths.
+    // One statement reads this index: `count(*)` needs rows, not their paths, and with the
+    // native extension not even rows (a view of as many blank rows as files).
     pathlessFills: true,
+    countedFills: true,
     progress: createProgressReporter(io.stderr),
   });
   try {

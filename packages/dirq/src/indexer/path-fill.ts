@@ -213,11 +213,15 @@ export class RowWriter {
   /** Rows with an empty path, for a fill that writes no column (see ColumnGroups.paths). */
   private readonly insertEmpty: Statement | null;
 
-  /** Writes the `groups` of rows of table `name` (stat columns come with the stats). */
+  /**
+   * Writes the `groups` of rows of table `name` (stat columns come with the stats), or counts
+   * them and writes nothing (`countOnly`).
+   */
   constructor(
     private readonly db: SqliteDatabase,
     name: string,
     groups: ColumnGroups,
+    private readonly countOnly = false,
   ) {
     const { names: withNames, stat: withStat } = groups;
     this.withNames = withNames;
@@ -286,7 +290,7 @@ export class RowWriter {
 
   /** Paths-only fills: `count` paths as a JSON array. */
   writePathsJson(json: string, count: number): void {
-    (this.insertPaths as Statement).run(json);
+    if (!this.countOnly) (this.insertPaths as Statement).run(json);
     this.written += count;
     this.commitNow();
   }
@@ -298,6 +302,10 @@ export class RowWriter {
 
   /** Writes a batch of rows in walk order (stats NaN: that file is dropped). */
   write(batch: PathBatch, stats: Float64Array | null): void {
+    if (this.countOnly) {
+      this.written += batch.count;
+      return;
+    }
     if (this.insertEmpty !== null) {
       // As many rows as paths: one JSON array of zeros, which json_each unpacks.
       if (batch.count > 0) this.insertEmpty.run(`[${"0,".repeat(batch.count - 1)}0]`);
@@ -371,6 +379,11 @@ export interface ColumnGroups {
 export interface FillJob {
   /** The table's SQLite name (it exists, created by the index's connection). */
   table: string;
+  /**
+   * Count the files and write no row (the caller puts a view of that many blank rows in the
+   * table's place: see `PathTables`). Needs `groups` empty.
+   */
+  countOnly?: boolean;
   walk: WalkHelperOptions;
   groups: ColumnGroups;
   /** Commit every few thousand rows (a first fill: nothing reads the table until it ends). */
@@ -433,7 +446,7 @@ export async function fillRows(
   });
   const skipped = walker.skipped;
   try {
-    const rows = new RowWriter(db, job.table, groups);
+    const rows = new RowWriter(db, job.table, groups, job.countOnly === true);
     const count = await rows.replaceAll(
       async () => {
         if (walkHelper === null) return streamBatches(walker, statter, rows);

@@ -1,4 +1,5 @@
 import type { ProgressReporter } from "../progress/reporter.js";
+import { loadNativeRows } from "../scan/native-fs.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
@@ -66,6 +67,8 @@ interface PathTable {
    * first fill checks them); `null` otherwise.
    */
   restored: ColumnGroups | null;
+  /** The name is a view over counted blank rows for now, not the table (see `countedFills`). */
+  counted: boolean;
 }
 
 /**
@@ -88,6 +91,26 @@ export interface PathTableOptions {
   progress: ProgressReporter;
   /** See `OpenIndexOptions.pathlessFills`. */
   pathlessFills?: boolean;
+  /** See `OpenIndexOptions.countedFills`. */
+  countedFills?: boolean;
+}
+
+/** What a statement reads of a path-table besides its columns. */
+export interface StatementReads {
+  /** Row ids, which a view does not have. */
+  readsRowid: boolean;
+  /** The schema, or something other than table rows (`pragma_table_info`): it would see a view. */
+  readsSchema: boolean;
+}
+
+/**
+ * The view that stands for a path-table whose statement reads no column of it: `count` rows
+ * with the table's columns, made by dirq's native `dirq_blank_rows` without writing any.
+ */
+function countedView(name: string, count: number): string {
+  const columns =
+    "'' AS path, NULL AS basename, NULL AS dir, NULL AS ext, NULL AS size, NULL AS mtime, NULL AS ctime";
+  return `CREATE VIEW ${quoteIdentifier(name)} AS SELECT ${columns} FROM dirq_blank_rows(${count})`;
 }
 
 /** A file's row (unfilled column groups NULL). */
@@ -164,6 +187,7 @@ export class PathTables {
       lastUsed: Date.now(),
       aliases: [],
       restored: entry.filled === null ? null : (JSON.parse(entry.filled) as ColumnGroups),
+      counted: false,
     };
     this.tables.set(entry.name.toLowerCase(), table);
     this.bySelection.set(key, table);
@@ -211,6 +235,7 @@ export class PathTables {
       lastUsed: Date.now(),
       aliases: [],
       restored: null,
+      counted: false,
     };
     this.tables.set(name.toLowerCase(), table);
     this.bySelection.set(key, table);
@@ -234,7 +259,9 @@ export class PathTables {
       this.catalog?.forgetTable(alias);
       this.aliasOf.delete(alias.toLowerCase());
     }
-    this.db.exec(`DROP TABLE IF EXISTS ${quoteIdentifier(table.name)}`);
+    this.db.exec(
+      `DROP ${table.counted ? "VIEW" : "TABLE"} IF EXISTS ${quoteIdentifier(table.name)}`,
+    );
     this.catalog?.forgetTable(table.name);
     this.tables.delete(table.name.toLowerCase());
     this.bySelection.delete(selectionKey(table.selection));
@@ -376,10 +403,60 @@ export class PathTables {
     );
   }
 
-  /** Makes sure the table holds its rows with at least the `wanted` column groups. */
-  async fill(name: string, reads: ColumnGroups): Promise<SkippedPath[]> {
+  /**
+   * Turns every counted view back into its table, empty and unfilled: a counted view answers
+   * only the statement it was made for (a statement's plan does not see a path-table through
+   * it, so the next statement would not fill it). Call before each statement is checked.
+   */
+  revertCounted(): void {
+    if (this.countedTables === 0) return;
+    for (const table of this.tables.values()) if (table.counted) this.revert(table);
+  }
+
+  private countedTables = 0;
+
+  private revert(table: PathTable): void {
+    const name = quoteIdentifier(table.name);
+    this.db.transaction(() => {
+      this.db.exec(`DROP VIEW ${name}`);
+      this.db.exec(`CREATE TABLE ${name} (${CREATE_COLUMNS}) STRICT`);
+    })();
+    table.counted = false;
+    table.filled = null;
+    this.countedTables--;
+  }
+
+  /**
+   * Whether a fill of `groups` may count the files instead of writing rows: `countedFills` is
+   * on, the index lives in memory (a persisted one keeps its rows), the statement reads no
+   * column, no row id and not the schema (which would show a view), and the native extension
+   * makes the blank rows.
+   */
+  private mayCount(groups: ColumnGroups, statement: StatementReads): boolean {
+    return (
+      this.options.countedFills === true &&
+      this.catalog === null &&
+      !statement.readsRowid &&
+      !statement.readsSchema &&
+      !groups.paths &&
+      !groups.names &&
+      !groups.stat &&
+      loadNativeRows(this.db)
+    );
+  }
+
+  /**
+   * Makes sure the table holds its rows with at least the `wanted` column groups. `statement`:
+   * what else the statement reads (see `countedFills`).
+   */
+  async fill(
+    name: string,
+    reads: ColumnGroups,
+    statement: StatementReads = { readsRowid: true, readsSchema: true },
+  ): Promise<SkippedPath[]> {
     const table = this.tables.get(name.toLowerCase());
     if (!table) return [];
+    if (table.counted) this.revert(table);
     const wanted = this.groupsToWrite(table.name, reads);
     table.lastUsed = Date.now();
     if (table.restored !== null) this.checkRestored(table);
@@ -393,8 +470,10 @@ export class PathTables {
     const phase = this.options.progress.start();
     const walkStart = Date.now();
     const folders = this.catalog ? this.startSignatures(table.selection) : null;
+    const countOnly = this.mayCount(groups, statement);
     const job: FillJob = {
       table: table.name,
+      countOnly,
       walk: {
         root: this.options.root,
         selection: table.selection,
@@ -410,6 +489,14 @@ export class PathTables {
     const outcome = await this.runFill(job, (found) => phase.update(`scanning ${found} files`));
     phase.finish((duration) => `scanned ${outcome.count} files in ${duration}`);
     table.filled = groups;
+    if (countOnly) {
+      this.db.transaction(() => {
+        this.db.exec(`DROP TABLE ${quoteIdentifier(table.name)}`);
+        this.db.exec(countedView(table.name, outcome.count));
+      })();
+      table.counted = true;
+      this.countedTables++;
+    }
     if (this.catalog && folders) {
       for (const [key, signature] of outcome.folders) folders.set(key, signature);
       this.recordFill(this.catalog, table, folders);

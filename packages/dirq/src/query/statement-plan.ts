@@ -1,7 +1,16 @@
 import type { SqliteDatabase } from "../indexer/database.js";
 
-/** What a compiled statement reads: table name → column positions read through its cursor. */
+/**
+ * What a compiled statement reads: table name → column positions read through its cursor, and
+ * `ROWID` when it reads or seeks a row id.
+ */
 export type TablesRead = Map<string, Set<number>>;
+
+/** The "column" of a `TablesRead` entry that stands for the row id. */
+export const ROWID = -1;
+
+/** Opcodes that read a row id through a cursor (p1), or seek one. */
+const ROWID_OPCODES = new Set(["Rowid", "SeekRowid", "NotExists", "IdxRowid", "DeferredSeek"]);
 
 /** The name the plan gives the schema table itself (`sqlite_master`), at root page 1. */
 export const SCHEMA_TABLE = "sqlite_schema";
@@ -96,6 +105,9 @@ export function planStatement(
     if (opcode === "Column") {
       const table = cursorTable.get(p1);
       if (table !== undefined) tables.get(table)?.add(p2);
+    } else if (ROWID_OPCODES.has(opcode)) {
+      const table = cursorTable.get(p1);
+      if (table !== undefined) tables.get(table)?.add(ROWID);
     } else if (opcode === "OpenRead" || opcode === "ReopenIdx") {
       // A database other than main (temp, attached): nothing keeps track of its rows.
       if (p3 !== 0) {

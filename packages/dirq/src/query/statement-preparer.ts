@@ -11,7 +11,7 @@ import { nullArguments } from "./parameters.js";
 import { checkReadOnlyStatement } from "./read-only-guard.js";
 import { keywordOf } from "./sql-tokens.js";
 import { analyzeStatement, type StatementAnalysis } from "./statement-analysis.js";
-import { planStatement, RootPageMap, type StatementPlan } from "./statement-plan.js";
+import { planStatement, RootPageMap, SCHEMA_TABLE, type StatementPlan } from "./statement-plan.js";
 
 /** A statement checked, with every table it reads built and filled: ready to run. */
 export interface PreparedStatement {
@@ -61,10 +61,19 @@ export interface PreparerHost {
   missingTableError(name: string, error: unknown): unknown;
   /** Whether reading these columns of the table needs a fill first (`false`: not a path-table). */
   needsFill(table: string, columns: ReadonlySet<number>): boolean;
-  /** Fills the table for reading these columns (nothing for a table that is not a path-table). */
-  fill(table: string, columns: ReadonlySet<number>): Promise<SkippedPath[]>;
+  /**
+   * Fills the table for reading these columns (nothing for a table that is not a path-table).
+   * `readsSchema`: the statement also reads the schema or something other than table rows (a
+   * table-valued pragma such as `pragma_table_info`), so the table must stay what it is.
+   */
+  fill(table: string, columns: ReadonlySet<number>, readsSchema: boolean): Promise<SkippedPath[]>;
   /** The tables a statement reads were used now (idle path-tables are the first dropped). */
   touch(tables: Iterable<string>): void;
+  /**
+   * Called before each statement is checked: takes back what served only the statement
+   * before (counted path-tables, see `OpenIndexOptions.countedFills`).
+   */
+  beforeStatement(): void;
   /** Whether any of these functions (lower-cased names) is worker-backed. */
   callsWorkers(functions: ReadonlySet<string>): boolean;
   /** Runs a task under the index's one writer. */
@@ -151,6 +160,7 @@ export class StatementPreparer {
    * `null` otherwise, and whenever anything fails: the building way then reports the error.
    */
   atOnce(sql: string, options: PrepareOptions = {}): PreparedStatement | null {
+    this.host.beforeStatement();
     const schemaVersion = this.host.schemaVersion();
     const known = this.memo(options).get(sql);
     if (known !== undefined && known.schemaVersion === schemaVersion) {
@@ -318,9 +328,10 @@ export class StatementPreparer {
     refuseLoadExtension(plan.functions);
     const tables = [...plan.tables.keys()];
     state.tables = tables;
+    const readsSchema = plan.readsOutside || plan.tables.has(SCHEMA_TABLE);
     for (const [table, columns] of plan.tables) {
       if (INTERNAL_PREFIX.test(table)) throw internalTable(table);
-      skipped.push(...(await this.host.fill(table, columns)));
+      skipped.push(...(await this.host.fill(table, columns, readsSchema)));
     }
     // Checked against the schema as the building left it.
     const checked = this.checkedFrom(runnable, this.host.schemaVersion(), tables, plan);
