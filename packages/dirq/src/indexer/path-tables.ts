@@ -137,6 +137,8 @@ export class PathTables {
   /** Lower-cased alias name → lower-cased name of the table it is a view over. */
   private readonly aliasOf = new Map<string, string>();
   private readonly bySelection = new Map<string, PathTable>();
+  /** Tables that are counted views now (see `revertCounted`). */
+  private countedTables = 0;
 
   private readonly runFill: FillRunner;
 
@@ -262,6 +264,7 @@ export class PathTables {
     this.db.exec(
       `DROP ${table.counted ? "VIEW" : "TABLE"} IF EXISTS ${quoteIdentifier(table.name)}`,
     );
+    if (table.counted) this.countedTables--;
     this.catalog?.forgetTable(table.name);
     this.tables.delete(table.name.toLowerCase());
     this.bySelection.delete(selectionKey(table.selection));
@@ -412,8 +415,6 @@ export class PathTables {
     if (this.countedTables === 0) return;
     for (const table of this.tables.values()) if (table.counted) this.revert(table);
   }
-
-  private countedTables = 0;
 
   private revert(table: PathTable): void {
     const name = quoteIdentifier(table.name);
