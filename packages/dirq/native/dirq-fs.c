@@ -660,21 +660,28 @@ typedef struct {
   int eof;
 } RowsCursor;
 
-static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
-                        sqlite3_vtab **table, char **error) {
-  (void)aux;
-  (void)argc;
-  (void)argv;
-  (void)error;
-  int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(path TEXT, basename TEXT, dir TEXT, "
-                                    "ext TEXT, size INTEGER, mtime INTEGER, ctime INTEGER, "
-                                    "paths HIDDEN, stats HIDDEN)");
+/* Connects an eponymous table of this file that reads only its arguments, with `schema`. */
+static int connect_innocuous(sqlite3 *db, const char *schema, sqlite3_vtab **table) {
+  int rc = sqlite3_declare_vtab(db, schema);
   if (rc != SQLITE_OK) return rc;
   sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
   *table = sqlite3_malloc(sizeof(sqlite3_vtab));
   if (*table == NULL) return SQLITE_NOMEM;
   memset(*table, 0, sizeof(sqlite3_vtab));
   return SQLITE_OK;
+}
+
+static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                        sqlite3_vtab **table, char **error) {
+  (void)aux;
+  (void)argc;
+  (void)argv;
+  (void)error;
+  return connect_innocuous(db,
+                           "CREATE TABLE x(path TEXT, basename TEXT, dir TEXT, ext TEXT, "
+                           "size INTEGER, mtime INTEGER, ctime INTEGER, paths HIDDEN, "
+                           "stats HIDDEN)",
+                           table);
 }
 
 static int rows_disconnect(sqlite3_vtab *table) {
@@ -878,13 +885,7 @@ static int blank_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   (void)argc;
   (void)argv;
   (void)error;
-  int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(count HIDDEN)");
-  if (rc != SQLITE_OK) return rc;
-  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
-  *table = sqlite3_malloc(sizeof(sqlite3_vtab));
-  if (*table == NULL) return SQLITE_NOMEM;
-  memset(*table, 0, sizeof(sqlite3_vtab));
-  return SQLITE_OK;
+  return connect_innocuous(db, "CREATE TABLE x(count HIDDEN)", table);
 }
 
 /* `count` is required (argument 1). */

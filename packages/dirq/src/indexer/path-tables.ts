@@ -37,6 +37,14 @@ const CREATE_COLUMNS =
   "path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
   "size INTEGER, mtime INTEGER, ctime INTEGER";
 
+/**
+ * A path-table's empty table. STRICT: SQLite enforces the column types, so the server's JSON
+ * writer can trust them.
+ */
+function createTableSql(name: string): string {
+  return `CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS}) STRICT`;
+}
+
 export type { ColumnGroups };
 
 /**
@@ -219,8 +227,7 @@ export class PathTables {
       this.aliasOf.set(name.toLowerCase(), same.name.toLowerCase());
       return true;
     }
-    // STRICT: SQLite enforces the column types, so the server's JSON writer can trust them.
-    this.db.exec(`CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS}) STRICT`);
+    this.db.exec(createTableSql(name));
     this.catalog?.saveTable({
       name,
       kind: "path",
@@ -417,10 +424,9 @@ export class PathTables {
   }
 
   private revert(table: PathTable): void {
-    const name = quoteIdentifier(table.name);
     this.db.transaction(() => {
-      this.db.exec(`DROP VIEW ${name}`);
-      this.db.exec(`CREATE TABLE ${name} (${CREATE_COLUMNS}) STRICT`);
+      this.db.exec(`DROP VIEW ${quoteIdentifier(table.name)}`);
+      this.db.exec(createTableSql(table.name));
     })();
     table.counted = false;
     table.filled = null;
