@@ -236,8 +236,17 @@ export class DirqIndex {
     () => this.schemaVersion,
   );
   private readonly writerLock = createWriterLock();
-  /** Aborted by `close`: hooks a table build still runs are stopped. */
-  private readonly closing = new AbortController();
+  /**
+   * Aborted by `close`: hooks a table build still runs are stopped. Made when a build first
+   * asks for its signal: a statement that runs no hook never loads Node's AbortController
+   * (a module of its own, compiled on first use) nor dispatches its abort at close.
+   */
+  private closing: AbortController | null = null;
+
+  private closingSignal(): AbortSignal {
+    this.closing ??= new AbortController();
+    return this.closing.signal;
+  }
 
   /**
    * Runs a write task under the index's one writer. A full or read-only disk under the index
@@ -346,6 +355,7 @@ export class DirqIndex {
           ? defaultCachePath(this.root)
           : resolve(this.root, options.persist);
     this.userIgnores = [...(options.ignore ?? []), ...this.config.ignore];
+    const closingSignal = () => this.closingSignal();
     this.parsedOptions = {
       root: this.root,
       useGitignore: !options.noIgnore,
@@ -355,7 +365,9 @@ export class DirqIndex {
       ],
       progress,
       concurrency: options.hookConcurrency,
-      signal: this.closing.signal,
+      get signal() {
+        return closingSignal();
+      },
       pathlessFills: options.pathlessFills === true && options.fillAllColumns !== true,
       countedFills:
         options.countedFills === true &&
@@ -796,7 +808,7 @@ export class DirqIndex {
   close(): void {
     // Hooks of live refreshes are stopped; nothing they found is written any more.
     this.refresher.abortAll();
-    this.closing.abort();
+    this.closing?.abort();
     void this.fillWorker?.close();
     this.functions.close();
     this.db.close();

@@ -2,17 +2,19 @@ import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
 import {
   chmodSync,
+  copyFileSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   statSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -306,6 +308,40 @@ export {};
     assert.ok(existsSync(library), "npm rebuild dirq compiles native/dirq-fs.c");
     const after = await run(bin, statQuery, { cwd: app, env });
     assert.equal(after.stdout, before.stdout);
+
+    // The install script also records where SQLite's addon is, and the CLI loads it from there
+    // without node-gyp-build's search: with the prebuilds folder hidden, a copy the record
+    // names still loads; a record for another Node ABI, or of a file that is gone, is passed
+    // over for the search.
+    const dirqDir = join(app, "node_modules", "dirq");
+    const recordPath = join(dirqDir, "native", "build", "sqlite-addon.json");
+    const record = JSON.parse(readFileSync(recordPath, "utf8")) as Record<string, string>;
+    assert.equal(record.abi, process.versions.modules);
+    const addon = resolve(dirqDir, record.path ?? "");
+    assert.ok(existsSync(addon), `the recorded addon ${addon} exists`);
+    const copy = join(dirqDir, "native", "build", "sqlite-copy.node");
+    copyFileSync(addon, copy);
+    const writeRecord = (changes: Record<string, string>) =>
+      writeFileSync(recordPath, JSON.stringify({ ...record, ...changes }));
+    const prebuilds = join(app, "node_modules", "@rocicorp", "zero-sqlite3", "prebuilds");
+    const count = ["SELECT count(*) AS n FROM './*.csv'"];
+    renameSync(prebuilds, `${prebuilds}-hidden`);
+    try {
+      writeRecord({ path: "native/build/sqlite-copy.node" });
+      const viaRecord = await run(bin, count, { cwd: app, env });
+      assert.deepEqual(JSON.parse(viaRecord.stdout), [{ n: 1 }]);
+      writeRecord({ path: "native/build/sqlite-copy.node", abi: "1" });
+      const searched = await run(bin, count, { cwd: app, env }).catch(
+        (error: { code: number; stderr: string }) => error,
+      );
+      assert.equal((searched as { code: number }).code, 1, "another ABI's record is not used");
+      assert.match((searched as { stderr: string }).stderr, /No native build was found/);
+    } finally {
+      renameSync(`${prebuilds}-hidden`, prebuilds);
+    }
+    writeRecord({ path: "native/build/gone.node" });
+    const fellBack = await run(bin, count, { cwd: app, env });
+    assert.deepEqual(JSON.parse(fellBack.stdout), [{ n: 1 }]);
   });
 });
 

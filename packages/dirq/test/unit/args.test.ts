@@ -1,0 +1,83 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseArgs } from "node:util";
+import { parseCommandLine, parseFlags, QUERY_FLAGS } from "../../src/cli/args.js";
+
+/** Deterministic pseudo-random numbers (mulberry32), so a failure can be replayed. */
+function random(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const PIECES = [
+  "",
+  " ",
+  "SELECT 1",
+  "query",
+  "x-y",
+  "a=b",
+  "é",
+  "--",
+  "-",
+  "-c",
+  "--format",
+  "=",
+  "\n",
+  "h",
+];
+
+function argument(next: () => number): string {
+  const parts = 1 + Math.floor(next() * 3);
+  let text = "";
+  for (let i = 0; i < parts; i++) text += PIECES[Math.floor(next() * PIECES.length)];
+  return text;
+}
+
+test("arguments without options are read as parseArgs reads them", () => {
+  const next = random(36);
+  let shortcut = 0;
+  for (let round = 0; round < 2000; round++) {
+    const args = Array.from({ length: Math.floor(next() * 4) }, () => argument(next));
+    const ours = (() => {
+      try {
+        return parseFlags(args, QUERY_FLAGS);
+      } catch (error) {
+        return (error as Error).message;
+      }
+    })();
+    const reference = (() => {
+      try {
+        return parseArgs({ args, options: QUERY_FLAGS, allowPositionals: true, strict: true });
+      } catch (error) {
+        return (error as { code: string }).code;
+      }
+    })();
+    if (args.every((arg) => !arg.startsWith("-"))) {
+      shortcut++;
+      assert.deepEqual(ours, reference, JSON.stringify(args));
+    } else if (typeof reference !== "string") {
+      assert.deepEqual(ours, reference, JSON.stringify(args));
+    }
+  }
+  assert.ok(shortcut > 200, `only ${shortcut} of 2000 cases took the shortcut`);
+});
+
+test("a lone statement is a query with every option at its default", () => {
+  assert.deepEqual(parseCommandLine(["SELECT 1"]), {
+    kind: "query",
+    sql: "SELECT 1",
+    noIgnore: false,
+    format: "auto",
+    configs: [],
+    onFile: null,
+    extensions: [],
+    persist: null,
+  });
+  assert.throws(() => parseCommandLine(["SELECT 1", "x"]), /unexpected argument 'x'/);
+});
