@@ -6,7 +6,7 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
-import { join } from "node:path";
+import { delimiter, dirname, join } from "node:path";
 import {
   DIRQ_BIN,
   DIRQ_ENV,
@@ -89,10 +89,13 @@ function installPacked() {
     .split("\n")
     .pop();
   const prefix = join(scratch, "prefix");
+  // Installed by the Node that runs the benchmark, as a user installs with the Node they run:
+  // the install script records SQLite's addon for that Node's ABI (another Node searches).
+  const path = `${dirname(process.execPath)}${delimiter}${process.env.PATH ?? ""}`;
   execFileSync(
     "npm",
     ["install", "--prefix", prefix, "--no-audit", "--no-fund", join(scratch, packed)],
-    { stdio: ["ignore", "ignore", "inherit"] },
+    { stdio: ["ignore", "ignore", "inherit"], env: { ...process.env, PATH: path } },
   );
   return join(prefix, "node_modules", "dirq", "bin", "dirq.cjs");
 }

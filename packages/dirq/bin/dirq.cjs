@@ -14,7 +14,6 @@ const {
   writeSync,
 } = require("node:fs");
 const { createRequire } = require("node:module");
-const { homedir } = require("node:os");
 const { dirname, isAbsolute, join } = require("node:path");
 const { Script } = require("node:vm");
 
@@ -35,7 +34,8 @@ function cacheFolder(env) {
   }
   let home = env.HOME;
   try {
-    home ||= homedir();
+    // node:os only when HOME is unset: it is a module of its own to load at every start.
+    home ||= require("node:os").homedir();
   } catch {
     return null;
   }
@@ -137,7 +137,8 @@ function loadCli(env) {
     }
   }
   // The function Node wraps a CommonJS module in.
-  const wrapped = `(function (exports, require, module, __filename, __dirname) { ${readFileSync(bundle, "utf8")}\n})`;
+  // The build checks that the bundle is ASCII: read as latin1, it needs no UTF-8 decoding.
+  const wrapped = `(function (exports, require, module, __filename, __dirname) { ${readFileSync(bundle, "latin1")}\n})`;
   const script = new Script(wrapped, { filename: bundle, cachedData });
   if (cachePath && (cachedData === undefined || script.cachedDataRejected)) {
     writeCodeCacheOnExit(script, cachePath);
