@@ -2,18 +2,7 @@ import assert from "node:assert/strict";
 import { test } from "node:test";
 import { parseArgs } from "node:util";
 import { parseCommandLine, parseFlags, QUERY_FLAGS } from "../../src/cli/args.js";
-
-/** Deterministic pseudo-random numbers (mulberry32), so a failure can be replayed. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { harnessSeed, pick, seededRandom } from "../differential.js";
 
 const PIECES = [
   "",
@@ -35,12 +24,12 @@ const PIECES = [
 function argument(next: () => number): string {
   const parts = 1 + Math.floor(next() * 3);
   let text = "";
-  for (let i = 0; i < parts; i++) text += PIECES[Math.floor(next() * PIECES.length)];
+  for (let i = 0; i < parts; i++) text += pick(next, PIECES);
   return text;
 }
 
 test("arguments without options are read as parseArgs reads them", () => {
-  const next = random(36);
+  const next = seededRandom(harnessSeed(36));
   let shortcut = 0;
   for (let round = 0; round < 2000; round++) {
     const args = Array.from({ length: Math.floor(next() * 4) }, () => argument(next));
