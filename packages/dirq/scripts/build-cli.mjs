@@ -63,20 +63,13 @@ const relocate = {
 const bundledSqlite = {
   name: "bundled-sqlite",
   setup(build) {
-    build.onLoad({ filter: /[\\/]indexer[\\/]database\.js$/ }, (args) => {
-      const source = readFileSync(args.path, "utf8");
-      const contents = source.replace("const require = createRequire(import.meta.url);", "");
-      if (contents === source)
-        throw new Error("build-cli: database.js no longer loads SQLite as expected");
-      return { contents, loader: "js" };
-    });
-    // The same for the lazily loaded built-ins: the bundle's own `require` loads them, and
+    // The lazily loaded built-ins too: the bundle's own `require` loads them, and
     // `createRequire` of the bundle's URL cost 0.3 ms of every start.
-    build.onLoad({ filter: /[\\/]src[\\/]lazy-module\.js$/ }, (args) => {
+    build.onLoad({ filter: /[\\/](indexer[\\/]database|lazy-module)\.js$/ }, (args) => {
       const source = readFileSync(args.path, "utf8");
       const contents = source.replace("const require = createRequire(import.meta.url);", "");
       if (contents === source)
-        throw new Error("build-cli: lazy-module.js no longer makes its require as expected");
+        throw new Error(`build-cli: ${args.path} no longer makes its require as expected`);
       return { contents, loader: "js" };
     });
     build.onLoad({ filter: /zero-sqlite3[\\/]lib[\\/]database\.js$/ }, (args) => {

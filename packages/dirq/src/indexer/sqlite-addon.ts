@@ -1,9 +1,9 @@
 import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const PACKAGE_DIR = fileURLToPath(new URL("../../../", import.meta.url));
-const RECORD = fileURLToPath(new URL("../../../native/build/sqlite-addon.json", import.meta.url));
+const RECORD = join(PACKAGE_DIR, "native", "build", "sqlite-addon.json");
 
 /** Environment variables that change node-gyp-build's choice: with one set, it chooses. */
 const SEARCH_OVERRIDES = [
