@@ -13,7 +13,6 @@ const {
   writeFileSync,
   writeSync,
 } = require("node:fs");
-const { createRequire } = require("node:module");
 const { dirname, isAbsolute, join } = require("node:path");
 const { Script } = require("node:vm");
 
@@ -144,7 +143,10 @@ function loadCli(env) {
     writeCodeCacheOnExit(script, cachePath);
   }
   const module = { exports: {} };
-  script.runInThisContext()(module.exports, createRequire(bundle), module, bundle, dirname(bundle));
+  // This file's own `require`, not one made for the bundle's path (`node:module` would be one
+  // more module to load at every start): the bundle requires only Node's built-ins and packages
+  // by name, which resolve the same from anywhere inside this package.
+  script.runInThisContext()(module.exports, require, module, bundle, dirname(bundle));
   return module.exports;
 }
 

@@ -38,15 +38,18 @@ const relocate = {
     build.onLoad({ filter: /\.js$/ }, (args) => {
       if (!args.path.startsWith(srcDir)) return undefined;
       const source = readFileSync(args.path, "utf8");
-      const contents = source.replace(
-        /new URL\((["'])(\.\.?\/[^"']*)\1, import\.meta\.url\)/g,
-        (_, quote, path) => {
+      const contents = source
+        .replace(/new URL\((["'])(\.\.?\/[^"']*)\1, import\.meta\.url\)/g, (_, quote, path) => {
           // A folder's URL keeps its trailing slash (`resolve` drops it).
           const slash = path.endsWith("/") ? "/" : "";
           const rebased = fromBundle(resolve(dirname(args.path), path)) + slash;
           return `new URL(${quote}${rebased}${quote}, import.meta.url)`;
-        },
-      );
+        })
+        // The module's folder, as a path from the bundle's (`join` reads either separator).
+        .replaceAll(
+          "import.meta.dirname",
+          `(__dirname + ${JSON.stringify(`/${fromBundle(dirname(args.path))}`)})`,
+        );
       return { contents, loader: "js" };
     });
   },
@@ -112,9 +115,18 @@ await build({
   // addon loads from its package, found at run time (see bundledSqlite).
   external: ["@rocicorp/zero-sqlite3/package.json"],
   // The modules locate their neighbours (worker scripts, the package manifest, the web
-  // console) from `import.meta.url`, which a CommonJS file spells through `__filename`.
-  define: { "import.meta.url": "__dirqBundleUrl" },
-  banner: { js: 'const __dirqBundleUrl = require("node:url").pathToFileURL(__filename).href;' },
+  // console) from `import.meta.url`, which a CommonJS file spells through `__filename`: made
+  // on first use (`pathToFileURL` cost a quarter of a millisecond of every start), and by
+  // hand for a POSIX path of characters a file URL never escapes.
+  define: { "import.meta.url": "__dirqBundle.url" },
+  banner: {
+    js: [
+      "let __dirqBundleUrl;",
+      "const __dirqBundle = { get url() {",
+      '  return (__dirqBundleUrl ??= /^\\/[\\w./-]*$/.test(__filename) ? "file://" + __filename : require("node:url").pathToFileURL(__filename).href);',
+      "} };",
+    ].join("\n"),
+  },
   // Off: keeping names wraps every function and class in a call that defines its `name` (514
   // in this bundle), also each closure made at run time, one per request among them (about 1%
   // of the server's own time under load). Nothing reads a function's name: errors name

@@ -1,4 +1,4 @@
-import { existsSync, realpathSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import { type DirqConfig, EMPTY_CONFIG } from "./config/types.js";
@@ -64,6 +64,7 @@ import {
 import { bindArguments, nullArguments, type QueryParameters } from "./query/parameters.js";
 import { parsePathTableName } from "./scan/path-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
+import { realPath } from "./shared/real-path.js";
 
 export interface OpenIndexOptions {
   /** The index root; default: the current working directory. */
@@ -188,7 +189,7 @@ function resolveRoot(root: string): string {
   if (!stats?.isDirectory()) {
     throw new DirqError("ROOT_INVALID", `root '${root}' is not a directory`);
   }
-  return realpathSync(root);
+  return realPath(root);
 }
 
 /**

@@ -19,5 +19,6 @@ export function lazyModule<T>(name: string): () => T {
 /** The Node built-ins most statements never need, each loaded once on first use. */
 export const childProcess = lazyModule<typeof import("node:child_process")>("node:child_process");
 export const crypto = lazyModule<typeof import("node:crypto")>("node:crypto");
+export const os = lazyModule<typeof import("node:os")>("node:os");
 export const workerThreads =
   lazyModule<typeof import("node:worker_threads")>("node:worker_threads");

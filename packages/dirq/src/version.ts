@@ -1,8 +1,11 @@
 import { readFileSync } from "node:fs";
+import { packageFile } from "./package-files.js";
 
-/** The package version, read from package.json so there is one source of truth. */
+let version: string | undefined;
+
+/** The package version, read from package.json (once) so there is one source of truth. */
 export function readVersion(): string {
-  const url = new URL("../../package.json", import.meta.url);
-  const manifest = JSON.parse(readFileSync(url, "utf8")) as { version: string };
-  return manifest.version;
+  version ??= (JSON.parse(readFileSync(packageFile("package.json"), "utf8")) as { version: string })
+    .version;
+  return version;
 }

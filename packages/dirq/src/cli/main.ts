@@ -1,6 +1,7 @@
 import { once } from "node:events";
 import { relative, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
+import { onChildStart } from "../child-start.js";
 import { EMPTY_CONFIG } from "../config/types.js";
 import type { QueryResult } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
@@ -155,11 +156,17 @@ export async function startQueryWorkersEarly(argv: readonly string[], cwd: strin
 }
 
 async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
-  const removeSignalHandlers = stopChildrenOnSignal();
+  // Armed before the statement's first hook or worker starts; one that starts none never
+  // listens for signals (which costs start-up time) and ends on Ctrl-C as any program does.
+  const signalHandlers: { remove?: () => void } = {};
+  onChildStart(() => {
+    signalHandlers.remove ??= stopChildrenOnSignal();
+  });
   try {
     return await runQueryToEnd(command, io);
   } finally {
-    removeSignalHandlers();
+    onChildStart(null);
+    signalHandlers.remove?.();
   }
 }
 

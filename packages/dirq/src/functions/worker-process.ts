@@ -1,4 +1,5 @@
 import type { ChildProcessWithoutNullStreams } from "node:child_process";
+import { childStarting } from "../child-start.js";
 import { childProcess } from "../lazy-module.js";
 import type { Socket } from "node:net";
 import { DirqError } from "../errors.js";
@@ -81,6 +82,7 @@ function spawnKey(spec: WorkerSpec, sharedGroup: boolean): string {
 }
 
 function spawnWorker(spec: WorkerSpec, sharedGroup: boolean): ChildProcessWithoutNullStreams {
+  childStarting();
   return childProcess().spawn(spec.argv[0] as string, spec.argv.slice(1), {
     cwd: spec.cwd,
     stdio: ["pipe", "pipe", "pipe"],

@@ -33,14 +33,17 @@ export function openIndexDatabase(root: string, path?: string): SqliteDatabase {
     db.pragma("journal_mode = WAL");
     db.pragma("synchronous = OFF");
   }
-  db.exec("CREATE TABLE _dirq_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)");
-  db.prepare("INSERT INTO _dirq_meta (key, value) VALUES (?, ?), (?, ?)").run(
-    "version",
-    readVersion(),
-    "root",
-    root,
+  // One exec, not a prepared statement: it runs once, and every start pays for it.
+  db.exec(
+    "CREATE TABLE _dirq_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);" +
+      `INSERT INTO _dirq_meta (key, value) VALUES ('version', ${quoteLiteral(readVersion())}), ('root', ${quoteLiteral(root)})`,
   );
   return db;
+}
+
+/** Quotes text as an SQL string literal. */
+export function quoteLiteral(text: string): string {
+  return `'${text.replaceAll("'", "''")}'`;
 }
 
 /** Quotes a name as an SQL identifier: any text, including `./docs/*.md`, is safe. */

@@ -1,6 +1,6 @@
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import type { HookRow } from "../parse/hook-rows.js";
+import { os } from "../lazy-module.js";
 import { statPaths } from "../scan/file-stats.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
@@ -147,7 +147,7 @@ export class Refresher {
   private readonly inFlight = new Map<string, { controller: AbortController; stat: string }>();
   /** Files being parsed and committed now, with the tables (lower case) they are parsed for. */
   private readonly running = new Set<{ tables: string[]; finished: Promise<void> }>();
-  private readonly slots: HookSlots;
+  private slotsMade: HookSlots | undefined;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -156,8 +156,14 @@ export class Refresher {
     private readonly options: RefreshOptions,
     private readonly withWriter: WriterLock,
     private readonly catalog: Catalog | null = null,
-  ) {
-    this.slots = new HookSlots(Math.max(1, options.concurrency ?? availableParallelism()));
+  ) {}
+
+  /** Made on the first parse: a statement that parses nothing never asks how many CPUs. */
+  private get slots(): HookSlots {
+    this.slotsMade ??= new HookSlots(
+      Math.max(1, this.options.concurrency ?? os().availableParallelism()),
+    );
+    return this.slotsMade;
   }
 
   /** Live tables with the column that holds each row's file. */

@@ -1,9 +1,6 @@
 import { readFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { fileURLToPath } from "node:url";
-
-const PACKAGE_DIR = fileURLToPath(new URL("../../../", import.meta.url));
-const RECORD = join(PACKAGE_DIR, "native", "build", "sqlite-addon.json");
+import { resolve } from "node:path";
+import { packageFile } from "../package-files.js";
 
 /** Environment variables that change node-gyp-build's choice: with one set, it chooses. */
 const SEARCH_OVERRIDES = [
@@ -33,7 +30,9 @@ export function recordedSqliteAddon(): object | null {
   if (SEARCH_OVERRIDES.some((name) => process.env[name] !== undefined)) return null;
   let record: AddonRecord;
   try {
-    record = JSON.parse(readFileSync(RECORD, "utf8")) as AddonRecord;
+    record = JSON.parse(
+      readFileSync(packageFile("native", "build", "sqlite-addon.json"), "utf8"),
+    ) as AddonRecord;
   } catch {
     return null;
   }
@@ -47,7 +46,7 @@ export function recordedSqliteAddon(): object | null {
   }
   const addon = { exports: {} };
   try {
-    process.dlopen(addon, resolve(PACKAGE_DIR, record.path));
+    process.dlopen(addon, resolve(packageFile(), record.path));
   } catch {
     return null;
   }

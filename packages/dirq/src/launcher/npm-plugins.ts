@@ -1,5 +1,6 @@
-import { existsSync, readdirSync, readFileSync, realpathSync, statSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
+import { realPath } from "../shared/real-path.js";
 
 /** A launcher failure: printed as `dirq: <message>`, exit 1. Names the package at fault. */
 export class LauncherError extends Error {
@@ -107,7 +108,7 @@ export function discoverNpmPlugins(cwd: string, launcherPackage: string): NpmPlu
   const byName = new Map<string, NpmPlugin>();
   for (const place of places) {
     if (place === null) continue;
-    const real = realpathSync(place);
+    const real = realPath(place);
     if (seen.has(real)) continue;
     seen.add(real);
     for (const folder of packageFolders(place)) {

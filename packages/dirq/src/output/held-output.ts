@@ -8,8 +8,8 @@ import {
   unlinkSync,
   writeSync,
 } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { os } from "../lazy-module.js";
 
 /** Output held in memory up to this many bytes; past it, the rest goes to a temp file. */
 export const DEFAULT_SPILL_THRESHOLD = 8 * 1024 * 1024;
@@ -43,7 +43,7 @@ export class HeldOutput {
   }
 
   private openSpill(): { dir: string; fd: number } {
-    const dir = mkdtempSync(join(tmpdir(), "dirq-output-"));
+    const dir = mkdtempSync(join(os().tmpdir(), "dirq-output-"));
     const path = join(dir, "rows");
     const fd = openSync(path, "w+", 0o600);
     try {

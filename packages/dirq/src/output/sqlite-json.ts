@@ -1,5 +1,5 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
-import type { SqliteDatabase } from "../indexer/database.js";
+import { quoteLiteral, type SqliteDatabase } from "../indexer/database.js";
 import type { ColumnPlan } from "../query/execute.js";
 import type { StatementAnalysis } from "../query/statement-analysis.js";
 
@@ -67,10 +67,6 @@ function runsBounded(wrapped: JsonStatement): boolean {
   return wrapped.lastRows < 0 || wrapped.lastRows > wrapped.maxRows / SMALL_ANSWER_SHARE;
 }
 
-function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
-
 /** TEXT affinity (SQLite's rule 2): such a column stores numbers as text, never as REAL. */
 function hasTextAffinity(declared: string | null): boolean {
   const type = (declared ?? "").toUpperCase();
@@ -127,11 +123,11 @@ function columnJson(
       (isWholeNumberType(origin.type) &&
         strictTables.has(`${origin.database ?? ""}.${origin.table ?? ""}`));
     return plain
-      ? { value: `${sqlString(name)}, ${c}`, odd: null }
-      : { value: `${sqlString(name)}, ${c}`, odd: `typeof(${c}) = 'real'` };
+      ? { value: `${quoteLiteral(name)}, ${c}`, odd: null }
+      : { value: `${quoteLiteral(name)}, ${c}`, odd: `typeof(${c}) = 'real'` };
   }
   return {
-    value: `${sqlString(name)}, CASE typeof(${c}) WHEN 'text' THEN ${c} || '' WHEN 'integer' THEN ${c} END`,
+    value: `${quoteLiteral(name)}, CASE typeof(${c}) WHEN 'text' THEN ${c} || '' WHEN 'integer' THEN ${c} END`,
     odd: `typeof(${c}) IN ('real', 'blob')`,
   };
 }

@@ -1,6 +1,5 @@
-import { crypto } from "../lazy-module.js";
+import { crypto, os } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
-import { availableParallelism } from "node:os";
 import type { HookCommand } from "./hook-command.js";
 import { type HookRow, parseHookOutput, toRows } from "./hook-rows.js";
 import { runHook } from "./run-hook.js";
@@ -100,7 +99,7 @@ export function commandExtractor(command: HookCommand): Extractor {
     id: `command:${command.text}`,
     inputs: hookProgram(command.argv),
     // A hook is a process: more at once than cores only adds contention.
-    concurrency: Math.max(1, availableParallelism()),
+    concurrency: Math.max(1, os().availableParallelism()),
     async extract(file, signal) {
       const outcome = await runHook(
         command,

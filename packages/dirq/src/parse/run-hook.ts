@@ -1,4 +1,5 @@
 import type { ChildProcess } from "node:child_process";
+import { childStarting } from "../child-start.js";
 import { childProcess } from "../lazy-module.js";
 import { DirqError } from "../errors.js";
 import { expandHookCommand, type HookCommand } from "./hook-command.js";
@@ -109,6 +110,7 @@ export function runHook(
 ): Promise<HookOutcome> {
   const [program, ...args] = expandHookCommand(command, file);
   stopHooksOnExit();
+  childStarting();
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       resolve({ ok: false, reason: "hook was stopped: the work was abandoned" });

@@ -86,8 +86,13 @@ export function createProgressReporter(
   stream: ProgressStream,
   mode: ProgressMode = progressModeFromEnv(process.env.DIRQ_PROGRESS),
 ): ProgressReporter {
-  const enabled = mode === "always" || (mode === "auto" && stream.isTTY === true);
+  // Asked on the first phase: telling a terminal costs an fstat, which a statement that reads
+  // no table need not pay.
+  let enabled: boolean | undefined;
   return {
-    start: () => (enabled ? new TextPhase(stream, mode) : SILENT_PHASE),
+    start: () => {
+      enabled ??= mode === "always" || (mode === "auto" && stream.isTTY === true);
+      return enabled ? new TextPhase(stream, mode) : SILENT_PHASE;
+    },
   };
 }

@@ -1,6 +1,6 @@
 import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
 import { openSqlite } from "../indexer/database.js";
+import { nativeLibraryFile } from "../package-files.js";
 
 /**
  * dirq's SQLite extension for the file system calls a fill makes per file (native/dirq-fs.c,
@@ -12,11 +12,6 @@ import { openSqlite } from "../indexer/database.js";
  * `dirq_rows` table (`loadNativeRows`). Without it (no compiler at install, Windows, or
  * `DIRQ_NATIVE_FS=0`) dirq uses Node's `fs` and binds rows itself, with the same results.
  */
-const LIBRARY = fileURLToPath(
-  process.platform === "darwin"
-    ? new URL("../../../native/build/dirq_fs.dylib", import.meta.url)
-    : new URL("../../../native/build/dirq_fs.so", import.meta.url),
-);
 
 export interface NativeFs {
   /** Stats NUL-separated paths, each after `prefix`: 3 doubles per path (see dirq-fs.c). */
@@ -66,9 +61,9 @@ export function loadNativeRows(db: ReturnType<typeof openSqlite>): boolean {
   const known = rowsLoaded.get(db);
   if (known !== undefined) return known;
   let ok = false;
-  if (process.env.DIRQ_NATIVE_FS !== "0" && existsSync(LIBRARY)) {
+  if (process.env.DIRQ_NATIVE_FS !== "0" && existsSync(nativeLibraryFile())) {
     try {
-      db.loadExtension(LIBRARY, "sqlite3_dirqrows_init");
+      db.loadExtension(nativeLibraryFile(), "sqlite3_dirqrows_init");
       ok = true;
     } catch {
       ok = false; // a library built for another platform or SQLite
@@ -102,11 +97,11 @@ function readAheadOf(db: ReturnType<typeof openSqlite>): ReadAhead {
 export function nativeFs(): NativeFs | null {
   if (loaded !== undefined) return loaded;
   loaded = null;
-  if (process.env.DIRQ_NATIVE_FS === "0" || !existsSync(LIBRARY)) return null;
+  if (process.env.DIRQ_NATIVE_FS === "0" || !existsSync(nativeLibraryFile())) return null;
   try {
     const db = openSqlite(":memory:");
     // SQLite finds the entry point from the file name: sqlite3_dirqfs_init.
-    db.loadExtension(LIBRARY);
+    db.loadExtension(nativeLibraryFile());
     const statBatch = db.prepare("SELECT dirq_stat_batch(?, ?)").pluck();
     const listDir = db.prepare("SELECT dirq_list_dir(?)").pluck();
     loaded = {
