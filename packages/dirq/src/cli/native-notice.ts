@@ -3,12 +3,10 @@ import { join } from "node:path";
 import { crypto, os } from "../lazy-module.js";
 import { nativeLibraryFile, packageFile } from "../package-files.js";
 
-/**
- * When the install could not compile dirq's native file system extension (no C compiler),
- * scripts/build-native.mjs leaves the reason in native/build/not-built.txt: npm shows an
- * install script's stderr only when the script fails, and that one never fails. The first run
- * after such an install says so on stderr, once: a marker in the cache folder remembers it.
- */
+// When the install could not compile dirq's native file system extension (no C compiler),
+// scripts/build-native.mjs leaves the reason in native/build/not-built.txt: npm shows an
+// install script's stderr only when the script fails, and that one never fails. The first run
+// after such an install says so on stderr, once: a marker in the cache folder remembers it.
 
 /** dirq's cache folder: `DIRQ_CACHE_DIR`, else `$XDG_CACHE_HOME/dirq`, else `~/.cache/dirq`. */
 function cacheFolder(env: NodeJS.ProcessEnv): string {
