@@ -9,7 +9,7 @@ import {
   functionsCalledBy,
   profileOf,
 } from "./connection/profile.js";
-import { DirqError } from "./errors.js";
+import { DirqError, isDirqError } from "./errors.js";
 import type { WorkerFunctions } from "./functions/worker-functions.js";
 import {
   cacheIgnorePatterns,
@@ -185,11 +185,20 @@ function createWriterLock(): WriterLock {
 }
 
 function resolveRoot(root: string): string {
-  const stats = statSync(root, { throwIfNoEntry: false });
-  if (!stats?.isDirectory()) {
-    throw new DirqError("ROOT_INVALID", `root '${root}' is not a directory`);
+  try {
+    const stats = statSync(root, { throwIfNoEntry: false });
+    if (!stats?.isDirectory()) {
+      throw new DirqError("ROOT_INVALID", `root '${root}' is not a directory`);
+    }
+    return realPath(root);
+  } catch (error) {
+    if (isDirqError(error)) throw error;
+    // A folder on the way that cannot be searched, a loop of symlinks: the system's reason.
+    const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
+    throw new DirqError("ROOT_INVALID", `root '${root}' cannot be opened (${reason})`, {
+      cause: error,
+    });
   }
-  return realPath(root);
 }
 
 /**

@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { rmSync, writeFileSync } from "node:fs";
+import { rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
@@ -227,6 +227,21 @@ describe("SDK: open, query, values and rules", () => {
       );
     }
     assert.throws(() => open({ root: join(root, "missing") }), /is not a directory/);
+    // A root the system cannot look up (a loop of symlinks): a user error naming the reason.
+    symlinkSync("loop-b", join(root, "loop-a"));
+    symlinkSync("loop-a", join(root, "loop-b"));
+    try {
+      assert.throws(
+        () => open({ root: join(root, "loop-a") }),
+        (error: unknown) =>
+          isDirqError(error) &&
+          error.code === "ROOT_INVALID" &&
+          /root '.*loop-a' cannot be opened \(ELOOP\)/.test(error.message),
+      );
+    } finally {
+      rmSync(join(root, "loop-a"));
+      rmSync(join(root, "loop-b"));
+    }
     assert.throws(() => open({ root, configs: ["nope.toml"] }), /config file nope\.toml not found/);
     const db = open({
       root,
