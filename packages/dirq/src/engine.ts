@@ -9,7 +9,7 @@ import {
   functionsCalledBy,
   profileOf,
 } from "./connection/profile.js";
-import { DirqError, isDirqError } from "./errors.js";
+import { DirqError } from "./errors.js";
 import type { WorkerFunctions } from "./functions/worker-functions.js";
 import {
   cacheIgnorePatterns,
@@ -186,19 +186,15 @@ function createWriterLock(): WriterLock {
 
 function resolveRoot(root: string): string {
   try {
-    const stats = statSync(root, { throwIfNoEntry: false });
-    if (!stats?.isDirectory()) {
-      throw new DirqError("ROOT_INVALID", `root '${root}' is not a directory`);
-    }
-    return realPath(root);
+    if (statSync(root, { throwIfNoEntry: false })?.isDirectory()) return realPath(root);
   } catch (error) {
-    if (isDirqError(error)) throw error;
     // A folder on the way that cannot be searched, a loop of symlinks: the system's reason.
     const reason = (error as NodeJS.ErrnoException).code ?? (error as Error).message;
     throw new DirqError("ROOT_INVALID", `root '${root}' cannot be opened (${reason})`, {
       cause: error,
     });
   }
+  throw new DirqError("ROOT_INVALID", `root '${root}' is not a directory`);
 }
 
 /**

@@ -61,9 +61,10 @@ export function loadNativeRows(db: ReturnType<typeof openSqlite>): boolean {
   const known = rowsLoaded.get(db);
   if (known !== undefined) return known;
   let ok = false;
-  if (process.env.DIRQ_NATIVE_FS !== "0" && existsSync(nativeLibraryFile())) {
+  const library = nativeLibraryFile();
+  if (process.env.DIRQ_NATIVE_FS !== "0" && existsSync(library)) {
     try {
-      db.loadExtension(nativeLibraryFile(), "sqlite3_dirqrows_init");
+      db.loadExtension(library, "sqlite3_dirqrows_init");
       ok = true;
     } catch {
       ok = false; // a library built for another platform or SQLite
@@ -97,11 +98,12 @@ function readAheadOf(db: ReturnType<typeof openSqlite>): ReadAhead {
 export function nativeFs(): NativeFs | null {
   if (loaded !== undefined) return loaded;
   loaded = null;
-  if (process.env.DIRQ_NATIVE_FS === "0" || !existsSync(nativeLibraryFile())) return null;
+  const library = nativeLibraryFile();
+  if (process.env.DIRQ_NATIVE_FS === "0" || !existsSync(library)) return null;
   try {
     const db = openSqlite(":memory:");
     // SQLite finds the entry point from the file name: sqlite3_dirqfs_init.
-    db.loadExtension(nativeLibraryFile());
+    db.loadExtension(library);
     const statBatch = db.prepare("SELECT dirq_stat_batch(?, ?)").pluck();
     const listDir = db.prepare("SELECT dirq_list_dir(?)").pluck();
     loaded = {
