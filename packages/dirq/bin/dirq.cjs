@@ -44,7 +44,7 @@ function cacheFolder(env) {
     : join(home, ".cache", "dirq");
 }
 
-/** FNV-1a, 32 bits, as 8 hex digits: a short name for a long key (node:crypto costs a load). */
+/** FNV-1a, 32 bits, as 8 hex digits: a short name for a long text (node:crypto costs a load). */
 function shortHash(text) {
   let hash = 0x811c9dc5;
   for (let i = 0; i < text.length; i++) {
@@ -59,9 +59,11 @@ function shortHash(text) {
  * DIRQ_CODE_CACHE=0, or no cache folder). V8 checks only its own version, its flags and the
  * source's length before it takes a cache, and every Node 20 patch release has the same V8
  * version, yet a cache made by one crashes the code on another. So the name keys the exact Node
- * binary (path, version, size and time: a distribution's rebuild keeps the version) and the
- * exact bundle (path, size and time: a reinstall is a new bundle), and each machine makes its
- * own cache: none ships in the package.
+ * binary (version, size and modification time: a distribution's rebuild keeps the version) and
+ * the exact bundle (size and time: an install writes the file anew), and each machine makes its
+ * own cache: none ships in the package. The name is made of those numbers as they are (hashing
+ * the paths as well cost a tenth of a millisecond of every start); only Node's flags, when
+ * there are any, are hashed into it.
  */
 function codeCachePath(bundle, env) {
   if (env.DIRQ_CODE_CACHE === "0") return null;
@@ -70,19 +72,18 @@ function codeCachePath(bundle, env) {
   try {
     const node = statSync(process.execPath);
     const code = statSync(bundle);
-    const key = [
-      process.execPath,
+    const flags = `${process.execArgv.join(" ")} ${env.NODE_OPTIONS ?? ""}`.trim();
+    const name = [
+      "cli",
       process.version,
       process.arch,
       node.size,
       node.mtimeMs,
-      bundle,
       code.size,
       code.mtimeMs,
-      process.execArgv.join(" "),
-      env.NODE_OPTIONS ?? "",
-    ].join("\0");
-    return join(folder, `cli-${process.version}-${process.arch}-${shortHash(key)}.v8cache`);
+      ...(flags === "" ? [] : [shortHash(flags)]),
+    ].join("-");
+    return join(folder, `${name}.v8cache`);
   } catch {
     return null;
   }
@@ -135,10 +136,10 @@ function loadCli(env) {
       cachedData = undefined; // the first run of this Node build: compile as usual
     }
   }
-  // The function Node wraps a CommonJS module in.
-  // The build checks that the bundle is ASCII: read as latin1, it needs no UTF-8 decoding.
-  const wrapped = `(function (exports, require, module, __filename, __dirname) { ${readFileSync(bundle, "latin1")}\n})`;
-  const script = new Script(wrapped, { filename: bundle, cachedData });
+  // The file is the function Node wraps a CommonJS module in, the bundle inside (see
+  // scripts/build-cli.mjs). The build checks that it is ASCII: read as latin1, it needs no
+  // UTF-8 decoding.
+  const script = new Script(readFileSync(bundle, "latin1"), { filename: bundle, cachedData });
   if (cachePath && (cachedData === undefined || script.cachedDataRejected)) {
     writeCodeCacheOnExit(script, cachePath);
   }

@@ -13,13 +13,17 @@
 // bundle: one made here crashes the code under another Node 20 patch release (same V8 version,
 // so V8 takes it), and bin/dirq.cjs makes one per Node build on the user's machine instead.
 import { build } from "esbuild";
-import { readFileSync, rmSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const srcDir = join(packageDir, "dist", "src");
 const outdir = join(srcDir, "cli-bundle");
+
+/** The function Node wraps a CommonJS module in (bin/dirq.cjs calls it as Node would). */
+const CJS_WRAPPER_HEAD = "(function (exports, require, module, __filename, __dirname) { ";
+const CJS_WRAPPER_TAIL = "\n})";
 
 /** A path relative to the bundle's folder, as an import specifier. */
 function fromBundle(absolute) {
@@ -150,6 +154,18 @@ await build({
 });
 
 // A single non-ASCII character would make V8 hold the 250 KB source as a two-byte string.
-const bundled = readFileSync(join(outdir, "dirq.cjs"));
+const bundlePath = join(outdir, "dirq.cjs");
+const bundled = readFileSync(bundlePath);
 const wide = bundled.findIndex((byte) => byte > 0x7f);
 if (wide !== -1) throw new Error(`build-cli: the bundle has a non-ASCII byte at offset ${wide}`);
+
+// The file holds the bundle already inside the function Node wraps a CommonJS module in, so
+// the launcher compiles the text exactly as it reads it. Wrapped at every start, the source was
+// a string made of three, which V8 copies into one flat 260 kB string before it compiles:
+// 0.1 ms of every start. (`require` of this file still works: it evaluates the function
+// expression and returns an empty object.)
+writeFileSync(
+  bundlePath,
+  `${CJS_WRAPPER_HEAD}${bundled.toString("latin1")}${CJS_WRAPPER_TAIL}`,
+  "latin1",
+);

@@ -384,6 +384,42 @@ describe("npm launcher: the V8 code cache", () => {
     assert.ok(statSync(path).size > 1000, "rewritten");
   });
 
+  test("Node's flags get a cache of their own, named by the binary's and the bundle's numbers", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+    try {
+      const folder = join(home, "dirq");
+      const env = { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" };
+      const plain = await runDirq(["SELECT 1 AS x"], { cwd: root, env });
+      assert.equal(plain.code, 0, plain.stderr);
+      const flagged = await runDirq(["SELECT 1 AS x"], {
+        cwd: root,
+        env: { ...env, NODE_OPTIONS: "--no-warnings" },
+      });
+      assert.deepEqual([flagged.code, parseRows(flagged.stdout)], [0, [{ x: 1 }]]);
+      const names = cacheFiles(folder);
+      assert.equal(names.length, 2, names.join(" "));
+      const node = statSync(process.execPath);
+      const numbers = `cli-${process.version}-${process.arch}-${node.size}-${node.mtimeMs}-`;
+      assert.ok(
+        names.every((name) => name.startsWith(numbers)),
+        `${names.join(" ")} should start with ${numbers}`,
+      );
+      const rests = names.map((name) => name.slice(numbers.length));
+      assert.equal(
+        rests.filter((rest) => /^\d+-[\d.]+\.v8cache$/.test(rest)).length,
+        1,
+        rests.join(" "),
+      );
+      assert.equal(
+        rests.filter((rest) => /^\d+-[\d.]+-[0-9a-f]{8}\.v8cache$/.test(rest)).length,
+        1,
+        rests.join(" "),
+      );
+    } finally {
+      removeTree(home);
+    }
+  });
+
   test("only the newest caches are kept", async () => {
     const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
     try {
