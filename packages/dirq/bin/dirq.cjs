@@ -55,8 +55,8 @@ function shortHash(text) {
 }
 
 /**
- * Where this Node build's code cache for this bundle lives, or null (turned off with
- * DIRQ_CODE_CACHE=0, or no cache folder). V8 checks only its own version, its flags and the
+ * Where this Node build's code cache for this bundle lives in the cache folder, or null (turned
+ * off with DIRQ_CODE_CACHE=0, or no cache folder). V8 checks only its own version, its flags and the
  * source's length before it takes a cache, and every Node 20 patch release has the same V8
  * version, yet a cache made by one crashes the code on another. So the name keys the exact Node
  * binary (version, size and modification time: a distribution's rebuild keeps the version) and
@@ -65,10 +65,8 @@ function shortHash(text) {
  * the paths as well cost a tenth of a millisecond of every start); only Node's flags, when
  * there are any, are hashed into it.
  */
-function codeCachePath(bundle, env) {
-  if (env.DIRQ_CODE_CACHE === "0") return null;
-  const folder = cacheFolder(env);
-  if (!folder) return null;
+function codeCachePath(bundle, env, folder) {
+  if (env.DIRQ_CODE_CACHE === "0" || !folder) return null;
   try {
     const node = statSync(process.execPath);
     const code = statSync(bundle);
@@ -125,9 +123,9 @@ function pruneCodeCaches(folder) {
  * The CLI bundle, loaded as `require` would, but compiled with the V8 code cache an earlier
  * run of this Node build wrote (see codeCachePath); the first run writes it.
  */
-function loadCli(env) {
+function loadCli(env, folder) {
   const bundle = join(__dirname, "..", "dist", "src", "cli-bundle", "dirq.cjs");
-  const cachePath = codeCachePath(bundle, env);
+  const cachePath = codeCachePath(bundle, env, folder);
   let cachedData;
   if (cachePath) {
     try {
@@ -151,7 +149,8 @@ function loadCli(env) {
   return module.exports;
 }
 
-const cli = loadCli(process.env);
+const cacheFolderPath = cacheFolder(process.env);
+const cli = loadCli(process.env, cacheFolderPath);
 // A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
 // stdout (`> /dev/full`) is one diagnostic line, never a stack trace.
 const io = cli.processIo(process.cwd(), (error) => {
@@ -165,7 +164,12 @@ const io = cli.processIo(process.cwd(), (error) => {
 });
 
 cli
-  .launch(process.argv.slice(2), io, { env: process.env, launcherPackage: join(__dirname, "..") })
+  .launch(process.argv.slice(2), io, {
+    env: process.env,
+    launcherPackage: join(__dirname, ".."),
+    // What plugin discovery found, kept beside the code caches (docs/plugins.md).
+    pluginCache: cacheFolderPath ? join(cacheFolderPath, "plugins.json") : undefined,
+  })
   .then((code) => {
     process.exitCode = code;
   });

@@ -9,12 +9,14 @@ import {
   readdirSync,
   readFileSync,
   renameSync,
+  rmSync,
   statSync,
+  symlinkSync,
   utimesSync,
   writeFileSync,
 } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -168,6 +170,155 @@ describe("npm launcher: discovery in the working directory's node_modules", () =
       assert.ok(existsSync(join(broken, ".dirq.toml")));
     } finally {
       removeTree(broken);
+    }
+  });
+});
+
+describe("npm launcher: the discovery cache", () => {
+  let cacheHome: string;
+  before(() => {
+    cacheHome = mkdtempSync(join(tmpdir(), "dirq-plugin-cache-"));
+  });
+  after(() => removeTree(cacheHome));
+
+  const PLUGIN_TABLES =
+    "SELECT group_concat(name) AS names FROM pragma_table_list WHERE name GLOB 't_*'";
+
+  /** The plugin tables a run sees, by name, sorted. */
+  async function tablesSeen(cwd: string, env: Record<string, string> = {}): Promise<string[]> {
+    const result = await runDirq([PLUGIN_TABLES], {
+      cwd,
+      env: { XDG_CACHE_HOME: cacheHome, ...env },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    const [row] = parseRows(result.stdout) as { names: string | null }[];
+    return (row?.names ?? "").split(",").filter(Boolean).sort();
+  }
+
+  /**
+   * Dates the node_modules folder, its scope folders and its installer state files ten seconds
+   * back: the cache does not trust times from the last two seconds, which a test's fresh files
+   * all are.
+   */
+  function settle(nodeModules: string): void {
+    const past = new Date(Date.now() - 10_000);
+    const paths = [nodeModules, join(nodeModules, ".package-lock.json")];
+    for (const entry of readdirSync(nodeModules)) {
+      if (entry.startsWith("@")) paths.push(join(nodeModules, entry));
+    }
+    for (const path of paths) if (existsSync(path)) utimesSync(path, past, past);
+  }
+
+  function cachedPlaces(): string[] {
+    const path = join(cacheHome, "dirq", "plugins.json");
+    if (!existsSync(path)) return [];
+    const file = JSON.parse(readFileSync(path, "utf8")) as { places: Record<string, unknown> };
+    return Object.keys(file.places);
+  }
+
+  test("a settled node_modules is recorded and answered from; an install shows at once", async () => {
+    const root = makeTree({ "x.txt": "" });
+    try {
+      const nodeModules = join(root, "node_modules");
+      writePackage(join(nodeModules, "plugin-a"), pluginFiles("plugin-a", "t_a"));
+      writePackage(join(nodeModules, "@acme", "plugin-b"), pluginFiles("@acme/plugin-b", "t_b"));
+      writePackage(join(nodeModules, "plain"), { "package.json": '{"name":"plain"}' });
+      writeFileSync(join(nodeModules, ".package-lock.json"), "{}");
+
+      // Fresh times: read, not recorded.
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_b"]);
+      assert.ok(!cachedPlaces().includes(nodeModules), cachedPlaces().join(" "));
+
+      settle(nodeModules);
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_b"]);
+      assert.ok(cachedPlaces().includes(nodeModules), cachedPlaces().join(" "));
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_b"], "answered from the record");
+
+      // A package added (the folder's entries change), one in a scope (only the scope
+      // folder's entries change), one removed: each after the folder was recorded.
+      writePackage(join(nodeModules, "plugin-c"), pluginFiles("plugin-c", "t_c"));
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_b", "t_c"]);
+      settle(nodeModules);
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_b", "t_c"]);
+      assert.ok(cachedPlaces().includes(nodeModules));
+      writePackage(join(nodeModules, "@acme", "plugin-d"), pluginFiles("@acme/plugin-d", "t_d"));
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_b", "t_c", "t_d"]);
+      settle(nodeModules);
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_b", "t_c", "t_d"]);
+      assert.ok(cachedPlaces().includes(nodeModules));
+      removeTree(join(nodeModules, "plugin-a"));
+      assert.deepEqual(await tablesSeen(root), ["t_b", "t_c", "t_d"]);
+
+      // A package manager updating a package's files in place rewrites its state file.
+      settle(nodeModules);
+      assert.deepEqual(await tablesSeen(root), ["t_b", "t_c", "t_d"]);
+      writeFileSync(
+        join(nodeModules, "plain", "package.json"),
+        JSON.stringify({ name: "plain", dirq: { config: "dirq.toml" } }),
+      );
+      writeFileSync(
+        join(nodeModules, "plain", "dirq.toml"),
+        '[[table]]\nname = "t_plain"\nglob = "*.none"\non-file = "cat {path}"\n',
+      );
+      // A manifest edited by hand in a folder that is not a symlink: the documented blind spot.
+      assert.deepEqual(await tablesSeen(root), ["t_b", "t_c", "t_d"]);
+      assert.deepEqual(await tablesSeen(root, { DIRQ_PLUGIN_CACHE: "0" }), [
+        "t_b",
+        "t_c",
+        "t_d",
+        "t_plain",
+      ]);
+      writeFileSync(join(nodeModules, ".package-lock.json"), '{"lockfileVersion":3}');
+      assert.deepEqual(await tablesSeen(root), ["t_b", "t_c", "t_d", "t_plain"]);
+    } finally {
+      removeTree(root);
+    }
+  });
+
+  test("a linked package is read at every start; a removed fragment is the usual error", async () => {
+    const root = makeTree({ "x.txt": "" });
+    const source = makeTree({});
+    try {
+      const nodeModules = join(root, "node_modules");
+      writePackage(join(nodeModules, "plugin-a"), pluginFiles("plugin-a", "t_a"));
+      writePackage(source, { "package.json": '{"name":"dev-plugin","version":"0.0.1"}' });
+      symlinkSync(source, join(nodeModules, "dev-plugin"));
+      settle(nodeModules);
+      assert.deepEqual(await tablesSeen(root), ["t_a"]);
+      assert.ok(cachedPlaces().includes(nodeModules), cachedPlaces().join(" "));
+
+      // npm link: the manifest is edited where it lives, not in node_modules.
+      writePackage(source, pluginFiles("dev-plugin", "t_dev"));
+      assert.deepEqual(await tablesSeen(root), ["t_a", "t_dev"]);
+
+      rmSync(join(nodeModules, "plugin-a", "dirq.toml"));
+      const result = await runDirq(["SELECT 1"], { cwd: root, env: { XDG_CACHE_HOME: cacheHome } });
+      assertUserError(result, /^plugin plugin-a \(.*\): its config fragment dirq\.toml is missing/);
+    } finally {
+      removeTree(root);
+      removeTree(source);
+    }
+  });
+
+  test("a damaged cache file is read as none and written anew", async () => {
+    const root = makeTree({ "x.txt": "" });
+    try {
+      const nodeModules = join(root, "node_modules");
+      writePackage(join(nodeModules, "plugin-a"), pluginFiles("plugin-a", "t_a"));
+      settle(nodeModules);
+      const path = join(cacheHome, "dirq", "plugins.json");
+      mkdirSync(dirname(path), { recursive: true });
+      for (const damage of [
+        "not json",
+        '{"format":1,"places":{"x":1}}',
+        JSON.stringify({ format: 1, places: { [nodeModules]: { scopes: [], stamp: "x" } } }),
+      ]) {
+        writeFileSync(path, damage);
+        assert.deepEqual(await tablesSeen(root), ["t_a"], damage);
+        assert.ok(cachedPlaces().includes(nodeModules), damage);
+      }
+    } finally {
+      removeTree(root);
     }
   });
 });

@@ -1,5 +1,6 @@
 import { type CliIo, run, startQueryWorkersEarly } from "../cli/main.js";
 import { discoverNpmPlugins, LauncherError } from "./npm-plugins.js";
+import { PluginCache } from "./plugin-cache.js";
 import {
   pluginsDisabledByEnv,
   takeNoPluginFlag,
@@ -17,7 +18,12 @@ export { processIo } from "./process-io.js";
 export async function launch(
   argv: readonly string[],
   io: CliIo,
-  options: { env: NodeJS.ProcessEnv; launcherPackage: string },
+  options: {
+    env: NodeJS.ProcessEnv;
+    launcherPackage: string;
+    /** Where discovery keeps what it found (plugin-cache.ts); none when absent. */
+    pluginCache?: string;
+  },
 ): Promise<number> {
   const { argv: args, noPlugin } = takeNoPluginFlag(argv);
   // A command that reads no config never discovers: a broken plugin cannot break --help.
@@ -28,7 +34,14 @@ export async function launch(
   await startQueryWorkersEarly(args, io.cwd);
   let fragments: string[];
   try {
-    fragments = discoverNpmPlugins(io.cwd, options.launcherPackage).map((plugin) => plugin.config);
+    const cache =
+      options.pluginCache === undefined || options.env.DIRQ_PLUGIN_CACHE === "0"
+        ? null
+        : PluginCache.open(options.pluginCache);
+    fragments = discoverNpmPlugins(io.cwd, options.launcherPackage, cache).map(
+      (plugin) => plugin.config,
+    );
+    cache?.save();
   } catch (error) {
     if (!(error instanceof LauncherError)) throw error;
     io.stderr.write(`dirq: ${error.message}\n`);

@@ -1,6 +1,7 @@
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { type Dirent, readdirSync, readFileSync, statSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { realPath } from "../shared/real-path.js";
+import type { PluginCache } from "./plugin-cache.js";
 
 /** A launcher failure: printed as `dirq: <message>`, exit 1. Names the package at fault. */
 export class LauncherError extends Error {
@@ -17,48 +18,72 @@ export interface NpmPlugin {
 }
 
 // Discovery runs on every start and reads one manifest per installed package (hundreds in a
-// project's node_modules), so it stays lean: names from plain `readdirSync` (no Dirent
-// objects), paths by concatenation, a stat only where a folder exists.
+// project's node_modules), so it stays lean: paths by concatenation, a stat only where a folder
+// exists, and what a folder held taken from the cache while its times are unchanged
+// (plugin-cache.ts).
+
+/** A plugin and the package folder it was found in (`name` or `@scope/name`). */
+export interface FoundPlugin {
+  folder: string;
+  plugin: NpmPlugin;
+}
+
+/** A package folder in a `node_modules`: its name there, its path, whether it is a symlink. */
+interface PackageFolder {
+  name: string;
+  directory: string;
+  linked: boolean;
+}
 
 /** The `node_modules` folder nearest to `start`: itself or in it or an ancestor. */
 export function nearestNodeModules(start: string): string | null {
   for (let dir = resolve(start); ; dir = dirname(dir)) {
     if (basename(dir) === "node_modules") return dir;
     const candidate = join(dir, "node_modules");
-    if (existsSync(candidate) && isDirectory(candidate)) return candidate;
+    if (isDirectory(candidate)) return candidate;
     if (dirname(dir) === dir) return null;
   }
 }
 
 function isDirectory(path: string): boolean {
-  return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  try {
+    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
+  } catch {
+    return false; // not searchable (EACCES), or a file on the way (ENOTDIR): not a folder
+  }
 }
 
-function entryNames(dir: string): string[] {
+function entries(dir: string): Dirent[] {
   try {
-    return readdirSync(dir);
+    return readdirSync(dir, { withFileTypes: true });
   } catch {
     return []; // a file where a folder was expected, or unreadable: no packages there
   }
 }
 
-/** Package folders directly in `nodeModules` (`name` and `@scope/name`), sorted by name. */
-function packageFolders(nodeModules: string): { name: string; directory: string }[] {
-  const found: { name: string; directory: string }[] = [];
-  for (const entry of entryNames(nodeModules)) {
-    if (entry.startsWith(".")) continue;
-    const path = `${nodeModules}/${entry}`;
-    if (entry.startsWith("@")) {
-      for (const scoped of entryNames(path)) {
-        if (!scoped.startsWith(".")) {
-          found.push({ name: `${entry}/${scoped}`, directory: `${path}/${scoped}` });
+/** Package folders directly in `nodeModules` (`name` and `@scope/name`), and its scope folders. */
+function packageFolders(nodeModules: string): { packages: PackageFolder[]; scopes: string[] } {
+  const packages: PackageFolder[] = [];
+  const scopes: string[] = [];
+  for (const entry of entries(nodeModules)) {
+    if (entry.name.startsWith(".")) continue;
+    const path = `${nodeModules}/${entry.name}`;
+    if (entry.name.startsWith("@")) {
+      scopes.push(entry.name);
+      for (const scoped of entries(path)) {
+        if (!scoped.name.startsWith(".")) {
+          packages.push({
+            name: `${entry.name}/${scoped.name}`,
+            directory: `${path}/${scoped.name}`,
+            linked: scoped.isSymbolicLink(),
+          });
         }
       }
     } else {
-      found.push({ name: entry, directory: path });
+      packages.push({ name: entry.name, directory: path, linked: entry.isSymbolicLink() });
     }
   }
-  return found.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return { packages, scopes: scopes.sort() };
 }
 
 /** The plugin a package folder holds, if its manifest declares one. */
@@ -89,7 +114,7 @@ function readPlugin(folder: { name: string; directory: string }): NpmPlugin | nu
     );
   }
   const fragment = resolve(folder.directory, config);
-  if (!existsSync(fragment) || isDirectory(fragment)) {
+  if (!isFragment(fragment)) {
     throw new LauncherError(
       `plugin ${label} (${folder.directory}): its config fragment ${config} is missing; reinstall or uninstall the package, or run with --no-plugin`,
     );
@@ -100,22 +125,59 @@ function readPlugin(folder: { name: string; directory: string }): NpmPlugin | nu
 /**
  * Plugins installed in the `node_modules` nearest to the working directory and in the
  * launcher's own, in a stable order (by package name; a package in both counts once, the
- * working directory's copy first).
+ * working directory's copy first). With a cache, a folder whose times are unchanged since it
+ * was last read is not read again (plugin-cache.ts).
  */
-export function discoverNpmPlugins(cwd: string, launcherPackage: string): NpmPlugin[] {
+export function discoverNpmPlugins(
+  cwd: string,
+  launcherPackage: string,
+  cache: PluginCache | null = null,
+): NpmPlugin[] {
   const places = [nearestNodeModules(cwd), nearestNodeModules(dirname(launcherPackage))];
   const seen = new Set<string>();
-  const byName = new Map<string, NpmPlugin>();
+  const byFolder = new Map<string, NpmPlugin>();
   for (const place of places) {
     if (place === null) continue;
     const real = realPath(place);
     if (seen.has(real)) continue;
     seen.add(real);
-    for (const folder of packageFolders(place)) {
-      if (byName.has(folder.name)) continue;
-      const plugin = readPlugin(folder);
-      if (plugin !== null) byName.set(folder.name, plugin);
+    for (const { folder, plugin } of pluginsIn(place, cache)) {
+      if (!byFolder.has(folder)) byFolder.set(folder, plugin);
     }
   }
-  return [...byName.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+  return [...byFolder.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+}
+
+/** The plugins in one `node_modules`: from the cache while it holds, else read (and recorded). */
+function pluginsIn(nodeModules: string, cache: PluginCache | null): FoundPlugin[] {
+  const record = cache?.current(nodeModules) ?? null;
+  // A fragment removed since: the full read below names the package.
+  if (record !== null && record.plugins.every(({ plugin }) => isFragment(plugin.config))) {
+    const found = [...record.plugins];
+    for (const folder of record.linked) {
+      const plugin = readPlugin(folder);
+      if (plugin !== null) found.push({ folder: folder.name, plugin });
+    }
+    return found;
+  }
+  const { packages, scopes } = packageFolders(nodeModules);
+  const found: FoundPlugin[] = [];
+  const unlinked: FoundPlugin[] = [];
+  for (const folder of packages) {
+    const plugin = readPlugin(folder);
+    if (plugin === null) continue;
+    found.push({ folder: folder.name, plugin });
+    if (!folder.linked) unlinked.push({ folder: folder.name, plugin });
+  }
+  const linked = packages
+    .filter((folder) => folder.linked)
+    .map(({ name, directory }) => ({ name, directory }));
+  cache?.record(nodeModules, { scopes, linked, plugins: unlinked });
+  return found;
+}
+
+/** Whether a config fragment is there: anything but a folder (one `stat`). */
+function isFragment(path: string): boolean {
+  const stats = statSync(path, { throwIfNoEntry: false });
+  return stats !== undefined && !stats.isDirectory();
 }
