@@ -3,6 +3,7 @@
 // bundle it loads (see scripts/build-cli.mjs): start-up counts, and Node's ES module loader
 // costs more to start than a query needing no table does to run.
 "use strict";
+// ASCII only (a test checks): one other character and V8 holds and scans the file as UTF-16.
 const {
   closeSync,
   mkdirSync,
@@ -155,9 +156,9 @@ function loadCli(env, folder) {
   const bundle = join(__dirname, "..", "dist", "src", "cli-bundle", "dirq.cjs");
   const cachePath = codeCachePath(bundle, env, folder);
   // One buffer for both files, the bundle first: once its text is a string the same memory
-  // takes the cache. Each page of fresh memory costs a page fault at its first write (1.5 µs
-  // each on the machines dirq is measured on), and a second buffer was 60 more of them. Pages
-  // of the buffer that no file reaches are never touched.
+  // takes the cache. Each page of fresh memory costs a page fault at its first write (1.5
+  // microseconds each on the machines dirq is measured on), and a second buffer was 60 more of
+  // them. Pages of the buffer that no file reaches are never touched.
   const buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
   // The file is the function Node wraps a CommonJS module in, the bundle inside (see
   // scripts/build-cli.mjs). The build checks that it is ASCII: read as latin1, it needs no

@@ -571,6 +571,14 @@ describe("npm launcher: the V8 code cache", () => {
     }
   });
 
+  test("the launcher and the bundle are ASCII (V8 would hold either as UTF-16)", () => {
+    for (const file of ["bin/dirq.cjs", "dist/src/cli-bundle/dirq.cjs"]) {
+      const bytes = readFileSync(join(PACKAGE_DIR, file));
+      const wide = bytes.findIndex((byte) => byte > 0x7f);
+      assert.equal(wide, -1, `${file} has a non-ASCII byte at offset ${wide}`);
+    }
+  });
+
   test("only the newest caches are kept", async () => {
     const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
     try {
