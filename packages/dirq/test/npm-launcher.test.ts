@@ -317,6 +317,23 @@ describe("npm launcher: the discovery cache", () => {
         assert.deepEqual(await tablesSeen(root), ["t_a"], damage);
         assert.ok(cachedPlaces().includes(nodeModules), damage);
       }
+
+      // A current record naming a package folder outside its node_modules is not taken.
+      const elsewhere = makeTree({});
+      try {
+        writePackage(elsewhere, pluginFiles("elsewhere", "t_elsewhere"));
+        const file = JSON.parse(readFileSync(path, "utf8")) as {
+          places: Record<string, { plugins: unknown[] }>;
+        };
+        file.places[nodeModules]?.plugins.push({
+          folder: "elsewhere",
+          plugin: { name: "elsewhere", directory: elsewhere, config: join(elsewhere, "dirq.toml") },
+        });
+        writeFileSync(path, JSON.stringify(file));
+        assert.deepEqual(await tablesSeen(root), ["t_a"]);
+      } finally {
+        removeTree(elsewhere);
+      }
     } finally {
       removeTree(root);
     }

@@ -82,7 +82,7 @@ export class PluginCache {
   /** The record for `nodeModules` (its real path) if nothing it depends on has changed. */
   current(nodeModules: string): PlaceRecord | null {
     const record = this.places[nodeModules];
-    if (!isRecord(record)) return null;
+    if (!isRecord(record, nodeModules)) return null;
     const stamp = stampOf(nodeModules, record.scopes);
     return sameNumbers(stamp, record.stamp) ? record : null;
   }
@@ -147,24 +147,26 @@ function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((value, i) => value === b[i]);
 }
 
-/** A record as this version writes it (the file is the user's: it may hold anything). */
-function isRecord(value: unknown): value is PlaceRecord {
+/**
+ * A record as this version writes it for `nodeModules`: the file is the user's and may hold
+ * anything, and a package it names must be a folder of this `node_modules`, as a read finds it.
+ */
+function isRecord(value: unknown, nodeModules: string): value is PlaceRecord {
   if (value === null || typeof value !== "object") return false;
   const record = value as Partial<PlaceRecord>;
+  const inFolder = (name: unknown, directory: unknown) =>
+    typeof name === "string" && directory === `${nodeModules}/${name}`;
   return (
     Array.isArray(record.scopes) &&
     Array.isArray(record.stamp) &&
     Array.isArray(record.linked) &&
     Array.isArray(record.plugins) &&
     record.scopes.every((scope) => typeof scope === "string") &&
-    record.linked.every(
-      (folder) => typeof folder?.name === "string" && typeof folder.directory === "string",
-    ) &&
+    record.linked.every((folder) => inFolder(folder?.name, folder?.directory)) &&
     record.plugins.every(
       (found) =>
-        typeof found?.folder === "string" &&
-        typeof found.plugin?.name === "string" &&
-        typeof found.plugin.directory === "string" &&
+        inFolder(found?.folder, found?.plugin?.directory) &&
+        typeof found.plugin.name === "string" &&
         typeof found.plugin.config === "string",
     )
   );
