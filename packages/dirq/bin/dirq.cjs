@@ -62,9 +62,9 @@ function shortHash(text) {
 
 /**
  * Where this Node build's code cache for this bundle lives in the cache folder, or null (turned
- * off with DIRQ_CODE_CACHE=0, or no cache folder). V8 checks only its own version, its flags and the
- * source's length before it takes a cache, and every Node 20 patch release has the same V8
- * version, yet a cache made by one crashes the code on another. So the name keys the exact Node
+ * off with DIRQ_CODE_CACHE=0, or no cache folder). V8 checks only its own version, its flags
+ * and the source's length before it takes a cache, and every Node 20 patch release has the same
+ * V8 version, yet a cache made by one crashes the code on another. So the name keys the exact Node
  * binary (version, size and modification time: a distribution's rebuild keeps the version) and
  * the exact bundle (size and time: an install writes the file anew), and each machine makes its
  * own cache: none ships in the package. The name is made of those numbers as they are (hashing

@@ -157,6 +157,18 @@ describe("npm launcher: discovery in the working directory's node_modules", () =
         result,
         /^plugin dirq-broken \(.*\): its config fragment gone\.toml is missing/,
       );
+      // A fragment path through a file (ENOTDIR) is as missing, not an internal error.
+      writePackage(join(broken, "node_modules", "dirq-broken"), {
+        "package.json": JSON.stringify({
+          name: "dirq-broken",
+          dirq: { config: "package.json/dirq.toml" },
+        }),
+      });
+      const throughFile = await runDirq(["SELECT 1"], { cwd: broken });
+      assertUserError(
+        throughFile,
+        /^plugin dirq-broken \(.*\): its config fragment package\.json\/dirq\.toml is missing/,
+      );
       const skipped = await runDirq(["SELECT 1", "--no-plugin"], { cwd: broken });
       assert.equal(skipped.code, 0, skipped.stderr);
       // Commands that read no config never discover, so a broken plugin cannot break them.

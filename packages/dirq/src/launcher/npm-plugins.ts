@@ -1,6 +1,7 @@
-import { type Dirent, readdirSync, readFileSync, statSync } from "node:fs";
+import { type Dirent, readdirSync, readFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { realPath } from "../shared/real-path.js";
+import { statOrNone } from "../shared/stat-or-none.js";
 import type { PluginCache } from "./plugin-cache.js";
 
 /** A launcher failure: printed as `dirq: <message>`, exit 1. Names the package at fault. */
@@ -46,11 +47,7 @@ export function nearestNodeModules(start: string): string | null {
 }
 
 function isDirectory(path: string): boolean {
-  try {
-    return statSync(path, { throwIfNoEntry: false })?.isDirectory() ?? false;
-  } catch {
-    return false; // not searchable (EACCES), or a file on the way (ENOTDIR): not a folder
-  }
+  return statOrNone(path)?.isDirectory() ?? false;
 }
 
 function entries(dir: string): Dirent[] {
@@ -178,6 +175,6 @@ function pluginsIn(nodeModules: string, cache: PluginCache | null): FoundPlugin[
 
 /** Whether a config fragment is there: anything but a folder (one `stat`). */
 function isFragment(path: string): boolean {
-  const stats = statSync(path, { throwIfNoEntry: false });
+  const stats = statOrNone(path);
   return stats !== undefined && !stats.isDirectory();
 }

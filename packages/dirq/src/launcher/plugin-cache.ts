@@ -1,5 +1,6 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
+import { statOrNone } from "../shared/stat-or-none.js";
 import type { FoundPlugin } from "./npm-plugins.js";
 
 // Discovery reads one manifest per installed package on every start: about 4 ms in a project
@@ -55,15 +56,12 @@ interface CacheFile {
 
 /** The records of one cache file, read once; `save` writes them back when any changed. */
 export class PluginCache {
-  private readonly places: Record<string, PlaceRecord>;
   private changed = false;
 
   private constructor(
     private readonly path: string,
-    places: Record<string, PlaceRecord>,
-  ) {
-    this.places = places;
-  }
+    private readonly places: Record<string, PlaceRecord>,
+  ) {}
 
   /** The cache in `path`; a missing, unreadable or foreign file is an empty cache. */
   static open(path: string): PluginCache {
@@ -79,7 +77,7 @@ export class PluginCache {
     return new PluginCache(path, places);
   }
 
-  /** The record for `nodeModules` (its real path) if nothing it depends on has changed. */
+  /** The record for `nodeModules` (the path discovery found) if nothing it depends on changed. */
   current(nodeModules: string): PlaceRecord | null {
     const record = this.places[nodeModules];
     if (!isRecord(record, nodeModules)) return null;
@@ -136,11 +134,8 @@ function stampOf(nodeModules: string, scopes: readonly string[]): number[] {
 }
 
 function modifiedAt(path: string): number {
-  try {
-    return statSync(path, { throwIfNoEntry: false })?.mtimeMs ?? -1;
-  } catch {
-    return -1; // unreadable: recorded as absent, and a change to readable shows
-  }
+  // Unreadable counts as absent: a change to readable shows.
+  return statOrNone(path)?.mtimeMs ?? -1;
 }
 
 function sameNumbers(a: readonly number[], b: readonly number[]): boolean {
