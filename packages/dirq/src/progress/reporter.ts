@@ -8,7 +8,11 @@ export type ProgressMode = "auto" | "always" | "never";
 
 /** Reads `DIRQ_PROGRESS` (case-insensitive, whitespace ignored); anything unknown is `auto`. */
 export function progressModeFromEnv(value: string | undefined): ProgressMode {
-  const normalized = (value ?? "").replace(/\s+/g, "").toLowerCase();
+  // trim() drops exactly what /\s/ matches, without compiling a regular expression at start-up.
+  const normalized = [...(value ?? "")]
+    .filter((character) => character.trim() !== "")
+    .join("")
+    .toLowerCase();
   if (["always", "1", "true"].includes(normalized)) return "always";
   if (["never", "0", "false"].includes(normalized)) return "never";
   return "auto";
