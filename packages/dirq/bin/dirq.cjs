@@ -6,22 +6,16 @@
 // ASCII only (a test checks): one other character and V8 holds and scans the file as UTF-16.
 
 /**
- * A built-in module, through `process.getBuiltinModule` where Node has it (20.16 and later):
- * `require` goes through the module loader's resolution and caches, 55 microseconds the first
- * time and about 5 each after, and a start makes some 50 calls, nearly all for built-ins.
+ * `require`, with Node's built-in modules taken from `process.getBuiltinModule` where Node has
+ * it (20.16 and later; it answers undefined for anything else): `require` goes through the
+ * module loader's resolution and caches, 55 microseconds the first time and about 5 each
+ * after, and a start makes some 50 calls, nearly all for built-ins. The bundle gets it as its
+ * `require` too, with this file's `resolve` (the bundle resolves SQLite's package with it).
  */
-function builtinModule(id) {
-  return process.getBuiltinModule === undefined ? require(id) : process.getBuiltinModule(id);
+function requireModule(id) {
+  return process.getBuiltinModule?.(id) ?? require(id);
 }
-
-/**
- * The bundle's `require`: built-ins as above, anything else (SQLite's package) through this
- * file's `require`, whose `resolve` the bundle also uses.
- */
-const bundleRequire = Object.assign(
-  (id) => (process.getBuiltinModule && process.getBuiltinModule(id)) || require(id),
-  { resolve: require.resolve },
-);
+requireModule.resolve = require.resolve;
 
 const {
   closeSync,
@@ -34,9 +28,9 @@ const {
   statSync,
   writeFileSync,
   writeSync,
-} = builtinModule("node:fs");
-const { dirname, isAbsolute, join } = builtinModule("node:path");
-const { Script } = builtinModule("node:vm");
+} = requireModule("node:fs");
+const { dirname, isAbsolute, join } = requireModule("node:path");
+const { Script } = requireModule("node:vm");
 
 /** Code caches kept per cache folder: one per Node build and dirq install in use. */
 const CODE_CACHES_KEPT = 8;
@@ -59,7 +53,7 @@ function cacheFolder(env) {
   let home = env.HOME;
   try {
     // node:os only when HOME is unset: it is a module of its own to load at every start.
-    home ||= builtinModule("node:os").homedir();
+    home ||= requireModule("node:os").homedir();
   } catch {
     return null;
   }
@@ -196,11 +190,10 @@ function loadCli(env, folder) {
     writeCodeCacheOnExit(script, cachePath);
   }
   const module = { exports: {} };
-  // This file's own `require` behind bundleRequire, not one made for the bundle's path
-  // (`node:module` would be one more module to load at every start): the bundle requires only
-  // Node's built-ins and packages by name, which resolve the same from anywhere inside this
-  // package.
-  script.runInThisContext()(module.exports, bundleRequire, module, bundle, dirname(bundle));
+  // requireModule, not a `require` made for the bundle's path (`node:module` would be one more
+  // module to load at every start): the bundle requires only Node's built-ins and packages by
+  // name, which resolve the same from anywhere inside this package.
+  script.runInThisContext()(module.exports, requireModule, module, bundle, dirname(bundle));
   return module.exports;
 }
 

@@ -34,7 +34,7 @@ const PRAGMA_FUNCTION = /^pragma_\w+$/i;
 
 function isPragmaFunction(word: string): boolean {
   // The prefix first: a regular expression costs its compilation in every process.
-  return word.slice(0, 7).toLowerCase() === "pragma_" && PRAGMA_FUNCTION.test(word);
+  return word.toLowerCase().startsWith("pragma_") && PRAGMA_FUNCTION.test(word);
 }
 
 /** Pragmas that are safe to read bare; with an argument several of them would change a setting. */
