@@ -48,6 +48,12 @@ const commands = [
     env: { ...baseEnv, DIRQ_CODE_CACHE: "0" },
   },
   { name: 'dirq "SELECT 1", code cache', argv: [resolve(options.bin), "SELECT 1"], env: baseEnv },
+  // What a terminal gets (`--format auto` on a TTY): the table's width measurement.
+  {
+    name: 'dirq "SELECT 1" --format table, code cache',
+    argv: [resolve(options.bin), "SELECT 1", "--format", "table"],
+    env: baseEnv,
+  },
 ];
 
 function runOnce(command, wrapper = []) {
@@ -93,7 +99,7 @@ try {
     process.stdout.write(`${runs} alternating runs each; load average after: ${after.join(" ")}\n`);
     for (const result of results) {
       process.stdout.write(
-        `${result.command.padEnd(34)} ${String(result.medianMs).padStart(7)} ms  ` +
+        `${result.command.padEnd(44)} ${String(result.medianMs).padStart(7)} ms  ` +
           `${result.ratio.toFixed(2)}x  ${result.peakRssMb} MB\n`,
       );
     }

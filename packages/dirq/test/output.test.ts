@@ -315,6 +315,14 @@ describe("table output", { concurrency: true }, () => {
     assert.deepEqual(lines, ["w     n", "----  --", "日本   1", "abcd  22", "(2 rows)", ""]);
   });
 
+  it("emoji and combining marks, in names and cells, are aligned by display width", async () => {
+    // Text the quick measures leave to string-width, which is loaded for it.
+    const lines = await tableLines(
+      `SELECT '😀' AS "👍", 'a' || char(769) || 'b' AS c UNION ALL SELECT 'abc', 'x'`,
+    );
+    assert.deepEqual(lines, ["👍   c", "---  --", "😀   a\u0301b", "abc  x", "(2 rows)", ""]);
+  });
+
   it("a path-table as a table", async () => {
     const lines = await tableLines("SELECT path, size, ext FROM './' ORDER BY path");
     assert.deepEqual(lines, [

@@ -77,7 +77,7 @@ async function printResult(command: QueryCommand, result: QueryResult, io: CliIo
     if (table) {
       // Loaded on demand: width measurement is only needed for tables, and start-up counts.
       const { tableChunks } = await import("../output/table.js");
-      for (const chunk of tableChunks(result.columns, result.rows)) held.add(chunk);
+      for await (const chunk of tableChunks(result.columns, result.rows)) held.add(chunk);
     } else {
       // SQLite writes a long answer when it fits in what is held in memory anyway.
       const answer = jsonAnswer(result, threshold ?? DEFAULT_SPILL_THRESHOLD);

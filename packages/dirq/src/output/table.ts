@@ -1,4 +1,3 @@
-import stringWidth from "string-width";
 import type { SqlValue } from "../shared/sql-value.js";
 import { escapeControlCharacters } from "./escape.js";
 
@@ -40,15 +39,40 @@ const WIDE_CHARACTER =
   /[\u3001-\u3029\u3030-\u303e\u3041-\u3096\u309b-\u30ff\u4e00-\u9fff\uac00-\ud7a3\uff01-\uff60]/g;
 
 /**
- * Columns `text` takes on a terminal. Measured, string-width was where a table's time went
- * (it segments every string into graphemes): printable ASCII is its length, text of
- * characters that never combine is its length plus one per wide character, and only other
- * text goes through string-width.
+ * string-width, for the text the fast paths leave to it, loaded when a table first has such a
+ * cell: loading it makes an `Intl.Segmenter`, and ICU's segmentation data cost 7 ms of every
+ * start that printed a table (8 ms of a whole `dirq` run), for text that is nearly always
+ * ASCII.
  */
-export function displayWidth(text: string): number {
+let stringWidth: ((text: string) => number) | undefined;
+
+async function loadStringWidth(): Promise<(text: string) => number> {
+  stringWidth ??= (await import("string-width")).default;
+  return stringWidth;
+}
+
+/**
+ * What quickWidth leaves to string-width. Past any real width: a cell is at most 60
+ * characters of at most two columns each, so widths fit a byte with this to spare.
+ */
+const UNMEASURED = 255;
+
+/**
+ * Columns `text` takes on a terminal, when it is printable ASCII (its length) or text of
+ * characters that never combine (its length plus one per wide character); `UNMEASURED`
+ * otherwise. Measured, string-width was where a table's time went (it segments every string
+ * into graphemes): only other text goes through it.
+ */
+function quickWidth(text: string): number {
   if (PRINTABLE_ASCII.test(text)) return text.length;
   if (SIMPLE_TEXT.test(text)) return text.length + (text.match(WIDE_CHARACTER)?.length ?? 0);
-  return stringWidth(text);
+  return UNMEASURED;
+}
+
+/** Columns `text` takes on a terminal. */
+export async function displayWidth(text: string): Promise<number> {
+  const width = quickWidth(text);
+  return width === UNMEASURED ? (await loadStringWidth())(text) : width;
 }
 
 function isNumeric(value: SqlValue | undefined): boolean {
@@ -65,26 +89,31 @@ const CHUNK_SIZE = 64 * 1024;
  * columns, a second writes the lines, yielded in chunks: the table never exists as one string,
  * so its size is limited only by the memory the held rows take.
  */
-export function* tableChunks(
+export async function* tableChunks(
   columns: readonly string[],
   rows: Iterable<SqlValue[]>,
-): Generator<string> {
+): AsyncGenerator<string> {
   const header = columns.map((name) => truncate(escapeControlCharacters(name)));
-  const widths = header.map(displayWidth);
+  const headerWidths = header.map(quickWidth);
+  let unmeasured = headerWidths.includes(UNMEASURED);
+  const widths = headerWidths.map((width) => (width === UNMEASURED ? 0 : width));
   const held: SqlValue[][] = [];
   // Each cell's width, kept for the second pass (a cell is at most 60 characters of at most
-  // two columns each: a byte holds it).
+  // two columns each: a byte holds it). The rows are read in one pass with nothing awaited,
+  // as before the answer was a table: string-width is loaded after it when a cell needs it.
   const cellWidths: Uint8Array[] = [];
   for (const row of rows) {
     held.push(row);
     const measured = new Uint8Array(widths.length);
     for (let i = 0; i < widths.length; i++) {
-      const width = displayWidth(cellText(row[i]));
+      const width = quickWidth(cellText(row[i]));
       measured[i] = width;
-      if (width > (widths[i] as number)) widths[i] = width;
+      if (width === UNMEASURED) unmeasured = true;
+      else if (width > (widths[i] as number)) widths[i] = width;
     }
     cellWidths.push(measured);
   }
+  if (unmeasured) await measureTheRest(header, headerWidths, held, cellWidths, widths);
   const spaces = " ".repeat(Math.max(0, ...widths));
   const line = (
     cells: readonly string[],
@@ -102,7 +131,6 @@ export function* tableChunks(
   };
   let chunk = "";
   if (columns.length > 0) {
-    const headerWidths = header.map(displayWidth);
     chunk += line(
       header,
       (i) => headerWidths[i] as number,
@@ -138,7 +166,39 @@ export function* tableChunks(
 const EMPTY_ROW: SqlValue[] = [];
 const NO_WIDTHS = new Uint8Array(0);
 
+/** Measures what quickWidth left (header names and cells) with string-width, and widens columns. */
+async function measureTheRest(
+  header: readonly string[],
+  headerWidths: number[],
+  held: readonly SqlValue[][],
+  cellWidths: readonly Uint8Array[],
+  widths: number[],
+): Promise<void> {
+  const width = await loadStringWidth();
+  const widen = (i: number, measured: number) => {
+    if (measured > (widths[i] as number)) widths[i] = measured;
+  };
+  header.forEach((name, i) => {
+    if (headerWidths[i] !== UNMEASURED) return;
+    headerWidths[i] = width(name);
+    widen(i, headerWidths[i] as number);
+  });
+  held.forEach((row, r) => {
+    const measured = cellWidths[r] as Uint8Array;
+    for (let i = 0; i < measured.length; i++) {
+      if (measured[i] !== UNMEASURED) continue;
+      measured[i] = width(cellText(row[i]));
+      widen(i, measured[i] as number);
+    }
+  });
+}
+
 /** The whole table as one string: for small results (tests, short answers). */
-export function renderTable(columns: readonly string[], rows: Iterable<SqlValue[]>): string {
-  return Array.from(tableChunks(columns, rows)).join("");
+export async function renderTable(
+  columns: readonly string[],
+  rows: Iterable<SqlValue[]>,
+): Promise<string> {
+  let text = "";
+  for await (const chunk of tableChunks(columns, rows)) text += chunk;
+  return text;
 }

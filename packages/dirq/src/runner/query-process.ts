@@ -175,10 +175,10 @@ function render(result: StatementRows, format: AnswerFormat | undefined): Answer
 const MAX_FRAME_BYTES = 0xffff_ffff;
 
 /** A table as the bytes of its chunks (it may be larger than the longest string). */
-function renderTable(chunks: Iterable<string>): Buffer[] {
+async function renderTable(chunks: AsyncIterable<string>): Promise<Buffer[]> {
   const parts: Buffer[] = [];
   let size = 0;
-  for (const chunk of chunks) {
+  for await (const chunk of chunks) {
     const part = Buffer.from(chunk, "utf8");
     size += part.length;
     if (size > MAX_FRAME_BYTES) {

@@ -17,12 +17,12 @@ test("JSON keeps exact integers, nulls non-finite reals and hex-encodes blobs", 
   assert.equal(toJson(["a"], []), "[]\n");
 });
 
-test("table cells escape control characters and truncate at 60 characters", () => {
+test("table cells escape control characters and truncate at 60 characters", async () => {
   assert.equal(cellText("a\nb\tc\u001b"), "a\\nb\\tc\\u{1b}");
   assert.equal(cellText("x".repeat(61)), `${"x".repeat(59)}…`);
   assert.equal(cellText(null), "NULL");
   assert.equal(
-    renderTable(
+    await renderTable(
       ["n", "s"],
       [
         [10n, "a"],
@@ -85,11 +85,11 @@ test("DIRQ_PROGRESS values and durations", () => {
   assert.equal(formatDuration(125_000), "2m05s");
 });
 
-test("displayWidth agrees with string-width: every BMP character, and seeded mixed text", () => {
+test("displayWidth agrees with string-width: every BMP character, and seeded mixed text", async () => {
   for (let code = 0; code <= 0xffff; code++) {
     if (code >= 0xd800 && code <= 0xdfff) continue;
     const character = String.fromCharCode(code);
-    assert.equal(displayWidth(character), stringWidth(character), `U+${code.toString(16)}`);
+    assert.equal(await displayWidth(character), stringWidth(character), `U+${code.toString(16)}`);
   }
   // Characters of each kind the fast paths take, next to ones they must leave to string-width
   // (a combining accent, a variation selector, an emoji, a joiner, a soft hyphen).
@@ -122,6 +122,6 @@ test("displayWidth agrees with string-width: every BMP character, and seeded mix
     let text = "";
     const length = Math.floor(next() * 12);
     for (let j = 0; j < length; j++) text += pool[Math.floor(next() * pool.length)];
-    assert.equal(displayWidth(text), stringWidth(text), JSON.stringify(text));
+    assert.equal(await displayWidth(text), stringWidth(text), JSON.stringify(text));
   }
 });
