@@ -39,6 +39,16 @@ const CODE_CACHES_KEPT = 8;
 const READ_BUFFER_BYTES = 512 * 1024;
 
 /**
+ * A code cache file starts with this, then the kinds of run it holds the code of (RunKind in
+ * src/cli/main.ts, comma-separated) and spaces up to a line of a multiple of 8 bytes: V8 copies
+ * cache data that does not start 8-byte aligned. V8's own bytes follow.
+ */
+const CACHE_HEADER = "dirq-code-cache ";
+
+/** A header is found within this many bytes, or the file is not a cache (a damaged one). */
+const MAX_HEADER_BYTES = 256;
+
+/**
  * The user's cache folder for dirq (`$XDG_CACHE_HOME/dirq`, else `~/.cache/dirq`;
  * `~/Library/Caches/dirq` on macOS, `%LOCALAPPDATA%\dirq\Cache` on Windows), or null.
  */
@@ -107,16 +117,71 @@ function codeCachePath(bundle, env, folder) {
 }
 
 /**
- * Writes the code cache when the process exits, so it holds the functions this run compiled,
- * not only the top level. Atomic (a temporary file renamed), so a run that starts meanwhile
- * reads a whole cache or none; any failure (a read-only home, a full disk) just leaves none.
+ * The kinds a cache file holds the code of, and V8's bytes after the header; null for a file
+ * that is not a whole cache.
  */
-function writeCodeCacheOnExit(script, path) {
+function readCodeCache(bytes) {
+  if (bytes.length < CACHE_HEADER.length) return null;
+  if (bytes.toString("latin1", 0, CACHE_HEADER.length) !== CACHE_HEADER) return null;
+  const limit = Math.min(bytes.length, MAX_HEADER_BYTES);
+  let end = CACHE_HEADER.length;
+  while (end < limit && bytes[end] !== 0x0a) end++;
+  if (end === limit) return null;
+  const listed = bytes.toString("latin1", CACHE_HEADER.length, end).trim();
+  return {
+    kinds: new Set(listed === "" ? [] : listed.split(",")),
+    data: bytes.subarray(end + 1),
+  };
+}
+
+/** The header for a cache of these kinds (see CACHE_HEADER). */
+function codeCacheHeader(kinds) {
+  const line = CACHE_HEADER + [...kinds].sort().join(",");
+  return Buffer.from(`${line.padEnd(Math.ceil((line.length + 1) / 8) * 8 - 1)}\n`, "latin1");
+}
+
+/**
+ * Keeps the code cache up with the runs made: V8 compiles a function that is not in the cache
+ * when it is first called, in every run, so a cache written by a `dirq --version` would leave
+ * every later query compiling most of dirq (4 ms of `SELECT 1`, 6 of a scan). The first run
+ * writes the cache, as does any run whose cache V8 rejected. A run that does a kind of work
+ * the cache was not written by (a query, a table printed, tables filled: RunKind) writes it
+ * again: V8 then holds both the functions it read from the cache and the ones this run
+ * compiled, and the cache is rewritten with the kinds of both. A kind is added once, so a
+ * cache is rewritten a few times in its life. Returns the listener for the run's kinds.
+ */
+function keepCodeCache(script, path, cached) {
+  const ran = new Set();
+  let writing = false;
+  const write = () => {
+    writing = true;
+    writeCodeCacheOnExit(script, path, (data) => {
+      // Smaller than what was read: V8 dropped the code of functions this run never called
+      // (it does, in a long run); claim only this run's kinds, so the others are added again.
+      const keptAll = cached !== null && data.length >= cached.data.length;
+      return keptAll ? new Set([...cached.kinds, ...ran]) : ran;
+    });
+  };
+  if (cached === null) write();
+  return (kind) => {
+    ran.add(kind);
+    if (!writing && !cached.kinds.has(kind)) write();
+  };
+}
+
+/**
+ * Writes the code cache when the process exits, so it holds the functions this run compiled,
+ * not only the top level, with the kinds `kindsFor` gives for V8's bytes. Atomic (a temporary
+ * file renamed), so a run that starts meanwhile reads a whole cache or none; any failure (a
+ * read-only home, a full disk) just leaves none.
+ */
+function writeCodeCacheOnExit(script, path, kindsFor) {
   process.once("exit", () => {
     const temporary = `${path}.${process.pid}.tmp`;
     try {
+      const data = script.createCachedData();
       mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(temporary, script.createCachedData());
+      writeFileSync(temporary, Buffer.concat([codeCacheHeader(kindsFor(data)), data]));
       renameSync(temporary, path);
       pruneCodeCaches(dirname(path));
     } catch {
@@ -162,8 +227,9 @@ function readInto(path, buffer) {
 }
 
 /**
- * The CLI bundle, loaded as `require` would, but compiled with the V8 code cache an earlier
- * run of this Node build wrote (see codeCachePath); the first run writes it.
+ * The CLI bundle, loaded as `require` would, but compiled with the V8 code cache earlier runs
+ * of this Node build wrote (see codeCachePath and keepCodeCache). Returns its exports and the
+ * listener for the kinds of work the run does.
  */
 function loadCli(env, folder) {
   const bundle = join(__dirname, "..", "dist", "src", "cli-bundle", "dirq.cjs");
@@ -177,28 +243,27 @@ function loadCli(env, folder) {
   // scripts/build-cli.mjs). The build checks that it is ASCII: read as latin1, it needs no
   // UTF-8 decoding.
   const source = readInto(bundle, buffer).toString("latin1");
-  let cachedData;
+  let cached = null;
   if (cachePath) {
     try {
-      cachedData = readInto(cachePath, buffer);
+      cached = readCodeCache(readInto(cachePath, buffer));
     } catch {
-      cachedData = undefined; // the first run of this Node build: compile as usual
+      cached = null; // the first run of this Node build: compile as usual
     }
   }
-  const script = new Script(source, { filename: bundle, cachedData });
-  if (cachePath && (cachedData === undefined || script.cachedDataRejected)) {
-    writeCodeCacheOnExit(script, cachePath);
-  }
+  const script = new Script(source, { filename: bundle, cachedData: cached?.data });
+  if (script.cachedDataRejected) cached = null;
+  const onRunKind = cachePath ? keepCodeCache(script, cachePath, cached) : undefined;
   const module = { exports: {} };
   // requireModule, not a `require` made for the bundle's path (`node:module` would be one more
   // module to load at every start): the bundle requires only Node's built-ins and packages by
   // name, which resolve the same from anywhere inside this package.
   script.runInThisContext()(module.exports, requireModule, module, bundle, dirname(bundle));
-  return module.exports;
+  return { cli: module.exports, onRunKind };
 }
 
 const cacheFolderPath = cacheFolder(process.env);
-const cli = loadCli(process.env, cacheFolderPath);
+const { cli, onRunKind } = loadCli(process.env, cacheFolderPath);
 // A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
 // stdout (`> /dev/full`) is one diagnostic line, never a stack trace.
 const io = cli.processIo(process.cwd(), (error) => {
@@ -217,6 +282,7 @@ cli
     launcherPackage: join(__dirname, ".."),
     // What plugin discovery found, kept beside the code caches (docs/plugins.md).
     pluginCache: cacheFolderPath ? join(cacheFolderPath, "plugins.json") : undefined,
+    onRunKind,
   })
   .then((code) => {
     process.exitCode = code;

@@ -564,6 +564,52 @@ describe("npm launcher: the V8 code cache", () => {
     assert.ok(statSync(path).size > 1000, "rewritten");
   });
 
+  test("a run of a kind the cache lacks adds its code; the header names the kinds held", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+    try {
+      const folder = join(home, "dirq");
+      const env = { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" };
+      // The header line, padded so that V8's bytes start 8-byte aligned, and V8's size.
+      const cache = () => {
+        const [name] = cacheFiles(folder);
+        const bytes = readFileSync(join(folder, name ?? ""));
+        const end = bytes.indexOf(0x0a) + 1;
+        assert.equal(end % 8, 0, `header of ${end} bytes`);
+        const header = bytes.toString("latin1", 0, end);
+        assert.match(header, /^dirq-code-cache [a-z,]* *\n$/);
+        return { kinds: header.slice(16).trim(), size: bytes.length - end };
+      };
+      const dirq = async (args: string[]) => {
+        const result = await runDirq(args, { cwd: root, env });
+        assert.equal(result.code, 0, result.stderr);
+        return result.stdout;
+      };
+      // `--version` first, as after an install: its cache holds next to none of a query's code.
+      await dirq(["--version"]);
+      const first = cache();
+      assert.equal(first.kinds, "");
+      assert.deepEqual(parseRows(await dirq(["SELECT 1 AS x"])), [{ x: 1 }]);
+      const query = cache();
+      assert.equal(query.kinds, "query");
+      assert.ok(query.size > first.size + 50_000, `${first.size} -> ${query.size}`);
+      // The same kind again: the cache is read as it is.
+      const [name] = cacheFiles(folder);
+      const written = statSync(join(folder, name ?? "")).mtimeMs;
+      await dirq(["SELECT 2 AS x"]);
+      assert.equal(statSync(join(folder, name ?? "")).mtimeMs, written, "not rewritten");
+      // A table filled, then an answer printed as a table: each adds its kind and its code.
+      assert.deepEqual(parseRows(await dirq(["SELECT count(*) AS n FROM './'"])), [{ n: 1 }]);
+      const tables = cache();
+      assert.equal(tables.kinds, "query,tables");
+      assert.ok(tables.size > query.size, `${query.size} -> ${tables.size}`);
+      assert.equal(await dirq(["SELECT 3 AS x", "--format", "table"]), "x\n-\n3\n(1 row)\n");
+      assert.equal(cache().kinds, "query,table,tables");
+      assert.equal(cacheFiles(folder).length, 1, cacheFiles(folder).join(" "));
+    } finally {
+      removeTree(home);
+    }
+  });
+
   test("Node's flags get a cache of their own, named by the binary's and the bundle's numbers", async () => {
     const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
     try {

@@ -48,6 +48,14 @@ export interface CliIo {
   stdin?: Readable & { isTTY?: boolean };
 }
 
+/**
+ * The kinds of work a run did, told to whoever runs the CLI as they happen: `query` (a one-shot
+ * statement ran), `table` (its answer was printed as a table) and `tables` (tables were filled
+ * for it). The npm launcher keeps the code each kind needs in its V8 code cache (bin/dirq.cjs).
+ */
+export type RunKind = "query" | "table" | "tables";
+export type RunKindListener = (kind: RunKind) => void;
+
 /** Exit status of a query whose scan skipped files it could not read. */
 export const EXIT_PARTIAL_SCAN = 23;
 
@@ -69,12 +77,18 @@ async function write(stream: OutputStream, text: string | Buffer): Promise<void>
  * Renders the result, holding it until the statement has finished (an error while rows are
  * read leaves stdout empty), then writes it out.
  */
-async function printResult(command: QueryCommand, result: QueryResult, io: CliIo): Promise<void> {
+async function printResult(
+  command: QueryCommand,
+  result: QueryResult,
+  io: CliIo,
+  onRunKind: RunKindListener,
+): Promise<void> {
   const table = command.format === "table" || (command.format === "auto" && io.stdout.isTTY);
   const threshold = spillThreshold();
   const held = new HeldOutput(threshold);
   try {
     if (table) {
+      onRunKind("table");
       // Loaded on demand: width measurement is only needed for tables, and start-up counts.
       const { tableChunks } = await import("../output/table.js");
       for await (const chunk of tableChunks(result.columns, result.rows)) held.add(chunk);
@@ -155,7 +169,11 @@ export async function startQueryWorkersEarly(argv: readonly string[], cwd: strin
   prestartWorkersFromConfigFiles(command.sql, command.configs, cwd);
 }
 
-async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
+async function runQuery(
+  command: QueryCommand,
+  io: CliIo,
+  onRunKind: RunKindListener,
+): Promise<number> {
   // Armed before the statement's first hook or worker starts; one that starts none never
   // listens for signals (which costs start-up time) and ends on Ctrl-C as any program does.
   const signalHandlers: { remove?: () => void } = {};
@@ -163,14 +181,19 @@ async function runQuery(command: QueryCommand, io: CliIo): Promise<number> {
     signalHandlers.remove ??= stopChildrenOnSignal();
   });
   try {
-    return await runQueryToEnd(command, io);
+    return await runQueryToEnd(command, io, onRunKind);
   } finally {
     onChildStart(null);
     signalHandlers.remove?.();
   }
 }
 
-async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> {
+async function runQueryToEnd(
+  command: QueryCommand,
+  io: CliIo,
+  onRunKind: RunKindListener,
+): Promise<number> {
+  onRunKind("query");
   // The config loader (TOML, schema validation) is loaded only when a config is given.
   const config =
     command.configs.length === 0
@@ -181,6 +204,7 @@ async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> 
     (await import("../functions/prestart.js")).prestartWorkersFor(command.sql, config.functions);
   }
   const { openIndex } = await import("../engine.js");
+  const progress = createProgressReporter(io.stderr);
   const index = openIndex({
     root: io.cwd,
     noIgnore: command.noIgnore,
@@ -192,12 +216,18 @@ async function runQueryToEnd(command: QueryCommand, io: CliIo): Promise<number> 
     // native extension not even rows (a view of as many blank rows as files).
     pathlessFills: true,
     countedFills: true,
-    progress: createProgressReporter(io.stderr),
+    // Every fill of a table reports its progress: the one place that says a table was filled.
+    progress: {
+      start: () => {
+        onRunKind("tables");
+        return progress.start();
+      },
+    },
   });
   try {
     for (const notice of index.notices) io.stderr.write(`dirq: ${notice}\n`);
     const result = await index.query(command.sql);
-    await printResult(command, result, io);
+    await printResult(command, result, io, onRunKind);
     for (const skipped of result.skipped) {
       // One line per file: a name or a hook's stderr never brings its own line breaks or
       // terminal escapes to the user's terminal.
@@ -254,7 +284,11 @@ async function runServerCommand(command: ServerCommand, io: CliIo): Promise<numb
   });
 }
 
-async function runCommand(command: Command, io: CliIo): Promise<number> {
+async function runCommand(
+  command: Command,
+  io: CliIo,
+  onRunKind: RunKindListener,
+): Promise<number> {
   switch (command.kind) {
     case "help":
       await write(io.stdout, HELP_TEXTS[command.topic]);
@@ -268,7 +302,7 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
       await write(io.stdout, `${readVersion()}\n`);
       return 0;
     case "query":
-      return runQuery(command, io);
+      return runQuery(command, io, onRunKind);
     case "init":
       return runInit(command, io);
     case "server":
@@ -283,15 +317,20 @@ async function runCommand(command: Command, io: CliIo): Promise<number> {
 /**
  * Runs the CLI and resolves to the exit code. The only place that turns errors into
  * `dirq: <diagnostic>` lines; `bin/dirq.cjs` is the only place that sets the exit code.
+ * `onRunKind` hears what kinds of work the run did (see RunKind).
  */
-export async function run(argv: readonly string[], io: CliIo): Promise<number> {
+export async function run(
+  argv: readonly string[],
+  io: CliIo,
+  onRunKind: RunKindListener = () => {},
+): Promise<number> {
   try {
     const command = parseCommandLine(argv);
     if (command.kind === "query" || command.kind === "repl" || command.kind === "server") {
       const notice = nativeNotice(process.env);
       if (notice !== null) io.stderr.write(`dirq: ${notice}\n`);
     }
-    return await runCommand(command, io);
+    return await runCommand(command, io, onRunKind);
   } catch (error) {
     if (isDirqError(error)) {
       // One diagnostic per line (a config may have several problems), each with the prefix.

@@ -1,4 +1,4 @@
-import { type CliIo, run, startQueryWorkersEarly } from "../cli/main.js";
+import { type CliIo, run, type RunKindListener, startQueryWorkersEarly } from "../cli/main.js";
 import { discoverNpmPlugins, LauncherError } from "./npm-plugins.js";
 import { PluginCache } from "./plugin-cache.js";
 import {
@@ -23,12 +23,14 @@ export async function launch(
     launcherPackage: string;
     /** Where discovery keeps what it found (plugin-cache.ts); none when absent. */
     pluginCache?: string;
+    /** Hears what kinds of work the run did (see RunKind in cli/main.ts). */
+    onRunKind?: RunKindListener;
   },
 ): Promise<number> {
   const { argv: args, noPlugin } = takeNoPluginFlag(argv);
   // A command that reads no config never discovers: a broken plugin cannot break --help.
   if (noPlugin || pluginsDisabledByEnv(options.env.DIRQ_NO_PLUGIN) || !takesPluginConfigs(args)) {
-    return run(args, io);
+    return run(args, io, options.onRunKind);
   }
   // Discovery reads every installed package's manifest: the query's workers start first.
   await startQueryWorkersEarly(args, io.cwd);
@@ -47,5 +49,5 @@ export async function launch(
     io.stderr.write(`dirq: ${error.message}\n`);
     return 1;
   }
-  return run(withPluginConfigs(args, fragments), io);
+  return run(withPluginConfigs(args, fragments), io, options.onRunKind);
 }
