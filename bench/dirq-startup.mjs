@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Start-up of the npm launcher: `dirq "SELECT 1"` in an empty folder against `node -e 0`, with
 // and without the V8 code cache (bin/dirq.cjs keeps one per Node build in the user's cache
-// folder; DIRQ_CODE_CACHE=0 turns it off). Medians of alternating runs and peak RSS (GNU time's
+// folder; DIRQ_CODE_CACHE=0 turns it off), as a table, and after a first `dirq --version`. Medians of alternating runs and peak RSS (GNU time's
 // %M, in separate runs so that its own start does not count in the times). Prints the load
 // average first: figures taken on a busy machine are rough.
 import { spawnSync } from "node:child_process";
@@ -33,6 +33,8 @@ const node = options.node;
 const cwd = mkdtempSync(join(tmpdir(), "dirq-startup-"));
 // A cache folder of the benchmark's own, so the first cached run starts from nothing.
 const cacheHome = mkdtempSync(join(tmpdir(), "dirq-startup-cache-"));
+// Another, whose first run is `dirq --version`, as after an install (see the warm-up).
+const versionFirstHome = mkdtempSync(join(tmpdir(), "dirq-startup-cache-"));
 const baseEnv = {
   ...process.env,
   DIRQ_PROGRESS: "never",
@@ -54,6 +56,12 @@ const commands = [
     argv: [resolve(options.bin), "SELECT 1", "--format", "table"],
     env: baseEnv,
   },
+  // The code cache a first `dirq --version` wrote, and the query runs that came after it.
+  {
+    name: 'dirq "SELECT 1" after a first --version',
+    argv: [resolve(options.bin), "SELECT 1"],
+    env: { ...baseEnv, XDG_CACHE_HOME: versionFirstHome },
+  },
 ];
 
 function runOnce(command, wrapper = []) {
@@ -72,6 +80,11 @@ try {
   process.stderr.write(`node ${spawnSync(node, ["--version"]).stdout}`.trim() + "\n");
   process.stderr.write(`load average before: ${load.join(" ")}\n`);
   // Warm-up: file cache, and the first cached run writes the code cache.
+  runOnce({
+    name: "dirq --version",
+    argv: [resolve(options.bin), "--version"],
+    env: { ...baseEnv, XDG_CACHE_HOME: versionFirstHome },
+  });
   for (const command of commands) runOnce(command);
   const times = commands.map(() => []);
   for (let run = 0; run < runs; run++) {
@@ -107,4 +120,5 @@ try {
 } finally {
   rmSync(cwd, { recursive: true, force: true });
   rmSync(cacheHome, { recursive: true, force: true });
+  rmSync(versionFirstHome, { recursive: true, force: true });
 }
