@@ -2,6 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { openSqlite } from "./database.js";
 import type { FillAnswer, FillRequest, FillWorkerData } from "./fill-worker.js";
 import { fillRows } from "./path-fill.js";
+import { monotonicMs } from "../shared/clock.js";
 
 /**
  * The thread of `FillWorker`: opens its own connection to the index file and runs the fills
@@ -34,7 +35,7 @@ async function fill({ id, job }: FillRequest): Promise<void> {
       db,
       job,
       (found) => {
-        const now = performance.now();
+        const now = monotonicMs();
         if (now - last < PROGRESS_EVERY_MS) return;
         last = now;
         post({ id, kind: "progress", found });

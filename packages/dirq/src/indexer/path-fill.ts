@@ -13,6 +13,7 @@ import { directorySignature, folderKey } from "../scan/tree-signature.js";
 import { type ResumePoint, SelectionWalker, type SkippedPath } from "../scan/walk.js";
 import { WalkHelper, type WalkHelperBatch, type WalkHelperOptions } from "../scan/walk-helper.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { monotonicMs } from "../shared/clock.js";
 
 /**
  * How a path-table's rows are produced and written: the walk, stats and inserts of a fill,
@@ -68,11 +69,11 @@ const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** A fill's pause point: lets the event loop run once the fill has held it YIELD_EVERY_MS. */
 function breather(): () => Promise<void> {
-  let since = performance.now();
+  let since = monotonicMs();
   return async () => {
-    if (performance.now() - since < YIELD_EVERY_MS) return;
+    if (monotonicMs() - since < YIELD_EVERY_MS) return;
     await nextTurn();
-    since = performance.now();
+    since = monotonicMs();
   };
 }
 

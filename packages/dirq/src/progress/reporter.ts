@@ -1,3 +1,5 @@
+import { monotonicMs } from "../shared/clock.js";
+
 /** Where progress goes: a stream with an optional terminal flag (process.stderr fits). */
 export interface ProgressStream {
   write(text: string): unknown;
@@ -45,7 +47,7 @@ const AUTO_DELAY_MS = 500;
 const MIN_INTERVAL_MS = 100;
 
 class TextPhase implements ProgressPhase {
-  private readonly startedAt = performance.now();
+  private readonly startedAt = monotonicMs();
   private lastWrite = Number.NEGATIVE_INFINITY;
   private shown = false;
 
@@ -66,7 +68,7 @@ class TextPhase implements ProgressPhase {
   }
 
   update(line: string, force = false): void {
-    const now = performance.now();
+    const now = monotonicMs();
     if (!this.visible(now) || (!force && now - this.lastWrite < MIN_INTERVAL_MS)) return;
     this.lastWrite = now;
     this.shown = true;
@@ -74,8 +76,8 @@ class TextPhase implements ProgressPhase {
   }
 
   finish(summary: (duration: string) => string): void {
-    const elapsed = performance.now() - this.startedAt;
-    if (!this.shown && !this.visible(performance.now())) return;
+    const elapsed = monotonicMs() - this.startedAt;
+    if (!this.shown && !this.visible(monotonicMs())) return;
     this.write(`dirq: ${summary(formatDuration(elapsed))}`, true);
   }
 }

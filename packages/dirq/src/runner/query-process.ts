@@ -9,6 +9,7 @@ import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
+import { monotonicMs } from "../shared/clock.js";
 import type { AnswerFormat } from "./query-pool.js";
 import {
   type JsonStatement,
@@ -392,13 +393,13 @@ const BATCH_MS = 1;
 function serveNext(): void {
   if (serving) return;
   serving = true;
-  const started = performance.now();
+  const started = monotonicMs();
   let waiting: Promise<void> | null = null;
   channel.cork();
   try {
     for (let request = queue.shift(); request !== undefined; request = queue.shift()) {
       waiting = serve(request);
-      if (waiting !== null || performance.now() - started >= BATCH_MS) break;
+      if (waiting !== null || monotonicMs() - started >= BATCH_MS) break;
     }
   } finally {
     channel.uncork();
