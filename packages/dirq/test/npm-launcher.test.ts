@@ -703,3 +703,52 @@ describe("npm launcher: the V8 code cache", () => {
     }
   });
 });
+
+describe("npm launcher: the Node modules a start loads", () => {
+  // Writes the built-in modules loaded after it (Node's own start-up excluded) as the process
+  // exits: a module a statement never uses is paid for at every start.
+  const PROBE = `const before = new Set(process.moduleLoadList);
+process.on("exit", () => {
+  const loaded = process.moduleLoadList.filter((name) => !before.has(name));
+  require("node:fs").writeFileSync(process.env.DIRQ_TEST_LOADED, JSON.stringify(loaded));
+});
+`;
+
+  test("one-shot queries load no built-in they do not use (perf_hooks for a fill's clock, among others)", async () => {
+    const root = makeTree({ "a.txt": "a\n", "b/c.md": "cc\n" });
+    const home = mkdtempSync(join(tmpdir(), "dirq-loaded-"));
+    try {
+      const probe = join(home, "probe.cjs");
+      writeFileSync(probe, PROBE);
+      const statements = [
+        "SELECT 1",
+        "SELECT count(*) AS n FROM './'",
+        "SELECT path FROM './**/*.md'",
+        "SELECT path, size FROM './' ORDER BY size DESC LIMIT 10",
+      ];
+      for (const sql of statements) {
+        const loadedPath = join(home, "loaded.json");
+        const result = await runDirq([sql], {
+          cwd: root,
+          env: {
+            NODE_OPTIONS: `--require ${JSON.stringify(probe)}`,
+            DIRQ_TEST_LOADED: loadedPath,
+            DIRQ_NO_PLUGIN: "1",
+            XDG_CACHE_HOME: home,
+          },
+        });
+        assert.equal(result.code, 0, result.stderr);
+        const loaded = JSON.parse(readFileSync(loadedPath, "utf8")) as string[];
+        for (const unused of ["perf_hooks", "child_process", "crypto", "worker_threads", "url"]) {
+          assert.ok(
+            !loaded.includes(`NativeModule ${unused}`),
+            `${sql} loaded ${unused}: ${loaded}`,
+          );
+        }
+      }
+    } finally {
+      removeTree(root);
+      removeTree(home);
+    }
+  });
+});
