@@ -32,7 +32,7 @@ import {
   configTableSpec,
   definitionChange,
   onFileSpec,
-  parsedSpecHash,
+  parsedSpecText,
   sweepCatalog,
 } from "./indexer/table-specs.js";
 import { Refresher, type WriterLock } from "./indexer/refresh.js";
@@ -461,9 +461,9 @@ export class DirqIndex {
     this.preparer = new StatementPreparer(this.preparerHost());
   }
 
-  /** A parsed table's definition in this index (see `parsedSpecHash`). */
-  private parsedSpecHash(spec: ParsedTableSpec): string {
-    return parsedSpecHash(spec, {
+  /** A parsed table's definition in this index (see `parsedSpecText`). */
+  private parsedSpecText(spec: ParsedTableSpec): string {
+    return parsedSpecText(spec, {
       root: this.root,
       useGitignore: this.parsedOptions.useGitignore,
       ignore: this.userIgnores,
@@ -477,12 +477,12 @@ export class DirqIndex {
   private expectedParsedSpec(name: string): string | null {
     const table = this.config.tables.find((t) => t.name.toLowerCase() === name.toLowerCase());
     try {
-      if (table !== undefined) return this.parsedSpecHash(configTableSpec(table, this.root));
+      if (table !== undefined) return this.parsedSpecText(configTableSpec(table, this.root));
       if (this.onFile === null) return null;
       const selection = parsePathTableName(name, this.root);
       return selection === null
         ? null
-        : this.parsedSpecHash(onFileSpec(name, selection, this.onFile));
+        : this.parsedSpecText(onFileSpec(name, selection, this.onFile));
     } catch {
       return null;
     }
@@ -492,9 +492,9 @@ export class DirqIndex {
   private async buildParsed(spec: ParsedTableSpec): Promise<SkippedPath[]> {
     const matches = spec.selection ? selectionMatcher(spec.selection) : () => false;
     const catalog = this.catalog;
-    const hash = catalog === null ? null : this.parsedSpecHash(spec);
+    const definition = catalog === null ? null : this.parsedSpecText(spec);
     const stored = catalog?.table(spec.name);
-    if (catalog !== null && stored?.spec === hash && this.tableExists(spec.name)) {
+    if (catalog !== null && stored?.spec === definition && this.tableExists(spec.name)) {
       // Persisted with the same definition: parse only what changed since.
       const live: LiveParsedTable = { spec, columns: storedColumns(this.db, spec.name), matches };
       this.parsedTables.set(spec.name.toLowerCase(), live);
@@ -502,7 +502,8 @@ export class DirqIndex {
       return [...skipped, ...skippedFromChanges(changes)];
     }
     if (catalog !== null && stored !== undefined) catalog.dropTable(stored);
-    const persisted = catalog !== null && hash !== null ? { catalog, spec: hash } : null;
+    const persisted =
+      catalog !== null && definition !== null ? { catalog, spec: definition } : null;
     const { skipped, columns } = await buildParsedTable(
       this.db,
       spec,

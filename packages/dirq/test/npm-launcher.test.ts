@@ -714,21 +714,24 @@ process.on("exit", () => {
 });
 `;
 
-  test("one-shot queries load no built-in they do not use (perf_hooks for a fill's clock, among others)", async () => {
+  test("one-shot queries load no built-in they do not use (perf_hooks for a fill's clock, crypto for --persist)", async () => {
     const root = makeTree({ "a.txt": "a\n", "b/c.md": "cc\n" });
     const home = mkdtempSync(join(tmpdir(), "dirq-loaded-"));
     try {
       const probe = join(home, "probe.cjs");
       writeFileSync(probe, PROBE);
-      const statements = [
-        "SELECT 1",
-        "SELECT count(*) AS n FROM './'",
-        "SELECT path FROM './**/*.md'",
-        "SELECT path, size FROM './' ORDER BY size DESC LIMIT 10",
+      const runs = [
+        ["SELECT 1"],
+        ["SELECT count(*) AS n FROM './'"],
+        ["SELECT path FROM './**/*.md'"],
+        ["SELECT path, size FROM './' ORDER BY size DESC LIMIT 10"],
+        // Written, then read and refreshed: a persisted index compares table definitions.
+        ["SELECT path FROM './**/*.md'", "--persist"],
+        ["SELECT path FROM './**/*.md'", "--persist"],
       ];
-      for (const sql of statements) {
+      for (const args of runs) {
         const loadedPath = join(home, "loaded.json");
-        const result = await runDirq([sql], {
+        const result = await runDirq(args, {
           cwd: root,
           env: {
             NODE_OPTIONS: `--require ${JSON.stringify(probe)}`,
@@ -742,7 +745,7 @@ process.on("exit", () => {
         for (const unused of ["perf_hooks", "child_process", "crypto", "worker_threads", "url"]) {
           assert.ok(
             !loaded.includes(`NativeModule ${unused}`),
-            `${sql} loaded ${unused}: ${loaded}`,
+            `${args.join(" ")} loaded ${unused}: ${loaded}`,
           );
         }
       }

@@ -12,7 +12,7 @@ import { openSqlite, type SqliteDatabase } from "./database.js";
  */
 
 /** Bumped whenever the layout of the cache changes: an older cache is rebuilt. */
-export const CACHE_FORMAT = "1";
+export const CACHE_FORMAT = "2";
 
 /** How long a second process waits for the cache's lock before it gives up. */
 export const CACHE_LOCK_WAIT_MS = 5000;

@@ -9,7 +9,7 @@ import {
   ignoreSourceSignatures,
   treeUnchanged,
 } from "../scan/tree-signature.js";
-import { type Catalog, type CatalogTable, specHash } from "./catalog.js";
+import { type Catalog, type CatalogTable, specText } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
   type ColumnGroups,
@@ -162,7 +162,7 @@ export class PathTables {
 
   /** The catalog's definition of a path-table: a change of any part rebuilds it. */
   private specOf(name: string, label: string, selection: PathSelection): string {
-    return specHash({
+    return specText({
       kind: "path",
       name,
       label,

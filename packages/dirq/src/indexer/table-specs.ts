@@ -7,7 +7,7 @@ import { commandExtractor, type Extractor } from "../parse/extractor.js";
 import { parseHookCommand } from "../parse/hook-command.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { preciseStat } from "../scan/tree-signature.js";
-import { type Catalog, type CatalogTable, dropObject, schemaObjects, specHash } from "./catalog.js";
+import { type Catalog, type CatalogTable, dropObject, schemaObjects, specText } from "./catalog.js";
 import type { SqliteDatabase } from "./database.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
 
@@ -103,12 +103,12 @@ const DEFINITION_PARTS: Record<string, string> = {
 };
 
 /**
- * The catalog's definition of a parsed table: one hash per part, as JSON, so that a change of
+ * The catalog's definition of a parsed table: each part's text (specText), as JSON, so that a change of
  * any part rebuilds it and the notice can say which. The program (a hook's script, or its
  * executable) counts by content: a `touch` or a reinstall with the same bytes keeps the
  * table; its other arguments (a `--log` file) never count.
  */
-export function parsedSpecHash(spec: ParsedTableSpec, context: DefinitionContext): string {
+export function parsedSpecText(spec: ParsedTableSpec, context: DefinitionContext): string {
   const programs = spec.extractor.inputs.map((word) => {
     const file = programFile(word, context.root);
     return file === null ? word : `${word}=${context.contentHash(file) ?? "unreadable"}`;
@@ -135,7 +135,7 @@ export function parsedSpecHash(spec: ParsedTableSpec, context: DefinitionContext
       .map((fn) => ({ name: fn.name, argv: fn.argv, deterministic: fn.deterministic })),
   };
   return JSON.stringify(
-    Object.fromEntries(Object.entries(parts).map(([key, value]) => [key, specHash(value)])),
+    Object.fromEntries(Object.entries(parts).map(([key, value]) => [key, specText(value)])),
   );
 }
 
