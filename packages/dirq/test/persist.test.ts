@@ -341,6 +341,22 @@ describe("--persist: a cache that cannot be reused is rebuilt, never a crash", (
     ]);
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /rebuilding the cache .*: it was written by dirq 0\.0\.1/);
+    // This version, another layout (a development build): rebuilt, saying so.
+    runSql(cache, "UPDATE _dirq_meta SET value = '1' WHERE key = 'format'");
+    const layout = await ws.run([
+      "query",
+      ALL_POSTS,
+      "--format",
+      "json",
+      "-c",
+      "dirq.toml",
+      "--persist",
+    ]);
+    assert.equal(layout.code, 0, layout.stderr);
+    assert.match(
+      layout.stderr,
+      /rebuilding the cache .*: it is in an older layout \(format 1, now 2\)/,
+    );
   });
 
   it("a cache of another root is rebuilt; a database dirq did not write is never touched", async () => {

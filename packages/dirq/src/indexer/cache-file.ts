@@ -185,8 +185,12 @@ function staleReason(db: SqliteDatabase, path: string, root: string): string | n
     if (error instanceof DirqError) throw error;
     return "it is damaged";
   }
-  if (meta.get("format") !== CACHE_FORMAT || meta.get("version") !== readVersion()) {
+  if (meta.get("version") !== readVersion()) {
     return `it was written by dirq ${meta.get("version") ?? "(unknown)"}`;
+  }
+  // The same version with another layout: a development build of this version wrote it.
+  if (meta.get("format") !== CACHE_FORMAT) {
+    return `it is in an older layout (format ${meta.get("format") ?? "unknown"}, now ${CACHE_FORMAT})`;
   }
   if (meta.get("root") !== root) return `it indexes another root (${meta.get("root")})`;
   return null;
