@@ -297,6 +297,8 @@ describe("--persist: a cache that cannot be reused is rebuilt, never a crash", (
     const ws = workspace(3);
     const cache = join(ws.root, ".dirq", "cache.db");
     const expected = await ws.rows(ALL_POSTS);
+    const runPersisted = () =>
+      ws.run(["query", ALL_POSTS, "--format", "json", "-c", "dirq.toml", "--persist"]);
     ws.parsed();
     const damage: [string, () => void][] = [
       ["garbage", () => writeFileSync(cache, "this is not a database\n".repeat(100))],
@@ -312,15 +314,7 @@ describe("--persist: a cache that cannot be reused is rebuilt, never a crash", (
     ];
     for (const [label, spoil] of damage) {
       spoil();
-      const result = await ws.run([
-        "query",
-        ALL_POSTS,
-        "--format",
-        "json",
-        "-c",
-        "dirq.toml",
-        "--persist",
-      ]);
+      const result = await runPersisted();
       assert.equal(result.code, 0, `${label}: ${result.stderr}`);
       assert.deepEqual(JSON.parse(result.stdout), expected, label);
       const notices = result.stderr.split("\n").filter(Boolean);
@@ -330,28 +324,12 @@ describe("--persist: a cache that cannot be reused is rebuilt, never a crash", (
     }
     // Another dirq version wrote it.
     runSql(cache, "UPDATE _dirq_meta SET value = '0.0.1' WHERE key = 'version'");
-    const result = await ws.run([
-      "query",
-      ALL_POSTS,
-      "--format",
-      "json",
-      "-c",
-      "dirq.toml",
-      "--persist",
-    ]);
+    const result = await runPersisted();
     assert.equal(result.code, 0, result.stderr);
     assert.match(result.stderr, /rebuilding the cache .*: it was written by dirq 0\.0\.1/);
     // This version, another layout (a development build): rebuilt, saying so.
     runSql(cache, "UPDATE _dirq_meta SET value = '1' WHERE key = 'format'");
-    const layout = await ws.run([
-      "query",
-      ALL_POSTS,
-      "--format",
-      "json",
-      "-c",
-      "dirq.toml",
-      "--persist",
-    ]);
+    const layout = await runPersisted();
     assert.equal(layout.code, 0, layout.stderr);
     assert.match(
       layout.stderr,
