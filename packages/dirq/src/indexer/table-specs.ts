@@ -103,9 +103,9 @@ const DEFINITION_PARTS: Record<string, string> = {
 };
 
 /**
- * The catalog's definition of a parsed table: each part's text (specText), as JSON, so that a change of
- * any part rebuilds it and the notice can say which. The program (a hook's script, or its
- * executable) counts by content: a `touch` or a reinstall with the same bytes keeps the
+ * The catalog's definition of a parsed table: each part's text (specText), as JSON, so that a
+ * change of any part rebuilds it and the notice can say which. The program (a hook's script,
+ * or its executable) counts by content: a `touch` or a reinstall with the same bytes keeps the
  * table; its other arguments (a `--log` file) never count.
  */
 export function parsedSpecText(spec: ParsedTableSpec, context: DefinitionContext): string {
