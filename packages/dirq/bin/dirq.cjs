@@ -121,7 +121,7 @@ function codeCachePath(bundle, env, folder) {
  * that is not a whole cache.
  */
 function readCodeCache(bytes) {
-  if (bytes.length < CACHE_HEADER.length) return null;
+  // A shorter file reads as a shorter string, which differs too.
   if (bytes.toString("latin1", 0, CACHE_HEADER.length) !== CACHE_HEADER) return null;
   const limit = Math.min(bytes.length, MAX_HEADER_BYTES);
   let end = CACHE_HEADER.length;
