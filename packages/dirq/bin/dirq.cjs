@@ -9,13 +9,12 @@
  * `require`, with Node's built-in modules taken from `process.getBuiltinModule` where Node has
  * it (20.16 and later; it answers undefined for anything else): `require` goes through the
  * module loader's resolution and caches, 55 microseconds the first time and about 5 each
- * after, and a start makes some 50 calls, nearly all for built-ins. The bundle gets it as its
- * `require` too, with this file's `resolve` (the bundle resolves SQLite's package with it).
+ * after, and a start makes some 50 calls, nearly all for built-ins. The bundle's `require`
+ * (bundleRequire) is this one for anything but its own chunks.
  */
 function requireModule(id) {
   return process.getBuiltinModule?.(id) ?? require(id);
 }
-requireModule.resolve = require.resolve;
 
 const {
   closeSync,
@@ -32,11 +31,20 @@ const {
 const { dirname, isAbsolute, join } = requireModule("node:path");
 const { Script } = requireModule("node:vm");
 
-/** Code caches kept per cache folder: one per Node build and dirq install in use. */
+/** Where the CLI's bundle and its chunks are (see scripts/build-cli.mjs). */
+const BUNDLE_FOLDER = join(__dirname, "..", "dist", "src", "cli-bundle");
+
+/**
+ * Code caches kept per cache folder and file of the bundle (`cli` for the bundle, `cli.<chunk>`
+ * for a chunk): one per Node build and dirq install in use.
+ */
 const CODE_CACHES_KEPT = 8;
 
-/** Room for the bundle and its code cache (about 270 and 250 to 330 kB). */
+/** Room for the bundle and its code cache (about 170 and 200 to 260 kB). */
 const READ_BUFFER_BYTES = 512 * 1024;
+
+/** A chunk's first read buffer (it doubles for a bigger file). */
+const CHUNK_BUFFER_BYTES = 64 * 1024;
 
 /**
  * A code cache file starts with this, then the kinds of run it holds the code of (RunKind in
@@ -83,34 +91,38 @@ function shortHash(text) {
   return hash.toString(16).padStart(8, "0");
 }
 
+/** The Node binary's size and modification time, taken once (see codeCachePath). */
+let nodeStamp;
+
 /**
- * Where this Node build's code cache for this bundle lives in the cache folder, or null (turned
- * off with DIRQ_CODE_CACHE=0, or no cache folder). V8 checks only its own version, its flags
- * and the source's length before it takes a cache, and every Node 20 patch release has the same
- * V8 version, yet a cache made by one crashes the code on another. So the name keys the exact Node
- * binary (version, size and modification time: a distribution's rebuild keeps the version) and
- * the exact bundle (size and time: an install writes the file anew), and each machine makes its
- * own cache: none ships in the package. The name is made of those numbers as they are (hashing
- * the paths as well cost a tenth of a millisecond of every start); only Node's flags, when
- * there are any, are hashed into it.
+ * Where this Node build's code cache for one file of the bundle lives in the cache folder, or
+ * null (turned off with DIRQ_CODE_CACHE=0, or no cache folder). `name` is the file's (`cli`,
+ * `cli.<chunk>`). V8 checks only its own version, its flags and the source's length before it
+ * takes a cache, and every Node 20 patch release has the same V8 version, yet a cache made by
+ * one crashes the code on another. So the name keys the exact Node binary (version, size and
+ * modification time: a distribution's rebuild keeps the version) and the exact file (size and
+ * time: an install writes the file anew), and each machine makes its own cache: none ships in
+ * the package. The name is made of those numbers as they are (hashing the paths as well cost a
+ * tenth of a millisecond of every start); only Node's flags, when there are any, are hashed
+ * into it.
  */
-function codeCachePath(bundle, env, folder) {
+function codeCachePath(name, file, env, folder) {
   if (env.DIRQ_CODE_CACHE === "0" || !folder) return null;
   try {
-    const node = statSync(process.execPath);
-    const code = statSync(bundle);
+    nodeStamp ??= statSync(process.execPath);
+    const code = statSync(file);
     const flags = `${process.execArgv.join(" ")} ${env.NODE_OPTIONS ?? ""}`.trim();
-    const name = [
-      "cli",
+    const key = [
+      name,
       process.version,
       process.arch,
-      node.size,
-      node.mtimeMs,
+      nodeStamp.size,
+      nodeStamp.mtimeMs,
       code.size,
       code.mtimeMs,
       ...(flags === "" ? [] : [shortHash(flags)]),
     ].join("-");
-    return join(folder, `${name}.v8cache`);
+    return join(folder, `${key}.v8cache`);
   } catch {
     return null;
   }
@@ -194,13 +206,22 @@ function writeCodeCacheOnExit(script, path, kindsFor) {
   });
 }
 
-/** Keeps the newest caches: old Node builds and old installs would otherwise pile up. */
+/**
+ * Keeps the newest caches of each file of the bundle: old Node builds and old installs would
+ * otherwise pile up.
+ */
 function pruneCodeCaches(folder) {
-  const caches = readdirSync(folder)
-    .filter((name) => name.startsWith("cli-") && name.endsWith(".v8cache"))
-    .map((name) => ({ path: join(folder, name), mtimeMs: statSync(join(folder, name)).mtimeMs }))
-    .sort((a, b) => b.mtimeMs - a.mtimeMs);
-  for (const stale of caches.slice(CODE_CACHES_KEPT)) rmSync(stale.path, { force: true });
+  const byFile = new Map();
+  for (const name of readdirSync(folder)) {
+    if (!name.startsWith("cli") || !name.endsWith(".v8cache")) continue;
+    const file = name.slice(0, name.indexOf("-"));
+    const cache = { path: join(folder, name), mtimeMs: statSync(join(folder, name)).mtimeMs };
+    byFile.set(file, [...(byFile.get(file) ?? []), cache]);
+  }
+  for (const caches of byFile.values()) {
+    caches.sort((a, b) => b.mtimeMs - a.mtimeMs);
+    for (const stale of caches.slice(CODE_CACHES_KEPT)) rmSync(stale.path, { force: true });
+  }
 }
 
 /**
@@ -227,22 +248,15 @@ function readInto(path, buffer) {
 }
 
 /**
- * The CLI bundle, loaded as `require` would, but compiled with the V8 code cache earlier runs
- * of this Node build wrote (see codeCachePath and keepCodeCache). Returns its exports and the
- * listener for the kinds of work the run does.
+ * Runs one file of the bundle as `require` would, compiled with the V8 code cache at
+ * `cachePath` if there is one V8 takes (see codeCachePath). Returns its exports, its Script
+ * and what the cache held (null: none, or refused).
  */
-function loadCli(env, folder) {
-  const bundle = join(__dirname, "..", "dist", "src", "cli-bundle", "dirq.cjs");
-  const cachePath = codeCachePath(bundle, env, folder);
-  // One buffer for both files, the bundle first: once its text is a string the same memory
-  // takes the cache. Each page of fresh memory costs a page fault at its first write (1.5
-  // microseconds each on the machines dirq is measured on), and a second buffer was 60 more of
-  // them. Pages of the buffer that no file reaches are never touched.
-  const buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+function runBundleFile(file, cachePath, buffer) {
   // The file is the function Node wraps a CommonJS module in, the bundle inside (see
   // scripts/build-cli.mjs). The build checks that it is ASCII: read as latin1, it needs no
-  // UTF-8 decoding.
-  const source = readInto(bundle, buffer).toString("latin1");
+  // UTF-8 decoding. Once its text is a string, the same buffer takes the cache.
+  const source = readInto(file, buffer).toString("latin1");
   let cached = null;
   if (cachePath) {
     try {
@@ -251,16 +265,64 @@ function loadCli(env, folder) {
       cached = null; // the first run of this Node build: compile as usual
     }
   }
-  const script = new Script(source, { filename: bundle, cachedData: cached?.data });
+  const script = new Script(source, { filename: file, cachedData: cached?.data });
   if (script.cachedDataRejected) cached = null;
-  const onRunKind = cachePath ? keepCodeCache(script, cachePath, cached) : undefined;
   const module = { exports: {} };
-  // requireModule, not a `require` made for the bundle's path (`node:module` would be one more
-  // module to load at every start): the bundle requires only Node's built-ins and packages by
-  // name, which resolve the same from anywhere inside this package.
-  script.runInThisContext()(module.exports, requireModule, module, bundle, dirname(bundle));
-  return { cli: module.exports, onRunKind };
+  script.runInThisContext()(module.exports, bundleRequire, module, file, dirname(file));
+  return { exports: module.exports, script, cached };
 }
+
+/**
+ * The CLI bundle's exports and the listener for the kinds of work the run does (see
+ * keepCodeCache).
+ */
+function loadCli(env, folder) {
+  const file = join(BUNDLE_FOLDER, "dirq.cjs");
+  const cachePath = codeCachePath("cli", file, env, folder);
+  // One buffer for both files, the bundle first. Each page of fresh memory costs a page fault
+  // at its first write (1.5 microseconds each on the machines dirq is measured on), and a
+  // second buffer was 60 more of them. Pages of the buffer that no file reaches are never
+  // touched.
+  const buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
+  const { exports, script, cached } = runBundleFile(file, cachePath, buffer);
+  const onRunKind = cachePath ? keepCodeCache(script, cachePath, cached) : undefined;
+  return { cli: exports, onRunKind };
+}
+
+/** The chunks loaded so far, by name: each runs once, as a module does. */
+const chunks = new Map();
+
+/**
+ * A chunk's exports (`./<name>.cjs`, a part of the CLI that a command loads when it needs it:
+ * see scripts/build-cli.mjs), with its own code cache, written when there was none.
+ */
+function loadChunk(name) {
+  let exports = chunks.get(name);
+  if (exports === undefined) {
+    const file = join(BUNDLE_FOLDER, `${name}.cjs`);
+    const cachePath = codeCachePath(`cli.${name}`, file, process.env, cacheFolderPath);
+    const loaded = runBundleFile(file, cachePath, Buffer.allocUnsafeSlow(CHUNK_BUFFER_BYTES));
+    if (cachePath && loaded.cached === null) {
+      writeCodeCacheOnExit(loaded.script, cachePath, () => new Set());
+    }
+    exports = loaded.exports;
+    chunks.set(name, exports);
+  }
+  return exports;
+}
+
+/**
+ * The `require` the bundle and its chunks get: a chunk by its relative name, anything else
+ * (Node's built-ins, packages by name) by requireModule. `requireModule` alone, not a `require`
+ * made for the bundle's path (`node:module` would be one more module to load at every start):
+ * the bundle requires only Node's built-ins and packages by name, which resolve the same from
+ * anywhere inside this package.
+ */
+function bundleRequire(id) {
+  return id.startsWith("./") ? loadChunk(id.slice(2, -".cjs".length)) : requireModule(id);
+}
+// The bundle resolves SQLite's package with it.
+bundleRequire.resolve = require.resolve;
 
 const cacheFolderPath = cacheFolder(process.env);
 const { cli, onRunKind } = loadCli(process.env, cacheFolderPath);

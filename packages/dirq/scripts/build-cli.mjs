@@ -1,17 +1,18 @@
 #!/usr/bin/env node
-// Bundles the CLI (launcher, argument parsing, the query engine, the server, the REPL and the
-// rest of what commands load) into one CommonJS file, dist/src/cli-bundle/dirq.cjs, which
-// bin/dirq.cjs requires. Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
+// Bundles the CLI into CommonJS files in dist/src/cli-bundle, which bin/dirq.cjs loads:
+// dirq.cjs (the launcher, argument parsing, the query engine: what a one-shot statement runs)
+// and a chunk per part a command loads on demand: the REPL, the server, table output, the
+// config loader, `init` and `completion` (CHUNKS). Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
 // Node 20's ES module loader pays an async resolve, read, link and compile per module, and
 // starting the loader at all costs milliseconds `node -e 0` never pays; the unbundled CLI
 // loaded about eighty modules, and an ESM bundle split into chunks still paid the loader for
-// a dozen. One CommonJS file is one synchronous read and compile (V8 compiles function bodies
-// lazily, so code a command never calls costs little) and every module has exactly one
-// instance (its state, such as the running hooks or prestarted workers, is one). Node built-ins
-// a statement rarely needs (child processes, crypto, worker threads) load on first use
-// (src/lazy-module.ts), so `SELECT 1` pays for none of them. No V8 code cache ships beside the
-// bundle: one made here crashes the code under another Node 20 patch release (same V8 version,
-// so V8 takes it), and bin/dirq.cjs makes one per Node build on the user's machine instead.
+// a dozen. A CommonJS file is one synchronous read and compile (V8 compiles function bodies
+// lazily, so code a command never calls costs little, but not nothing: see CHUNKS). Node
+// built-ins a statement rarely needs (child processes, crypto, worker threads) load on first
+// use (src/lazy-module.ts), so `SELECT 1` pays for none of them. No V8 code cache ships beside
+// the bundle: one made here crashes the code under another Node 20 patch release (same V8
+// version, so V8 takes it), and bin/dirq.cjs makes one per Node build on the user's machine
+// instead.
 import { build } from "esbuild";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -24,6 +25,54 @@ const outdir = join(srcDir, "cli-bundle");
 /** The function Node wraps a CommonJS module in (bin/dirq.cjs calls it as Node would). */
 const CJS_WRAPPER_HEAD = "(function (exports, require, module, __filename, __dirname) { ";
 const CJS_WRAPPER_TAIL = "\n})";
+
+/**
+ * The chunks: a command that needs one loads it when it runs (`import()` in the sources,
+ * `require("./<name>.cjs")` in the bundle, which bin/dirq.cjs answers with the chunk compiled
+ * from its own code cache). Out of dirq.cjs, the 100 kB they take is neither read nor
+ * deserialized by a one-shot statement: `dirq "SELECT 1"` went from 21.79 to 21.11 ms (`node -e
+ * 0`: 16.96 ms; 301 alternating runs, load 0.5-0.8). A chunk holds its own copy of every module it
+ * imports, so it is a part that takes what it needs as arguments and keeps no state another
+ * part shares: the REPL and the server run their own index (the modules dirq.cjs has already
+ * run hand them a command and the process's streams), table output and the config loader are
+ * functions of their arguments. Their errors are told by `isDirqError`, which does not rely on
+ * the class being the same one.
+ */
+const CHUNKS = {
+  repl: "repl/run-repl.js",
+  server: "server/run-server.js",
+  table: "output/table.js",
+  config: "config/load-config.js",
+  init: "config/starter-config.js",
+  completion: "cli/completion.js",
+};
+
+/**
+ * A dynamic import of a chunk's module becomes a module of one line, `module.exports =
+ * require("./<name>.cjs")`, which bin/dirq.cjs answers (left as `import()`, esbuild would keep
+ * it one, which V8 cannot run in a script compiled without a module loader).
+ */
+const chunkImports = {
+  name: "chunk-imports",
+  setup(build) {
+    const byPath = new Map(
+      Object.entries(CHUNKS).map(([name, path]) => [join(srcDir, path), name]),
+    );
+    build.onResolve({ filter: /\.js$/ }, (args) => {
+      if (args.kind !== "dynamic-import") return undefined;
+      const name = byPath.get(resolve(args.resolveDir, args.path));
+      return name === undefined ? undefined : { path: name, namespace: "chunk" };
+    });
+    build.onLoad({ filter: /.*/, namespace: "chunk" }, (args) => ({
+      contents: `module.exports = require("./${args.path}.cjs");`,
+      loader: "js",
+    }));
+    build.onResolve({ filter: /^\.\/\w+\.cjs$/, namespace: "chunk" }, (args) => ({
+      path: args.path,
+      external: true,
+    }));
+  },
+};
 
 /** A path relative to the bundle's folder, as an import specifier. */
 function fromBundle(absolute) {
@@ -120,8 +169,11 @@ const bundledSqlite = {
 // A previous build's files (the former chunked layout included) would linger.
 rmSync(outdir, { recursive: true, force: true });
 
-await build({
-  entryPoints: { dirq: join(srcDir, "launcher", "launch.js") },
+const built = await build({
+  entryPoints: {
+    dirq: join(srcDir, "launcher", "launch.js"),
+    ...Object.fromEntries(Object.entries(CHUNKS).map(([name, path]) => [name, join(srcDir, path)])),
+  },
   outdir,
   outExtension: { ".js": ".cjs" },
   bundle: true,
@@ -163,22 +215,34 @@ await build({
   sourcemap: false,
   legalComments: "none",
   logLevel: "warning",
-  plugins: [bundledSqlite, relocate],
+  plugins: [chunkImports, bundledSqlite, relocate],
+  metafile: true,
 });
 
-// A single non-ASCII character would make V8 hold the 250 KB source as a two-byte string.
-const bundlePath = join(outdir, "dirq.cjs");
-const bundled = readFileSync(bundlePath);
-const wide = bundled.findIndex((byte) => byte > 0x7f);
-if (wide !== -1) throw new Error(`build-cli: the bundle has a non-ASCII byte at offset ${wide}`);
+// A chunk's module bundled into dirq.cjs as well would run as two copies (see CHUNKS).
+const mainInputs = Object.values(built.metafile.outputs).find(
+  (output) => output.entryPoint === relative(packageDir, join(srcDir, "launcher", "launch.js")),
+).inputs;
+for (const path of Object.values(CHUNKS)) {
+  if (relative(packageDir, join(srcDir, path)) in mainInputs) {
+    throw new Error(`build-cli: ${path} is a chunk, but dirq.cjs imports it statically`);
+  }
+}
 
-// The file holds the bundle already inside the function Node wraps a CommonJS module in, so
-// the launcher compiles the text exactly as it reads it. Wrapped at every start, the source was
-// a string made of three, which V8 copies into one flat 260 kB string before it compiles:
-// 0.1 ms of every start. (`require` of this file still works: it evaluates the function
-// expression and returns an empty object.)
-writeFileSync(
-  bundlePath,
-  `${CJS_WRAPPER_HEAD}${bundled.toString("latin1")}${CJS_WRAPPER_TAIL}`,
-  "latin1",
-);
+for (const name of ["dirq", ...Object.keys(CHUNKS)]) {
+  const path = join(outdir, `${name}.cjs`);
+  const bundled = readFileSync(path);
+  // A single non-ASCII character would make V8 hold the source as a two-byte string.
+  const wide = bundled.findIndex((byte) => byte > 0x7f);
+  if (wide !== -1) throw new Error(`build-cli: ${name}.cjs has a non-ASCII byte at offset ${wide}`);
+  // The file holds the bundle already inside the function Node wraps a CommonJS module in, so
+  // the launcher compiles the text exactly as it reads it. Wrapped at every start, the source
+  // was a string made of three, which V8 copies into one flat string before it compiles: 0.1
+  // ms of every start. (`require` of the file still works: it evaluates the function
+  // expression and returns an empty object.)
+  writeFileSync(
+    path,
+    `${CJS_WRAPPER_HEAD}${bundled.toString("latin1")}${CJS_WRAPPER_TAIL}`,
+    "latin1",
+  );
+}

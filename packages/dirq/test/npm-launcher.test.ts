@@ -539,6 +539,9 @@ describe("npm launcher: the V8 code cache", () => {
 
   const cacheFiles = (folder: string) =>
     existsSync(folder) ? readdirSync(folder).filter((name) => name.endsWith(".v8cache")) : [];
+  /** The caches of the bundle itself (`cli-...`), not its chunks' (`cli.<chunk>-...`). */
+  const bundleCaches = (folder: string) =>
+    cacheFiles(folder).filter((name) => name.startsWith("cli-"));
 
   test("the first run writes one for this Node build, later runs read it as it is", async () => {
     const env = { XDG_CACHE_HOME: cacheHome, DIRQ_NO_PLUGIN: "1" };
@@ -571,7 +574,7 @@ describe("npm launcher: the V8 code cache", () => {
       const env = { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" };
       // The header line, padded so that V8's bytes start 8-byte aligned, and V8's size.
       const cache = () => {
-        const [name] = cacheFiles(folder);
+        const [name] = bundleCaches(folder);
         const bytes = readFileSync(join(folder, name ?? ""));
         const end = bytes.indexOf(0x0a) + 1;
         assert.equal(end % 8, 0, `header of ${end} bytes`);
@@ -593,7 +596,7 @@ describe("npm launcher: the V8 code cache", () => {
       assert.equal(query.kinds, "query");
       assert.ok(query.size > first.size + 50_000, `${first.size} -> ${query.size}`);
       // The same kind again: the cache is read as it is.
-      const [name] = cacheFiles(folder);
+      const [name] = bundleCaches(folder);
       const written = statSync(join(folder, name ?? "")).mtimeMs;
       await dirq(["SELECT 2 AS x"]);
       assert.equal(statSync(join(folder, name ?? "")).mtimeMs, written, "not rewritten");
@@ -604,7 +607,7 @@ describe("npm launcher: the V8 code cache", () => {
       assert.ok(tables.size > query.size, `${query.size} -> ${tables.size}`);
       assert.equal(await dirq(["SELECT 3 AS x", "--format", "table"]), "x\n-\n3\n(1 row)\n");
       assert.equal(cache().kinds, "query,table,tables");
-      assert.equal(cacheFiles(folder).length, 1, cacheFiles(folder).join(" "));
+      assert.equal(bundleCaches(folder).length, 1, cacheFiles(folder).join(" "));
     } finally {
       removeTree(home);
     }
@@ -646,36 +649,77 @@ describe("npm launcher: the V8 code cache", () => {
     }
   });
 
-  test("the launcher and the bundle are ASCII (V8 would hold either as UTF-16)", () => {
-    for (const file of ["bin/dirq.cjs", "dist/src/cli-bundle/dirq.cjs"]) {
+  test("a chunk has a code cache of its own, written when there is none or V8 refuses it", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+    try {
+      const folder = join(home, "dirq");
+      const env = { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" };
+      const table = async () => {
+        const result = await runDirq(["SELECT 3 AS x", "--format", "table"], { cwd: root, env });
+        assert.deepEqual(
+          [result.code, result.stderr, result.stdout],
+          [0, "", "x\n-\n3\n(1 row)\n"],
+        );
+      };
+      const chunkCache = () => {
+        const names = cacheFiles(folder).filter((name) => name.startsWith("cli.table-"));
+        assert.equal(names.length, 1, cacheFiles(folder).join(" "));
+        return join(folder, names[0] ?? "");
+      };
+      // A one-shot JSON answer loads no chunk.
+      const json = await runDirq(["SELECT 1 AS x"], { cwd: root, env });
+      assert.equal(json.code, 0, json.stderr);
+      assert.deepEqual(cacheFiles(folder), bundleCaches(folder));
+      await table();
+      const path = chunkCache();
+      const written = statSync(path).mtimeMs;
+      await table();
+      assert.equal(statSync(path).mtimeMs, written, "an accepted cache is not rewritten");
+      writeFileSync(path, "not a code cache");
+      await table();
+      assert.ok(statSync(chunkCache()).size > 1000, "rewritten");
+    } finally {
+      removeTree(home);
+    }
+  });
+
+  test("the launcher and the bundle's files are ASCII (V8 would hold one as UTF-16)", () => {
+    const bundle = join(PACKAGE_DIR, "dist", "src", "cli-bundle");
+    const files = readdirSync(bundle).map((name) => join("dist", "src", "cli-bundle", name));
+    assert.ok(files.length > 1, files.join(" "));
+    for (const file of ["bin/dirq.cjs", ...files]) {
       const bytes = readFileSync(join(PACKAGE_DIR, file));
       const wide = bytes.findIndex((byte) => byte > 0x7f);
       assert.equal(wide, -1, `${file} has a non-ASCII byte at offset ${wide}`);
     }
   });
 
-  test("only the newest caches are kept", async () => {
+  test("only the newest caches of each file are kept", async () => {
     const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
     try {
       const folder = join(home, "dirq");
       mkdirSync(folder);
       const old = new Date(Date.now() - 86_400_000);
-      for (let i = 0; i < 10; i++) {
-        const stale = join(folder, `cli-v0.0.${i}-x64-00000000.v8cache`);
-        writeFileSync(stale, "old");
-        utimesSync(stale, old, old);
+      for (const file of ["cli", "cli.table"]) {
+        for (let i = 0; i < 10; i++) {
+          const stale = join(folder, `${file}-v0.0.${i}-x64-00000000.v8cache`);
+          writeFileSync(stale, "old");
+          utimesSync(stale, old, old);
+        }
       }
-      const result = await runDirq(["SELECT 1"], {
+      const result = await runDirq(["SELECT 1", "--format", "table"], {
         cwd: root,
         env: { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" },
       });
       assert.equal(result.code, 0, result.stderr);
-      const kept = cacheFiles(folder);
-      assert.equal(kept.length, 8, kept.join(" "));
-      assert.ok(
-        kept.some((name) => name.startsWith(`cli-${process.version}-`)),
-        kept.join(" "),
-      );
+      for (const file of ["cli", "cli.table"]) {
+        const kept = cacheFiles(folder).filter((name) => name.startsWith(`${file}-`));
+        assert.equal(kept.length, 8, kept.join(" "));
+        assert.ok(
+          kept.some((name) => name.startsWith(`${file}-${process.version}-`)),
+          kept.join(" "),
+        );
+      }
     } finally {
       removeTree(home);
     }

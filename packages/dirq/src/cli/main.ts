@@ -151,7 +151,7 @@ function stopChildrenOnSignal(): () => void {
 
 /**
  * For a one-shot query whose config files declare worker functions the SQL calls: starts those
- * workers now, before the launcher's plugin discovery and before the config loader and engine
+ * workers now, before the launcher's plugin discovery, the files' validation and the engine's
  * load, so a worker's own start-up is over when the statement first calls it. Anything wrong
  * with the command line or the files is left for `run` to report.
  */
@@ -165,8 +165,11 @@ export async function startQueryWorkersEarly(argv: readonly string[], cwd: strin
   if (command.kind !== "query" || command.configs.length === 0) return;
   // From now on a signal must not leave the workers started here behind.
   stopChildrenOnSignal();
-  const { prestartWorkersFromConfigFiles } = await import("../functions/prestart.js");
-  prestartWorkersFromConfigFiles(command.sql, command.configs, cwd);
+  const [{ prestartWorkersFor }, { declaredFunctions }] = await Promise.all([
+    import("../functions/prestart.js"),
+    import("../config/load-config.js"),
+  ]);
+  prestartWorkersFor(command.sql, declaredFunctions(command.configs, cwd));
 }
 
 async function runQuery(

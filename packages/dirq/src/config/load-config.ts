@@ -4,7 +4,7 @@ import { parse as parseToml, TomlError } from "smol-toml";
 import { DirqError } from "../errors.js";
 import { checkDdl } from "./ddl-check.js";
 import { validateConfigFile } from "./schema.js";
-import type { DirqConfig } from "./types.js";
+import type { DirqConfig, FunctionConfig } from "./types.js";
 
 export type { DirqConfig, ExtensionConfig, FunctionConfig, TableConfig } from "./types.js";
 export { EMPTY_CONFIG } from "./types.js";
@@ -34,6 +34,34 @@ function parseTomlFile(path: string, text: string): unknown {
     }
     throw error;
   }
+}
+
+/**
+ * The `[[dirq.function]]` entries of these config files, read without validating the rest of
+ * a file: enough to start their workers before the files are validated and the index is made
+ * (`prestartWorkersFor`). An entry that is not well-formed is left out (`loadConfigs` reports
+ * it); a file that cannot be read or parsed gives none.
+ */
+export function declaredFunctions(configPaths: readonly string[], cwd: string): FunctionConfig[] {
+  const found: FunctionConfig[] = [];
+  for (const path of configPaths) {
+    const file = resolve(cwd, path);
+    let entries: unknown;
+    try {
+      const data = parseToml(readFileSync(file, "utf8")) as { dirq?: { function?: unknown } };
+      entries = data.dirq?.function;
+    } catch {
+      continue;
+    }
+    if (!Array.isArray(entries)) continue;
+    entries.forEach((entry: unknown, i) => {
+      const { name, command } = (entry ?? {}) as { name?: unknown; command?: unknown };
+      if (typeof name !== "string" || typeof command !== "string") return;
+      const origin = `${path}: dirq.function[${i}]`;
+      found.push({ name, command, baseDir: dirname(file), deterministic: false, origin });
+    });
+  }
+  return found;
 }
 
 /**

@@ -1,6 +1,3 @@
-import { readFileSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import { parse as parseToml } from "smol-toml";
 import type { FunctionConfig } from "../config/types.js";
 import { prestartWorker } from "./worker-process.js";
 import { workerSpec } from "./worker-specs.js";
@@ -30,46 +27,4 @@ export function prestartWorkersFor(sql: string, functions: readonly FunctionConf
       // Reported by the first call.
     }
   }
-}
-
-/**
- * The `[[dirq.function]]` entries of the config files named on the command line, read without
- * validating the rest of the file: enough to start their workers before the launcher looks for
- * plugins and the config loader is even loaded. An entry that is not well-formed is left out
- * (the real config load reports it); a file that cannot be read or parsed gives none.
- */
-function functionsIn(configPaths: readonly string[], cwd: string): FunctionConfig[] {
-  const found: FunctionConfig[] = [];
-  for (const path of configPaths) {
-    const file = resolve(cwd, path);
-    let entries: unknown;
-    try {
-      const data = parseToml(readFileSync(file, "utf8")) as { dirq?: { function?: unknown } };
-      entries = data.dirq?.function;
-    } catch {
-      continue;
-    }
-    if (!Array.isArray(entries)) continue;
-    entries.forEach((entry: unknown, i) => {
-      const { name, command } = (entry ?? {}) as { name?: unknown; command?: unknown };
-      if (typeof name !== "string" || typeof command !== "string") return;
-      const origin = `${path}: dirq.function[${i}]`;
-      found.push({ name, command, baseDir: dirname(file), deterministic: false, origin });
-    });
-  }
-  return found;
-}
-
-/**
- * `prestartWorkersFor` for a one-shot query straight from its command line: the workers start
- * while dirq is still starting (plugin discovery, loading the config loader and the engine).
- * The validated config later takes them (same command, same folder); a worker started here for
- * a config that then turns out to be invalid is stopped at exit without a request.
- */
-export function prestartWorkersFromConfigFiles(
-  sql: string,
-  configPaths: readonly string[],
-  cwd: string,
-): void {
-  prestartWorkersFor(sql, functionsIn(configPaths, cwd));
 }
