@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // Bundles the CLI into CommonJS files in dist/src/cli-bundle, which bin/dirq.cjs loads:
 // dirq.cjs (the launcher, argument parsing, the query engine: what a one-shot statement runs)
-// and a chunk per part a command loads on demand: the REPL, the server, table output, the
-// config loader, `init` and `completion` (CHUNKS). Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
+// and a chunk per part a command loads on demand: the REPL, the server, the config loader,
+// `init`, `completion` and string-width (CHUNKS). Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
 // Node 20's ES module loader pays an async resolve, read, link and compile per module, and
 // starting the loader at all costs milliseconds `node -e 0` never pays; the unbundled CLI
 // loaded about eighty modules, and an ESM bundle split into chunks still paid the loader for
@@ -27,25 +27,30 @@ const CJS_WRAPPER_HEAD = "(function (exports, require, module, __filename, __dir
 const CJS_WRAPPER_TAIL = "\n})";
 
 /**
- * The chunks: a command that needs one loads it when it runs (`import()` in the sources,
- * `require("./<name>.cjs")` in the bundle, which bin/dirq.cjs answers with the chunk compiled
- * from its own code cache). Out of dirq.cjs, the 100 kB they take is neither read nor
- * deserialized by a one-shot statement: `dirq "SELECT 1"` went from 21.79 to 21.11 ms (`node -e
- * 0`: 16.96 ms; 301 alternating runs, load 0.5-0.8). A chunk holds its own copy of every module it
- * imports, so it is a part that takes what it needs as arguments and keeps no state another
- * part shares: the REPL and the server run their own index (the modules dirq.cjs has already
- * run hand them a command and the process's streams), table output and the config loader are
- * functions of their arguments. Their errors are told by `isDirqError`, which does not rely on
- * the class being the same one.
+ * The chunks, by name, and the module each is made from: a command that needs one loads it when
+ * it runs (`import()` in the sources, `require("./<name>.cjs")` in the bundle, which
+ * bin/dirq.cjs answers with the chunk compiled from its own code cache). Out of dirq.cjs, the
+ * 100 kB they take is neither read nor deserialized by a one-shot statement: `dirq "SELECT 1"`
+ * went from 21.03 to 20.78 ms (`node -e 0`: 16.73 ms; 301 alternating runs, load 0.3-0.6). A
+ * chunk holds its own copy of every module it imports, so it is a part that takes what it
+ * needs as arguments and keeps no state another part shares: the REPL and the server run
+ * their own index (the modules dirq.cjs has already run hand them a command and the process's
+ * streams), the config loader and the rest are functions of their arguments. Their errors are
+ * told by `isDirqError`, which does not rely on the class being the same one. Table output
+ * stays in dirq.cjs (a terminal's default), all but string-width: its Unicode tables are
+ * loaded only for a cell that is not plain text.
  */
 const CHUNKS = {
-  repl: "repl/run-repl.js",
-  server: "server/run-server.js",
-  table: "output/table.js",
-  config: "config/load-config.js",
-  init: "config/starter-config.js",
-  completion: "cli/completion.js",
+  repl: join(srcDir, "repl", "run-repl.js"),
+  server: join(srcDir, "server", "run-server.js"),
+  config: join(srcDir, "config", "load-config.js"),
+  init: join(srcDir, "config", "starter-config.js"),
+  completion: join(srcDir, "cli", "completion.js"),
+  width: join(srcDir, "output", "string-width.js"),
 };
+
+/** Marks the resolve that chunkImports asks esbuild for, so that it does not answer itself. */
+const CHUNK_PROBE = Symbol("chunk probe");
 
 /**
  * A dynamic import of a chunk's module becomes a module of one line, `module.exports =
@@ -55,12 +60,16 @@ const CHUNKS = {
 const chunkImports = {
   name: "chunk-imports",
   setup(build) {
-    const byPath = new Map(
-      Object.entries(CHUNKS).map(([name, path]) => [join(srcDir, path), name]),
-    );
-    build.onResolve({ filter: /\.js$/ }, (args) => {
-      if (args.kind !== "dynamic-import") return undefined;
-      const name = byPath.get(resolve(args.resolveDir, args.path));
+    const byPath = new Map(Object.entries(CHUNKS).map(([name, path]) => [path, name]));
+    build.onResolve({ filter: /.*/ }, async (args) => {
+      if (args.kind !== "dynamic-import" || args.pluginData === CHUNK_PROBE) return undefined;
+      const { path } = await build.resolve(args.path, {
+        kind: args.kind,
+        importer: args.importer,
+        resolveDir: args.resolveDir,
+        pluginData: CHUNK_PROBE,
+      });
+      const name = byPath.get(path);
       return name === undefined ? undefined : { path: name, namespace: "chunk" };
     });
     build.onLoad({ filter: /.*/, namespace: "chunk" }, (args) => ({
@@ -172,9 +181,11 @@ rmSync(outdir, { recursive: true, force: true });
 const built = await build({
   entryPoints: {
     dirq: join(srcDir, "launcher", "launch.js"),
-    ...Object.fromEntries(Object.entries(CHUNKS).map(([name, path]) => [name, join(srcDir, path)])),
+    ...CHUNKS,
   },
   outdir,
+  // Metafile paths are relative to it, whatever folder the build is run from.
+  absWorkingDir: packageDir,
   outExtension: { ".js": ".cjs" },
   bundle: true,
   format: "cjs",
@@ -224,7 +235,7 @@ const mainInputs = Object.values(built.metafile.outputs).find(
   (output) => output.entryPoint === relative(packageDir, join(srcDir, "launcher", "launch.js")),
 ).inputs;
 for (const path of Object.values(CHUNKS)) {
-  if (relative(packageDir, join(srcDir, path)) in mainInputs) {
+  if (relative(packageDir, path).split("\\").join("/") in mainInputs) {
     throw new Error(`build-cli: ${path} is a chunk, but dirq.cjs imports it statically`);
   }
 }

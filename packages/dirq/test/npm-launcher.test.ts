@@ -654,21 +654,27 @@ describe("npm launcher: the V8 code cache", () => {
     try {
       const folder = join(home, "dirq");
       const env = { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" };
+      // An emoji is measured by string-width, which is a chunk (`width`).
       const table = async () => {
-        const result = await runDirq(["SELECT 3 AS x", "--format", "table"], { cwd: root, env });
+        const result = await runDirq(["SELECT '\u{1F600}' AS x", "--format", "table"], {
+          cwd: root,
+          env,
+        });
         assert.deepEqual(
           [result.code, result.stderr, result.stdout],
-          [0, "", "x\n-\n3\n(1 row)\n"],
+          [0, "", "x\n--\n\u{1F600}\n(1 row)\n"],
         );
       };
       const chunkCache = () => {
-        const names = cacheFiles(folder).filter((name) => name.startsWith("cli.table-"));
+        const names = cacheFiles(folder).filter((name) => name.startsWith("cli.width-"));
         assert.equal(names.length, 1, cacheFiles(folder).join(" "));
         return join(folder, names[0] ?? "");
       };
-      // A one-shot JSON answer loads no chunk.
-      const json = await runDirq(["SELECT 1 AS x"], { cwd: root, env });
-      assert.equal(json.code, 0, json.stderr);
+      // A one-shot JSON answer, and a table of plain text, load no chunk.
+      for (const format of ["json", "table"]) {
+        const plain = await runDirq(["SELECT 1 AS x", "--format", format], { cwd: root, env });
+        assert.equal(plain.code, 0, plain.stderr);
+      }
       assert.deepEqual(cacheFiles(folder), bundleCaches(folder));
       await table();
       const path = chunkCache();
@@ -700,19 +706,19 @@ describe("npm launcher: the V8 code cache", () => {
       const folder = join(home, "dirq");
       mkdirSync(folder);
       const old = new Date(Date.now() - 86_400_000);
-      for (const file of ["cli", "cli.table"]) {
+      for (const file of ["cli", "cli.width"]) {
         for (let i = 0; i < 10; i++) {
           const stale = join(folder, `${file}-v0.0.${i}-x64-00000000.v8cache`);
           writeFileSync(stale, "old");
           utimesSync(stale, old, old);
         }
       }
-      const result = await runDirq(["SELECT 1", "--format", "table"], {
+      const result = await runDirq(["SELECT '\u{1F600}'", "--format", "table"], {
         cwd: root,
         env: { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" },
       });
       assert.equal(result.code, 0, result.stderr);
-      for (const file of ["cli", "cli.table"]) {
+      for (const file of ["cli", "cli.width"]) {
         const kept = cacheFiles(folder).filter((name) => name.startsWith(`${file}-`));
         assert.equal(kept.length, 8, kept.join(" "));
         assert.ok(

@@ -47,7 +47,7 @@ const WIDE_CHARACTER =
 let stringWidth: ((text: string) => number) | undefined;
 
 async function loadStringWidth(): Promise<(text: string) => number> {
-  stringWidth ??= (await import("string-width")).default;
+  stringWidth ??= (await import("./string-width.js")).stringWidth;
   return stringWidth;
 }
 
