@@ -31,7 +31,7 @@ const CJS_WRAPPER_TAIL = "\n})";
  * it runs (`import()` in the sources, `require("./<name>.cjs")` in the bundle, which
  * bin/dirq.cjs answers with the chunk compiled from its own code cache). Out of dirq.cjs, the
  * 100 kB they take is neither read nor deserialized by a one-shot statement: `dirq "SELECT 1"`
- * went from 21.03 to 20.78 ms (`node -e 0`: 16.73 ms; 301 alternating runs, load 0.3-0.6). A
+ * is 0.1-0.4 ms faster, a config's run 0.7 ms (bench/README.md, stop 48). A
  * chunk holds its own copy of every module it imports, so it is a part that takes what it
  * needs as arguments and keeps no state another part shares: the REPL and the server run
  * their own index (the modules dirq.cjs has already run hand them a command and the process's
