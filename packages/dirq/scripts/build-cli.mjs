@@ -1,18 +1,17 @@
 #!/usr/bin/env node
-// Bundles the CLI into CommonJS files in dist/src/cli-bundle, which bin/dirq.cjs loads:
-// dirq.cjs (the launcher, argument parsing, the query engine: what a one-shot statement runs)
-// and a chunk per part a command loads on demand: the REPL, the server, the config loader,
-// `init`, `completion` and string-width (CHUNKS). Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
-// Node 20's ES module loader pays an async resolve, read, link and compile per module, and
-// starting the loader at all costs milliseconds `node -e 0` never pays; the unbundled CLI
-// loaded about eighty modules, and an ESM bundle split into chunks still paid the loader for
-// a dozen. A CommonJS file is one synchronous read and compile (V8 compiles function bodies
-// lazily, so code a command never calls costs little, but not nothing: see CHUNKS). Node
-// built-ins a statement rarely needs (child processes, crypto, worker threads) load on first
-// use (src/lazy-module.ts), so `SELECT 1` pays for none of them. No V8 code cache ships beside
-// the bundle: one made here crashes the code under another Node 20 patch release (same V8
-// version, so V8 takes it), and bin/dirq.cjs makes one per Node build on the user's machine
-// instead.
+// Bundles the CLI into CommonJS files in dist/src/cli-bundle, which bin/dirq.cjs loads: dirq.cjs
+// (the launcher, argument parsing, the query engine: what a one-shot statement runs) and a chunk
+// per part a command loads on demand: the REPL, the server, the config loader, `init`, `completion`
+// and string-width (CHUNKS). Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
+// Node 20's ES module loader pays an async resolve, read, link and compile per module, and starting
+// the loader at all costs milliseconds `node -e 0` never pays; the unbundled CLI loaded about
+// eighty modules, and an ESM bundle split into chunks still paid the loader for a dozen. A CommonJS
+// file is one synchronous read and compile (V8 compiles function bodies lazily, so code a command
+// never calls costs little, but not nothing: see CHUNKS). Node built-ins a statement rarely needs
+// (child processes, crypto, worker threads) load on first use (src/lazy-module.ts), so `SELECT 1`
+// pays for none of them. No V8 code cache ships beside the bundle: one made here crashes the code
+// under another Node 20 patch release (same V8 version, so V8 takes it), and bin/dirq.cjs makes one
+// per Node build on the user's machine instead.
 import { build } from "esbuild";
 import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, resolve } from "node:path";
@@ -27,18 +26,17 @@ const CJS_WRAPPER_HEAD = "(function (exports, require, module, __filename, __dir
 const CJS_WRAPPER_TAIL = "\n})";
 
 /**
- * The chunks, by name, and the module each is made from: a command that needs one loads it when
- * it runs (`import()` in the sources, `require("./<name>.cjs")` in the bundle, which
- * bin/dirq.cjs answers with the chunk compiled from its own code cache). Out of dirq.cjs, the
- * 100 kB they take is neither read nor deserialized by a one-shot statement: `dirq "SELECT 1"`
- * is 0.1-0.4 ms faster, a config's run 0.7 ms (bench/README.md, stop 48). A
- * chunk holds its own copy of every module it imports, so it is a part that takes what it
- * needs as arguments and keeps no state another part shares: the REPL and the server run
- * their own index (the modules dirq.cjs has already run hand them a command and the process's
- * streams), the config loader and the rest are functions of their arguments. Their errors are
- * told by `isDirqError`, which does not rely on the class being the same one. Table output
- * stays in dirq.cjs (a terminal's default), all but string-width: its Unicode tables are
- * loaded only for a cell that is not plain text.
+ * The chunks, by name, and the module each is made from: a command that needs one loads it when it
+ * runs (`import()` in the sources, `require("./<name>.cjs")` in the bundle, which bin/dirq.cjs
+ * answers with the chunk compiled from its own code cache). Out of dirq.cjs, the 100 kB they take
+ * is neither read nor deserialized by a one-shot statement: `dirq "SELECT 1"` is 0.1-0.4 ms
+ * faster, a config's run 0.7 ms (bench/README.md, stop 48). A chunk holds its own copy of every
+ * module it imports, so it is a part that takes what it needs as arguments and keeps no state
+ * another part shares: the REPL and the server run their own index (the modules dirq.cjs has
+ * already run hand them a command and the process's streams), the config loader and the rest are
+ * functions of their arguments. Their errors are told by `isDirqError`, which does not rely on the
+ * class being the same one. Table output stays in dirq.cjs (a terminal's default), all but
+ * string-width: its Unicode tables are loaded only for a cell that is not plain text.
  */
 const CHUNKS = {
   repl: join(srcDir, "repl", "run-repl.js"),
