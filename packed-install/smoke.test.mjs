@@ -117,7 +117,8 @@ describe(`packed install on Node ${NODE_VERSION}`, () => {
     }
     const caches = readdirSync(join(env.XDG_CACHE_HOME, "dirq"));
     assert.ok(
-      caches.some((name) => name.startsWith(`cli-v${NODE_VERSION}-`)),
+      // A statement with a quoted path table: the bundle's `cli+paths` cache (docs/install.md).
+      caches.some((name) => name.startsWith(`cli+paths-v${NODE_VERSION}-`)),
       `a code cache for v${NODE_VERSION} among ${caches.join(", ")}`,
     );
     const version = await run(bin("dirq"), ["--version"], { cwd: root });

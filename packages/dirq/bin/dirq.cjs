@@ -35,8 +35,9 @@ const { Script } = requireModule("node:vm");
 const BUNDLE_FOLDER = join(__dirname, "..", "dist", "src", "cli-bundle");
 
 /**
- * Code caches kept per cache folder and file of the bundle (`cli` for the bundle, `cli.<chunk>`
- * for a chunk): one per Node build and dirq install in use.
+ * Code caches kept per cache folder and file of the bundle (`cli` and `cli+paths` for the
+ * bundle, see bundleCacheName; `cli.<chunk>` for a chunk): one per Node build and dirq install
+ * in use.
  */
 const CODE_CACHES_KEPT = 8;
 
@@ -97,7 +98,7 @@ let nodeStamp;
 /**
  * Where this Node build's code cache for one file of the bundle lives in the cache folder, or
  * null (turned off with DIRQ_CODE_CACHE=0, or no cache folder). `name` is the file's (`cli`,
- * `cli.<chunk>`). V8 checks only its own version, its flags and the source's length before it
+ * `cli+paths`, `cli.<chunk>`). V8 checks only its own version, its flags and the source's length before it
  * takes a cache, and every Node 20 patch release has the same V8 version, yet a cache made by
  * one crashes the code on another. So the name keys the exact Node binary (version, size and
  * modification time: a distribution's rebuild keeps the version) and the exact file (size and
@@ -273,12 +274,25 @@ function runBundleFile(file, cachePath, buffer) {
 }
 
 /**
+ * Which of the bundle's two code caches a run with these arguments reads. A statement that
+ * reads a path table names it quoted (`FROM './'`), and its run compiles the walk and the
+ * table fills: their code, held in the cache of every later run, cost a run that reads no path
+ * table 0.25 ms of deserialization (`dirq "SELECT 1"`: 21.11 against 20.87 ms, `node -e 0`
+ * 16.86, 501 alternating runs). So runs with a quote among their arguments keep a cache of
+ * their own. Either grows with the kinds of work its runs do (keepCodeCache): a statement over
+ * a config's tables, which names them unquoted, adds the fill's code to the other.
+ */
+function bundleCacheName(argv) {
+  return argv.some((arg) => arg.includes("'") || arg.includes('"')) ? "cli+paths" : "cli";
+}
+
+/**
  * The CLI bundle's exports and the listener for the kinds of work the run does (see
  * keepCodeCache).
  */
-function loadCli(env, folder) {
+function loadCli(env, folder, argv) {
   const file = join(BUNDLE_FOLDER, "dirq.cjs");
-  const cachePath = codeCachePath("cli", file, env, folder);
+  const cachePath = codeCachePath(bundleCacheName(argv), file, env, folder);
   // One buffer for both files, the bundle first. Each page of fresh memory costs a page fault
   // at its first write (1.5 microseconds each on the machines dirq is measured on), and a
   // second buffer was 60 more of them. Pages of the buffer that no file reaches are never
@@ -325,7 +339,7 @@ function bundleRequire(id) {
 bundleRequire.resolve = require.resolve;
 
 const cacheFolderPath = cacheFolder(process.env);
-const { cli, onRunKind } = loadCli(process.env, cacheFolderPath);
+const { cli, onRunKind } = loadCli(process.env, cacheFolderPath, process.argv.slice(2));
 // A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
 // stdout (`> /dev/full`) is one diagnostic line, never a stack trace.
 const io = cli.processIo(process.cwd(), (error) => {

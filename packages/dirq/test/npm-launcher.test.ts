@@ -539,9 +539,12 @@ describe("npm launcher: the V8 code cache", () => {
 
   const cacheFiles = (folder: string) =>
     existsSync(folder) ? readdirSync(folder).filter((name) => name.endsWith(".v8cache")) : [];
-  /** The caches of the bundle itself (`cli-...`), not its chunks' (`cli.<chunk>-...`). */
-  const bundleCaches = (folder: string) =>
-    cacheFiles(folder).filter((name) => name.startsWith("cli-"));
+  /**
+   * The bundle's caches: `cli-...` for runs with no quote among their arguments, `cli+paths-...`
+   * for the others (a path table is quoted); not its chunks' (`cli.<chunk>-...`).
+   */
+  const bundleCaches = (folder: string, name = "cli") =>
+    cacheFiles(folder).filter((file) => file.startsWith(`${name}-`));
 
   test("the first run writes one for this Node build, later runs read it as it is", async () => {
     const env = { XDG_CACHE_HOME: cacheHome, DIRQ_NO_PLUGIN: "1" };
@@ -551,7 +554,7 @@ describe("npm launcher: the V8 code cache", () => {
     assert.deepEqual(parseRows(first.stdout), [{ n: 1 }]);
     const written = cacheFiles(folder);
     assert.equal(written.length, 1, written.join(" "));
-    assert.ok(written[0]?.startsWith(`cli-${process.version}-${process.arch}-`), written[0]);
+    assert.ok(written[0]?.startsWith(`cli+paths-${process.version}-${process.arch}-`), written[0]);
     const path = join(folder, written[0] ?? "");
     const before = statSync(path).mtimeMs;
     const second = await runDirq(["SELECT count(*) AS n FROM './'"], { cwd: root, env });
@@ -561,9 +564,9 @@ describe("npm launcher: the V8 code cache", () => {
 
     // A damaged cache: V8 rejects it, the run compiles as usual and writes a good one.
     writeFileSync(path, "not a code cache");
-    const damaged = await runDirq(["SELECT 1 AS x"], { cwd: root, env });
+    const damaged = await runDirq(["SELECT count(*) AS n FROM './'"], { cwd: root, env });
     assert.equal(damaged.code, 0, damaged.stderr);
-    assert.deepEqual(parseRows(damaged.stdout), [{ x: 1 }]);
+    assert.deepEqual(parseRows(damaged.stdout), [{ n: 1 }]);
     assert.ok(statSync(path).size > 1000, "rewritten");
   });
 
@@ -573,8 +576,8 @@ describe("npm launcher: the V8 code cache", () => {
       const folder = join(home, "dirq");
       const env = { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" };
       // The header line, padded so that V8's bytes start 8-byte aligned, and V8's size.
-      const cache = () => {
-        const [name] = bundleCaches(folder);
+      const cache = (kind = "cli") => {
+        const [name] = bundleCaches(folder, kind);
         const bytes = readFileSync(join(folder, name ?? ""));
         const end = bytes.indexOf(0x0a) + 1;
         assert.equal(end % 8, 0, `header of ${end} bytes`);
@@ -600,14 +603,18 @@ describe("npm launcher: the V8 code cache", () => {
       const written = statSync(join(folder, name ?? "")).mtimeMs;
       await dirq(["SELECT 2 AS x"]);
       assert.equal(statSync(join(folder, name ?? "")).mtimeMs, written, "not rewritten");
-      // A table filled, then an answer printed as a table: each adds its kind and its code.
+      // A statement that quotes a path table reads and writes the other cache, which holds the
+      // walk's and the fill's code too; the first one's is left as it was.
       assert.deepEqual(parseRows(await dirq(["SELECT count(*) AS n FROM './'"])), [{ n: 1 }]);
-      const tables = cache();
+      const tables = cache("cli+paths");
       assert.equal(tables.kinds, "query,tables");
       assert.ok(tables.size > query.size, `${query.size} -> ${tables.size}`);
+      assert.deepEqual(cache(), query);
+      // An answer printed as a table adds its kind and its code.
       assert.equal(await dirq(["SELECT 3 AS x", "--format", "table"]), "x\n-\n3\n(1 row)\n");
-      assert.equal(cache().kinds, "query,table,tables");
+      assert.equal(cache().kinds, "query,table");
       assert.equal(bundleCaches(folder).length, 1, cacheFiles(folder).join(" "));
+      assert.equal(bundleCaches(folder, "cli+paths").length, 1, cacheFiles(folder).join(" "));
     } finally {
       removeTree(home);
     }
@@ -706,7 +713,9 @@ describe("npm launcher: the V8 code cache", () => {
       const folder = join(home, "dirq");
       mkdirSync(folder);
       const old = new Date(Date.now() - 86_400_000);
-      for (const file of ["cli", "cli.width"]) {
+      // The run (a quote among its arguments, an emoji to measure) writes `cli+paths` and
+      // `cli.width` caches; each group of ten is cut to eight, the new one among them.
+      for (const file of ["cli+paths", "cli.width"]) {
         for (let i = 0; i < 10; i++) {
           const stale = join(folder, `${file}-v0.0.${i}-x64-00000000.v8cache`);
           writeFileSync(stale, "old");
@@ -718,7 +727,7 @@ describe("npm launcher: the V8 code cache", () => {
         env: { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" },
       });
       assert.equal(result.code, 0, result.stderr);
-      for (const file of ["cli", "cli.width"]) {
+      for (const file of ["cli+paths", "cli.width"]) {
         const kept = cacheFiles(folder).filter((name) => name.startsWith(`${file}-`));
         assert.equal(kept.length, 8, kept.join(" "));
         assert.ok(
