@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // Start-up of the npm launcher: `dirq "SELECT 1"` in an empty folder against `node -e 0`, with
 // and without the V8 code cache (bin/dirq.cjs keeps one per Node build in the user's cache
-// folder; DIRQ_CODE_CACHE=0 turns it off), as a table, and after a first `dirq --version`. Medians of alternating runs and peak RSS (GNU time's
-// %M, in separate runs so that its own start does not count in the times). Prints the load
-// average first: figures taken on a busy machine are rough.
+// folder; DIRQ_CODE_CACHE=0 turns it off), as a table, and after a first `dirq --version`.
+// Medians of alternating runs and peak RSS (GNU time's %M, in separate runs so that its own
+// start does not count in the times). Prints the load average first: figures taken on a busy
+// machine are rough.
 import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";

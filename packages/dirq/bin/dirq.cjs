@@ -216,8 +216,9 @@ function pruneCodeCaches(folder) {
   for (const name of readdirSync(folder)) {
     if (!name.startsWith("cli") || !name.endsWith(".v8cache")) continue;
     const file = name.slice(0, name.indexOf("-"));
-    const cache = { path: join(folder, name), mtimeMs: statSync(join(folder, name)).mtimeMs };
-    byFile.set(file, [...(byFile.get(file) ?? []), cache]);
+    const caches = byFile.get(file) ?? [];
+    caches.push({ path: join(folder, name), mtimeMs: statSync(join(folder, name)).mtimeMs });
+    byFile.set(file, caches);
   }
   for (const caches of byFile.values()) {
     caches.sort((a, b) => b.mtimeMs - a.mtimeMs);
