@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 // Compares path-table fills of two dirq builds in one process, alternating them round by
 // round, so both see the same background load: no process start-up, no query, only
-// `PathTables.fill`. See bench/README.md ("Stat fills, second round").
+// `PathTables.fill`. See bench/notes/walk.md ("Stat fills, second round").
 import { resolve } from "node:path";
 import { pathToFileURL } from "node:url";
 import { parseArgs } from "node:util";

@@ -2,10 +2,12 @@
 // Soak test of `dirq server` under mixed load on loopback: queries at a fixed rate, many
 // /events subscribers, and a writer creating, rewriting and deleting files. It checks that no
 // request fails, that every subscriber sees every change the writer made, that the final index
-// equals a fresh scan, and reports the server's memory over time. See bench/README.md.
+// equals a fresh scan, and reports the server's memory and open files over time. Subscribers
+// that never read (--stuck) hold their connections throughout. See bench/README.md.
 import { spawn, spawnSync } from "node:child_process";
 import { mkdirSync, readdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { Agent, request as httpRequest } from "node:http";
+import { connect } from "node:net";
 import { monitorEventLoopDelay } from "node:perf_hooks";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -26,7 +28,9 @@ const USAGE = `usage: node bench/dirq-soak.mjs [options]
 
   --minutes N       how long the load runs (default 30; fractions allowed)
   --qps N           POST /query requests per second (default 200)
-  --subscribers N   /events clients (default 50)
+  --subscribers N   /events clients that read (default 50)
+  --stuck N         /events clients that never read a byte (default 0)
+  --sample S        seconds between two samples of the server's memory and files (default 30)
   --writes N        file changes per second by the writer (default 20)
   --files N         files in the tree at the start (default 2000)
   --json            results as JSON on stdout
@@ -38,6 +42,8 @@ const options = parseOptions(
     minutes: { type: "string", default: "30" },
     qps: { type: "string", default: "200" },
     subscribers: { type: "string", default: "50" },
+    stuck: { type: "string", default: "0" },
+    sample: { type: "string", default: "30" },
     writes: { type: "string", default: "20" },
     files: { type: "string", default: "2000" },
     json: { type: "boolean", default: false },
@@ -48,6 +54,11 @@ const MINUTES = Number(options.minutes);
 if (!(MINUTES > 0)) fail(`--minutes must be a positive number, got ${options.minutes}`);
 const QPS = positiveInteger(options.qps, "--qps");
 const SUBSCRIBERS = positiveInteger(options.subscribers, "--subscribers");
+const STUCK = Number(options.stuck);
+if (!Number.isSafeInteger(STUCK) || STUCK < 0)
+  fail(`--stuck must be 0 or more, got ${options.stuck}`);
+const SAMPLE_MS = Number(options.sample) * 1000;
+if (!(SAMPLE_MS > 0)) fail(`--sample must be a positive number, got ${options.sample}`);
 const WRITES = positiveInteger(options.writes, "--writes");
 const FILES = positiveInteger(options.files, "--files");
 const DURATION_MS = MINUTES * 60_000;
@@ -119,6 +130,20 @@ function treeRssMb(pid) {
     }
   }
   return { server: Math.round(serverKb / 1024), tree: Math.round(kb / 1024) };
+}
+
+/** Open file descriptors of the server process (sockets, the index, watches' descriptor...). */
+function openFiles(pid) {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
+  } catch {
+    return null;
+  }
+}
+
+/** The server's memory and open files now. */
+function sample(pid, at) {
+  return { at, ...treeRssMb(pid), files: openFiles(pid) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -207,6 +232,22 @@ function changeKey(action, path, size) {
   return action === "update" ? `update ${path} ${size}` : `${action} ${path}`;
 }
 
+/**
+ * An /events client that sends its request and never reads a byte: to the server, a client
+ * stuck for the whole run, whose socket buffers fill.
+ */
+function subscribeStuck(port) {
+  return new Promise((resolve, reject) => {
+    const socket = connect(port, "127.0.0.1", () => {
+      socket.pause();
+      socket.write(`GET /events HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\n\r\n`);
+      resolve({ close: () => socket.destroy(), closed: () => socket.destroyed });
+    });
+    socket.on("error", () => {});
+    socket.once("error", reject);
+  });
+}
+
 // ---------------------------------------------------------------------------------------------
 // The writer: creates files, rewrites them to a size of its own, deletes old ones
 
@@ -262,7 +303,8 @@ if (primed.status !== 200) fail(`priming query failed: ${primed.status} ${primed
 const subscribers = await Promise.all(
   Array.from({ length: SUBSCRIBERS }, (_, id) => subscribe(server.port, id)),
 );
-const memory = [{ at: 0, ...treeRssMb(server.child.pid) }];
+const stuck = await Promise.all(Array.from({ length: STUCK }, () => subscribeStuck(server.port)));
+const memory = [sample(server.child.pid, 0)];
 const statuses = new Map();
 const latencies = [];
 let sent = 0;
@@ -297,19 +339,19 @@ const queryTimer = setInterval(() => {
   }
 }, 10);
 const memoryTimer = setInterval(() => {
-  memory.push({ at: Math.round((Date.now() - started) / 1000), ...treeRssMb(server.child.pid) });
+  memory.push(sample(server.child.pid, Math.round((Date.now() - started) / 1000)));
   const last = memory[memory.length - 1];
   log(
-    `dirq-soak: ${last.at} s: ${sent} queries, ${writer.writes()} writes, server RSS ${last.server} MB (with query processes ${last.tree} MB)`,
+    `dirq-soak: ${last.at} s: ${sent} queries, ${writer.writes()} writes, server RSS ${last.server} MB (with query processes ${last.tree} MB), ${last.files} open files`,
   );
-}, 30_000);
+}, SAMPLE_MS);
 
 await new Promise((resolve) => setTimeout(resolve, DURATION_MS));
 clearInterval(queryTimer);
 writer.stop();
 while (inFlight > 0) await new Promise((resolve) => setTimeout(resolve, 50));
 clearInterval(memoryTimer);
-memory.push({ at: Math.round((Date.now() - started) / 1000), ...treeRssMb(server.child.pid) });
+memory.push(sample(server.child.pid, Math.round((Date.now() - started) / 1000)));
 const elapsedS = (Date.now() - started) / 1000;
 
 // Every change must reach every subscriber that is still connected.
@@ -353,7 +395,9 @@ const fresh = spawnSync(process.execPath, [DIRQ_BIN, FINAL_SQL, "--format", "jso
 });
 const identical = served.status === 200 && served.text === fresh.stdout;
 
+const stuckDropped = stuck.filter((client) => client.closed()).length;
 for (const subscriber of subscribers) subscriber.close();
+for (const client of stuck) client.close();
 agent.destroy();
 server.child.kill("SIGTERM");
 const exitCode = await new Promise((resolve) => server.child.once("exit", (code) => resolve(code)));
@@ -377,6 +421,8 @@ const result = {
   },
   writes: writer.expected.length,
   subscribers: SUBSCRIBERS,
+  stuckSubscribers: STUCK,
+  stuckSubscribersDroppedByServer: stuckDropped,
   subscribersDisconnected: disconnected,
   subscribersMissingChanges: incomplete.length,
   subscribersLaggingThenMissing: lagging.length,
@@ -392,6 +438,8 @@ const result = {
     end: memory[memory.length - 1],
     maxServer: Math.max(...memory.map((m) => m.server)),
   },
+  openFiles: { start: memory[0].files, middle: middle.files, end: memory[memory.length - 1].files },
+  samples: memory,
   serverExit: exitCode,
   serverStderr: server.stderr().trim().split("\n").filter(Boolean).slice(0, 5),
   failures,
@@ -445,10 +493,17 @@ if (options.json) {
           "with query processes",
           `${memory[0].tree} / ${middle.tree} / ${memory[memory.length - 1].tree} MB`,
         ],
+        [
+          "server open files start / middle / end",
+          `${memory[0].files} / ${middle.files} / ${memory[memory.length - 1].files}`,
+        ],
+        ["stuck subscribers (never read) closed by the server", `${stuckDropped} of ${STUCK}`],
         ["server exit after SIGTERM", String(exitCode)],
       ],
     ).join("\n") + "\n",
   );
+  log("dirq-soak: samples (s: server MB, with query processes MB, open files):");
+  log(memory.map((m) => `  ${m.at}: ${m.server}, ${m.tree}, ${m.files}`).join("\n"));
   if (failures.length > 0) log(`dirq-soak: failed requests, first ones: ${failures.join(" | ")}`);
   if (incomplete.length > 0)
     log(`dirq-soak: missing changes: ${JSON.stringify(result.missingExamples)}`);

@@ -50,7 +50,8 @@ const baseURL = `http://127.0.0.1:${port}/v1`;
 const messages = [{ role: "user", content: "Say ok." }];
 
 const official = new OpenAI({ baseURL, apiKey: "sk-bench" });
-const lm = new CompatLM({ model: "bench", base_url: baseURL, api_key: "sk-bench" });
+// Without the response cache: every call must reach the server, as the official client's do.
+const lm = new CompatLM({ model: "bench", base_url: baseURL, api_key: "sk-bench", cache: false });
 
 const methods = {
   "openai (official, async)": () => official.chat.completions.create({ model: "bench", messages }),

@@ -7,7 +7,10 @@
 // Node binaries come from the npm registry only: the `node-<platform>-<arch>` package of each
 // version (the package `npm i node@X` installs), kept in .cache/node/ of this checkout (made on
 // first use, git-ignored) so a second run downloads nothing. The versions are in
-// node-versions.json; `node packed-install/matrix.mjs 22.23.3` runs the given ones only.
+// node-versions.json; `node packed-install/matrix.mjs 22.23.3` runs the given ones only. Each
+// tarball is also checked by publint --strict and arethetypeswrong (lintTarball), and
+// man-pages.mjs installs dirq and pubtool globally with npm 10.2.4 (Node 20.11's) and this
+// machine's npm to see where their man pages go.
 // Versions install, and their suites run, concurrently: the whole takes about the time of the
 // slowest version, not the sum.
 //
@@ -18,6 +21,7 @@ import { writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { delimiter, dirname, join, posix, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import { checkManPages } from "./man-pages.mjs";
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO = resolve(HERE, "..");
@@ -52,8 +56,15 @@ function exec(file, args, { cwd = REPO, env = process.env } = {}) {
 
 const npmArgs = ["--no-audit", "--no-fund", "--loglevel=warn"];
 
+const nodeBinaries = new Map();
+/** The Node binary of one version, fetched at most once per run (see fetchNodeBinary). */
+function nodeBinary(version) {
+  if (!nodeBinaries.has(version)) nodeBinaries.set(version, fetchNodeBinary(version));
+  return nodeBinaries.get(version);
+}
+
 /** The Node binary of one version: this one when it matches, else the npm registry's. */
-async function nodeBinary(version) {
+async function fetchNodeBinary(version) {
   if (process.version === `v${version}`) return process.execPath;
   const platformPackage = `node-${process.platform}-${process.arch}`;
   const folder = join(NODE_CACHE, version);
@@ -107,8 +118,9 @@ async function pack(destination) {
 }
 
 /**
- * What every tarball must hold and must not: its license, and no source map naming a source
- * that is not shipped beside it (a debugger would show nothing, a bundler would warn).
+ * What every tarball must hold and must not: its license, no source map naming a source that
+ * is not shipped beside it, and no file pointing at a map that is not (a debugger would show
+ * nothing, a bundler would warn).
  */
 function tarballProblems({ name, files }) {
   const problems = [];
@@ -121,10 +133,42 @@ function tarballProblems({ name, files }) {
       if (!shipped.has(path)) problems.push(`${name}: ${file} names ${source}, not shipped`);
     }
   }
+  // A `//# sourceMappingURL=` whose map is not shipped (a debugger or bundler looks for it).
+  for (const file of files.filter((path) => /\.(c|m)?js$|\.d\.(c|m)?ts$/.test(path))) {
+    const text = readFileSync(join(REPO, "packages", name, file), "latin1");
+    for (const [, url] of text.matchAll(/^\/\/# sourceMappingURL=(\S+)\s*$/gm)) {
+      const map = posix.normalize(posix.join(posix.dirname(file), url));
+      if (!url.startsWith("data:") && !shipped.has(map)) {
+        problems.push(`${name}: ${file} points at ${url}, not shipped`);
+      }
+    }
+  }
   const manifest = JSON.parse(readFileSync(join(REPO, "packages", name, "package.json"), "utf8"));
   for (const field of ["repository", "bugs", "homepage"]) {
     if (!manifest[field]) problems.push(`${name}: package.json has no ${field}`);
   }
+  return problems;
+}
+
+/**
+ * What each package's tarball is checked with: publint --strict (its manifest, `exports` and
+ * files) and arethetypeswrong (its types under each module resolution). pubtool is an ES
+ * module only, as its README says: attw's esm-only profile, which does not ask for a CommonJS
+ * entry. dirq and lmclient ship one.
+ */
+const ATTW_PROFILE = { dirq: "strict", pubtool: "esm-only", lmclient: "strict" };
+
+/** publint and attw on one tarball: the problems they report (empty when both pass). */
+async function lintTarball({ name, tarball }) {
+  const bin = (tool) => join(REPO, "node_modules", ".bin", tool);
+  const [publint, attw] = await Promise.all([
+    exec(bin("publint"), ["run", "--strict", tarball]),
+    exec(bin("attw"), [tarball, "--profile", ATTW_PROFILE[name], "--format", "ascii"]),
+  ]);
+  const problems = [];
+  if (publint.code !== 0)
+    problems.push(`${name}: publint --strict:\n${publint.stdout}${publint.stderr}`);
+  if (attw.code !== 0) problems.push(`${name}: attw:\n${attw.stdout}${attw.stderr}`);
   return problems;
 }
 
@@ -137,14 +181,28 @@ async function runVersion(version, binary, tarballs, work, codeCacheHome) {
   // packages' bins all run on it, and npm checks engines against it. npm is this machine's
   // (the Node packages carry none), so under 20.11 it is newer than the npm 20.11 came with.
   const env = { ...process.env, PATH: `${dirname(binary)}${delimiter}${process.env.PATH}` };
-  const install = await exec("npm", ["install", "--prefer-offline", ...npmArgs, ...tarballs], {
-    cwd: prefix,
-    env,
-  });
+  // dirq alone once more, with install scripts skipped (as pnpm, bun and npm's
+  // strict-allow-scripts do), into a prefix of its own: the suite's --ignore-scripts case.
+  const skipping = join(work, `prefix-${version}-ignore-scripts`);
+  mkdirSync(skipping, { recursive: true });
+  writeFileSync(join(skipping, "package.json"), '{ "name": "smoke", "private": true }\n');
+  const dirqTarball = tarballs.find((path) => /[\\/]dirq-[^\\/]*\.tgz$/.test(path));
+  const [install, installSkipping] = await Promise.all([
+    exec("npm", ["install", "--prefer-offline", ...npmArgs, ...tarballs], { cwd: prefix, env }),
+    exec("npm", ["install", "--prefer-offline", "--ignore-scripts", ...npmArgs, dirqTarball], {
+      cwd: skipping,
+      env,
+    }),
+  ]);
   const installLog = join(work, `install-${version}.log`);
   writeFileSync(installLog, install.stdout + install.stderr);
-  if (install.code !== 0) {
-    return { ok: false, output: `npm install exited ${install.code}:\n${install.stderr}` };
+  for (const [what, result] of [
+    ["npm install", install],
+    ["npm install --ignore-scripts", installSkipping],
+  ]) {
+    if (result.code !== 0) {
+      return { ok: false, output: `${what} exited ${result.code}:\n${result.stderr}` };
+    }
   }
   const suite = await exec(
     binary,
@@ -156,6 +214,7 @@ async function runVersion(version, binary, tarballs, work, codeCacheHome) {
         SMOKE_PREFIX: prefix,
         SMOKE_NODE_VERSION: version,
         SMOKE_INSTALL_LOG: installLog,
+        SMOKE_IGNORE_SCRIPTS_PREFIX: skipping,
         // One code cache folder for every Node of the matrix: each must find only its own.
         XDG_CACHE_HOME: codeCacheHome,
         NODE_OPTIONS: "",
@@ -172,6 +231,24 @@ try {
   const tarballsDir = join(work, "tarballs");
   mkdirSync(tarballsDir);
   const packing = pack(tarballsDir);
+  // A failed pack is reported where the packs are awaited below.
+  const linting = packing.then(
+    async (packs) => (await Promise.all(packs.map(lintTarball))).flat(),
+    () => [],
+  );
+  // `npm install -g` links the man pages, with Node 20.11's npm and with this machine's.
+  const manPages = packing
+    .then(
+      async (packs) =>
+        checkManPages({
+          tarballs: packs.map((entry) => entry.tarball),
+          work,
+          node2011: await nodeBinary("20.11.0"),
+          cacheRoot: join(REPO, ".cache", "npm"),
+        }),
+      () => [],
+    )
+    .catch((error) => [`man pages: ${error.message}`]);
   const results = await Promise.all(
     versions.map(async (version) => {
       const begun = Date.now();
@@ -186,7 +263,7 @@ try {
     }),
   );
   const packs = await packing;
-  const problems = packs.flatMap(tarballProblems);
+  const problems = [...packs.flatMap(tarballProblems), ...(await linting), ...(await manPages)];
   for (const result of results) {
     process.stdout.write(`\n=== Node ${result.version}: ${result.ok ? "ok" : "FAILED"}\n`);
     if (!result.ok) process.stdout.write(result.output);

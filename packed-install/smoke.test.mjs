@@ -6,6 +6,7 @@
 //   SMOKE_PREFIX        the folder the tarballs were installed into (its node_modules/.bin)
 //   SMOKE_NODE_VERSION  the Node version this run must be on (x.y.z); its folder is first on PATH
 //   SMOKE_INSTALL_LOG   npm's output of that install
+//   SMOKE_IGNORE_SCRIPTS_PREFIX  where dirq alone was installed with --ignore-scripts
 import assert from "node:assert/strict";
 import { execFile, spawn } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from "node:fs";
@@ -18,6 +19,7 @@ import { after, before, describe, test } from "node:test";
 const PREFIX = required("SMOKE_PREFIX");
 const NODE_VERSION = required("SMOKE_NODE_VERSION");
 const INSTALL_LOG = required("SMOKE_INSTALL_LOG");
+const IGNORE_SCRIPTS_PREFIX = required("SMOKE_IGNORE_SCRIPTS_PREFIX");
 const MAJOR = Number(NODE_VERSION.split(".")[0]);
 const TIMEOUT_MS = 60_000;
 
@@ -45,12 +47,12 @@ before(() => {
 after(() => rmSync(work, { recursive: true, force: true }));
 
 /** Runs a program to its end: exit code, stdout and stderr (never throws on a non-zero exit). */
-function run(file, args, { cwd = work, input, extraEnv = {} } = {}) {
+function run(file, args, { cwd = work, input, extraEnv = {}, timeoutMs = TIMEOUT_MS } = {}) {
   return new Promise((resolve, reject) => {
     const child = execFile(
       file,
       args,
-      { cwd, env: { ...env, ...extraEnv }, timeout: TIMEOUT_MS, maxBuffer: 1 << 24 },
+      { cwd, env: { ...env, ...extraEnv }, timeout: timeoutMs, maxBuffer: 1 << 24 },
       (error, stdout, stderr) => {
         if (error && typeof error.code !== "number") reject(error);
         else resolve({ code: error ? error.code : 0, stdout, stderr });
@@ -85,6 +87,13 @@ describe(`packed install on Node ${NODE_VERSION}`, () => {
     // 20 too (ABI 115): the warning is expected there, and only there (docs/install.md).
     assert.deepEqual(warned, MAJOR === 20 ? ["@rocicorp/zero-sqlite3@1.1.4"] : [], log);
     assert.doesNotMatch(log, /npm (error|ERR!)/, log);
+    // npm 11 lists the install scripts it has no approval for: none of ours has one.
+    const unapproved = [...log.matchAll(/npm warn install-scripts {3}(\S+)@/g)].map((m) => m[1]);
+    assert.deepEqual(
+      unapproved.filter((name) => name !== "@rocicorp/zero-sqlite3"),
+      [],
+      log,
+    );
     // Nothing compiled SQLite: its package has no build folder, the prebuilt addon is used.
     const sqlite = join(PREFIX, "node_modules", "@rocicorp", "zero-sqlite3");
     assert.ok(existsSync(sqlite), "zero-sqlite3 is installed");
@@ -128,6 +137,69 @@ describe(`packed install on Node ${NODE_VERSION}`, () => {
     const init = await run(bin("dirq"), ["init"], { cwd: root });
     assert.equal(init.code, 0, init.stderr);
     assert.ok(existsSync(join(root, ".dirq.toml")), `init wrote .dirq.toml: ${init.stderr}`);
+  });
+
+  test("dirq: a code cache with bytes changed inside (same length) never stops a run", async () => {
+    const root = tree("damaged-cache", { "a.txt": "a\n" });
+    const sql = "SELECT 41 + 1 AS x";
+    const answer = async (what) => {
+      const result = await run(bin("dirq"), [sql], { cwd: root });
+      assert.deepEqual([result.code, result.stderr, result.stdout], [0, "", '[{"x":42}]\n'], what);
+    };
+    await answer("a run that writes the cache");
+    await answer("a run that verifies it");
+    const folder = join(env.XDG_CACHE_HOME, "dirq");
+    // This Node's caches only: the matrix's other Nodes share the folder.
+    const caches = readdirSync(folder).filter(
+      (name) => name.includes(`-v${NODE_VERSION}-`) && name.endsWith(".v8cache"),
+    );
+    assert.ok(caches.length > 0, readdirSync(folder).join(", "));
+    for (const name of caches) {
+      const bytes = readFileSync(join(folder, name));
+      for (let i = 0; i < 8; i++) {
+        const at = 256 + Math.floor(((bytes.length - 512) * i) / 8);
+        bytes[at] ^= 0x5a;
+      }
+      writeFileSync(join(folder, name), bytes);
+    }
+    for (const attempt of ["first", "second", "third"])
+      await answer(`${attempt} run after the damage`);
+  });
+
+  test("dirq: a cache folder that cannot be made (/proc) is not used, and nothing spins", async () => {
+    const root = tree("proc-cache", { "a.txt": "a\n" });
+    for (const extraEnv of [{ XDG_CACHE_HOME: "/proc" }, { XDG_CACHE_HOME: "", HOME: "/proc" }]) {
+      const result = await run(bin("dirq"), ["SELECT count(*) AS n FROM './'"], {
+        cwd: root,
+        extraEnv,
+        timeoutMs: 20_000,
+      });
+      assert.deepEqual([result.code, result.stdout], [0, '[{"n":1}]\n'], JSON.stringify(extraEnv));
+    }
+  });
+
+  test("dirq installed with --ignore-scripts: SQLite's prebuilt addon, the extension built by the first run", async () => {
+    const root = tree("ignore-scripts", { "a.txt": "a\n", "b/c.txt": "cc\n" });
+    const installed = join(IGNORE_SCRIPTS_PREFIX, "node_modules", "dirq");
+    const library = join(installed, "native", "build", "dirq_fs.so");
+    assert.ok(!existsSync(library), "nothing compiled at install");
+    const sql = "SELECT path, size FROM './' ORDER BY path";
+    const expected = '[{"path":"a.txt","size":2},{"path":"b/c.txt","size":3}]\n';
+    const dirq = join(IGNORE_SCRIPTS_PREFIX, "node_modules", ".bin", "dirq");
+    const extraEnv = { XDG_CACHE_HOME: join(work, "ignore-scripts-cache") };
+    const first = await run(dirq, [sql], { cwd: root, extraEnv });
+    assert.deepEqual([first.code, first.stdout], [0, expected], first.stderr);
+    if (existsSync(library)) {
+      assert.equal(first.stderr, "", "built with the machine's C compiler, silently");
+    } else {
+      // A machine without a C compiler: said once, with how to build it.
+      assert.match(
+        first.stderr,
+        /^dirq: note: dirq's native file system extension could not be built/,
+      );
+    }
+    const second = await run(dirq, [sql], { cwd: root, extraEnv });
+    assert.deepEqual([second.code, second.stdout, second.stderr], [0, expected, ""]);
   });
 
   test("dirq: piped REPL", async () => {
@@ -192,6 +264,34 @@ await db.close();
     const result = await run("node", [script, root], { cwd: PREFIX });
     assert.equal(result.code, 0, result.stderr);
     assert.deepEqual(JSON.parse(result.stdout), [{ path: "a.csv" }]);
+  });
+
+  test('dirq SDK from CommonJS: require("dirq"), with a fill on helper threads', async () => {
+    const files = { "a.csv": "x\n1\n" };
+    for (let i = 0; i < 3000; i++) files[`many/f${i}.txt`] = "";
+    const root = tree("sdk-cjs", files);
+    const script = join(PREFIX, "sdk-smoke.cjs");
+    writeFileSync(
+      script,
+      `const { open, isDirqError } = require("dirq");
+(async () => {
+  const db = open({ root: process.argv[2], progress: false });
+  const rows = await db.query("SELECT count(*) AS n FROM './'");
+  await db.close();
+  let code;
+  try {
+    open({ root: process.argv[2] + "/missing" });
+  } catch (error) {
+    code = isDirqError(error) && error.code;
+  }
+  console.log(JSON.stringify([rows, code]));
+})();
+`,
+    );
+    const result = await run("node", [script, root], { cwd: PREFIX });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, "", "no warning about require() of an ES module");
+    assert.deepEqual(JSON.parse(result.stdout), [[{ n: 3001 }], "ROOT_INVALID"]);
   });
 
   test("pubtool: --help and doctor", async () => {

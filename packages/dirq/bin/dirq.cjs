@@ -8,9 +8,9 @@
 /**
  * `require`, with Node's built-in modules taken from `process.getBuiltinModule` where Node has
  * it (20.16 and later; it answers undefined for anything else): `require` goes through the
- * module loader's resolution and caches, 55 microseconds the first time and about 5 each
- * after, and a start makes some 50 calls, nearly all for built-ins. The bundle's `require`
- * (bundleRequire) is this one for anything but its own chunks.
+ * module loader's resolution and caches, slow the first time and not free after, and a start
+ * makes some 50 calls, nearly all for built-ins. The bundle's `require` (bundleRequire) is
+ * this one for anything but its own chunks.
  */
 function requireModule(id) {
   return process.getBuiltinModule?.(id) ?? require(id);
@@ -18,8 +18,10 @@ function requireModule(id) {
 
 const {
   closeSync,
+  fstatSync,
   mkdirSync,
   openSync,
+  readFileSync,
   readSync,
   readdirSync,
   renameSync,
@@ -48,9 +50,10 @@ const READ_BUFFER_BYTES = 512 * 1024;
 const CHUNK_BUFFER_BYTES = 64 * 1024;
 
 /**
- * A code cache file starts with this, then the kinds of run it holds the code of (RunKind in
- * src/cli/main.ts, comma-separated) and spaces up to a line of a multiple of 8 bytes: V8 copies
- * cache data that does not start 8-byte aligned. V8's own bytes follow.
+ * A code cache file starts with this, then the checksum of V8's bytes (8 hex digits, see
+ * checksum), a space, the kinds of run it holds the code of (RunKind in src/cli/main.ts,
+ * comma-separated) and spaces up to a line of a multiple of 8 bytes: V8 copies cache data that
+ * does not start 8-byte aligned. V8's own bytes follow.
  */
 const CACHE_HEADER = "dirq-code-cache ";
 
@@ -58,10 +61,12 @@ const CACHE_HEADER = "dirq-code-cache ";
 const MAX_HEADER_BYTES = 256;
 
 /**
- * The user's cache folder for dirq (`$XDG_CACHE_HOME/dirq`, else `~/.cache/dirq`;
- * `~/Library/Caches/dirq` on macOS, `%LOCALAPPDATA%\dirq\Cache` on Windows), or null.
+ * The user's cache folder for dirq (`DIRQ_CACHE_DIR`, else `$XDG_CACHE_HOME/dirq`, else
+ * `~/.cache/dirq`; `~/Library/Caches/dirq` on macOS, `%LOCALAPPDATA%\dirq\Cache` on Windows),
+ * or null. src/cache-folder.ts finds the same one.
  */
 function cacheFolder(env) {
+  if (env.DIRQ_CACHE_DIR) return env.DIRQ_CACHE_DIR;
   if (process.platform === "win32") {
     return env.LOCALAPPDATA ? join(env.LOCALAPPDATA, "dirq", "Cache") : null;
   }
@@ -103,9 +108,8 @@ let nodeStamp;
  * one crashes the code on another. So the name keys the exact Node binary (version, size and
  * modification time: a distribution's rebuild keeps the version) and the exact file (size and
  * time: an install writes the file anew), and each machine makes its own cache: none ships in
- * the package. The name is made of those numbers as they are (hashing the paths as well cost a
- * tenth of a millisecond of every start); only Node's flags, when there are any, are hashed
- * into it.
+ * the package. The name is made of those numbers as they are (hashing the paths as well would
+ * be a cost at every start); only Node's flags, when there are any, are hashed into it.
  */
 function codeCachePath(name, file, env, folder) {
   if (env.DIRQ_CODE_CACHE === "0" || !folder) return null;
@@ -140,23 +144,142 @@ function readCodeCache(bytes) {
   let end = CACHE_HEADER.length;
   while (end < limit && bytes[end] !== 0x0a) end++;
   if (end === limit) return null;
-  const listed = bytes.toString("latin1", CACHE_HEADER.length, end).trim();
+  const [sum, listed = ""] = bytes.toString("latin1", CACHE_HEADER.length, end).trim().split(" ");
+  if (!/^[0-9a-f]{8}$/.test(sum)) return null;
   return {
+    sum,
     kinds: new Set(listed === "" ? [] : listed.split(",")),
     data: bytes.subarray(end + 1),
   };
 }
 
-/** The header for a cache of these kinds (see CACHE_HEADER). */
-function codeCacheHeader(kinds) {
-  const line = CACHE_HEADER + [...kinds].sort().join(",");
+/**
+ * FNV-1a over 32-bit words, as 8 hex digits: whether V8's bytes are the ones written. V8 checks
+ * only a cache's version, flags and source length; changed bytes inside (a disk or copy error)
+ * crash it. node:crypto and node:zlib cost a module load at every start; this costs time only
+ * when a cache file is new to this machine's runs (see usableCache).
+ */
+function checksum(data) {
+  const aligned = data.byteOffset % 4 === 0 ? data : Buffer.from(data);
+  const words = new Int32Array(aligned.buffer, aligned.byteOffset, aligned.length >> 2);
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < words.length; i++) hash = Math.imul(hash ^ words[i], 0x01000193);
+  for (let i = words.length * 4; i < aligned.length; i++) {
+    hash = Math.imul(hash ^ aligned[i], 0x01000193);
+  }
+  return (hash >>> 0).toString(16).padStart(8, "0");
+}
+
+/**
+ * A code cache V8 may be given, or null. Every run that uses a cache marks it while it runs
+ * (`<cache>.run`, its pid, made before V8 sees the cache and removed as the run exits): a
+ * marker left by a process that is gone means a run died with this cache, and the cache is
+ * not used again. A cache file that is new to this machine's runs (just written, copied,
+ * restored, changed) has its checksum verified first; its identity (inode, change time, size)
+ * is then recorded (`<cache>.ok`), so later runs skip the check. A cache that fails either
+ * test is removed: this run compiles as usual and writes a new one.
+ */
+function usableCache(cachePath, buffer) {
+  let bytes;
+  let identity;
+  try {
+    ({ bytes, identity } = readWithIdentity(cachePath, buffer));
+  } catch {
+    return null; // the first run of this Node build: compile as usual
+  }
+  const cached = readCodeCache(bytes);
+  if (cached === null) return null;
+  const marker = markRun(`${cachePath}.run`);
+  const verified = `${cachePath}.ok`;
+  if (
+    marker === "died" ||
+    (readText(verified) !== identity && !verify(cached, verified, identity))
+  ) {
+    removeFiles([cachePath, verified, `${cachePath}.run`]);
+    return null;
+  }
+  // A marker that cannot be made: the run could die unnoticed, so it compiles as usual.
+  return marker === "failed" ? null : cached;
+}
+
+/** Whether a cache's checksum holds; records its identity when it does (see usableCache). */
+function verify(cached, verifiedPath, identity) {
+  if (checksum(cached.data) !== cached.sum) return false;
+  try {
+    writeFileSync(verifiedPath, identity);
+  } catch {
+    // unrecorded: the next run checks again
+  }
+  return true;
+}
+
+/**
+ * Marks this run as running with a cache: "marked" (the marker is this run's, removed as it
+ * exits), "shared" (another live run's marker is there), "died" (the marker names a process
+ * that has ended: it died with the cache) or "failed" (no marker can be made).
+ */
+function markRun(path) {
+  try {
+    writeFileSync(path, String(process.pid), { flag: "wx" });
+  } catch (error) {
+    if (error.code !== "EEXIST") return "failed";
+    return diedWith(readText(path)) ? "died" : "shared";
+  }
+  process.once("exit", () => removeFiles([path]));
+  return "marked";
+}
+
+/** Whether a run marker names a process that has ended (it died with the cache). */
+function diedWith(pid) {
+  if (pid === null || !/^\d+$/.test(pid)) return pid !== null;
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (error) {
+    return error.code === "ESRCH";
+  }
+}
+
+/** A small file's text, or null when it cannot be read. */
+function readText(path) {
+  try {
+    return readFileSync(path, "latin1");
+  } catch {
+    return null;
+  }
+}
+
+function removeFiles(paths) {
+  for (const path of paths) {
+    try {
+      rmSync(path, { force: true });
+    } catch {
+      // left as it is: the next run tests it again
+    }
+  }
+}
+
+/** A file's bytes (as readInto) and its identity: inode and change time, from the same fd. */
+function readWithIdentity(path, buffer) {
+  const fd = openSync(path, "r");
+  try {
+    const stat = fstatSync(fd);
+    return { bytes: readFd(fd, buffer), identity: `${stat.ino}:${stat.ctimeMs}:${stat.size}` };
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/** The header for a cache of V8's bytes `data` of these kinds (see CACHE_HEADER). */
+function codeCacheHeader(data, kinds) {
+  const line = `${CACHE_HEADER}${checksum(data)} ${[...kinds].sort().join(",")}`;
   return Buffer.from(`${line.padEnd(Math.ceil((line.length + 1) / 8) * 8 - 1)}\n`, "latin1");
 }
 
 /**
  * Keeps the code cache up with the runs made: V8 compiles a function that is not in the cache
  * when it is first called, in every run, so a cache written by a `dirq --version` would leave
- * every later query compiling most of dirq (4 ms of `SELECT 1`, 6 of a scan). The first run
+ * every later query compiling most of dirq, a large part of its start. The first run
  * writes the cache, as does any run whose cache V8 rejected. A run that does a kind of work
  * the cache was not written by (a query, a table printed, tables filled: RunKind) writes it
  * again: V8 then holds both the functions it read from the cache and the ones this run
@@ -193,8 +316,8 @@ function writeCodeCacheOnExit(script, path, kindsFor) {
     const temporary = `${path}.${process.pid}.tmp`;
     try {
       const data = script.createCachedData();
-      mkdirSync(dirname(path), { recursive: true });
-      writeFileSync(temporary, Buffer.concat([codeCacheHeader(kindsFor(data)), data]));
+      makeFolder(dirname(path));
+      writeFileSync(temporary, Buffer.concat([codeCacheHeader(data, kindsFor(data)), data]));
       renameSync(temporary, path);
       pruneCodeCaches(dirname(path));
     } catch {
@@ -205,6 +328,23 @@ function writeCodeCacheOnExit(script, path, kindsFor) {
       }
     }
   });
+}
+
+/**
+ * Makes a folder and the missing ones above it, one level at a time, giving up at the first
+ * failure: Node's recursive mkdirSync loops for ever where `mkdir` says ENOENT under a parent
+ * that exists (`XDG_CACHE_HOME=/proc`). A cache that cannot be written is simply not used.
+ */
+function makeFolder(path) {
+  try {
+    mkdirSync(path);
+  } catch (error) {
+    if (error.code === "EEXIST") return;
+    const parent = dirname(path);
+    if (error.code !== "ENOENT" || parent === path) throw error;
+    makeFolder(parent);
+    mkdirSync(path);
+  }
 }
 
 /**
@@ -222,7 +362,9 @@ function pruneCodeCaches(folder) {
   }
   for (const caches of byFile.values()) {
     caches.sort((a, b) => b.mtimeMs - a.mtimeMs);
-    for (const stale of caches.slice(CODE_CACHES_KEPT)) rmSync(stale.path, { force: true });
+    for (const stale of caches.slice(CODE_CACHES_KEPT)) {
+      removeFiles([stale.path, `${stale.path}.ok`, `${stale.path}.run`]);
+    }
   }
 }
 
@@ -233,19 +375,24 @@ function pruneCodeCaches(folder) {
 function readInto(path, buffer) {
   const fd = openSync(path, "r");
   try {
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) {
-        const bigger = Buffer.allocUnsafeSlow(buffer.length * 2);
-        buffer.copy(bigger, 0, 0, length);
-        buffer = bigger;
-      }
-      const read = readSync(fd, buffer, length, buffer.length - length, null);
-      if (read === 0) return buffer.subarray(0, length);
-      length += read;
-    }
+    return readFd(fd, buffer);
   } finally {
     closeSync(fd);
+  }
+}
+
+/** Reads an open file from its start into `buffer` (see readInto). */
+function readFd(fd, buffer) {
+  let length = 0;
+  for (;;) {
+    if (length === buffer.length) {
+      const bigger = Buffer.allocUnsafeSlow(buffer.length * 2);
+      buffer.copy(bigger, 0, 0, length);
+      buffer = bigger;
+    }
+    const read = readSync(fd, buffer, length, buffer.length - length, null);
+    if (read === 0) return buffer.subarray(0, length);
+    length += read;
   }
 }
 
@@ -259,14 +406,7 @@ function runBundleFile(file, cachePath, buffer) {
   // scripts/build-cli.mjs). The build checks that it is ASCII: read as latin1, it needs no
   // UTF-8 decoding. Once its text is a string, the same buffer takes the cache.
   const source = readInto(file, buffer).toString("latin1");
-  let cached = null;
-  if (cachePath) {
-    try {
-      cached = readCodeCache(readInto(cachePath, buffer));
-    } catch {
-      cached = null; // the first run of this Node build: compile as usual
-    }
-  }
+  let cached = cachePath ? usableCache(cachePath, buffer) : null;
   const script = new Script(source, { filename: file, cachedData: cached?.data });
   if (script.cachedDataRejected) cached = null;
   const module = { exports: {} };
@@ -277,10 +417,9 @@ function runBundleFile(file, cachePath, buffer) {
 /**
  * Which of the bundle's two code caches a run with these arguments reads. A statement that
  * reads a path table names it quoted (`FROM './'`), and its run compiles the walk and the
- * table fills: their code, held in the cache of every later run, cost a run that reads no path
- * table 0.25 ms of deserialization (`dirq "SELECT 1"`: 21.11 against 20.87 ms, `node -e 0`
- * 16.86, 501 alternating runs). So runs with a quote among their arguments keep a cache of
- * their own. Either grows with the kinds of work its runs do (keepCodeCache): a statement over
+ * table fills: their code, held in the cache of every later run, would cost a run that reads
+ * no path table its deserialization. So runs with a quote among their arguments keep a cache
+ * of their own. Either grows with the kinds of work its runs do (keepCodeCache): a statement over
  * a config's tables, which names them unquoted, adds the fill's code to the other.
  */
 function bundleCacheName(argv) {
@@ -295,9 +434,8 @@ function loadCli(env, folder, argv) {
   const file = join(BUNDLE_FOLDER, "dirq.cjs");
   const cachePath = codeCachePath(bundleCacheName(argv), file, env, folder);
   // One buffer for both files, the bundle first. Each page of fresh memory costs a page fault
-  // at its first write (1.5 microseconds each on the machines dirq is measured on), and a
-  // second buffer was 60 more of them. Pages of the buffer that no file reaches are never
-  // touched.
+  // at its first write, and a second buffer would take dozens more of them. Pages of the
+  // buffer that no file reaches are never touched.
   const buffer = Buffer.allocUnsafeSlow(READ_BUFFER_BYTES);
   const { exports, script, cached } = runBundleFile(file, cachePath, buffer);
   const onRunKind = cachePath ? keepCodeCache(script, cachePath, cached) : undefined;

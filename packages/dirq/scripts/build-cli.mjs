@@ -2,10 +2,10 @@
 // Bundles the CLI into CommonJS files in dist/src/cli-bundle, which bin/dirq.cjs loads: dirq.cjs
 // (the launcher, argument parsing, the query engine: what a one-shot statement runs) and a chunk
 // per part a command loads on demand: the REPL, the server, the config loader, `init`, `completion`
-// and string-width (CHUNKS). Why, measured on `dirq "SELECT 1"` (bench/dirq-walk.mjs, start-up):
-// Node 20's ES module loader pays an async resolve, read, link and compile per module, and starting
-// the loader at all costs milliseconds `node -e 0` never pays; the unbundled CLI loaded about
-// eighty modules, and an ESM bundle split into chunks still paid the loader for a dozen. A CommonJS
+// and string-width (CHUNKS). Why: start-up (`dirq "SELECT 1"`, bench/dirq-startup.mjs). Node 20's
+// ES module loader pays an async resolve, read, link and compile per module, and starting the
+// loader at all costs time `node -e 0` never pays; unbundled, the CLI is about eighty modules,
+// and an ESM bundle split into chunks still pays the loader for a dozen. A CommonJS
 // file is one synchronous read and compile (V8 compiles function bodies lazily, so code a command
 // never calls costs little, but not nothing: see CHUNKS). Node built-ins a statement rarely needs
 // (child processes, crypto, worker threads) load on first use (src/lazy-module.ts), so `SELECT 1`
@@ -28,9 +28,9 @@ const CJS_WRAPPER_TAIL = "\n})";
 /**
  * The chunks, by name, and the module each is made from: a command that needs one loads it when it
  * runs (`import()` in the sources, `require("./<name>.cjs")` in the bundle, which bin/dirq.cjs
- * answers with the chunk compiled from its own code cache). Out of dirq.cjs, the 100 kB they take
- * is neither read nor deserialized by a one-shot statement: `dirq "SELECT 1"` is 0.1-0.4 ms
- * faster, a config's run 0.7 ms (bench/README.md, stop 48). A chunk holds its own copy of every
+ * answers with the chunk compiled from its own code cache). Out of dirq.cjs, the code they take
+ * is neither read nor deserialized by a one-shot statement, which starts faster for it (with or
+ * without a config). A chunk holds its own copy of every
  * module it imports, so it is a part that takes what it needs as arguments and keeps no state
  * another part shares: the REPL and the server run their own index (the modules dirq.cjs has
  * already run hand them a command and the process's streams), the config loader and the rest are
@@ -45,6 +45,7 @@ const CHUNKS = {
   init: join(srcDir, "config", "starter-config.js"),
   completion: join(srcDir, "cli", "completion.js"),
   width: join(srcDir, "output", "string-width.js"),
+  sdk: join(srcDir, "sdk-stdio", "run-sdk-stdio.js"),
 };
 
 /** Marks the resolve that chunkImports asks esbuild for, so that it does not answer itself. */
@@ -88,29 +89,34 @@ function fromBundle(absolute) {
 }
 
 /**
- * Keeps the modules' relative references right from the bundle's folder:
+ * Keeps a module's relative references right from the bundle's folder:
  * `new URL("./x.js", import.meta.url)` (worker scripts, child process scripts, the package
- * manifest, the web console) is rebased from the module's folder to the bundle's.
+ * manifest, the web console, the native calls' host) is rebased from the module's folder to
+ * the bundle's.
  */
+function relocated(source, path) {
+  return (
+    source
+      .replace(/new URL\((["'])(\.\.?\/[^"']*)\1, import\.meta\.url\)/g, (_, quote, to) => {
+        // A folder's URL keeps its trailing slash (`resolve` drops it).
+        const slash = to.endsWith("/") ? "/" : "";
+        const rebased = fromBundle(resolve(dirname(path), to)) + slash;
+        return `new URL(${quote}${rebased}${quote}, import.meta.url)`;
+      })
+      // The module's folder, as a path from the bundle's (`join` reads either separator).
+      .replaceAll(
+        "import.meta.dirname",
+        `(__dirname + ${JSON.stringify(`/${fromBundle(dirname(path))}`)})`,
+      )
+  );
+}
+
 const relocate = {
   name: "relocate",
   setup(build) {
     build.onLoad({ filter: /\.js$/ }, (args) => {
       if (!args.path.startsWith(srcDir)) return undefined;
-      const source = readFileSync(args.path, "utf8");
-      const contents = source
-        .replace(/new URL\((["'])(\.\.?\/[^"']*)\1, import\.meta\.url\)/g, (_, quote, path) => {
-          // A folder's URL keeps its trailing slash (`resolve` drops it).
-          const slash = path.endsWith("/") ? "/" : "";
-          const rebased = fromBundle(resolve(dirname(args.path), path)) + slash;
-          return `new URL(${quote}${rebased}${quote}, import.meta.url)`;
-        })
-        // The module's folder, as a path from the bundle's (`join` reads either separator).
-        .replaceAll(
-          "import.meta.dirname",
-          `(__dirname + ${JSON.stringify(`/${fromBundle(dirname(args.path))}`)})`,
-        );
-      return { contents, loader: "js" };
+      return { contents: relocated(readFileSync(args.path, "utf8"), args.path), loader: "js" };
     });
   },
 };
@@ -120,20 +126,20 @@ const relocate = {
  * node-gyp-build), which the modules load through `createRequire` (outside a bundle, an ES
  * module's `import` of it would go through Node's ES-to-CommonJS bridge). In the bundle that
  * `require` becomes the bundle's own, and the package finds its native addon from its own
- * folder, not the bundle's. Measured on `dirq "SELECT 1"`, four sets of 41–61 alternating
- * runs: 3.5–6 ms less in three (90.1 to 84.0 ms, with `node -e 0` at 68.6), none in one.
+ * folder, not the bundle's. Bundled, `dirq "SELECT 1"` starts faster.
  */
 const bundledSqlite = {
   name: "bundled-sqlite",
   setup(build) {
     // The lazily loaded built-ins too: the bundle's own `require` loads them, and
-    // `createRequire` of the bundle's URL cost 0.3 ms of every start.
+    // `createRequire` of the bundle's URL would be a cost at every start.
     build.onLoad({ filter: /[\\/](indexer[\\/]database|lazy-module)\.js$/ }, (args) => {
       const source = readFileSync(args.path, "utf8");
       const contents = source.replace("const require = createRequire(import.meta.url);", "");
       if (contents === source)
         throw new Error(`build-cli: ${args.path} no longer makes its require as expected`);
-      return { contents, loader: "js" };
+      // This plugin's answer is the module's only one: relocate never sees it.
+      return { contents: relocated(contents, args.path), loader: "js" };
     });
     build.onLoad({ filter: /zero-sqlite3[\\/]lib[\\/]database\.js$/ }, (args) => {
       const source = readFileSync(args.path, "utf8");
@@ -146,7 +152,7 @@ const bundledSqlite = {
       // re-reads the package's manifest and lists its prebuilds folders (two readdirs, a
       // stat) on every start. Kept, the first connection takes the same addon object.
       // And it is first taken from where install recorded it (src/indexer/sqlite-addon.ts):
-      // resolving the package and node-gyp-build's search cost half a millisecond a start.
+      // resolving the package and node-gyp-build's search are a cost at every start.
       const addonAt = "const nativeAddon = DEFAULT_ADDON || require(";
       const recorded = `require(${JSON.stringify(join(srcDir, "indexer", "sqlite-addon.js"))}).recordedSqliteAddon()`;
       const contents = located.replace(
@@ -157,9 +163,9 @@ const bundledSqlite = {
         throw new Error("build-cli: zero-sqlite3 no longer loads its addon at its top level");
       return { contents, loader: "js" };
     });
-    // `backup` promisifies `fs.access` at its module's top level: `promisify`'s first call is
-    // 50 to 120 microseconds of every start (Node compiles it then), for a method dirq never
-    // calls. `fs.promises.access` is the same promise, made when called.
+    // `backup` promisifies `fs.access` at its module's top level: `promisify`'s first call
+    // costs every start time (Node compiles it then), for a method dirq never calls.
+    // `fs.promises.access` is the same promise, made when called.
     build.onLoad({ filter: /zero-sqlite3[\\/]lib[\\/]methods[\\/]backup\.js$/ }, (args) => {
       const source = readFileSync(args.path, "utf8");
       const contents = source.replace(
@@ -194,8 +200,8 @@ const built = await build({
   external: ["@rocicorp/zero-sqlite3/package.json"],
   // The modules locate their neighbours (worker scripts, the package manifest, the web
   // console) from `import.meta.url`, which a CommonJS file spells through `__filename`: made
-  // on first use (`pathToFileURL` cost a quarter of a millisecond of every start), and by
-  // hand for a POSIX path of characters a file URL never escapes.
+  // on first use (`pathToFileURL` would be a cost at every start), and by hand for a POSIX
+  // path of characters a file URL never escapes.
   define: { "import.meta.url": "__dirqBundle.url" },
   banner: {
     js: [
@@ -205,16 +211,15 @@ const built = await build({
       "} };",
     ].join("\n"),
   },
-  // Off: keeping names wraps every function and class in a call that defines its `name` (514
-  // in this bundle), also each closure made at run time, one per request among them (about 1%
-  // of the server's own time under load). Nothing reads a function's name: errors name
-  // themselves (DirqError sets `name`).
+  // Off: keeping names wraps every function and class in a call that defines its `name` (some
+  // hundreds in this bundle), also each closure made at run time, one per request among them
+  // (a measurable part of the server's own time under load). Nothing reads a function's name:
+  // errors name themselves (DirqError sets `name`).
   keepNames: false,
   // Minified: the launcher reads and compiles the whole file on every start (with the code
-  // cache, V8 still gets the source and keeps it for lazy compiles). Measured on `dirq "SELECT
-  // 1"` (CPU profiles, 8 runs each): the launcher's read and compile went from 17.9 ms to 11.2,
-  // peak RSS 48.3 MB to 46.9. Unminified, the kept comments also held three non-ASCII
-  // characters, which made the whole source a two-byte string (twice the memory, a slower
+  // cache, V8 still gets the source and keeps it for lazy compiles): minified, that read and
+  // compile take less time and memory. Unminified, the kept comments could also hold non-ASCII
+  // characters, which make the whole source a two-byte string (twice the memory, a slower
   // decode). Renamed identifiers change nothing seen: no message is built from a function's
   // name, errors name themselves (above).
   minify: true,

@@ -1,21 +1,35 @@
 #!/usr/bin/env node
-// Compiles dirq's SQLite extension for file system calls (native/dirq-fs.c) into native/build/,
-// at install and at build. It is optional: without a C compiler (or on Windows) dirq lists
-// folders and stats files with Node's fs, with the same results and more CPU (bench/README.md,
-// "Native file system calls"). So a failure here warns and exits 0; it never fails an
-// install. Nothing is downloaded: the headers are SQLite's own, inside @rocicorp/zero-sqlite3.
+// Compiles dirq's SQLite extension for file system calls (native/dirq-fs.c) into native/build/
+// (or the folder given with --out). `npm run build` runs it, and so does dirq's first query,
+// REPL or server run after an install (src/cli/native-notice.ts): the package has no install
+// script, so npm's install-script approvals (npm 11) never concern it. The extension is
+// optional: without a C compiler (or on Windows) dirq lists folders and stats files with
+// Node's fs, with the same results and more CPU (bench/notes/walk.md, "Native file system calls").
+// So a failure here warns, leaves its reason in not-built.txt beside where the library would
+// be, and exits 0. Nothing is downloaded: the headers are SQLite's own, inside
+// @rocicorp/zero-sqlite3.
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
-import { dirname, join } from "node:path";
+import { dirname, join, resolve } from "node:path";
+import { parseArgs } from "node:util";
 import { fileURLToPath } from "node:url";
+
+const USAGE = "usage: node scripts/build-native.mjs [--out <folder>]";
+
+let options;
+try {
+  ({ values: options } = parseArgs({ options: { out: { type: "string" } } }));
+} catch (error) {
+  process.stderr.write(`build-native: ${error.message}\n${USAGE}\n`);
+  process.exit(2);
+}
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
 const source = join(packageDir, "native", "dirq-fs.c");
-const outDir = join(packageDir, "native", "build");
+const outDir = options.out ? resolve(options.out) : join(packageDir, "native", "build");
 const library = join(outDir, process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so");
-// Why the build failed, for the CLI to say once on a first run (src/cli/native-notice.ts):
-// npm hides an install script's stderr unless the script fails, and this one never does.
+// Why the build failed, for the CLI to say once (src/cli/native-notice.ts).
 const notBuilt = join(outDir, "not-built.txt");
 
 function warn(reason) {
@@ -31,26 +45,43 @@ function sqliteHeaders() {
   return join(sqlitePackage, "deps", "sqlite3");
 }
 
+/**
+ * One level only: the folder above exists (native/, or the cache folder the CLI made), and
+ * Node's recursive mkdir spins for ever where mkdir says ENOENT under a folder that exists.
+ */
+function makeOutDir() {
+  try {
+    mkdirSync(outDir);
+  } catch (error) {
+    if (error.code !== "EEXIST") throw error;
+  }
+}
+
 function upToDate() {
   if (!existsSync(library)) return false;
   return statSync(library).mtimeMs >= statSync(source).mtimeMs;
 }
 
+/** Compiles to a file of its own, renamed into place: a run loading it meanwhile sees all or none. */
 function compile() {
   const compiler = process.env.CC || "cc";
   const shared = process.platform === "darwin" ? ["-dynamiclib"] : ["-shared", "-fPIC", "-pthread"];
-  mkdirSync(outDir, { recursive: true });
-  execFileSync(
-    compiler,
-    ["-O2", "-Wall", ...shared, "-I", sqliteHeaders(), "-o", library, source],
-    { stdio: ["ignore", "ignore", "pipe"] },
-  );
+  makeOutDir();
+  const temporary = `${library}.${process.pid}.tmp`;
+  try {
+    execFileSync(
+      compiler,
+      ["-O2", "-Wall", ...shared, "-I", sqliteHeaders(), "-o", temporary, source],
+      { stdio: ["ignore", "ignore", "pipe"] },
+    );
+    renameSync(temporary, library);
+  } finally {
+    rmSync(temporary, { force: true });
+  }
 }
 
 if (process.platform === "win32") {
   warn("no compiler is assumed on Windows");
-} else if (process.env.DIRQ_SKIP_NATIVE === "1") {
-  warn("DIRQ_SKIP_NATIVE=1");
 } else if (!upToDate()) {
   try {
     compile();
@@ -60,10 +91,10 @@ if (process.platform === "win32") {
     const reason = `compiling ${source} with ${process.env.CC || "cc"} failed: ${detail}`;
     warn(reason);
     try {
-      mkdirSync(outDir, { recursive: true });
+      makeOutDir();
       writeFileSync(notBuilt, `${reason}\n`);
     } catch {
-      // A read-only package folder: the warning above is all there is.
+      // A folder that cannot be written: the warning above is all there is.
     }
   }
 }

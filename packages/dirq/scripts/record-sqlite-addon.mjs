@@ -2,8 +2,8 @@
 // Records where SQLite's native addon (inside @rocicorp/zero-sqlite3) is for the Node that
 // installs dirq, in native/build/sqlite-addon.json, at install and at build. The CLI then
 // loads that file directly (src/indexer/sqlite-addon.ts) instead of resolving the package and
-// letting node-gyp-build list its prebuilds folders on every start (half a millisecond of
-// `dirq "SELECT 1"`). Under another Node ABI, platform or architecture, or with any of
+// letting node-gyp-build list its prebuilds folders on every start (a cost `dirq "SELECT 1"`
+// would pay). Under another Node ABI, platform or architecture, or with any of
 // node-gyp-build's overrides set, the CLI searches as before. Optional like the native
 // extension: a failure leaves no record and never fails an install.
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";

@@ -1,3 +1,4 @@
+/// <reference types="node" preserve="true" />
 /**
  * dirq's public API: a directory tree as a read-only SQLite database, in-process. Everything
  * else in the package is internal and may change without notice.
@@ -12,7 +13,7 @@ export {
   type WatchOptions,
 } from "./sdk/dirq.js";
 export type { RowEventStream } from "./sdk/row-event-stream.js";
-export type { Row, RowEvent, RowValue } from "./sdk/types.js";
+export type { ResetEvent, Row, RowEvent, RowValue, WatchEvent } from "./sdk/types.js";
 export type { ParameterValue, QueryParameters } from "./query/parameters.js";
 export type { ExtractedRows, ExtractFunction } from "./parse/extractor.js";
 export type { ProgressPhase, ProgressReporter } from "./progress/reporter.js";

@@ -63,7 +63,7 @@ export function tableHeader(page: Page): Promise<string[]> {
  * Polls a JavaScript expression in the page until it is truthy. (Playwright's waitForFunction
  * evaluates strings with eval, which the console's Content-Security-Policy forbids.)
  */
-export async function waitUntil(page: Page, expression: string, timeoutMs = 15_000): Promise<void> {
+export async function waitUntil(page: Page, expression: string, timeoutMs = 60_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await page.evaluate(expression))) {
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms: ${expression}`);

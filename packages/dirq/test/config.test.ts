@@ -2,7 +2,14 @@ import assert from "node:assert/strict";
 import { chmodSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { makeTree, removeTree, type RunResult, runDirq, snapshotTree } from "./helpers.js";
+import {
+  makeTree,
+  removeTree,
+  type RunResult,
+  runDirq,
+  shellHook,
+  snapshotTree,
+} from "./helpers.js";
 
 /* ------------------------------------------------------------------------------------------ */
 /* The tree: JSON posts, a hook that lives next to the config (in a subfolder of the root),   */
@@ -10,11 +17,7 @@ import { makeTree, removeTree, type RunResult, runDirq, snapshotTree } from "./h
 /* ------------------------------------------------------------------------------------------ */
 
 /** An executable hook (shebang): prints the file's JSON as rows. */
-const PARSE_HOOK = `#!/usr/bin/env node
-import { readFileSync } from "node:fs";
-const data = JSON.parse(readFileSync(process.argv[2], "utf8"));
-process.stdout.write(JSON.stringify(Array.isArray(data) ? data : [data]));
-`;
+const PARSE_HOOK = `#!/bin/sh\n${shellHook("json-rows.sh")}`;
 
 /** Prints one row per input row with only the author. */
 const AUTHORS_HOOK = `import { readFileSync } from "node:fs";
@@ -48,14 +51,14 @@ ignore = ["posts/drafts/**"]
 name = "posts"
 glob = "posts/**/*.json"
 schema = { title = "TEXT", author = "TEXT", words = "INTEGER" }
-on-file = "./hooks/parse.mjs {path}"
+on-file = "./hooks/parse.sh {path}"
 ddl = "CREATE INDEX posts_author ON posts(author)"
 
 # The same files again, columns inferred from the hook's output
 [[table]]
 name = "everything"
 glob = "./posts/**/*.json"
-on-file = "./hooks/parse.mjs {path}"
+on-file = "./hooks/parse.sh {path}"
 `;
 
 const EXTRA_CONFIG = `[dirq]
@@ -70,7 +73,7 @@ on-file = "node authors.mjs {path}"
 const DDL_CONFIG = `[[table]]
 name = "logged"
 glob = "posts/*.json"
-on-file = "./hooks/parse.mjs {path}"
+on-file = "./hooks/parse.sh {path}"
 ddl = """
 CREATE VIRTUAL TABLE logged_log USING fts5(file, row);
 CREATE TRIGGER logged_insert AFTER INSERT ON logged
@@ -90,7 +93,7 @@ const root = makeTree({
   "flaky/fail.json": "",
   "authors.mjs": AUTHORS_HOOK,
   "flaky.mjs": FLAKY_HOOK,
-  "conf/hooks/parse.mjs": PARSE_HOOK,
+  "conf/hooks/parse.sh": PARSE_HOOK,
   "conf/tables.toml": MAIN_CONFIG,
   "conf/ddl.toml": DDL_CONFIG,
   "extra.toml": EXTRA_CONFIG,
@@ -151,7 +154,7 @@ CREATE VIEW everything AS SELECT * FROM t WHERE author IS NOT NULL
 """
 `,
 });
-chmodSync(join(root, "conf/hooks/parse.mjs"), 0o755);
+chmodSync(join(root, "conf/hooks/parse.sh"), 0o755);
 after(() => removeTree(root));
 
 /* ------------------------------------------------------------------------------------------ */
@@ -313,7 +316,7 @@ describe("config tables", { concurrency: true }, () => {
   });
 
   it("a relative program path resolves against the config file's folder", async () => {
-    // ./hooks/parse.mjs exists only as conf/hooks/parse.mjs; the root has no hooks/ folder.
+    // ./hooks/parse.sh exists only as conf/hooks/parse.sh; the root has no hooks/ folder.
     const absolute = join(root, "conf/tables.toml");
     const rows = await query("SELECT count(*) AS n FROM posts", "-c", absolute);
     assert.deepEqual(rows, [{ n: 3 }]);
@@ -459,7 +462,7 @@ describe("config errors: exit 1, the file and the key named", { concurrency: tru
     [
       "on-file missing",
       ["-c", "bad/no-on-file.toml"],
-      ["bad/no-on-file.toml", "table[0].on-file: is required"],
+      ["bad/no-on-file.toml", "table[0].format: is required (or on-file)"],
     ],
     [
       "empty glob",

@@ -78,7 +78,12 @@ describe("dirq completion", () => {
   const CASES: [string[], string[]][] = [
     [
       ["dirq", ""],
-      ["completion", "init", "query", "server"],
+      ["completion", "init", "query", "repl", "server"],
+    ],
+    [["dirq", "repl", "--for"], ["--format"]],
+    [
+      ["dirq", "repl", "--format", ""],
+      ["auto", "json", "table"],
     ],
     [["dirq", "--for"], ["--format"]],
     [
@@ -138,7 +143,8 @@ describe("dirq completion", () => {
             .map((line) => line.split("\t")[0] as string)
             .join("\n"),
         );
-      assert.deepEqual(await offers("dirq "), ["completion", "init", "query", "server"]);
+      assert.deepEqual(await offers("dirq "), ["completion", "init", "query", "repl", "server"]);
+      assert.deepEqual(await offers("dirq repl --for"), ["--format"]);
       assert.deepEqual(await offers("dirq --for"), ["--format"]);
       assert.deepEqual(await offers("dirq x --format "), ["auto", "json", "table"]);
       assert.deepEqual(await offers("dirq server --p"), ["--persist", "--port"]);
@@ -185,7 +191,7 @@ describe("man page", () => {
     });
     assert.equal(stderr, "");
     const text = page.replace(/.\x08/g, "");
-    for (const topic of ["", "query ", "init ", "server ", "completion "]) {
+    for (const topic of ["", "query ", "repl ", "init ", "server ", "completion "]) {
       const { stdout: help } = await runDirq([...topic.split(" ").filter(Boolean), "--help"], {
         cwd: home,
       });

@@ -1,4 +1,4 @@
-import { spawn } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import {
   mkdirSync,
   mkdtempSync,
@@ -57,6 +57,33 @@ export async function queryJson(
     throw new Error(`dirq exited ${result.code} for ${sql}: ${result.stderr}`);
   }
   return JSON.parse(result.stdout) as Record<string, unknown>[];
+}
+
+let python: string | undefined;
+
+/**
+ * The python3 on PATH, named by the path of the interpreter it runs: a version manager's shim
+ * (pyenv's) starts a shell and the manager first, at every call, which costs far more CPU
+ * than the interpreter itself.
+ */
+export function python3(): string {
+  if (python === undefined) {
+    const found = spawnSync("python3", ["-c", "import sys; print(sys.executable)"], {
+      encoding: "utf8",
+    });
+    const path = found.status === 0 ? found.stdout.trim() : "";
+    python = path === "" ? "python3" : path;
+  }
+  return python;
+}
+
+/**
+ * The text of a shell hook in test/fixtures/hooks/, for a tree that runs it as
+ * `sh <name> {path}`. Tests that run a hook hundreds of times use these rather than a Node.js
+ * script: starting Node.js costs far more CPU than starting a shell.
+ */
+export function shellHook(name: string): string {
+  return readFileSync(new URL(`../../test/fixtures/hooks/${name}`, import.meta.url), "utf8");
 }
 
 /** A file tree: path → content. Paths ending in `/` are empty directories. */

@@ -3,17 +3,18 @@ import { chmodSync, existsSync, mkdtempSync, readdirSync, realpathSync } from "n
 import { availableParallelism, tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { makeTree, removeTree, type RunResult, runDirq, snapshotTree } from "./helpers.js";
+import {
+  makeTree,
+  removeTree,
+  type RunResult,
+  runDirq,
+  shellHook,
+  snapshotTree,
+} from "./helpers.js";
 
 /* ------------------------------------------------------------------------------------------ */
-/* Hook scripts (Node, written into the temp tree) and the files they parse.                   */
+/* Hook scripts (written into the temp tree) and the files they parse.                         */
 /* ------------------------------------------------------------------------------------------ */
-
-/** Prints the file's JSON as rows: an object is one row, an array is the rows. */
-const PARSE_HOOK = `import { readFileSync } from "node:fs";
-const data = JSON.parse(readFileSync(process.argv[2], "utf8"));
-process.stdout.write(JSON.stringify(Array.isArray(data) ? data : [data]));
-`;
 
 /** Prints its own arguments (a nested array, so stored as JSON text) and working directory. */
 const ARGS_HOOK = `process.stdout.write(JSON.stringify([{ argv: process.argv.slice(2), cwd: process.cwd() }]));
@@ -108,7 +109,7 @@ process.stdout.write(JSON.stringify([{ peak }]));
 const CONCURRENCY_FILES = Math.min(16, Math.max(4, 2 * availableParallelism()));
 
 const tree: Record<string, string> = {
-  "parse.mjs": PARSE_HOOK,
+  "parse.sh": shellHook("json-rows.sh"),
   "args.mjs": ARGS_HOOK,
   "cat.mjs": CAT_HOOK,
   "bad.mjs": BAD_HOOK,
@@ -141,7 +142,7 @@ const tree: Record<string, string> = {
   "conf/t.toml": `[[table]]
 name = "cfg"
 glob = "data/*.json"
-on-file = "node parse.mjs {path}"
+on-file = "sh parse.sh {path}"
 `,
 };
 for (let i = 0; i < CONCURRENCY_FILES; i++) tree[`conc/f${i}.json`] = "";
@@ -198,7 +199,7 @@ function messages(stderr: string): string[] {
     .filter((message) => message !== "");
 }
 
-const PARSE = "node parse.mjs {path}";
+const PARSE = "sh parse.sh {path}";
 
 /* ------------------------------------------------------------------------------------------ */
 /* Tests                                                                                       */
@@ -267,7 +268,7 @@ describe("--on-file: rows are what the hook prints", { concurrency: true }, () =
         "node args.mjs {path}",
       ]),
     );
-    // cfg keeps its own parse.mjs hook; the path-table gets args.mjs.
+    // cfg keeps its own parse.sh hook; the path-table gets args.mjs.
     assert.equal(rows.length, 1);
     const sorted = String(rows[0]?.from_config).split(",").sort();
     assert.deepEqual(sorted, ["x", "y"]);
@@ -597,7 +598,7 @@ describe("--on-file: scale, parallelism and progress", () => {
   });
 
   it(
-    "hooks run in parallel, never more at once than CPU cores",
+    "hooks run in parallel, a slow one past the cores, never more at once than the bound",
     { skip: availableParallelism() < 2 ? "needs at least 2 CPU cores" : false, timeout: 120_000 },
     async () => {
       const markers = mkdtempSync(join(tmpdir(), "dirq-markers-"));
@@ -609,10 +610,10 @@ describe("--on-file: scale, parallelism and progress", () => {
         const peak = Number(rows[0]?.peak);
         assert.equal(rows[0]?.n, CONCURRENCY_FILES);
         assert.ok(peak >= 2, `hooks overlapped (peak ${peak})`);
-        assert.ok(
-          peak <= availableParallelism(),
-          `at most one hook per core (peak ${peak}, cores ${availableParallelism()})`,
-        );
+        // A hook that has run for 50 ms stops counting against the cores (these linger 300 ms),
+        // up to max(4 x cores, 16) hook processes in all (hooks.md).
+        const bound = Math.max(4 * availableParallelism(), 16);
+        assert.ok(peak <= bound, `at most ${bound} hooks at once (peak ${peak})`);
         assert.deepEqual(readdirSync(markers), [], "every hook finished");
       } finally {
         removeTree(markers);

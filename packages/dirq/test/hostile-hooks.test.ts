@@ -9,9 +9,9 @@ import { assertNoStackTrace, parseRows } from "./support.js";
 
 /*
  * Hooks that misbehave: print for ever, fork children that hold their stdout or outlive them,
- * close stdout early, print binary garbage. Nothing hangs except what the spec says is
- * unbounded (a hook's time), and then SIGINT / SIGTERM still end dirq, leaving no process of
- * any hook behind, in every mode.
+ * close stdout early, print binary garbage. Nothing hangs past a hook's time limit (its own
+ * tests: hook-limits.test.ts), and SIGINT / SIGTERM still end dirq before it, leaving no
+ * process of any hook behind, in every mode.
  */
 
 /** Forks `sleep` holding the hook's stdout, records both pids, prints `[]` and exits. */

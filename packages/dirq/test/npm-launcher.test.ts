@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { execFile } from "node:child_process";
+import { execFile, spawn } from "node:child_process";
 import {
   chmodSync,
   copyFileSync,
@@ -21,7 +21,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { takeNoPluginFlag, withPluginConfigs } from "../src/launcher/plugin-args.js";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
 import { assertUserError, parseRows } from "./support.js";
 
 const run = promisify(execFile);
@@ -352,6 +352,13 @@ describe("npm launcher: the discovery cache", () => {
   });
 });
 
+/** Every file under a folder, recursively. */
+function listFiles(folder: string): string[] {
+  return readdirSync(folder, { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? listFiles(join(folder, entry.name)) : [join(folder, entry.name)],
+  );
+}
+
 describe("npm launcher: the packed tarball", { timeout: 600_000 }, () => {
   let work: string;
   before(() => {
@@ -396,6 +403,17 @@ describe("npm launcher: the packed tarball", { timeout: 600_000 }, () => {
       !existsSync(join(app, "node_modules", "better-sqlite3")),
       "no package that compiles or downloads its addon at install",
     );
+    // dirq has no install script (npm 11 asks for approval of each): the first run builds
+    // its native extension, whether or not install scripts ran.
+    const installed = JSON.parse(
+      readFileSync(join(app, "node_modules", "dirq", "package.json"), "utf8"),
+    ) as { scripts?: Record<string, string> };
+    for (const script of ["preinstall", "install", "postinstall", "prepare"]) {
+      assert.equal(installed.scripts?.[script], undefined, `no ${script} script`);
+    }
+    const libraryName = process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so";
+    const library = join(app, "node_modules", "dirq", "native", "build", libraryName);
+    assert.ok(!existsSync(library), "nothing compiled at install");
     writeFileSync(join(app, "people.csv"), "name,city\nada,london\n");
 
     const bin = join(app, "node_modules", ".bin", "dirq");
@@ -426,6 +444,13 @@ describe("npm launcher: the packed tarball", { timeout: 600_000 }, () => {
     assert.equal((off as { code: number }).code, 1);
     assert.match((off as { stderr: string }).stderr, /^dirq: no such table: people/);
 
+    // No shipped file points at a source map the package does not hold.
+    const dangling = listFiles(join(app, "node_modules", "dirq", "dist")).filter(
+      (file) =>
+        /\.(c|m)?js$/.test(file) && readFileSync(file, "latin1").includes("//# sourceMappingURL="),
+    );
+    assert.deepEqual(dangling, []);
+
     // The SDK from the installed package, with its type declarations beside it.
     const sdk = `import { open } from "dirq";
 const db = open({ progress: false, tables: [{ name: "t", glob: "*.csv", extract: (p, c) => [{ p, lines: String(c).split("\\n").length }] }] });
@@ -434,6 +459,17 @@ await db.close();`;
     writeFileSync(join(app, "sdk.mjs"), sdk);
     const viaSdk = await run(process.execPath, ["sdk.mjs"], { cwd: app, env });
     assert.deepEqual(JSON.parse(viaSdk.stdout), [{ p: "people.csv", lines: 3 }]);
+    // The same from CommonJS: `require("dirq")` gets the package's CommonJS entry.
+    writeFileSync(
+      join(app, "sdk.cjs"),
+      `const { open } = require("dirq");
+(async () => {
+${sdk.replace('import { open } from "dirq";', "")}
+})();`,
+    );
+    const viaRequire = await run(process.execPath, ["sdk.cjs"], { cwd: app, env });
+    assert.deepEqual(JSON.parse(viaRequire.stdout), [{ p: "people.csv", lines: 3 }]);
+    assert.equal(viaRequire.stderr, "");
     // The shipped declarations type a consumer, and keep internals out of reach.
     writeFileSync(
       join(app, "consumer.mts"),
@@ -443,6 +479,8 @@ const db = open({
 });
 const rows: Row[] = await db.query("SELECT 1");
 for await (const event of db.watch()) {
+  // A reader that fell behind gets a reset (query again) instead of the events it lost.
+  if (event.action === "reset") continue;
   const known: RowEvent = event;
   if (known.action === "error") console.log(known.error.toUpperCase(), isDirqError(known));
   else console.log(known.row, rows);
@@ -454,42 +492,46 @@ await db.close();
 export {};
 `,
     );
-    const tsc = join(REPO_NODE_MODULES, "typescript", "bin", "tsc");
-    await run(
-      process.execPath,
-      [
-        tsc,
-        "--noEmit",
-        "--strict",
-        "--module",
-        "nodenext",
-        "--moduleResolution",
-        "nodenext",
-        "--target",
-        "es2022",
-        "--typeRoots",
-        join(REPO_NODE_MODULES, "@types"),
-        "--types",
-        "node",
-        "consumer.mts",
-      ],
-      { cwd: app },
+    // A CommonJS consumer gets the same declarations through the package's `require` entry.
+    writeFileSync(
+      join(app, "consumer.cts"),
+      `import dirq = require("dirq");
+const db = dirq.open({ root: "." });
+void db.query("SELECT 1").then((rows: dirq.Row[]) => rows.length);
+// @ts-expect-error the engine is internal
+void dirq.openIndex;
+export {};
+`,
     );
+    // No `types` of the consumer's own: the Node types dirq's declarations use come with it
+    // (its dependency on @types/node), as for a consumer that has none installed.
+    writeFileSync(
+      join(app, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          noEmit: true,
+          strict: true,
+          module: "nodenext",
+          moduleResolution: "nodenext",
+          target: "es2022",
+          lib: ["es2022"],
+          types: [],
+        },
+        files: ["consumer.mts", "consumer.cts"],
+      }),
+    );
+    const tsc = join(REPO_NODE_MODULES, "typescript", "bin", "tsc");
+    await run(process.execPath, [tsc, "-p", "."], { cwd: app });
 
-    // Installed with --ignore-scripts, dirq runs on Node's fs; its install script (what a
-    // plain `npm install` runs) compiles the native extension, after which the same stat
-    // query gives the same rows through it.
-    const libraryName = process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so";
-    const library = join(app, "node_modules", "dirq", "native", "build", libraryName);
-    assert.ok(!existsSync(library), "nothing compiled with --ignore-scripts");
+    // The first run compiled the native extension into the package's folder (it can be
+    // written here); a stat query gives the same rows through it as through Node's fs.
+    assert.ok(existsSync(library), "the first run compiles native/dirq-fs.c");
     const statQuery = ["SELECT path, size FROM './' ORDER BY path"];
-    const before = await run(bin, statQuery, { cwd: app, env });
-    await npm(["rebuild", "dirq"], app);
-    assert.ok(existsSync(library), "npm rebuild dirq compiles native/dirq-fs.c");
-    const after = await run(bin, statQuery, { cwd: app, env });
-    assert.equal(after.stdout, before.stdout);
+    const withFs = await run(bin, statQuery, { cwd: app, env: { ...env, DIRQ_NATIVE_FS: "0" } });
+    const withNative = await run(bin, statQuery, { cwd: app, env });
+    assert.equal(withNative.stdout, withFs.stdout);
 
-    // The install script also records where SQLite's addon is, and the CLI loads it from there
+    // That first run also recorded where SQLite's addon is, and the CLI loads it from there
     // without node-gyp-build's search: with the prebuilds folder hidden, a copy the record
     // names still loads; a record for another Node ABI, or of a file that is gone, is passed
     // over for the search.
@@ -582,8 +624,9 @@ describe("npm launcher: the V8 code cache", () => {
         const end = bytes.indexOf(0x0a) + 1;
         assert.equal(end % 8, 0, `header of ${end} bytes`);
         const header = bytes.toString("latin1", 0, end);
-        assert.match(header, /^dirq-code-cache [a-z,]* *\n$/);
-        return { kinds: header.slice(16).trim(), size: bytes.length - end };
+        // The checksum of V8's bytes, then the kinds.
+        assert.match(header, /^dirq-code-cache [0-9a-f]{8} [a-z,]* *\n$/);
+        return { kinds: header.slice(25).trim(), size: bytes.length - end };
       };
       const dirq = async (args: string[]) => {
         const result = await runDirq(args, { cwd: root, env });
@@ -761,6 +804,92 @@ describe("npm launcher: the V8 code cache", () => {
       removeTree(home);
     }
   });
+});
+
+describe("npm launcher: a damaged code cache never stops a run", () => {
+  const root = makeTree({ "a.txt": "a" });
+  after(() => removeTree(root));
+
+  async function answers(home: string): Promise<void> {
+    const result = await runDirq(["SELECT 41 + 1 AS x"], {
+      cwd: root,
+      env: { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" },
+    });
+    assert.deepEqual([result.code, result.stderr, parseRows(result.stdout)], [0, "", [{ x: 42 }]]);
+  }
+
+  function caches(home: string): string[] {
+    return readdirSync(join(home, "dirq"))
+      .filter((name) => name.endsWith(".v8cache"))
+      .map((name) => join(home, "dirq", name));
+  }
+
+  test("bytes changed inside a cache of the right length: the runs answer and a good cache is written again", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-damaged-"));
+    try {
+      await answers(home);
+      await answers(home);
+      const [cache] = caches(home);
+      assert.ok(cache !== undefined && existsSync(`${cache}.ok`), "a cache that ran is recorded");
+      const bytes = readFileSync(cache);
+      // Flipped where V8's own bytes are, as a disk or copy error would, at eight places.
+      for (let i = 0; i < 8; i++) {
+        const at = 256 + Math.floor(((bytes.length - 512) * i) / 8);
+        bytes[at] = (bytes[at] as number) ^ 0x5a;
+      }
+      writeFileSync(cache, bytes);
+      for (let run = 0; run < 3; run++) await answers(home);
+      assert.notDeepEqual(readFileSync(cache), bytes);
+    } finally {
+      removeTree(home);
+    }
+  });
+
+  test("a run that died with its cache: the next run does not use it and writes a new one", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-died-"));
+    try {
+      await answers(home);
+      await answers(home);
+      const [cache] = caches(home);
+      assert.ok(cache !== undefined && existsSync(`${cache}.ok`), "a verified cache");
+      // A run that never ends by itself, killed as a crash would end it: no exit handler runs.
+      const endless =
+        "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c) SELECT max(n) FROM c";
+      const child = spawn(process.execPath, [DIRQ_BIN, endless], {
+        cwd: root,
+        env: { ...process.env, XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" },
+        stdio: "ignore",
+      });
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      while (!existsSync(`${cache}.run`)) await new Promise((resolve) => setTimeout(resolve, 10));
+      child.kill("SIGKILL");
+      await exited;
+      assert.ok(existsSync(`${cache}.run`), "the marker of the run that died is left");
+      await answers(home);
+      // Removed with its record, compiled without it, written anew (not yet verified).
+      assert.equal(existsSync(`${cache}.ok`), false, "the cache it died with is not used");
+      assert.ok(existsSync(cache), "a new cache is written");
+      assert.equal(existsSync(`${cache}.run`), false, "no marker once the runs are over");
+      await answers(home);
+      assert.ok(existsSync(`${cache}.ok`), "the new cache is verified and used");
+    } finally {
+      removeTree(home);
+    }
+  });
+
+  test(
+    "a cache folder under /proc: the run answers at once, with no cache",
+    { timeout: 60_000 },
+    async () => {
+      for (const env of [{ XDG_CACHE_HOME: "/proc" }, { XDG_CACHE_HOME: "", HOME: "/proc" }]) {
+        const result = await runDirq(["SELECT 1 AS x"], {
+          cwd: root,
+          env: { ...env, DIRQ_NO_PLUGIN: "1" },
+        });
+        assert.deepEqual([result.code, parseRows(result.stdout)], [0, [{ x: 1 }]]);
+      }
+    },
+  );
 });
 
 describe("npm launcher: the Node modules a start loads", () => {

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { after, describe, it } from "node:test";
 import { seededRandom } from "./differential.js";
-import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import { DIRQ_BIN, makeTree, python3, removeTree, runDirq } from "./helpers.js";
 import { jsonStatement } from "./json-statements.js";
 import { assertUserError, runInTerminal, runOk, scriptAvailable } from "./support.js";
 
@@ -450,7 +450,7 @@ describe("writing the answer to stdout", () => {
   const BIG =
     "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 40000) " +
     "SELECT i, 'some padding text' AS pad FROM n";
-  const hasPython = spawnSync("python3", ["--version"]).status === 0;
+  const hasPython = spawnSync(python3(), ["--version"]).status === 0;
 
   it(
     "a non-blocking pipe that fills (EAGAIN) still gets the whole answer, in order",
@@ -465,7 +465,7 @@ describe("writing the answer to stdout", () => {
         "sh",
         [
           "-c",
-          `python3 -c "${setNonBlocking}" "${process.execPath}" "${DIRQ_BIN}" "$0" --format json | (sleep 1; cat)`,
+          `'${python3()}' -c "${setNonBlocking}" "${process.execPath}" "${DIRQ_BIN}" "$0" --format json | (sleep 1; cat)`,
           BIG,
         ],
         { cwd: root, encoding: "utf8", maxBuffer: 64 * 1024 * 1024 },

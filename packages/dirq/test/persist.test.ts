@@ -23,6 +23,7 @@ import {
   removeTree,
   type RunResult,
   runDirq,
+  shellHook,
   snapshotTree,
 } from "./helpers.js";
 import { eventually, queryRows, startServer } from "./server-support.js";
@@ -31,19 +32,10 @@ import { eventually, queryRows, startServer } from "./server-support.js";
 /* A config table whose hook logs every file it parses, outside the root, to count re-parses.  */
 /* ------------------------------------------------------------------------------------------ */
 
-/** Appends the file's path to $PARSE_LOG, sleeps $PARSE_DELAY_MS, prints the JSON as a row. */
-const LOGGING_HOOK = `import { appendFileSync, readFileSync } from "node:fs";
-const file = process.argv[2];
-appendFileSync(process.env.PARSE_LOG, file + "\\n");
-const wait = Number(process.env.PARSE_DELAY_MS ?? 0);
-if (wait > 0) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, wait);
-process.stdout.write(JSON.stringify([JSON.parse(readFileSync(file, "utf8"))]));
-`;
-
 const CONFIG = `[[table]]
 name = "posts"
 glob = "posts/*.json"
-on-file = "node hook.mjs {path}"
+on-file = "sh hook.sh {path}"
 `;
 
 const workspaces: string[] = [];
@@ -65,7 +57,7 @@ function post(n: number): string {
 }
 
 function workspace(files = 6): Workspace {
-  const tree: Record<string, string> = { "hook.mjs": LOGGING_HOOK, "dirq.toml": CONFIG };
+  const tree: Record<string, string> = { "hook.sh": shellHook("logging.sh"), "dirq.toml": CONFIG };
   for (let n = 1; n <= files; n++) tree[`posts/p${n}.json`] = post(n);
   const root = makeTree(tree);
   const outside = mkdtempSync(join(tmpdir(), "dirq-persist-log-"));
@@ -186,7 +178,7 @@ describe("--persist: a restart re-parses only what changed", () => {
     assert.equal((await ws.rows(ALL_POSTS)).length, 2);
     assert.equal(ws.parsed().length, 2);
     // The hook's script is part of the definition: an edit of it parses every file again.
-    writeFileSync(join(ws.root, "hook.mjs"), `${LOGGING_HOOK}// edited\n`);
+    writeFileSync(join(ws.root, "hook.sh"), `${shellHook("logging.sh")}# edited\n`);
     assert.equal((await ws.rows(ALL_POSTS)).length, 2);
     assert.equal(ws.parsed().length, 2);
     writeFileSync(
@@ -535,6 +527,29 @@ describe("--persist: a cache on a read-only or full disk", () => {
       rmSync(mounts, { recursive: true, force: true });
     }
   });
+});
+
+describe("--persist: a cache whose folder cannot be made", () => {
+  it(
+    "under /proc (mkdir says ENOENT under a folder that exists): a clear error at once",
+    {
+      timeout: 20_000,
+    },
+    async () => {
+      const ws = workspace(1);
+      const run = await ws.run([
+        "SELECT count(*) FROM posts",
+        "-c",
+        "dirq.toml",
+        "--persist=/proc/dirq/x/cache.db",
+      ]);
+      assert.equal(run.code, 1);
+      assert.match(
+        run.stderr,
+        /^dirq: cannot use the cache \/proc\/dirq\/x\/cache\.db: .*Give --persist a writable path/,
+      );
+    },
+  );
 });
 
 describe("--persist in the server and the REPL", () => {

@@ -1,10 +1,14 @@
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
+import { createHash } from "node:crypto";
 import {
   cpSync,
   existsSync,
   mkdirSync,
   mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
   symlinkSync,
   writeFileSync,
   chmodSync,
@@ -14,9 +18,20 @@ import { basename, dirname, join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
+import { gunzipSync, gzipSync } from "node:zlib";
 import { DIRQ_BIN, removeTree } from "./helpers.js";
 
 const exec = promisify(execFile);
+
+/** A file's sha512 integrity, as npm writes it. */
+function integrityOf(path: string): string {
+  return `sha512-${createHash("sha512").update(readFileSync(path)).digest("base64")}`;
+}
+
+function escapeRegExp(text: string): string {
+  return text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+}
+
 const REPO = fileURLToPath(new URL("../../../..", import.meta.url));
 const LAUNCHER_SOURCE = join(REPO, "python");
 const PLUGIN_SOURCE = join(REPO, "packages", "dirq", "test", "fixtures", "python-plugin");
@@ -113,11 +128,27 @@ describe("Python launcher, installed in a venv", { timeout: 900_000 }, () => {
     assert.match(outcome.stderr, pattern);
   }
 
+  let tarball: string;
+
   before(async () => {
     work = mkdtempSync(join(tmpdir(), "dirq-python-"));
     await exec(PYTHON, ["-m", "venv", "--system-site-packages", join(work, "venv")]);
     venvBin = join(work, "venv", "bin");
+    // The npm tarball this launcher pins, as the release build records it (npm-package.json):
+    // it stands in for the registry's dirq@<version>.
+    const packed = join(work, "packed");
+    mkdirSync(packed);
+    const { stdout } = await exec("npm", ["pack", "--silent", "--pack-destination", packed], {
+      cwd: fileURLToPath(new URL("../..", import.meta.url)),
+      maxBuffer: 1 << 24,
+    });
+    tarball = join(packed, stdout.trim().split("\n").pop() ?? "");
     const launcher = copySource(LAUNCHER_SOURCE, join(work, "launcher"));
+    const record = { name: "dirq", version: "0.1.0", integrity: integrityOf(tarball) };
+    writeFileSync(
+      join(launcher, "src", "dirq_launcher", "npm-package.json"),
+      JSON.stringify(record),
+    );
     const plugin = copySource(PLUGIN_SOURCE, join(work, "plugin"));
     await pip("install", launcher, plugin);
     data = writeFiles(join(work, "data"), {
@@ -237,25 +268,20 @@ print(len(data["cases"]))
     assert.ok(!row?.exe.startsWith(work), `the user's hook ran ${row?.exe}`);
   });
 
-  test("one install is enough: the first run installs the matching npm package into the cache", async () => {
-    const packed = join(work, "packed");
-    mkdirSync(packed);
-    const { stdout: tarball } = await exec(
-      "npm",
-      ["pack", "--silent", "--pack-destination", packed],
-      { cwd: fileURLToPath(new URL("../..", import.meta.url)), maxBuffer: 1 << 24 },
-    );
+  /** A first run's environment: no dirq on PATH, the tarball `from` standing in for npm's. */
+  const firstRunEnv = (cache: string, from: string) => ({
+    DIRQ_BIN: "",
+    PATH: [venvBin, NODE_DIR, "/usr/bin", "/bin"].join(":"),
+    DIRQ_CACHE_DIR: cache,
+    // Dependencies from npm's cache where it has them; npm ci caches tarballs but not the
+    // registry's metadata, which a fresh machine's install still asks the registry for.
+    DIRQ_NPM_PACKAGE: from,
+    npm_config_prefer_offline: "true",
+  });
+
+  test("one install is enough: the first run installs the pinned npm package into the cache", async () => {
     const cache = join(work, "user-cache");
-    const env = {
-      DIRQ_BIN: "",
-      // No dirq on PATH: only the launcher, Node.js and npm.
-      PATH: [venvBin, NODE_DIR, "/usr/bin", "/bin"].join(":"),
-      DIRQ_CACHE_DIR: cache,
-      // Offline: the packed tarball stands in for the registry's dirq@<version>, and npm
-      // takes its dependencies from its cache (filled by the repository's npm ci).
-      DIRQ_NPM_PACKAGE: join(packed, tarball.trim().split("\n").pop() ?? ""),
-      npm_config_offline: "true",
-    };
+    const env = firstRunEnv(cache, tarball);
     const first = await dirq(["SELECT 1 AS one", "--no-plugin"], env);
     assert.equal(first.code, 0, first.stderr);
     assert.equal(first.stdout, '[{"one":1}]\n');
@@ -271,6 +297,71 @@ print(len(data["cases"]))
     // Plugins work through the installed CLI too.
     const plugin = await dirq(["SELECT count(*) AS n FROM ini"], env);
     assert.equal(plugin.stdout, '[{"n":3}]\n', plugin.stderr);
+  });
+
+  test("other bytes than the pinned tarball's are refused, and nothing is installed", async () => {
+    // The same package, gzipped again: another integrity, as from a mirror that rebuilt it.
+    const other = join(work, "packed", "other.tgz");
+    writeFileSync(other, gzipSync(gunzipSync(readFileSync(tarball)), { level: 1 }));
+    const cache = join(work, "tampered-cache");
+    const outcome = await dirq(["SELECT 1", "--no-plugin"], firstRunEnv(cache, other));
+    assertLauncherError(
+      outcome,
+      new RegExp(
+        `tarball whose integrity is ${escapeRegExp(integrityOf(other))}, not ${escapeRegExp(integrityOf(tarball))}, the release this launcher was built for; nothing was installed`,
+      ),
+    );
+    assert.ok(!existsSync(join(cache, "npm", "0.1.0")), "nothing installed");
+    assert.deepEqual(readdirSync(join(cache, "npm")), [], "no staging folder left");
+  });
+
+  test("a launcher without the record of its npm release installs nothing", async () => {
+    const { stdout } = await exec(join(venvBin, "python"), [
+      "-c",
+      "import dirq_launcher, os; print(os.path.dirname(dirq_launcher.__file__))",
+    ]);
+    const record = join(stdout.trim(), "npm-package.json");
+    const kept = readFileSync(record);
+    rmSync(record);
+    try {
+      const outcome = await dirq(
+        ["SELECT 1", "--no-plugin"],
+        firstRunEnv(join(work, "unpinned-cache"), tarball),
+      );
+      assertLauncherError(
+        outcome,
+        /this launcher was built without the record of the npm release it installs \(dirq_launcher\/npm-package\.json\), so it installs nothing: set DIRQ_BIN/,
+      );
+    } finally {
+      writeFileSync(record, kept);
+    }
+  });
+
+  test("packaged with its license (in the wheel and the sdist) and its project URLs", async () => {
+    const metadata = await exec(join(venvBin, "python"), [
+      "-c",
+      `import importlib.metadata as m, json
+d = m.distribution("dirq")
+print(json.dumps({"license": d.metadata["License"], "files": d.metadata.get_all("License-File"),
+  "urls": d.metadata.get_all("Project-URL"),
+  "shipped": [str(f) for f in d.files if f.name == "LICENSE"]}))`,
+    ]);
+    const found = JSON.parse(metadata.stdout) as Record<string, unknown>;
+    assert.equal(found.license, "MIT");
+    assert.deepEqual(found.files, ["LICENSE"]);
+    assert.deepEqual(found.shipped, ["dirq-0.1.0.dist-info/LICENSE"]);
+    assert.ok(
+      (found.urls as string[]).some((url) => url.startsWith("Source, https://github.com/")),
+      JSON.stringify(found.urls),
+    );
+    const sdists = join(work, "sdist");
+    await exec(
+      join(venvBin, "python"),
+      ["-c", "import sys, setuptools.build_meta as b; b.build_sdist(sys.argv[1])", sdists],
+      { cwd: join(work, "launcher") },
+    );
+    const { stdout: listing } = await exec("tar", ["tzf", join(sdists, "dirq-0.1.0.tar.gz")]);
+    assert.ok(listing.split("\n").includes("dirq-0.1.0/LICENSE"), listing);
   });
 
   test("the CLI: DIRQ_BIN, else dirq on PATH (never the launcher itself), else a clear error", async () => {

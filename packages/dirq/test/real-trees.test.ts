@@ -462,12 +462,12 @@ describe("command line", () => {
 });
 
 describe("dirq init", () => {
-  it("without JSON files writes an active schema, and the config loads", async () => {
+  it("without data files writes an active JSON table, and the config loads", async () => {
     const root = makeTree({ "a.txt": "" });
     try {
       await runOk(root, ["init"]);
       const text = readFileSync(join(root, ".dirq.toml"), "utf8");
-      assert.match(text, /^schema = \{/m);
+      assert.match(text, /^format = "json"$/m);
       assert.deepEqual(
         parseRows(await runOk(root, ["SELECT count(*) AS n FROM records", "-c", ".dirq.toml"])),
         [{ n: 0 }],
@@ -485,7 +485,7 @@ describe("dirq init", () => {
         readFileSync(join(root, ".dirq.toml"), "utf8"),
         /^schema = \{ Title = "TEXT", n = "INTEGER" \}$/m,
       );
-      await runOk(root, ["SELECT * FROM records", "-c", ".dirq.toml"]);
+      await runOk(root, ["SELECT * FROM a", "-c", ".dirq.toml"]);
     } finally {
       removeTree(root);
     }
@@ -497,7 +497,7 @@ describe("dirq init", () => {
       const out = await runOk(root, ["init", "--root", "proj"]);
       assert.match(
         out,
-        /^try: cd .*proj && dirq query "SELECT \* FROM records LIMIT 5" -c \.dirq\.toml$/m,
+        /^try: cd .*proj && dirq query "SELECT \* FROM a LIMIT 5" -c \.dirq\.toml$/m,
       );
     } finally {
       removeTree(root);

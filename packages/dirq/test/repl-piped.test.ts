@@ -197,7 +197,7 @@ describe("REPL with piped input", () => {
     }
   });
 
-  it("dirq repl is the same session spelled out; --help prints the usage", async () => {
+  it("dirq repl is the same session spelled out; --help prints its own usage", async () => {
     const result = await runDirq(["repl", "--format", "json"], {
       cwd: root,
       input: "SELECT 1 AS x\n",
@@ -205,7 +205,7 @@ describe("REPL with piped input", () => {
     assert.deepEqual(result, { code: 0, stdout: '[{"x":1}]\n', stderr: "" });
     const help = await runDirq(["repl", "--help"], { cwd: root });
     assert.equal(help.code, 0);
-    assert.match(help.stdout, /dirq \[options\] +an interactive SQL session/);
+    assert.match(help.stdout, /^Usage: dirq repl \[options\] +\(or: dirq \[options\]\)/);
   });
 
   it("options before SQL stay an error; a repeated option is refused", async () => {

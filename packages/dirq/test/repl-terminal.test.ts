@@ -4,13 +4,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
-import { makeTree, removeTree } from "./helpers.js";
+import { makeTree, python3, removeTree } from "./helpers.js";
 import { clockTicks, cpuTicks } from "./server-support.js";
 import { descendants, KEY, plainText, TerminalSession } from "./terminal.js";
 
 /** The terminal comes from Python's standard pty module; without python3 there is none. */
 const noPty =
-  spawnSync("python3", ["-c", "import pty"]).status === 0
+  spawnSync(python3(), ["-c", "import pty"]).status === 0
     ? false
     : "python3 (with its pty module) is needed to drive a pseudo-terminal";
 
@@ -76,6 +76,20 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     second.type(`quit${KEY.enter}`);
     assert.equal(await second.exited, 0);
   });
+
+  test(
+    "a history folder that cannot be made (under /proc): the session goes on, nothing spins",
+    { timeout: 60_000 },
+    async () => {
+      const repl = open([], "/proc");
+      await repl.waitFor("dirq> ");
+      repl.type(`SELECT 41 + 1 AS x;${KEY.enter}`);
+      assert.match(await repl.waitFor("(1 row)"), /x\n-+\n42\n/);
+      await repl.waitFor("dirq> ");
+      repl.type(KEY.ctrlD);
+      assert.equal(await repl.exited, 0);
+    },
+  );
 
   test("Ctrl-R finds a statement in the history", async () => {
     const repl = open();

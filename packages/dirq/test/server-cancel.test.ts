@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { type ClientRequest, request as httpRequest } from "node:http";
 import { availableParallelism } from "node:os";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
@@ -166,13 +167,44 @@ describe("dirq server: statements whose client went away", () => {
   });
 });
 
+/** Whether a new connection to the server is refused (the listening socket is closed). */
+function refusesConnections(server: ServerProcess): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(server.port, server.host);
+    socket.once("connect", () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once("error", (error: NodeJS.ErrnoException) => resolve(error.code === "ECONNREFUSED"));
+  });
+}
+
 describe("dirq server: statements still out at shutdown", () => {
-  it("a running statement's client gets 503 naming the shutdown, and the server exits 0", async () => {
+  it("a statement in flight at SIGINT finishes and gets its answer; exit 0", async () => {
     const server = await serve(tree({ "a.txt": "a" }));
-    const answer = postQuery(server, RUNAWAY);
+    const count = 3_000_000;
+    const answer = postQuery(server, SLOW.replace("10000000", String(count)));
     await busyQueryProcess(server);
+    const exit = server.stop("SIGINT");
+    const drained = await answer;
+    assert.equal(drained.status, 200, drained.text);
+    assert.equal(drained.text, `[{"n":${count}}]\n`);
+    assert.deepEqual(await exit, { code: 0, signal: null }, server.stderr());
+  });
+
+  it("a runaway statement is answered 503 after the drain; new connections are refused meanwhile", async () => {
+    const server = await serve(tree({ "a.txt": "a" }));
+    let answered = false;
+    const answer = postQuery(server, RUNAWAY).finally(() => (answered = true));
+    await busyQueryProcess(server);
+    const signalled = Date.now();
     const exit = server.stop("SIGTERM");
+    await eventually(() => refusesConnections(server), "new connections to be refused", SAFETY_MS);
+    assert.equal(answered, false, "the statement in flight is still draining");
+    assert.equal(server.child.exitCode, null, "the server still runs while it drains");
     assertJsonError(await answer, 503, /shutting down/);
+    // The drain is 5 seconds; a statement is stopped only once it is over.
+    assert.ok(Date.now() - signalled >= 4_000, "the statement got the drain's time");
     assert.deepEqual(await exit, { code: 0, signal: null });
   });
 

@@ -11,7 +11,7 @@ import {
 } from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
-import { runDirq } from "./helpers.js";
+import { runDirq, shellHook } from "./helpers.js";
 import {
   eventually,
   type EventStream,
@@ -28,13 +28,7 @@ import {
  * that the server answers exactly what a fresh one-shot scan answers.
  */
 
-/** Prints the file's JSON as rows: an object is one row, an array is the rows. */
-const ROWS_HOOK = `import { readFileSync } from "node:fs";
-const data = JSON.parse(readFileSync(process.argv[2], "utf8"));
-process.stdout.write(JSON.stringify(Array.isArray(data) ? data : [data]));
-`;
-
-/** Like ROWS_HOOK, but a file holding {"wide": n} prints one row with n keys. */
+/** Prints a file holding {"wide": n} as one row with n keys, any other file as json-rows.sh does. */
 const WIDE_HOOK = `import { readFileSync } from "node:fs";
 const data = JSON.parse(readFileSync(process.argv[2], "utf8"));
 if (typeof data.wide === "number") {
@@ -48,11 +42,12 @@ if (typeof data.wide === "number") {
 
 const NODE = `'${process.execPath}'`;
 
-function table(name: string, glob: string, hook: string, extra = ""): string {
+/** A table parsed by `program {path}`. */
+function table(name: string, glob: string, program: string, extra = ""): string {
   return `[[table]]
 name = "${name}"
 glob = "${glob}"
-on-file = ${JSON.stringify(`${NODE} ${hook} {path}`)}
+on-file = ${JSON.stringify(`${program} {path}`)}
 ${extra}
 `;
 }
@@ -141,8 +136,8 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
   it("a schema-less config table whose glob matches nothing yet loses no change", async () => {
     const config = ["-c", "dirq.toml"];
     const root = tree({
-      "rows.mjs": ROWS_HOOK,
-      "dirq.toml": table("notes", "notes/*.json", "rows.mjs"),
+      "rows.sh": shellHook("json-rows.sh"),
+      "dirq.toml": table("notes", "notes/*.json", "sh rows.sh"),
       "docs/a.md": "a",
     });
     const server = await serve(root, config);
@@ -221,11 +216,11 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
   it("a ddl UNIQUE violation in a batch fails that file only; later batches still apply", async () => {
     const config = ["-c", "dirq.toml"];
     const root = tree({
-      "rows.mjs": ROWS_HOOK,
+      "rows.sh": shellHook("json-rows.sh"),
       "dirq.toml": table(
         "items",
         "data/*.json",
-        "rows.mjs",
+        "sh rows.sh",
         `ddl = "CREATE UNIQUE INDEX items_name ON items(name)"`,
       ),
       "data/a.json": JSON.stringify({ name: "a", n: 1 }),
@@ -261,7 +256,7 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
     const config = ["-c", "dirq.toml"];
     const root = tree({
       "wide.mjs": WIDE_HOOK,
-      "dirq.toml": table("items", "data/*.json", "wide.mjs"),
+      "dirq.toml": table("items", "data/*.json", `${NODE} wide.mjs`),
       "data/a.json": JSON.stringify({ name: "a" }),
     });
     const server = await serve(root, config);
@@ -348,11 +343,11 @@ describe("the storm", () => {
     await assertWalkSurvivesLoops();
     const config = ["-c", "dirq.toml"];
     const root = tree({
-      "rows.mjs": ROWS_HOOK,
+      "rows.sh": shellHook("json-rows.sh"),
       "dirq.toml": table(
         "items",
         "data/**/*.json",
-        "rows.mjs",
+        "sh rows.sh",
         `schema = { name = "TEXT", n = "INTEGER" }`,
       ),
       ".gitignore": "target/\n",

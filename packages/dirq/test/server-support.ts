@@ -85,6 +85,13 @@ function exitOf(child: ChildProcess): Promise<Exit> {
 const RUNNING = /^Running at (\S+):(\d+)\n/m;
 
 /**
+ * How long a wait for an event, a frame or a condition lasts before the test fails. Generous:
+ * CI shares two cores among many suites, and a passing wait ends as soon as its condition
+ * holds, so only a failure ever waits this long.
+ */
+const WAIT_MS = 60_000;
+
+/**
  * Spawns `dirq server <args>` in `cwd` and waits for its `Running at` line. Rejects (with the
  * output) when the process exits first or takes too long.
  */
@@ -102,7 +109,7 @@ export async function startServer(
     stderr += chunk;
   });
   const exited = exitOf(child);
-  const timeoutMs = options.timeoutMs ?? 30_000;
+  const timeoutMs = options.timeoutMs ?? 120_000;
   const match = await new Promise<RegExpExecArray>((resolve, reject) => {
     const check = () => {
       const found = RUNNING.exec(stdout);
@@ -163,7 +170,7 @@ export async function startServer(
 export async function runServerToExit(
   args: readonly string[],
   cwd: string,
-  timeoutMs = 30_000,
+  timeoutMs = 120_000,
 ): Promise<FailedStart> {
   const child = spawnServer(args, cwd);
   let stdout = "";
@@ -467,7 +474,7 @@ export async function openEvents(server: { url: string }): Promise<EventStream> 
         .map(rowOf)
         .filter((row): row is RowEvent => row !== null),
     ended,
-    async next(match, timeoutMs = 5_000) {
+    async next(match, timeoutMs = WAIT_MS) {
       let found: RowEvent | null = null;
       await waitFor(
         () => {
@@ -487,7 +494,7 @@ export async function openEvents(server: { url: string }): Promise<EventStream> 
       );
       return found as unknown as RowEvent;
     },
-    until: (done, what, timeoutMs = 5_000) => waitFor(done, what, timeoutMs),
+    until: (done, what, timeoutMs = WAIT_MS) => waitFor(done, what, timeoutMs),
     [Symbol.asyncIterator]() {
       let index = 0;
       return {
@@ -671,7 +678,7 @@ export function delay(ms: number): Promise<void> {
 export async function eventually(
   check: () => boolean | Promise<boolean>,
   what: string,
-  timeoutMs = 5_000,
+  timeoutMs = WAIT_MS,
 ): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {

@@ -1,7 +1,7 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
-import { DIRQ_BIN } from "./helpers.js";
+import { DIRQ_BIN, python3 } from "./helpers.js";
 
 const DRIVER = fileURLToPath(new URL("../../test/pty-driver.py", import.meta.url));
 
@@ -44,7 +44,7 @@ export class TerminalSession {
   readonly exited: Promise<number | null>;
 
   constructor(args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
-    this.child = spawn("python3", [DRIVER, process.execPath, DIRQ_BIN, ...args], {
+    this.child = spawn(python3(), [DRIVER, process.execPath, DIRQ_BIN, ...args], {
       cwd: options.cwd,
       env: { ...process.env, DIRQ_PROGRESS: "never", TERM: "xterm", ...options.env },
     });

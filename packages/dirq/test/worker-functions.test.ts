@@ -391,7 +391,11 @@ describe("worker-backed functions in the server", () => {
   let server: ServerProcess;
   before(async () => {
     clearLogs();
-    server = await startServer(["--port", "0", "-c", CONFIG_ARG], { cwd: root });
+    // An 8-second statement limit (not 30 s): the hanging worker's test waits for it.
+    server = await startServer(["--port", "0", "-c", CONFIG_ARG], {
+      cwd: root,
+      env: { DIRQ_QUERY_TIMEOUT_MS: "8000" },
+    });
   });
   after(async () => {
     await server.kill();

@@ -2,7 +2,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { harnessSeed, seededRandom } from "./differential.js";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { makeTree, removeTree, runDirq, shellHook } from "./helpers.js";
 import { assertUserError, parseRows, runOk } from "./support.js";
 
 /**
@@ -20,13 +20,6 @@ lines.on("line", (line) => {
 lines.on("close", () => process.exit(0));
 `;
 
-/** An on-file hook printing one row whose `v` is the file's JSON text, as written. */
-const HOOK = `
-const { readFileSync } = require("node:fs");
-const text = readFileSync(process.argv[2], "utf8");
-process.stdout.write('[{"raw":' + JSON.stringify(text) + ',"v":' + text + "}]");
-`;
-
 const CONFIG = `
 [[dirq.function]]
 name = "raw"
@@ -36,7 +29,7 @@ deterministic = true
 [[table]]
 name = "cases"
 glob = "cases/*.json"
-on-file = "node hook.cjs {path}"
+on-file = "sh hook.sh {path}"
 `;
 
 const SEED = harnessSeed(35_3);
@@ -97,7 +90,8 @@ before(() => {
   caseTexts = cases(seededRandom(SEED));
   const tree: Record<string, string> = {
     "worker.mjs": WORKER,
-    "hook.cjs": HOOK,
+    // One row: `raw` the file's JSON text, `v` that text as the hook prints it.
+    "hook.sh": shellHook("raw-and-value.sh"),
     "dirq.toml": CONFIG,
   };
   caseTexts.forEach((text, i) => {

@@ -37,11 +37,15 @@ export interface EventFeedOptions {
   onConnection: (state: ConnectionState) => void;
   /** Row changes (insert, update, delete) that were shown: not called while paused. */
   onRowsChanged: () => void;
+  /** Changes were lost to the feed (the server's `reset`): what was shown may be stale. */
+  onReset: () => void;
 }
 
 /**
  * The live feed of `GET /events`: newest first, pausable. While paused, events are held and
- * shown on resume; the browser's EventSource reconnects by itself after a dropped stream.
+ * shown on resume. The browser's EventSource reconnects by itself after a dropped stream and
+ * sends the last frame's id, so the server sends what was missed; when it no longer can (or
+ * the feed fell behind), it sends `reset` instead.
  */
 export class EventFeed {
   private paused = false;
@@ -97,6 +101,11 @@ export class EventFeed {
         return;
       }
       this.receive(event);
+    });
+    source.addEventListener("reset", () => {
+      this.options.note.textContent =
+        "Some changes were missed (the connection was away too long or fell behind); the result was queried again.";
+      this.options.onReset();
     });
     source.addEventListener("error", () => {
       // CLOSED: the server refused the stream (503 when degraded) or is gone for good.

@@ -375,6 +375,14 @@ const feed = new EventFeed({
     // A change can add columns to a table without a schema.
     scheduleSchemaRefresh(2_000);
   },
+  onReset() {
+    // The feed cannot say what changed meanwhile: the rows shown are queried again.
+    if (lastSql !== null) {
+      clearTimeout(rerunTimer);
+      void run(lastSql, { rerun: true });
+    }
+    scheduleSchemaRefresh(0);
+  },
 });
 
 pauseButton.addEventListener("click", () => {

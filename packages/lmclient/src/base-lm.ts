@@ -21,8 +21,8 @@ const BASE_FIELDS = new Set([
   "history",
 ]);
 
-/** History entries kept per instance unless `historySize` says otherwise. */
-export const DEFAULT_HISTORY_SIZE = 1000;
+/** History entries kept per instance unless `historySize` says otherwise (DSPy's `max_history_size`). */
+export const DEFAULT_HISTORY_SIZE = 10_000;
 
 /** Options every `BaseLM` takes. Keys that are not options are default request arguments. */
 export interface BaseLMOptions {
@@ -35,8 +35,8 @@ export interface BaseLMOptions {
   historySize?: number;
   history_size?: number;
   /**
-   * DSPy's `cache` flag, kept as `lm.cache` for code that reads it (default `true`). lmclient has
-   * no response cache, so it changes nothing; never sent to the server.
+   * DSPy's `cache` flag (default `true`): calls read and fill the process-wide `responseCache`;
+   * `false` sends every call. Never sent to the server.
    */
   cache?: boolean;
   /**
@@ -48,27 +48,34 @@ export interface BaseLMOptions {
   [key: string]: unknown;
 }
 
-/** One recorded `call` / `acall`. */
+/** One recorded `call` / `acall`, with DSPy's keys. */
 export interface HistoryEntry {
-  /** The prompt string, or `null` when a messages list was passed. */
+  /** The prompt argument (`null` when none was passed). */
   prompt: string | null;
-  /** The messages actually sent (a prompt appears as one user message). */
+  /** The messages argument as sent (`null` for a prompt call, as in DSPy). */
   messages: ChatMessage[] | null;
-  /** Request arguments of the call (defaults merged with per-call ones), without secrets. */
+  /** The call's own request arguments (not the constructor's), without secret-named keys. */
   kwargs: RequestKwargs;
   /** The server's response. */
   response: CompletionResponse;
   /** What `call` returned: the text of each choice, or objects (see `LMOutput`). */
   outputs: LMOutput[];
-  usage: CompletionUsage | null;
+  /** `response.usage`, `{}` when the server sent none or the answer came from the cache. */
+  usage: CompletionUsage;
+  /** `usage.cost` when the server reports one (OpenRouter, LiteLLM's proxy), else `null`. */
+  cost: number | null;
   /** ISO 8601 time the response arrived. */
   timestamp: string;
   uuid: string;
   /** The model the request named. */
   model: string;
   /** The model the server said answered, when it said. */
-  responseModel: string | null;
-  modelType: ModelType;
+  response_model: string | null;
+  model_type: ModelType;
+  /** Alias of `response_model` (not enumerable). */
+  readonly responseModel: string | null;
+  /** Alias of `model_type` (not enumerable). */
+  readonly modelType: ModelType;
 }
 
 /**
@@ -80,8 +87,7 @@ export abstract class BaseLM {
   readonly model: string;
   readonly modelType: ModelType;
   readonly historySize: number;
-  /** DSPy's `cache` flag (see `BaseLMOptions.cache`). */
-  cache: boolean;
+  #cache = true;
   /** DSPy's callback handlers (see `BaseLMOptions.callbacks`); `copy` gives the copy its own list. */
   callbacks: unknown[];
   /** Default request arguments, sent with every call (per-call arguments win). */
@@ -95,29 +101,43 @@ export abstract class BaseLM {
     }
     const { model, modelType, model_type, historySize, history_size, cache, callbacks, ...kwargs } =
       options;
-    if (typeof model !== "string" || model === "") {
-      throw new TypeError('model must be a non-empty string, e.g. { model: "llama3.2" }.');
-    }
-    const type = pickAlias("modelType", modelType, "model_type", model_type) ?? "chat";
-    if (type !== "chat") {
-      throw new TypeError(`modelType must be "chat", got ${JSON.stringify(type)}.`);
-    }
-    const size = pickAlias("historySize", historySize, "history_size", history_size);
-    if (size !== undefined && (typeof size !== "number" || !Number.isInteger(size) || size < 0)) {
-      throw new TypeError(`historySize must be a non-negative integer, got ${String(size)}.`);
-    }
+    this.model = checkModel(model);
+    this.modelType = checkModelType(pickAlias("modelType", modelType, "model_type", model_type));
+    this.historySize = checkHistorySize(
+      pickAlias("historySize", historySize, "history_size", history_size),
+    );
     if (cache !== undefined && cache !== null && typeof cache !== "boolean") {
       throw new TypeError(`cache must be true or false, got ${String(cache as unknown)}.`);
     }
-    if (callbacks !== undefined && callbacks !== null && !Array.isArray(callbacks)) {
-      throw new TypeError("callbacks must be an array of callback handlers.");
-    }
-    this.model = model;
-    this.modelType = type;
-    this.historySize = size ?? DEFAULT_HISTORY_SIZE;
-    this.cache = cache ?? true;
-    this.callbacks = [...(callbacks ?? [])];
+    this.#cache = cache ?? true;
+    this.callbacks = [...checkCallbacks(callbacks)];
     this.kwargs = dropNullish(kwargs);
+    guardFields(this, {
+      model: checkModel,
+      modelType: checkModelType,
+      historySize: checkHistorySize,
+      callbacks: checkCallbacks,
+      kwargs: checkKwargs,
+      history: checkHistory,
+    });
+  }
+
+  /**
+   * Whether calls read and fill the shared response cache (DSPy's flag; default `true`). Only
+   * `true` or `false` can be assigned: the cache itself is `responseCache`.
+   */
+  get cache(): boolean {
+    return this.#cache;
+  }
+
+  set cache(value: boolean) {
+    if (typeof value !== "boolean") {
+      throw new TypeError(
+        `lm.cache must be true or false (whether calls use the shared cache), got ${describeValue(value)}; ` +
+          "to empty the cache call responseCache.clear().",
+      );
+    }
+    this.#cache = value;
   }
 
   /** Sends one request and returns the server's response, synchronously. */
@@ -160,6 +180,11 @@ export abstract class BaseLM {
 
   /** Prints the last `n` recorded calls readably (to stdout) and returns the same text. */
   inspectHistory(n = 1): string {
+    if (typeof n !== "number" || !Number.isInteger(n) || n < 1) {
+      throw new TypeError(
+        `inspectHistory(n): n must be a positive integer (how many recent calls to show), got ${describeValue(n)}.`,
+      );
+    }
     const text = formatHistory(this.history, n);
     console.log(text);
     return text;
@@ -210,6 +235,7 @@ export abstract class BaseLM {
     const out: Record<string, unknown> = {};
     for (const [key, value] of Object.entries(this)) {
       if (!isSecretKey(key)) out[key] = key === "kwargs" ? withoutSecrets(value) : value;
+      if (key === "historySize") out.cache = this.#cache;
     }
     return out;
   }
@@ -252,30 +278,126 @@ export abstract class BaseLM {
     const merged = dropNullish({ ...this.kwargs, ...kwargs });
     const outputs = outputsOf(response, Boolean(merged.logprobs));
     if (this.historySize === 0) return outputs;
-    let sent: ChatMessage[] | null;
-    try {
-      sent = structuredClone(toMessages(prompt, messages));
-    } catch {
-      sent = null;
-    }
-    this.history.push({
+    const usage = (response.usage ?? {}) as CompletionUsage;
+    const entry = {
       prompt: typeof prompt === "string" ? prompt : null,
-      messages: sent,
-      kwargs: withoutSecrets(merged),
+      messages: recordedMessages(messages),
+      kwargs: withoutSecrets({ ...kwargs }),
       response,
       outputs,
-      usage: response.usage ?? null,
+      usage,
+      cost: typeof usage.cost === "number" ? usage.cost : null,
       timestamp: new Date().toISOString(),
       uuid: randomUUID(),
       model: this.model,
-      responseModel: typeof response.model === "string" ? response.model : null,
-      modelType: this.modelType,
+      response_model: typeof response.model === "string" ? response.model : null,
+      model_type: this.modelType,
+    };
+    Object.defineProperties(entry, {
+      responseModel: { get: () => entry.response_model },
+      modelType: { get: () => entry.model_type },
     });
+    this.history.push(entry as HistoryEntry);
     if (this.history.length > this.historySize) {
       this.history.splice(0, this.history.length - this.historySize);
     }
     return outputs;
   }
+}
+
+/** The messages argument of a call as sent, or `null` when none was passed (DSPy records it so). */
+function recordedMessages(
+  messages: readonly ChatMessage[] | null | undefined,
+): ChatMessage[] | null {
+  if (messages === undefined || messages === null) return null;
+  if (Array.isArray(messages) && messages.length === 0) return [];
+  try {
+    return structuredClone(toMessages(null, messages));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Turns each named field of `target` into an own, enumerable accessor whose assignments go
+ * through its check (with `null` meaning the default, as in `copy`), so a wrong value fails
+ * where it is assigned, naming the field, rather than at the next call or `copy()`.
+ */
+export function guardFields(
+  target: object,
+  checks: Record<string, (value: unknown) => unknown>,
+): void {
+  for (const [key, check] of Object.entries(checks)) {
+    let current = (target as Record<string, unknown>)[key];
+    Object.defineProperty(target, key, {
+      enumerable: true,
+      configurable: true,
+      get: () => current,
+      set: (value: unknown) => {
+        try {
+          current = check(value ?? undefined);
+        } catch (error) {
+          throw new TypeError(`Cannot set lm.${key}: ${(error as Error).message}`);
+        }
+      },
+    });
+  }
+}
+
+function checkModel(value: unknown): string {
+  if (typeof value !== "string" || value === "") {
+    throw new TypeError('model must be a non-empty string, e.g. { model: "llama3.2" }.');
+  }
+  return value;
+}
+
+function checkModelType(value: unknown): ModelType {
+  const type = value ?? "chat";
+  if (type !== "chat") {
+    throw new TypeError(`modelType must be "chat", got ${JSON.stringify(type)}.`);
+  }
+  return type;
+}
+
+function checkHistorySize(value: unknown): number {
+  if (value === undefined || value === null) return DEFAULT_HISTORY_SIZE;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0) {
+    throw new TypeError(`historySize must be a non-negative integer, got ${String(value)}.`);
+  }
+  return value;
+}
+
+function checkCallbacks(value: unknown): unknown[] {
+  if (value === undefined || value === null) return [];
+  if (!Array.isArray(value)) {
+    throw new TypeError("callbacks must be an array of callback handlers.");
+  }
+  return value as unknown[];
+}
+
+function checkKwargs(value: unknown): RequestKwargs {
+  if (value === undefined) return {};
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new TypeError(
+      `kwargs must be an object of default request arguments, got ${describeValue(value)}.`,
+    );
+  }
+  return value as RequestKwargs;
+}
+
+function checkHistory(value: unknown): HistoryEntry[] {
+  if (!Array.isArray(value)) {
+    throw new TypeError(
+      `history must be an array of entries (lm.history = [] empties it), got ${describeValue(value)}.`,
+    );
+  }
+  return value as HistoryEntry[];
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (typeof value === "object") return `a ${value.constructor?.name ?? "object"}`;
+  return `${typeof value} ${String(value)}`;
 }
 
 /** `value` with its arrays and plain objects copied, at any depth; anything else shared. */

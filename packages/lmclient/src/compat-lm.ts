@@ -1,4 +1,6 @@
-import { BaseLM, type BaseLMOptions, dropNullish, pickAliases } from "./base-lm.js";
+import { BaseLM, type BaseLMOptions, dropNullish, guardFields, pickAliases } from "./base-lm.js";
+import { cacheKey, responseCache } from "./cache.js";
+import { isReasoningModel, reasoningArguments } from "./reasoning-models.js";
 import { toMessages } from "./messages.js";
 import type { TransportRequest } from "./request.js";
 import { sendChatCompletionAsync, sendChatCompletionSync } from "./worker-client.js";
@@ -11,7 +13,7 @@ export const DEFAULT_API_KEY = "lmclient-no-key";
 /** Per-attempt timeout in milliseconds when none is given: 10 minutes, for slow local models. */
 export const DEFAULT_TIMEOUT_MS = 600_000;
 /** Retries of a 408/409/429/5xx response, a refused connection or a timeout, when not given. */
-export const DEFAULT_MAX_RETRIES = 2;
+export const DEFAULT_MAX_RETRIES = 3;
 /** Largest response body accepted when none is given: 64 MiB. */
 export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 
@@ -30,7 +32,7 @@ export interface CompatLMOptions extends BaseLMOptions {
   apiKey?: string;
   /** Per-attempt timeout in milliseconds, headers and body (default 600000). */
   timeout?: number;
-  /** Retries after the first attempt (default 2). Also `max_retries`, `num_retries`. */
+  /** Retries after the first attempt (default 3, DSPy's). Also `max_retries`, `num_retries`. */
   maxRetries?: number;
   max_retries?: number;
   num_retries?: number;
@@ -54,7 +56,8 @@ const OPTION_SPELLINGS: Record<string, string[]> = {
 /**
  * Keys DSPy users pass with the request arguments that are options of the client, never body
  * fields (a strict server answers 422 "Unexpected fields"). `headers` are sent as HTTP headers;
- * `cache`, `callbacks` and `rollout_id` (DSPy's cache controls) change nothing here.
+ * `cache` and `rollout_id` steer the response cache (`rollout_id` is part of the key);
+ * `callbacks` are kept, not invoked.
  */
 const CLIENT_ONLY_KWARGS = new Set(["cache", "callbacks", "rollout_id", "headers"]);
 
@@ -90,6 +93,7 @@ export class CompatLM extends BaseLM {
   readonly maxResponseBytes: number;
   #apiKey: string;
   #proxy: string | undefined;
+  #warnedMootRollout = false;
 
   constructor(options: CompatLMOptions) {
     if (typeof options !== "object" || options === null || Array.isArray(options)) {
@@ -108,7 +112,34 @@ export class CompatLM extends BaseLM {
     this.maxRetries = checkMaxRetries(picked.maxRetries);
     this.maxResponseBytes = checkMaxResponseBytes(picked.maxResponseBytes);
     this.#proxy = checkProxy(picked.proxy);
+    guardFields(this, {
+      baseUrl: checkBaseUrl,
+      timeout: checkTimeout,
+      maxRetries: checkMaxRetries,
+      maxResponseBytes: checkMaxResponseBytes,
+    });
     if (this.kwargs.headers !== undefined) checkHeaders(this.kwargs.headers, "headers");
+    if (isReasoningModel(this.model)) {
+      this.kwargs = dropNullish(reasoningArguments(this.model, {}, this.kwargs));
+    }
+    this.warnIfRolloutIsMoot({});
+  }
+
+  /**
+   * See `BaseLM.copy`. For a reasoning model, a new `max_tokens` replaces the
+   * `max_completion_tokens` it was turned into.
+   */
+  override copy(kwargs: Record<string, unknown> = {}): this {
+    const model = typeof kwargs.model === "string" ? kwargs.model : this.model;
+    if (
+      isReasoningModel(model) &&
+      kwargs.max_tokens !== undefined &&
+      kwargs.max_completion_tokens === undefined
+    ) {
+      const { max_tokens: limit, ...rest } = kwargs;
+      return super.copy({ ...rest, max_completion_tokens: limit });
+    }
+    return super.copy(kwargs);
   }
 
   /** The API key (kept out of enumerable properties, history and error messages). */
@@ -131,7 +162,14 @@ export class CompatLM extends BaseLM {
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
   ): CompletionResponse {
-    return sendChatCompletionSync(this.buildRequest(prompt, messages, kwargs));
+    const request = this.buildRequest(prompt, messages, kwargs);
+    this.warnIfRolloutIsMoot(kwargs);
+    const key = this.cacheKeyOf(request.bodyJson, kwargs);
+    const cached = key === undefined ? undefined : responseCache.get(key);
+    if (cached !== undefined) return cached;
+    const response = sendChatCompletionSync(request);
+    if (key !== undefined) responseCache.put(key, response);
+    return response;
   }
 
   /** Sends the request; resolves to the response. */
@@ -140,7 +178,50 @@ export class CompatLM extends BaseLM {
     messages?: readonly ChatMessage[] | null,
     kwargs: RequestKwargs = {},
   ): Promise<CompletionResponse> {
-    return sendChatCompletionAsync(this.buildRequest(prompt, messages, kwargs));
+    const request = this.buildRequest(prompt, messages, kwargs);
+    this.warnIfRolloutIsMoot(kwargs);
+    const key = this.cacheKeyOf(request.bodyJson, kwargs);
+    const cached = key === undefined ? undefined : responseCache.get(key);
+    if (cached !== undefined) return cached;
+    const response = await sendChatCompletionAsync(request);
+    if (key !== undefined) responseCache.put(key, response);
+    return response;
+  }
+
+  /**
+   * DSPy's rule: a `rollout_id` with temperature 0 asks the model for the same answer again, so
+   * it warns (once per instance, a copy included) through `process.emitWarning`.
+   */
+  private warnIfRolloutIsMoot(kwargs: RequestKwargs): void {
+    if (this.#warnedMootRollout) return;
+    const merged = dropNullish({ ...this.kwargs, ...kwargs });
+    if (merged.rollout_id === undefined || merged.temperature !== 0) return;
+    this.#warnedMootRollout = true;
+    process.emitWarning(
+      "rollout_id has no effect when temperature=0 (the model gives the same answer, so a new " +
+        "rollout_id only buys another request); set temperature>0 for different rollouts.",
+      { type: "LMClientWarning", code: "LMCLIENT_ROLLOUT_AT_ZERO_TEMPERATURE" },
+    );
+  }
+
+  /**
+   * The key of a call in the shared response cache, or `undefined` when the call skips the cache
+   * (`cache: false` for the call, or for the instance and not turned on for the call).
+   */
+  private cacheKeyOf(bodyJson: string, kwargs: RequestKwargs): string | undefined {
+    const perCall = kwargs.cache ?? undefined;
+    if (perCall !== undefined && typeof perCall !== "boolean") {
+      throw new TypeError(`kwargs.cache must be true or false, got ${String(perCall)}.`);
+    }
+    if (!(perCall ?? this.cache)) return undefined;
+    const rolloutId = kwargs.rollout_id ?? this.kwargs.rollout_id;
+    try {
+      return cacheKey(bodyJson, rolloutId);
+    } catch (error) {
+      throw new TypeError(
+        `rollout_id must be JSON-serializable (an integer, as in DSPy): ${(error as Error).message}.`,
+      );
+    }
   }
 
   /**
@@ -169,7 +250,11 @@ export class CompatLM extends BaseLM {
         throw new TypeError(`"${key}" cannot be a request argument: ${hint}`);
       }
     }
-    const merged = dropNullish({ ...this.kwargs, ...kwargs });
+    const merged = dropNullish(
+      isReasoningModel(this.model)
+        ? reasoningArguments(this.model, this.kwargs, kwargs)
+        : { ...this.kwargs, ...kwargs },
+    );
     for (const key of CLIENT_ONLY_KWARGS) delete merged[key];
     if (merged.stream !== undefined && merged.stream !== false) {
       throw new TypeError(
@@ -209,24 +294,14 @@ export class CompatLM extends BaseLM {
   }
 
   /**
-   * The extra HTTP headers of a call: the constructor's `headers`, overridden name by name
-   * (case-insensitively) by the call's.
+   * The extra HTTP headers of a call: the call's `headers` when it gives some, else the
+   * constructor's (the call's replace them whole, as DSPy merges its kwargs).
    */
   requestHeaders(kwargs: RequestKwargs = {}): Record<string, string> {
-    const headers: Record<string, string> = {};
-    const byLowerName = new Map<string, string>();
-    const add = (extra: unknown, label: string) => {
-      if (extra === undefined || extra === null) return;
-      for (const [name, value] of Object.entries(checkHeaders(extra, label))) {
-        const previous = byLowerName.get(name.toLowerCase());
-        if (previous !== undefined) delete headers[previous];
-        byLowerName.set(name.toLowerCase(), name);
-        headers[name] = value;
-      }
-    };
-    add(this.kwargs.headers, "headers");
-    if (typeof kwargs === "object" && kwargs !== null) add(kwargs.headers, "kwargs.headers");
-    return headers;
+    const perCall = typeof kwargs === "object" && kwargs !== null ? kwargs.headers : undefined;
+    if (perCall !== undefined && perCall !== null) return checkHeaders(perCall, "kwargs.headers");
+    const defaults = this.kwargs.headers;
+    return defaults === undefined || defaults === null ? {} : checkHeaders(defaults, "headers");
   }
 
   private buildRequest(
@@ -289,6 +364,23 @@ function checkBaseUrl(value: unknown): string {
 /** HTTP header names: RFC 9110 tokens. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 
+/**
+ * Headers that frame the request on the connection. The HTTP client sets them from the body and
+ * URL; a caller's value would contradict them (a wrong length hangs or truncates the request).
+ */
+const FRAMING_HEADERS = new Set([
+  "content-length",
+  "host",
+  "transfer-encoding",
+  "connection",
+  "keep-alive",
+  "proxy-connection",
+  "upgrade",
+  "te",
+  "trailer",
+  "expect",
+]);
+
 /** Checks extra HTTP headers: an object of string values that HTTP can carry. */
 function checkHeaders(value: unknown, label: string): Record<string, string> {
   if (typeof value !== "object" || value === null || Array.isArray(value)) {
@@ -302,6 +394,12 @@ function checkHeaders(value: unknown, label: string): Record<string, string> {
     if (raw === undefined || raw === null) continue;
     if (!HEADER_NAME.test(name)) {
       throw new TypeError(`${label}: ${JSON.stringify(name)} is not a valid HTTP header name.`);
+    }
+    if (FRAMING_HEADERS.has(name.toLowerCase())) {
+      throw new TypeError(
+        `${label}["${name}"] cannot be set: the HTTP client sets it from the request's body ` +
+          "and URL. Remove it from the headers.",
+      );
     }
     if (typeof raw !== "string" && typeof raw !== "number" && typeof raw !== "boolean") {
       throw new TypeError(`${label}["${name}"] must be a string, got ${typeof raw}.`);

@@ -4,7 +4,7 @@ import type { ChatMessage, CompletionChoice, ContentPart, ToolCall } from "./typ
 /** The last `n` history entries as readable text: messages, responses, usage. */
 export function formatHistory(history: readonly HistoryEntry[], n: number): string {
   if (history.length === 0) return "No LM calls recorded yet.";
-  const count = Math.max(1, Math.min(Math.floor(n), history.length));
+  const count = Math.min(n, history.length);
   const start = history.length - count;
   return history
     .slice(start)
@@ -15,7 +15,9 @@ export function formatHistory(history: readonly HistoryEntry[], n: number): stri
 function formatEntry(entry: HistoryEntry, position: number, total: number): string {
   const lines: string[] = [`[${entry.timestamp}] ${entry.model} (call ${position} of ${total})`];
   if (Object.keys(entry.kwargs).length > 0) lines.push(`kwargs: ${JSON.stringify(entry.kwargs)}`);
-  for (const message of entry.messages ?? []) {
+  const messages =
+    entry.messages ?? (entry.prompt === null ? [] : [{ role: "user", content: entry.prompt }]);
+  for (const message of messages) {
     lines.push("", `${roleLabel(message)}:`, formatContent(message.content));
     for (const call of message.tool_calls ?? []) lines.push(formatToolCall(call));
   }

@@ -1,5 +1,5 @@
-import { Agent, type Dispatcher, fetch as undiciFetch, ProxyAgent } from "undici";
 import { Deadline, DeadlineError } from "./deadline.js";
+import { transportFor } from "./http-stack.js";
 import { RETRY_AFTER_CAP_MS } from "./request.js";
 
 /** What the attempts of one call observed, read when the call fails. */
@@ -40,25 +40,6 @@ export function newAttemptState(): AttemptState {
   };
 }
 
-const dispatchers = new Map<string, Dispatcher>();
-
-/**
- * One connection pool per proxy setting, with undici's own header, body and connect timers
- * off: the per-attempt `Deadline` bounds everything, for any timeout value (undici's defaults
- * would cut every attempt at 300 s, and its timers misfire after a blocked event loop).
- * Not undici's global dispatcher: both paths behave the same whatever the application set there.
- */
-function dispatcherFor(proxy: string | undefined): Dispatcher {
-  const key = proxy ?? "";
-  let dispatcher = dispatchers.get(key);
-  if (!dispatcher) {
-    const options = { headersTimeout: 0, bodyTimeout: 0, connect: { timeout: 0 } };
-    dispatcher = proxy ? new ProxyAgent({ uri: proxy, ...options }) : new Agent(options);
-    dispatchers.set(key, dispatcher);
-  }
-  return dispatcher;
-}
-
 const NULL_BODY_STATUS = new Set([101, 103, 204, 205, 304]);
 
 /**
@@ -80,10 +61,11 @@ export function attemptFetch(options: AttemptOptions) {
     if (init.signal?.aborted) controller.abort();
     const signal = controller.signal;
     try {
-      const response = await undiciFetch(String(input instanceof Request ? input.url : input), {
-        ...(init as Record<string, unknown>),
+      const { fetch, dispatcher } = transportFor(options.proxy);
+      const response = await fetch(String(input instanceof Request ? input.url : input), {
+        ...init,
         signal,
-        dispatcher: dispatcherFor(options.proxy),
+        dispatcher,
       });
       state.headersReceived = true;
       const declared = Number(response.headers.get("content-length") ?? NaN);
@@ -132,10 +114,7 @@ function fatal(options: AttemptOptions, error: Error): Error {
   return error;
 }
 
-async function readCapped(
-  response: Awaited<ReturnType<typeof undiciFetch>>,
-  options: AttemptOptions,
-): Promise<Uint8Array> {
+async function readCapped(response: Response, options: AttemptOptions): Promise<Uint8Array> {
   if (!response.body) return new Uint8Array(0);
   const reader = response.body.getReader();
   const chunks: Uint8Array[] = [];

@@ -1,6 +1,13 @@
 export { BaseLM, DEFAULT_HISTORY_SIZE } from "./base-lm.js";
 export type { BaseLMOptions, HistoryEntry } from "./base-lm.js";
 export {
+  configureCache,
+  DEFAULT_CACHE_MAX_ENTRIES,
+  ResponseCache,
+  responseCache,
+} from "./cache.js";
+export type { CacheOptions } from "./cache.js";
+export {
   CompatLM,
   DEFAULT_API_KEY,
   DEFAULT_BASE_URL,

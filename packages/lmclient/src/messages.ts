@@ -2,14 +2,20 @@ import type { ChatMessage, CompletionResponse, ContentPart, ToolCall } from "./t
 
 /**
  * The messages a call sends: a string `prompt` becomes one user message, a `messages` list is
- * used as is. When both are given, `messages` wins (as in DSPy).
+ * used as is. When both are given, `messages` wins (as in DSPy), unless it is empty: then the
+ * prompt is sent (DSPy's `messages or [prompt]`). A message that is not a plain object (a class
+ * instance, an object with `toJSON`) is taken as `JSON.stringify` makes it, as the official
+ * `openai` client sends it.
  */
 export function toMessages(
   prompt: string | null | undefined,
   messages: readonly ChatMessage[] | null | undefined,
 ): ChatMessage[] {
   const hasPrompt = prompt !== undefined && prompt !== null;
-  const hasMessages = messages !== undefined && messages !== null;
+  const hasMessages =
+    messages !== undefined &&
+    messages !== null &&
+    !(hasPrompt && Array.isArray(messages) && messages.length === 0);
   if (!hasPrompt && !hasMessages) {
     throw new TypeError(
       'pass a prompt string or a messages list, e.g. lm.forward("Hello") or ' +
@@ -30,12 +36,32 @@ export function toMessages(
       `messages must be a non-empty array of messages, got ${describe(messages)}.`,
     );
   }
-  messages.forEach((message, index) => {
-    if (typeof message !== "object" || message === null || typeof message.role !== "string") {
+  return messages.map((message: unknown, index) => {
+    const sent = asSent(message, index);
+    if (typeof sent !== "object" || sent === null || typeof sent.role !== "string") {
       throw new TypeError(`messages[${index}] must be an object with a string role.`);
     }
+    return sent;
   });
-  return messages.map((message) => ({ ...message }));
+}
+
+/** A message as the server gets it: a plain object copied, anything else through JSON. */
+function asSent(message: unknown, index: number): ChatMessage | undefined {
+  if (typeof message !== "object" || message === null || Array.isArray(message)) return undefined;
+  const proto = Object.getPrototypeOf(message) as unknown;
+  const plain = proto === Object.prototype || proto === null;
+  if (plain && typeof (message as { toJSON?: unknown }).toJSON !== "function") {
+    return { ...(message as ChatMessage) };
+  }
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(message);
+  } catch (error) {
+    throw new TypeError(
+      `messages[${index}] must be JSON-serializable: ${(error as Error).message}.`,
+    );
+  }
+  return text === undefined ? undefined : (JSON.parse(text) as ChatMessage);
 }
 
 /** One output of a choice carrying more than text (DSPy's output dict). */

@@ -191,6 +191,53 @@ function classify(status: number): { code: LMErrorCode; label: string; hint: str
   return { code: "LM_BAD_RESPONSE", label: "unexpected response", hint: "" };
 }
 
+/**
+ * LiteLLM's provider prefixes that DSPy model names carry (`openai/llama3.2`). DSPy strips the
+ * prefix before sending; lmclient sends the name as written (a server may really name a model
+ * `openai/gpt-oss-20b`), so a 404 for such a name says so.
+ */
+const PROVIDER_PREFIXES = new Set([
+  "openai",
+  "azure",
+  "ollama",
+  "ollama_chat",
+  "hosted_vllm",
+  "vllm",
+  "lm_studio",
+  "llamafile",
+  "openrouter",
+  "together_ai",
+  "groq",
+  "deepseek",
+  "mistral",
+  "fireworks_ai",
+  "deepinfra",
+  "anthropic",
+  "gemini",
+  "xai",
+  "huggingface",
+  "text-completion-openai",
+]);
+
+function providerPrefixHint(request: TransportRequest): string {
+  let model: unknown;
+  try {
+    model = (JSON.parse(request.bodyJson) as { model?: unknown }).model;
+  } catch {
+    return "";
+  }
+  if (typeof model !== "string") return "";
+  const slash = model.indexOf("/");
+  const prefix = slash > 0 ? model.slice(0, slash) : "";
+  if (!PROVIDER_PREFIXES.has(prefix.toLowerCase())) return "";
+  const bare = model.slice(slash + 1);
+  return (
+    ` The model name ${JSON.stringify(model)} was sent as written: DSPy (through LiteLLM) ` +
+    `strips the provider prefix "${prefix}/" and sends ${JSON.stringify(bare)}, lmclient does ` +
+    `not. If the server calls the model ${JSON.stringify(bare)}, pass model: ${JSON.stringify(bare)}.`
+  );
+}
+
 function attemptsText(attempts: number): string {
   return attempts > 1 ? ` (${attempts} attempts)` : "";
 }
@@ -246,7 +293,8 @@ function toLMError(error: unknown, request: TransportRequest, state: AttemptStat
   }
   if (error instanceof APIError && typeof error.status === "number") {
     const status = error.status;
-    const { code, label, hint } = classify(status);
+    const { code, label, hint: statusHint } = classify(status);
+    const hint = status === 404 ? statusHint + providerPrefixHint(request) : statusHint;
     const serverMessage = serverMessageOf(state.errorBody, error);
     const statusText = STATUS_TEXT[status] ? ` ${STATUS_TEXT[status]}` : "";
     const said =
@@ -270,7 +318,7 @@ function toLMError(error: unknown, request: TransportRequest, state: AttemptStat
       requestId: error.requestID ?? undefined,
       attempts,
     };
-    if (code === "LM_BAD_REQUEST" && exceedsContext(fields.code, serverMessage)) {
+    if (code === "LM_BAD_REQUEST" && exceedsContext(fields, serverMessage)) {
       return new ContextWindowExceededError(
         clean(
           `context window exceeded: HTTP ${status}${statusText} from ${where}: ${said}. ` +
@@ -313,6 +361,10 @@ function checkCompletion(
     throw badResponse(request, attempts, "the body is not a JSON object");
   }
   const choices = (value as { choices?: unknown }).choices;
+  const error = (value as { error?: unknown }).error;
+  if (!Array.isArray(choices) && error !== undefined && error !== null) {
+    throw errorIn200(value, request, attempts);
+  }
   if (!Array.isArray(choices)) {
     throw badResponse(
       request,
@@ -321,6 +373,35 @@ function checkCompletion(
     );
   }
   return value as CompletionResponse;
+}
+
+/**
+ * A 2xx answer whose body is an error (`{"error": ...}`, as some proxies and LiteLLM send for a
+ * failure upstream): a `ResponseError` carrying the server's message, code, type and param.
+ */
+function errorIn200(body: object, request: TransportRequest, attempts: number): LMError {
+  const json = JSON.stringify(body);
+  const serverMessage = serverMessageOf(json);
+  const fields = serverFieldsOf(json);
+  const clean = (text: string | undefined) =>
+    text === undefined ? undefined : redactSecret(text, request.apiKey);
+  const said = serverMessage === undefined ? "(no message)" : serverMessage.replace(/[\s.]+$/, "");
+  return createLMError(
+    "LM_BAD_RESPONSE",
+    redactSecret(
+      `invalid response from ${whereOf(request)}: HTTP 200 with an error instead of a chat ` +
+        `completion: ${said}.`,
+      request.apiKey,
+    ),
+    {
+      status: 200,
+      attempts,
+      serverMessage: clean(serverMessage),
+      serverCode: clean(fields.code),
+      serverType: clean(fields.type),
+      serverParam: clean(fields.param),
+    },
+  );
 }
 
 function badResponse(request: TransportRequest, attempts: number, what: string): LMError {
@@ -386,13 +467,20 @@ export function serverFieldsOf(
   return fields;
 }
 
-/** Codes and messages by which servers say the input does not fit the context window. */
+/**
+ * Error codes or types by which servers say the input does not fit the context window: OpenAI's
+ * `code`, llama.cpp's `type` (its `code` is the HTTP status).
+ */
 const CONTEXT_CODES = new Set(["context_length_exceeded", "exceed_context_size_error"]);
 const CONTEXT_MESSAGE =
   /context[ _-]?(?:length|window|size)|maximum context|prompt is too long|input is too long|too many (?:input )?tokens/i;
 
-function exceedsContext(code: string | undefined, message: string | undefined): boolean {
-  if (code !== undefined && CONTEXT_CODES.has(code)) return true;
+function exceedsContext(
+  fields: { code?: string; type?: string },
+  message: string | undefined,
+): boolean {
+  if (fields.code !== undefined && CONTEXT_CODES.has(fields.code)) return true;
+  if (fields.type !== undefined && CONTEXT_CODES.has(fields.type)) return true;
   return message !== undefined && CONTEXT_MESSAGE.test(message);
 }
 

@@ -9,7 +9,7 @@ import { createLMError, type ErrorPayload, fromErrorPayload, type LMError } from
 import { displayUrl } from "./redact.js";
 import { completionsUrl, RETRY_AFTER_CAP_MS, type TransportRequest } from "./request.js";
 import type { CompletionResponse } from "./types.js";
-import { WORKER_SOURCE } from "./worker-source.js";
+import { UNDICI_SOURCE, WORKER_SOURCE } from "./worker-source.js";
 
 /** One call sent to the worker. */
 export interface WorkerCall {
@@ -135,7 +135,14 @@ function workerFor(request: TransportRequest): TransportWorker {
       eval: true,
       // Not the parent's flags (test runners, loaders): the worker is self-contained.
       execArgv: [],
-      workerData: { syncPort: sync.port2, asyncPort: async.port2, state },
+      // The bundled undici travels along, compressed; the worker evaluates it only for a proxy
+      // or where Node's own fetch cannot serve (see http-stack).
+      workerData: {
+        syncPort: sync.port2,
+        asyncPort: async.port2,
+        state,
+        undiciSource: UNDICI_SOURCE,
+      },
       transferList: [sync.port2, async.port2],
     });
   } catch (error) {

@@ -86,13 +86,17 @@ describe("BaseLM", () => {
     assert.equal(lm.history.length, 1);
     const entry = lm.history[0]!;
     assert.equal(entry.prompt, "hi");
-    assert.deepEqual(entry.messages, [{ role: "user", content: "hi" }]);
-    assert.deepEqual(entry.kwargs, { temperature: 0, n: 2 });
+    // As DSPy: messages is the argument (none for a prompt call), kwargs the call's own.
+    assert.equal(entry.messages, null);
+    assert.deepEqual(entry.kwargs, { n: 2 });
     assert.deepEqual(entry.outputs, ["hi #0", "hi #1"]);
     assert.deepEqual(entry.usage, { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 });
     assert.equal(entry.model, "m");
+    assert.equal(entry.response_model, "m-served");
+    assert.equal(entry.model_type, "chat");
     assert.equal(entry.responseModel, "m-served");
     assert.equal(entry.modelType, "chat");
+    assert.equal(entry.cost, null);
     assert.match(entry.uuid, /^[0-9a-f-]{36}$/);
     assert.ok(!Number.isNaN(Date.parse(entry.timestamp)));
     assert.equal(entry.response.id, "x");
@@ -112,8 +116,13 @@ describe("BaseLM", () => {
   });
 
   it("drops secret-named kwargs from history, at any depth", () => {
-    const lm = new EchoLM({ model: "m", api_base: "x", headers: { Authorization: "Bearer s" } });
-    lm.call("hi", undefined, { apiKey: "s", temperature: 1 });
+    const lm = new EchoLM({ model: "m", api_base: "x" });
+    lm.call("hi", undefined, {
+      apiKey: "s",
+      api_base: "y",
+      temperature: 1,
+      headers: { Authorization: "Bearer s" },
+    });
     assert.deepEqual(lm.history[0]!.kwargs, { headers: {}, temperature: 1 });
   });
 
@@ -136,12 +145,12 @@ describe("BaseLM", () => {
   });
 
   it("inspectHistory prints the last n calls and returns the text", () => {
-    const lm = new EchoLM({ model: "m", temperature: 0 });
+    const lm = new EchoLM({ model: "m" });
     lm.call(undefined, [
       { role: "system", content: "You are terse." },
       { role: "user", content: "first question" },
     ]);
-    lm.call("second question");
+    lm.call("second question", undefined, { temperature: 0 });
     const printed: unknown[] = [];
     const log = mock.method(console, "log", (...args: unknown[]) => printed.push(...args));
     let text: string;
@@ -172,6 +181,28 @@ describe("BaseLM", () => {
       quietly(() => new EchoLM({ model: "m" }).inspectHistory()),
       "No LM calls recorded yet.",
     );
+  });
+
+  it("inspectHistory refuses an n that is not a positive integer, naming it", () => {
+    const lm = new EchoLM({ model: "m" });
+    lm.call("hi");
+    for (const [n, shown] of [
+      [Number.NaN, "number NaN"],
+      [1.5, "number 1.5"],
+      [0, "number 0"],
+      [-1, "number -1"],
+      [Number.POSITIVE_INFINITY, "number Infinity"],
+      ["2", "string 2"],
+    ] as const) {
+      assert.throws(
+        () => quietly(() => lm.inspectHistory(n as number)),
+        (error: unknown) =>
+          error instanceof TypeError &&
+          error.message.includes("n must be a positive integer") &&
+          error.message.includes(`got ${shown}`),
+        String(n),
+      );
+    }
   });
 
   it("inspectHistory shows reasoning, tool calls and several choices", () => {

@@ -78,11 +78,21 @@ describe("package", () => {
     const [entry] = JSON.parse(packed.stdout) as { files: { path: string }[] }[];
     const files = entry?.files.map((file) => file.path) ?? [];
     assert.ok(files.includes("LICENSE"), files.join(" "));
+    // The worker's code once: both entries load dist/src/worker-source.cjs.
+    const worker = readFileSync(`${PACKAGE_DIR}dist/src/worker-source.cjs`, "utf8");
+    const marker = worker.slice(worker.indexOf("WORKER_SOURCE = ") + 16).slice(0, 200);
+    const holders = files.filter(
+      (path) =>
+        /\.(c?js)$/.test(path) && readFileSync(`${PACKAGE_DIR}${path}`, "utf8").includes(marker),
+    );
+    assert.deepEqual(holders, ["dist/src/worker-source.cjs"]);
     assert.ok(files.includes("dist/THIRD-PARTY-LICENSES.txt"), files.join(" "));
     assert.deepEqual(
-      files.filter((path) => path.endsWith(".map") || /transport|http-attempt/.test(path)),
+      files.filter(
+        (path) => path.endsWith(".map") || /transport|http-attempt|http-stack/.test(path),
+      ),
       [],
-      "no source maps, and the worker's modules only inside dist/src/worker-source.js",
+      "no source maps, and the worker's modules only inside dist/src/worker-source.cjs",
     );
     const licenses = readFileSync(`${PACKAGE_DIR}dist/THIRD-PARTY-LICENSES.txt`, "utf8");
     assert.match(licenses, /^openai \S+ \(Apache-2\.0\)$/m);

@@ -3,11 +3,11 @@
  * sync-path fidelity, limits and option spellings, against the scripted server over loopback.
  */
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { execFile, spawn, spawnSync } from "node:child_process";
 import { readFile } from "node:fs";
 import { after, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { inspect } from "node:util";
+import { inspect, promisify } from "node:util";
 import {
   AuthenticationError,
   CompatLM,
@@ -256,7 +256,7 @@ describe("sync path fidelity", () => {
 
   it("toJSON and function values are sent identically by forward and aforward", async () => {
     const model = uniqueModel("tojson");
-    const lm = new CompatLM({ model, base_url: server.baseUrl });
+    const lm = new CompatLM({ model, base_url: server.baseUrl, cache: false });
     const kwargs = {
       metadata: { budget: new Money(250), when: new Date(0), skip: () => 1, gone: undefined },
       user: new Money(5),
@@ -292,7 +292,7 @@ describe("sync path fidelity", () => {
 
   it("undici's global dispatcher and HTTP_PROXY affect neither path", async () => {
     const model = uniqueModel("global-dispatcher");
-    const lm = new CompatLM({ model, base_url: server.baseUrl, maxRetries: 0 });
+    const lm = new CompatLM({ model, base_url: server.baseUrl, maxRetries: 0, cache: false });
     const previous = getGlobalDispatcher();
     const mockAgent = new MockAgent();
     mockAgent.disableNetConnect();
@@ -313,6 +313,60 @@ describe("sync path fidelity", () => {
     }
     assert.deepEqual(texts, ["echo: direct", "echo: direct"]);
     assert.equal((await server.requests(model)).length, 2);
+  });
+
+  it("Node's environment proxy (NODE_USE_ENV_PROXY, HTTP_PROXY) affects neither path", () => {
+    // Where Node honours it (22.21+, 24), the worker's default dispatcher is then a proxy agent:
+    // lmclient does not take its class for Node's Agent and uses the bundled undici instead.
+    const out = runNode(
+      'import { CompatLM } from "lmclient";' +
+        "const lm = new CompatLM({ model: 'env-proxy', base_url: process.env.BASE_URL, maxRetries: 0, cache: false });" +
+        "const sync = lm.forward('direct').choices[0].message.content;" +
+        "const async = (await lm.aforward('direct')).choices[0].message.content;" +
+        "console.log(JSON.stringify([sync, async]));",
+      {
+        BASE_URL: server.baseUrl,
+        NODE_USE_ENV_PROXY: "1",
+        HTTP_PROXY: "http://127.0.0.1:9",
+        http_proxy: "http://127.0.0.1:9",
+      },
+    );
+    assert.deepEqual(JSON.parse(out), ["echo: direct", "echo: direct"]);
+  });
+
+  it("the bundled undici (LMCLIENT_BUNDLED_UNDICI=1) sends what Node's own fetch sends", async () => {
+    const sent = async (label: string, env: Record<string, string>) => {
+      const model = uniqueModel(label);
+      // Not spawnSync: a blocked event loop would leave this process's pooled connection to the
+      // server's control endpoint stale.
+      const { stdout: out } = await promisify(execFile)(
+        process.execPath,
+        [
+          "--input-type=module",
+          "-e",
+          'import { CompatLM } from "lmclient";' +
+            "const lm = new CompatLM({ model: process.env.MODEL, base_url: process.env.BASE_URL, cache: false });" +
+            "const sync = lm.forward('same').choices[0].message.content;" +
+            "const async = (await lm.aforward('same')).choices[0].message.content;" +
+            "console.log(JSON.stringify([sync, async]));",
+        ],
+        {
+          cwd: REPO_ROOT,
+          timeout: 60_000,
+          env: { ...process.env, NODE_OPTIONS: "", BASE_URL: server.baseUrl, MODEL: model, ...env },
+        },
+      );
+      assert.deepEqual(JSON.parse(out), ["echo: same", "echo: same"]);
+      // The model names differ, and with them the bodies' lengths.
+      return (await server.requests(model)).map(({ headers, body }) => ({
+        headers: { ...headers, "content-length": undefined },
+        body: { ...(body as object), model: "m" },
+      }));
+    };
+    const node = await sent("node-fetch", {});
+    const bundled = await sent("bundled-undici", { LMCLIENT_BUNDLED_UNDICI: "1" });
+    assert.equal(node.length, 2);
+    assert.deepEqual(bundled, node);
   });
 
   it("the proxy option is honoured by both paths", async () => {

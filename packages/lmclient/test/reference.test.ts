@@ -211,6 +211,7 @@ describe("the bytes sent, against the official client", () => {
       api_key: "sk-bytes-123456789",
       temperature: 0.2,
       max_tokens: 16,
+      cache: false,
     });
     lm.forward("same bytes");
     await lm.aforward("same bytes");

@@ -1,5 +1,6 @@
 #!/usr/bin/env node
-import { run } from "../dist/src/cli/main.js";
+// The CLI bundled (scripts/build-cli.mjs): one file to load, not a hundred modules.
+import { run } from "../dist/cli/pubtool.mjs";
 
 // A reader that goes away (`pubtool ... | head`) is not an error.
 process.stdout.on("error", (error) => {

@@ -16,11 +16,18 @@ export type PubtoolErrorCode =
 /** A user error: bad input or a failed step, with a message that names what is wrong. */
 export class PubtoolError extends Error {
   readonly code: PubtoolErrorCode;
+  /** Who says it on stderr: `pubtool`, or the command a usage error is about. */
+  readonly speaker: string;
 
-  constructor(code: PubtoolErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(
+    code: PubtoolErrorCode,
+    message: string,
+    options?: { cause?: unknown; speaker?: string },
+  ) {
     super(message, options);
     this.name = "PubtoolError";
     this.code = code;
+    this.speaker = options?.speaker ?? "pubtool";
   }
 }
 

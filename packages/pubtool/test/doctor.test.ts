@@ -36,9 +36,19 @@ interface JsonReport {
     status: string;
     checks: { id: string; status: string; messages: string[] }[];
   }[];
+  packages: {
+    name: string;
+    kind: string;
+    registry: string | null;
+    steps: { workflow: string; file: string; job: string; line: number; config: string | null }[];
+    undetermined: { job: string; why: string }[];
+  }[];
 }
 
-async function doctorJson(root: string, env: Record<string, string> = {}): Promise<JsonReport> {
+async function doctorJson(
+  root: string,
+  env: Record<string, string | undefined> = {},
+): Promise<JsonReport> {
   const result = await runPubtool(["doctor", "--json"], { cwd: root, env });
   const report = JSON.parse(result.stdout) as JsonReport;
   assert.equal(result.code, report.ok ? 0 : 1);
@@ -542,16 +552,32 @@ ${steps}`;
         ),
       }),
     );
-    const environment = check(report, "declared", "environment");
-    // Only the root job reads the root config; the other two read packages/cli/pubtool.toml.
-    assert.equal(environment.status, "pass", environment.messages.join("\n"));
-    assert.match(environment.messages.join("\n"), /job root uses environment release as declared/);
-    assert.doesNotMatch(environment.messages.join("\n"), /staging|other/);
+    // packages/cli/pubtool.toml names cli for jsreg, so jobs sub and cd publish cli (a package
+    // is its registry and name, whichever config names it); only root publishes core.
     const workflowFile = check(report, "declared", "workflow-file");
-    assert.equal(workflowFile.status, "fail");
+    assert.equal(workflowFile.status, "pass", workflowFile.messages.join("\n"));
+    assert.match(workflowFile.messages.join("\n"), /job root publishes package core as declared/);
+    assert.match(workflowFile.messages.join("\n"), /job sub publishes package cli as declared/);
+    assert.match(workflowFile.messages.join("\n"), /job cd publishes package cli as declared/);
+    assert.doesNotMatch(workflowFile.messages.join("\n"), /job root publishes package cli/);
+    const environment = check(report, "declared", "environment");
+    assert.equal(environment.status, "fail");
+    assert.match(environment.messages.join("\n"), /job root uses environment release as declared/);
     assert.match(
-      workflowFile.messages.join("\n"),
-      /package cli \(jsreg\) declares it, but no job in it publishes package cli \(release\.yml: job root: it publishes only --package core; release\.yml: job sub: it reads packages\/cli\/pubtool\.toml; release\.yml: job cd: it reads packages\/cli\/pubtool\.toml\)/,
+      environment.messages.join("\n"),
+      /job sub uses environment staging, but package cli declares release/,
+    );
+    assert.match(
+      environment.messages.join("\n"),
+      /job cd uses environment other, but package cli declares release/,
+    );
+    const cli = report.packages.find((entry) => entry.name === "cli");
+    assert.deepEqual(
+      cli?.steps.map((step) => [step.job, step.config]),
+      [
+        ["sub", "packages/cli/pubtool.toml"],
+        ["cd", "packages/cli/pubtool.toml"],
+      ],
     );
     const found = check(report, "local", "workflow").messages.join("\n");
     assert.match(

@@ -1,9 +1,21 @@
 import { createHash } from "node:crypto";
 import { type FakeServer, sendJson, startServer } from "./helpers.js";
 
-/** A fake rustreg: the web API read endpoints, a sparse index and the publish endpoint cargo uses. */
+/**
+ * A fake rustreg: the web API read endpoints, a sparse index, the publish endpoint cargo uses,
+ * and the downloads `cargo install` fetches (`/dl/<name>/<version>/download`).
+ */
 export interface FakeRustreg extends FakeServer {
   published: Map<string, { version: string; authorization: string | undefined }[]>;
+  /** The sparse index URL for cargo (`sparse+http://127.0.0.1:<port>/index/`). */
+  index: string;
+}
+
+interface CratePublishMeta {
+  name: string;
+  vers: string;
+  features?: Record<string, string[]>;
+  rust_version?: string | null;
 }
 
 function indexPath(name: string): string {
@@ -15,6 +27,7 @@ function indexPath(name: string): string {
 export async function startRustreg(existing: Record<string, string[]> = {}): Promise<FakeRustreg> {
   const published = new Map<string, { version: string; authorization: string | undefined }[]>();
   const lines = new Map<string, string[]>();
+  const crates = new Map<string, Buffer>();
   const has = (name: string, version: string) =>
     (existing[name] ?? []).includes(version) ||
     (published.get(name) ?? []).some((p) => p.version === version);
@@ -29,13 +42,19 @@ export async function startRustreg(existing: Record<string, string[]> = {}): Pro
       response.writeHead(200, { "content-type": "text/plain" });
       return void response.end(`${found.join("\n")}\n`);
     }
+    const download = /^\/dl\/([^/]+)\/([^/]+)\/download$/.exec(url.pathname);
+    if (download) {
+      const crate = crates.get(`${download[1]}@${download[2]}`);
+      if (!crate) return sendJson(response, 404, {});
+      response.writeHead(200, { "content-type": "application/gzip" });
+      return void response.end(crate);
+    }
     if (request.method === "PUT" && url.pathname === "/api/v1/crates/new") {
       const body = request.body;
       const jsonLength = body.readUInt32LE(0);
-      const meta = JSON.parse(body.subarray(4, 4 + jsonLength).toString("utf8")) as {
-        name: string;
-        vers: string;
-      };
+      const meta = JSON.parse(
+        body.subarray(4, 4 + jsonLength).toString("utf8"),
+      ) as CratePublishMeta;
       const crateLength = body.readUInt32LE(4 + jsonLength);
       const crate = body.subarray(8 + jsonLength, 8 + jsonLength + crateLength);
       if (has(meta.name, meta.vers)) {
@@ -46,14 +65,16 @@ export async function startRustreg(existing: Record<string, string[]> = {}): Pro
       const list = published.get(meta.name) ?? [];
       list.push({ version: meta.vers, authorization: request.headers.authorization });
       published.set(meta.name, list);
+      crates.set(`${meta.name}@${meta.vers}`, Buffer.from(crate));
       const cksum = createHash("sha256").update(crate).digest("hex");
       const entry = JSON.stringify({
         name: meta.name,
         vers: meta.vers,
         deps: [],
         cksum,
-        features: {},
+        features: meta.features ?? {},
         yanked: false,
+        ...(meta.rust_version ? { rust_version: meta.rust_version } : {}),
       });
       lines.set(meta.name, [...(lines.get(meta.name) ?? []), entry]);
       return sendJson(response, 200, {
@@ -76,7 +97,7 @@ export async function startRustreg(existing: Record<string, string[]> = {}): Pro
     }
     sendJson(response, 404, {});
   });
-  return Object.assign(server, { published, indexPath });
+  return Object.assign(server, { published, indexPath, index: `sparse+${server.url}/index/` });
 }
 
 /** A fake pyreg: JSON API reads, OIDC audience and mint-token, legacy upload; also the host's OIDC token endpoint. */
@@ -88,6 +109,8 @@ export interface FakePyreg extends FakeServer {
     authorization: string | undefined;
     /** Every form field but the file, in order (repeated fields repeat). */
     fields: [string, string][];
+    /** The distribution file's bytes, as uploaded. */
+    content: Buffer;
   }[];
 }
 
@@ -156,7 +179,14 @@ export async function startPyreg(existing: Record<string, string[]> = {}): Promi
         if (match)
           fields.push([match[1] ?? "", Buffer.from(match[2] ?? "", "latin1").toString("utf8")]);
       }
-      uploads.push({ file, name: field("name"), version: field("version"), authorization, fields });
+      uploads.push({
+        file,
+        name: field("name"),
+        version: field("version"),
+        authorization,
+        fields,
+        content: uploadedFile(request.body, request.headers["content-type"]),
+      });
       response.writeHead(200, { "content-type": "text/plain" });
       return void response.end("OK");
     }
@@ -165,32 +195,107 @@ export async function startPyreg(existing: Record<string, string[]> = {}): Promi
   return Object.assign(server, { uploads });
 }
 
-/** A fake jsreg that speaks enough of the npm registry protocol for `npm publish`. */
-export interface FakeJsreg extends FakeServer {
-  publishes: { name: string; versions: string[]; authorization: string | undefined }[];
+/** The bytes of the multipart part named `content` (the distribution file). */
+function uploadedFile(body: Buffer, contentType: string | undefined): Buffer {
+  const boundary = /boundary="?([^";]+)"?/.exec(contentType ?? "")?.[1];
+  if (!boundary) return Buffer.alloc(0);
+  const text = body.toString("latin1");
+  const header =
+    /Content-Disposition: form-data; name="content"; filename="[^"]*"\r\n(?:[^\r\n]+\r\n)*\r\n/.exec(
+      text,
+    );
+  if (!header) return Buffer.alloc(0);
+  const start = header.index + header[0].length;
+  const end = text.indexOf(`\r\n--${boundary}`, start);
+  return Buffer.from(text.slice(start, end < 0 ? undefined : end), "latin1");
 }
 
-export async function startJsreg(existing: Record<string, string[]> = {}): Promise<FakeJsreg> {
+/** What `npm install` needs of packages this fake did not receive (third-party dependencies). */
+export interface JsregOthers {
+  /** The packument of `name`, or undefined when there is none (404). */
+  packument(name: string): Record<string, unknown> | undefined;
+  /** The bytes of a tarball path (`/<name>/-/<file>.tgz`), or undefined (404). */
+  tarball(path: string): Promise<Buffer | undefined>;
+}
+
+/**
+ * A fake jsreg that speaks enough of the npm registry protocol for `npm publish` and for
+ * `npm install` of what was published: packuments with each version's manifest and `dist`
+ * (tarball URL, integrity), and the tarballs themselves.
+ */
+export interface FakeJsreg extends FakeServer {
+  publishes: { name: string; versions: string[]; authorization: string | undefined }[];
+  /** Published tarballs by URL path (`/dirq/-/dirq-0.1.0.tgz`). */
+  tarballs: Map<string, Buffer>;
+}
+
+interface PublishBody {
+  versions: Record<string, { dist?: { tarball?: string } }>;
+  "dist-tags"?: Record<string, string>;
+  _attachments?: Record<string, { data: string }>;
+}
+
+export async function startJsreg(
+  existing: Record<string, string[]> = {},
+  others?: JsregOthers,
+): Promise<FakeJsreg> {
   const publishes: FakeJsreg["publishes"] = [];
+  const manifests = new Map<string, Map<string, unknown>>();
+  const tags = new Map<string, Record<string, string>>();
+  const tarballs = new Map<string, Buffer>();
   const server = await startServer((request, response, base) => {
-    const name = decodeURIComponent(new URL(request.url, base).pathname.slice(1));
-    if (request.method === "GET") {
-      const versions = [
-        ...(existing[name] ?? []),
-        ...publishes.filter((p) => p.name === name).flatMap((p) => p.versions),
-      ];
-      if (versions.length === 0) return sendJson(response, 404, { error: "not found" });
-      return sendJson(response, 200, {
-        name,
-        versions: Object.fromEntries(versions.map((v) => [v, { name, version: v }])),
+    const path = decodeURIComponent(new URL(request.url, base).pathname);
+    const name = path.slice(1);
+    if (request.method === "GET" && path.includes("/-/")) {
+      const own = tarballs.get(path);
+      if (own) {
+        response.writeHead(200, { "content-type": "application/octet-stream" });
+        return void response.end(own);
+      }
+      void (others?.tarball(path) ?? Promise.resolve(undefined)).then((bytes) => {
+        if (!bytes) return sendJson(response, 404, { error: "not found" });
+        response.writeHead(200, { "content-type": "application/octet-stream" });
+        response.end(bytes);
       });
+      return;
+    }
+    if (request.method === "GET") {
+      const versions: Record<string, unknown> = Object.fromEntries(
+        (existing[name] ?? []).map((v) => [v, { name, version: v }]),
+      );
+      for (const [version, manifest] of manifests.get(name) ?? []) versions[version] = manifest;
+      if (Object.keys(versions).length > 0) {
+        return sendJson(response, 200, { name, "dist-tags": tags.get(name) ?? {}, versions });
+      }
+      const other = others?.packument(name);
+      return other
+        ? sendJson(response, 200, other)
+        : sendJson(response, 404, { error: "not found" });
     }
     if (request.method === "PUT") {
       if (request.headers.authorization !== "Bearer js-token-value")
         return sendJson(response, 401, { error: "unauthorized" });
-      const body = JSON.parse(request.body.toString("utf8")) as {
-        versions: Record<string, unknown>;
-      };
+      const body = JSON.parse(request.body.toString("utf8")) as PublishBody;
+      const known = manifests.get(name) ?? new Map<string, unknown>();
+      const clash = Object.keys(body.versions).find(
+        (version) => known.has(version) || (existing[name] ?? []).includes(version),
+      );
+      if (clash) {
+        return sendJson(response, 403, {
+          error: `You cannot publish over the previously published versions: ${clash}.`,
+        });
+      }
+      const attachments = Object.values(body._attachments ?? {});
+      for (const [version, manifest] of Object.entries(body.versions)) {
+        known.set(version, manifest);
+        const tarball = manifest.dist?.tarball;
+        const attachment = attachments.shift();
+        if (tarball && attachment) {
+          tarballs.set(new URL(tarball).pathname, Buffer.from(attachment.data, "base64"));
+        }
+      }
+      manifests.set(name, known);
+      tags.set(name, { ...tags.get(name), ...body["dist-tags"] });
       publishes.push({
         name,
         versions: Object.keys(body.versions),
@@ -200,5 +305,5 @@ export async function startJsreg(existing: Record<string, string[]> = {}): Promi
     }
     sendJson(response, 404, {});
   });
-  return Object.assign(server, { publishes });
+  return Object.assign(server, { publishes, tarballs });
 }

@@ -6,14 +6,24 @@ that an earlier run installed into the cache folder; ``dirq`` on ``PATH`` (never
 itself); else, on the first run, that npm package, installed into the cache folder with the
 user's npm (as the pyright launcher does), so one ``pipx install dirq`` is enough. A
 JavaScript CLI runs on Node.js (``DIRQ_NODE``, else ``node`` on ``PATH``), 20.11 or later.
+
+What that first run installs is pinned: the exact npm tarball of ``dirq@<version>`` whose
+sha512 integrity the release build recorded (``npm-package.json`` beside this module; the
+rule is written down in the repository's packages/dirq/docs/install.md, "Pinning"). The
+tarball is fetched with the user's npm, its integrity compared with the record, and only then
+installed; a launcher without the record installs nothing.
 """
 
+import base64
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from typing import Dict, List, NoReturn, Optional, Sequence, Tuple
 
 from dirq_launcher import __version__
@@ -28,6 +38,11 @@ from dirq_launcher.plugins import (
 
 MIN_NODE = (20, 11)
 BUNDLED_CLI = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_cli", "bin", "dirq.cjs")
+# Which npm release this launcher installs: written by the release build (release/build.mjs).
+PINNED_RECORD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "npm-package.json")
+STAGING_PREFIX = ".installing-"
+# A staging folder this old belongs to a run that was killed: the next install removes it.
+STALE_STAGING_SECONDS = 24 * 60 * 60
 JS_SUFFIXES = (".js", ".mjs", ".cjs")
 NODE_NEEDED = (
     "dirq's CLI needs Node.js 20.11 or later, with npm: install Node.js 20.11 or later "
@@ -119,11 +134,103 @@ def _find_npm(node: str) -> Optional[str]:
     return beside or shutil.which("npm")
 
 
+def pinned_integrity() -> str:
+    """The sha512 integrity of the npm tarball of ``dirq@<this version>`` that this launcher
+    installs, from its record; a launcher without one (built from a checkout, not by the
+    release build) installs nothing."""
+    package = f"dirq@{__version__}"
+    try:
+        with open(PINNED_RECORD, encoding="utf-8") as handle:
+            record = json.load(handle)
+    except FileNotFoundError:
+        raise LauncherError(
+            "this launcher was built without the record of the npm release it installs "
+            f"(dirq_launcher/npm-package.json), so it installs nothing: set DIRQ_BIN to a dirq "
+            f"CLI (bin/dirq.cjs of the npm package {package}), or install the launcher from a "
+            "release (pipx install dirq)"
+        ) from None
+    except (OSError, ValueError) as error:
+        raise LauncherError(f"cannot read {PINNED_RECORD}: {error}") from None
+    integrity = record.get("integrity") if isinstance(record, dict) else None
+    if (
+        not isinstance(record, dict)
+        or record.get("name") != "dirq"
+        or record.get("version") != __version__
+        or not isinstance(integrity, str)
+        or not integrity.startswith("sha512-")
+    ):
+        raise LauncherError(
+            f"{PINNED_RECORD} does not pin {package} (it holds {json.dumps(record)}): "
+            "reinstall the launcher from a release"
+        )
+    return integrity
+
+
+def integrity_of(path: str) -> str:
+    """A file's sha512 integrity, as npm writes it (``sha512-<base64>``)."""
+    digest = hashlib.sha512()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return "sha512-" + base64.b64encode(digest.digest()).decode("ascii")
+
+
+def _remove_stale_staging(parent: str) -> None:
+    now = time.time()
+    for name in os.listdir(parent):
+        path = os.path.join(parent, name)
+        try:
+            stale = now - os.stat(path).st_mtime > STALE_STAGING_SECONDS
+        except OSError:
+            continue
+        if name.startswith(STAGING_PREFIX) and stale:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _run_npm(npm: str, args: List[str], cwd: str, env: Dict[str, str], package: str) -> None:
+    """Runs npm with its output on stderr (stdout stays the CLI's); fails naming the step."""
+    try:
+        result = subprocess.run([npm, *args], cwd=cwd, stdout=sys.stderr, env=env, check=False)
+    except OSError as error:
+        raise LauncherError(f"cannot run {npm}: {error.strerror or error}") from None
+    if result.returncode != 0:
+        raise LauncherError(
+            f"installing the npm package {package} failed (npm {args[0]} exited with "
+            f"{result.returncode}, its messages are above): fix what npm says and run dirq "
+            f"again, or install the CLI yourself (npm install -g {package}) and set DIRQ_BIN "
+            "to its bin/dirq.cjs"
+        )
+
+
+def _fetch_pinned(npm: str, staging: str, env: Dict[str, str], source: str, integrity: str) -> str:
+    """``npm pack <source>`` into the staging folder (the user's registry, proxy and
+    certificates apply), then the tarball's integrity against the pinned one."""
+    download = os.path.join(staging, ".tarball")
+    os.mkdir(download)
+    args = ["pack", source, "--loglevel=warn", "--pack-destination", download]
+    _run_npm(npm, args, staging, env, source)
+    tarballs = [name for name in os.listdir(download) if name.endswith(".tgz")]
+    if len(tarballs) != 1:
+        raise LauncherError(f"npm pack {source} left no single tarball in {download}")
+    tarball = os.path.join(download, tarballs[0])
+    found = integrity_of(tarball)
+    if found != integrity:
+        raise LauncherError(
+            f"npm served a {source} tarball whose integrity is {found}, not {integrity}, the "
+            "release this launcher was built for; nothing was installed. Check the registry "
+            "npm uses (npm config get registry), or set DIRQ_BIN to a dirq CLI you trust"
+        )
+    return tarball
+
+
 def install_cli(node: str) -> str:
-    """Installs the npm package ``dirq`` of this launcher's version (``DIRQ_NPM_PACKAGE``
-    overrides what is installed: a tarball, a folder, another version) into the cache folder
-    with the user's npm, and returns its CLI. npm's own output goes to stderr."""
-    package = os.environ.get("DIRQ_NPM_PACKAGE", "").strip() or f"dirq@{__version__}"
+    """Installs the npm release of ``dirq`` this launcher pins into the cache folder with the
+    user's npm, and returns its CLI. ``DIRQ_NPM_PACKAGE`` says where npm fetches it from (a
+    registry spec, a tarball's path or URL); the bytes must be the pinned ones all the same.
+    npm's own output goes to stderr."""
+    integrity = pinned_integrity()
+    package = f"dirq@{__version__}"
+    source = os.environ.get("DIRQ_NPM_PACKAGE", "").strip() or package
     prefix = _npm_prefix()
     npm = _find_npm(node)
     if npm is None:
@@ -133,7 +240,14 @@ def install_cli(node: str) -> str:
             f"(npm install -g {package}) or set DIRQ_BIN to its bin/dirq.cjs"
         )
     parent = os.path.dirname(prefix)
-    os.makedirs(parent, exist_ok=True)
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as error:
+        raise LauncherError(
+            f"cannot make the folder {parent} for the dirq CLI: {error.strerror or error}: "
+            "set DIRQ_CACHE_DIR to a folder dirq may write"
+        ) from None
+    _remove_stale_staging(parent)
     sys.stderr.write(
         f"dirq: first run: installing the dirq CLI (npm package {package}) into {prefix} "
         "with npm; later runs use it\n"
@@ -141,30 +255,28 @@ def install_cli(node: str) -> str:
     sys.stderr.flush()
     # Installed beside its final place, then renamed: an interrupted install leaves nothing
     # that a later run would take for a CLI.
-    staging = tempfile.mkdtemp(prefix=".installing-", dir=parent)
+    staging = tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent)
     env = dict(os.environ)
     # npm and the package's install scripts run `node`: the one that will run the CLI.
     env["PATH"] = os.pathsep.join([os.path.dirname(node), env.get("PATH", "")])
-    command = [npm, "install", "--prefix", staging, "--no-audit", "--no-fund", package]
     try:
-        result = subprocess.run(command, stdout=sys.stderr, env=env, check=False)
-    except OSError as error:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise LauncherError(f"cannot run {npm}: {error.strerror or error}") from None
-    if result.returncode != 0 or not os.path.isfile(_cli_in(staging)):
-        shutil.rmtree(staging, ignore_errors=True)
-        raise LauncherError(
-            f"installing the npm package {package} failed (npm exit code {result.returncode}, "
-            f"its messages are above): fix what npm says and run dirq again, or install the "
-            f"CLI yourself (npm install -g {package}) or set DIRQ_BIN to its bin/dirq.cjs"
-        )
-    try:
-        os.rename(staging, prefix)
-    except OSError:
-        # Another dirq finished the same install first: use that one.
+        tarball = _fetch_pinned(npm, staging, env, source, integrity)
+        install = ["install", "--no-audit", "--no-fund", "--prefix", staging, tarball]
+        _run_npm(npm, install, staging, env, package)
+        shutil.rmtree(os.path.dirname(tarball), ignore_errors=True)
+        if not os.path.isfile(_cli_in(staging)):
+            raise LauncherError(f"npm finished, but {staging} holds no dirq CLI")
+        try:
+            os.rename(staging, prefix)
+        except OSError:
+            pass  # Another dirq finished the same install first: use that one.
+    finally:
         shutil.rmtree(staging, ignore_errors=True)
     if not os.path.isfile(_cli_in(prefix)):
-        raise LauncherError(f"the dirq CLI is missing from {prefix} after installing it")
+        raise LauncherError(
+            f"the dirq CLI is missing from {prefix} after installing it; remove that folder "
+            "and run dirq again"
+        )
     return _cli_in(prefix)
 
 

@@ -18,7 +18,8 @@ FRAGMENT = "dirq.toml"
 NO_PLUGIN_FLAG = "--no-plugin"
 
 CONFIG_COMMANDS = {"query", "server", "repl"}
-NO_CONFIG_FIRST = {"init", "help", "completion", "--help", "-h", "--version", "-V"}
+# `sdk-stdio` (the Python SDK's child) gets its configs in frames; the SDKs never discover.
+NO_CONFIG_FIRST = {"init", "help", "completion", "sdk-stdio", "--help", "-h", "--version", "-V"}
 HELP_FLAGS = {"--help", "-h"}
 
 

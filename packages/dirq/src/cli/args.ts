@@ -1,5 +1,7 @@
 import { type ParseArgsConfig, parseArgs } from "node:util";
 import { DirqError } from "../errors.js";
+import { FORMAT_LIST, type FormatName, isFormatName } from "../parse/formats/format-names.js";
+import { hookTimeoutProblem } from "../parse/hook-timeout.js";
 
 export type OutputFormat = "auto" | "table" | "json";
 
@@ -11,6 +13,10 @@ export interface QueryCommand {
   /** `-c` files in argument order. */
   configs: string[];
   onFile: string | null;
+  /** `--hook-timeout <seconds>`: the `--on-file` hook's time limit (0: none); `null`: default. */
+  hookTimeout: number | null;
+  /** `--parse <format>`: a built-in format every path-table's files are read with. */
+  parse: FormatName | null;
   /** `--extension` arguments in order (`<path>` or `<path>::<entrypoint>`). */
   extensions: string[];
   /** `--persist`: off (`null`), bare (`true`: the default cache) or a path as given. */
@@ -42,7 +48,7 @@ export interface ServerCommand {
   persist: Persist;
 }
 
-export type HelpTopic = "dirq" | "query" | "init" | "server" | "completion";
+export type HelpTopic = "dirq" | "query" | "repl" | "init" | "server" | "completion";
 
 export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
 export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
@@ -51,6 +57,8 @@ export type Command =
   | { kind: "help"; topic: HelpTopic }
   | { kind: "version" }
   | { kind: "completion"; shell: CompletionShell }
+  /** `dirq sdk-stdio`: the SDKs' framed protocol on stdin/stdout (not in `--help`). */
+  | { kind: "sdk-stdio" }
   | QueryCommand
   | ReplCommand
   | InitCommand
@@ -161,6 +169,8 @@ const MODE_FLAGS = new Set([
   "--no-ignore",
   "--extension",
   "--on-file",
+  "--hook-timeout",
+  "--parse",
   "--format",
 ]);
 
@@ -190,8 +200,8 @@ type ParsedFlags<T extends FlagOptions> = ReturnType<
  */
 export function parseFlags<T extends FlagOptions>(args: string[], options: T) {
   // Arguments none of which starts with `-` are all positionals, and no flag has a default:
-  // parseArgs would say the same. Its modules load on first use (half a millisecond of every
-  // `dirq "<sql>"`).
+  // parseArgs would say the same. Its modules load on first use, a cost every `dirq "<sql>"`
+  // would pay for nothing.
   const noDefaults = Object.values(options).every((option) => option.default === undefined);
   if (noDefaults && args.every((arg) => !arg.startsWith("-"))) {
     return { values: Object.create(null) as ParsedFlags<T>, positionals: [...args] };
@@ -218,7 +228,15 @@ function rethrowParseError(error: unknown): never {
 }
 
 /** Options of `query` that take a value (the next argument, unless written `--x=value`). */
-const QUERY_VALUE_OPTIONS = new Set(["-c", "--config", "--format", "--on-file", "--extension"]);
+const QUERY_VALUE_OPTIONS = new Set([
+  "-c",
+  "--config",
+  "--format",
+  "--on-file",
+  "--hook-timeout",
+  "--parse",
+  "--extension",
+]);
 /** Every option of `query`, also in the `--x=value` form. */
 const QUERY_OPTION_NAMES = new Set([...QUERY_VALUE_OPTIONS, "--no-ignore", "--help", "-h"]);
 
@@ -246,9 +264,45 @@ export const QUERY_FLAGS = {
   format: { type: "string" },
   config: { type: "string", short: "c", multiple: true },
   "on-file": { type: "string", multiple: true },
+  "hook-timeout": { type: "string", multiple: true },
+  parse: { type: "string", multiple: true },
   extension: { type: "string", multiple: true },
   help: { type: "boolean", short: "h" },
 } as const;
+
+/** `--parse <format>`: at most once, a built-in format, never beside `--on-file`. */
+function parseFormatFlag(values: string[], onFile: readonly string[]): FormatName | null {
+  if (values.length > 1) throw usageError("--parse was given more than once: give one format");
+  const [format] = values;
+  if (format === undefined) return null;
+  if (!isFormatName(format)) {
+    throw usageError(`invalid --parse '${format}': expected one of ${FORMAT_LIST}`);
+  }
+  if (onFile.length > 0) {
+    throw usageError(
+      "--parse and --on-file were both given: give --parse (dirq reads the files) or --on-file (a program does)",
+    );
+  }
+  return format;
+}
+
+/** `--hook-timeout <seconds>`: at most once, a number of seconds, only with `--on-file`. */
+function parseHookTimeoutFlag(values: string[], onFile: readonly string[]): number | null {
+  if (values.length > 1) {
+    throw usageError("--hook-timeout was given more than once: give one time limit");
+  }
+  const [text] = values;
+  if (text === undefined) return null;
+  if (onFile.length === 0) {
+    throw usageError(
+      "--hook-timeout applies to the --on-file hook: give --on-file too (a config table takes its own timeout key)",
+    );
+  }
+  const seconds = /^\d+(\.\d+)?$/.test(text) ? Number(text) : Number.NaN;
+  const problem = hookTimeoutProblem(seconds);
+  if (problem !== null) throw usageError(`invalid --hook-timeout '${text}': ${problem}`);
+  return seconds;
+}
 
 /** The flags `query` and the REPL share. */
 function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>["values"]) {
@@ -261,6 +315,8 @@ function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>[
     format: parseFormat(values.format),
     configs: values.config ?? [],
     onFile: onFile[0] ?? null,
+    hookTimeout: parseHookTimeoutFlag(values["hook-timeout"] ?? [], onFile),
+    parse: parseFormatFlag(values.parse ?? [], onFile),
     extensions: values.extension ?? [],
   };
 }
@@ -277,6 +333,20 @@ function parseBare(argv: string[]): ReplCommand | { kind: "help"; topic: HelpTop
     const flag = flagName(argv[0] as string);
     throw usageError(
       `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
+    );
+  }
+  return { kind: "repl", ...queryOptions(parsed.values), persist };
+}
+
+/** `dirq repl [options]`: bare `dirq` spelled out, with a usage of its own. */
+function parseRepl(args: string[]): ReplCommand | { kind: "help"; topic: HelpTopic } {
+  const { persist, rest } = takePersist(args, false);
+  const parsed = parseFlags(rest, QUERY_FLAGS);
+  if (parsed.values.help) return { kind: "help", topic: "repl" };
+  const [extra] = parsed.positionals;
+  if (extra !== undefined) {
+    throw usageError(
+      `unexpected argument '${extra}' for dirq repl: it reads statements from its input (or run dirq "<sql>")`,
     );
   }
   return { kind: "repl", ...queryOptions(parsed.values), persist };
@@ -327,6 +397,20 @@ function parseCompletion(args: string[]): Command {
   return { kind: "completion", shell: shell as CompletionShell };
 }
 
+/**
+ * `dirq sdk-stdio` takes no arguments: everything, the index's options too, comes in frames
+ * (docs/python.md, "The protocol").
+ */
+function parseSdkStdio(args: string[]): Command {
+  const [extra] = args;
+  if (extra !== undefined) {
+    throw usageError(
+      `unexpected argument '${extra}' for dirq sdk-stdio: it takes its options as frames on stdin`,
+    );
+  }
+  return { kind: "sdk-stdio" };
+}
+
 /** Reads the command line (without `node` and the script). Throws a `USAGE` DirqError. */
 export function parseCommandLine(argv: readonly string[]): Command {
   const [first, ...rest] = argv;
@@ -338,7 +422,8 @@ export function parseCommandLine(argv: readonly string[]): Command {
   if (first === "init") return parseInit(rest);
   if (first === "server") return parseServer(rest);
   if (first === "completion") return parseCompletion(rest);
-  if (first === "repl") return parseBare(rest);
+  if (first === "sdk-stdio") return parseSdkStdio(rest);
+  if (first === "repl") return parseRepl(rest);
   // SQL may start with a comment (`-- note`); no option contains whitespace.
   if (first.startsWith("-") && first !== "-" && first !== "--" && !/\s/.test(first)) {
     const flag = flagName(first);
@@ -348,15 +433,24 @@ export function parseCommandLine(argv: readonly string[]): Command {
   return parseQuery([...argv], `dirq "<sql>"`);
 }
 
+/** The options a one-shot query and the REPL share: where rows come from. */
+const SOURCE_OPTIONS_HELP = `  -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
+  --parse <json|jsonl|csv|tsv|yaml|toml|markdown|auto>
+                           read every path-table's files in a built-in format (auto: by
+                           each file's extension) instead of a hook
+  --on-file <command>      parse every path-table's files with this command
+  --hook-timeout <seconds>
+                           stop an --on-file hook that runs longer than this, and skip
+                           its file (default 60; 0 = no limit)
+  --no-ignore              also scan files that .gitignore hides`;
+
 export const QUERY_HELP_TEXT = `Usage: dirq query "<sql>" [options]   (or: dirq "<sql>" [options])
 
 Runs one read-only SQL statement over the current directory and prints the rows.
 SQL that starts with a -- comment is taken as SQL; after a bare -- nothing is an option.
 
 Options:
-  -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
-  --on-file <command>      parse every path-table's files with this command
-  --no-ignore              also scan files that .gitignore hides
+${SOURCE_OPTIONS_HELP}
   --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db) so the
                            next run re-parses only changed files; bare, put it after the SQL
   --format <auto|table|json>
@@ -364,9 +458,29 @@ Options:
   -h, --help               print this help
 `;
 
+export const REPL_HELP_TEXT = `Usage: dirq repl [options]   (or: dirq [options])
+
+An interactive SQL session over the current directory: end each statement with ';'.
+Statements run as with dirq query; a failed one is reported and the session goes on.
+With piped input it runs the statements it reads, then exits. Leave with exit, quit or
+Ctrl-D; Ctrl-C abandons the line. History, line editing and meta-commands: docs/repl.md.
+
+Options:
+${SOURCE_OPTIONS_HELP}
+  --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db), so the
+                           next session starts from it
+  --extension <path>[::<entrypoint>]
+                           load a SQLite extension (repeatable); when given, the
+                           config's [[dirq.extension]] entries are not loaded
+  --format <auto|table|json>
+                           auto (default): a table on a terminal, JSON otherwise
+  -h, --help               print this help
+`;
+
 export const INIT_HELP_TEXT = `Usage: dirq init [--root <dir>] [--output <path>] [--force]
 
-Writes a starter .dirq.toml with one [[table]] (a glob, a schema and an on-file hook).
+Writes a starter .dirq.toml with one [[table]] for the files it finds (a glob, a format and
+a schema where it can tell one; a commented on-file hook for what no format reads).
 It is never loaded automatically: pass it with -c.
 
 Options:
@@ -413,6 +527,7 @@ export const HELP_TEXT = `dirq: query a directory tree as a read-only SQLite dat
 Usage:
   dirq [options]                 an interactive SQL session (REPL); with piped input,
                                  one statement per line
+  dirq repl [options]            the same, explicitly
   dirq "<sql>" [options]         run one statement and print the rows
   dirq query "<sql>" [options]   the same, explicitly
   dirq init [--root <dir>] [--output <path>] [--force]
@@ -431,8 +546,14 @@ Columns: path, basename, dir, ext, size, mtime, ctime.
 
 Options (after the SQL or after 'query'; alone for the REPL):
   -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
+  --parse <json|jsonl|csv|tsv|yaml|toml|markdown|auto>
+                           read every path-table's files in a built-in format (auto: by
+                           each file's extension): dirq "SELECT * FROM './a.csv'" --parse csv
   --on-file <command>      parse every path-table's files with this command: it gets
                            {path} and {root} and prints a JSON array of row objects
+  --hook-timeout <seconds>
+                           stop an --on-file hook that runs longer than this, and skip
+                           its file (default 60; 0 = no limit)
   --no-ignore              also scan files that .gitignore hides
   --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db), so a
                            restart re-parses only the files that changed; a bare --persist
@@ -450,6 +571,25 @@ Plugins (the dirq launchers, docs/plugins.md):
 Environment:
   DIRQ_PROGRESS=auto|always|never   progress lines on stderr (default auto)
   DIRQ_NO_PLUGIN=1                  the same as --no-plugin
+  DIRQ_DEBUG=1                      a stack trace with an internal error (for bug reports)
+  DIRQ_CACHE_DIR=<dir>              dirq's cache folder (default $XDG_CACHE_HOME/dirq,
+                                    else ~/.cache/dirq)
+  DIRQ_CODE_CACHE=0                 do not keep compiled code in the cache folder
+  DIRQ_NATIVE_FS=0                  scan with Node's fs instead of the native helper
+  DIRQ_PLUGIN_CACHE=0               do not cache what plugin discovery found
+  DIRQ_KEEP_ALIVE_MS=<ms>           dirq server: the quiet time before a keep-alive line
+                                    on /events (default 15000)
+  DIRQ_QUERY_TIMEOUT_MS=<ms>        dirq server: a statement's time limit (default 30000)
+  DIRQ_EVENT_HISTORY_FRAMES=<n>     dirq server: the row frames /events keeps for clients
+                                    that resume (default 65536)
+  DIRQ_EVENT_HISTORY_BYTES=<n>      dirq server: the bytes of them it keeps (default 32 MiB)
+The launchers (Python, Rust; docs/install.md):
+  DIRQ_BIN=<file>                   the dirq CLI to run instead of the npm release
+  DIRQ_NODE=<file>                  the Node.js that runs it (default: node on PATH)
+  DIRQ_NPM=<file>                   the npm that installs it on the first run
+  DIRQ_NPM_PACKAGE=<spec>           what the first run installs (default dirq@<version>)
+Set by dirq for the programs it starts, not by you: DIRQ_SERVER_MARK (hooks),
+DIRQ_PLUGIN_PYTHON and DIRQ_PLUGIN_PYTHON_DIRS (Python plugins' commands).
 
 Exit codes: 0 success, 1 any failure, 23 partial scan (some files could not be read
 or parsed; the other rows were printed).

@@ -60,6 +60,7 @@ function grammar(): Grammar {
     options: {
       dirq,
       query: optionSpecs(HELP_TEXTS.query),
+      repl: optionSpecs(HELP_TEXTS.repl),
       init: optionSpecs(HELP_TEXTS.init),
       server: optionSpecs(HELP_TEXTS.server),
       completion: optionSpecs(HELP_TEXTS.completion),
@@ -114,6 +115,7 @@ ${unique.join("\n")}
     init) COMPREPLY=($(compgen -W "${words(g.options.init)}" -- "$cur")) ;;
     server) COMPREPLY=($(compgen -W "${words(g.options.server)}" -- "$cur")) ;;
     query) COMPREPLY=($(compgen -W "${words(g.options.query)}" -- "$cur")) ;;
+    repl) COMPREPLY=($(compgen -W "${words(g.options.repl)}" -- "$cur")) ;;
     *)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "${words(g.options.dirq)}" -- "$cur"))
       elif [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=($(compgen -W "${g.subcommands.join(" ")}" -- "$cur"))
@@ -145,6 +147,7 @@ function fishScript(g: Grammar): string {
   const conditions: Record<keyof Grammar["options"], string> = {
     dirq: `not __fish_seen_subcommand_from ${g.subcommands.join(" ")}`,
     query: "__fish_seen_subcommand_from query",
+    repl: "__fish_seen_subcommand_from repl",
     init: "__fish_seen_subcommand_from init",
     server: "__fish_seen_subcommand_from server",
     completion: "__fish_seen_subcommand_from completion",

@@ -9,6 +9,7 @@ import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { escapeControlCharacters } from "../output/escape.js";
 import { DEFAULT_SPILL_THRESHOLD, HeldOutput } from "../output/held-output.js";
 import { jsonAnswer } from "../output/json-answer.js";
+import { flagTimeLimit } from "../parse/hook-timeout.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { readVersion } from "../version.js";
 import {
@@ -213,6 +214,8 @@ async function runQueryToEnd(
     noIgnore: command.noIgnore,
     config,
     onFile: command.onFile ?? undefined,
+    hookTimeLimit: flagTimeLimit(command.hookTimeout),
+    parse: command.parse ?? undefined,
     extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
     persist: command.persist ?? undefined,
     // One statement reads this index: `count(*)` needs rows, not their paths, and with the
@@ -247,8 +250,8 @@ async function runInit(command: InitCommand, io: CliIo): Promise<number> {
   const root = resolve(io.cwd, command.root ?? ".");
   // Loaded on demand: it pulls in the file walk, which a query loads only after its workers
   // have been started.
-  const { STARTER_TABLE, writeStarterConfig } = await import("../config/starter-config.js");
-  const output = writeStarterConfig({
+  const { writeStarter } = await import("../config/starter-config.js");
+  const { output, table } = writeStarter({
     root,
     output: command.output === null ? undefined : resolve(io.cwd, command.output),
     force: command.force,
@@ -256,7 +259,7 @@ async function runInit(command: InitCommand, io: CliIo): Promise<number> {
   const shown = relative(io.cwd, output) || output;
   // Globs are relative to the directory dirq runs in: the hint runs it in the root.
   const fromRoot = relative(root, output) || output;
-  const query = `dirq query "SELECT * FROM ${STARTER_TABLE} LIMIT 5" -c ${quoteForShell(fromRoot)}`;
+  const query = `dirq query "SELECT * FROM ${table} LIMIT 5" -c ${quoteForShell(fromRoot)}`;
   const hint = root === io.cwd ? query : `cd ${quoteForShell(root)} && ${query}`;
   await write(io.stdout, `wrote ${shown}\ntry: ${hint}\n`);
   return 0;
@@ -310,6 +313,11 @@ async function runCommand(
       return runInit(command, io);
     case "server":
       return runServerCommand(command, io);
+    case "sdk-stdio": {
+      const { runSdkStdio } = await import("../sdk-stdio/run-sdk-stdio.js");
+      const { stdout } = io.streams();
+      return runSdkStdio({ stdin: io.stdin ?? process.stdin, stdout, stop: stopSignal() });
+    }
     case "repl": {
       const { runRepl } = await import("../repl/run-repl.js");
       return runRepl(command, { ...io, ...io.streams(), stdin: io.stdin ?? process.stdin });

@@ -87,9 +87,12 @@ export function loadConfigFile(path: string, cwd: string = process.cwd()): DirqC
       name: table.name,
       glob: table.glob.replace(/^\.\//, ""),
       schema: table.schema ? Object.entries(table.schema) : null,
-      onFile: table["on-file"],
+      onFile: table["on-file"] ?? "",
+      format: table.format ?? null,
+      each: table.each ?? null,
       baseDir,
       ddl: table.ddl ?? null,
+      timeout: (table.timeout as number | undefined) ?? null,
       origin: `${path}: table[${i}]`,
     })),
     extensions: (file.dirq?.extension ?? []).map((extension, i) => ({

@@ -1,8 +1,10 @@
 import * as v from "valibot";
+import { FORMAT_LIST, FORMAT_NAMES } from "../parse/formats/format-names.js";
+import { hookTimeoutProblem } from "../parse/hook-timeout.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 
-// Validated with valibot rather than zod: zod 4 takes about 70 ms to load, paid by every
-// dirq run with a `-c` config; valibot is one module that loads in a few.
+// Validated with valibot rather than zod: zod 4 is slow to load, a cost every dirq run with a
+// `-c` config would pay; valibot is one small module that loads quickly.
 
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** A declared column type: SQLite accepts a name with optional size, as in `VARCHAR(40)`. */
@@ -10,6 +12,8 @@ const COLUMN_TYPE = /^[A-Za-z][A-Za-z0-9_ ]*(\(\s*\d+\s*(,\s*\d+\s*)?\))?$/;
 
 /** Marks the one issue per object that lists its unknown keys (as JSON after the mark). */
 const UNKNOWN_KEYS = "\u0000unknown-keys:";
+/** Marks an issue whose message starts with the keys it is about (`format, on-file: ...`). */
+const KEYS_MARK = "\u0000keys:";
 
 /** "is required" when the key is missing, else "expected <what>". */
 function expected(what: string) {
@@ -101,15 +105,75 @@ const columnSchema = v.pipe(
   }),
 );
 
-const tableEntry = strictTable(
-  {
-    name: identifier,
-    glob: nonEmptyString,
-    schema: v.optional(columnSchema),
-    "on-file": nonEmptyString,
-    ddl: v.optional(nonEmptyString),
-  },
-  "a table",
+const formatName = v.picklist(FORMAT_NAMES, `expected one of ${FORMAT_LIST}`);
+
+/** `each`: keys (or array positions) joined by dots, as in `data.items`. */
+const eachPath = v.pipe(
+  nonEmptyString,
+  v.check(
+    (path) => path.split(".").every((step) => step !== ""),
+    "expected keys joined by dots, as in data.items (no empty key)",
+  ),
+);
+
+/** `timeout`: a hook's time limit in seconds, 0 for none. */
+const hookTimeout = v.rawCheck<unknown>(({ dataset, addIssue }) => {
+  const problem = hookTimeoutProblem(dataset.value);
+  if (problem !== null) addIssue({ message: problem });
+});
+
+/** Formats whose files can hold their rows deeper inside: `each` applies to them. */
+const NESTED = new Set(["json", "jsonl", "yaml", "toml", "auto"]);
+
+/** Issues on one `[[table]]`'s keys (named in the message, the table's path added by valibot). */
+interface ParserKeys {
+  "on-file"?: string;
+  format?: string;
+  each?: string;
+  timeout?: unknown;
+}
+
+function tableKeys<T extends ParserKeys>({ dataset, addIssue }: v.RawCheckContext<T>) {
+  if (!dataset.typed) return;
+  const table: ParserKeys = dataset.value;
+  const hasCommand = table["on-file"] !== undefined;
+  const hasFormat = table.format !== undefined;
+  if (hasCommand && hasFormat) {
+    addIssue({
+      message: `${KEYS_MARK}format, on-file: give one of them: format (dirq reads the files) or on-file (a program does)`,
+    });
+  } else if (!hasCommand && !hasFormat) {
+    addIssue({
+      message: `${KEYS_MARK}format: is required (or on-file): one of ${FORMAT_LIST}, or a parser command in on-file`,
+    });
+  }
+  if (table.timeout !== undefined && !hasCommand) {
+    addIssue({
+      message: `${KEYS_MARK}timeout: applies only with on-file (it limits how long the hook runs for one file)`,
+    });
+  }
+  if (table.each !== undefined && !(hasFormat && NESTED.has(table.format as string))) {
+    addIssue({
+      message: `${KEYS_MARK}each: applies only with format = "json", "jsonl", "yaml", "toml" or "auto" (it names the array inside each file that holds the rows)`,
+    });
+  }
+}
+
+const tableEntry = v.pipe(
+  strictTable(
+    {
+      name: identifier,
+      glob: nonEmptyString,
+      schema: v.optional(columnSchema),
+      "on-file": v.optional(nonEmptyString),
+      format: v.optional(formatName),
+      each: v.optional(eachPath),
+      ddl: v.optional(nonEmptyString),
+      timeout: v.optional(v.pipe(v.unknown(), hookTimeout)),
+    },
+    "a table",
+  ),
+  v.rawCheck(tableKeys),
 );
 
 const extensionEntry = strictTable(
@@ -163,6 +227,11 @@ function describeIssue(issue: v.GenericIssue): string {
     const unknown = JSON.parse(issue.message.slice(UNKNOWN_KEYS.length)) as string[];
     const keys = unknown.map((key) => formatKeyPath([...path, key]));
     return `${keys.join(", ")}: unknown key${keys.length > 1 ? "s" : ""}`;
+  }
+  if (issue.message.startsWith(KEYS_MARK)) {
+    const [keys = "", ...rest] = issue.message.slice(KEYS_MARK.length).split(": ");
+    const named = keys.split(", ").map((key) => formatKeyPath([...path, key]));
+    return `${named.join(", ")}: ${rest.join(": ")}`;
   }
   const where = formatKeyPath(path);
   return where === "" ? issue.message : `${where}: ${issue.message}`;

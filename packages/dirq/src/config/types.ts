@@ -1,5 +1,6 @@
 /** The merged configuration, as the engine uses it (no parsing or validation here). */
 import type { Extractor } from "../parse/extractor.js";
+import type { FormatName } from "../parse/formats/format-names.js";
 
 /** A `[[table]]` ready to use: paths resolved, its origin kept for messages. */
 export interface TableConfig {
@@ -7,10 +8,17 @@ export interface TableConfig {
   glob: string;
   /** Column name → declared type, in order; `null` infers columns from the hook output. */
   schema: [string, string][] | null;
+  /** The parser command (`on-file`); empty when the table has a `format` or an extractor. */
   onFile: string;
+  /** A built-in format dirq reads the files with (`format`), else `null`. */
+  format: FormatName | null;
+  /** Where the rows are inside each file (`each = "a.b"`), else `null`. */
+  each: string | null;
   /** Folder a relative hook program resolves against (the config file's folder). */
   baseDir: string;
   ddl: string | null;
+  /** The hook's time limit in seconds (`timeout`; 0: none); `null`: the default. */
+  timeout: number | null;
   /** `config.toml: table[1]`, for messages. */
   origin: string;
   /**

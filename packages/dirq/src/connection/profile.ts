@@ -4,7 +4,7 @@ import { type ExtensionSpec, loadExtensions } from "../extensions/load-extension
 import { WorkerFunctions, type WorkerSpec } from "../functions/worker-functions.js";
 import { workerSpec } from "../functions/worker-specs.js";
 import type { SqliteDatabase } from "../indexer/database.js";
-import { sqlError } from "../query/execute.js";
+import { sqlError } from "../shared/sql-errors.js";
 
 export type { ExtensionSpec, WorkerSpec };
 

@@ -31,7 +31,7 @@ interface CallState {
 /**
  * A function argument as JSON text, as the worker receives it: JSON has no integers beyond 2^53
  * (sent as their digits in a string) and no blobs (sent as hex text). Written by hand: it runs
- * once per call, and a generic JSON.stringify of the whole request cost a third of a pass.
+ * once per call, where a generic JSON.stringify of the whole request is a large part of a pass.
  */
 function argumentJson(value: unknown): string {
   if (typeof value === "bigint") {
@@ -215,29 +215,11 @@ export class WorkerFunctions {
             if (state.sent.length === 0) return;
             sent += state.sent.length;
             current.update(line());
-            // Each answer is stored as it arrives (while the worker is still answering the
-            // rest), so nothing is left to do once the last one is in.
-            // The failure reported is the first call's in the order SQLite made them.
-            const failed = { position: -1, error: "" };
-            await state.worker.collect((reply, position) => {
-              const callId = state.sent[position] as CallKey;
-              if (reply.ok) state.answers.set(callId, reply.result);
-              else {
-                state.answers.delete(callId);
-                if (failed.position < 0 || position < failed.position) {
-                  failed.position = position;
-                  failed.error = reply.error;
-                }
-              }
-              // Only a cache hit changes the line: the other replies need no update.
-              if (!reply.cached) return;
+            // Only a cache hit changes the line: the other replies need no update.
+            await this.exchange(state, () => {
               cached++;
               current.update(line());
             });
-            if (failed.position >= 0) {
-              const name = state.worker.spec.name;
-              throw new DirqError("WORKER_FAILED", `worker function ${name}: ${failed.error}`);
-            }
           }),
         );
         // The round's final count (with its cache hits) is shown, whatever the rate limit.
@@ -251,6 +233,31 @@ export class WorkerFunctions {
       // A pass that failed may have left requests unanswered: such a worker is stopped (the
       // next call starts a fresh one) rather than waited for.
       for (const worker of this.workers.values()) worker.abandonBatch();
+    }
+  }
+
+  /**
+   * One worker's answers to the calls a pass sent it, each stored as it arrives (while the
+   * worker is still answering the rest), so nothing is left to do once the last one is in.
+   * Fails with the first failed call's error, in the order SQLite made the calls.
+   */
+  private async exchange(state: CallState, onCached: () => void): Promise<void> {
+    const failed = { position: -1, error: "" };
+    await state.worker.collect((reply, position) => {
+      const callId = state.sent[position] as CallKey;
+      if (reply.ok) state.answers.set(callId, reply.result);
+      else {
+        state.answers.delete(callId);
+        if (failed.position < 0 || position < failed.position) {
+          failed.position = position;
+          failed.error = reply.error;
+        }
+      }
+      if (reply.cached) onCached();
+    });
+    if (failed.position >= 0) {
+      const name = state.worker.spec.name;
+      throw new DirqError("WORKER_FAILED", `worker function ${name}: ${failed.error}`);
     }
   }
 

@@ -1,8 +1,10 @@
-import { closeSync, mkdirSync, openSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { closeSync, openSync, readSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { DirqError } from "../errors.js";
+import { isStorageError } from "../shared/sql-errors.js";
 import { readVersion } from "../version.js";
 import { openSqlite, type SqliteDatabase } from "./database.js";
+import { makeFolder } from "../make-folder.js";
 
 /**
  * The `--persist` cache: the index in a SQLite file that outlives the process. Opening it
@@ -45,14 +47,8 @@ export function cacheIgnorePatterns(root: string, path: string): string[] {
   return [relativePath, ...cacheSidecars(relativePath)].map(literalPattern);
 }
 
-/** SQLite failures of the file under the index (a full disk, a read-only one, damage). */
-export function isStorageError(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return (
-    typeof code === "string" &&
-    /^SQLITE_(FULL|IOERR|READONLY|CANTOPEN|CORRUPT|NOTADB|PERM)/.test(code)
-  );
-}
+// Told apart in shared/ (the query layer asks too); the indexer takes it from here.
+export { isStorageError };
 
 /** A storage failure while writing the index file, as an error naming the file. */
 export function storageError(path: string, error: unknown): DirqError {
@@ -223,7 +219,7 @@ function writeMeta(db: SqliteDatabase, root: string): void {
 /** Makes the cache folder; a bare `--persist` folder also gets a `.gitignore` that hides it. */
 function prepareFolder(path: string, root: string): void {
   const folder = dirname(path);
-  mkdirSync(folder, { recursive: true });
+  makeFolder(folder);
   if (folder === join(root, CACHE_DIRECTORY)) {
     const gitignore = join(folder, ".gitignore");
     if (statSync(gitignore, { throwIfNoEntry: false }) === undefined) {
@@ -240,6 +236,59 @@ function prepareFolder(path: string, root: string): void {
 function mayBeTruncatedCache(path: string, header: string | null, root: string): boolean {
   if (header !== null && SQLITE_HEADER.startsWith(header)) return true;
   return dirname(path) === join(root, CACHE_DIRECTORY);
+}
+
+/**
+ * The cache already at `path`: open and readied when it can be used as it is; `null` with a
+ * notice saying why when it is removed to be rebuilt. A file that is no dirq cache at all is
+ * never overwritten (`CACHE_UNUSABLE`).
+ */
+function existingCache(
+  path: string,
+  root: string,
+  size: number,
+  prepare: (db: SqliteDatabase) => void,
+): { db: SqliteDatabase | null; notice: string | null } {
+  const headerBytes = readHeader(path);
+  const header = headerBytes?.subarray(0, SQLITE_HEADER.length).toString("latin1") ?? null;
+  if (header !== SQLITE_HEADER) {
+    if (mayBeTruncatedCache(path, header, root)) {
+      removeCache(path);
+      return {
+        db: null,
+        notice: `rebuilding the cache ${path}: it is not a SQLite database (damaged or truncated)`,
+      };
+    }
+    throw new DirqError(
+      "CACHE_UNUSABLE",
+      `${path} is not a SQLite database; dirq will not overwrite it. Give --persist another path (or delete the file if it was a damaged dirq cache)`,
+    );
+  }
+  const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
+  const truncated =
+    headerBytes !== null && !sizeFitsHeader(headerBytes, size, (wal?.size ?? 0) > 0);
+  let db: SqliteDatabase | null;
+  try {
+    db = truncated ? null : openSqlite(path);
+  } catch {
+    db = null;
+  }
+  let reason: string | null;
+  try {
+    if (db !== null) prepare(db);
+    reason = truncated
+      ? "it is truncated"
+      : db === null
+        ? "it is damaged"
+        : staleReason(db, path, root);
+  } catch (error) {
+    db?.close();
+    throw error;
+  }
+  if (reason === null) return { db, notice: null };
+  db?.close();
+  removeCache(path);
+  return { db: null, notice: `rebuilding the cache ${path}: ${reason}` };
 }
 
 /**
@@ -269,44 +318,7 @@ export function openCache(
     // Left-over WAL files of a cache that is gone must not be replayed into a new one.
     if (existing === undefined) removeCache(path);
     if (existing !== undefined && existing.size > 0) {
-      const headerBytes = readHeader(path);
-      const header = headerBytes?.subarray(0, SQLITE_HEADER.length).toString("latin1") ?? null;
-      if (header === SQLITE_HEADER) {
-        const wal = statSync(`${path}-wal`, { throwIfNoEntry: false });
-        const truncated =
-          headerBytes !== null && !sizeFitsHeader(headerBytes, existing.size, (wal?.size ?? 0) > 0);
-        try {
-          db = truncated ? null : openSqlite(path);
-        } catch {
-          db = null;
-        }
-        let reason: string | null;
-        try {
-          if (db !== null) prepare(db);
-          reason = truncated
-            ? "it is truncated"
-            : db === null
-              ? "it is damaged"
-              : staleReason(db, path, root);
-        } catch (error) {
-          db?.close();
-          throw error;
-        }
-        if (reason !== null) {
-          db?.close();
-          db = null;
-          notice = `rebuilding the cache ${path}: ${reason}`;
-          removeCache(path);
-        }
-      } else if (mayBeTruncatedCache(path, header, root)) {
-        notice = `rebuilding the cache ${path}: it is not a SQLite database (damaged or truncated)`;
-        removeCache(path);
-      } else {
-        throw new DirqError(
-          "CACHE_UNUSABLE",
-          `${path} is not a SQLite database; dirq will not overwrite it. Give --persist another path (or delete the file if it was a damaged dirq cache)`,
-        );
-      }
+      ({ db, notice } = existingCache(path, root, existing.size, prepare));
     }
     const reused = db !== null;
     if (db === null) {

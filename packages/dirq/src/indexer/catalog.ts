@@ -67,9 +67,9 @@ CREATE TABLE IF NOT EXISTS _dirq_dirs (
 `;
 
 /**
- * A table's definition as stable text, compared whole: its JSON. Not a hash of it, as it was:
- * a definition is short, and hashing loaded `node:crypto` (and Node's streams with it), 2 to
- * 3 ms of every `--persist` run.
+ * A table's definition as stable text, compared whole: its JSON. Not a hash of it: a
+ * definition is short, and hashing would load `node:crypto` (and Node's streams with it) in
+ * every `--persist` run.
  */
 export function specText(definition: unknown): string {
   return JSON.stringify(definition);

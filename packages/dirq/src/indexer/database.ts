@@ -1,5 +1,7 @@
 import type BetterSqlite3 from "@rocicorp/zero-sqlite3";
 import { createRequire } from "node:module";
+import { provideNativeHost } from "../scan/native-fs.js";
+import { quoteIdentifier, quoteLiteral } from "../shared/sql-quote.js";
 import { readVersion } from "../version.js";
 
 export type SqliteDatabase = BetterSqlite3.Database;
@@ -23,15 +25,37 @@ export function openSqlite(path: string, options: BetterSqlite3.Options = {}): S
   return new Database(path, options);
 }
 
+// The native file system calls are a SQLite extension, in a connection of their own; scan/
+// walks without SQLite, so this module provides it (and a helper thread loads this module).
+provideNativeHost({
+  open: () => openSqlite(":memory:"),
+  get module() {
+    return new URL("./database.js", import.meta.url).href;
+  },
+});
+
+/** Pages of an index without a file kept in memory before they spill to a temporary file (KiB). */
+const MEMORY_INDEX_CACHE_KIB = 64 * 1024;
+
 /**
  * Opens the index: in memory, or in `path` in WAL mode so other processes can read while this
  * one writes. It is a cache, so it is not synced to disk. A file gets the internal metadata
  * table (dirq's version and the root) for whoever opens it later; an index in memory dies with
- * this connection, which may not read that table (docs/read-only.md), so it gets none: creating
- * it was a fifth of a millisecond of every one-shot start.
+ * this connection, which may not read that table (docs/read-only.md), so it gets none, and a
+ * one-shot start does not pay for creating it.
  */
 export function openIndexDatabase(root: string, path?: string): SqliteDatabase {
-  if (path === undefined) return openSqlite(":memory:");
+  if (path === undefined) {
+    // SQLite's private temporary database (an empty name): its pages stay in memory up to the
+    // cache size, as `:memory:` keeps them, and only beyond that spill to a file SQLite deletes
+    // on close, so a table read from a 1 GB file does not hold a 1 GB index in memory.
+    const db = openSqlite("");
+    db.pragma(`cache_size = -${MEMORY_INDEX_CACHE_KIB}`);
+    // As `:memory:` has it: the rollback journal in memory, nothing ever synced.
+    db.pragma("journal_mode = MEMORY");
+    db.pragma("synchronous = OFF");
+    return db;
+  }
   const db = openSqlite(path);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = OFF");
@@ -43,12 +67,27 @@ export function openIndexDatabase(root: string, path?: string): SqliteDatabase {
   return db;
 }
 
-/** Quotes text as an SQL string literal. */
-export function quoteLiteral(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
-}
+// Quoting lives in shared/ (output/ quotes without SQLite); the indexer takes it from here.
+export { quoteIdentifier, quoteLiteral };
 
-/** Quotes a name as an SQL identifier: any text, including `./docs/*.md`, is safe. */
-export function quoteIdentifier(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
+/** Statements by connection and text, for those a refresh runs once per file or batch. */
+const cachedStatements = new WeakMap<SqliteDatabase, Map<string, BetterSqlite3.Statement>>();
+/** A connection's cache is emptied past this many texts (schema-less tables widen theirs). */
+const MAX_CACHED_STATEMENTS = 512;
+
+/**
+ * `db.prepare(sql)`, prepared once per connection: preparing took a large share of the main
+ * thread's time in a live refresh. Use only for statements whose modes (`raw`, `pluck`,
+ * `safeIntegers`) every caller sets the same way. SQLite prepares a statement again by itself
+ * when the schema changed under it.
+ */
+export function cachedStatement(db: SqliteDatabase, sql: string): BetterSqlite3.Statement {
+  let statements = cachedStatements.get(db);
+  if (statements === undefined) cachedStatements.set(db, (statements = new Map()));
+  let statement = statements.get(sql);
+  if (statement === undefined) {
+    if (statements.size >= MAX_CACHED_STATEMENTS) statements.clear();
+    statements.set(sql, (statement = db.prepare(sql)));
+  }
+  return statement;
 }

@@ -1,13 +1,13 @@
 import type { Worker } from "node:worker_threads";
 import { DirqError, type DirqErrorCode } from "../errors.js";
-import { workerThreads } from "../lazy-module.js";
+import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
 import type { FillJob, FillOutcome } from "./path-fill.js";
 
 /**
  * A thread that runs path-table fills (walk, stats, inserts, commits) on a connection of its
  * own to the index file, so the thread that serves requests stays free while a big table
- * fills: in the server, a million-file fill used to hold the event loop for seconds in 10 ms
- * slices, and every request waited behind several of them.
+ * fills: on that thread, a million-file fill holds the event loop for seconds in short slices,
+ * and every request waits behind several of them.
  *
  * One writer still: the index runs each fill under its writer lock, and its own connection
  * writes nothing until the fill's answer is in. Query processes read the file (WAL) as before
@@ -42,8 +42,8 @@ export interface FillWorkerData {
 
 /**
  * The thread's young generation (MB). V8's default lets it grow to tens of MB while a fill
- * allocates batch after batch; measured at 1,000,000 files, this bound took about 20 MB off
- * the server's peak memory for a few percent more CPU.
+ * allocates batch after batch; this bound lowers the server's peak memory on big trees, for a
+ * little more CPU.
  */
 const YOUNG_GENERATION_MB = 4;
 
@@ -78,6 +78,7 @@ export class FillWorker {
     if (this.worker !== null || this.closed) return;
     const { Worker } = workerThreads();
     const worker = new Worker(new URL("./fill-worker-thread.js", import.meta.url), {
+      execArgv: inheritedExecArgv(),
       workerData: this.data,
       resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     });

@@ -1,12 +1,20 @@
-import type { Statement } from "@rocicorp/zero-sqlite3";
 import { DirqError } from "../errors.js";
 import type { Extractor } from "../parse/extractor.js";
+import { isReaderExtractor } from "../parse/format-extractor.js";
+import { fillFromReader } from "./reader-fill.js";
+import {
+  createTable,
+  insertFileRows,
+  recordBuiltTable,
+  rowInserter,
+  rowValues,
+  ruleBroken,
+} from "./table-rows.js";
 import { type HookRow, inferColumns, type StoredValue } from "../parse/hook-rows.js";
 import { type ParsedFile, parseFiles } from "../parse/parse-files.js";
 import type { ProgressPhase, ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
-import { isStorageError } from "./cache-file.js";
 import {
   type Catalog,
   type FileSignature,
@@ -14,10 +22,11 @@ import {
   schemaObjects,
   unchangedSince,
 } from "./catalog.js";
-import { quoteIdentifier, type SqliteDatabase } from "./database.js";
-import { currentRows, diffRows, type RowChange } from "./row-changes.js";
+import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
 import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
+import { foldName } from "../shared/sql-names.js";
 
 export { FILE_PATH_COLUMN, ROW_INDEX_COLUMN };
 
@@ -51,24 +60,6 @@ export interface ParsedTableOptions {
   signal?: AbortSignal;
 }
 
-function createTable(db: SqliteDatabase, spec: ParsedTableSpec, columns: string[]): void {
-  const declared = new Map(spec.schema ?? []);
-  const definitions = columns.map((column) => {
-    const type = declared.get(column);
-    return type ? `${quoteIdentifier(column)} ${type}` : quoteIdentifier(column);
-  });
-  definitions.push(`${FILE_PATH_COLUMN} TEXT NOT NULL`, `${ROW_INDEX_COLUMN} INTEGER NOT NULL`);
-  db.exec(`CREATE TABLE ${quoteIdentifier(spec.name)} (${definitions.join(", ")})`);
-  if (spec.ddl === null) return;
-  try {
-    db.exec(spec.ddl);
-  } catch (error) {
-    throw new DirqError("CONFIG_INVALID", `${spec.origin}.ddl: ${(error as Error).message}`, {
-      cause: error,
-    });
-  }
-}
-
 /** Columns a table may have besides the two hidden ones (SQLite's limit is 2000). */
 export const MAX_HOOK_COLUMNS = 1998;
 
@@ -84,7 +75,7 @@ function withinColumnLimit(files: ParsedFile[]): { files: ParsedFile[]; tooWide:
     const added = new Set<string>();
     for (const row of file.rows) {
       for (const key of row.keys()) {
-        const folded = key.toLowerCase();
+        const folded = foldName(key);
         if (!known.has(folded)) added.add(folded);
       }
     }
@@ -99,86 +90,6 @@ function withinColumnLimit(files: ParsedFile[]): { files: ParsedFile[]; tooWide:
     kept.push(file);
   }
   return { files: kept, tooWide };
-}
-
-/** Column name → position, by the name as spelled and lower-cased (SQLite ignores ASCII case). */
-function columnPositions(columns: readonly string[]): Map<string, number> {
-  const position = new Map<string, number>();
-  columns.forEach((column, i) => {
-    position.set(column.toLowerCase(), i);
-    position.set(column, i);
-  });
-  return position;
-}
-
-/** Fills `values` with a hook row's values in the table's column order (other keys dropped). */
-function fillRowValues(
-  position: ReadonlyMap<string, number>,
-  row: HookRow,
-  values: StoredValue[],
-): void {
-  for (const [key, value] of row) {
-    // Most keys are spelled as their column: the lower-cased look-up only for the others.
-    const at = position.get(key) ?? position.get(key.toLowerCase());
-    if (at !== undefined) values[at] = value;
-  }
-}
-
-/** A hook row's values in the table's column order (keys outside the columns are dropped). */
-export function rowValues(columns: readonly string[], row: HookRow): StoredValue[] {
-  const values: StoredValue[] = new Array<StoredValue>(columns.length).fill(null);
-  fillRowValues(columnPositions(columns), row, values);
-  return values;
-}
-
-/** Insert statements by connection and text: preparing one per file cost a third of a build. */
-const insertStatements = new WeakMap<SqliteDatabase, Map<string, Statement>>();
-
-function preparedInsert(db: SqliteDatabase, sql: string): Statement {
-  let statements = insertStatements.get(db);
-  if (statements === undefined) insertStatements.set(db, (statements = new Map()));
-  let statement = statements.get(sql);
-  if (statement === undefined) statements.set(sql, (statement = db.prepare(sql)));
-  return statement;
-}
-
-/**
- * Inserts files' rows into one table with a fixed column list, the hidden columns added: the
- * statement and column positions are worked out once, not per file or row (that per-row work
- * took ten times SQLite's own insert time). Call inside a transaction.
- */
-function rowInserter(
-  db: SqliteDatabase,
-  table: string,
-  columns: readonly string[],
-): (path: string, rows: readonly HookRow[]) => void {
-  const names = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier);
-  const insert = preparedInsert(
-    db,
-    `INSERT INTO ${quoteIdentifier(table)} (${names.join(", ")}) VALUES (${names.map(() => "?").join(", ")})`,
-  );
-  const position = columnPositions(columns);
-  const width = names.length;
-  return (path, rows) => {
-    for (let index = 0; index < rows.length; index++) {
-      const values: StoredValue[] = new Array<StoredValue>(width).fill(null);
-      fillRowValues(position, rows[index] as HookRow, values);
-      values[width - 2] = path;
-      values[width - 1] = BigInt(index);
-      insert.run(values);
-    }
-  };
-}
-
-/** Inserts one file's rows, with the hidden columns. Call inside a transaction. */
-export function insertFileRows(
-  db: SqliteDatabase,
-  table: string,
-  columns: readonly string[],
-  path: string,
-  rows: readonly HookRow[],
-): void {
-  rowInserter(db, table, columns)(path, rows);
 }
 
 /**
@@ -201,14 +112,7 @@ function insertRows(
       try {
         insert(file.path, file.rows);
       } catch (error) {
-        if (!(error instanceof Error) || error.name !== "SqliteError") throw error;
-        if (isStorageError(error)) throw error;
-        const key = spec.ddl === null ? "schema" : "ddl";
-        throw new DirqError(
-          "CONFIG_INVALID",
-          `${spec.origin}.${key}: the rows of ${file.path} break a rule of table '${spec.name}' (${error.message}); fix the file or the table's ${key}`,
-          { cause: error },
-        );
+        throw ruleBroken(spec, file.path, error);
       }
     }
   })();
@@ -244,7 +148,7 @@ function decodeRows(text: string): HookRow[] {
 
 /** A persisted build commits what its hooks parsed this often (files), so a kill loses little. */
 const STAGE_BATCH_FILES = 64;
-/** ... or this often (ms), for slow hooks. */
+/** ... and at least this often (ms), so a kill loses at most this much finished work. */
 const STAGE_BATCH_MS = 500;
 
 /**
@@ -270,12 +174,13 @@ async function parseStaged(
     }
   }
   let pending: { path: string; signature: FileSignature; rows: string }[] = [];
-  let flushedAt = Date.now();
   const flush = () => {
     if (pending.length > 0) persisted.catalog.stageFiles(spec.name, persisted.spec, pending);
     pending = [];
-    flushedAt = Date.now();
   };
+  // On a timer, not only when a file finishes: a slow hook after quick ones must not hold
+  // their rows back from the catalog.
+  const flusher = setInterval(flush, STAGE_BATCH_MS);
   const parsed = await parseFiles(
     spec.extractor,
     paths.filter((path) => !reused.has(path)),
@@ -288,12 +193,10 @@ async function parseStaged(
         const signature = signatures.get(result.path);
         if (!("rows" in result) || !signature) return;
         pending.push({ path: result.path, signature, rows: encodeRows(result.rows) });
-        if (pending.length >= STAGE_BATCH_FILES || Date.now() - flushedAt >= STAGE_BATCH_MS) {
-          flush();
-        }
+        if (pending.length >= STAGE_BATCH_FILES) flush();
       },
     },
-  );
+  ).finally(() => clearInterval(flusher));
   flush();
   const byPath = new Map(parsed.files.map((file) => [file.path, file.rows]));
   const files: ParsedFile[] = [];
@@ -329,9 +232,15 @@ export async function buildParsedTable(
   // A hook gets the file's name as an argument, which cannot carry bytes that are not UTF-8.
   const unnameable: SkippedPath[] = [...walked.rawPaths.keys()].map((path) => ({
     path,
-    reason: "its name is not valid UTF-8, so it cannot be handed to the on-file command",
+    reason: isReaderExtractor(spec.extractor)
+      ? "its name is not valid UTF-8, so dirq cannot open it by name"
+      : "its name is not valid UTF-8, so it cannot be handed to the on-file command",
   }));
   const paths = walked.paths.filter((path) => !walked.rawPaths.has(path));
+  if (isReaderExtractor(spec.extractor)) {
+    const read = await fillFromReader(db, spec, spec.extractor, paths, options, persisted);
+    return { skipped: [...walked.skipped, ...unnameable, ...read.skipped], columns: read.columns };
+  }
   // A persisted index records each file's state as it was before its hook read it.
   const signatures = persisted
     ? new Map(paths.map((path) => [path, fileSignature(`${options.root}/${path}`)]))
@@ -369,21 +278,11 @@ export async function buildParsedTable(
   const record =
     persisted && before && signatures
       ? () => {
-          const objects = [...schemaObjects(db)].filter(
-            (name) => !before.has(name) && name.toLowerCase() !== spec.name.toLowerCase(),
-          );
-          persisted.catalog.saveTable({
-            name: spec.name,
-            kind: "parsed",
-            spec: persisted.spec,
-            filled: null,
-            objects,
-          });
-          for (const file of files) {
+          const read = files.flatMap((file): [string, FileSignature][] => {
             const signature = signatures.get(file.path);
-            if (signature) persisted.catalog.recordFile(spec.name, file.path, signature);
-          }
-          persisted.catalog.forgetStaged(spec.name);
+            return signature ? [[file.path, signature]] : [];
+          });
+          recordBuiltTable(db, spec, persisted, before, read);
         }
       : null;
   insertRows(db, spec, columns, files, record);
@@ -409,7 +308,9 @@ const HIDDEN_COLUMNS = new Set([FILE_PATH_COLUMN, ROW_INDEX_COLUMN]);
 
 /** A parsed table's visible columns as SQLite has them now (the source of truth). */
 export function storedColumns(db: SqliteDatabase, table: string): string[] {
-  const rows = db.prepare("SELECT name FROM pragma_table_info(?)").pluck().all(table) as string[];
+  const rows = cachedStatement(db, "SELECT name FROM pragma_table_info(?)")
+    .pluck()
+    .all(table) as string[];
   return rows.filter((name) => !HIDDEN_COLUMNS.has(name));
 }
 
@@ -430,7 +331,7 @@ export function replaceFileRows(
   let columns = storedColumns(db, name);
   if (table.spec.schema === null) {
     for (const column of inferColumns([rows])) {
-      if (columns.some((known) => known.toLowerCase() === column.toLowerCase())) continue;
+      if (columns.some((known) => foldName(known) === foldName(column))) continue;
       db.exec(`ALTER TABLE ${quoteIdentifier(name)} ADD COLUMN ${quoteIdentifier(column)}`);
       columns = [...columns, column];
     }
@@ -438,10 +339,42 @@ export function replaceFileRows(
   const where = { column: FILE_PATH_COLUMN, value: path, orderBy: ROW_INDEX_COLUMN };
   const before = currentRows(db, name, columns, where);
   if (before.length === 0 && rows.length === 0) return [];
-  db.prepare(`DELETE FROM ${quoteIdentifier(name)} WHERE ${FILE_PATH_COLUMN} = ?`).run(path);
+  cachedStatement(db, `DELETE FROM ${quoteIdentifier(name)} WHERE ${FILE_PATH_COLUMN} = ?`).run(
+    path,
+  );
   insertFileRows(db, name, columns, path, rows);
-  const after = currentRows(db, name, columns, where);
+  const after = rowsAsStored(table, columns, rows) ?? currentRows(db, name, columns, where);
   return diffRows(table.spec.label ?? name, path, before, after);
+}
+
+/** Text a String method checks for unpaired surrogates (which SQLite's UTF-8 would replace). */
+interface CheckableString {
+  isWellFormed(): boolean;
+}
+
+/**
+ * The rows' JSON as reading them back would give it, without reading them back (a row of tens
+ * of megabytes costs the main thread as much again): for a table with no declared types and
+ * no `ddl`, SQLite stores each value as it is bound. `null` when it may not: a `schema` or
+ * `ddl` (types, triggers, defaults), or text SQLite would change.
+ */
+function rowsAsStored(
+  table: LiveParsedTable,
+  columns: readonly string[],
+  rows: readonly HookRow[],
+): string[] | null {
+  if (table.spec.schema !== null || table.spec.ddl !== null) return null;
+  const stored: string[] = [];
+  for (const row of rows) {
+    const values = rowValues(columns, row);
+    for (const value of values) {
+      if (typeof value === "string" && !(value as unknown as CheckableString).isWellFormed()) {
+        return null;
+      }
+    }
+    stored.push(rowJson(columns, values));
+  }
+  return stored;
 }
 
 /**

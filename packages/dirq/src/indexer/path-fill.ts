@@ -27,8 +27,8 @@ export const STAT_COLUMNS = ["size", "mtime", "ctime"] as const;
 const COMMIT_EVERY_ROWS = 32_768;
 
 /**
- * Rows per INSERT: one call per batch costs about half of one call per row, and 64 rows a
- * call about a tenth less than 16 (measured on a million rows).
+ * Rows per INSERT: one call per batch costs far less than one call per row, and 64 rows a
+ * call less than 16.
  */
 const INSERT_BATCH = 64;
 
@@ -46,10 +46,11 @@ export function pushNameColumns(values: unknown[], path: string): void {
 }
 
 /**
- * Files found on the calling thread alone before a helper thread is worth its start-up (about
- * 40 ms of CPU, more on a loaded machine). A stat costs several times what listing a file does,
- * so the stat helper pays off early; the walk helper only on big trees (measured at 100,000
- * files it cost more CPU than it saved, and at 1,000,000 it took a third off the fill).
+ * Files found on the calling thread alone before a helper thread is worth its start-up (CPU
+ * that a small tree never earns back, more of it on a loaded machine). A stat costs several
+ * times what listing a file does, so the stat helper pays off early; the walk helper only on
+ * big trees (on a hundred thousand files it costs more CPU than it saves, on a million it
+ * shortens the fill).
  */
 export const STAT_HELPER_AFTER_FILES = 2_048;
 export const WALK_HELPER_AFTER_FILES = 65_536;
@@ -58,8 +59,7 @@ export const WALK_HELPER_AFTER_FILES = 65_536;
  * Batches walked but not yet written, at most: past this the walk stops and the calling thread
  * stats batches the helper has not begun (or waits for the oldest), so only a few batches of
  * paths are ever in memory and both threads stat until the walk's end. Few: batches held
- * longer outlive V8's young generation and raise the peak RSS (measured on a million files:
- * 16 batches of 2,048 files ahead, about 190 MB; 4, about 167 MB), and more saved no time.
+ * longer outlive V8's young generation and raise the peak RSS, and more ahead saves no time.
  */
 const BATCHES_AHEAD = 8;
 /** The longest the fill holds the event loop before it lets other work run (ms). */
@@ -113,15 +113,15 @@ async function streamBatches(
 
 /**
  * The share of what is left that the calling thread keeps when it splits a paths-only walk
- * with the helper: it also inserts every row. Profiled at a million files with native listings
- * (native-fs.ts): at 0.4 the caller waited about 70 ms for the helper at the end, at 0.46 the
- * helper was done about 130 ms before the caller's own part.
+ * with the helper: it also inserts every row, so it keeps less than half. Chosen so that
+ * neither side waits long for the other at the end of a big walk with native listings
+ * (native-fs.ts): a smaller share leaves the caller waiting, a larger one the helper idle.
  */
 const CALLER_SHARE = 0.42;
 /**
  * The helper's batches kept at most, in characters of JSON (about as many bytes): past this
  * the caller stops taking them and the helper waits until the caller's own part is in, so
- * memory stays bounded on any tree (a million files keep about 15 MB).
+ * memory stays bounded on any tree (a million files stay well below the bound).
  */
 const KEEP_MAX_CHARS = 32 * 1024 * 1024;
 
@@ -188,11 +188,11 @@ export async function streamSplit(
 /**
  * Writes a path-table's rows in batched INSERTs inside one transaction. With dirq's native
  * extension a batch goes in as one `INSERT ... SELECT` from its `dirq_rows` table, which
- * makes the rows from the batch's NUL-joined paths and stat blob (measured on 100,000 rows:
- * about half the time of binding 64 rows of four values at a time, and no JavaScript value per
- * row). Without it, paths alone (a fill for `count(*)` or `SELECT path`) go in as one JSON
- * array per batch, which SQLite's `json_each` unpacks (about twice as fast as binding them 16
- * rows at a time), and other rows are bound 64 at a time.
+ * makes the rows from the batch's NUL-joined paths and stat blob (faster than binding 64 rows
+ * of four values at a time, and no JavaScript value per row). Without it, paths alone (a fill
+ * for `count(*)` or `SELECT path`) go in as one JSON array per batch, which SQLite's
+ * `json_each` unpacks (faster than binding them 16 rows at a time), and other rows are bound
+ * 64 at a time.
  */
 export class RowWriter {
   private readonly insertNative: Statement | null;
@@ -275,7 +275,7 @@ export class RowWriter {
     return this.written;
   }
 
-  /** One commit of a million rows holds the thread for a fifth of a second; these, a few ms. */
+  /** One commit of a million rows holds the thread long; a commit every so many rows, briefly. */
   private commitNow(): void {
     if (!this.commitAsYouGo || this.written - this.committed < COMMIT_EVERY_ROWS) return;
     this.flushPartialBatch();

@@ -10,7 +10,7 @@ import {
   treeUnchanged,
 } from "../scan/tree-signature.js";
 import { type Catalog, type CatalogTable, specText } from "./catalog.js";
-import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
   type ColumnGroups,
   type FillJob,
@@ -326,10 +326,10 @@ export class PathTables {
       const after = values ? [rowJson(PATH_TABLE_COLUMNS, values)] : [];
       if (before[0] === after[0]) continue;
       const quoted = quoteIdentifier(table.name);
-      this.db.prepare(`DELETE FROM ${quoted} WHERE path = ?`).run(path);
+      cachedStatement(this.db, `DELETE FROM ${quoted} WHERE path = ?`).run(path);
       if (values) {
         const placeholders = PATH_TABLE_COLUMNS.map(() => "?").join(", ");
-        this.db.prepare(`INSERT INTO ${quoted} VALUES (${placeholders})`).run(values);
+        cachedStatement(this.db, `INSERT INTO ${quoted} VALUES (${placeholders})`).run(values);
       }
       changes.push(...diffRows(table.label, path, before, after));
     }

@@ -5,7 +5,7 @@ import { statPaths } from "../scan/file-stats.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import { type Catalog, type FileSignature, fileSignature, unchangedSince } from "./catalog.js";
-import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
   FILE_PATH_COLUMN,
   type LiveParsedTable,
@@ -14,7 +14,7 @@ import {
 } from "./parsed-tables.js";
 import type { PathTables } from "./path-tables.js";
 import type { RowChange } from "./row-changes.js";
-import { HookSlots } from "./hook-slots.js";
+import { HookSlots } from "../parse/hook-slots.js";
 
 /** The tables a refresh keeps current. */
 export interface LiveTables {
@@ -199,7 +199,7 @@ export class Refresher {
         dir === ""
           ? `SELECT DISTINCT ${column} FROM ${quoteIdentifier(table)}`
           : `SELECT DISTINCT ${column} FROM ${quoteIdentifier(table)} WHERE ${column} > ? AND ${column} < ?`;
-      const statement = this.db.prepare(sql).pluck();
+      const statement = cachedStatement(this.db, sql).pluck();
       const rows = (dir === "" ? statement.all() : statement.all(`${dir}/`, `${dir}0`)) as string[];
       for (const file of rows) files.add(file);
     }

@@ -1,6 +1,6 @@
 import { jsonValue } from "../output/json.js";
 import type { SqlValue } from "../shared/sql-value.js";
-import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 
 /** One row-level change, as the event stream sends it. Rows are JSON object text. */
 export type RowChange =
@@ -39,10 +39,10 @@ export function currentRows(
   // each row is then `{}`, and the list still needs one expression.
   const list = columns.length === 0 ? "NULL" : columns.map(quoteIdentifier).join(", ");
   const order = where.orderBy ? ` ORDER BY ${where.orderBy}` : "";
-  const statement = db
-    .prepare(
-      `SELECT ${list} FROM ${quoteIdentifier(table)} WHERE ${quoteIdentifier(where.column)} = ?${order}`,
-    )
+  const statement = cachedStatement(
+    db,
+    `SELECT ${list} FROM ${quoteIdentifier(table)} WHERE ${quoteIdentifier(where.column)} = ?${order}`,
+  )
     .raw(true)
     .safeIntegers(true);
   return (statement.all(where.value) as unknown[][]).map((values) => rowJson(columns, values));
@@ -71,23 +71,12 @@ export function diffRows(
       });
     }
   }
-  for (let i = common; i < after.length; i++) {
-    changes.push({
-      action: "insert",
-      table,
-      file_path: path,
-      row: after[i] as string,
-      old_row: null,
-    });
-  }
-  for (let i = common; i < before.length; i++) {
-    changes.push({
-      action: "delete",
-      table,
-      file_path: path,
-      row: before[i] as string,
-      old_row: null,
-    });
-  }
+  const added = (action: "insert" | "delete", rows: readonly string[]) => {
+    for (let i = common; i < rows.length; i++) {
+      changes.push({ action, table, file_path: path, row: rows[i] as string, old_row: null });
+    }
+  };
+  added("insert", after);
+  added("delete", before);
   return changes;
 }

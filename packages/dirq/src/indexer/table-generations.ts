@@ -1,3 +1,5 @@
+import type { SqliteDatabase } from "./database.js";
+import type { RowChange } from "./row-changes.js";
 import { SCHEMA_TABLE } from "../query/statement-plan.js";
 
 /** Tables whose changes are counted one by one; past this many, the counts start over. */
@@ -54,4 +56,18 @@ export class TableGenerations {
       this.counts.set(key, (this.counts.get(key) ?? 0) + 1);
     }
   }
+}
+
+/** The tables a refresh's row changes touched; `null` (all) when a trigger may write others. */
+export function tablesTouchedBy(
+  db: SqliteDatabase,
+  changes: readonly RowChange[],
+): (string | null)[] | null {
+  if (changes.length === 0) return [];
+  // A `ddl` trigger writes tables of its own choosing; no row change names them.
+  const trigger = db
+    .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' LIMIT 1")
+    .get();
+  if (trigger !== undefined) return null;
+  return [...new Set(changes.map((change) => change.table))];
 }

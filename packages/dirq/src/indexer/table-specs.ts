@@ -3,7 +3,9 @@ import type { TableConfig } from "../config/types.js";
 import type { ExtensionSpec } from "../extensions/load-extensions.js";
 import type { WorkerSpec } from "../functions/worker-process.js";
 import { DirqError, isDirqError } from "../errors.js";
-import { commandExtractor, type Extractor } from "../parse/extractor.js";
+import { commandExtractor, DEFAULT_HOOK_TIME_LIMIT, type Extractor } from "../parse/extractor.js";
+import type { HookTimeLimit } from "../parse/hook-timeout.js";
+import { formatExtractor, isReaderExtractor } from "../parse/format-extractor.js";
 import { parseHookCommand } from "../parse/hook-command.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { preciseStat } from "../scan/tree-signature.js";
@@ -16,6 +18,17 @@ function inConfig(table: TableConfig, key: string, error: DirqError): DirqError 
   return new DirqError("CONFIG_INVALID", `${table.origin}.${key}: ${error.message}`, {
     cause: error,
   });
+}
+
+/** A config table's hook time limit, and what its message says changes it. */
+function tableTimeLimit(table: TableConfig): HookTimeLimit {
+  if (table.timeout === null) {
+    return {
+      ...DEFAULT_HOOK_TIME_LIMIT,
+      setBy: `the default: set timeout in ${table.origin}, 0 = none`,
+    };
+  }
+  return { seconds: table.timeout, setBy: `timeout = ${table.timeout} in ${table.origin}` };
 }
 
 /** The parsed table a config `[[table]]` defines. Throws a `CONFIG_INVALID` naming the key. */
@@ -31,7 +44,11 @@ export function configTableSpec(table: TableConfig, root: string): ParsedTableSp
   }
   let extractor: Extractor;
   try {
-    extractor = table.extractor ?? commandExtractor(parseHookCommand(table.onFile, table.baseDir));
+    extractor =
+      table.extractor ??
+      (table.format !== null
+        ? formatExtractor(table.format, table.each)
+        : commandExtractor(parseHookCommand(table.onFile, table.baseDir), tableTimeLimit(table)));
   } catch (error) {
     throw isDirqError(error) ? inConfig(table, "on-file", error) : error;
   }
@@ -58,7 +75,7 @@ export function onFileSpec(
     extractor,
     schema: null,
     ddl: null,
-    origin: "--on-file",
+    origin: isReaderExtractor(extractor) ? "--parse" : "--on-file",
   };
 }
 
@@ -93,7 +110,7 @@ function programFile(word: string, root: string): string | null {
 /** Why each part of a definition moves, as the rebuild notice says it. */
 const DEFINITION_PARTS: Record<string, string> = {
   selection: "its glob changed",
-  command: "its on-file command changed",
+  command: "how its files are parsed changed (its on-file command, format or each)",
   program: "its on-file program changed",
   schema: "its schema changed",
   ddl: "its ddl changed",
@@ -150,7 +167,15 @@ export function definitionChange(stored: string, expected: string): string {
     return "its definition changed";
   }
   for (const [part, reason] of Object.entries(DEFINITION_PARTS)) {
-    if (before[part] !== after[part]) return reason;
+    if (before[part] === after[part]) continue;
+    if (part !== "command") return reason;
+    // The extractor's id: `command:<text>` for a hook, `format:<name>[ each:<path>]` for a format.
+    const kinds = [before[part], after[part]].map((id) =>
+      /format:/.test(id ?? "") ? "format" : "command",
+    );
+    if (kinds[0] === "command" && kinds[1] === "command") return "its on-file command changed";
+    if (kinds[0] === "format" && kinds[1] === "format") return "its format or each changed";
+    return reason;
   }
   return "its definition changed";
 }

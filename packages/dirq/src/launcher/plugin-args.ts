@@ -14,8 +14,20 @@ export function pluginsDisabledByEnv(value: string | undefined): boolean {
 
 /** Subcommands that take `-c` after them; the default mode (SQL first) does too. */
 const CONFIG_COMMANDS = new Set(["query", "server", "repl"]);
-/** First arguments that never take configs. */
-const NO_CONFIG_FIRST = new Set(["init", "help", "completion", "--help", "-h", "--version", "-V"]);
+/**
+ * First arguments that never take configs. `sdk-stdio` gets its configs in frames, and the
+ * SDKs never discover plugins.
+ */
+const NO_CONFIG_FIRST = new Set([
+  "init",
+  "help",
+  "completion",
+  "sdk-stdio",
+  "--help",
+  "-h",
+  "--version",
+  "-V",
+]);
 const HELP_FLAGS = new Set(["--help", "-h"]);
 
 /**

@@ -1,10 +1,11 @@
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { dirname } from "node:path";
 import { statOrNone } from "../shared/stat-or-none.js";
 import type { FoundPlugin } from "./npm-plugins.js";
+import { makeFolder } from "../make-folder.js";
 
-// Discovery reads one manifest per installed package on every start: about 4 ms in a project
-// with 500 packages, a fifth of dirq's start. What it found in a `node_modules` folder is kept
+// Discovery reads one manifest per installed package on every start, a large part of dirq's
+// start in a project with hundreds of packages. What it found in a `node_modules` folder is kept
 // in the user's cache folder with the modification times that would show a change, and taken
 // again while they are unchanged: a few `stat` calls instead of hundreds of reads.
 //
@@ -112,7 +113,7 @@ export class PluginCache {
     const file: CacheFile = { format: FORMAT, places: Object.fromEntries(kept) };
     const temporary = `${this.path}.${process.pid}.tmp`;
     try {
-      mkdirSync(dirname(this.path), { recursive: true });
+      makeFolder(dirname(this.path));
       writeFileSync(temporary, JSON.stringify(file));
       renameSync(temporary, this.path);
     } catch {

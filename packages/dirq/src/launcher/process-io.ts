@@ -37,11 +37,10 @@ function isTerminal(fd: number): boolean {
 /**
  * stdout or stderr written by synchronous writes to its file descriptor, with Node's stream
  * made only if a write would block. Making `process.stdout` loads Node's stream modules (and
- * `net` for a pipe): about 3 ms and 1.2 MB for each of the two streams on the machines dirq is
- * measured on, against about 22 ms of start-up that is dirq's own. A one-shot answer is held
- * until the statement is done and then written whole, so writing it synchronously costs
- * nothing; a pipe another program left non-blocking (`EAGAIN`) gets the stream from then on,
- * which waits for the reader as before.
+ * `net` for a pipe), time and memory for each of the two streams that are a noticeable part of
+ * dirq's own start-up. A one-shot answer is held until the statement is done and then written
+ * whole, so writing it synchronously costs nothing; a pipe another program left non-blocking
+ * (`EAGAIN`) gets the stream from then on, which waits for the reader as before.
  */
 export class FdOutput extends EventEmitter implements OutputStream {
   private terminal: boolean | undefined;

@@ -1,5 +1,6 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
-import { quoteLiteral, type SqliteDatabase } from "../indexer/database.js";
+import type { SqliteDatabase } from "../indexer/database.js";
+import { quoteLiteral } from "../shared/sql-quote.js";
 import type { ColumnPlan } from "../query/execute.js";
 import type { StatementAnalysis } from "../query/statement-analysis.js";
 
@@ -19,8 +20,8 @@ const SMALL_ANSWER_SHARE = 10;
 /**
  * How many rows of a statement's first answer are written the JS way before SQLite writes
  * it instead (see `answerInSqlite` of the query process, and the CLI's JSON output).
- * Wrapping a statement for SQLite's JSON compiles another statement (measured, ten times the
- * cost of a one-row answer the JS way); it pays off only for longer answers.
+ * Wrapping a statement for SQLite's JSON compiles another statement (costlier than a one-row
+ * answer the JS way); it pays off only for longer answers.
  * `DIRQ_FIRST_ANSWER_JS_ROWS` changes the bound: tests set 0, so that SQLite writes every
  * answer it can, or a huge number, so that the JS way writes them all, and compare the bytes.
  */
@@ -32,10 +33,10 @@ export function firstAnswerJsRows(): number {
 /**
  * A statement wrapped so that SQLite writes its JSON answer, in two forms. The bounded one
  * stops reading at `maxRows` + 1 rows (MAX_SQLITE_JSON_ROWS unless told), so a huge answer
- * never becomes one huge string; its LIMIT makes SQLite copy every row through a subquery,
- * measured a fifth of a 1,000-row answer's time. The unbounded one reads every row and serves statements whose
- * answers have been small. Each is compiled when first needed: a statement whose answers
- * stay small never compiles the bounded one.
+ * never becomes one huge string; its LIMIT makes SQLite copy every row through a subquery, a
+ * cost worth avoiding. The unbounded one reads every row and serves statements whose answers
+ * have been small. Each is compiled when first needed: a statement whose answers stay small
+ * never compiles the bounded one.
  */
 export interface JsonStatement {
   readonly db: SqliteDatabase;
@@ -105,8 +106,8 @@ interface ColumnOrigin {
  * read straight from a table column never carries a JSON subtype (only function results do);
  * one of a TEXT-affinity column is never REAL, and an INT or INTEGER column of a STRICT table
  * (path-tables are STRICT) holds neither REAL nor BLOB: such columns go in as they are, the
- * cheapest form (measured, the checks cost twice json_object itself; the one REAL check of an
- * INTEGER column about a tenth of a 1,000-row answer). A BLOB makes json_object fail, which
+ * cheapest form (the checks cost more than json_object itself; even the one REAL check of an
+ * INTEGER column is a noticeable part of an answer). A BLOB makes json_object fail, which
  * sends the answer the JS way too.
  */
 function columnJson(
@@ -134,9 +135,9 @@ function columnJson(
 
 /**
  * The statement wrapped so that SQLite writes the whole JSON array itself (json_group_array
- * of json_object): measured, about three times faster for a 1,000-row answer than making
- * every value a JS value and encoding it again. The rows keep the statement's order: SQLite
- * keeps a FROM-subquery's ORDER BY under an aggregate other than count/min/max. It also says
+ * of json_object): faster for a long answer than making every value a JS value and encoding
+ * it again. The rows keep the statement's order: SQLite keeps a FROM-subquery's ORDER BY
+ * under an aggregate other than count/min/max. It also says
  * whether a row holds a REAL or a BLOB, which SQLite would write differently from
  * `jsonChunks` (`1.0` for `1`, an error for a BLOB), and how many rows there were: such
  * answers, and long ones, go the JS way. TEXT computed by an expression goes through `|| ''`,

@@ -40,9 +40,8 @@ const WIDE_CHARACTER =
 
 /**
  * string-width, for the text the fast paths leave to it, loaded when a table first has such a
- * cell: loading it makes an `Intl.Segmenter`, and ICU's segmentation data cost 7 ms of every
- * start that printed a table (8 ms of a whole `dirq` run), for text that is nearly always
- * ASCII.
+ * cell: loading it makes an `Intl.Segmenter`, and loading ICU's segmentation data is a large
+ * part of a start that prints a table, for text that is nearly always ASCII.
  */
 let stringWidth: ((text: string) => number) | undefined;
 
@@ -60,8 +59,8 @@ const UNMEASURED = 255;
 /**
  * Columns `text` takes on a terminal, when it is printable ASCII (its length) or text of
  * characters that never combine (its length plus one per wide character); `UNMEASURED`
- * otherwise. Measured, string-width was where a table's time went (it segments every string
- * into graphemes): only other text goes through it.
+ * otherwise. string-width is costly (it segments every string into graphemes): only other
+ * text goes through it.
  */
 function quickWidth(text: string): number {
   if (PRINTABLE_ASCII.test(text)) return text.length;

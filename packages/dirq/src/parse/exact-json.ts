@@ -134,7 +134,7 @@ function markLiterals(text: string): string | null {
       let mark: string | null = null;
       if (INTEGER_LITERAL.test(token)) {
         if (token.length >= 16) mark = INTEGER_MARK;
-      } else if (Number.isSafeInteger(Number(token))) {
+      } else if (Number.isInteger(Number(token))) {
         // `3.0`, `1e5`, `-0.0`: JSON.parse would give a number that looks like an integer.
         mark = REAL_MARK;
       }

@@ -1,7 +1,9 @@
 import { crypto, os } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
 import type { HookCommand } from "./hook-command.js";
-import { type HookRow, parseHookOutput, toRows } from "./hook-rows.js";
+import { type HookRow, parseJsonExactRows, toRows } from "./hook-rows.js";
+import { parseOutput } from "./large-output.js";
+import { DEFAULT_HOOK_TIMEOUT_SECONDS, type HookTimeLimit } from "./hook-timeout.js";
 import { runHook } from "./run-hook.js";
 
 /** One file's rows, or why the file is skipped (its other tables' rows and other files stand). */
@@ -33,6 +35,11 @@ export interface Extractor {
   /** Files extracted at once unless the index says otherwise. */
   readonly concurrency: number;
   /**
+   * An extraction that runs long stops counting against `concurrency` (a hook, one process per
+   * file: the rule of `HookSlots`); without it, `concurrency` extractions are in flight.
+   */
+  readonly slowFreesSlot?: boolean;
+  /**
    * Rows of one file, or the reason it is skipped: never rejects for one bad file. Rejects (a
    * `DirqError`) only when no file can be extracted at all, such as a hook program that cannot
    * be started. `signal` abandons the work (a running hook is killed).
@@ -45,12 +52,14 @@ export type ExtractedRows = readonly Record<string, unknown>[];
 
 /**
  * An in-process extract function: the file's path relative to the root and its bytes, to its
- * rows (sync or async). Throwing skips the file with the error's message.
+ * rows (sync or async). Throwing skips the file with the error's message. The rows may also
+ * come as JSON text (a string or bytes) holding an array of row objects, read as a hook's
+ * output is: exact integers, and a number written with a fraction or exponent (`3.0`) a REAL.
  */
 export type ExtractFunction = (
   path: string,
   content: Buffer,
-) => ExtractedRows | Promise<ExtractedRows>;
+) => ExtractedRows | string | Uint8Array | Promise<ExtractedRows | string | Uint8Array>;
 
 /** Programs that run a script given as their first argument that is not an option. */
 const INTERPRETERS = new Set([
@@ -93,20 +102,34 @@ export function hookProgram(argv: readonly string[]): string[] {
   return [script];
 }
 
-/** The on-file hook: one process per file, printing a JSON array of row objects. */
-export function commandExtractor(command: HookCommand): Extractor {
+/** The time limit of a hook nothing sets one for. */
+export const DEFAULT_HOOK_TIME_LIMIT: HookTimeLimit = {
+  seconds: DEFAULT_HOOK_TIMEOUT_SECONDS,
+  setBy: "the default: a table's timeout key or --hook-timeout sets another, 0 = none",
+};
+
+/**
+ * The on-file hook: one process per file, printing a JSON array of row objects, stopped past
+ * `limit`. The limit is not part of `id`: it changes no row a hook prints in time.
+ */
+export function commandExtractor(
+  command: HookCommand,
+  limit: HookTimeLimit = DEFAULT_HOOK_TIME_LIMIT,
+): Extractor {
   return {
     id: `command:${command.text}`,
     inputs: hookProgram(command.argv),
     // A hook is a process: more at once than cores only adds contention.
     concurrency: Math.max(1, os().availableParallelism()),
+    slowFreesSlot: true,
     async extract(file, signal) {
       const outcome = await runHook(
         command,
         { path: `${file.root}/${file.path}`, root: file.root },
         signal,
+        limit,
       );
-      return outcome.ok ? parseHookOutput(outcome.stdout) : outcome;
+      return outcome.ok ? parseOutput(outcome.stdout) : outcome;
     },
   };
 }
@@ -125,14 +148,19 @@ function describeThrown(error: unknown): string {
 
 /**
  * An in-process extract function, called once per file with the file's content: no process per
- * file. `name` (the table's) and the function's source make up its id.
+ * file. `name` (the table's) and the function's source make up its id; `concurrency` calls may
+ * be in flight at once.
  */
-export function functionExtractor(name: string, extract: ExtractFunction): Extractor {
+export function functionExtractor(
+  name: string,
+  extract: ExtractFunction,
+  concurrency: number = FUNCTION_CONCURRENCY,
+): Extractor {
   const digest = crypto().createHash("sha256").update(String(extract)).digest("hex").slice(0, 16);
   return {
     id: `function:${name}:${digest}`,
     inputs: [],
-    concurrency: FUNCTION_CONCURRENCY,
+    concurrency,
     async extract(file) {
       let content: Buffer;
       try {
@@ -150,7 +178,11 @@ export function functionExtractor(name: string, extract: ExtractFunction): Extra
       } catch (error) {
         return { ok: false, reason: `extract failed: ${describeThrown(error)}` };
       }
-      return toRows(result, { whole: "extract returned", row: "extract's result" });
+      const source = { whole: "extract returned", row: "extract's result" };
+      if (typeof result === "string" || result instanceof Uint8Array) {
+        return parseJsonExactRows(result, source);
+      }
+      return toRows(result, source);
     },
   };
 }

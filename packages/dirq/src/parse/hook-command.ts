@@ -24,6 +24,25 @@ function operatorAt(text: string, at: number): string {
   return ["&&", "||", ";;", ">>", "<<", ">&", "<&", "<>", ">|"].includes(two) ? two : text[at]!;
 }
 
+/** The text of the double-quoted string that starts at `start`, and where reading goes on. */
+function readDoubleQuoted(text: string, start: number): { value: string; end: number } {
+  let value = "";
+  let i = start + 1;
+  for (;;) {
+    if (i >= text.length) throw invalid(text, 'a " quote is never closed');
+    const inner = text[i]!;
+    if (inner === '"') return { value, end: i + 1 };
+    if (inner === "\\" && i + 1 < text.length && ESCAPABLE_IN_DOUBLE_QUOTES.has(text[i + 1]!)) {
+      // A backslash before a line break joins the lines; before the others it escapes.
+      if (text[i + 1] !== "\n") value += text[i + 1];
+      i += 2;
+    } else {
+      value += inner;
+      i++;
+    }
+  }
+}
+
 /**
  * Splits a command into words as POSIX `sh` does (token recognition and quote removal, XCU
  * 2.3 and 2.6.7), without running a shell: quotes and backslashes as sh reads them, and a `#`
@@ -54,22 +73,10 @@ export function parseHookCommand(text: string, baseDir?: string): HookCommand {
       inWord = true;
       i = close + 1;
     } else if (ch === '"') {
+      const quoted = readDoubleQuoted(text, i);
+      word += quoted.value;
       inWord = true;
-      i++;
-      for (;;) {
-        if (i >= text.length) throw invalid(text, 'a " quote is never closed');
-        const inner = text[i]!;
-        if (inner === '"') break;
-        if (inner === "\\" && i + 1 < text.length && ESCAPABLE_IN_DOUBLE_QUOTES.has(text[i + 1]!)) {
-          // A backslash before a line break joins the lines; before the others it escapes.
-          if (text[i + 1] !== "\n") word += text[i + 1];
-          i += 2;
-        } else {
-          word += inner;
-          i++;
-        }
-      }
-      i++;
+      i = quoted.end;
     } else if (ch === "\\") {
       if (i + 1 >= text.length) {
         // dash keeps a backslash that ends the input as it is; so do we.

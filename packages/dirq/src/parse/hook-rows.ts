@@ -1,6 +1,7 @@
 import type * as LosslessJson from "lossless-json";
 import { lazyModule } from "../lazy-module.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
+import { foldName } from "../shared/sql-names.js";
 import { parseExactJson, type StoredValue, toStoredValue } from "./exact-json.js";
 
 export { type StoredValue, toStoredValue };
@@ -52,17 +53,30 @@ function isReservedKey(key: string): boolean {
  * is a reason to skip the file, never an exception.
  */
 export function parseHookOutput(stdout: Buffer): ParsedOutput {
+  return parseJsonExactRows(stdout, { whole: "hook printed", row: "the hook's output" });
+}
+
+/**
+ * JSON text that must be an array of row objects, read as a hook's output is (exact numbers);
+ * `source` names who produced it, as for `toRows`.
+ */
+export function parseJsonExactRows(
+  text: string | Uint8Array,
+  source: { whole: string; row: string },
+): ParsedOutput {
+  const bytes =
+    typeof text === "string" ? null : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
   let parsed: ReturnType<typeof parseExactJson>;
   try {
-    parsed = parseExactJson(stdout.toString("utf8"));
+    parsed = parseExactJson(bytes === null ? (text as string) : bytes.toString("utf8"));
   } catch (error) {
-    const excerpt = stdout.toString("utf8", 0, 80).trim();
+    const excerpt = (bytes ?? Buffer.from(text as string, "utf8")).toString("utf8", 0, 80).trim();
     return {
       ok: false,
-      reason: `hook printed invalid JSON (${(error as Error).message}); output began: ${JSON.stringify(excerpt)}`,
+      reason: `${source.whole} invalid JSON (${(error as Error).message}); output began: ${JSON.stringify(excerpt)}`,
     };
   }
-  return toRows(parsed.data, { whole: "hook printed", row: "the hook's output" }, parsed.stored);
+  return toRows(parsed.data, source, parsed.stored);
 }
 
 /**
@@ -117,7 +131,7 @@ export function inferColumns(rowSets: Iterable<readonly HookRow[]>): string[] {
       for (const key of row.keys()) {
         if (seen.has(key)) continue;
         seen.add(key);
-        const folded = key.toLowerCase();
+        const folded = foldName(key);
         if (!columns.has(folded)) columns.set(folded, key);
       }
     }

@@ -1,8 +1,10 @@
-import type { ChildProcess } from "node:child_process";
 import { childStarting } from "../child-start.js";
-import { childProcess } from "../lazy-module.js";
+import { os } from "../lazy-module.js";
 import { DirqError } from "../errors.js";
 import { expandHookCommand, type HookCommand } from "./hook-command.js";
+import { HookSlots, whenAborted } from "./hook-slots.js";
+import { type SpawnAnswer, spawnHook } from "./hook-spawner.js";
+import type { HookTimeLimit } from "./hook-timeout.js";
 
 /** How much of a failing hook's stderr a message quotes. */
 const STDERR_TAIL_BYTES = 1000;
@@ -16,19 +18,12 @@ export const MAX_HOOK_OUTPUT_BYTES = 256 * 1024 * 1024;
 
 export type HookOutcome = { ok: true; stdout: Buffer } | { ok: false; reason: string };
 
-function tail(chunks: Buffer[]): string {
-  const text = Buffer.concat(chunks).toString("utf8").trim();
+const ABANDONED: HookOutcome = { ok: false, reason: "hook was stopped: the work was abandoned" };
+
+function tail(stderr: string): string {
+  const text = stderr.trim();
   if (text.length <= STDERR_TAIL_BYTES) return text;
   return `…${text.slice(-STDERR_TAIL_BYTES)}`;
-}
-
-/** Keeps only the last bytes of a stream, so a chatty hook's stderr never piles up. */
-function keepTail(chunks: Buffer[], chunk: Buffer): void {
-  chunks.push(chunk);
-  let size = chunks.reduce((sum, part) => sum + part.length, 0);
-  while (chunks.length > 1 && size - (chunks[0]?.length ?? 0) >= STDERR_TAIL_BYTES * 4) {
-    size -= chunks.shift()?.length ?? 0;
-  }
 }
 
 function startFailure(command: HookCommand, error: NodeJS.ErrnoException): DirqError {
@@ -44,8 +39,14 @@ function startFailure(command: HookCommand, error: NodeJS.ErrnoException): DirqE
   });
 }
 
-/** Hook processes running now, so that a server shutting down can stop them. */
-const running = new Set<ChildProcess>();
+/** A hook started: its process id once its program runs; `abandoned` once its work is not wanted. */
+interface RunningHook {
+  pid: number | undefined;
+  abandoned: boolean;
+}
+
+/** Hooks running now, so that a server shutting down can stop them. */
+const running = new Set<RunningHook>();
 
 /** Told about every hook process started and ended (a server's reaper keeps the list). */
 export interface HookProcessObserver {
@@ -61,6 +62,18 @@ export interface HookProcessObserver {
 
 let observer: HookProcessObserver | null = null;
 
+let processSlots: HookSlots | undefined;
+/**
+ * The slots every hook of this process takes before it starts, whatever started it (a
+ * table's fill, a live refresh, a one-shot query): one per CPU core for hooks that end
+ * quickly, and a hard bound on hook processes in all, so that a thousand hung hooks are a
+ * queue, never a thousand processes.
+ */
+export function hookProcessSlots(): HookSlots {
+  processSlots ??= new HookSlots(Math.max(1, os().availableParallelism()));
+  return processSlots;
+}
+
 /** Installs the one observer of hook processes (`null` removes it). */
 export function observeHookProcesses(next: HookProcessObserver | null): void {
   observer = next;
@@ -70,13 +83,17 @@ export function observeHookProcesses(next: HookProcessObserver | null): void {
  * Kills a hook and every process it started: each hook leads its own process group, so a
  * child it forked (holding its stdout, or left behind) goes too.
  */
-function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
+function killGroup(hook: RunningHook): void {
+  if (hook.pid === undefined) return;
   try {
-    process.kill(-child.pid, "SIGKILL");
+    process.kill(-hook.pid, "SIGKILL");
   } catch {
-    // The group is gone already (only the leader ran, and it was reaped).
-    child.kill("SIGKILL");
+    // The group is gone already (only the leader ran, and it was reaped): the hook may still run.
+    try {
+      process.kill(hook.pid, "SIGKILL");
+    } catch {
+      // Ended already.
+    }
   }
 }
 
@@ -86,7 +103,10 @@ function killGroup(child: ChildProcess): void {
  * files count as failed.
  */
 export function stopRunningHooks(): void {
-  for (const child of running) killGroup(child);
+  for (const hook of running) {
+    hook.abandoned = true;
+    killGroup(hook);
+  }
 }
 
 let exitHookInstalled = false;
@@ -100,85 +120,134 @@ function stopHooksOnExit(): void {
 /**
  * Runs the hook for one file in `root` and collects its stdout as it streams (both pipes are
  * always drained, so a hook never blocks on a full pipe). Resolves with the output, or with
- * the reason it failed (exit status, signal, stderr tail). Rejects with a `HOOK_START_FAILED`
- * DirqError when the program cannot be started at all. `signal` kills the hook.
+ * the reason it failed (exit status, signal, time limit, stderr tail). Rejects with a
+ * `HOOK_START_FAILED` DirqError when the program cannot be started at all. `signal` kills
+ * the hook. The hook waits for one of the process's hook slots before it starts; its time
+ * limit counts from its start.
  */
-export function runHook(
+export async function runHook(
   command: HookCommand,
   file: { path: string; root: string },
   signal?: AbortSignal,
+  limit?: HookTimeLimit,
 ): Promise<HookOutcome> {
-  const [program, ...args] = expandHookCommand(command, file);
+  const argv = expandHookCommand(command, file);
   stopHooksOnExit();
   childStarting();
+  const release = await hookProcessSlots().acquire(signal);
+  if (release === null) return ABANDONED;
+  try {
+    return await startHook(command, argv, file.root, { signal, limit, release });
+  } catch (error) {
+    release();
+    throw error;
+  }
+}
+
+function startHook(
+  command: HookCommand,
+  [program, ...args]: string[],
+  root: string,
+  { signal, limit, release }: { signal?: AbortSignal; limit?: HookTimeLimit; release: () => void },
+): Promise<HookOutcome> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
-      resolve({ ok: false, reason: "hook was stopped: the work was abandoned" });
+      release();
+      resolve(ABANDONED);
       return;
     }
-    // Its own process group, so that stopping it stops whatever it started.
-    const marks = observer?.environment;
-    const child = childProcess().spawn(program as string, args, {
-      cwd: file.root,
-      stdio: ["ignore", "pipe", "pipe"],
-      detached: true,
-      env: marks === undefined ? process.env : { ...process.env, ...marks },
-    });
-    running.add(child);
-    const pid = child.pid;
-    if (pid !== undefined) observer?.started(pid);
-    const onAbort = () => {
-      killGroup(child);
-      resolve({ ok: false, reason: "hook was stopped: the work was abandoned" });
-    };
-    signal?.addEventListener("abort", onAbort, { once: true });
+    const hook: RunningHook = { pid: undefined, abandoned: false };
+    running.add(hook);
+    let timer: NodeJS.Timeout | undefined;
+    let timedOut = false;
+    let over = false;
+    const stopWatching =
+      signal === undefined
+        ? () => {}
+        : whenAborted(signal, () => {
+            hook.abandoned = true;
+            killGroup(hook);
+            resolve(ABANDONED);
+          });
     const ended = () => {
-      signal?.removeEventListener("abort", onAbort);
-      if (!running.delete(child)) return;
-      if (pid !== undefined) observer?.ended(pid);
+      if (over) return;
+      over = true;
+      clearTimeout(timer);
+      release();
+      stopWatching();
+      running.delete(hook);
+      if (hook.pid !== undefined) observer?.ended(hook.pid);
     };
-    child.once("close", ended);
-    child.once("error", ended);
-    const stdout: Buffer[] = [];
-    const stderr: Buffer[] = [];
-    let printed = 0;
-    let overflowed = false;
-    child.stdout.on("data", (chunk: Buffer) => {
-      printed += chunk.length;
-      if (printed > MAX_HOOK_OUTPUT_BYTES) {
-        if (!overflowed) killGroup(child);
-        overflowed = true;
-        stdout.length = 0;
-        return;
-      }
-      stdout.push(chunk);
-    });
-    child.stderr.on("data", (chunk: Buffer) => keepTail(stderr, chunk));
-    child.on("error", (error: NodeJS.ErrnoException) => {
-      if (error.code === "ENOENT" || error.code === "EACCES" || child.pid === undefined) {
-        reject(startFailure(command, error));
-      } else {
-        resolve({ ok: false, reason: error.message });
-      }
-    });
-    child.on("close", (code, signal) => {
-      // Whatever it started and left behind (a daemon with its own output) is stopped too.
-      killGroup(child);
-      if (overflowed) {
-        const limit = MAX_HOOK_OUTPUT_BYTES / 1024 / 1024;
-        resolve({
-          ok: false,
-          reason: `hook printed more than ${limit} MiB for one file and was stopped`,
-        });
-        return;
-      }
-      if (code === 0) {
-        resolve({ ok: true, stdout: Buffer.concat(stdout) });
-        return;
-      }
-      const status = signal ? `was killed by ${signal}` : `exited with code ${code}`;
-      const detail = tail(stderr);
-      resolve({ ok: false, reason: detail ? `hook ${status}: ${detail}` : `hook ${status}` });
-    });
+    const spawned = spawnHook(
+      {
+        program: program as string,
+        args,
+        cwd: root,
+        marks: observer?.environment,
+        maxStdoutBytes: MAX_HOOK_OUTPUT_BYTES,
+        stderrKeepBytes: STDERR_TAIL_BYTES * 4,
+      },
+      (answer) => {
+        switch (answer.type) {
+          case "spawned":
+            hook.pid = answer.pid;
+            observer?.started(answer.pid);
+            // Stopped while it was starting: stop it now that it can be found.
+            if (hook.abandoned) killGroup(hook);
+            if (limit !== undefined && limit.seconds > 0) {
+              timer = setTimeout(() => {
+                timedOut = true;
+                killGroup(hook);
+                spawned.closePipes();
+              }, limit.seconds * 1000);
+            }
+            return;
+          case "error": {
+            ended();
+            const error = Object.assign(new Error(answer.message), { code: answer.code });
+            if (answer.code === "ENOENT" || answer.code === "EACCES" || !answer.started) {
+              reject(startFailure(command, error));
+            } else {
+              resolve({ ok: false, reason: answer.message });
+            }
+            return;
+          }
+          case "lost":
+            ended();
+            resolve({ ok: false, reason: "hook was stopped: the thread that started it ended" });
+            return;
+          case "close":
+            ended();
+            resolve(closedOutcome(answer, timedOut ? limit : undefined));
+        }
+      },
+    );
   });
+}
+
+/** What a hook that ran to its end (or was stopped) gave. */
+function closedOutcome(
+  answer: Extract<SpawnAnswer, { type: "close" }>,
+  exceededLimit: HookTimeLimit | undefined,
+): HookOutcome {
+  const detail = tail(answer.stderr);
+  if (exceededLimit !== undefined) {
+    const reason = `hook ran past its time limit of ${exceededLimit.seconds} s and was stopped (${exceededLimit.setBy})`;
+    return { ok: false, reason: detail ? `${reason}: ${detail}` : reason };
+  }
+  if (answer.overflowed) {
+    const mebibytes = MAX_HOOK_OUTPUT_BYTES / 1024 / 1024;
+    return {
+      ok: false,
+      reason: `hook printed more than ${mebibytes} MiB for one file and was stopped`,
+    };
+  }
+  if (answer.code === 0) {
+    const { buffer, byteOffset, byteLength } = answer.stdout;
+    return { ok: true, stdout: Buffer.from(buffer, byteOffset, byteLength) };
+  }
+  const status = answer.signal
+    ? `was killed by ${answer.signal}`
+    : `exited with code ${answer.code}`;
+  return { ok: false, reason: detail ? `hook ${status}: ${detail}` : `hook ${status}` };
 }

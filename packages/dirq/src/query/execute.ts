@@ -1,6 +1,6 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
-import { DirqError } from "../errors.js";
 import { HIDDEN_COLUMNS } from "../shared/reserved-names.js";
+import { sqlError } from "../shared/sql-errors.js";
 import type { SqlValue } from "../shared/sql-value.js";
 import { withoutVariantNames } from "./case-variants.js";
 import { hiddenNamesSelectedByViews, visibleColumnPositions } from "./hidden-columns.js";
@@ -18,20 +18,7 @@ export interface StatementRows {
 
 const HIDDEN = HIDDEN_COLUMNS;
 
-/** SQLite's errors become `SQL_ERROR` DirqErrors; anything else is passed through. */
-export function sqlError(error: unknown): unknown {
-  if (error instanceof Error && error.name === "SqliteError") {
-    return new DirqError("SQL_ERROR", error.message, { cause: error });
-  }
-  if (error instanceof RangeError && /parameter/i.test(error.message)) {
-    return new DirqError(
-      "SQL_ERROR",
-      "the statement has parameters (?, :name, @name or $name), which dirq cannot bind: write the values into the SQL",
-      { cause: error },
-    );
-  }
-  return error;
-}
+export { sqlError };
 
 function* iterateRows(
   statement: Statement,
@@ -41,9 +28,9 @@ function* iterateRows(
 ): Generator<SqlValue[]> {
   try {
     if (oneColumn) {
-      // One column: its values alone (`pluck`), each put in a row here, cost about half of
-      // SQLite rows made as arrays by the binding (measured on 25,000 paths: 15-32 against
-      // 35-51 ms), and `SELECT path FROM ...` is the common one-column statement.
+      // One column: its values alone (`pluck`), each put in a row here, cost less than SQLite
+      // rows made as arrays by the binding, and `SELECT path FROM ...` is the common one-column
+      // statement.
       statement.pluck(true);
       for (const value of statement.iterate(...args) as Iterable<SqlValue>) yield [value];
       return;

@@ -1,5 +1,6 @@
 import { keywordOf, significantTokens, type SqlToken } from "./sql-tokens.js";
 import { analysisOf, type StatementAnalysis } from "./statement-analysis.js";
+import { CLAUSES_AFTER_FROM } from "./table-names.js";
 
 /** Result column metadata as better-sqlite3 reports it. */
 export interface ResultColumn {
@@ -79,18 +80,7 @@ function mainSelectItems(tokens: readonly SqlToken[]): { stars: number[]; count:
   return { stars, count: items.length };
 }
 
-const SELECT_LIST_END = new Set([
-  "FROM",
-  "WHERE",
-  "GROUP",
-  "HAVING",
-  "ORDER",
-  "LIMIT",
-  "WINDOW",
-  "UNION",
-  "INTERSECT",
-  "EXCEPT",
-]);
+const SELECT_LIST_END = new Set<string>(["FROM", ...CLAUSES_AFTER_FROM]);
 
 /**
  * Positions of the result columns to return. With one `*` in the main select list its

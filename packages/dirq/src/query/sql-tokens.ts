@@ -16,9 +16,9 @@ export interface SqlToken {
 }
 
 // Character classes as code-point tests, not regular expressions: V8 compiles each regular
-// expression afresh in every process (a code cache keeps none), 10 to 25 microseconds apiece,
-// and every statement is tokenized at start-up. The classes are those of the expressions they
-// replace (a unit test compares them over every UTF-16 code unit):
+// expression afresh in every process (a code cache keeps none), a cost paid at every start-up,
+// where every statement is tokenized. The classes are those of the expressions they replace
+// (a unit test compares them over every UTF-16 code unit):
 // WORD_START /[A-Za-z_\u0080-\uffff]/, WORD_PART /[A-Za-z0-9_$\u0080-\uffff]/, SPACE /\s/.
 
 type CharTest = (code: number) => boolean;

@@ -1,10 +1,10 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import { refuseLoadExtension, volatileFunctions } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
-import { isStorageError } from "../indexer/cache-file.js";
 import type { SqliteDatabase } from "../indexer/database.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
+import { isStorageError } from "../shared/sql-errors.js";
 import type { CaseVariants } from "./case-variants.js";
 import { sqlError } from "./execute.js";
 import { nullArguments } from "./parameters.js";
@@ -17,6 +17,8 @@ import { planStatement, RootPageMap, SCHEMA_TABLE, type StatementPlan } from "./
 export interface PreparedStatement {
   /** The statement to run (rewritten when a path-table name differs only in case). */
   sql: string;
+  /** `sql` analyzed once: running it needs no analysis of its own. */
+  analysis: StatementAnalysis;
   /** Files skipped while building the tables it reads. */
   skipped: SkippedPath[];
   /**
@@ -95,7 +97,8 @@ export interface PrepareOptions {
 
 /** What `prepare` remembers of a statement, valid for one schema version. */
 interface Checked {
-  runnable: string;
+  /** The statement to run, analyzed: what runs it needs no analysis of its own. */
+  runnable: StatementAnalysis;
   schemaVersion: number;
   tables: readonly string[];
   cacheable: boolean;
@@ -150,6 +153,8 @@ export class StatementPreparer {
    * instead of trying again what just failed.
    */
   private missed: string | null = null;
+  /** The last statement analyzed (see `analyze`). */
+  private lastAnalysis: StatementAnalysis | null = null;
 
   constructor(private readonly host: PreparerHost) {
     this.rootPages = new RootPageMap(host.db);
@@ -230,7 +235,7 @@ export class StatementPreparer {
   ): Checked | null {
     if (!this.host.configTablesBuilt()) return null;
     try {
-      const analysis = analyzeStatement(sql);
+      const analysis = this.analyze(sql);
       checkReadOnlyStatement(analysis, options);
       if (analysis.isExplain) return null;
       const runnableAnalysis = this.runnable(analysis);
@@ -248,10 +253,19 @@ export class StatementPreparer {
       }
       const tables = [...plan.tables.keys()];
       this.host.touch(tables);
-      return this.checkedFrom(runnable, schemaVersion, tables, plan);
+      return this.checkedFrom(runnableAnalysis, schemaVersion, tables, plan);
     } catch {
       return null;
     }
+  }
+
+  /**
+   * The statement's analysis: the check without the writer and the building way that follows
+   * it when that check cannot answer share one.
+   */
+  private analyze(sql: string): StatementAnalysis {
+    if (this.lastAnalysis?.sql !== sql) this.lastAnalysis = analyzeStatement(sql);
+    return this.lastAnalysis;
   }
 
   /** The statement to run, tokenized again only when the case-variant rewrite changed it. */
@@ -261,7 +275,7 @@ export class StatementPreparer {
   }
 
   private checkedFrom(
-    runnable: string,
+    runnable: StatementAnalysis,
     schemaVersion: number,
     tables: readonly string[],
     plan: StatementPlan | null,
@@ -283,8 +297,8 @@ export class StatementPreparer {
    * declared.
    */
   private settledByRows(plan: StatementPlan): boolean {
-    // The volatile names come from a query of SQLite's whole function list (hundreds of rows,
-    // about a millisecond): a statement that calls no function, such as `SELECT 1`, needs none.
+    // The volatile names come from a query of SQLite's whole function list (hundreds of rows):
+    // a statement that calls no function, such as `SELECT 1`, needs none.
     if (plan.functions.size > 0) {
       this.volatileNames ??= volatileFunctions(this.host.db);
       for (const name of plan.functions) if (this.volatileNames.has(name)) return false;
@@ -302,7 +316,7 @@ export class StatementPreparer {
     state: { tables: readonly string[] },
     options: PrepareOptions,
   ): Promise<{ checked: Checked; skipped: SkippedPath[] }> {
-    const analysis = analyzeStatement(sql);
+    const analysis = this.analyze(sql);
     checkReadOnlyStatement(analysis, options);
     const args = options.parameters === true ? nullArguments(analysis) : [];
     const skipped = await this.host.buildConfigTables();
@@ -320,7 +334,7 @@ export class StatementPreparer {
       const inner = explained(runnableAnalysis);
       const innerArgs = options.parameters === true ? nullArguments(inner) : [];
       refuseLoadExtension(planStatement(this.host.db, inner, new Map(), innerArgs).functions);
-      const checked = this.checkedFrom(runnable, this.host.schemaVersion(), [], null);
+      const checked = this.checkedFrom(runnableAnalysis, this.host.schemaVersion(), [], null);
       return { checked, skipped };
     }
     const rootPages = this.rootPages.at(this.host.schemaVersion());
@@ -334,7 +348,7 @@ export class StatementPreparer {
       skipped.push(...(await this.host.fill(table, columns, readsSchema)));
     }
     // Checked against the schema as the building left it.
-    const checked = this.checkedFrom(runnable, this.host.schemaVersion(), tables, plan);
+    const checked = this.checkedFrom(runnableAnalysis, this.host.schemaVersion(), tables, plan);
     return { checked, skipped };
   }
 
@@ -364,7 +378,8 @@ function explained(analysis: StatementAnalysis): string {
 
 function prepared(checked: Checked, skipped: SkippedPath[]): PreparedStatement {
   return {
-    sql: checked.runnable,
+    sql: checked.runnable.sql,
+    analysis: checked.runnable,
     skipped,
     cacheable: checked.cacheable,
     tables: checked.tables,

@@ -8,8 +8,8 @@ export interface TableNameToken {
   place: TableNamePlace;
 }
 
-/** Keywords that end a FROM clause's list of tables at the same parenthesis depth. */
-const FROM_CLAUSE_END = new Set([
+/** Keywords of the clauses that may follow a FROM clause in a SELECT (or end the select). */
+export const CLAUSES_AFTER_FROM = [
   "WHERE",
   "GROUP",
   "HAVING",
@@ -19,8 +19,10 @@ const FROM_CLAUSE_END = new Set([
   "UNION",
   "INTERSECT",
   "EXCEPT",
-  "RETURNING",
-]);
+] as const;
+
+/** Keywords that end a FROM clause's list of tables at the same parenthesis depth. */
+const FROM_CLAUSE_END = new Set<string>([...CLAUSES_AFTER_FROM, "RETURNING"]);
 
 /** Pragmas whose argument is a table or index name. */
 export const PRAGMAS_NAMING_A_TABLE = new Set([

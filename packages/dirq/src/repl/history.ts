@@ -1,7 +1,6 @@
 import {
   appendFileSync,
   closeSync,
-  mkdirSync,
   openSync,
   readFileSync,
   renameSync,
@@ -11,6 +10,7 @@ import {
 } from "node:fs";
 import { homedir } from "node:os";
 import { dirname, isAbsolute, join } from "node:path";
+import { makeFolder } from "../make-folder.js";
 
 /** Statements the history file keeps. */
 export const HISTORY_LIMIT = 1000;
@@ -130,7 +130,7 @@ export class History {
     if (this.path === null) return null;
     const path = this.path;
     try {
-      mkdirSync(dirname(path), { recursive: true });
+      makeFolder(dirname(path));
       withLock(path, () => {
         appendFileSync(path, `${encode(entry)}\n`);
         const all = readEntries(path);

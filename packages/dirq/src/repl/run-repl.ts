@@ -9,7 +9,7 @@ import { DirqError, isDirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import { stopRunningHooks } from "../parse/run-hook.js";
 import type { SkippedPath } from "../scan/walk.js";
-import type { AnswerFormat } from "../runner/query-pool.js";
+import type { AnswerFormat } from "../live/live-session.js";
 import { readVersion } from "../version.js";
 import { History, historyPath } from "./history.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
@@ -257,6 +257,8 @@ export async function runRepl(command: ReplCommand, io: ReplIo): Promise<number>
     config,
     noIgnore: command.noIgnore,
     onFile: command.onFile,
+    hookTimeout: command.hookTimeout,
+    parse: command.parse,
     extensions: command.extensions.map((argument) => parseExtensionArgument(argument, io.cwd)),
     persist: command.persist,
     onChangeErrors: (changes) => session?.noteWatchErrors(changes),

@@ -1,10 +1,10 @@
 /**
  * The wire between the query pool and its query processes: length-prefixed binary frames on
- * one socket (the child's fd 3), in both directions. Measured, Node's IPC channel (a message
- * serialized and written per statement, one statement in flight per process) held uncached
- * statements to a sixth of a bare node:http server; frames let the pool send every statement
- * of one event-loop turn in one write and a process work through several in a row, and an
- * answer's bytes travel as they are.
+ * one socket (the child's fd 3), in both directions. Not Node's IPC channel (a message
+ * serialized and written per statement, one statement in flight per process), which holds
+ * uncached statements far below what a bare node:http server answers; frames let the pool send
+ * every statement of one event-loop turn in one write and a process work through several in a
+ * row, and an answer's bytes travel as they are.
  *
  * A frame: payload length (u32), id (u32), kind (u8), flags (u8), then the payload.
  */

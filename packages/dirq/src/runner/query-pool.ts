@@ -4,6 +4,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
+import { inheritedExecArgv } from "../lazy-module.js";
 import { type BoundArguments, encodeArguments } from "../query/parameters.js";
 import {
   AnswerKind,
@@ -158,9 +159,7 @@ export class QueryPool {
 
   constructor(private readonly options: QueryPoolOptions) {
     // Statements are CPU work (the index is in the page cache): more processes than cores
-    // only take turns on them. Measured on 2 cores, 50 connections of uncached 1,000-row
-    // statements, two processes against four: 1-19% more answers a second in 8 of 10
-    // alternating runs, and p99 31-45 ms against 48-59 ms.
+    // only take turns on them, with fewer answers a second and a longer tail.
     this.maxProcesses = options.maxProcesses ?? Math.max(2, availableParallelism());
     this.hardCap = 4 * Math.max(this.maxProcesses, 4);
   }
@@ -177,7 +176,7 @@ export class QueryPool {
       String(this.options.maxAnswerBytes),
       JSON.stringify(this.options.profile ?? EMPTY_PROFILE),
     ];
-    const child = spawn(process.execPath, [...process.execArgv, ...args], {
+    const child = spawn(process.execPath, [...inheritedExecArgv(), ...args], {
       // fd 3: the frames, both ways.
       stdio: ["ignore", "inherit", "inherit", "pipe"],
       // Its own process group: killing the group also stops the worker processes of its

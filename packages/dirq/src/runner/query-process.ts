@@ -2,10 +2,10 @@ import type { Statement } from "@rocicorp/zero-sqlite3";
 import { Socket } from "node:net";
 import { Worker } from "node:worker_threads";
 import { DirqError, isDirqError } from "../errors.js";
-import { analyzeStatement, type StatementAnalysis } from "../query/statement-analysis.js";
-import { type BoundArguments, decodeArguments, nullArguments } from "../query/parameters.js";
-import { applyProfile, type ConnectionProfile, functionsCalledBy } from "../connection/profile.js";
-import type { WorkerFunctions, WorkerSpec } from "../functions/worker-functions.js";
+import { analyzeStatement } from "../query/statement-analysis.js";
+import { type BoundArguments, decodeArguments } from "../query/parameters.js";
+import { applyProfile, type ConnectionProfile } from "../connection/profile.js";
+import type { WorkerFunctions } from "../functions/worker-functions.js";
 import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
@@ -27,14 +27,13 @@ import {
   RequestKind,
   RETIRING,
 } from "./query-frames.js";
+import { columnPlan, type SqlValue, type StatementRows } from "../query/execute.js";
 import {
-  type ColumnPlan,
-  columnPlan,
-  executeStatement,
-  type SqlValue,
-  sqlError,
-  type StatementRows,
-} from "../query/execute.js";
+  type CompiledStatement,
+  compileStatement,
+  runCompiled,
+  runInPasses,
+} from "../query/run-statement.js";
 
 /**
  * A query process of the server (and the REPL): reads the shared index (WAL) and runs
@@ -57,16 +56,10 @@ const progress = createProgressReporter(process.stderr);
  */
 const RETIRE_AFTER_BYTES = 16 * 1024 * 1024;
 
-interface PreparedStatement {
-  statement: Statement;
-  /** Its shown columns, worked out on the first run (a reader statement only). */
-  plan?: ColumnPlan;
+/** A statement compiled here (see `query/run-statement.ts`) and what its answers taught. */
+interface PreparedStatement extends CompiledStatement {
   /** It wrapped so SQLite writes the JSON (see sqlite-json.ts); `null`: it cannot be. */
   json?: JsonStatement | null;
-  /** The worker-backed functions it calls (then it runs in passes). */
-  workerCalls: WorkerSpec[];
-  /** Its tokens, read once for the hidden-column rule and the JSON wrapper. */
-  analysis: StatementAnalysis;
   /** Answers given so far. */
   runs: number;
   /** Rows of its last answer written the JS way; -1: none yet. */
@@ -116,26 +109,14 @@ function statementFor(
   }
   let prepared = statements.get(sql);
   if (prepared === undefined) {
-    try {
-      const statement = db.prepare(sql);
-      const analysis = analyzeStatement(sql);
-      // An EXPLAIN calls nothing; the functions of a connection without worker functions
-      // need no look.
-      const checkCalls = !workersChecked && !analysis.isExplain && profile.functions.length > 0;
-      prepared = {
-        statement,
-        workerCalls: checkCalls
-          ? functions.calledIn(
-              functionsCalledBy(db, sql, args === undefined ? [] : nullArguments(analysis)),
-            )
-          : [],
-        analysis,
-        runs: 0,
-        lastRows: -1,
-      };
-    } catch (error) {
-      throw sqlError(error);
-    }
+    // Analyzed once per statement text and schema: the analysis stays with the statement.
+    const analysis = analyzeStatement(sql);
+    // A connection without worker functions needs no look for their calls.
+    const compiled = compileStatement(db, functions, analysis, {
+      lookForWorkers: !workersChecked && profile.functions.length > 0,
+      parameters: args !== undefined,
+    });
+    prepared = { ...compiled, runs: 0, lastRows: -1 };
     if (statements.size >= STATEMENTS_KEPT) statements.clear();
     statements.set(sql, prepared);
   }
@@ -208,11 +189,7 @@ function renderJson(result: StatementRows): string {
 
 /** Runs a prepared statement, its column plan worked out once. */
 function execute(prepared: PreparedStatement, args: BoundArguments = []): StatementRows {
-  const { statement } = prepared;
-  if (statement.reader) {
-    prepared.plan ??= columnPlan(statement, prepared.analysis);
-  }
-  return executeStatement(statement, prepared.analysis, prepared.plan, args);
+  return runCompiled(prepared, args);
 }
 
 /** The body's final newline, after an answer SQLite wrote. */
@@ -292,19 +269,10 @@ function answer(request: QueryRequest): Answer | Promise<Answer> {
 async function answerInPasses(
   prepared: PreparedStatement,
   format: AnswerFormat | undefined,
-  args?: BoundArguments,
+  args: BoundArguments = [],
 ): Promise<Answer> {
-  const { workerCalls } = prepared;
-  const rendered = await open().functions.run(
-    (pending) => {
-      const { columns, rows } = execute(prepared, args);
-      // Rows of a pass with unanswered calls are thrown away: read them without keeping them.
-      const kept = [];
-      for (const row of rows) if (!pending()) kept.push(row);
-      return pending() ? null : render({ columns, rows: kept }, format);
-    },
-    progress,
-    workerCalls,
+  const rendered = await runInPasses(prepared, open().functions, progress, args, (rows) =>
+    render(rows, format),
   );
   return (await rendered) ?? "";
 }
@@ -385,8 +353,8 @@ const BATCH_MS = 1;
 
 /**
  * Statements run one at a time, in the order they came. Quick ones are answered in a row and
- * their answers written together (measured, one write per answer was a fifth of a process's
- * profile for statements it had not seen; together, its CPU per statement fell by a tenth);
+ * their answers written together (one write per answer is a large part of a process's CPU for
+ * statements it has not seen);
  * once a batch has taken BATCH_MS, the event loop reads the channel, so a cancel for a
  * statement still queued is seen before it would start.
  */

@@ -338,7 +338,7 @@ function positionsAfter(
   from: readonly number[] = globstarClosure(segments, [0]),
 ): readonly number[] {
   // Plain loops over arrays: a walk calls this for every folder it enters, so V8 optimizes
-  // it, and iterating Sets made that take tens of milliseconds of a core (see positionsIn).
+  // it, and over Sets that optimizing takes a core's time from the walk (see positionsIn).
   let positions = from;
   for (let n = 0; n < names.length && positions.length > 0; n++) {
     const name = names[n] as string;
@@ -444,8 +444,8 @@ export function compileBashGlob(pattern: string): BashGlob {
       if (bulk === undefined) {
         // A whole name: the start or the NUL before it, the name, then a NUL or the end; not
         // a dot name unless the pattern starts with a dot (as nameMatches says). The NUL is
-        // taken into the match rather than looked behind for: measured, half the time of a
-        // lookbehind tried at every character (100,000 names: 4.4-6.0 against 9.2-13.4 ms).
+        // taken into the match rather than looked behind for: a lookbehind is tried at every
+        // character, which costs more.
         const source = only.regex.source.slice(1, -1);
         const dot = only.literalDot ? "" : "(?!\\.)";
         bulk = new RegExp(`(?:^|\\0)${dot}(?:${source})(?![^\\0])`, "gs");
@@ -494,9 +494,8 @@ export function compileBashGlob(pattern: string): BashGlob {
    * made from its parent folder's with one step, and the parent's own array when the step
    * changes nothing (below a `**`, nearly always), so lastSegmentsIn works once per distinct
    * positions. A walk asks for every folder it enters; going from the root each time, with
-   * Sets, made V8 spend 53 ms optimizing these functions on a background thread during a
-   * 100,000-file glob, on a 2-core machine where that time came out of the listing's (measured
-   * with --trace-opt; the whole glob ran 32 ms faster with optimization off).
+   * Sets, makes V8 spend long optimizing these functions on a background thread during a big
+   * glob, and on a machine with few cores that time comes out of the listing's.
    */
   function positionsIn(dir: string): readonly (readonly number[])[] {
     const known = positionsByDir.get(dir);

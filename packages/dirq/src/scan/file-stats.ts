@@ -31,8 +31,8 @@ function secondsOfMs(ms: number): number {
 /**
  * How a stat reaches the files under `root`: relative to the working directory when the root
  * is it (the usual case: dirq indexes where it runs), so the kernel resolves a short path
- * instead of the whole absolute one (measured, about a tenth less system time per stat);
- * absolute otherwise. Asked per batch, so a `process.chdir` between batches is harmless.
+ * instead of the whole absolute one (less system time per stat); absolute otherwise. Asked
+ * per batch, so a `process.chdir` between batches is harmless.
  */
 function statPrefix(root: string): string {
   try {
@@ -150,7 +150,7 @@ function statsOfBlob(bytes: Buffer, count: number): Float64Array | null {
 
 /**
  * Stats the paths one `fs.statSync` at a time (see `statPaths`). A number stat is read first
- * (a bigint stat costs about a third more, in dates and BigInts), and a file whose time lies
+ * (a bigint stat costs more, in dates and BigInts), and a file whose time lies
  * too near a whole second for the float to tell is stat'ed again with nanoseconds.
  */
 function statEach(

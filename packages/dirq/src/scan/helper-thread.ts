@@ -1,5 +1,6 @@
 import type { MessagePort, Worker } from "node:worker_threads";
-import { workerThreads } from "../lazy-module.js";
+import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
+import { nativeHostModule } from "./native-fs.js";
 
 /**
  * The thread behind a walk's helpers (stat-helper.ts, walk-helper.ts): started once, given
@@ -21,14 +22,23 @@ export class HelperThread {
     this.counters = new Int32Array(new SharedArrayBuffer(4 * counterSlots));
   }
 
-  /** Starts the thread (once) with `data` plus `counters` and `answers` as its workerData. */
+  /**
+   * Starts the thread (once) with `data` plus `counters`, `answers` and `nativeHost` (see
+   * inheritNativeHost) as its workerData.
+   */
   start(data: object): void {
     if (this.worker !== null || this.broken) return;
     const { MessageChannel, Worker } = workerThreads();
     const channel = new MessageChannel();
     this.answers = channel.port1;
+    const shared = {
+      counters: this.counters,
+      answers: channel.port2,
+      nativeHost: nativeHostModule(),
+    };
     this.worker = new Worker(this.script, {
-      workerData: { ...data, counters: this.counters, answers: channel.port2 },
+      execArgv: inheritedExecArgv(),
+      workerData: { ...data, ...shared },
       transferList: [channel.port2],
     });
     const fail = () => {

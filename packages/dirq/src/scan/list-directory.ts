@@ -76,8 +76,8 @@ function typeOf(entry: Dirent): string {
 
 /**
  * Sorts a listing by name in UTF-16 order. The native listing comes sorted in byte order,
- * which is the same order unless a name has characters beyond U+FFFF: a check is a tenth of
- * a sort.
+ * which is the same order unless a name has characters beyond U+FFFF: checking for them is
+ * much cheaper than sorting again.
  */
 function sortedByName(listing: Listing): Listing {
   if (listing.joinedNames !== null && !OTHER_ORDER.test(listing.joinedNames)) return listing;

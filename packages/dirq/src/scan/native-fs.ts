@@ -1,17 +1,49 @@
 import { existsSync } from "node:fs";
-import { openSqlite } from "../indexer/database.js";
-import { nativeLibraryFile } from "../package-files.js";
+import { nativeLibraryFile } from "../native-library.js";
 
 /**
  * dirq's SQLite extension for the file system calls a fill makes per file (native/dirq-fs.c,
- * compiled at install by scripts/build-native.mjs): a batch of stats in one call, returning
- * plain numbers without Node's per-call path checks and `Stats` objects (about a third of a
- * stat's CPU in JavaScript), and a folder's listing as one string, without `Dirent`s made in
- * C++ and sorted again. Those calls are loaded into a private in-memory connection of the
+ * compiled by scripts/build-native.mjs at build, and by dirq's first run after an install): a
+ * batch of stats in one call, returning plain numbers without Node's per-call path checks and
+ * `Stats` objects (a large part of a stat's CPU in JavaScript), and a folder's listing as one
+ * string, without `Dirent`s made in C++ and sorted again. Those calls are loaded into a private in-memory connection of the
  * thread that walks or stats, one per thread, never into the index; the index gets only the
- * `dirq_rows` table (`loadNativeRows`). Without it (no compiler at install, Windows, or
+ * `dirq_rows` table (`loadNativeRows`). Without it (no C compiler, Windows, or
  * `DIRQ_NATIVE_FS=0`) dirq uses Node's `fs` and binds rows itself, with the same results.
+ *
+ * scan/ walks without SQLite: the module that opens SQLite (indexer/database.ts) provides the
+ * connection (`provideNativeHost`), and a program that never loads it walks with Node's `fs`.
  */
+
+/** What the extension needs of a SQLite connection (better-sqlite3's API). */
+export interface NativeHostConnection {
+  loadExtension(file: string, entryPoint?: string): unknown;
+  prepare(sql: string): { pluck(): { get(...args: unknown[]): unknown } };
+}
+
+/** Where the extension's calls live: a private in-memory connection, opened on first use. */
+export interface NativeHost {
+  open(): NativeHostConnection;
+  /** The module whose loading provides this host, for a helper thread (`inheritNativeHost`). */
+  module: string;
+}
+
+let host: NativeHost | null = null;
+
+/** Lets this thread's walks use the extension, from the module that opens SQLite. */
+export function provideNativeHost(provided: NativeHost): void {
+  host ??= provided;
+}
+
+/** The module that provides this thread's host, or null: a helper thread loads it too. */
+export function nativeHostModule(): string | null {
+  return host?.module ?? null;
+}
+
+/** In a helper thread, before its first walk: the host of the thread that started it. */
+export async function inheritNativeHost(module: string | null | undefined): Promise<void> {
+  if (typeof module === "string") await import(module);
+}
 
 export interface NativeFs {
   /** Stats NUL-separated paths, each after `prefix`: 3 doubles per path (see dirq-fs.c). */
@@ -57,7 +89,7 @@ const rowsLoaded = new WeakMap<object, boolean>();
  * connection. `false` when the extension is off or cannot be loaded: rows are then bound from
  * JavaScript, with the same values.
  */
-export function loadNativeRows(db: ReturnType<typeof openSqlite>): boolean {
+export function loadNativeRows(db: NativeHostConnection): boolean {
   const known = rowsLoaded.get(db);
   if (known !== undefined) return known;
   let ok = false;
@@ -77,7 +109,7 @@ export function loadNativeRows(db: ReturnType<typeof openSqlite>): boolean {
 /** Tickets come back as `first * TICKET_SPAN + accepted` (see dirq_ahead_list). */
 const TICKET_SPAN = 65_536;
 
-function readAheadOf(db: ReturnType<typeof openSqlite>): ReadAhead {
+function readAheadOf(db: NativeHostConnection): ReadAhead {
   const list = db.prepare("SELECT dirq_ahead_list(?)").pluck();
   const stat = db.prepare("SELECT dirq_ahead_stat(?, ?)").pluck();
   const take = db.prepare("SELECT dirq_take(?, ?)").pluck();
@@ -94,14 +126,18 @@ function readAheadOf(db: ReturnType<typeof openSqlite>): ReadAhead {
   };
 }
 
-/** This thread's native calls, or `null` when the extension is off or cannot be loaded. */
+/**
+ * This thread's native calls, or `null` when the extension is off or cannot be loaded, or no
+ * host was provided yet (asked again later: one may be).
+ */
 export function nativeFs(): NativeFs | null {
   if (loaded !== undefined) return loaded;
+  if (host === null) return null;
   loaded = null;
   const library = nativeLibraryFile();
   if (process.env.DIRQ_NATIVE_FS === "0" || !existsSync(library)) return null;
   try {
-    const db = openSqlite(":memory:");
+    const db = host.open();
     // SQLite finds the entry point from the file name: sqlite3_dirqfs_init.
     db.loadExtension(library);
     const statBatch = db.prepare("SELECT dirq_stat_batch(?, ?)").pluck();

@@ -1,5 +1,6 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { statJoinedPaths } from "./file-stats.js";
+import { inheritNativeHost } from "./native-fs.js";
 import {
   ANSWERED,
   claimRequest,
@@ -14,7 +15,8 @@ import {
  * calling thread claimed it first), then counts the answer in the shared counters, which the
  * calling thread waits on.
  */
-const { root, counters, answers } = workerData as HelperData;
+const { root, counters, answers, nativeHost } = workerData as HelperData;
+await inheritNativeHost(nativeHost);
 
 parentPort?.on("message", ({ id, paths, rawPaths }: StatRequest) => {
   if (!claimRequest(counters, id)) {

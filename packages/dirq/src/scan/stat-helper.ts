@@ -7,7 +7,7 @@ import { HelperThread } from "./helper-thread.js";
  * has two cores. Requests are answered in order. Answers are read synchronously
  * (`receiveMessageOnPort`), so a synchronous loop sees them without turning the event loop,
  * and the caller can block on a shared counter for the next one. One message per batch of
- * hundreds of files: a round trip between threads costs tens of microseconds (FACTS.md), too
+ * hundreds of files: a round trip between threads costs as much as many stats (FACTS.md), too
  * much per file or per folder.
  */
 
@@ -29,6 +29,8 @@ export interface HelperData {
   counters: Int32Array;
   /** Where the helper posts its answers. */
   answers: MessagePort;
+  /** The module that provides the native calls' host (see inheritNativeHost), if any. */
+  nativeHost: string | null;
 }
 
 /** Stat a batch: paths joined by NUL (no file name holds one), one string to copy. */
@@ -119,7 +121,7 @@ export class StatHelper {
 
   /**
    * Blocks the thread until another answer arrives (unless one already has), at most `maxMs`
-   * (an answer takes the helper about a millisecond), then takes in what arrived. A caller on
+   * (an answer is one batch's stats: it comes soon), then takes in what arrived. A caller on
    * the main thread turns the event loop between waits, which is also where a failed helper is
    * noticed.
    */

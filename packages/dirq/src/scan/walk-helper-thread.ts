@@ -1,4 +1,5 @@
 import { parentPort, workerData } from "node:worker_threads";
+import { inheritNativeHost } from "./native-fs.js";
 import { directorySignature, folderKey } from "./tree-signature.js";
 import { type ResumePoint, SelectionWalker } from "./walk.js";
 import {
@@ -11,7 +12,8 @@ import {
 } from "./walk-helper.js";
 
 /** The thread of `WalkHelper`: waits for its part of the walk, walks it, posts its files. */
-const { options, counters, answers, signFoldersSince } = workerData as WalkHelperData;
+const { options, counters, answers, signFoldersSince, nativeHost } = workerData as WalkHelperData;
+await inheritNativeHost(nativeHost);
 
 function post(answer: WalkHelperAnswer): void {
   answers.postMessage(answer);

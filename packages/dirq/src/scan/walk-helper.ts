@@ -8,9 +8,9 @@ import type { ResumePoint, SkippedPath } from "./walk.js";
  * that writes paths only (`count(*)`, `SELECT path`): there directory reading is nearly all
  * the work, and one thread reads while the other also inserts. It posts its files as one JSON
  * array per batch, which SQLite's `json_each` reads as it is: the calling thread only inserts
- * them. One message per batch of hundreds of files (a round trip between threads costs tens of
- * microseconds, FACTS.md). It waits when the caller falls behind, so only a few batches are
- * ever in flight.
+ * them. One message per batch of hundreds of files (a round trip between threads costs as much
+ * as listing many files, FACTS.md). It waits when the caller falls behind, so only a few
+ * batches are ever in flight.
  */
 
 /** Slots of the counters shared with the thread. */
@@ -35,6 +35,8 @@ export interface WalkHelperData {
   answers: MessagePort;
   /** Sign each folder listed (for a persisted index), with the walk's start time (ms). */
   signFoldersSince: number | null;
+  /** The module that provides the native calls' host (see inheritNativeHost), if any. */
+  nativeHost: string | null;
 }
 
 /** A batch of files: their paths as a JSON array. */

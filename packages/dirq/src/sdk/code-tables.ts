@@ -2,6 +2,7 @@ import { validateConfigFile } from "../config/schema.js";
 import type { DirqConfig, TableConfig } from "../config/types.js";
 import { DirqError } from "../errors.js";
 import { type ExtractFunction, functionExtractor } from "../parse/extractor.js";
+import type { FormatName } from "../parse/formats/format-names.js";
 
 /**
  * A named table defined in code: the keys of a config file's `[[table]]` (`onFile` is its
@@ -16,13 +17,41 @@ export interface TableDefinition {
   schema?: Readonly<Record<string, string>>;
   /** SQL run once after the table is created (indexes, views, triggers). */
   ddl?: string;
-  /** A hook command per file, as in the config's `on-file`. Give this or `extract`. */
+  /**
+   * A built-in format dirq reads each file with, in-process: `json`, `jsonl`, `csv`, `tsv`,
+   * `yaml`, `toml`, `markdown` or `auto` (by extension). Give one of `format`, `onFile`, `extract`.
+   */
+  format?: FormatName;
+  /** With `format`: where the rows are inside each file (`"data.items"`), as the config's `each`. */
+  each?: string;
+  /** A hook command per file, as in the config's `on-file`. Give one of `format`, `onFile`, `extract`. */
   onFile?: TableConfig["onFile"];
-  /** Turns one file into rows, in-process (sync or async). Give this or `onFile`. */
+  /**
+   * With `onFile`: the hook's time limit in seconds (default 60; 0 = none), as the config's
+   * `timeout`.
+   */
+  timeout?: number;
+  /** Turns one file into rows, in-process (sync or async). Give one of `format`, `onFile`, `extract`. */
   extract?: ExtractFunction;
+  /**
+   * With `extract`: how many files' calls may be in flight at once (default 16). More helps an
+   * async function whose answers come from elsewhere (another process, the network).
+   */
+  concurrency?: number;
 }
 
-const KEYS = new Set(["name", "glob", "schema", "ddl", "onFile", "extract"]);
+const KEYS = new Set([
+  "name",
+  "glob",
+  "schema",
+  "ddl",
+  "format",
+  "each",
+  "onFile",
+  "extract",
+  "concurrency",
+  "timeout",
+]);
 
 function invalid(message: string): DirqError {
   return new DirqError("CONFIG_INVALID", message);
@@ -40,19 +69,35 @@ function checkDefinition(definition: TableDefinition, origin: string): void {
   }
   const hasCommand = definition.onFile !== undefined;
   const hasFunction = definition.extract !== undefined;
-  if (hasCommand === hasFunction) {
-    throw invalid(`${origin}: give exactly one of onFile (a hook command) or extract (a function)`);
+  const hasFormat = definition.format !== undefined;
+  if (Number(hasCommand) + Number(hasFunction) + Number(hasFormat) !== 1) {
+    throw invalid(
+      `${origin}: give exactly one of format (a built-in format), onFile (a hook command) or extract (a function)`,
+    );
   }
   if (hasFunction && typeof definition.extract !== "function") {
     throw invalid(`${origin}.extract: expected a function (path, content) => rows`);
+  }
+  const { concurrency } = definition;
+  if (concurrency !== undefined) {
+    if (!hasFunction) throw invalid(`${origin}.concurrency: only a table with extract takes it`);
+    if (!Number.isSafeInteger(concurrency) || concurrency < 1) {
+      throw invalid(`${origin}.concurrency: expected a whole number of calls, 1 or more`);
+    }
+  }
+  if (definition.timeout !== undefined && !hasCommand) {
+    throw invalid(`${origin}.timeout: only a table with onFile takes it`);
   }
   const asWritten = {
     name: definition.name,
     glob: definition.glob,
     schema: definition.schema,
     ddl: definition.ddl,
-    // The config schema requires a command; an extract table has a function in its place.
-    "on-file": hasCommand ? definition.onFile : "extract",
+    // The config schema requires a command or a format; an extract table has a function.
+    "on-file": hasCommand ? definition.onFile : hasFunction ? "extract" : undefined,
+    format: definition.format,
+    each: definition.each,
+    timeout: definition.timeout,
   };
   const result = validateConfigFile({ table: [asWritten] });
   if (!result.ok) {
@@ -80,10 +125,15 @@ export function codeTables(
       glob: definition.glob.replace(/^\.\//, ""),
       schema: definition.schema ? Object.entries(definition.schema) : null,
       onFile: definition.onFile ?? "",
+      format: definition.format ?? null,
+      each: definition.each ?? null,
       baseDir,
       ddl: definition.ddl ?? null,
+      timeout: definition.timeout ?? null,
       origin,
-      extractor: extract ? functionExtractor(definition.name, extract) : undefined,
+      extractor: extract
+        ? functionExtractor(definition.name, extract, definition.concurrency)
+        : undefined,
     };
   });
 }

@@ -1,23 +1,18 @@
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { resolve } from "node:path";
 import { loadConfigs } from "../config/load-config.js";
 import { EMPTY_CONFIG } from "../config/types.js";
-import { bindArguments, DirqIndex } from "../engine.js";
+import { bindArguments, type DirqIndex } from "../engine.js";
 import { DirqError } from "../errors.js";
-import type { RowChange } from "../indexer/row-changes.js";
 import type { ProgressReporter } from "../progress/reporter.js";
 import type { SkippedPath } from "../scan/walk.js";
-import { LiveIndex } from "../live/live-index.js";
+import { LiveSession } from "../live/live-session.js";
 import { codeTables, type TableDefinition, withCodeTables } from "./code-tables.js";
-import { toRowEvent, toRows } from "./row-values.js";
-import type { Row, RowEvent } from "./types.js";
+import { toRows } from "./row-values.js";
+import type { Row } from "./types.js";
 import { RowEventStream } from "./row-event-stream.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import type { QueryParameters } from "../query/parameters.js";
 import { parseJsonExact } from "../parse/hook-rows.js";
-import { QueryPool } from "../runner/query-pool.js";
-import { removeIndexDirectory } from "../reaper/reaper.js";
 
 /** What `open` takes. Every key is optional. */
 export interface OpenOptions {
@@ -32,6 +27,8 @@ export interface OpenOptions {
   tables?: readonly TableDefinition[];
   /** A hook command for every path-table a statement names, as `--on-file`. */
   onFile?: string;
+  /** The `onFile` hook's time limit in seconds, as `--hook-timeout` (default 60; 0 = none). */
+  hookTimeout?: number;
   /** Scan files a `.gitignore` would hide, as `--no-ignore`. */
   noIgnore?: boolean;
   /** Extra globs relative to the root that are always skipped. */
@@ -65,10 +62,17 @@ export interface WatchOptions {
   /** Ends the iteration (quietly, as `break` does) when aborted. */
   signal?: AbortSignal;
   /**
-   * Events held for a consumer that has not caught up yet; past it new events are dropped
-   * (the server's rule for a lagging subscriber). Default 10,000.
+   * How many events a consumer may fall behind; past it (or past the index's event history,
+   * 65,536 events or 32 MiB) it gets one `{ action: "reset" }` and then the newer events.
+   * Default 10,000.
    */
   buffer?: number;
+  /**
+   * Continue after this event (a stream's `lastEventId`), as an SSE client does with
+   * `Last-Event-ID`: the events after it still in the history come first; when they are gone,
+   * or the id is another index's, the stream starts with a reset.
+   */
+  lastEventId?: string;
 }
 
 /** A file the index could not read or parse, and why; its other rows and files stand. */
@@ -114,11 +118,7 @@ function cancelled(): DirqError {
   return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
 }
 
-/**
- * Resolves with `work`, or rejects as soon as `signal` aborts. Building the tables a statement
- * reads cannot be stopped half-way (its writes are committed file by file): it finishes in the
- * background.
- */
+/** Rejects as soon as `signal` aborts; `work` goes on (a build finishes in the background). */
 function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
   work.catch(() => undefined);
   if (signal.aborted) return Promise.reject(cancelled());
@@ -128,24 +128,6 @@ function untilAborted<T>(work: Promise<T>, signal: AbortSignal): Promise<T> {
     work.then(resolve, reject).finally(() => signal.removeEventListener("abort", onAbort));
   });
 }
-
-/**
- * The query process that runs cancellable statements, over the index file it reads: the
- * persist cache, or a snapshot of an index in memory, taken when the index last changed.
- */
-interface StatementRunner {
-  pool: QueryPool;
-  /** The index's `contentStamp` the file holds; `null`: the index's own file, always current. */
-  stamp: string | null;
-  /** The snapshot file, removed with the runner; `null` for the index's own file. */
-  snapshot: string | null;
-  /** Statements out on it: a superseded runner is closed once they are answered. */
-  running: number;
-}
-
-/** Folders of snapshots this process made, removed at exit if `close()` did not. */
-const snapshotFolders = new Set<string>();
-let snapshotExitHook = false;
 
 /**
  * A directory tree as a read-only SQLite database, in-process. Made by `open`; the CLI, the
@@ -160,16 +142,12 @@ export class Dirq implements AsyncDisposable {
    * that cannot start, a failing `ddl`); `query` then rejects with the same error.
    */
   readonly ready: Promise<void>;
+  private readonly session: LiveSession;
   private readonly index: DirqIndex;
   private readonly streams = new Set<RowEventStream>();
   private readonly skippedFiles: SkippedFile[] = [];
-  private live: Promise<LiveIndex> | null = null;
-  /** Runs cancellable statements (`signal`); started by the first. */
-  private runner: StatementRunner | null = null;
-  /** Gets the runner for a statement: one at a time, so a snapshot is taken once. */
-  private runnerQueue: Promise<unknown> = Promise.resolve();
-  private snapshotFolder: string | null = null;
-  private snapshotCount = 0;
+  /** The watcher's start, once `live` or `watch()` asked for it. */
+  private watching: Promise<void> | null = null;
   /** Statements running now: `close` lets them finish before the database closes. */
   private readonly running = new Set<Promise<unknown>>();
   private closing: Promise<void> | null = null;
@@ -180,20 +158,41 @@ export class Dirq implements AsyncDisposable {
     const configs = options.configs ?? [];
     const fromFiles = configs.length === 0 ? EMPTY_CONFIG : loadConfigs(configs, process.cwd());
     const config = withCodeTables(fromFiles, codeTables(options.tables ?? [], root));
-    this.index = new DirqIndex({
-      root,
-      config,
-      onFile: options.onFile,
-      noIgnore: options.noIgnore,
-      ignore: options.ignore,
-      extensions: options.extensions?.map((argument) =>
-        parseExtensionArgument(argument, process.cwd()),
-      ),
-      progress: options.progress,
-      persist: options.persist,
-      // Whole rows from the start, so that watch events carry what a query would return.
-      fillAllColumns: true,
+    this.session = new LiveSession({
+      index: {
+        root,
+        config,
+        onFile: options.onFile,
+        hookTimeLimit:
+          options.hookTimeout === undefined
+            ? undefined
+            : { seconds: options.hookTimeout, setBy: `hookTimeout: ${options.hookTimeout}` },
+        noIgnore: options.noIgnore,
+        ignore: options.ignore,
+        extensions: options.extensions?.map((argument) =>
+          parseExtensionArgument(argument, process.cwd()),
+        ),
+        progress: options.progress,
+        persist: options.persist,
+        // Whole rows from the start, so that watch events carry what a query would return.
+        fillAllColumns: true,
+      },
+      folderPrefix: "dirq-sdk-",
+      // A library must not leave a helper process behind: the folder goes at close or exit.
+      reaper: false,
+      // No time or answer limit: a library caller decides with its signal.
+      runner: {
+        timeoutMs: Number.POSITIVE_INFINITY,
+        maxAnswerBytes: Number.MAX_SAFE_INTEGER,
+        maxProcesses: 1,
+        keepAlive: false,
+      },
+      onWatchError: (error) =>
+        void this.session.publish([
+          { action: "error", table: null, file_path: "", error: `watcher: ${String(error)}` },
+        ]),
     });
+    this.index = this.session.index;
     this.root = this.index.root;
     const index = this.index;
     this.ready = (async () => {
@@ -255,8 +254,9 @@ export class Dirq implements AsyncDisposable {
     const { signal } = options;
     if (signal !== undefined) return this.queryCancellable(sql, args, { ...options, signal });
     await this.ready;
-    if (options.settle !== false && this.live !== null) {
-      await (await this.live).prepareCurrent(sql, { parameters: true });
+    if (options.settle !== false && this.watching !== null) {
+      await this.watching;
+      await this.session.prepare(sql, { parameters: true });
     }
     this.checkOpen();
     const running = this.index.query(sql, { bind: { values: parameters } });
@@ -280,30 +280,21 @@ export class Dirq implements AsyncDisposable {
     // The query process is left unreferenced (an idle one must not keep a script alive):
     // this keeps the process alive while the statement is out.
     const hold = setInterval(() => {}, 2 ** 30);
-    const taken: { runner: StatementRunner | null } = { runner: null };
     const work = (async () => {
       await untilAborted(this.ready, signal);
-      const live = options.settle !== false && this.live !== null ? await this.live : null;
-      const preparing = live
-        ? live.prepareCurrent(sql, { parameters: true })
-        : this.index.prepare(sql, { parameters: true });
-      const prepared = await untilAborted(preparing, signal);
-      this.checkOpen();
-      const runner = await untilAborted(this.runnerFor(), signal);
-      taken.runner = runner;
-      runner.running++;
-      const answer = await runner.pool.run(prepared.sql, {
+      if (this.watching !== null) await untilAborted(this.watching, signal);
+      const prepared = await this.session.prepare(sql, {
+        parameters: true,
+        settle: options.settle,
         signal,
-        callsWorkers: prepared.callsWorkers,
+      });
+      this.checkOpen();
+      const body = await this.session.run(prepared, {
+        signal,
         args: args.length === 0 ? undefined : args,
       });
-      if (!answer.ok) {
-        if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
-        throw new Error(answer.message);
-      }
-      const body =
-        typeof answer.body === "string" ? answer.body : Buffer.from(answer.body).toString("utf8");
-      const rows = parseJsonExact(body) as Row[];
+      const text = typeof body === "string" ? body : Buffer.from(body).toString("utf8");
+      const rows = parseJsonExact(text) as Row[];
       this.skippedFiles.push(...prepared.skipped);
       return rows;
     })();
@@ -313,97 +304,30 @@ export class Dirq implements AsyncDisposable {
     } finally {
       this.running.delete(work);
       clearInterval(hold);
-      if (taken.runner !== null) {
-        taken.runner.running--;
-        this.retireIfIdle(taken.runner);
-      }
     }
   }
 
-  /** The runner for the index as it is now (a new snapshot when an in-memory index changed). */
-  private runnerFor(): Promise<StatementRunner> {
-    const next = this.runnerQueue.then(() => this.currentRunner());
-    this.runnerQueue = next.catch(() => undefined);
-    return next;
-  }
-
-  private async currentRunner(): Promise<StatementRunner> {
-    const own = this.index.databasePath;
-    const current = this.runner;
-    if (own !== null) {
-      this.runner ??= this.startRunner(own, null, null);
-      return this.runner;
-    }
-    if (current !== null && current.stamp === this.index.contentStamp()) return current;
-    if (this.snapshotFolder === null) {
-      this.snapshotFolder = mkdtempSync(join(tmpdir(), "dirq-sdk-"));
-      snapshotFolders.add(this.snapshotFolder);
-      if (!snapshotExitHook) {
-        snapshotExitHook = true;
-        process.on("exit", () => {
-          for (const folder of snapshotFolders) removeIndexDirectory(folder);
-        });
-      }
-    }
-    const path = join(this.snapshotFolder, `index-${++this.snapshotCount}.db`);
-    const stamp = await this.index.snapshotTo(path);
-    this.runner = this.startRunner(path, stamp, path);
-    if (current !== null) this.retireIfIdle(current);
-    return this.runner;
-  }
-
-  private startRunner(
-    databasePath: string,
-    stamp: string | null,
-    snapshot: string | null,
-  ): StatementRunner {
-    const pool = new QueryPool({
-      databasePath,
-      // No time or answer limit: a library caller decides with its signal.
-      timeoutMs: Number.POSITIVE_INFINITY,
-      maxAnswerBytes: Number.MAX_SAFE_INTEGER,
-      maxProcesses: 1,
-      profile: this.index.connectionProfile,
-      keepAlive: false,
-    });
-    return { pool, stamp, snapshot, running: 0 };
-  }
-
-  /** A superseded runner goes once it has no statement out. */
-  private retireIfIdle(runner: StatementRunner): void {
-    if (this.runner === runner || runner.running > 0) return;
-    runner.pool.close();
-    if (runner.snapshot !== null) removeIndexDirectory(runner.snapshot);
-  }
-
-  private publish(changes: readonly RowChange[]): void {
-    if (changes.length === 0 || this.streams.size === 0) return;
-    const events: RowEvent[] = changes.map(toRowEvent);
-    for (const stream of this.streams) stream.push(events);
-  }
-
-  private async startWatcher(): Promise<void> {
-    this.live ??= LiveIndex.watch(this.index, {
-      onChanges: (changes) => this.publish(changes),
-      onError: (error) =>
-        this.publish([
-          { action: "error", table: null, file_path: "", error: `watcher: ${String(error)}` },
-        ]),
-    });
-    await this.live;
+  private startWatcher(): Promise<void> {
+    this.watching ??= this.session.watch();
+    return this.watching;
   }
 
   /**
-   * Row changes as files change, as an async iterable of the server's SSE `row` event data.
-   * Starts the watcher (once per index) and keeps every built table current. End it with
-   * `break`, `signal` or `close()`. `await stream.ready` before changing files you expect
-   * events for.
+   * Row changes as files change, as an async iterable of the server's SSE `row` event data,
+   * and `{ action: "reset" }` when events were lost to it (query again). Starts the watcher
+   * (once per index) and keeps every built table current. End it with `break`, `signal` or
+   * `close()`. `await stream.ready` before changing files you expect events for.
    */
   watch(options: WatchOptions = {}): RowEventStream {
     this.checkOpen();
-    const stream = new RowEventStream(options.buffer ?? DEFAULT_EVENT_BUFFER, () =>
-      this.streams.delete(stream),
+    const history = this.session.events;
+    const start = history.startPoint(options.lastEventId);
+    const reset = "reset" in start;
+    const cursor = history.cursor(
+      reset ? history.head : start.after,
+      options.buffer ?? DEFAULT_EVENT_BUFFER,
     );
+    const stream = new RowEventStream(history, cursor, reset, () => this.streams.delete(stream));
     this.streams.add(stream);
     if (options.signal) {
       const { signal } = options;
@@ -421,18 +345,10 @@ export class Dirq implements AsyncDisposable {
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const stream of [...this.streams]) stream.end();
-      const live = await this.live?.catch(() => null);
-      await live?.close();
       // A table still being built finishes (or fails) before its database closes.
       await this.ready.catch(() => undefined);
       await Promise.allSettled([...this.running]);
-      this.runner?.pool.close();
-      this.runner = null;
-      if (this.snapshotFolder !== null) {
-        removeIndexDirectory(this.snapshotFolder);
-        snapshotFolders.delete(this.snapshotFolder);
-      }
-      this.index.close();
+      await this.session.close();
     })();
     return this.closing;
   }

@@ -1,8 +1,5 @@
-import type { RowChange } from "../indexer/row-changes.js";
-import { rowChangeJson } from "../indexer/row-changes.js";
-import { parseJsonExact } from "../parse/hook-rows.js";
 import type { SqlValue } from "../query/execute.js";
-import type { Row, RowEvent, RowValue } from "./types.js";
+import type { Row, RowValue } from "./types.js";
 
 /** A SQLite value as the CLI's JSON would carry it. */
 export function toRowValue(value: SqlValue | undefined): RowValue {
@@ -30,9 +27,4 @@ export function toRows(columns: readonly string[], rows: Iterable<SqlValue[]>): 
     result.push(row);
   }
   return result;
-}
-
-/** The event as the server's SSE `row` data, parsed (integers beyond 2^53 exact). */
-export function toRowEvent(change: RowChange): RowEvent {
-  return parseJsonExact(rowChangeJson(change)) as RowEvent;
 }

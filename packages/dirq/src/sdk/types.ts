@@ -34,3 +34,15 @@ export type RowEvent =
       file_path: string;
       error: string;
     };
+
+/**
+ * Events were lost to a `watch()` stream: it fell more than its buffer behind, or resumed from
+ * an id the history no longer reaches (or of another index). Query again for the current rows;
+ * the events after it follow. The SSE stream's `reset` frame.
+ */
+export interface ResetEvent {
+  action: "reset";
+}
+
+/** What a `watch()` stream yields. */
+export type WatchEvent = RowEvent | ResetEvent;

@@ -25,13 +25,11 @@ export type EntryCost = (sql: string, answer: string | Uint8Array) => number;
  * Whether a statement may be kept at all (no volatile function, nothing read but tables) is
  * the caller's to decide. Bounded by total size, least recently used first out.
  *
- * The order of use is a list of its own: the map is never asked to keep it. Measured in V8
- * with 120,000 entries kept (what a stream of distinct statements leaves), deleting and
- * setting a key again on every hit, to move it to the end of the map's order, made each hit
- * slower the longer it went on (6 µs after 5,000 hits, 35 µs after 25,000; a plain look-up
- * takes 0.01), as every deleted copy stays in the key's chain until the map rehashes; and
- * finding the oldest entry by iterating the map walked over every entry deleted before it
- * (22 µs per eviction).
+ * The order of use is a list of its own: the map is never asked to keep it. With the many
+ * entries a stream of distinct statements leaves, deleting and setting a key again on every
+ * hit, to move it to the end of the map's order, makes each hit slower the longer it goes on
+ * (every deleted copy stays in the key's chain until the map rehashes); and finding the oldest
+ * entry by iterating the map walks over every entry deleted before it.
  */
 export class ResultCache {
   private readonly entries = new Map<string, Entry>();

@@ -100,8 +100,8 @@ function isSkipped(key: string): boolean {
  * hands over coalesced batches of changed paths, relative and `/`-separated. A burst on one
  * file is one entry; the handler re-reads the file, so the final state is never lost.
  *
- * Measured on 100,000 files, chokidar (one watch and one stat cache entry per file, an initial
- * stat of every file) took 20-28 s to start and 600-750 MB; a folder watch costs one listing
+ * Not chokidar: one watch and one stat cache entry per file, and an initial stat of every file,
+ * make a big tree slow to start watching and heavy to keep; a folder watch costs one listing
  * of the folder's entry types at start and nothing per file. A folder that appears (created,
  * moved in) is watched before its batch is handled, and the handler reads it whole; one that
  * goes away (deleted, moved out) loses its watches, so a moved folder's old watch never

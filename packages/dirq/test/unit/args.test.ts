@@ -65,6 +65,8 @@ test("a lone statement is a query with every option at its default", () => {
     format: "auto",
     configs: [],
     onFile: null,
+    hookTimeout: null,
+    parse: null,
     extensions: [],
     persist: null,
   });

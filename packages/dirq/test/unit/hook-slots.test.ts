@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { after, test } from "node:test";
-import { HookSlots } from "../../src/indexer/hook-slots.js";
+import { HookSlots } from "../../src/parse/hook-slots.js";
 
 // The slots' timers do not keep a process alive (its hooks do): the tests keep it alive.
 const keepAlive = setInterval(() => {}, 1_000);

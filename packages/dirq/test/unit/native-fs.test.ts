@@ -20,6 +20,8 @@ import {
 } from "../../src/scan/file-stats.js";
 import { type Listing, listDirectory } from "../../src/scan/list-directory.js";
 import { nativeFs } from "../../src/scan/native-fs.js";
+// The module that opens SQLite provides the extension's connection (scan/ has no SQLite).
+import "../../src/indexer/database.js";
 
 // The native batch stat (native/dirq-fs.c) against Node's own stat, entry by entry: regular
 // files, a symlink to a file (followed), and what is not a regular file (a folder, a symlink to

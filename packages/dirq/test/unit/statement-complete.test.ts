@@ -6,6 +6,7 @@ import {
   isCompleteStatement,
   splitStatements,
 } from "../../src/repl/statement-complete.js";
+import { python3 } from "../helpers.js";
 
 /** Input and what sqlite3_complete() answers for it (1 complete, 0 not). */
 const CASES: [string, boolean][] = [
@@ -105,7 +106,7 @@ function sqliteComplete(inputs: readonly string[]): boolean[] | null {
   const script =
     "import json, sqlite3, sys\n" +
     "print(json.dumps([sqlite3.complete_statement(s) for s in json.load(sys.stdin)]))";
-  const result = spawnSync("python3", ["-c", script], {
+  const result = spawnSync(python3(), ["-c", script], {
     input: JSON.stringify(inputs),
     encoding: "utf8",
   });

@@ -6,7 +6,7 @@ import { isPubtoolError, type PubtoolErrorCode } from "../errors.js";
 import { findRepositoryRoot } from "../repository.js";
 import { knownSecrets, MaskingWriter } from "../publish/secret-mask.js";
 import { readVersion } from "../version.js";
-import { type Command, HELP_TEXT, parseCommandLine } from "./args.js";
+import { type Command, helpText, parseCommandLine } from "./args.js";
 
 /** The process streams and settings the CLI runs with. */
 export interface CliIo {
@@ -36,7 +36,7 @@ const EXIT_CODES: Record<PubtoolErrorCode, number> = {
 async function dispatch(command: Command, io: CliIo): Promise<number> {
   switch (command.name) {
     case "help":
-      io.stdout.write(HELP_TEXT);
+      io.stdout.write(helpText(command.topic));
       return EXIT_OK;
     case "version":
       io.stdout.write(`${readVersion()}\n`);
@@ -115,7 +115,8 @@ async function runMasked(argv: readonly string[], io: CliIo): Promise<number> {
     return await dispatch(parseCommandLine(argv), io);
   } catch (error) {
     if (isPubtoolError(error)) {
-      for (const line of error.message.split("\n")) io.stderr.write(`pubtool: ${line}\n`);
+      const speaker = error.speaker ?? "pubtool";
+      for (const line of error.message.split("\n")) io.stderr.write(`${speaker}: ${line}\n`);
       return EXIT_CODES[error.code] ?? EXIT_FAILED;
     }
     const message = error instanceof Error ? error.message : String(error);

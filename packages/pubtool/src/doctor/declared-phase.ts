@@ -8,7 +8,12 @@ import {
   WORKFLOWS_DIR,
   type WorkflowScan,
 } from "../workflows/scan-workflows.js";
-import { judgedRegistries, type Publishes, publishesPackage } from "../workflows/step-target.js";
+import {
+  judgedRegistries,
+  type Publishes,
+  publishesPackage,
+  type StepConfigs,
+} from "../workflows/step-target.js";
 import { type Check, type Phase, phaseStatus, type Status } from "./report.js";
 
 type Declared = PackageEntry & { trust_policy: TrustPolicy };
@@ -30,7 +35,7 @@ export function declaredPhase(
   packages: readonly PackageEntry[],
   scan: WorkflowScan,
   env: NodeJS.ProcessEnv,
-  configFile = "pubtool.toml",
+  configs: StepConfigs,
 ): Phase {
   const declared = declaredPackages(packages);
   const heading = "trust policy (declared)";
@@ -86,17 +91,17 @@ export function declaredPhase(
     const policy = entry.trust_policy;
     const file = policy.workflow;
     const matchesFile = (job: PublishingJob) => matchedFile(entry.kind, job) === file;
-    // Each package is judged only against the steps that publish it (their --config,
-    // --package, working directory and registry variables say which); a step whose target
-    // needs an expression is named, not guessed.
+    // Each package is judged only against the steps that publish it (the packages of the config
+    // they read, narrowed by --package, to the registry doctor judges), whichever config names
+    // it; a step whose target needs an expression is named, not guessed.
     const answers = new Map(
-      scan.jobs.map((job) => [job, publishesAny(job, entry, configFile, judged)]),
+      scan.jobs.map((job) => [job, publishesAny(job, entry, configs, judged)]),
     );
     const own = scan.jobs.filter((job) => answers.get(job)?.answer === "yes");
     const unknown = scan.jobs.filter((job) => answers.get(job)?.answer === "unknown");
     const touches = (job: PublishingJob) => job.entryFile === file || job.file === file;
     const jobs = own.filter(matchesFile);
-    const elsewhere = own.filter((job) => !matchesFile(job) && touches(job));
+    const elsewhere = own.filter((job) => !matchesFile(job));
     const where = `trust-policy: ${file}: package ${entry.name} (${entry.kind})`;
     const why = (job: PublishingJob) => {
       const answer = answers.get(job);
@@ -166,8 +171,9 @@ export function declaredPhase(
         );
       }
     }
-    // A second workflow that publishes the same package through the declared file (nightly.yml
-    // calling publish.yml): the registry matches the caller there and rejects the token.
+    // A second workflow that publishes the same package to the same registry (nightly.yml
+    // calling publish.yml, or a release-all.yml reading the root config): the registry matches
+    // another file there and rejects the token, whichever run doctor is in.
     if (jobs.length > 0) {
       for (const job of elsewhere) {
         const actual = matchedFile(entry.kind, job);
@@ -281,10 +287,10 @@ export function declaredPhase(
 function publishesAny(
   job: PublishingJob,
   entry: PackageEntry,
-  configFile: string,
+  configs: StepConfigs,
   judged: Readonly<Record<RegistryKind, string | null>>,
 ): Publishes {
-  const answers = job.targets.map((target) => publishesPackage(target, entry, configFile, judged));
+  const answers = job.targets.map((target) => publishesPackage(target, entry, configs, judged));
   return (
     answers.find((answer) => answer.answer === "yes") ??
     answers.find((answer) => answer.answer === "unknown") ??

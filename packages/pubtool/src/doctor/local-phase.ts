@@ -1,5 +1,5 @@
 import { type EffectivePermissions, missingScopes } from "../workflows/permissions.js";
-import { describeTarget } from "../workflows/step-target.js";
+import { describeTarget, type StepConfigs, type StepTarget } from "../workflows/step-target.js";
 import {
   describeJob,
   isExpression,
@@ -36,16 +36,23 @@ function permissionMessage(job: PublishingJob): { ok: boolean; message: string }
 }
 
 /** What a publishing job publishes, when that is more than "every package of pubtool.toml". */
-function targetNote(job: PublishingJob): string {
+function targetNote(job: PublishingJob, configs: StepConfigs): string {
+  const problem = (target: StepTarget) => {
+    const config = target.config === null ? undefined : configs.get(target.config);
+    return config !== undefined && "problem" in config
+      ? ` (${target.config ?? ""} ${config.problem}, so this step cannot publish)`
+      : "";
+  };
   const notes = job.targets
     .filter(
       (target) =>
         target.unknown !== null ||
         (target.config !== "pubtool.toml" && target.config !== null) ||
         target.packages.length > 0 ||
-        describeTarget(target).includes(", to "),
+        describeTarget(target).includes(", to ") ||
+        problem(target) !== "",
     )
-    .map((target) => describeTarget(target));
+    .map((target) => `${describeTarget(target)}${problem(target)}`);
   if (notes.length === 0) return "";
   const shown = [...new Set(notes)].map((note) =>
     note.startsWith("what it publishes") ? note : `publishes ${note}`,
@@ -125,7 +132,7 @@ function rustregTokenCheck(scan: WorkflowScan): Check | null {
 }
 
 /** Phase 1: the publishing workflow, its permissions, its environment, its step. */
-export function localPhase(scan: WorkflowScan): Phase {
+export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map()): Phase {
   const found: Check = {
     id: "workflow",
     label: "publishing workflow",
@@ -193,7 +200,9 @@ export function localPhase(scan: WorkflowScan): Phase {
           ? "runs `pubtool publish`"
           : "uses the pubtool action (command: publish)";
       const at = job.callerJob === null ? `line ${job.line}` : `${job.file} line ${job.line}`;
-      found.messages.push(`trust-policy: ${describeJob(job)} ${how} (${at})${targetNote(job)}`);
+      found.messages.push(
+        `trust-policy: ${describeJob(job)} ${how} (${at})${targetNote(job, configs)}`,
+      );
       const result = permissionMessage(job);
       if (!result.ok) permissions.status = "fail";
       permissions.messages.push(result.message);

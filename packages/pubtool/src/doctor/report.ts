@@ -1,3 +1,6 @@
+import type { RegistryKind } from "../config/schema.js";
+import { describeStep } from "./package-steps.js";
+
 /** The outcome of one check or phase: pass, fail, or neutral (skipped, not applicable). */
 export type Status = "pass" | "fail" | "neutral";
 
@@ -17,10 +20,37 @@ export interface Phase {
   checks: Check[];
 }
 
+/** One publishing step, as doctor lists it under the packages it publishes. */
+export interface PublishingStepRef {
+  /** The workflow file the host runs (the caller of a reusable workflow). */
+  workflow: string;
+  /** The file that holds the step. */
+  file: string;
+  job: string;
+  /** `release.yml: job publish`, with the chain of calls for a reusable workflow. */
+  via: string;
+  /** 1-based line of the step in `file`. */
+  line: number;
+  /** The config the step reads, relative to the repository root; `null` when it finds none. */
+  config: string | null;
+}
+
+/** A package of doctor's config (its registry and name) and the steps that publish it. */
+export interface PackageSteps {
+  name: string;
+  kind: RegistryKind;
+  /** The registry judged: `null` for the public one, else the variable that names another. */
+  registry: string | null;
+  steps: PublishingStepRef[];
+  /** Steps that may publish it, but whose target cannot be known locally. */
+  undetermined: (PublishingStepRef & { why: string })[];
+}
+
 /** The whole doctor run, as printed by `--json`. */
 export interface DoctorReport {
   ok: boolean;
   phases: Phase[];
+  packages: PackageSteps[];
   note: string;
 }
 
@@ -46,6 +76,18 @@ export function renderReport(report: DoctorReport): string {
     for (const check of phase.checks) {
       lines.push(`  ${MARKS[check.status]} ${check.label}`);
       for (const message of check.messages) lines.push(`      ${message}`);
+    }
+  }
+  if (report.packages.length > 0) {
+    lines.push("published by:");
+    for (const entry of report.packages) {
+      const registry = entry.registry === null ? "" : `, ${entry.registry}`;
+      const none = entry.steps.length + entry.undetermined.length === 0;
+      lines.push(`  ${entry.name} (${entry.kind}${registry})${none ? ": no publishing step" : ""}`);
+      for (const step of entry.steps) lines.push(`      ${describeStep(step)}`);
+      for (const step of entry.undetermined) {
+        lines.push(`      maybe: ${describeStep(step)} (${step.why})`);
+      }
     }
   }
   lines.push(report.note);

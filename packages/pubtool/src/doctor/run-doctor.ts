@@ -2,6 +2,9 @@ import { relative, sep } from "node:path";
 import type { Config } from "../config/load-config.js";
 import { currentRepository } from "../repository.js";
 import { scanWorkflows } from "../workflows/scan-workflows.js";
+import { readStepConfigs } from "../workflows/step-configs.js";
+import { judgedRegistries } from "../workflows/step-target.js";
+import { packageSteps } from "./package-steps.js";
 import { declaredPhase } from "./declared-phase.js";
 import { localPhase } from "./local-phase.js";
 import { registryPhase } from "./registry-phase.js";
@@ -22,7 +25,16 @@ export async function runDoctor(options: {
     options.config === null
       ? "pubtool.toml"
       : relative(root, options.config.file).split(sep).join("/");
-  const phases: Phase[] = [localPhase(scan), declaredPhase(root, packages, scan, env, configFile)];
+  const targets = scan.jobs.flatMap((job) => job.targets);
+  const configs = readStepConfigs(
+    root,
+    targets,
+    options.config === null ? null : { file: configFile, packages },
+  );
+  const phases: Phase[] = [
+    localPhase(scan, configs),
+    declaredPhase(root, packages, scan, env, configs),
+  ];
   const registry = await registryPhase(packages, env, repository);
   if (registry === null) {
     phases.push({
@@ -41,5 +53,10 @@ export async function runDoctor(options: {
   } else {
     phases.push(registry);
   }
-  return { ok: phases.every((phase) => phase.status !== "fail"), phases, note: CLOSING_NOTE };
+  return {
+    ok: phases.every((phase) => phase.status !== "fail"),
+    phases,
+    packages: packageSteps(packages, scan, configs, judgedRegistries(targets, env)),
+    note: CLOSING_NOTE,
+  };
 }

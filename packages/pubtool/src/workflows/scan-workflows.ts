@@ -301,6 +301,7 @@ export function scanWorkflows(root: string, repository: string | null = null): W
             job: record,
             step: asRecord(step) ?? {},
             invocation: publishInvocation(step, scripts),
+            line,
           });
           const steps = record.steps as unknown[];
           const rustregToken = rustregTokenWiring(steps.slice(0, index), target.variables);

@@ -24,7 +24,15 @@ export interface StepTarget {
   variables: Record<string, string>;
   /** Why the target cannot be known locally (an expression or shell variable), else `null`. */
   unknown: string | null;
+  /** 1-based line of the publishing step in its workflow file. */
+  line: number;
 }
+
+/** The packages of a config a publishing step reads, or why they cannot be read. */
+export type StepConfig = { packages: readonly PackageEntry[] } | { problem: string };
+
+/** The configs publishing steps read, by path relative to the repository root. */
+export type StepConfigs = ReadonlyMap<string, StepConfig>;
 
 function asRecord(value: unknown): Record<string, unknown> | null {
   return value !== null && typeof value === "object" && !Array.isArray(value)
@@ -70,8 +78,9 @@ export function resolveStepTarget(options: {
   job: Record<string, unknown>;
   step: Record<string, unknown>;
   invocation: PublishInvocation | null;
+  line: number;
 }): StepTarget {
-  const { root, workflow, job, step, invocation } = options;
+  const { root, workflow, job, step, invocation, line } = options;
   const variables = {
     ...envOf(workflow),
     ...envOf(job),
@@ -84,6 +93,7 @@ export function resolveStepTarget(options: {
     packages,
     variables,
     unknown: showExpression(why),
+    line,
   });
   // The working directory: `run:` steps honour `working-directory` and `defaults.run`;
   // actions run in the workspace root.
@@ -115,18 +125,18 @@ export function resolveStepTarget(options: {
     const config = insideRoot(root, join(dir, invocation.config));
     if (config === null)
       return unknown(`its --config ${invocation.config} is outside the repository`);
-    return { config, packages, variables, unknown: null };
+    return { config, packages, variables, unknown: null, line };
   }
   // The nearest pubtool.toml from the working directory up to the root.
   for (let current = dir; ;) {
     const candidate = current === "." ? CONFIG_FILE : `${current}/${CONFIG_FILE}`;
     if (existsSync(join(root, candidate)))
-      return { config: candidate, packages, variables, unknown: null };
+      return { config: candidate, packages, variables, unknown: null, line };
     if (current === ".") break;
     const parent = current.split("/").slice(0, -1).join("/");
     current = parent === "" ? "." : parent;
   }
-  return { config: null, packages, variables, unknown: null };
+  return { config: null, packages, variables, unknown: null, line };
 }
 
 /** True when `selector` (`name` or `kind:name`) names `entry`. */
@@ -174,25 +184,46 @@ export function judgedRegistries(
 }
 
 /**
- * Does the step with `target` publish `entry` of the config at `configFile` (relative to the
- * root) to the registry doctor judges (`judged`, see `judgedRegistries`)? A step that points the
- * kind at another registry (a `PUBTOOL_*_URL` variable, as a TestPyPI job does) publishes to
- * another index, which the declaration is not about.
+ * Does the step with `target` publish `entry` to the registry doctor judges (`judged`, see
+ * `judgedRegistries`)? A package is its registry and its name: the step publishes the packages
+ * of the config it reads (`configs`, whichever file that is), narrowed by `--package`. A step
+ * that points the kind at another registry (a `PUBTOOL_*_URL` variable, as a TestPyPI job does)
+ * publishes to another index, which the declaration is not about.
  */
 export function publishesPackage(
   target: StepTarget,
   entry: PackageEntry,
-  configFile: string,
+  configs: StepConfigs,
   judged: Readonly<Record<RegistryKind, string | null>>,
 ): Publishes {
   if (target.unknown !== null) return { answer: "unknown", why: target.unknown };
-  if (target.config !== configFile) {
+  if (target.config === null) return { answer: "no", why: "it finds no pubtool.toml" };
+  const config = configs.get(target.config) ?? { problem: "could not be read" };
+  if ("problem" in config) {
+    return { answer: "no", why: `it reads ${target.config}, which ${config.problem}` };
+  }
+  const same = (other: PackageEntry) => other.kind === entry.kind && other.name === entry.name;
+  if (!config.packages.some(same)) {
     return {
       answer: "no",
-      why: target.config === null ? "it finds no pubtool.toml" : `it reads ${target.config}`,
+      why: `it reads ${target.config}, which has no ${entry.kind} package ${entry.name}`,
     };
   }
-  if (target.packages.length > 0 && !target.packages.some((selector) => selects(selector, entry))) {
+  // pubtool refuses a --package that names nothing in its config, so such a step publishes nothing.
+  const stray = target.packages.filter(
+    (selector) => !config.packages.some((other) => selects(selector, other)),
+  );
+  if (stray.length > 0) {
+    return {
+      answer: "no",
+      why: `its --package ${stray.join(", ")} names no package of ${target.config}, so pubtool refuses to publish`,
+    };
+  }
+  const selected = config.packages.filter(
+    (other) =>
+      target.packages.length === 0 || target.packages.some((selector) => selects(selector, other)),
+  );
+  if (!selected.some(same)) {
     return { answer: "no", why: `it publishes only --package ${target.packages.join(", ")}` };
   }
   const override = registryOverride(entry.kind, target.variables);

@@ -1,0 +1,195 @@
+import type { DirqConfig } from "../config/types.js";
+import type { ConnectionProfile } from "../connection/profile.js";
+import type { Extractor } from "../parse/extractor.js";
+import { selectionMatcher } from "../scan/inclusion.js";
+import { parsePathTableName } from "../scan/path-selection.js";
+import type { SkippedPath } from "../scan/walk.js";
+import type { Catalog, CatalogTable } from "./catalog.js";
+import type { SqliteDatabase } from "./database.js";
+import {
+  buildParsedTable,
+  type LiveParsedTable,
+  type ParsedTableOptions,
+  type ParsedTableSpec,
+  storedColumns,
+} from "./parsed-tables.js";
+import type { Refresher } from "./refresh.js";
+import type { RowChange } from "./row-changes.js";
+import {
+  configTableSpec,
+  definitionChange,
+  onFileSpec,
+  parsedSpecText,
+  sweepCatalog,
+} from "./table-specs.js";
+
+/** What the registry needs of its index. */
+export interface ParsedTableContext {
+  db: SqliteDatabase;
+  root: string;
+  config: DirqConfig;
+  /** The extractor of every path-table (`--on-file`, `--parse`), or `null`: plain path-tables. */
+  onFile: Extractor | null;
+  options: ParsedTableOptions & { useGitignore: boolean };
+  /** Ignore patterns the user gave (`--ignore`, `[dirq] ignore`): part of a definition. */
+  userIgnores: readonly string[];
+  profile: ConnectionProfile;
+  /** The record of a persisted index; `null` for one that is not. */
+  catalog: Catalog | null;
+  /** The index's refresher, which brings a persisted table up to date. */
+  refresher: () => Refresher;
+  tableExists: (name: string) => boolean;
+}
+
+/** Files a refresh could not bring in (a hook failed, a rule broke), as skipped paths. */
+function skippedFromChanges(changes: readonly RowChange[]): SkippedPath[] {
+  return changes
+    .filter((change) => change.action === "error")
+    .map((change) => ({ path: change.file_path, reason: (change as { error: string }).error }));
+}
+
+/**
+ * The parsed tables of one index (config tables, and path-tables read by `--on-file` or
+ * `--parse`): which exist, what each is defined as, and building each once, or bringing a
+ * persisted one up to date instead of building it again.
+ */
+export class ParsedTableRegistry {
+  /** Parsed tables built so far, by lower-cased name (the refresher keeps them current). */
+  readonly tables = new Map<string, LiveParsedTable>();
+  /**
+   * `--on-file` tables kept from a persisted index whose files are not compared with the tree
+   * yet (lower-cased names): the first statement that reads one brings it up to date, as a
+   * config table is before the first statement.
+   */
+  private readonly unreconciled = new Set<string>();
+  private configBuilt = false;
+
+  constructor(private readonly context: ParsedTableContext) {}
+
+  /** Config tables are built before the first statement runs (views in a `ddl` need them). */
+  get configTablesBuilt(): boolean {
+    return this.configBuilt;
+  }
+
+  /** SQLite names of the parsed tables built so far. */
+  names(): string[] {
+    return [...this.tables.values()].map((table) => table.spec.name);
+  }
+
+  /**
+   * Keeps, of a persisted index's tables, those this index would build the same way (path
+   * tables as `restorePath` decides); says on `notices` why a table is built again.
+   */
+  restorePersisted(restorePath: (table: CatalogTable) => boolean, notices: string[]): void {
+    const { db, catalog, config } = this.context;
+    if (catalog === null) return;
+    sweepCatalog(db, catalog, (table) => {
+      if (table.kind !== "parsed") return table.kind === "path" && restorePath(table);
+      const expected = this.expectedSpec(table.name);
+      if (table.spec === expected) return true;
+      // Built again in this run (a config table, or an --on-file one of this command):
+      // say why its files are all parsed again.
+      if (expected !== null) {
+        notices.push(`rebuilding table ${table.name}: ${definitionChange(table.spec, expected)}`);
+      }
+      return false;
+    });
+    // A first build stopped part way left its parsed files staged: kept for the same table.
+    catalog.sweepStaged((name, spec) => this.expectedSpec(name) === spec);
+    for (const table of catalog.tables()) {
+      const name = table.name.toLowerCase();
+      const configured = config.tables.some((t) => t.name.toLowerCase() === name);
+      if (table.kind === "parsed" && !configured) this.unreconciled.add(name);
+    }
+  }
+
+  /**
+   * Builds every config table, in config order, once per index: a `ddl` view or trigger may
+   * read another table, and `sqlite_master` should list them all from the first statement.
+   */
+  async buildConfigTables(): Promise<SkippedPath[]> {
+    const skipped: SkippedPath[] = [];
+    if (this.configBuilt) return skipped;
+    this.configBuilt = true;
+    const { config, root } = this.context;
+    for (const table of config.tables) {
+      if (!this.tables.has(table.name.toLowerCase())) {
+        skipped.push(...(await this.build(configTableSpec(table, root))));
+      }
+    }
+    return skipped;
+  }
+
+  /**
+   * Builds the path-table `name` (the path `path`) with the index's extractor. Returns the
+   * files skipped; `null` when the name is not a path-table.
+   */
+  async buildPathTable(name: string, path: string): Promise<SkippedPath[] | null> {
+    const { onFile, root } = this.context;
+    const selection = onFile === null ? null : parsePathTableName(path, root);
+    if (onFile === null || selection === null) return null;
+    return this.build({ ...onFileSpec(path, selection, onFile), name });
+  }
+
+  /** Whether `table` is kept from a persisted index and not yet compared with the tree. */
+  needsReconcile(table: string): boolean {
+    return this.unreconciled.has(table.toLowerCase());
+  }
+
+  /**
+   * Brings a path-table kept from a persisted index up to date with the tree (only the files
+   * that changed are parsed again). Returns the files skipped.
+   */
+  async reconcile(name: string, path: string): Promise<SkippedPath[]> {
+    this.unreconciled.delete(name.toLowerCase());
+    return (await this.buildPathTable(name, path)) ?? [];
+  }
+
+  /** A parsed table's definition in this index (see `parsedSpecText`). */
+  private specText(spec: ParsedTableSpec): string {
+    const { root, options, userIgnores, profile, catalog } = this.context;
+    return parsedSpecText(spec, {
+      root,
+      useGitignore: options.useGitignore,
+      ignore: userIgnores,
+      extensions: profile.extensions,
+      functions: profile.functions,
+      contentHash: (absolute) => catalog?.programHash(absolute) ?? null,
+    });
+  }
+
+  /** The spec a persisted parsed table must have to be reused in this index, if any. */
+  private expectedSpec(name: string): string | null {
+    const { config, root, onFile } = this.context;
+    const table = config.tables.find((t) => t.name.toLowerCase() === name.toLowerCase());
+    try {
+      if (table !== undefined) return this.specText(configTableSpec(table, root));
+      if (onFile === null) return null;
+      const selection = parsePathTableName(name, root);
+      return selection === null ? null : this.specText(onFileSpec(name, selection, onFile));
+    } catch {
+      return null;
+    }
+  }
+
+  /** Builds a parsed table; returns the files skipped. */
+  private async build(spec: ParsedTableSpec): Promise<SkippedPath[]> {
+    const { db, catalog, options } = this.context;
+    const matches = spec.selection ? selectionMatcher(spec.selection) : () => false;
+    const definition = catalog === null ? null : this.specText(spec);
+    const stored = catalog?.table(spec.name);
+    if (catalog !== null && stored?.spec === definition && this.context.tableExists(spec.name)) {
+      // Persisted with the same definition: parse only what changed since.
+      const live: LiveParsedTable = { spec, columns: storedColumns(db, spec.name), matches };
+      this.tables.set(spec.name.toLowerCase(), live);
+      const { skipped, changes } = await this.context.refresher().reconcile(live, catalog);
+      return [...skipped, ...skippedFromChanges(changes)];
+    }
+    if (catalog !== null && stored !== undefined) catalog.dropTable(stored);
+    const persisted =
+      catalog !== null && definition !== null ? { catalog, spec: definition } : null;
+    const { skipped, columns } = await buildParsedTable(db, spec, options, persisted);
+    this.tables.set(spec.name.toLowerCase(), { spec, columns, matches });
+    return skipped;
+  }
+}

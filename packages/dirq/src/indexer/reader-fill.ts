@@ -1,0 +1,296 @@
+import type { Statement } from "@rocicorp/zero-sqlite3";
+import { inferColumns, type HookRow, type StoredValue } from "../parse/hook-rows.js";
+import type { ReaderExtractor } from "../parse/format-extractor.js";
+import { isOwnName, type RecordBatch } from "../parse/formats/csv-rows.js";
+import type { SkippedPath } from "../scan/walk.js";
+import { type Catalog, type FileSignature, fileSignature, schemaObjects } from "./catalog.js";
+import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import type { ParsedTableOptions, ParsedTableSpec } from "./parsed-tables.js";
+import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
+import { foldName } from "../shared/sql-names.js";
+import { createTable, recordBuiltTable, rowInserter, ruleBroken } from "./table-rows.js";
+
+/** A file whose keys cannot be columns (SQLite refused the name, or too many): skipped. */
+class ColumnsRefused {
+  constructor(readonly reason: string) {}
+}
+
+/** Runs `work` (creating or widening the table); SQLite's refusal becomes `ColumnsRefused`. */
+function asColumns(work: () => void): void {
+  try {
+    work();
+  } catch (error) {
+    if (!(error instanceof Error) || error.name !== "SqliteError") throw error;
+    const tooMany = /too many columns/i.test(error.message);
+    throw new ColumnsRefused(
+      tooMany
+        ? "its keys would take the table past SQLite's 2000 columns: give the table a schema to keep only the columns you need"
+        : `its keys cannot be columns (${error.message})`,
+    );
+  }
+}
+
+/**
+ * Builds a table whose files dirq reads itself (a built-in format): each file is read and its
+ * rows inserted at once, under a savepoint of its own, so a file that fails part way (a bad
+ * line deep in a large file) leaves no row behind and the others stand. Rows are never all held
+ * at once: a large file's arrive a piece at a time, and a table without a schema gains a column
+ * when a file brings a new key, as a live refresh adds one. Work is committed in slices, the
+ * event loop free between them (the server answers while a large table builds).
+ */
+
+/** Rows inserted in one transaction before the build lets the event loop run. */
+const SLICE_ROWS = 50_000;
+/** ... or this much time (ms). */
+const SLICE_MS = 100;
+
+const SAVEPOINT = "dirq_file";
+
+function yieldToEventLoop(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
+}
+
+/** Records one multi-row insert writes at most. */
+const RECORDS_PER_INSERT = 64;
+/** Bound parameters one statement may have (SQLite's limit is 32766). */
+const MAX_PARAMETERS = 32_000;
+
+/** Inserts a CSV or TSV file's records: the statement, with the records' place in the table. */
+type RecordInserter = (path: string, batch: RecordBatch, firstIndex: number) => void;
+
+/**
+ * Inserts batches of records whose names are `names` into a table of `columns` (plus the hidden
+ * ones): `names[i]` goes to the column of the same name (as SQLite compares names), a name with
+ * no column (dirq's own, or one outside a schema) nowhere. Values are copied from the batch
+ * straight into the statement's parameters: no row is ever a `Map`.
+ */
+function recordInserter(
+  prepare: (sql: string) => Statement,
+  table: string,
+  columns: readonly string[],
+  names: readonly string[],
+): RecordInserter {
+  const position = new Map(columns.map((column, i) => [foldName(column), i]));
+  const target = names.map((name) => (isOwnName(name) ? -1 : (position.get(foldName(name)) ?? -1)));
+  const width = columns.length + 2;
+  const covered = new Set(target);
+  const uncovered = columns.map((_, i) => i).filter((i) => !covered.has(i));
+  const head = `INSERT INTO ${quoteIdentifier(table)} (${[...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ")}) VALUES `;
+  const tuple = `(${Array(width).fill("?").join(", ")})`;
+  const many = Math.max(1, Math.min(RECORDS_PER_INSERT, Math.floor(MAX_PARAMETERS / width)));
+  const insertMany = prepare(head + Array(many).fill(tuple).join(", "));
+  const insertOne = prepare(head + tuple);
+  const manyValues = new Array<StoredValue>(width * many).fill(null);
+  const oneValues = new Array<StoredValue>(width).fill(null);
+  const fields = names.length;
+
+  /** Puts record `r` of `values` at `offset` of `into`. */
+  const place = (
+    into: StoredValue[],
+    offset: number,
+    values: readonly StoredValue[],
+    r: number,
+    path: string,
+    index: number,
+  ) => {
+    const from = r * fields;
+    for (let i = 0; i < fields; i++) {
+      const at = target[i] as number;
+      if (at >= 0) into[offset + at] = values[from + i] as StoredValue;
+    }
+    for (const at of uncovered) into[offset + at] = null;
+    into[offset + width - 2] = path;
+    into[offset + width - 1] = BigInt(index);
+  };
+
+  return (path, batch, firstIndex) => {
+    const { values, count } = batch;
+    let r = 0;
+    for (; r + many <= count; r += many) {
+      for (let k = 0; k < many; k++) {
+        place(manyValues, k * width, values, r + k, path, firstIndex + r + k);
+      }
+      insertMany.run(manyValues);
+    }
+    for (; r < count; r++) {
+      place(oneValues, 0, values, r, path, firstIndex + r);
+      insertOne.run(oneValues);
+    }
+  };
+}
+
+/** One build of a table whose files dirq reads itself: the table's columns as files add keys. */
+class ReaderTableBuild {
+  columns: string[];
+  /** The files filled, with their signatures (for a persisted cache's catalog). */
+  readonly recorded: [string, FileSignature][] = [];
+  private created = false;
+  /** Statements by text, prepared once per build (preparing one per file costs). */
+  private readonly statements = new Map<string, Statement>();
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly spec: ParsedTableSpec,
+    private readonly extractor: ReaderExtractor,
+    private readonly options: ParsedTableOptions,
+    private readonly persisted: boolean,
+  ) {
+    this.columns = spec.schema ? spec.schema.map(([column]) => column) : [];
+    // A table with a schema is created before any file is read; one without, at its first rows
+    // (its columns are theirs), or at the end when no file has any (finish).
+    if (spec.schema !== null) this.create([]);
+  }
+
+  /** Creates the table if no file has (a table with no rows still has its name). */
+  finish(): void {
+    if (!this.created) this.create([]);
+  }
+
+  /**
+   * Reads one file into the table under a savepoint of its own: a file that fails part way
+   * leaves no row behind. Its reason when it is skipped, else `null`.
+   */
+  fillFile(path: string): { reason: string | null; rows: number } {
+    const signature = this.persisted ? fileSignature(`${this.options.root}/${path}`) : null;
+    const columnsBefore = this.columns;
+    const createdBefore = this.created;
+    const rollBack = () => {
+      this.db.exec(`ROLLBACK TO ${SAVEPOINT}`);
+      this.db.exec(`RELEASE ${SAVEPOINT}`);
+      this.columns = columnsBefore;
+      this.created = createdBefore;
+    };
+    this.db.exec(`SAVEPOINT ${SAVEPOINT}`);
+    let read: { reason: string | null; rows: number };
+    try {
+      read = this.readFile(path);
+    } catch (error) {
+      rollBack();
+      if (error instanceof ColumnsRefused) return { reason: error.reason, rows: 0 };
+      throw ruleBroken(this.spec, path, error);
+    }
+    if (read.reason !== null) {
+      rollBack();
+      return { reason: read.reason, rows: 0 };
+    }
+    this.db.exec(`RELEASE ${SAVEPOINT}`);
+    if (signature) this.recorded.push([path, signature]);
+    return read;
+  }
+
+  /** Inserts a file's rows as the extractor reads them, a piece at a time. */
+  private readFile(path: string): { reason: string | null; rows: number } {
+    let count = 0;
+    let insert: ((path: string, rows: readonly HookRow[]) => void) | null = null;
+    let insertRecords: RecordInserter | null = null;
+    let recordNames: readonly string[] | null = null;
+    const onRows = (rows: HookRow[]) => {
+      if (rows.length === 0) return;
+      if (this.takeKeys(inferColumns([rows])) || insert === null) {
+        insert = rowInserter(this.db, this.spec.name, this.columns, count);
+      }
+      insert(path, rows);
+      count += rows.length;
+      // The next piece's rows number on from these.
+      insert = rowInserter(this.db, this.spec.name, this.columns, count);
+    };
+    const onRecords = (batch: RecordBatch) => {
+      if (batch.count === 0) return;
+      if (batch.names !== recordNames || insertRecords === null) {
+        this.takeKeys(batch.names.filter((name) => !isOwnName(name)));
+        recordNames = batch.names;
+        insertRecords = recordInserter(this.prepare, this.spec.name, this.columns, batch.names);
+      }
+      insertRecords(path, batch, count);
+      count += batch.count;
+    };
+    const reason = this.extractor.readRows({ path, root: this.options.root }, onRows, onRecords);
+    return { reason, rows: count };
+  }
+
+  /** `keys`: the first rows' keys, in order, one spelling per name as SQLite compares them. */
+  private create(keys: readonly string[]): void {
+    if (this.spec.schema === null) this.columns = [...keys];
+    createTable(this.db, this.spec, this.columns);
+    this.created = true;
+  }
+
+  /** Creates or widens the table for `keys`; whether its columns changed. */
+  private takeKeys(keys: readonly string[]): boolean {
+    let changed = false;
+    asColumns(() => {
+      if (this.created) {
+        changed = this.widen(keys);
+      } else {
+        this.create(keys);
+        changed = true;
+      }
+    });
+    return changed;
+  }
+
+  /** Adds the columns of keys not seen before (no schema); returns whether any was added. */
+  private widen(keys: readonly string[]): boolean {
+    if (this.spec.schema !== null) return false;
+    const known = new Set(this.columns.map(foldName));
+    let added = false;
+    for (const column of keys) {
+      if (known.has(foldName(column))) continue;
+      this.db.exec(
+        `ALTER TABLE ${quoteIdentifier(this.spec.name)} ADD COLUMN ${quoteIdentifier(column)}`,
+      );
+      this.columns = [...this.columns, column];
+      known.add(foldName(column));
+      added = true;
+    }
+    return added;
+  }
+
+  private readonly prepare = (sql: string): Statement => {
+    let statement = this.statements.get(sql);
+    if (statement === undefined) this.statements.set(sql, (statement = this.db.prepare(sql)));
+    return statement;
+  };
+}
+
+export async function fillFromReader(
+  db: SqliteDatabase,
+  spec: ParsedTableSpec,
+  extractor: ReaderExtractor,
+  paths: readonly string[],
+  options: ParsedTableOptions,
+  persisted: { catalog: Catalog; spec: string } | null,
+): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
+  const phase = options.progress.start();
+  const skipped: SkippedPath[] = [];
+  const before = persisted ? schemaObjects(db) : null;
+  const build = new ReaderTableBuild(db, spec, extractor, options, persisted !== null);
+  let next = 0;
+  const report = () => {
+    const percent = paths.length === 0 ? 100 : Math.floor((next * 100) / paths.length);
+    phase.update(`indexing ${next}/${paths.length} files (${percent}%)`);
+  };
+  report();
+  while (next < paths.length) {
+    if (options.signal?.aborted) break;
+    const started = Date.now();
+    let rows = 0;
+    db.transaction(() => {
+      while (next < paths.length && rows < SLICE_ROWS && Date.now() - started < SLICE_MS) {
+        const path = paths[next] as string;
+        next++;
+        const filled = build.fillFile(path);
+        if (filled.reason !== null) skipped.push({ path, reason: filled.reason });
+        rows += filled.rows;
+      }
+    })();
+    report();
+    if (next < paths.length) await yieldToEventLoop();
+  }
+  db.transaction(() => {
+    build.finish();
+    if (persisted && before) recordBuiltTable(db, spec, persisted, before, build.recorded);
+  })();
+  phase.finish((duration) => `indexed ${paths.length} files in ${duration}`);
+  return { skipped, columns: build.columns };
+}

@@ -1,0 +1,193 @@
+import { randomBytes } from "node:crypto";
+
+/** How much of the recent past an event history keeps: both bounds hold. */
+export interface HistoryBounds {
+  /** Frames kept (the newest frame is always kept). */
+  frames: number;
+  /** Bytes of the frames' data (UTF-8) kept (the newest frame is always kept, however large). */
+  bytes: number;
+}
+
+/** Frames a history keeps by default. */
+export const HISTORY_FRAMES = 65_536;
+/** Bytes of frame data a history keeps by default. */
+export const HISTORY_BYTES = 32 * 1024 * 1024;
+
+/** One published change: its number in the run and its data (the SSE `row` frame's JSON). */
+export interface HistoryFrame {
+  readonly n: number;
+  readonly data: string;
+  readonly bytes: number;
+}
+
+/**
+ * Where a reader starts: after frame `after` (0: before the first), or a `reset` when the frames
+ * it asks for are gone (or its id is from another run, or not an id at all).
+ */
+export type StartPoint = { after: number } | { reset: true };
+
+/** What a cursor reads next: a frame, or a reset (frames it had not read are gone). */
+export type CursorItem = { frame: HistoryFrame } | { reset: number };
+
+/** Letters of a run id: no `-`, so that `<run>-<n>` splits at its last dash. */
+function newRunId(): string {
+  return randomBytes(8).toString("hex");
+}
+
+/**
+ * The recent row changes of one live session, numbered: `<run>-<n>` with `n` consecutive from
+ * 1 within the run. Readers hold a cursor (the last number they read), not a copy: a reader
+ * that falls behind the history gets a reset instead of the frames it lost. Memory is the
+ * history's alone, bounded in frames and bytes, however many readers there are and however
+ * slowly they read.
+ */
+export class EventHistory {
+  readonly run = newRunId();
+  private readonly frames: HistoryFrame[] = [];
+  /** Index in `frames` of the oldest frame kept (the array is compacted now and then). */
+  private start = 0;
+  private keptBytes = 0;
+  private last = 0;
+  private readonly waiters = new Set<() => void>();
+
+  constructor(readonly bounds: HistoryBounds = { frames: HISTORY_FRAMES, bytes: HISTORY_BYTES }) {}
+
+  /** The number of the newest frame (0 before the first). */
+  get head(): number {
+    return this.last;
+  }
+
+  /** The number of the oldest frame still kept (`head + 1` when none is). */
+  get oldest(): number {
+    return this.last - (this.frames.length - this.start) + 1;
+  }
+
+  /** The SSE id of frame `n`. */
+  idOf(n: number): string {
+    return `${this.run}-${n}`;
+  }
+
+  /** Appends one frame and wakes the readers waiting for one; returns its number. */
+  append(data: string): number {
+    const n = ++this.last;
+    const bytes = Buffer.byteLength(data);
+    this.frames.push({ n, data, bytes });
+    this.keptBytes += bytes;
+    this.evict();
+    this.wakeAll();
+    return n;
+  }
+
+  /**
+   * Where a reader that last saw `lastEventId` continues: `undefined` or `""` is a new reader
+   * (after the newest frame); an id of this run whose successors are all still kept continues
+   * after it; anything else (older than the history, another run, not an id) is a reset.
+   */
+  startPoint(lastEventId: string | undefined): StartPoint {
+    if (lastEventId === undefined || lastEventId === "") return { after: this.last };
+    const dash = lastEventId.lastIndexOf("-");
+    const run = lastEventId.slice(0, dash);
+    const digits = lastEventId.slice(dash + 1);
+    if (dash === -1 || run !== this.run || !/^\d{1,15}$/.test(digits)) return { reset: true };
+    const after = Number(digits);
+    if (after > this.last || after < this.oldest - 1) return { reset: true };
+    return { after };
+  }
+
+  /** A reader positioned after frame `after`; it resets when more than `maxLag` behind. */
+  cursor(after: number, maxLag = Infinity): HistoryCursor {
+    return new HistoryCursor(this, after, maxLag);
+  }
+
+  /** @internal The frame after `after`, a reset when it is gone, `undefined` when none yet. */
+  read(after: number): CursorItem | undefined {
+    if (after >= this.last) return undefined;
+    const oldest = this.oldest;
+    if (after < oldest - 1) return { reset: this.last };
+    return { frame: this.frames[this.start + (after + 1 - oldest)] as HistoryFrame };
+  }
+
+  /** @internal Resolves at the next append, or after `ms`. */
+  waitForAppend(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.waiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.waiters.add(done);
+    });
+  }
+
+  /** Wakes every waiting reader (a closing stream re-checks whether it is closed). */
+  wakeAll(): void {
+    const waiting = [...this.waiters];
+    this.waiters.clear();
+    for (const wake of waiting) wake();
+  }
+
+  private evict(): void {
+    const { frames, bytes } = this.bounds;
+    while (
+      this.frames.length - this.start > 1 &&
+      (this.frames.length - this.start > frames || this.keptBytes > bytes)
+    ) {
+      this.keptBytes -= (this.frames[this.start] as HistoryFrame).bytes;
+      this.start++;
+    }
+    if (this.start > 1024 && this.start * 2 > this.frames.length) {
+      this.frames.splice(0, this.start);
+      this.start = 0;
+    }
+  }
+}
+
+/**
+ * One reader's place in a history. `next()` gives the frames after it in order; a reset when
+ * the history dropped frames it had not read (the cursor then moves to the newest frame: what
+ * follows is live), or when it fell more than `maxLag` frames behind.
+ */
+export class HistoryCursor {
+  private closed = false;
+
+  constructor(
+    private readonly history: EventHistory,
+    private position: number,
+    private readonly maxLag = Infinity,
+  ) {}
+
+  /** The number of the last frame read (or skipped by a reset). */
+  get after(): number {
+    return this.position;
+  }
+
+  /** The next item, or `undefined` when there is none yet. */
+  next(): CursorItem | undefined {
+    if (this.closed) return undefined;
+    if (this.history.head - this.position > this.maxLag) {
+      this.position = this.history.head;
+      return { reset: this.position };
+    }
+    const item = this.history.read(this.position);
+    if (item === undefined) return undefined;
+    this.position = "frame" in item ? item.frame.n : item.reset;
+    return item;
+  }
+
+  /** Resolves when a frame may be there to read, after `ms` at most, or at `close()`. */
+  wait(ms: number): Promise<void> {
+    if (this.closed || this.history.head > this.position) return Promise.resolve();
+    return this.history.waitForAppend(ms);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.history.wakeAll();
+  }
+}

@@ -1,0 +1,321 @@
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  type DirqIndex,
+  type OpenIndexOptions,
+  openIndex,
+  type PreparedStatement,
+} from "../engine.js";
+import { DirqError, isDirqError } from "../errors.js";
+import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
+import { type AnswerFormat, QueryPool } from "../runner/query-pool.js";
+
+export { stoppingError } from "../runner/query-pool.js";
+export type { AnswerFormat };
+import { removeIndexDirectory, startReaper } from "../reaper/reaper.js";
+import type { BoundArguments } from "../query/parameters.js";
+import type { SkippedPath } from "../scan/walk.js";
+import { EventHistory, type HistoryBounds } from "./event-history.js";
+import { LiveIndex } from "./live-index.js";
+
+/** How the session's query processes run statements. */
+export interface SessionRunnerOptions {
+  /** Per-statement limit, counted from `deadline`'s origin; `Infinity`: none. */
+  timeoutMs: number;
+  /** Largest answer (bytes of JSON); past it the statement fails with `ANSWER_TOO_LARGE`. */
+  maxAnswerBytes: number;
+  /** Query processes for quick statements (see `QueryPool`). */
+  maxProcesses?: number;
+  /** Whether an idle query process keeps this process alive (see `QueryPoolOptions`). */
+  keepAlive?: boolean;
+}
+
+export interface LiveSessionOptions {
+  /** The index; its file is the session's (in its temporary folder) unless `persist` says. */
+  index: Omit<OpenIndexOptions, "databasePath">;
+  /** Prefix of the temporary folder that holds the index file (`dirq-index-`, ...). */
+  folderPrefix: string;
+  /**
+   * Start the reaper (a helper process that removes the folder and stops hooks when this
+   * process dies, `kill -9` included): the CLI's long-lived commands do. Without it the folder
+   * is removed at close or at this process's exit.
+   */
+  reaper: boolean;
+  runner: SessionRunnerOptions;
+  /** What the watcher could not do (a watch limit reached): reported, never fatal. */
+  onWatchError: (error: unknown) => void;
+  /** How much of the recent changes `events` keeps (default: `HISTORY_FRAMES`, `HISTORY_BYTES`). */
+  history?: HistoryBounds;
+}
+
+/** What `prepare` takes. */
+export interface SessionPrepareOptions {
+  /** Stops waiting for the tables (they finish building in the background). */
+  signal?: AbortSignal;
+  /** Time limit (ms since the epoch): past it, a `QUERY_TIMEOUT` DirqError. */
+  deadline?: number;
+  /**
+   * With the watcher running, first take in every change made before the call (default
+   * `true`): a program that writes a file and then asks about it sees the file.
+   */
+  settle?: boolean;
+  /** The statement may have parameters (the SDK binds them). */
+  parameters?: boolean;
+}
+
+/** What `run` takes. */
+export interface SessionRunOptions {
+  format?: AnswerFormat;
+  signal?: AbortSignal;
+  deadline?: number;
+  args?: BoundArguments;
+}
+
+type ChangeListener = (changes: readonly RowChange[]) => void | Promise<void>;
+
+/** Changes numbered into the history between two turns of the event loop, at most... */
+const HISTORY_SLICE = 64;
+/** ...and at most this many bytes of them (past it, the slice ends after the change). */
+const HISTORY_SLICE_BYTES = 1024 * 1024;
+
+function cancelled(): DirqError {
+  return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
+}
+
+/** Why a wait stopped: the signal's own DirqError (a client gone, a shutdown), else "interrupted". */
+function abortReason(signal: AbortSignal): unknown {
+  return isDirqError(signal.reason) ? signal.reason : cancelled();
+}
+
+function buildTimeout(timeoutMs: number): DirqError {
+  const seconds = Math.round(timeoutMs / 1000);
+  return new DirqError(
+    "QUERY_TIMEOUT",
+    `query exceeded the ${seconds}-second timeout while its tables were being built; try again later`,
+  );
+}
+
+/** Folders of sessions without a reaper, removed at exit if `close()` did not. */
+const foldersToRemove = new Set<string>();
+let exitHookInstalled = false;
+
+function removeAtExit(folder: string): void {
+  foldersToRemove.add(folder);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on("exit", () => {
+    for (const each of foldersToRemove) removeIndexDirectory(each);
+  });
+}
+
+/**
+ * One live index with everything around it: its temporary folder (and the reaper that removes
+ * it), the index, the build of its named tables, the watcher, the query processes that run
+ * statements killably, the mapping of their answers to errors, the fan-out of row changes, and
+ * the close that undoes it all. The server, the REPL and the SDK are adapters over it.
+ */
+export class LiveSession {
+  readonly index: DirqIndex;
+  private readonly folder: string;
+  private readonly listeners = new Set<ChangeListener>();
+  private live: Promise<LiveIndex> | null = null;
+  private history: EventHistory | null = null;
+  private pool: QueryPool | null = null;
+  /** Commits come one after another: their changes reach listeners in commit order. */
+  private delivered: Promise<void> = Promise.resolve();
+  private closed: Promise<void> | null = null;
+  /** Set at close: a watcher error or a refresh cut short then is not worth a message. */
+  private stopping = false;
+
+  /** Opens the index at once: a bad root, config or cache throws a `DirqError` here. */
+  constructor(private readonly options: LiveSessionOptions) {
+    this.folder = mkdtempSync(join(tmpdir(), options.folderPrefix));
+    if (options.reaper) startReaper(this.folder);
+    else removeAtExit(this.folder);
+    try {
+      // With `persist` the cache is the file the query processes read: one index, not two.
+      this.index = openIndex({ ...options.index, databasePath: join(this.folder, "index.db") });
+    } catch (error) {
+      this.removeFolder();
+      throw error;
+    }
+  }
+
+  get root(): string {
+    return this.index.root;
+  }
+
+  /** One-line notices from opening the index (a persisted cache that had to be rebuilt). */
+  get notices(): readonly string[] {
+    return this.index.notices;
+  }
+
+  /** Builds the named tables (config and code tables); returns the files skipped. */
+  build(): Promise<SkippedPath[]> {
+    return this.index.build();
+  }
+
+  /** Starts a query process now, so the first statement does not wait for one. */
+  warm(): void {
+    this.runner().warm();
+  }
+
+  /**
+   * Gets every commit's row changes (`error` changes included), in commit order, from the
+   * watcher and from `publish`. Returns the unsubscribe function.
+   */
+  subscribe(listener: ChangeListener): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /**
+   * The numbered history of row changes (as SSE `row` data) that streams read and resume from;
+   * it starts at the first call, which the server makes before watching.
+   */
+  get events(): EventHistory {
+    this.history ??= new EventHistory(this.options.history);
+    return this.history;
+  }
+
+  /** Hands changes to the history and every listener, after those published before. */
+  publish(changes: readonly RowChange[]): Promise<void> {
+    if (changes.length === 0) return this.delivered;
+    this.delivered = this.delivered.then(async () => {
+      await this.record(changes);
+      for (const listener of this.listeners) await listener(changes);
+    });
+    return this.delivered;
+  }
+
+  /**
+   * Numbers the changes into the history a slice at a time, letting readers take each slice
+   * before the next: a large change set must not push frames out of the history before a
+   * reader that keeps up has read them.
+   */
+  private async record(changes: readonly RowChange[]): Promise<void> {
+    const history = this.history;
+    if (history === null) return;
+    let frames = 0;
+    let bytes = 0;
+    for (const change of changes) {
+      const data = rowChangeJson(change);
+      history.append(data);
+      frames++;
+      bytes += data.length;
+      if (frames === HISTORY_SLICE || bytes >= HISTORY_SLICE_BYTES) {
+        frames = 0;
+        bytes = 0;
+        await new Promise(setImmediate);
+      }
+    }
+  }
+
+  /** Starts the watcher (once); resolves when it sees the whole tree. */
+  watch(): Promise<void> {
+    this.live ??= LiveIndex.watch(this.index, {
+      onChanges: (changes) => void this.publish(changes),
+      onError: (error) => {
+        if (!this.stopping) this.options.onWatchError(error);
+      },
+    });
+    return this.live.then(() => undefined);
+  }
+
+  /**
+   * Checks a statement and builds what it reads. A signal or deadline stops the wait, not the
+   * build: its writes are committed file by file, and it finishes in the background.
+   */
+  async prepare(sql: string, options: SessionPrepareOptions = {}): Promise<PreparedStatement> {
+    const prepareOptions = { parameters: options.parameters };
+    if (options.settle !== false && this.live !== null) {
+      const live = await this.live;
+      return this.waitFor(live.prepareCurrent(sql, prepareOptions), options);
+    }
+    // `DirqIndex.prepare` answers a statement that needs nothing built without the writer.
+    return this.waitFor(this.index.prepare(sql, prepareOptions), options);
+  }
+
+  /** Runs a prepared statement in a query process; aborting it kills that process. */
+  async run(
+    prepared: PreparedStatement,
+    options: SessionRunOptions = {},
+  ): Promise<string | Uint8Array> {
+    const answer = await this.runner().run(prepared.sql, {
+      format: options.format,
+      signal: options.signal,
+      deadline: options.deadline,
+      callsWorkers: prepared.callsWorkers,
+      args: options.args,
+    });
+    if (answer.ok) return answer.body;
+    if (answer.tooLarge) throw new DirqError("ANSWER_TOO_LARGE", answer.message);
+    if (answer.user) throw new DirqError("SQL_ERROR", answer.message);
+    throw new Error(answer.message);
+  }
+
+  /** Stops every statement out on the query processes (each rejects). */
+  stopStatements(): void {
+    this.pool?.close();
+  }
+
+  /**
+   * Stops the watcher, the hooks of live refreshes and the query processes, closes the index
+   * and removes the temporary folder. Calling it again returns the same promise.
+   */
+  close(): Promise<void> {
+    this.closed ??= (async () => {
+      this.stopping = true;
+      const live = await this.live?.catch(() => null);
+      await live?.close();
+      this.pool?.close();
+      this.index.close();
+      this.removeFolder();
+    })();
+    return this.closed;
+  }
+
+  private runner(): QueryPool {
+    this.pool ??= new QueryPool({
+      databasePath: this.index.databasePath as string,
+      timeoutMs: this.options.runner.timeoutMs,
+      maxAnswerBytes: this.options.runner.maxAnswerBytes,
+      maxProcesses: this.options.runner.maxProcesses,
+      keepAlive: this.options.runner.keepAlive,
+      // Query processes open their connections with the index's extensions and functions.
+      profile: this.index.connectionProfile,
+    });
+    return this.pool;
+  }
+
+  private removeFolder(): void {
+    removeIndexDirectory(this.folder);
+    foldersToRemove.delete(this.folder);
+  }
+
+  /** `work`, or a rejection when the signal aborts or the deadline passes first. */
+  private waitFor<T>(work: Promise<T>, options: SessionPrepareOptions): Promise<T> {
+    const { signal, deadline } = options;
+    if (signal === undefined && deadline === undefined) return work;
+    work.catch(() => undefined);
+    if (signal?.aborted) return Promise.reject(abortReason(signal));
+    let timer: NodeJS.Timeout | undefined;
+    let onAbort = (): void => {};
+    const stopped = new Promise<never>((_, reject) => {
+      onAbort = () => reject(abortReason(signal as AbortSignal));
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (deadline !== undefined) {
+        const timeoutMs = this.options.runner.timeoutMs;
+        timer = setTimeout(
+          () => reject(buildTimeout(timeoutMs)),
+          Math.max(0, deadline - Date.now()),
+        );
+      }
+    });
+    return Promise.race([work, stopped]).finally(() => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", onAbort);
+    });
+  }
+}

@@ -1,0 +1,88 @@
+import type { HookRow } from "./hook-rows.js";
+import type { RecordBatch } from "./formats/csv-rows.js";
+import type { ExtractOutcome, ExtractTarget, Extractor } from "./extractor.js";
+import { RowsError } from "./formats/document-rows.js";
+import type { FormatName } from "./formats/format-names.js";
+import { readFileRows } from "./formats/read-file-rows.js";
+
+/**
+ * An extractor that reads files itself, in dirq's own process: a built-in format. Besides
+ * `extract` (a file's rows at once, for a live refresh), it reads a file piece by piece
+ * (`readRows`), so a table build can insert a large file's rows as they come.
+ */
+export interface ReaderExtractor extends Extractor {
+  readonly format: FormatName;
+  readonly each: string | null;
+  /**
+   * Hands the file's rows to `onRows` (once, or per piece of a large file) and returns `null`,
+   * or the reason the file is skipped: rows handed over before a failure are to be discarded.
+   * With `onRecords`, a CSV or TSV file's records go there instead (no `Map` per row).
+   */
+  readRows(
+    file: ExtractTarget,
+    onRows: (rows: HookRow[]) => void,
+    onRecords?: (batch: RecordBatch) => void,
+  ): string | null;
+}
+
+export function isReaderExtractor(extractor: Extractor): extractor is ReaderExtractor {
+  return typeof (extractor as Partial<ReaderExtractor>).readRows === "function";
+}
+
+/** Carries an error of `onRows` through the reader, which would take it for the file's. */
+class ConsumerError {
+  constructor(readonly error: unknown) {}
+}
+
+/** The extractor of `format` (and `each`, or `null`), as a table's id names it. */
+export function formatExtractor(format: FormatName, each: string | null): ReaderExtractor {
+  /** `consume`, its errors carried through the reader as the consumer's own. */
+  const guarded =
+    <T>(consume: (items: T) => void) =>
+    (items: T): void => {
+      try {
+        consume(items);
+      } catch (error) {
+        throw new ConsumerError(error);
+      }
+    };
+  const readRows = (
+    file: ExtractTarget,
+    onRows: (rows: HookRow[]) => void,
+    onRecords?: (batch: RecordBatch) => void,
+  ): string | null => {
+    try {
+      readFileRows(
+        format,
+        each,
+        `${file.root}/${file.path}`,
+        file.path,
+        guarded(onRows),
+        onRecords === undefined ? undefined : guarded(onRecords),
+      );
+      return null;
+    } catch (error) {
+      // What the rows' consumer threw (a constraint of the table) is its own, not the file's.
+      if (error instanceof ConsumerError) throw error.error;
+      if (error instanceof RowsError) return error.message;
+      // A parser's own fault on some input: still this file's failure, never the table's.
+      return `cannot parse the file as ${format}: ${(error as Error)?.message ?? String(error)}`;
+    }
+  };
+  return {
+    id: each === null ? `format:${format}` : `format:${format} each:${each}`,
+    inputs: [],
+    // Reading is synchronous work in this thread: more at once only interleaves it.
+    concurrency: 1,
+    format,
+    each,
+    readRows,
+    extract(file): Promise<ExtractOutcome> {
+      const rows: HookRow[] = [];
+      const reason = readRows(file, (batch) => {
+        for (const row of batch) rows.push(row);
+      });
+      return Promise.resolve(reason === null ? { ok: true, rows } : { ok: false, reason });
+    },
+  };
+}

@@ -1,0 +1,265 @@
+import { isUtf8 } from "node:buffer";
+import { closeSync, fstatSync, openSync, readSync } from "node:fs";
+import type { HookRow } from "../hook-rows.js";
+import { batchRows, CsvReader, type RecordBatch } from "./csv-rows.js";
+import { readPiecesOnThreads } from "./csv-workers.js";
+import { RowsError } from "./document-rows.js";
+import {
+  AUTO_EXTENSIONS,
+  type FileFormat,
+  type FormatName,
+  formatOfPath,
+  NESTED_FORMATS,
+} from "./format-names.js";
+import { jsonLinesRows, jsonRows } from "./json-rows.js";
+import { markdownRows } from "./markdown-rows.js";
+import { tomlRows } from "./toml-rows.js";
+import { yamlRows } from "./yaml-rows.js";
+
+/**
+ * Reads one file's rows in a built-in format. Record-per-line formats (JSON Lines, CSV, TSV)
+ * larger than a piece are read a piece at a time, each piece cut between two records, and their
+ * rows are handed over per piece: a 1 GB JSON Lines file never sits in memory whole. Other
+ * formats are one document, read whole.
+ */
+
+/** Bytes read at a time from a large file. */
+export const PIECE_BYTES = 1 << 20;
+
+const LF = 0x0a;
+const CR = 0x0d;
+const QUOTE = 0x22;
+
+function countByte(buffer: Buffer, byte: number, from: number, to: number): number {
+  let count = 0;
+  for (
+    let at = buffer.indexOf(byte, from);
+    at !== -1 && at < to;
+    at = buffer.indexOf(byte, at + 1)
+  ) {
+    count++;
+  }
+  return count;
+}
+
+/**
+ * Where the last whole record in `buffer` ends (after its newline), or -1. A newline inside a
+ * quoted CSV field ends no record: with `quoted`, only a newline after an even number of quotes
+ * does (RFC 4180 doubles a quote inside a quoted field, so the count stays even outside one).
+ */
+export function lastRecordEnd(buffer: Buffer, quoted: boolean): number {
+  let newline = buffer.lastIndexOf(LF);
+  if (newline === -1) return -1;
+  if (!quoted) return newline + 1;
+  let quotes = countByte(buffer, QUOTE, 0, newline);
+  while (quotes % 2 === 1) {
+    const previous = newline === 0 ? -1 : buffer.lastIndexOf(LF, newline - 1);
+    if (previous === -1) return -1;
+    quotes -= countByte(buffer, QUOTE, previous, newline);
+    newline = previous;
+  }
+  return newline + 1;
+}
+
+/** Line breaks in `bytes`: LF, and for CSV also a CR not followed by LF. */
+function countLines(bytes: Buffer, loneCr: boolean): number {
+  let lines = countByte(bytes, LF, 0, bytes.length);
+  if (!loneCr) return lines;
+  for (let at = bytes.indexOf(CR); at !== -1; at = bytes.indexOf(CR, at + 1)) {
+    if (bytes[at + 1] !== LF) lines++;
+  }
+  return lines;
+}
+
+/** The piece as text, or a `RowsError` naming the first line that is not UTF-8. */
+function decode(bytes: Buffer, firstLine: number): string {
+  if (isUtf8(bytes)) return bytes.toString("utf8");
+  let line = firstLine;
+  let start = 0;
+  for (;;) {
+    const end = bytes.indexOf(LF, start);
+    if (!isUtf8(bytes.subarray(start, end === -1 ? bytes.length : end))) break;
+    if (end === -1) break;
+    line++;
+    start = end + 1;
+  }
+  throw new RowsError(`line ${line}: not valid UTF-8 (dirq reads text files as UTF-8)`);
+}
+
+const BOM = "\uFEFF";
+
+function withoutBom(text: string): string {
+  return text.startsWith(BOM) ? text.slice(1) : text;
+}
+
+/** The format a file is read with: `auto`'s choice by extension, checked against `each`. */
+export function fileFormat(format: FormatName, each: string | null, path: string): FileFormat {
+  const chosen = format === "auto" ? formatOfPath(path) : format;
+  if (chosen === null) {
+    throw new RowsError(
+      `format 'auto' reads a file by its extension (${AUTO_EXTENSIONS}), and this one has none of them: give the table a format`,
+    );
+  }
+  if (each !== null && !NESTED_FORMATS.has(chosen)) {
+    throw new RowsError(`each applies to JSON, JSON Lines, YAML and TOML files, not ${chosen}`);
+  }
+  return chosen;
+}
+
+/**
+ * Reads one piece of bytes (the whole file for one-document formats), whose first line is line
+ * `firstLine` of the file; `isFirst` for the piece the file starts with (a byte-order mark).
+ */
+type PieceReader = (bytes: Buffer, firstLine: number, isFirst: boolean) => void;
+
+/** A piece as text: UTF-8 checked, a byte-order mark at the file's start left out. */
+function pieceText(bytes: Buffer, firstLine: number, isFirst: boolean): string {
+  const text = decode(bytes, firstLine);
+  return isFirst ? withoutBom(text) : text;
+}
+
+/** A piece's bytes, UTF-8 checked, a byte-order mark at the file's start left out. */
+export function pieceBytes(bytes: Buffer, firstLine: number, isFirst: boolean): Buffer {
+  if (!isUtf8(bytes)) decode(bytes, firstLine);
+  const bom = isFirst && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+  return bom ? bytes.subarray(3) : bytes;
+}
+
+/** What a file's rows are handed to: rows, and for CSV and TSV records as they come. */
+interface RowsSink {
+  onRows: (rows: HookRow[]) => void;
+  onRecords: ((batch: RecordBatch) => void) | undefined;
+}
+
+function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): PieceReader {
+  const whole = (parse: (text: string, firstLine: number, rows: HookRow[]) => void) =>
+    ((bytes, firstLine, isFirst) => {
+      const rows: HookRow[] = [];
+      parse(pieceText(bytes, firstLine, isFirst), firstLine, rows);
+      if (rows.length > 0 || isFirst) sink.onRows(rows);
+    }) satisfies PieceReader;
+  switch (format) {
+    case "json":
+      return whole((text, _line, rows) => jsonRows(text, each, rows));
+    case "jsonl":
+      return whole((text, line, rows) => jsonLinesRows(text, line, each, rows));
+    case "csv":
+    case "tsv": {
+      const reader = new CsvReader(format === "csv" ? "," : "\t");
+      const emit = sink.onRecords ?? ((batch: RecordBatch) => sink.onRows(batchRows(batch)));
+      return (bytes, firstLine, isFirst) => {
+        const batch = reader.piece(pieceBytes(bytes, firstLine, isFirst), firstLine);
+        if (batch !== null) emit(batch);
+        else if (isFirst) sink.onRows([]);
+      };
+    }
+    case "yaml":
+      return whole((text, _line, rows) => yamlRows(text, each, rows));
+    case "toml":
+      return whole((text, _line, rows) => tomlRows(text, each, rows));
+    case "markdown":
+      return whole((text, _line, rows) => markdownRows(text, rows));
+  }
+}
+
+function readWhole(fd: number, size: number): Buffer {
+  const buffer = Buffer.allocUnsafe(size);
+  let filled = 0;
+  while (filled < size) {
+    const read = readSync(fd, buffer, filled, size - filled, null);
+    if (read === 0) break;
+    filled += read;
+  }
+  return filled === size ? buffer : buffer.subarray(0, filled);
+}
+
+/**
+ * Calls `visit` with each piece of a large record-per-line file, in order: up to `PIECE_BYTES`
+ * read at a time, cut after the last whole record (a record longer than that grows its piece).
+ */
+function forEachPiece(
+  fd: number,
+  quoted: boolean,
+  visit: (bytes: Buffer, firstLine: number, isFirst: boolean) => void,
+): void {
+  let carry: Buffer = Buffer.alloc(0);
+  let line = 1;
+  let first = true;
+  for (;;) {
+    const block = Buffer.allocUnsafe(PIECE_BYTES);
+    const bytes = readSync(fd, block, 0, PIECE_BYTES, null);
+    const data =
+      carry.length === 0
+        ? block.subarray(0, bytes)
+        : Buffer.concat([carry, block.subarray(0, bytes)]);
+    const final = bytes === 0;
+    const end = final ? data.length : lastRecordEnd(data, quoted);
+    if (end === -1) {
+      carry = data;
+      continue;
+    }
+    const piece = data.subarray(0, end);
+    carry = data.subarray(end);
+    visit(piece, line, first);
+    first = false;
+    line += countLines(piece, quoted);
+    if (final) return;
+  }
+}
+
+/** CSV and TSV files from this size on are parsed on worker threads (see csv-workers.ts). */
+export const THREADED_BYTES = 8 * PIECE_BYTES;
+
+/**
+ * Reads `absolute` (its name relative to the root is `path`) and hands its rows to `onRows`,
+ * once for a one-document file, once per piece for a large record-per-line file. With
+ * `onRecords`, a CSV or TSV file's records are handed to it instead, without a `Map` per row,
+ * and a large one is parsed on worker threads. Throws a `RowsError` for a file that cannot be
+ * read or breaks a rule of its format: rows already handed over are the caller's to discard.
+ */
+export function readFileRows(
+  format: FormatName,
+  each: string | null,
+  absolute: string,
+  path: string,
+  onRows: (rows: HookRow[]) => void,
+  onRecords?: (batch: RecordBatch) => void,
+): void {
+  const chosen = fileFormat(format, each, path);
+  const read = pieceReader(chosen, each, { onRows, onRecords });
+  let fd: number;
+  try {
+    fd = openSync(absolute, "r");
+  } catch (error) {
+    throw new RowsError(`cannot read the file: ${(error as Error).message}`);
+  }
+  try {
+    const size = fstatSync(fd).size;
+    const csv = chosen === "csv" || chosen === "tsv";
+    if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
+      read(readWhole(fd, size), 1, true);
+    } else if (csv && onRecords !== undefined && size >= THREADED_BYTES) {
+      readPiecesOnThreads(
+        (visit) => forEachPiece(fd, true, visit),
+        chosen === "csv" ? "," : "\t",
+        (reader, bytes, firstLine, isFirst) => {
+          const batch = reader.piece(pieceBytes(bytes, firstLine, isFirst), firstLine);
+          if (batch !== null) onRecords(batch);
+        },
+        onRecords,
+      );
+    } else {
+      forEachPiece(fd, chosen !== "jsonl", read);
+    }
+  } catch (error) {
+    if (error instanceof RowsError) throw error;
+    // A system call's failure (the file went, a read error) is this file's; anything else
+    // (an error of `onRows`, such as a constraint the rows break) is the caller's.
+    if (typeof (error as NodeJS.ErrnoException).syscall === "string") {
+      throw new RowsError(`cannot read the file: ${(error as Error).message}`);
+    }
+    throw error;
+  } finally {
+    closeSync(fd);
+  }
+}

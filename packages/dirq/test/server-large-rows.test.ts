@@ -1,0 +1,134 @@
+import assert from "node:assert/strict";
+import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import {
+  delay,
+  eventually,
+  openReadyEvents,
+  postQuery,
+  queryRows,
+  serverFixtures,
+} from "./server-support.js";
+
+/*
+ * Files are independent end to end: one file whose hook prints a row of tens of megabytes
+ * must not hold back the rows and events of files written after it. Asserted on the order of
+ * the `row` frames a real client receives, never on timings.
+ */
+
+const { tree, serve } = serverFixtures();
+const scratch = mkdtempSync(join(tmpdir(), "dirq-large-rows-"));
+after(() => rmSync(scratch, { recursive: true, force: true }));
+
+const BLOB_CHARS = 24 * 1024 * 1024;
+
+/** Prints the file; for the big one, then leaves a marker: its whole output is written. */
+const HOOK = `cat "$1"
+case "$1" in *big.json) : > "$2" ;; esac
+`;
+
+/** Written beside, then renamed into place: the hook never reads half a file. */
+function writeWhole(root: string, path: string, text: string): void {
+  const staged = join(scratch, `staged-${path.replaceAll("/", "-")}`);
+  writeFileSync(staged, text);
+  renameSync(staged, join(root, path));
+}
+
+describe("dirq server: a row of tens of megabytes holds back no other file", () => {
+  it("a file written once the big file's hook is done gets its row frame first", async () => {
+    const hook = join(scratch, "hook.sh");
+    writeFileSync(hook, HOOK);
+    const marker = join(scratch, "big-printed");
+    const root = tree({
+      "dirq.toml": `[[table]]\nname = "items"\nglob = "data/*.json"\non-file = "sh ${hook} {path} ${marker}"\n`,
+      "data/start.json": '[{"n": 0}]',
+    });
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    const events = await openReadyEvents(server);
+    writeWhole(root, "data/big.json", `[{"blob": "${"x".repeat(BLOB_CHARS)}", "n": -1}]`);
+    await eventually(() => existsSync(marker), "the big file's hook to print its row", 60_000);
+    // Quick files, one after another, until the big file's frame is out.
+    const written: string[] = [];
+    const bigArrived = () => events.frames.some((f) => f.data.includes('"data/big.json"'));
+    for (let i = 0; i < 400 && !bigArrived(); i++) {
+      const path = `data/quick-${i}.json`;
+      writeWhole(root, path, `[{"n": ${i + 1}}]`);
+      written.push(path);
+      await delay(10);
+    }
+    await events.until(bigArrived, "the big file's row frame", 60_000);
+    const order = events.frames
+      .filter((frame) => frame.event === "row")
+      .map((frame) => /"file_path":("(?:[^"\\]|\\.)*")/.exec(frame.data.slice(0, 400))?.[1])
+      .map((path) => (path === undefined ? "" : (JSON.parse(path) as string)));
+    const bigAt = order.indexOf("data/big.json");
+    const before = order.slice(0, bigAt).filter((path) => written.includes(path));
+    assert.ok(
+      before.length > 0,
+      `a quick file's frame came before the big file's (order: ${order.slice(0, 12).join(", ")}...)`,
+    );
+    // The big row is whole, in the frame and in the index.
+    const bigFrame = events.frames.find((f) => f.data.includes('"data/big.json"'));
+    const bigRow = JSON.parse(bigFrame?.data ?? "{}") as { row?: { blob: string; n: number } };
+    assert.equal(bigRow.row?.blob.length, BLOB_CHARS);
+    assert.equal(bigRow.row?.n, -1);
+    // Every quick file's row, as a fresh scan would have them.
+    const quickRows = async () =>
+      (
+        await queryRows(
+          server,
+          "SELECT _dirq_file_path AS path FROM items WHERE _dirq_file_path LIKE 'data/quick-%'",
+        )
+      ).map((row) => row.path as string);
+    await eventually(
+      async () => (await quickRows()).length >= written.length,
+      "every quick file's row",
+      60_000,
+    ).catch(() => undefined);
+    assert.deepEqual((await quickRows()).sort(), [...written].sort());
+    assert.deepEqual(
+      await queryRows(
+        server,
+        "SELECT length(blob) AS chars, n FROM items WHERE _dirq_file_path = 'data/big.json'",
+      ),
+      [{ chars: BLOB_CHARS, n: -1 }],
+    );
+    events.close();
+  });
+
+  it("a row's event carries the values a query returns, whatever the hook printed", async () => {
+    const root = tree({
+      "dirq.toml": `[[table]]\nname = "items"\nglob = "data/*.json"\non-file = "cat {path}"\n`,
+      "data/start.json": '[{"n": 0}]',
+    });
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    const events = await openReadyEvents(server);
+    // Exact and whole-valued numbers, out-of-range ones, nesting, NUL, a surrogate pair; and,
+    // in a file of its own, an unpaired surrogate (SQLite's UTF-8 replaces it).
+    const files: Record<string, string> = {
+      "data/values.json":
+        '[{"big": 9007199254740993, "real": 3.0, "huge": 1e400, "neg": -0.0,' +
+        ' "nested": {"a": [1.0, 2]}, "nul": "a\\u0000b", "pair": "\\ud83d\\ude00", "t": true}, {"n": 2}]',
+      "data/lone.json": '[{"lone": "x\\ud800y"}]',
+    };
+    for (const [path, text] of Object.entries(files)) {
+      writeWhole(root, path, text);
+      const rows = (JSON.parse(text.replace(/\\u[0-9a-f]{4}/g, "")) as unknown[]).length;
+      const framesOf = () =>
+        events.frames.filter((f) => f.event === "row" && f.data.includes(`"${path}"`));
+      await events.until(() => framesOf().length === rows, `the row frames of ${path}`, 30_000);
+      const texts = framesOf().map((frame) =>
+        frame.data.slice(frame.data.indexOf(',"row":') + 7, frame.data.lastIndexOf(',"old_row":')),
+      );
+      const answer = await postQuery(
+        server,
+        `SELECT * FROM items WHERE _dirq_file_path = '${path}' ORDER BY _dirq_row_index`,
+      );
+      assert.equal(answer.status, 200, answer.text);
+      assert.equal(`[${texts.join(",")}]\n`, answer.text, path);
+    }
+    events.close();
+  });
+});

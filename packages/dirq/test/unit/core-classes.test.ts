@@ -1,0 +1,231 @@
+import assert from "node:assert/strict";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { openIndex } from "../../src/engine.js";
+import { openIndexDatabase } from "../../src/indexer/database.js";
+import { ALL_COLUMN_GROUPS, PathTables } from "../../src/indexer/path-tables.js";
+import type { RowChange } from "../../src/indexer/row-changes.js";
+import { LiveIndex } from "../../src/live/live-index.js";
+import { EventHistory } from "../../src/live/event-history.js";
+import { EventHub } from "../../src/server/event-hub.js";
+
+/** The core's classes built directly, in this process: each with a test of its own. */
+
+const roots: string[] = [];
+
+function tree(files: Record<string, string>): string {
+  const root = mkdtempSync(join(tmpdir(), "dirq-core-"));
+  roots.push(root);
+  for (const [path, text] of Object.entries(files)) {
+    mkdirSync(join(root, path, ".."), { recursive: true });
+    writeFileSync(join(root, path), text);
+  }
+  return root;
+}
+
+after(() => {
+  for (const root of roots) rmSync(root, { recursive: true, force: true });
+});
+
+const quiet = { start: () => ({ update() {}, finish() {} }) };
+
+describe("EventHistory", () => {
+  it("numbers frames consecutively with one run id, and keeps both bounds", () => {
+    const history = new EventHistory({ frames: 3, bytes: 10 });
+    assert.equal(history.append("aa"), 1);
+    assert.equal(history.append("bb"), 2);
+    assert.match(history.idOf(2), /^[0-9a-f]{16}-2$/);
+    history.append("cc");
+    history.append("dd");
+    assert.deepEqual([history.oldest, history.head], [2, 4]);
+    history.append("eeeeeeee");
+    // 8 + 2 bytes: the byte bound leaves two frames.
+    assert.deepEqual([history.oldest, history.head], [4, 5]);
+    history.append("x".repeat(50));
+    // A frame larger than the byte bound is kept alone.
+    assert.deepEqual([history.oldest, history.head], [6, 6]);
+  });
+
+  it("continues an id of its run still in reach; resets others", () => {
+    const history = new EventHistory({ frames: 2, bytes: 1000 });
+    for (const data of ["a", "b", "c"]) history.append(data);
+    assert.deepEqual(history.startPoint(undefined), { after: 3 });
+    assert.deepEqual(history.startPoint(history.idOf(1)), { after: 1 });
+    assert.deepEqual(history.startPoint(history.idOf(3)), { after: 3 });
+    assert.deepEqual(history.startPoint(history.idOf(0)), { reset: true });
+    assert.deepEqual(history.startPoint(history.idOf(4)), { reset: true });
+    assert.deepEqual(history.startPoint(new EventHistory().idOf(1)), { reset: true });
+    for (const bad of [
+      "nonsense",
+      "-1",
+      `${history.run}-`,
+      `${history.run}-x`,
+      `${history.run}-1.5`,
+    ]) {
+      assert.deepEqual(history.startPoint(bad), { reset: true }, bad);
+    }
+  });
+
+  it("a cursor reads in order; one the history left behind gets a reset and goes on", () => {
+    const history = new EventHistory({ frames: 3, bytes: 1000 });
+    const quick = history.cursor(0);
+    const slow = history.cursor(0);
+    for (let i = 1; i <= 5; i++) {
+      history.append(String(i));
+      const item = quick.next();
+      assert.ok(item !== undefined && "frame" in item && item.frame.data === String(i));
+    }
+    assert.deepEqual(slow.next(), { reset: 5 });
+    assert.equal(slow.next(), undefined);
+    history.append("later");
+    const item = slow.next();
+    assert.ok(item !== undefined && "frame" in item && item.frame.data === "later");
+    const lagging = history.cursor(history.head, 1);
+    history.append("x");
+    history.append("y");
+    assert.deepEqual(lagging.next(), { reset: 8 });
+  });
+});
+
+describe("EventHub", () => {
+  it("hands every frame to every subscriber, in order, with ids", async () => {
+    const history = new EventHistory();
+    const hub = new EventHub();
+    hub.attach(history);
+    const a = hub.subscribe(undefined);
+    const b = hub.subscribe(undefined);
+    assert.deepEqual(a.start, { readyId: history.idOf(0) });
+    history.append("one");
+    history.append("two");
+    const one = { event: "row", id: history.idOf(1), data: "one" };
+    assert.deepEqual(await a.subscription.next(1000), one);
+    assert.deepEqual(await a.subscription.next(1000), { ...one, id: history.idOf(2), data: "two" });
+    assert.deepEqual(await b.subscription.next(1000), one);
+    assert.equal(hub.size, 2);
+    const resumed = hub.subscribe(history.idOf(1));
+    assert.deepEqual(resumed.start, { readyId: history.idOf(1) });
+    assert.equal((await resumed.subscription.next(1000))?.data, "two");
+    assert.deepEqual(hub.subscribe("elsewhere-1").start, { resetId: history.idOf(2) });
+  });
+
+  it("next is null after an idle wait and undefined once closed; closeAll empties it", async () => {
+    const hub = new EventHub();
+    hub.attach(new EventHistory());
+    const { subscription } = hub.subscribe(undefined);
+    assert.equal(await subscription.next(5), null);
+    const waiting = subscription.next(10_000);
+    hub.closeAll();
+    assert.equal(await waiting, undefined);
+    assert.equal(hub.size, 0);
+  });
+});
+
+describe("PathTables", () => {
+  it("creates a path-table, fills the groups asked for, refreshes one file", async () => {
+    const root = tree({ "docs/a.md": "a", "docs/b.md": "bb", "other.txt": "x" });
+    const db = openIndexDatabase(root);
+    try {
+      const tables = new PathTables(db, { root, useGitignore: true, progress: quiet });
+      assert.equal(tables.create("./docs"), true);
+      assert.equal(tables.create("not a path"), false);
+      assert.equal(tables.needsFill("./docs", ALL_COLUMN_GROUPS), true);
+      assert.deepEqual(await tables.fill("./docs", ALL_COLUMN_GROUPS), []);
+      assert.equal(tables.needsFill("./docs", ALL_COLUMN_GROUPS), false);
+      const rows = db.prepare(`SELECT path, size FROM "./docs" ORDER BY path`).all();
+      assert.deepEqual(rows, [
+        { path: "docs/a.md", size: 1 },
+        { path: "docs/b.md", size: 2 },
+      ]);
+      writeFileSync(join(root, "docs/a.md"), "aaa");
+      const changes = tables.refreshFile("docs/a.md", [3, Date.now(), Date.now()]);
+      assert.deepEqual(
+        changes.map((change) => [change.action, change.file_path]),
+        [["update", "docs/a.md"]],
+      );
+      assert.deepEqual(tables.names(), ["./docs"]);
+    } finally {
+      db.close();
+    }
+  });
+});
+
+describe("LiveIndex", () => {
+  it("keeps an index current and hands over each commit's changes", async () => {
+    const root = tree({ "a.txt": "a" });
+    const index = openIndex({ root, progress: false, fillAllColumns: true });
+    const seen: RowChange[] = [];
+    const live = await LiveIndex.watch(index, {
+      onChanges: (changes) => seen.push(...changes),
+      onError: (error) => assert.fail(String(error)),
+    });
+    try {
+      await index.prepare("SELECT * FROM './'");
+      writeFileSync(join(root, "b.txt"), "b");
+      // prepareCurrent settles every change made before the call.
+      await live.prepareCurrent("SELECT * FROM './'");
+      const rows = await index.queryObjects("SELECT path FROM './' ORDER BY path");
+      assert.deepEqual(rows, [{ path: "a.txt" }, { path: "b.txt" }]);
+      assert.deepEqual(
+        seen.map((change) => [change.action, change.file_path]),
+        [["insert", "b.txt"]],
+      );
+      assert.ok(live.watchedFolders >= 1);
+    } finally {
+      await live.close();
+      index.close();
+    }
+  });
+});
+
+describe("StatementPreparer (through DirqIndex.prepare and preparedAlready)", () => {
+  it("answers at once only what needs nothing built, and remembers what it checked", async () => {
+    const root = tree({ "docs/a.md": "a" });
+    const index = openIndex({ root, progress: false });
+    try {
+      assert.equal(index.preparedAlready("SELECT path FROM './docs'"), null);
+      const built = await index.prepare("SELECT path FROM './docs'");
+      assert.deepEqual(built.tables, ["./docs"]);
+      assert.equal(built.analysis.sql, built.sql);
+      const again = index.preparedAlready("SELECT path FROM './docs'");
+      assert.equal(again?.sql, built.sql);
+      assert.equal(index.preparedAlready("SELECT 1")?.cacheable, true);
+      assert.equal(index.preparedAlready("SELECT random()")?.cacheable, false);
+    } finally {
+      index.close();
+    }
+  });
+
+  it("refuses writes and internal tables before anything runs", async () => {
+    const index = openIndex({ root: tree({ "a.txt": "a" }), progress: false });
+    try {
+      await assert.rejects(index.prepare("CREATE TABLE t (x)"), { code: "QUERY_NOT_READONLY" });
+      await assert.rejects(index.prepare("SELECT * FROM _dirq_meta"), {
+        code: "QUERY_INTERNAL_TABLE",
+      });
+      await assert.rejects(index.prepare("SELECT 1; SELECT 2"), {
+        code: "QUERY_MULTIPLE_STATEMENTS",
+      });
+    } finally {
+      index.close();
+    }
+  });
+
+  it("gives path-tables whose names differ only in case SQLite names of their own", async () => {
+    const root = tree({ "Docs/a.md": "a", "docs/b.md": "bb" });
+    const index = openIndex({ root, progress: false });
+    try {
+      const prepared = await index.prepare(
+        "SELECT path FROM './Docs' UNION ALL SELECT path FROM './docs'",
+      );
+      assert.equal(new Set(prepared.tables.map((name) => name.toLowerCase())).size, 2);
+      const rows = await index.queryObjects(
+        "SELECT path FROM './Docs' UNION ALL SELECT path FROM './docs' ORDER BY path",
+      );
+      assert.deepEqual(rows, [{ path: "Docs/a.md" }, { path: "docs/b.md" }]);
+    } finally {
+      index.close();
+    }
+  });
+});

@@ -1,0 +1,33 @@
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { parseHookOutput } from "../../src/parse/hook-rows.js";
+import { LARGE_OUTPUT_BYTES, parseOutput } from "../../src/parse/large-output.js";
+
+/** A hook output just over the size read on the output thread. */
+function largeOutput(tail: string): Buffer {
+  const pad = "p".repeat(LARGE_OUTPUT_BYTES);
+  return Buffer.from(`[{"pad": "${pad}", ${tail}}, {"n": 2}]`);
+}
+
+test("a large output read on the thread gives what parseHookOutput gives", async () => {
+  const text = largeOutput('"big": 9007199254740993, "real": 3.0, "nested": {"a": [1.0]}');
+  const here = parseHookOutput(Buffer.from(text));
+  // From a pooled slice too: the bytes are copied out before they move.
+  const pooled = Buffer.concat([Buffer.from("xx"), text]).subarray(2);
+  for (const output of [Buffer.from(text), pooled]) {
+    assert.deepEqual(await parseOutput(output), here);
+  }
+  assert.ok(here.ok);
+  assert.equal(here.rows[0]?.get("big"), 9007199254740993n);
+});
+
+test("a large output that is not a JSON array of objects is a reason, not a throw", async () => {
+  const broken = Buffer.concat([largeOutput('"n": 1'), Buffer.from("trailing")]);
+  const parsed = await parseOutput(broken);
+  assert.equal(parsed.ok, false);
+  assert.match(parsed.ok ? "" : parsed.reason, /^hook printed invalid JSON/);
+  assert.deepEqual(
+    await parseOutput(Buffer.from('[{"n": 1}]')),
+    parseHookOutput(Buffer.from('[{"n": 1}]')),
+  );
+});

@@ -1,0 +1,87 @@
+"""The types of what dirq hands out: values, rows, row events, tables, skipped files."""
+
+from typing import (
+    Any,
+    Callable,
+    Dict,
+    Iterable,
+    List,
+    Literal,
+    Mapping,
+    Optional,
+    Sequence,
+    TypedDict,
+    Union,
+)
+
+Value = Union[int, float, str, None]
+"""One value as a query returns it: the JSON mapping of the CLI's output, read as ``json.loads``
+reads it. INTEGER is an ``int`` (exact, beyond 2^53 too); REAL a ``float`` (a whole one, such as
+2.0, is written ``2`` and arrives as an ``int``, and NaN and infinities are ``None``); TEXT a
+``str``; BLOB a lowercase hex ``str``; NULL ``None``."""
+
+Row = Dict[str, Value]
+"""One result row: column name to value, keys in SELECT order."""
+
+Param = Union[None, int, float, str, bytes, bytearray, memoryview]
+"""A value bound to a statement's parameter: NULL, INTEGER (a whole ``float`` within 2^53 is an
+INTEGER too, as the core binds numbers), REAL, TEXT or BLOB."""
+
+Params = Union[Sequence[Param], Mapping[str, Param]]
+"""Values for ``?`` (a sequence, in order) or for ``:name``, ``@name``, ``$name`` (a mapping
+keyed by the name without its prefix)."""
+
+FormatName = Literal["json", "jsonl", "csv", "tsv", "yaml", "toml", "markdown", "auto"]
+"""A built-in format dirq reads each file of a table with (docs/formats.md)."""
+
+ExtractFunction = Callable[[str, bytes], Iterable[Mapping[str, Any]]]
+"""Turns one file into rows, in this process: ``(path relative to the root, content) ->
+rows``, each row a mapping of column name to value."""
+
+
+class RowChange(TypedDict):
+    """A row inserted, updated or deleted because a file changed."""
+
+    action: Literal["insert", "update", "delete"]
+    table: str
+    # The file the row came from, relative to the root.
+    file_path: str
+    # The new row (insert, update) or the deleted one.
+    row: Row
+    # The previous row of an update; None otherwise.
+    old_row: Optional[Row]
+
+
+class RowError(TypedDict):
+    """A file that could not be read or parsed after a change; its other rows stand."""
+
+    action: Literal["error"]
+    # The table, or None when the failure is not tied to one.
+    table: Optional[str]
+    file_path: str
+    error: str
+
+
+RowEvent = Union[RowChange, RowError]
+"""What ``watch()`` yields: the data of the server's SSE ``row`` event, parsed."""
+
+
+class ColumnInfo(TypedDict):
+    name: str
+    # The declared type (TEXT, INTEGER, ...); "" when the table has no schema.
+    type: str
+
+
+class TableInfo(TypedDict):
+    """A table or view a statement can name, with its visible columns."""
+
+    name: str
+    type: Literal["table", "view"]
+    columns: List[ColumnInfo]
+
+
+class SkippedFile(TypedDict):
+    """A file a table could not read or parse, and why; the other files' rows stand."""
+
+    path: str
+    reason: str
