@@ -15,6 +15,15 @@ export function makeFolder(path: string): void {
     const parent = dirname(path);
     if (code !== "ENOENT" || parent === path) throw error;
     makeFolder(parent);
+    makeFolderIn(path);
+  }
+}
+
+/** Makes a folder whose parent exists; another process making it at the same time is fine. */
+function makeFolderIn(path: string): void {
+  try {
     mkdirSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
   }
 }

@@ -53,6 +53,13 @@ export interface FailedStart {
   stderr: string;
 }
 
+/**
+ * The statement time limit of the servers tests start, unless a test sets its own: a statement
+ * that takes 2 s on an idle machine can pass the default 30 s on a loaded CI machine, and a test
+ * about something else must not fail with a 408.
+ */
+const TEST_QUERY_TIMEOUT_MS = "600000";
+
 function spawnServer(
   args: readonly string[],
   cwd: string,
@@ -67,7 +74,12 @@ function spawnServer(
   return spawn(command, rest, {
     cwd,
     detached,
-    env: { ...process.env, DIRQ_PROGRESS: "never", ...env },
+    env: {
+      ...process.env,
+      DIRQ_PROGRESS: "never",
+      DIRQ_QUERY_TIMEOUT_MS: TEST_QUERY_TIMEOUT_MS,
+      ...env,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }

@@ -67,22 +67,29 @@ function readEntries(path: string): string[] {
 
 /** A lock older than this belongs to a session that died holding it. */
 const STALE_LOCK_MS = 10_000;
-const LOCK_ATTEMPTS = 100;
+/**
+ * How long a session waits for the lock before it writes without it. Long enough that a holder
+ * descheduled on a loaded machine finishes first (its work is one append and one rewrite).
+ */
+const LOCK_PATIENCE_MS = 2_000;
 const LOCK_WAIT_MS = 5;
 
 /**
  * Runs `task` holding `<path>.lock` (created exclusively), so that two sessions never trim
- * the file over each other's appends. Without the lock after a short wait, runs anyway: a
+ * the file over each other's appends. Without the lock after LOCK_PATIENCE_MS, runs anyway: a
  * lost entry is better than a hung prompt.
  */
 function withLock(path: string, task: () => void): void {
   const lock = `${path}.lock`;
+  const deadline = Date.now() + LOCK_PATIENCE_MS;
   let held = false;
-  for (let attempt = 0; attempt < LOCK_ATTEMPTS && !held; attempt++) {
+  while (!held) {
     try {
       closeSync(openSync(lock, "wx"));
       held = true;
-    } catch {
+    } catch (error) {
+      // Only another session's lock is worth waiting for; a folder we cannot write is not.
+      if ((error as NodeJS.ErrnoException).code !== "EEXIST" || Date.now() > deadline) break;
       try {
         if (Date.now() - statSync(lock).mtimeMs > STALE_LOCK_MS) rmSync(lock, { force: true });
       } catch {
