@@ -8,6 +8,7 @@ export {
   Dirq,
   open,
   type OpenOptions,
+  type QueryJsonOptions,
   type QueryOptions,
   type SkippedFile,
   type WatchOptions,

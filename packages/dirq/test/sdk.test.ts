@@ -12,7 +12,8 @@ import {
   type RowEvent as SdkRowEvent,
   type WatchEvent as RowEvent,
 } from "../src/index.js";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { makeTree, python3, removeTree, runDirq } from "./helpers.js";
+import { seededRandom } from "./differential.js";
 import { openReadyEvents, startServer } from "./server-support.js";
 
 /** A hook that prints one row per file from its JSON content (for config tables). */
@@ -32,6 +33,22 @@ function post(title: string, words: number): string {
 }
 
 const parsePost = (_path: string, content: Buffer) => [JSON.parse(content.toString("utf8"))];
+
+/**
+ * Reads `{cli, same}` (two JSON answers) on stdin and checks that Python's json reads the same
+ * rows from both: every number equal and of the same type (int or float), infinities too.
+ */
+const SAME_NUMBERS_PY = `
+import json, sys
+texts = json.load(sys.stdin)
+cli, same = json.loads(texts["cli"]), json.loads(texts["same"])
+assert len(cli) == len(same), (len(cli), len(same))
+for a, b in zip(cli, same):
+    for key in a:
+        x, y = a[key], b[key]
+        assert type(x) is type(y) and x == y, (key, a, b)
+print("same", len(cli), "rows")
+`;
 
 function parseCliRows(stdout: string): Row[] {
   return JSON.parse(stdout) as Row[];
@@ -107,6 +124,84 @@ describe("SDK: open, query, values and rules", () => {
       cli.stdout,
       '[{"big":9223372036854775807,"small":-42,"real":1.5,"inf":null,"blob":"00ff","text":"ü","empty":null}]\n',
     );
+  });
+
+  test("queryJson is the CLI's JSON text, short answers and long ones SQLite writes", async () => {
+    await using db = open({ root, progress: false });
+    const statements = [
+      "SELECT 9223372036854775807 AS big, 1.5 AS real, 1e999 AS inf, x'00ff' AS blob, 'ü\"' AS text, NULL AS empty",
+      // Past the first answer's JS rows: SQLite writes it (the REALs 0.1 and 1e300 as well).
+      "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < 5000) " +
+        "SELECT i, i * 1099511627776 AS big, 'row ' || i || ' ü' AS text, " +
+        "CASE WHEN i % 7 = 0 THEN NULL ELSE printf('%08d', i) END AS code, " +
+        "CASE WHEN i % 11 = 0 THEN i * 0.1 ELSE i * 1e300 END AS real, " +
+        "CASE WHEN i % 13 = 0 THEN x'0aff' END AS blob FROM c",
+      "SELECT path, size FROM './' ORDER BY path",
+      "SELECT 1 AS x WHERE 0",
+    ];
+    for (const sql of statements) {
+      const cli = await runDirq([sql, "--format", "json"], { cwd: root });
+      assert.equal(cli.code, 0, cli.stderr);
+      assert.equal((await db.queryJson(sql)).toString("utf8"), cli.stdout, sql);
+    }
+    const positional = await db.queryJson("SELECT ? AS a, ? AS b", [9007199254740993n, "x"]);
+    assert.equal(positional.toString("utf8"), '[{"a":9007199254740993,"b":"x"}]\n');
+    const named = await db.queryJson("SELECT :a AS a", { a: 2.5 });
+    assert.equal(named.toString("utf8"), '[{"a":2.5}]\n');
+    await assert.rejects(db.queryJson("DELETE FROM './'"), { code: "QUERY_NOT_READONLY" });
+  });
+
+  test("queryJson realText same-value: Python's json reads the same numbers as from the CLI's text (seed 5151)", async () => {
+    const random = seededRandom(5151);
+    const doubles: number[] = [-0, 0.5, 1, 2 ** 53 - 1, 1e21, 5e-324, 1.7976931348623157e308];
+    doubles.push(9.999999999999999e20 * 10, 1 / 3, 0.1 + 0.2, -(2 ** 52) - 0.5);
+    for (let i = 0; i < 1500; i++) {
+      const exponent = Math.floor(random() * 640) - 325;
+      doubles.push(Number(`${(random() - 0.5) * 20}e${exponent}`));
+      doubles.push(Math.round((random() - 0.5) * 2 ** Math.floor(random() * 54)));
+    }
+    // Values SQLite would not write as the same number of the same kind: the JS way.
+    const odd = [2 ** 53, -(2 ** 53) - 2, 1e21 - 65536, 2 ** 63, 12345678901234567000];
+    const jsonLines = (values: number[]) =>
+      `${values.map((x, i) => JSON.stringify({ i, x })).join("\n")}\n`;
+    const tree = makeTree({
+      "plain.jsonl": jsonLines(
+        doubles.filter((x) => Math.abs(x) < 2 ** 53 || (Math.abs(x) >= 1e21 && Number.isFinite(x))),
+      ),
+      "odd.jsonl": `${jsonLines([...doubles.slice(0, 50), ...odd])}{"i": -1, "x": 1e999}\n`,
+    });
+    try {
+      await using numbers = open({
+        root: tree,
+        progress: false,
+        tables: [
+          { name: "plain", glob: "plain.jsonl", format: "jsonl" },
+          { name: "odd", glob: "odd.jsonl", format: "jsonl" },
+        ],
+      });
+      // Columns read straight from a table, and the same values computed by an expression.
+      for (const [sql, sqliteWrites] of [
+        ["SELECT i, x FROM plain ORDER BY i", true],
+        ["SELECT i, x * 1.0 AS x, -x AS negated FROM plain ORDER BY i", true],
+        ["SELECT i, x FROM odd ORDER BY i", false],
+        ["SELECT i, -x AS negated FROM odd ORDER BY i", false],
+      ] as const) {
+        const cli = (await numbers.queryJson(sql)).toString("utf8");
+        const same = (await numbers.queryJson(sql, undefined, { realText: "same-value" })).toString(
+          "utf8",
+        );
+        // SQLite wrote it (its own forms of some numbers), or it went the JS way (the CLI's bytes).
+        assert.equal(same !== cli, sqliteWrites, sql);
+        const compared = spawnSync(python3(), ["-c", SAME_NUMBERS_PY], {
+          encoding: "utf8",
+          input: JSON.stringify({ cli, same }),
+        });
+        assert.equal(compared.status, 0, `${sql}: ${compared.stdout}${compared.stderr}`);
+        assert.match(compared.stdout, /^same \d+ rows\n$/);
+      }
+    } finally {
+      removeTree(tree);
+    }
   });
 
   test("the CLI's read-only rules and diagnostics", async () => {

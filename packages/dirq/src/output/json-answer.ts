@@ -1,6 +1,6 @@
 import type { SqlValue } from "../shared/sql-value.js";
 import { jsonChunks, toJson } from "./json.js";
-import { firstAnswerJsRows, MAX_SQLITE_JSON_ROWS } from "./sqlite-json.js";
+import { firstAnswerJsRows, MAX_SQLITE_JSON_ROWS, type RealText } from "./sqlite-json.js";
 
 /** A statement's answer, and (when it can be) a way to have SQLite write it as JSON. */
 export interface JsonSource {
@@ -8,7 +8,7 @@ export interface JsonSource {
   /** Each iteration runs the statement anew. */
   rows: Iterable<SqlValue[]>;
   /** The answer as SQLite writes it, `null` past `maxRows` or when it must go the JS way. */
-  jsonFromSqlite?: (maxRows: number) => Buffer | null;
+  jsonFromSqlite?: (maxRows: number, realText?: RealText) => Buffer | null;
 }
 
 /** The answer as JSON: SQLite's bytes (without the final newline), or chunks written in JS. */
@@ -21,9 +21,13 @@ export type JsonAnswer = { bytes: Buffer } | { chunks: Iterable<string> };
  * process. It does so only for answers of at most about `budgetBytes`, estimated from the
  * first rows' size, since SQLite builds the answer as one string; longer answers, and those
  * with values SQLite would write differently (a REAL, a BLOB), go the JS way from the start,
- * which runs the statement again.
+ * which runs the statement again. `realText`: how SQLite may write REAL values (see RealText).
  */
-export function jsonAnswer(source: JsonSource, budgetBytes: number): JsonAnswer {
+export function jsonAnswer(
+  source: JsonSource,
+  budgetBytes: number,
+  realText: RealText = "js",
+): JsonAnswer {
   const { columns, rows, jsonFromSqlite } = source;
   if (jsonFromSqlite === undefined) return { chunks: jsonChunks(columns, rows) };
   const limit = firstAnswerJsRows();
@@ -33,7 +37,7 @@ export function jsonAnswer(source: JsonSource, budgetBytes: number): JsonAnswer 
     if (first.length === limit) {
       // Stops the statement where it is: SQLite runs it anew, wrapped.
       iterator.return?.();
-      const bytes = jsonFromSqlite(rowsWithin(budgetBytes, columns, first));
+      const bytes = jsonFromSqlite(rowsWithin(budgetBytes, columns, first), realText);
       return bytes === null ? { chunks: jsonChunks(columns, rows) } : { bytes };
     }
     first.push(next.value);

@@ -102,6 +102,29 @@ interface ColumnOrigin {
 }
 
 /**
+ * How REAL values may be written. `js`: only as `jsonChunks` writes them (JavaScript's
+ * shortest form, `1` for 1.0), so an answer holding one goes the JS way. `same-value`: as
+ * SQLite writes them (`1.5e-07` for 1.5e-7), which any JSON parser reads as the same number;
+ * a whole REAL below 2^53 is written as an integer, as in JS, so a parser makes the same
+ * kind of number of it. A REAL at or past 2^53 and below 1e21 (JS writes its digits, an
+ * integer to a parser; SQLite an exponent) and an infinity (JS: null) still go the JS way.
+ */
+export type RealText = "js" | "same-value";
+
+/**
+ * A REAL value `c` as `same-value` writes it, and the check that sends its row the JS way (a
+ * BLOB too). CASE, not AND: SQLite evaluates both sides of an AND in a value, and the abs()
+ * calls on every value of every row would double the time SQLite takes to write the answer.
+ */
+function realSameValue(c: string): { real: string; odd: string } {
+  const beyondSafe = `abs(${c}) < 1e21 OR abs(${c}) > 1.7976931348623157e308`;
+  return {
+    real: `CASE WHEN ${c} = CAST(${c} AS INTEGER) AND abs(${c}) < 9007199254740992 THEN CAST(${c} AS INTEGER) ELSE ${c} END`,
+    odd: `CASE typeof(${c}) WHEN 'real' THEN CASE WHEN abs(${c}) < 9007199254740992 THEN 0 ELSE ${beyondSafe} END WHEN 'blob' THEN 1 ELSE 0 END`,
+  };
+}
+
+/**
  * How one column goes into json_object, and what says its row must go the JS way. A value
  * read straight from a table column never carries a JSON subtype (only function results do);
  * one of a TEXT-affinity column is never REAL, and an INT or INTEGER column of a STRICT table
@@ -116,21 +139,43 @@ function columnJson(
   origin: ColumnOrigin | undefined,
   direct: boolean,
   strictTables: ReadonlySet<string>,
+  realText: RealText,
 ): { value: string; odd: string | null } {
   const c = `c${position}`;
+  const key = quoteLiteral(name);
   if (direct && origin?.column) {
     const plain =
       hasTextAffinity(origin.type) ||
       (isWholeNumberType(origin.type) &&
         strictTables.has(`${origin.database ?? ""}.${origin.table ?? ""}`));
-    return plain
-      ? { value: `${quoteLiteral(name)}, ${c}`, odd: null }
-      : { value: `${quoteLiteral(name)}, ${c}`, odd: `typeof(${c}) = 'real'` };
+    if (plain) return { value: `${key}, ${c}`, odd: null };
+    if (realText === "js") return { value: `${key}, ${c}`, odd: `typeof(${c}) = 'real'` };
+    const { real, odd } = realSameValue(c);
+    return { value: `${key}, CASE typeof(${c}) WHEN 'real' THEN ${real} ELSE ${c} END`, odd };
   }
+  if (realText === "js") {
+    return {
+      value: `${key}, CASE typeof(${c}) WHEN 'text' THEN ${c} || '' WHEN 'integer' THEN ${c} END`,
+      odd: `typeof(${c}) IN ('real', 'blob')`,
+    };
+  }
+  const { real, odd } = realSameValue(c);
   return {
-    value: `${quoteLiteral(name)}, CASE typeof(${c}) WHEN 'text' THEN ${c} || '' WHEN 'integer' THEN ${c} END`,
-    odd: `typeof(${c}) IN ('real', 'blob')`,
+    value: `${key}, CASE typeof(${c}) WHEN 'text' THEN ${c} || '' WHEN 'integer' THEN ${c} WHEN 'real' THEN ${real} END`,
+    odd,
   };
+}
+
+/** What `wrapForJson` takes besides the statement; every key has a default. */
+export interface WrapOptions {
+  /** The connection's STRICT tables (`strictTableNames`); default: read now. */
+  strictTables?: ReadonlySet<string>;
+  /** The rows of an answer given before, if any, which decides the form compiled now. */
+  lastRows?: number;
+  /** The bounded form's bound (MAX_SQLITE_JSON_ROWS). */
+  maxRows?: number;
+  /** How REAL values may be written (default `js`). */
+  realText?: RealText;
 }
 
 /**
@@ -143,18 +188,17 @@ function columnJson(
  * answers, and long ones, go the JS way. TEXT computed by an expression goes through `|| ''`,
  * which drops a JSON subtype, so `json(...)` values stay strings as they do in JS. `null` when
  * the statement cannot be wrapped (PRAGMA, EXPLAIN, a trailing `;`, too many columns): the
- * caller uses the JS way. `lastRows`: the rows of an answer given before, if any, which
- * decides the form compiled now.
+ * caller uses the JS way.
  */
 export function wrapForJson(
   db: SqliteDatabase,
   statement: Statement,
   analysis: StatementAnalysis,
   plan: ColumnPlan,
-  strictTables: ReadonlySet<string> = strictTableNames(db),
-  lastRows = -1,
-  maxRows = MAX_SQLITE_JSON_ROWS,
+  options: WrapOptions = {},
 ): JsonStatement | null {
+  const { lastRows = -1, maxRows = MAX_SQLITE_JSON_ROWS, realText = "js" } = options;
+  const strictTables = options.strictTables ?? strictTableNames(db);
   const { sql } = analysis;
   const origins = statement.columns();
   const width = origins.length;
@@ -163,7 +207,7 @@ export function wrapForJson(
   const names = Array.from({ length: width }, (_, i) => `c${i}`);
   const direct = !analysis.isCompound;
   const columns = shown.map((position, i) =>
-    columnJson(plan.columns[i] ?? "", position, origins[position], direct, strictTables),
+    columnJson(plan.columns[i] ?? "", position, origins[position], direct, strictTables, realText),
   );
   const pairs = columns.map((column) => column.value);
   const checks = columns.flatMap((column) => (column.odd === null ? [] : [column.odd]));

@@ -1,7 +1,7 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import type { WorkerFunctions } from "../functions/worker-functions.js";
 import type { SqliteDatabase } from "../indexer/database.js";
-import { jsonFromSqlite, wrapForJson } from "../output/sqlite-json.js";
+import { jsonFromSqlite, type RealText, wrapForJson } from "../output/sqlite-json.js";
 import type { ProgressReporter } from "../progress/reporter.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { columnPlan, type StatementRows, sqlError } from "./execute.js";
@@ -28,7 +28,7 @@ export interface QueryResult extends StatementRows {
    * cannot be wrapped, or an error (which reading `rows` then reports). Absent for a
    * statement with bound values or worker calls.
    */
-  jsonFromSqlite?: (maxRows: number) => Buffer | null;
+  jsonFromSqlite?: (maxRows: number, realText?: RealText) => Buffer | null;
 }
 
 /** What `DirqIndex.query` takes besides the statement. */
@@ -72,11 +72,12 @@ export async function queryInProcess(
     return { columns: last?.columns ?? [], rows: last?.rows ?? [], skipped };
   }
   const result = runCompiled(compiled, args);
-  if (bind !== undefined || !compiled.statement.reader) return { ...result, skipped };
+  // SQLite's JSON wrapper runs the statement text again, without bound values.
+  if (args.length > 0 || !compiled.statement.reader) return { ...result, skipped };
   return {
     ...result,
     skipped,
-    jsonFromSqlite: (maxRows) => answerInSqlite(host.db, compiled, maxRows),
+    jsonFromSqlite: (maxRows, realText) => answerInSqlite(host.db, compiled, maxRows, realText),
   };
 }
 
@@ -85,10 +86,11 @@ function answerInSqlite(
   db: SqliteDatabase,
   compiled: CompiledStatement,
   maxRows: number,
+  realText: RealText = "js",
 ): Buffer | null {
   const { statement, analysis } = compiled;
   compiled.plan ??= columnPlan(statement, analysis);
-  const wrapped = wrapForJson(db, statement, analysis, compiled.plan, undefined, -1, maxRows);
+  const wrapped = wrapForJson(db, statement, analysis, compiled.plan, { maxRows, realText });
   if (wrapped === null) return null;
   // No byte limit here: `maxRows` bounds the answer's size.
   return jsonFromSqlite(wrapped, Number.POSITIVE_INFINITY, () => new RangeError("no limit"));

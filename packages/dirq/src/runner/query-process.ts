@@ -231,14 +231,10 @@ function answerInSqlite(prepared: PreparedStatement): Buffer[] | null {
     // need no REAL or BLOB check (sqlite-json.ts).
     const { db } = open();
     strictTables ??= strictTableNames(db);
-    prepared.json = wrapForJson(
-      db,
-      statement,
-      prepared.analysis,
-      prepared.plan,
+    prepared.json = wrapForJson(db, statement, prepared.analysis, prepared.plan, {
       strictTables,
-      prepared.lastRows,
-    );
+      lastRows: prepared.lastRows,
+    });
   }
   if (prepared.json === null) return null;
   const json = jsonFromSqlite(prepared.json, maxAnswerBytes, () => new AnswerTooLarge());

@@ -154,7 +154,7 @@ class SdkStdioSession {
     if (bytes !== undefined && bytes.length > 0) this.stdout.write(bytes);
   }
 
-  private reply(id: number, payload: string | null): void {
+  private reply(id: number, payload: string | Buffer | null): void {
     this.send({ re: id }, payload ?? "null");
   }
 
@@ -182,7 +182,7 @@ class SdkStdioSession {
     );
   }
 
-  private async run(header: Record<string, unknown>): Promise<string | null> {
+  private async run(header: Record<string, unknown>): Promise<string | Buffer | null> {
     const op = stringField(header, "op");
     if (op === "open") return this.open(header.options as OpenRequest);
     const db = this.db;
@@ -191,7 +191,12 @@ class SdkStdioSession {
       case "query": {
         const settle = header.settle !== false;
         const params = parameterValues(header.params);
-        return exactJson(await db.query(stringField(header, "sql"), params, { settle }));
+        // JSON text from the start: SQLite writes a long answer without a JS object per row,
+        // REAL values too, as the peer's parser reads the same numbers from SQLite's text.
+        return db.queryJson(stringField(header, "sql"), params, {
+          settle,
+          realText: "same-value",
+        });
       }
       case "ready":
         await db.ready;

@@ -13,6 +13,8 @@ import { RowEventStream } from "./row-event-stream.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import type { QueryParameters } from "../query/parameters.js";
 import { parseJsonExact } from "../parse/hook-rows.js";
+import { jsonAnswer } from "../output/json-answer.js";
+import type { QueryResult } from "../query/in-process.js";
 
 /** What `open` takes. Every key is optional. */
 export interface OpenOptions {
@@ -94,7 +96,24 @@ export interface QueryOptions {
   signal?: AbortSignal;
 }
 
+/** What `queryJson` takes besides the statement and its parameters. */
+export interface QueryJsonOptions {
+  /** As `query`'s. */
+  settle?: boolean;
+  /**
+   * How REAL values are written. `js` (default): as the CLI writes them, JavaScript's shortest
+   * form, byte for byte. `same-value`: as SQLite writes them where that is the same number to
+   * any JSON parser (`1.5e-07` for `1.5e-7`; a whole REAL below 2^53 still an integer), so
+   * that SQLite can write a long answer with REAL columns too, which is faster.
+   */
+  realText?: "js" | "same-value";
+}
+
 const DEFAULT_EVENT_BUFFER = 10_000;
+
+/** `queryJson`: SQLite writes an answer of up to about this size as one string. */
+const JSON_ANSWER_BUDGET_BYTES = 64 * 1024 * 1024;
+const NEWLINE = Buffer.from("\n");
 
 const OPTION_KEYS = new Set(["settle", "signal"]);
 
@@ -248,11 +267,43 @@ export class Dirq implements AsyncDisposable {
       parameters = parametersOrOptions as QueryParameters | undefined;
       options = moreOptions ?? {};
     }
-    this.checkOpen();
-    // Wrong values fail at once, before anything is built.
-    const args = bindArguments(sql, parameters);
+    const args = this.checkedArguments(sql, parameters);
     const { signal } = options;
     if (signal !== undefined) return this.queryCancellable(sql, args, { ...options, signal });
+    const result = await this.runInIndex(sql, parameters, options);
+    return toRows(result.columns, result.rows);
+  }
+
+  /**
+   * `query`'s answer as the CLI's JSON text (UTF-8, a final newline): the same rows and values,
+   * integers beyond 2^53 written exactly. For handing an answer on (an HTTP body, another
+   * process) without making a JS object per row: a long answer is written by SQLite itself.
+   * Takes `settle` and parameters as `query` does; not `signal`. See `QueryJsonOptions`.
+   */
+  async queryJson(
+    sql: string,
+    parameters?: QueryParameters,
+    options: QueryJsonOptions = {},
+  ): Promise<Buffer> {
+    this.checkedArguments(sql, parameters);
+    const result = await this.runInIndex(sql, parameters, options);
+    const answer = jsonAnswer(result, JSON_ANSWER_BUDGET_BYTES, options.realText ?? "js");
+    if ("bytes" in answer) return Buffer.concat([answer.bytes, NEWLINE]);
+    return Buffer.from([...answer.chunks].join(""), "utf8");
+  }
+
+  /** The statement's bound values, checked before anything is built (wrong values fail at once). */
+  private checkedArguments(sql: string, parameters: QueryParameters | undefined): unknown[] {
+    this.checkOpen();
+    return bindArguments(sql, parameters);
+  }
+
+  /** Runs a statement on the index's own connection, settled first unless told not to. */
+  private async runInIndex(
+    sql: string,
+    parameters: QueryParameters | undefined,
+    options: QueryOptions,
+  ): Promise<QueryResult> {
     await this.ready;
     if (options.settle !== false && this.watching !== null) {
       await this.watching;
@@ -262,9 +313,8 @@ export class Dirq implements AsyncDisposable {
     const running = this.index.query(sql, { bind: { values: parameters } });
     this.running.add(running);
     const result = await running.finally(() => this.running.delete(running));
-    const rows = toRows(result.columns, result.rows);
     this.skippedFiles.push(...result.skipped);
-    return rows;
+    return result;
   }
 
   /**
