@@ -75,7 +75,7 @@ async function startWithHook(args: readonly string[], input?: string): Promise<C
     stdio: [input === undefined ? "ignore" : "pipe", "ignore", "ignore"],
   });
   if (input !== undefined) child.stdin?.end(input);
-  await eventually(() => recordedPids().length >= 2, "the hook started its child", 20_000);
+  await eventually(() => recordedPids().length >= 2, "the hook started its child", 60_000);
   return child;
 }
 
@@ -116,7 +116,7 @@ describe("hooks that never finish: a signal still ends dirq, with no orphans", (
         stdio: "ignore",
       },
     );
-    await eventually(() => recordedPids().length >= 2, "the hook started its child", 20_000);
+    await eventually(() => recordedPids().length >= 2, "the hook started its child", 60_000);
     const exited = exitOf(child);
     child.kill("SIGTERM");
     assert.deepEqual(await exited, { code: 0, signal: null });

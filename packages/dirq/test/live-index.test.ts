@@ -101,7 +101,7 @@ describe("live index: one slow hook holds back no other file", () => {
       await stream.next((row) => row.table === "data" && row.file_path === "data/fast.json");
       assert.deepEqual(stream.rows().filter(isSlow), [], "the slow hook's rows came first");
       // The slow file's rows come when its hook is done, and the answers match a fresh scan.
-      const slow = await stream.next(isSlow, 30_000);
+      const slow = await stream.next(isSlow, 60_000);
       assert.equal(slow.action, "update");
       assert.deepEqual(slow.row?.v, 2);
       const sql = "SELECT v FROM data ORDER BY v";
@@ -236,7 +236,7 @@ process.stdout.write(JSON.stringify([JSON.parse(readFileSync(process.argv[2], "u
     child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
     const answer = async (lines: number) => {
-      await eventually(() => stdout.split("\n").length > lines, `answer ${lines}`, 30_000);
+      await eventually(() => stdout.split("\n").length > lines, `answer ${lines}`, 60_000);
       return stdout.split("\n")[lines - 1] as string;
     };
     try {

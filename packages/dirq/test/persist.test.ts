@@ -400,7 +400,7 @@ describe("--persist: crashes and concurrent processes", () => {
         PARSE_LOG: ws.log,
         PARSE_DELAY_MS: "60",
       });
-      await eventually(() => linesIn(ws.log) >= start + 5, "five files parsed", 30_000);
+      await eventually(() => linesIn(ws.log) >= start + 5, "five files parsed", 60_000);
       const closed = new Promise((resolve) => child.once("close", resolve));
       process.kill(-(child.pid as number), "SIGKILL");
       await closed;
@@ -433,7 +433,7 @@ describe("--persist: crashes and concurrent processes", () => {
     const slowClosed = new Promise((resolve) => slow.once("close", resolve));
     let slowOut = "";
     slow.stdout?.setEncoding("utf8").on("data", (chunk: string) => (slowOut += chunk));
-    await eventually(() => linesIn(ws.log) >= 1, "the first process parsing", 30_000);
+    await eventually(() => linesIn(ws.log) >= 1, "the first process parsing", 60_000);
     const second = await ws.run([
       "query",
       "SELECT count(*) AS c FROM posts",
@@ -606,7 +606,7 @@ describe("--persist in the server and the REPL", () => {
       TMPDIR: temporary,
     });
     const closed = new Promise((resolve) => child.once("close", resolve));
-    await eventually(() => linesIn(ws.log) >= 5, "the server parsing", 30_000);
+    await eventually(() => linesIn(ws.log) >= 5, "the server parsing", 60_000);
     assert.equal(readdirSync(temporary).filter((name) => name.startsWith("dirq-index-")).length, 1);
     // The whole process group, as a cancelled job or a container stop kills it.
     process.kill(-(child.pid as number), "SIGKILL");

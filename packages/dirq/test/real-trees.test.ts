@@ -283,7 +283,7 @@ describe("output is all or nothing", () => {
             return false;
           }
         };
-        await eventually(spilling, "the rows spilling to a temp file", 20_000);
+        await eventually(spilling, "the rows spilling to a temp file", 60_000);
         child.kill("SIGKILL");
         await closed;
         assert.deepEqual(readdirSync(temporary), []);

@@ -118,7 +118,7 @@ describe("dirq server: a row of tens of megabytes holds back no other file", () 
       const rows = (JSON.parse(text.replace(/\\u[0-9a-f]{4}/g, "")) as unknown[]).length;
       const framesOf = () =>
         events.frames.filter((f) => f.event === "row" && f.data.includes(`"${path}"`));
-      await events.until(() => framesOf().length === rows, `the row frames of ${path}`, 30_000);
+      await events.until(() => framesOf().length === rows, `the row frames of ${path}`, 60_000);
       const texts = framesOf().map((frame) =>
         frame.data.slice(frame.data.indexOf(',"row":') + 7, frame.data.lastIndexOf(',"old_row":')),
       );

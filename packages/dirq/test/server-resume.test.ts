@@ -279,7 +279,7 @@ describe("/events ids and resume", () => {
     const stuck = await openStuckSubscriber("127.0.0.1", server.port);
     try {
       stuck.resume();
-      await stuck.waitFor("event: ready", 10_000);
+      await stuck.waitFor("event: ready", 60_000);
       // Reads nothing more from here on, as far as the server can tell.
       stuck.socket.pause();
       // 120 rows of 100 KB: more than the history and the kernel's socket buffers hold.
@@ -292,7 +292,7 @@ describe("/events ids and resume", () => {
       );
       stuck.socket.resume();
       writeItem(root, "marker");
-      await stuck.waitFor('"data/marker.json"', 10_000);
+      await stuck.waitFor('"data/marker.json"', 60_000);
       const frames: Frame[] = [];
       new SseParser((frame) => frames.push(frameOf(frame))).push(
         decodeChunkedResponse(stuck.received()).body,

@@ -1263,7 +1263,7 @@ on-file = ${tomlString(`${NODE} bulk.mjs {path}`)}
       for (let i = 0; i < perRound; i++) writeWhole(name(i), `${i}`);
       let expected = perRound;
       const received = (what: string) =>
-        normal.until(() => normal.rowCount() >= expected, what, 20_000);
+        normal.until(() => normal.rowCount() >= expected, what, 60_000);
       await received(`${expected} events on the normal subscriber`);
       for (let i = 0; i < perRound; i++) unlinkSync(join(root, name(i)));
       expected += perRound;
@@ -1313,7 +1313,7 @@ on-file = ${tomlString(`${NODE} bulk.mjs {path}`)}
         JSON.stringify({ rows: 1, version: 9, pad: 1 }),
       );
       await normal.next(isRow("insert", "bulk", "data/marker.json"));
-      await stuck.waitFor('"data/marker.json"', 10_000);
+      await stuck.waitFor('"data/marker.json"', 60_000);
       const { head, body } = decodeChunkedResponse(stuck.received());
       assert.match(head, /^HTTP\/1\.1 200 /);
       const frames: SseFrame[] = [];

@@ -46,6 +46,10 @@ function emptyBatch(): ChangeBatch {
   return { paths: new Set(), recheck: new Set(), rescan: false };
 }
 
+function hasAny(batch: ChangeBatch): boolean {
+  return batch.paths.size > 0 || batch.recheck.size > 0;
+}
+
 export interface WatchOptions {
   /** Handles one batch at a time; the next batch waits until it resolves. */
   onBatch: (batch: ChangeBatch) => Promise<void>;
@@ -114,213 +118,303 @@ function isSkipped(key: string): boolean {
  * folder that gets no watch of its own (an ignored one) gets a watch on its folder.
  */
 export function watchTree(root: string, options: WatchOptions): TreeWatcher {
-  const quietMs = options.quietMs ?? 10;
-  const maxWaitMs = options.maxWaitMs ?? 100;
-  const rootBytes = Buffer.from(root, "utf8");
-  let pending = emptyBatch();
+  return new FolderWatches(root, options);
+}
+
+/** `watchTree`'s watcher: the folders' watches, the batch being gathered, and the links. */
+class FolderWatches implements TreeWatcher {
+  readonly ready: Promise<void>;
+  private readonly quietMs: number;
+  private readonly maxWaitMs: number;
+  private readonly rootBytes: Buffer;
+  private pending = emptyBatch();
   /** Names of `rename` events since the last batch: folders may have come or gone there. */
-  let renamed = new Set<string>();
-  let firstEventAt = 0;
-  let timer: NodeJS.Timeout | null = null;
-  let running: Promise<void> | null = null;
-  let closed = false;
-  let polling = false;
-  let pollTimer: NodeJS.Timeout | null = null;
-  let ignoredFolder: (path: string) => boolean = () => false;
-  const folders = new Map<string, FSWatcher>();
-  const links = new SymlinkTargets(root);
+  private renamed = new Set<string>();
+  private firstEventAt = 0;
+  private timer: NodeJS.Timeout | null = null;
+  private running: Promise<void> | null = null;
+  private closed = false;
+  private polling = false;
+  private pollTimer: NodeJS.Timeout | null = null;
+  private ignoredFolder: (path: string) => boolean = () => false;
+  private readonly watches = new Map<string, FSWatcher>();
+  private readonly links: SymlinkTargets;
   /** Folders watched only because a link leads into them; their events stand for the links. */
-  const targetFolders = new Map<string, FSWatcher>();
+  private readonly targetFolders = new Map<string, FSWatcher>();
   /** Paths changed in those folders since the last batch (reported form). */
-  let targetChanges = new Set<string>();
+  private targetChanges = new Set<string>();
   /** `links.version` when the target folders were last brought in line with the links. */
-  let targetFoldersAt = -1;
+  private targetFoldersAt = -1;
 
-  const absolute = (key: string): Buffer =>
-    key === "" ? rootBytes : Buffer.concat([rootBytes, SLASH, Buffer.from(key, "latin1")]);
+  constructor(
+    root: string,
+    private readonly options: WatchOptions,
+  ) {
+    this.quietMs = options.quietMs ?? 10;
+    this.maxWaitMs = options.maxWaitMs ?? 100;
+    this.rootBytes = Buffer.from(root, "utf8");
+    this.links = new SymlinkTargets(root);
+    this.ready = this.open();
+  }
 
-  const flush = async () => {
-    timer = null;
-    if (running) {
-      await running;
-      if (timer === null && hasPending()) schedule();
+  get folders(): number {
+    return this.watches.size;
+  }
+
+  async settle(): Promise<void> {
+    for (let round = 0; round < SETTLE_ROUNDS && !this.closed; round++) {
+      while (this.running) await this.running;
+      if (!this.hasPending()) return;
+      if (this.timer !== null) clearTimeout(this.timer);
+      await this.flush();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.unwatchAll();
+    await this.running;
+  }
+
+  private absolute(key: string): Buffer {
+    const { rootBytes } = this;
+    return key === "" ? rootBytes : Buffer.concat([rootBytes, SLASH, Buffer.from(key, "latin1")]);
+  }
+
+  // Batches
+
+  private hasPending(): boolean {
+    return hasAny(this.pending) || this.targetChanges.size > 0;
+  }
+
+  private schedule(): void {
+    const now = Date.now();
+    if (this.timer === null) this.firstEventAt = now;
+    else clearTimeout(this.timer);
+    const wait = Math.max(0, Math.min(this.quietMs, this.firstEventAt + this.maxWaitMs - now));
+    this.timer = setTimeout(() => void this.flush(), wait);
+  }
+
+  /** Hands the batch gathered so far to the handler (after the one it is on, if any). */
+  private async flush(): Promise<void> {
+    this.timer = null;
+    if (this.running) {
+      await this.running;
+      if (this.timer === null && this.hasPending()) this.schedule();
       return;
     }
-    const batch = pending;
-    const appeared = renamed;
-    const atTargets = targetChanges;
-    pending = emptyBatch();
-    renamed = new Set();
-    targetChanges = new Set();
-    if (closed || (!hasAny(batch) && atTargets.size === 0)) return;
+    const batch = this.pending;
+    const appeared = this.renamed;
+    const atTargets = this.targetChanges;
+    this.pending = emptyBatch();
+    this.renamed = new Set();
+    this.targetChanges = new Set();
+    if (this.closed || (!hasAny(batch) && atTargets.size === 0)) return;
     const started = Date.now();
-    running = (async () => {
-      // Before the handler reads them: a new folder's later changes are then seen too.
-      await resync(appeared);
-      followLinks(batch, atTargets);
-      if (hasAny(batch)) await options.onBatch(batch);
-    })().catch((error) => options.onError?.(error));
-    await running;
-    running = null;
-    if (batch.rescan && polling) schedulePoll(Date.now() - started);
+    this.running = this.handle(batch, appeared, atTargets);
+    await this.running;
+    this.running = null;
+    if (batch.rescan && this.polling) this.schedulePoll(Date.now() - started);
     // A rescan that the reopening itself asked for has no new rules to pick up.
-    if (batch.rescan && !batch.paths.has("") && !closed) void reopen();
-    if (batch.paths.size > 0) {
-      setTimeout(() => {
-        if (closed) return;
-        for (const path of batch.paths) if (path !== "") pending.recheck.add(path);
-        schedule();
-      }, RECHECK_AFTER_MS).unref();
+    if (batch.rescan && !batch.paths.has("") && !this.closed) void this.reopen();
+    if (batch.paths.size > 0) this.recheckLater(batch.paths);
+    if (this.hasPending() && this.timer === null) this.schedule();
+  }
+
+  private async handle(
+    batch: ChangeBatch,
+    appeared: Set<string>,
+    atTargets: Set<string>,
+  ): Promise<void> {
+    try {
+      // Before the handler reads them: a new folder's later changes are then seen too.
+      await this.resync(appeared);
+      this.followLinks(batch, atTargets);
+      if (hasAny(batch)) await this.options.onBatch(batch);
+    } catch (error) {
+      this.options.onError?.(error);
     }
-    if (hasPending() && timer === null) schedule();
-  };
+  }
+
+  private recheckLater(paths: Set<string>): void {
+    setTimeout(() => {
+      if (this.closed) return;
+      for (const path of paths) if (path !== "") this.pending.recheck.add(path);
+      this.schedule();
+    }, RECHECK_AFTER_MS).unref();
+  }
 
   /** The next rescan of a watcher past the system's limit. */
-  const schedulePoll = (lastRescanMs: number) => {
-    if (closed || pollTimer !== null) return;
-    pollTimer = setTimeout(
+  private schedulePoll(lastRescanMs: number): void {
+    if (this.closed || this.pollTimer !== null) return;
+    this.pollTimer = setTimeout(
       () => {
-        pollTimer = null;
-        if (closed) return;
-        pending.rescan = true;
-        pending.paths.add("");
-        schedule();
+        this.pollTimer = null;
+        if (this.closed) return;
+        this.pending.rescan = true;
+        this.pending.paths.add("");
+        this.schedule();
       },
       Math.max(POLL_INTERVAL_MS, 4 * lastRescanMs),
     );
-    pollTimer.unref();
-  };
+    this.pollTimer.unref();
+  }
 
   /** A watch the system refused: say so once, and poll from then on (never go stale). */
-  const onWatchError = (error: unknown) => {
+  private onWatchError(error: unknown): void {
     const code = (error as NodeJS.ErrnoException | null)?.code ?? "";
     if (!WATCH_LIMIT_CODES.has(code)) {
-      options.onError?.(error);
+      this.options.onError?.(error);
       return;
     }
-    if (polling) return;
-    polling = true;
-    options.onError?.(new WatchLimitError(error as NodeJS.ErrnoException));
+    if (this.polling) return;
+    this.polling = true;
+    this.options.onError?.(new WatchLimitError(error as NodeJS.ErrnoException));
     // What changed in folders nobody watches is found by the first rescan.
-    schedulePoll(0);
-  };
+    this.schedulePoll(0);
+  }
 
-  const hasAny = (batch: ChangeBatch) => batch.paths.size > 0 || batch.recheck.size > 0;
-  const hasPending = () => hasAny(pending) || targetChanges.size > 0;
-
-  const schedule = () => {
-    const now = Date.now();
-    if (timer === null) firstEventAt = now;
-    else clearTimeout(timer);
-    const wait = Math.max(0, Math.min(quietMs, firstEventAt + maxWaitMs - now));
-    timer = setTimeout(() => void flush(), wait);
-  };
-
-  const onEvent = (folder: string, event: string, name: Buffer | string | null) => {
-    if (closed) return;
+  private onEvent(folder: string, event: string, name: Buffer | string | null): void {
+    if (this.closed) return;
+    const { pending } = this;
     if (name === null) {
       // The kernel dropped events (queue overflow): read the folder again, and list it again
       // for the folders and links it may have gained.
       pending.paths.add(reported(folder));
-      renamed.add(folder);
-      schedule();
+      this.renamed.add(folder);
+      this.schedule();
       return;
     }
     const key = childKey(folder, typeof name === "string" ? name : name.toString("latin1"));
     if (isSkipped(key)) return;
     // A watched folder's own content is its own watch's business.
-    if (event === "change" && folders.has(key)) return;
+    if (event === "change" && this.watches.has(key)) return;
     const path = reported(key);
     pending.paths.add(path);
     if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
-    if (event === "rename") renamed.add(key);
-    schedule();
-  };
+    if (event === "rename") this.renamed.add(key);
+    this.schedule();
+  }
+
+  // Folders
 
   /** Watches one folder; `false` when it cannot be (gone, unreadable, or past the limit). */
-  const watchFolder = (key: string): boolean => {
-    if (folders.has(key)) return true;
+  private watchFolder(key: string): boolean {
+    if (this.watches.has(key)) return true;
     try {
-      const watcher = watch(absolute(key), { encoding: "buffer" }, (event, name) =>
-        onEvent(key, event, name),
+      const watcher = watch(this.absolute(key), { encoding: "buffer" }, (event, name) =>
+        this.onEvent(key, event, name),
       );
       // Its folder was removed or became unreadable: the parent's event says what happened.
-      watcher.on("error", () => unwatch(key));
-      folders.set(key, watcher);
+      watcher.on("error", () => this.unwatch(key));
+      this.watches.set(key, watcher);
       return true;
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
-      if (WATCH_LIMIT_CODES.has(code)) onWatchError(error);
+      if (WATCH_LIMIT_CODES.has(code)) this.onWatchError(error);
       return false;
     }
-  };
+  }
 
-  const unwatch = (key: string) => {
-    folders.get(key)?.close();
-    folders.delete(key);
-  };
+  private unwatch(key: string): void {
+    this.watches.get(key)?.close();
+    this.watches.delete(key);
+  }
 
   /** Stops watching a folder and every folder under it. */
-  const unwatchTree = (key: string) => {
-    if (!folders.has(key)) return;
+  private unwatchTree(key: string): void {
+    if (!this.watches.has(key)) return;
     const prefix = `${key}/`;
-    for (const each of [...folders.keys()]) {
-      if (each === key || each.startsWith(prefix)) unwatch(each);
+    for (const each of [...this.watches.keys()]) {
+      if (each === key || each.startsWith(prefix)) this.unwatch(each);
     }
-  };
+  }
 
   /**
    * Watches a folder and every folder under it that is not ignored: each is watched before it
    * is listed, so an entry made meanwhile is either listed or reported. Symlinked folders are
    * not followed (a directory entry's own type decides). Yields between slices.
    */
-  const watchTreeFrom = async (start: string) => {
+  private async watchTreeFrom(start: string): Promise<void> {
     const stack = [start];
     let handled = 0;
-    while (stack.length > 0 && !closed && !polling) {
+    while (stack.length > 0 && !this.closed && !this.polling) {
       const key = stack.pop() as string;
-      if (key !== "" && (isSkipped(key) || ignoredFolder(reported(key)))) continue;
-      if (!watchFolder(key)) continue;
+      if (key !== "" && (isSkipped(key) || this.ignoredFolder(reported(key)))) continue;
+      if (!this.watchFolder(key)) continue;
       let entries;
       try {
-        entries = readdirSync(absolute(key), { withFileTypes: true, encoding: "buffer" });
+        entries = readdirSync(this.absolute(key), { withFileTypes: true, encoding: "buffer" });
       } catch {
         continue;
       }
       for (const entry of entries) {
         const child = childKey(key, entry.name.toString("latin1"));
         if (entry.isDirectory()) stack.push(child);
-        else if (entry.isSymbolicLink() && !isSkipped(child)) links.update(child);
+        else if (entry.isSymbolicLink() && !isSkipped(child)) this.links.update(child);
       }
       if (++handled % FOLDERS_PER_SLICE === 0) await new Promise(setImmediate);
     }
-  };
+  }
 
   /**
    * After `rename` events: folders that went away lose their watches and links; new ones get
    * them. A link made, removed or retargeted is a `rename` of its own name.
    */
-  const resync = async (keys: Set<string>) => {
+  private async resync(keys: Set<string>): Promise<void> {
     for (const key of keys) {
-      unwatchTree(key);
-      links.forgetUnder(key);
+      this.unwatchTree(key);
+      this.links.forgetUnder(key);
       let stats;
       try {
-        stats = lstatSync(absolute(key));
+        stats = lstatSync(this.absolute(key));
       } catch {
         // gone
       }
-      if (stats?.isSymbolicLink() && !isSkipped(key)) links.update(key);
-      if (stats?.isDirectory() && !polling) await watchTreeFrom(key);
+      if (stats?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
+      if (stats?.isDirectory() && !this.polling) await this.watchTreeFrom(key);
     }
-  };
+  }
+
+  private unwatchAll(): void {
+    for (const watcher of this.watches.values()) watcher.close();
+    this.watches.clear();
+    for (const watcher of this.targetFolders.values()) watcher.close();
+    this.targetFolders.clear();
+    this.links.clear();
+  }
+
+  private async open(): Promise<void> {
+    this.ignoredFolder = this.options.ignoredFolders?.() ?? (() => false);
+    await this.watchTreeFrom("");
+    if (!this.closed) this.syncTargetFolders();
+  }
+
+  /**
+   * Ignore rules changed: watch again with the new ones (a folder no longer ignored needs its
+   * watch, a newly ignored one loses it), then rescan once more for what changed while no
+   * watcher looked.
+   */
+  private async reopen(): Promise<void> {
+    this.unwatchAll();
+    await this.open();
+    if (this.closed) return;
+    this.pending.rescan = true;
+    this.pending.paths.add("");
+    this.schedule();
+  }
+
+  // Links
 
   /**
    * Adds to the batch every link whose lookup goes through a path of the batch (or a path
    * changed in a target folder), after reading those links again: a target renamed away
    * breaks the link, one that comes back mends it, a link on the way may now lead elsewhere.
    */
-  const followLinks = (batch: ChangeBatch, atTargets: Set<string>) => {
+  private followLinks(batch: ChangeBatch, atTargets: Set<string>): void {
+    const { links } = this;
     const affected = new Set<string>();
     for (const path of batch.paths) links.linksAt(path, affected);
     for (const path of atTargets) links.linksAt(path, affected);
@@ -328,8 +422,8 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
       links.update(link);
       batch.paths.add(reported(link));
     }
-    if (affected.size > 0 || links.version !== targetFoldersAt) syncTargetFolders();
-  };
+    if (affected.size > 0 || links.version !== this.targetFoldersAt) this.syncTargetFolders();
+  }
 
   /**
    * Watches the folders that hold a link's target but have no watch of their own (ignored or
@@ -337,119 +431,70 @@ export function watchTree(root: string, options: WatchOptions): TreeWatcher {
    * target's folder does not exist, its nearest existing folder is watched, so the folder's
    * creation is seen and the watch moves down.
    */
-  const syncTargetFolders = () => {
-    targetFoldersAt = links.version;
+  private syncTargetFolders(): void {
+    this.targetFoldersAt = this.links.version;
     const wanted = new Set<string>();
     // Past the watch limit every change is found by the rescans.
-    if (!polling) {
-      for (const path of links.dependencies()) {
+    if (!this.polling) {
+      for (const path of this.links.dependencies()) {
         let folder = parentKey(path);
-        while (folder !== "" && !folders.has(folder) && !isFolderAt(folder)) {
+        while (folder !== "" && !this.watches.has(folder) && !this.isFolderAt(folder)) {
           folder = parentKey(folder);
         }
-        if (!folders.has(folder)) wanted.add(folder);
+        if (!this.watches.has(folder)) wanted.add(folder);
       }
     }
-    for (const folder of [...targetFolders.keys()]) {
-      if (!wanted.has(folder)) unwatchTarget(folder);
+    for (const folder of [...this.targetFolders.keys()]) {
+      if (!wanted.has(folder)) this.unwatchTarget(folder);
     }
-    for (const folder of wanted) if (!targetFolders.has(folder)) watchTargetFolder(folder);
-  };
+    for (const folder of wanted) {
+      if (!this.targetFolders.has(folder)) this.watchTargetFolder(folder);
+    }
+  }
 
-  const isFolderAt = (key: string): boolean => {
+  private isFolderAt(key: string): boolean {
     try {
-      return lstatSync(absolute(key)).isDirectory();
+      return lstatSync(this.absolute(key)).isDirectory();
     } catch {
       return false;
     }
-  };
+  }
 
-  const onTargetEvent = (folder: string, name: Buffer | null) => {
-    if (closed) return;
+  private onTargetEvent(folder: string, name: Buffer | null): void {
+    if (this.closed) return;
     if (name === null) {
-      targetChanges.add(reported(folder));
+      this.targetChanges.add(reported(folder));
     } else {
       const base = name.toString("latin1");
-      targetChanges.add(reported(childKey(folder, base)));
+      this.targetChanges.add(reported(childKey(folder, base)));
       // A watched folder that is moved or removed reports its own name; the watch would
       // follow it elsewhere, so it is dropped and made again where the link needs it.
       if (base === folder.slice(folder.lastIndexOf("/") + 1)) {
-        targetChanges.add(reported(folder));
-        unwatchTarget(folder);
+        this.targetChanges.add(reported(folder));
+        this.unwatchTarget(folder);
       }
     }
-    schedule();
-  };
+    this.schedule();
+  }
 
-  const watchTargetFolder = (key: string) => {
+  private watchTargetFolder(key: string): void {
     try {
-      const watcher = watch(absolute(key), { encoding: "buffer" }, (_event, name) =>
-        onTargetEvent(key, name),
+      const watcher = watch(this.absolute(key), { encoding: "buffer" }, (_event, name) =>
+        this.onTargetEvent(key, name),
       );
       watcher.on("error", () => {
-        unwatchTarget(key);
-        onTargetEvent(key, null);
+        this.unwatchTarget(key);
+        this.onTargetEvent(key, null);
       });
-      targetFolders.set(key, watcher);
+      this.targetFolders.set(key, watcher);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
-      if (WATCH_LIMIT_CODES.has(code)) onWatchError(error);
+      if (WATCH_LIMIT_CODES.has(code)) this.onWatchError(error);
     }
-  };
+  }
 
-  const unwatchTarget = (key: string) => {
-    targetFolders.get(key)?.close();
-    targetFolders.delete(key);
-  };
-
-  const unwatchAll = () => {
-    for (const watcher of folders.values()) watcher.close();
-    folders.clear();
-    for (const watcher of targetFolders.values()) watcher.close();
-    targetFolders.clear();
-    links.clear();
-  };
-
-  const open = async () => {
-    ignoredFolder = options.ignoredFolders?.() ?? (() => false);
-    await watchTreeFrom("");
-    if (!closed) syncTargetFolders();
-  };
-
-  /**
-   * Ignore rules changed: watch again with the new ones (a folder no longer ignored needs its
-   * watch, a newly ignored one loses it), then rescan once more for what changed while no
-   * watcher looked.
-   */
-  const reopen = async () => {
-    unwatchAll();
-    await open();
-    if (closed) return;
-    pending.rescan = true;
-    pending.paths.add("");
-    schedule();
-  };
-
-  const ready = open();
-  return {
-    ready,
-    get folders() {
-      return folders.size;
-    },
-    async settle() {
-      for (let round = 0; round < SETTLE_ROUNDS && !closed; round++) {
-        while (running) await running;
-        if (!hasPending()) return;
-        if (timer !== null) clearTimeout(timer);
-        await flush();
-      }
-    },
-    async close() {
-      closed = true;
-      if (timer) clearTimeout(timer);
-      if (pollTimer) clearTimeout(pollTimer);
-      unwatchAll();
-      await running;
-    },
-  };
+  private unwatchTarget(key: string): void {
+    this.targetFolders.get(key)?.close();
+    this.targetFolders.delete(key);
+  }
 }

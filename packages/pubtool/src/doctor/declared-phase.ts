@@ -14,7 +14,7 @@ import {
   publishesPackage,
   type StepConfigs,
 } from "../workflows/step-target.js";
-import { type Check, type Phase, phaseStatus, type Status } from "./report.js";
+import { type Check, type Phase, phaseStatus, type Status, passingCheck } from "./report.js";
 
 type Declared = PackageEntry & { trust_policy: TrustPolicy };
 
@@ -50,24 +50,9 @@ export function declaredPhase(
     ];
     return { id: "declared", heading, status: "neutral", checks };
   }
-  const workflow: Check = {
-    id: "workflow-file",
-    label: "declared workflow",
-    status: "pass",
-    messages: [],
-  };
-  const environment: Check = {
-    id: "environment",
-    label: "declared environment",
-    status: "pass",
-    messages: [],
-  };
-  const ref: Check = {
-    id: "workflow-ref",
-    label: "running workflow",
-    status: "pass",
-    messages: [],
-  };
+  const workflow = passingCheck("workflow-file", "declared workflow");
+  const environment = passingCheck("environment", "declared environment");
+  const ref = passingCheck("workflow-ref", "running workflow");
   const outcomes = new Map<Check, Status[]>([
     [workflow, []],
     [environment, []],

@@ -7,7 +7,7 @@ import {
   WORKFLOWS_DIR,
   type WorkflowScan,
 } from "../workflows/scan-workflows.js";
-import { type Check, type Phase, phaseStatus } from "./report.js";
+import { type Check, type Phase, phaseStatus, passingCheck } from "./report.js";
 
 function permissionMessage(job: PublishingJob): { ok: boolean; message: string } {
   const where = `trust-policy: ${describeJob(job)}`;
@@ -81,12 +81,10 @@ function grantNote(grant: EffectivePermissions): { ok: boolean; text: string } {
 function rustregTokenCheck(scan: WorkflowScan): Check | null {
   const jobs = scan.jobs.filter((job) => job.rustregToken !== null);
   if (jobs.length === 0) return null;
-  const check: Check = {
-    id: "rustreg-token",
-    label: "rustreg token from the auth action reaches pubtool publish",
-    status: "pass",
-    messages: [],
-  };
+  const check = passingCheck(
+    "rustreg-token",
+    "rustreg token from the auth action reaches pubtool publish",
+  );
   for (const job of jobs) {
     const wiring = job.rustregToken;
     if (wiring === null) continue;
@@ -133,30 +131,13 @@ function rustregTokenCheck(scan: WorkflowScan): Check | null {
 
 /** Phase 1: the publishing workflow, its permissions, its environment, its step. */
 export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map()): Phase {
-  const found: Check = {
-    id: "workflow",
-    label: "publishing workflow",
-    status: "pass",
-    messages: [],
-  };
-  const permissions: Check = {
-    id: "permissions",
-    label: "permissions id-token: write and contents: write",
-    status: "pass",
-    messages: [],
-  };
-  const environment: Check = {
-    id: "environment",
-    label: "environment",
-    status: "pass",
-    messages: [],
-  };
-  const active: Check = {
-    id: "step-active",
-    label: "publishing step not commented out",
-    status: "pass",
-    messages: [],
-  };
+  const found = passingCheck("workflow", "publishing workflow");
+  const permissions = passingCheck(
+    "permissions",
+    "permissions id-token: write and contents: write",
+  );
+  const environment = passingCheck("environment", "environment");
+  const active = passingCheck("step-active", "publishing step not commented out");
   const checks = [found, permissions, environment, active];
 
   for (const error of scan.errors) {

@@ -3,7 +3,7 @@ import { endpointsFrom, envValue } from "../endpoints.js";
 import { describeResult, parseJson, request } from "../http/request.js";
 import { knownSecrets, maskText } from "../publish/secret-mask.js";
 import { declaredPackages } from "./declared-phase.js";
-import { type Check, type Phase, phaseStatus } from "./report.js";
+import { type Check, type Phase, phaseStatus, passingCheck } from "./report.js";
 
 /** One trusted-publishing registration as the rustreg read endpoint returns it. */
 export interface RegisteredConfig {
@@ -85,12 +85,7 @@ export async function registryPhase(
   const checks: Check[] = [];
   for (const entry of crates) {
     const policy = entry.trust_policy;
-    const check: Check = {
-      id: `registry:${entry.name}`,
-      label: `crate ${entry.name}`,
-      status: "pass",
-      messages: [],
-    };
+    const check = passingCheck(`registry:${entry.name}`, `crate ${entry.name}`);
     checks.push(check);
     const where = `trust-policy: ${policy.workflow}: crate ${entry.name}`;
     const result = await request(configsUrl(base, entry.name), {

@@ -12,6 +12,11 @@ export interface Check {
   messages: string[];
 }
 
+/** A check that passes until one of its conditions says otherwise. */
+export function passingCheck(id: string, label: string): Check {
+  return { id, label, status: "pass", messages: [] };
+}
+
 /** One phase of doctor, printed under its heading line. */
 export interface Phase {
   id: "local" | "declared" | "registry";
