@@ -42,6 +42,11 @@ export function runDirq(
     });
     child.on("error", reject);
     child.on("close", (code) => resolve({ code, stdout, stderr }));
+    // A run that never reads its stdin (`--help`) may exit before the input is written: EPIPE
+    // then says nothing about dirq, whose exit and output are what a test looks at.
+    child.stdin.on("error", (error: NodeJS.ErrnoException) => {
+      if (error.code !== "EPIPE") reject(error);
+    });
     child.stdin.end(options.input ?? "");
   });
 }
