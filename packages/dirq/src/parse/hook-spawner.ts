@@ -41,16 +41,34 @@ export type SpawnAnswer =
 
 type SpawnOptions = Omit<Extract<SpawnRequest, { type: "spawn" }>, "type" | "id">;
 
+/**
+ * What the spawn thread shares with this one, so that a process that is ending can stop every
+ * hook at once, without waiting for messages: a signal's handler may run before the message
+ * that names a hook's pid has arrived. [SPAWNING]: spawns under way on the thread; [STOPPING]:
+ * set when the process stops its hooks (the thread then starts no more); from FIRST_PID on,
+ * the pid of every hook the thread started and whose pipes are not closed yet (0: free).
+ */
+export const SPAWNING = 0;
+export const STOPPING = 1;
+export const FIRST_PID = 2;
+/** Above the hard bound on hook processes (hook-slots.ts) on any machine with a few cores. */
+const PID_SLOTS = 4096;
+/** How long stopping waits for a spawn under way to give its pid. */
+const SPAWN_WAIT_MS = 2_000;
+
 let thread: Worker | null = null;
+let registry: Int32Array | null = null;
 const listeners = new Map<number, (answer: SpawnAnswer) => void>();
 let nextId = 1;
 
 function spawnThread(): Worker {
   if (thread !== null) return thread;
   const threads = workerThreads();
+  const shared = new Int32Array(new SharedArrayBuffer((FIRST_PID + PID_SLOTS) * 4));
   const worker = new threads.Worker(new URL("./spawn-thread.js", import.meta.url), {
     env: threads.SHARE_ENV,
     execArgv: inheritedExecArgv(),
+    workerData: { registry: shared },
   });
   worker.on("message", (answer: SpawnAnswer) => {
     const listener = listeners.get(answer.id);
@@ -62,6 +80,7 @@ function spawnThread(): Worker {
   const lost = () => {
     if (thread !== worker) return;
     thread = null;
+    registry = null;
     const orphans = [...listeners];
     listeners.clear();
     for (const [id, listener] of orphans) listener({ id, type: "lost" });
@@ -70,7 +89,43 @@ function spawnThread(): Worker {
   worker.on("exit", lost);
   worker.unref();
   thread = worker;
+  registry = shared;
   return worker;
+}
+
+/**
+ * Kills the process group of every hook the spawn thread started and has not seen end, and
+ * keeps it from starting any more: for a process that is ending (a signal, an exit, a session's
+ * end). Synchronous: a spawn under way is waited for (briefly), so its hook is stopped too.
+ */
+export function stopSpawnedHooks(): void {
+  const shared = registry;
+  if (shared === null) return;
+  Atomics.store(shared, STOPPING, 1);
+  const deadline = Date.now() + SPAWN_WAIT_MS;
+  for (let under = Atomics.load(shared, SPAWNING); under > 0;) {
+    const left = deadline - Date.now();
+    if (left <= 0) break;
+    Atomics.wait(shared, SPAWNING, under, left);
+    under = Atomics.load(shared, SPAWNING);
+  }
+  for (let slot = FIRST_PID; slot < shared.length; slot++) {
+    const pid = Atomics.load(shared, slot);
+    if (pid !== 0) killProcessGroup(pid);
+  }
+}
+
+/** Kills a hook's process group (each hook leads its own), or the hook alone when it has none. */
+export function killProcessGroup(pid: number): void {
+  try {
+    process.kill(-pid, "SIGKILL");
+  } catch {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // Ended already.
+    }
+  }
 }
 
 /** A hook started on the spawn thread: its answers go to `listener` until its `close`. */

@@ -3,7 +3,7 @@ import { os } from "../lazy-module.js";
 import { DirqError } from "../errors.js";
 import { expandHookCommand, type HookCommand } from "./hook-command.js";
 import { HookSlots, whenAborted } from "./hook-slots.js";
-import { type SpawnAnswer, spawnHook } from "./hook-spawner.js";
+import { killProcessGroup, type SpawnAnswer, spawnHook, stopSpawnedHooks } from "./hook-spawner.js";
 import type { HookTimeLimit } from "./hook-timeout.js";
 
 /** How much of a failing hook's stderr a message quotes. */
@@ -84,17 +84,7 @@ export function observeHookProcesses(next: HookProcessObserver | null): void {
  * child it forked (holding its stdout, or left behind) goes too.
  */
 function killGroup(hook: RunningHook): void {
-  if (hook.pid === undefined) return;
-  try {
-    process.kill(-hook.pid, "SIGKILL");
-  } catch {
-    // The group is gone already (only the leader ran, and it was reaped): the hook may still run.
-    try {
-      process.kill(hook.pid, "SIGKILL");
-    } catch {
-      // Ended already.
-    }
-  }
+  if (hook.pid !== undefined) killProcessGroup(hook.pid);
 }
 
 /**
@@ -107,6 +97,8 @@ export function stopRunningHooks(): void {
     hook.abandoned = true;
     killGroup(hook);
   }
+  // Hooks whose pid has not reached this thread yet (its message waits behind this call).
+  stopSpawnedHooks();
 }
 
 let exitHookInstalled = false;

@@ -1,6 +1,13 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { parentPort } from "node:worker_threads";
-import type { SpawnAnswer, SpawnRequest } from "./hook-spawner.js";
+import { parentPort, workerData } from "node:worker_threads";
+import {
+  FIRST_PID,
+  killProcessGroup,
+  SPAWNING,
+  type SpawnAnswer,
+  type SpawnRequest,
+  STOPPING,
+} from "./hook-spawner.js";
 
 /**
  * The thread of `HookSpawner`: starts the hooks it is told to and collects their output, so
@@ -19,11 +26,42 @@ function keepTail(chunks: Buffer[], chunk: Buffer, keep: number): void {
 }
 
 function killGroup(child: ChildProcess): void {
-  if (child.pid === undefined) return;
+  if (child.pid !== undefined) killProcessGroup(child.pid);
+}
+
+/** Shared with the main thread (hook-spawner.ts): spawns under way, stopping, live pids. */
+const registry = (workerData as { registry: Int32Array }).registry;
+
+/** Records a started hook's pid where the main thread finds it; its slot (0: none free). */
+function register(pid: number): number {
+  for (let slot = FIRST_PID; slot < registry.length; slot++) {
+    if (Atomics.compareExchange(registry, slot, 0, pid) === 0) return slot;
+  }
+  return 0;
+}
+
+/**
+ * Spawns unless the process is stopping its hooks, with the pid recorded before the main
+ * thread can look: it waits for spawns under way before it reads the pids.
+ */
+function spawnRegistered(
+  request: Extract<SpawnRequest, { type: "spawn" }>,
+): { child: ChildProcess; slot: number } | null {
+  Atomics.add(registry, SPAWNING, 1);
   try {
-    process.kill(-child.pid, "SIGKILL");
-  } catch {
-    child.kill("SIGKILL");
+    if (Atomics.load(registry, STOPPING) !== 0) return null;
+    const { program, args, cwd, marks } = request;
+    // Its own process group, so that stopping it stops whatever it started.
+    const child = spawn(program, args, {
+      cwd,
+      stdio: ["ignore", "pipe", "pipe"],
+      detached: true,
+      env: marks === undefined ? process.env : { ...process.env, ...marks },
+    });
+    return { child, slot: child.pid === undefined ? 0 : register(child.pid) };
+  } finally {
+    Atomics.sub(registry, SPAWNING, 1);
+    Atomics.notify(registry, SPAWNING);
   }
 }
 
@@ -32,14 +70,13 @@ const post = (answer: SpawnAnswer, transfer: ArrayBuffer[] = []) =>
   parentPort?.postMessage(answer, transfer);
 
 function start(request: Extract<SpawnRequest, { type: "spawn" }>): void {
-  const { id, program, args, cwd, marks, maxStdoutBytes, stderrKeepBytes } = request;
-  // Its own process group, so that stopping it stops whatever it started.
-  const child = spawn(program, args, {
-    cwd,
-    stdio: ["ignore", "pipe", "pipe"],
-    detached: true,
-    env: marks === undefined ? process.env : { ...process.env, ...marks },
-  });
+  const { id, maxStdoutBytes, stderrKeepBytes } = request;
+  const started = spawnRegistered(request);
+  if (started === null) {
+    post({ id, type: "lost" });
+    return;
+  }
+  const { child, slot } = started;
   children.set(id, child);
   if (child.pid !== undefined) post({ id, type: "spawned", pid: child.pid });
   const stdout: Buffer[] = [];
@@ -64,6 +101,7 @@ function start(request: Extract<SpawnRequest, { type: "spawn" }>): void {
     children.delete(id);
     // Whatever it started and left behind (a daemon with its own output) is stopped too.
     killGroup(child);
+    if (slot !== 0) Atomics.store(registry, slot, 0);
     const output = overflowed ? Buffer.alloc(0) : Buffer.concat(stdout);
     // Buffer.concat of one chunk may hand back a slice of a shared pool: copy to move it.
     const own =
