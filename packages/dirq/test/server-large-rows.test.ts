@@ -47,33 +47,49 @@ describe("dirq server: a row of tens of megabytes holds back no other file", () 
     });
     const server = await serve(root, ["-c", "dirq.toml"]);
     const events = await openReadyEvents(server);
-    writeWhole(root, "data/big.json", `[{"blob": "${"x".repeat(BLOB_CHARS)}", "n": -1}]`);
-    await eventually(() => existsSync(marker), "the big file's hook to print its row", 60_000);
-    // Quick files, one after another, until the big file's frame is out.
+    // Up to three versions of the big file: on a loaded machine the quick files' own hooks can
+    // be slower than all the big row's work, so one try may see no quick file first. A big row
+    // that held the others back would lose every try.
     const written: string[] = [];
-    const bigArrived = () => events.frames.some((f) => f.data.includes('"data/big.json"'));
-    for (let i = 0; i < 400 && !bigArrived(); i++) {
-      const path = `data/quick-${i}.json`;
-      writeWhole(root, path, `[{"n": ${i + 1}}]`);
-      written.push(path);
-      await delay(10);
+    let order: string[] = [];
+    let before: string[] = [];
+    for (let version = 1; version <= 3 && before.length === 0; version++) {
+      rmSync(marker, { force: true });
+      writeWhole(
+        root,
+        "data/big.json",
+        `[{"blob": "${"x".repeat(BLOB_CHARS)}", "n": -${version}}]`,
+      );
+      await eventually(() => existsSync(marker), "the big file's hook to print its row", 60_000);
+      const seen = events.frames.length;
+      const fresh = () => events.frames.slice(seen);
+      const bigArrived = () => fresh().some((f) => f.data.includes('"data/big.json"'));
+      // Quick files, one after another, until the big file's frame is out.
+      const thisTry: string[] = [];
+      for (let i = written.length; i < written.length + 400 && !bigArrived(); i++) {
+        const path = `data/quick-${i}.json`;
+        writeWhole(root, path, `[{"n": ${i + 1}}]`);
+        thisTry.push(path);
+        await delay(10);
+      }
+      written.push(...thisTry);
+      await events.until(bigArrived, "the big file's row frame", 60_000);
+      order = fresh()
+        .filter((frame) => frame.event === "row")
+        .map((frame) => /"file_path":("(?:[^"\\]|\\.)*")/.exec(frame.data.slice(0, 400))?.[1])
+        .map((path) => (path === undefined ? "" : (JSON.parse(path) as string)));
+      before = order.slice(0, order.indexOf("data/big.json")).filter((p) => thisTry.includes(p));
     }
-    await events.until(bigArrived, "the big file's row frame", 60_000);
-    const order = events.frames
-      .filter((frame) => frame.event === "row")
-      .map((frame) => /"file_path":("(?:[^"\\]|\\.)*")/.exec(frame.data.slice(0, 400))?.[1])
-      .map((path) => (path === undefined ? "" : (JSON.parse(path) as string)));
-    const bigAt = order.indexOf("data/big.json");
-    const before = order.slice(0, bigAt).filter((path) => written.includes(path));
     assert.ok(
       before.length > 0,
       `a quick file's frame came before the big file's (order: ${order.slice(0, 12).join(", ")}...)`,
     );
     // The big row is whole, in the frame and in the index.
-    const bigFrame = events.frames.find((f) => f.data.includes('"data/big.json"'));
+    const bigFrame = events.frames.findLast((f) => f.data.includes('"data/big.json"'));
     const bigRow = JSON.parse(bigFrame?.data ?? "{}") as { row?: { blob: string; n: number } };
     assert.equal(bigRow.row?.blob.length, BLOB_CHARS);
-    assert.equal(bigRow.row?.n, -1);
+    const lastVersion = -(bigRow.row?.n ?? 0);
+    assert.ok(lastVersion >= 1 && lastVersion <= 3, `the big row's version: ${lastVersion}`);
     // Every quick file's row, as a fresh scan would have them.
     const quickRows = async () =>
       (
@@ -93,7 +109,7 @@ describe("dirq server: a row of tens of megabytes holds back no other file", () 
         server,
         "SELECT length(blob) AS chars, n FROM items WHERE _dirq_file_path = 'data/big.json'",
       ),
-      [{ chars: BLOB_CHARS, n: -1 }],
+      [{ chars: BLOB_CHARS, n: -lastVersion }],
     );
     events.close();
   });
