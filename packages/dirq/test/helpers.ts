@@ -51,6 +51,16 @@ export function runDirq(
   });
 }
 
+/** Whether a process runs: a zombie, which only waits for its parent to reap it, does not. */
+export function processRuns(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
 /** Runs a query expecting success and returns the parsed JSON rows. */
 export async function queryJson(
   cwd: string,

@@ -3,7 +3,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import { DIRQ_BIN, makeTree, processRuns, removeTree, runDirq } from "./helpers.js";
 import { eventually, startServer } from "./server-support.js";
 import { assertNoStackTrace, parseRows } from "./support.js";
 
@@ -45,20 +45,10 @@ function recordedPids(): number[] {
   return readFileSync(pidFile, "utf8").split("\n").filter(Boolean).map(Number);
 }
 
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    // A zombie is dead for this purpose: it waits only for its parent to reap it.
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
-
 async function assertNoneAlive(): Promise<void> {
   const pids = recordedPids();
   assert.ok(pids.length > 0, "the hook recorded its processes");
-  await eventually(() => pids.every((pid) => !alive(pid)), `no hook process alive: ${pids}`);
+  await eventually(() => pids.every((pid) => !processRuns(pid)), `no hook process alive: ${pids}`);
   writeFileSync(pidFile, "");
 }
 

@@ -5,16 +5,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { parseHookCommand } from "../../src/parse/hook-command.js";
 import { runHook, stopRunningHooks } from "../../src/parse/run-hook.js";
-
-/** Whether a process runs (a zombie only waits to be reaped: it counts as ended). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
-  } catch {
-    return false;
-  }
-}
+import { processRuns } from "../helpers.js";
 
 describe("stopping hooks when the process ends", () => {
   const dir = mkdtempSync(join(tmpdir(), "dirq-hook-stop-"));
@@ -43,10 +34,10 @@ describe("stopping hooks when the process ends", () => {
     stopRunningHooks();
     // Still without a turn of the event loop, as a process that kills itself next would be.
     const gone = Date.now() + 10_000;
-    while (pids.some(alive) && Date.now() < gone) {
+    while (pids.some(processRuns) && Date.now() < gone) {
       Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
     }
-    assert.deepEqual(pids.filter(alive), [], "the hook's processes are gone");
+    assert.deepEqual(pids.filter(processRuns), [], "the hook's processes are gone");
     // Ended either way: by the kill, or (when the shell had already exited) with its status.
     await outcome;
   });
