@@ -244,7 +244,9 @@ if (basename(process.argv[2]) === "hang.json") {
     });
     const pidFile = join(root, "escaped.pid");
     const server = await serve(root, ["-c", "dirq.toml"]);
-    writeFileSync(join(root, "data/hang.json"), "{}");
+    // Written aside and renamed, so that one hook runs for it (see the test above).
+    writeFileSync(join(root, "hang.part"), "{}");
+    renameSync(join(root, "hang.part"), join(root, "data/hang.json"));
     let escaped = 0;
     await eventually(
       () => {
@@ -274,7 +276,10 @@ else process.stdout.write("[]");
       "data/a.json": "{}",
     });
     const server = await serve(root, ["-c", "dirq.toml"]);
-    writeFileSync(join(root, "data/hang.json"), "{}");
+    // Written aside and renamed: a file seen between its creation and its write would change
+    // again, and its newer change would stop the hook found here and start another.
+    writeFileSync(join(root, "hang.part"), "{}");
+    renameSync(join(root, "hang.part"), join(root, "data/hang.json"));
     let hookPid = 0;
     await eventually(
       () => {
