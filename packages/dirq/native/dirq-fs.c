@@ -29,7 +29,8 @@
  * It reads metadata only: it never opens a file's contents, and writes and changes nothing.
  * dirq loads the file system calls (sqlite3_dirqfs_init) only into private in-memory
  * connections, never into one that runs user SQL. The index's connection gets only dirq_rows
- * and dirq_blank_rows (sqlite3_dirqrows_init), which read nothing but their arguments.
+ * and dirq_blank_rows (sqlite3_dirqrows_init), which read nothing but their arguments, and
+ * dirq_csv (dirq-csv.c, built into the same library), which turns a CSV piece into rows.
  */
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT1
@@ -46,6 +47,9 @@ SQLITE_EXTENSION_INIT1
 #include <unistd.h>
 
 #define FIELDS 3
+
+/* dirq_csv, in dirq-csv.c: a CSV piece's records as rows. */
+int dirq_register_csv(sqlite3 *db);
 
 /* Stats `count` NUL-separated paths (each after `prefix`) into `out`: FIELDS doubles each. */
 static void stat_into(const char *prefix, int prefix_bytes, const char *paths, int paths_bytes,
@@ -972,8 +976,9 @@ int sqlite3_dirqrows_init(sqlite3 *db, char **error, const sqlite3_api_routines 
   SQLITE_EXTENSION_INIT2(api);
   (void)error;
   int rc = sqlite3_create_module(db, "dirq_rows", &rows_module, NULL);
-  if (rc != SQLITE_OK) return rc;
-  return sqlite3_create_module(db, "dirq_blank_rows", &blank_module, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_create_module(db, "dirq_blank_rows", &blank_module, NULL);
+  if (rc == SQLITE_OK) rc = dirq_register_csv(db);
+  return rc;
 }
 
 #ifdef _WIN32

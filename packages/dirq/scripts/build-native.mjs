@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Compiles dirq's SQLite extension for file system calls (native/dirq-fs.c) into native/build/
+// Compiles dirq's SQLite extension (native/dirq-fs.c: file system calls and fill rows;
+// native/dirq-csv.c: CSV records as rows) into native/build/
 // (or the folder given with --out). `npm run build` runs it, and so does dirq's first query,
 // REPL or server run after an install (src/cli/native-notice.ts): the package has no install
 // script, so npm's install-script approvals (npm 11) never concern it. The extension is
 // optional: without a C compiler (or on Windows) dirq lists folders and stats files with
-// Node's fs, with the same results and more CPU (bench/notes/walk.md, "Native file system calls").
+// Node's fs and reads CSV with csv-parse, with the same results and more CPU (bench/notes/walk.md,
+// "Native file system calls"; bench/notes/formats.md).
 // So a failure here warns, leaves its reason in not-built.txt beside where the library would
 // be, and exits 0. Nothing is downloaded: the headers are SQLite's own, inside
 // @rocicorp/zero-sqlite3.
@@ -26,7 +28,7 @@ try {
 }
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
-const source = join(packageDir, "native", "dirq-fs.c");
+const sources = ["dirq-fs.c", "dirq-csv.c"].map((name) => join(packageDir, "native", name));
 const outDir = options.out ? resolve(options.out) : join(packageDir, "native", "build");
 const library = join(outDir, process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so");
 // Why the build failed, for the CLI to say once (src/cli/native-notice.ts).
@@ -59,7 +61,8 @@ function makeOutDir() {
 
 function upToDate() {
   if (!existsSync(library)) return false;
-  return statSync(library).mtimeMs >= statSync(source).mtimeMs;
+  const built = statSync(library).mtimeMs;
+  return sources.every((source) => built >= statSync(source).mtimeMs);
 }
 
 /** Compiles to a file of its own, renamed into place: a run loading it meanwhile sees all or none. */
@@ -71,7 +74,7 @@ function compile() {
   try {
     execFileSync(
       compiler,
-      ["-O2", "-Wall", ...shared, "-I", sqliteHeaders(), "-o", temporary, source],
+      ["-O2", "-Wall", ...shared, "-I", sqliteHeaders(), "-o", temporary, ...sources],
       { stdio: ["ignore", "ignore", "pipe"] },
     );
     renameSync(temporary, library);
@@ -88,7 +91,7 @@ if (process.platform === "win32") {
     rmSync(notBuilt, { force: true });
   } catch (error) {
     const detail = error?.stderr?.toString().trim().split("\n")[0] || error?.message || error;
-    const reason = `compiling ${source} with ${process.env.CC || "cc"} failed: ${detail}`;
+    const reason = `compiling ${sources.join(" and ")} with ${process.env.CC || "cc"} failed: ${detail}`;
     warn(reason);
     try {
       makeOutDir();

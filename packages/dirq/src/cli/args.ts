@@ -575,7 +575,7 @@ Environment:
   DIRQ_CACHE_DIR=<dir>              dirq's cache folder (default $XDG_CACHE_HOME/dirq,
                                     else ~/.cache/dirq)
   DIRQ_CODE_CACHE=0                 do not keep compiled code in the cache folder
-  DIRQ_NATIVE_FS=0                  scan with Node's fs instead of the native helper
+  DIRQ_NATIVE_FS=0                  scan with Node's fs and read CSV with csv-parse, not natively
   DIRQ_PLUGIN_CACHE=0               do not cache what plugin discovery found
   DIRQ_KEEP_ALIVE_MS=<ms>           dirq server: the quiet time before a keep-alive line
                                     on /events (default 15000)

@@ -2,6 +2,9 @@ import type { Statement } from "@rocicorp/zero-sqlite3";
 import { inferColumns, type HookRow, type StoredValue } from "../parse/hook-rows.js";
 import type { ReaderExtractor } from "../parse/format-extractor.js";
 import { isOwnName, type RecordBatch } from "../parse/formats/csv-rows.js";
+import { RowsError } from "../parse/formats/document-rows.js";
+import type { CsvPiece, CsvPieceSink } from "../parse/formats/read-file-rows.js";
+import { loadNativeRows } from "../scan/native-fs.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { type Catalog, type FileSignature, fileSignature, schemaObjects } from "./catalog.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
@@ -119,6 +122,46 @@ function recordInserter(
   };
 }
 
+/** Fields a record may have for the native CSV table (native/dirq-csv.c, DECLARED_COLUMNS). */
+const NATIVE_CSV_MAX_WIDTH = 1996;
+const NATIVE_CSV_ERROR = "dirq_csv: ";
+
+/**
+ * The statement that inserts a CSV piece's records with the native `dirq_csv` table: field `i`
+ * of a record goes to the column named `names[i]` (as SQLite compares names), a column no field
+ * names gets NULL. Parameters: the path, the index of the piece's first record in the file,
+ * the piece, its delimiter, its width and its first line.
+ */
+function nativeCsvInsertSql(
+  table: string,
+  columns: readonly string[],
+  names: readonly string[],
+): string {
+  const field = new Map<string, number>();
+  names.forEach((name, i) => {
+    if (!isOwnName(name)) field.set(foldName(name), i);
+  });
+  const values = columns.map((column) => {
+    const i = field.get(foldName(column));
+    return i === undefined ? "NULL" : `c${i}`;
+  });
+  const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
+  return (
+    `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
+    `SELECT ${[...values, "?", "? + rowid - 1"].join(", ")} FROM dirq_csv(?, ?, ?, ?)`
+  );
+}
+
+/** A record the native CSV table refused, as the file's error; any other error as it is. */
+function nativeCsvError(error: unknown): unknown {
+  if (error instanceof Error && error.name === "SqliteError") {
+    if (error.message.startsWith(NATIVE_CSV_ERROR)) {
+      return new RowsError(error.message.slice(NATIVE_CSV_ERROR.length));
+    }
+  }
+  return error;
+}
+
 /** One build of a table whose files dirq reads itself: the table's columns as files add keys. */
 class ReaderTableBuild {
   columns: string[];
@@ -127,6 +170,8 @@ class ReaderTableBuild {
   private created = false;
   /** Statements by text, prepared once per build (preparing one per file costs). */
   private readonly statements = new Map<string, Statement>();
+  /** Whether CSV and TSV records are parsed and inserted by the native `dirq_csv` table. */
+  private readonly nativeCsv: boolean;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -136,6 +181,7 @@ class ReaderTableBuild {
     private readonly persisted: boolean,
   ) {
     this.columns = spec.schema ? spec.schema.map(([column]) => column) : [];
+    this.nativeCsv = loadNativeRows(db);
     // A table with a schema is created before any file is read; one without, at its first rows
     // (its columns are theirs), or at the end when no file has any (finish).
     if (spec.schema !== null) this.create([]);
@@ -173,6 +219,12 @@ class ReaderTableBuild {
       rollBack();
       return { reason: read.reason, rows: 0 };
     }
+    // A file whose header gave the table columns but that has no record: as if never read.
+    if (read.rows === 0 && (this.columns !== columnsBefore || this.created !== createdBefore)) {
+      rollBack();
+      if (signature) this.recorded.push([path, signature]);
+      return read;
+    }
     this.db.exec(`RELEASE ${SAVEPOINT}`);
     if (signature) this.recorded.push([path, signature]);
     return read;
@@ -204,8 +256,36 @@ class ReaderTableBuild {
       insertRecords(path, batch, count);
       count += batch.count;
     };
-    const reason = this.extractor.readRows({ path, root: this.options.root }, onRows, onRecords);
+    let pieceNames: readonly string[] | null = null;
+    const csvPieces: CsvPieceSink | undefined = this.nativeCsv
+      ? {
+          maxWidth: NATIVE_CSV_MAX_WIDTH,
+          take: (piece) => {
+            if (piece.names !== pieceNames) {
+              this.takeKeys(piece.names.filter((name) => !isOwnName(name)));
+              pieceNames = piece.names;
+            }
+            count += this.insertCsvPiece(path, piece, count);
+          },
+        }
+      : undefined;
+    const reason = this.extractor.readRows({ path, root: this.options.root }, onRows, {
+      onRecords,
+      csvPieces,
+    });
     return { reason, rows: count };
+  }
+
+  /** Inserts a piece's records natively; how many. A record that breaks a rule: `RowsError`. */
+  private insertCsvPiece(path: string, piece: CsvPiece, firstIndex: number): number {
+    const insert = this.prepare(nativeCsvInsertSql(this.spec.name, this.columns, piece.names));
+    try {
+      const { records, delimiter, names, firstLine } = piece;
+      return insert.run(path, BigInt(firstIndex), records, delimiter, names.length, firstLine)
+        .changes;
+    } catch (error) {
+      throw nativeCsvError(error);
+    }
   }
 
   /** `keys`: the first rows' keys, in order, one spelling per name as SQLite compares them. */

@@ -1,9 +1,8 @@
 import type { HookRow } from "./hook-rows.js";
-import type { RecordBatch } from "./formats/csv-rows.js";
 import type { ExtractOutcome, ExtractTarget, Extractor } from "./extractor.js";
 import { RowsError } from "./formats/document-rows.js";
 import type { FormatName } from "./formats/format-names.js";
-import { readFileRows } from "./formats/read-file-rows.js";
+import { type CsvPieceSink, readFileRows, type RecordSinks } from "./formats/read-file-rows.js";
 
 /**
  * An extractor that reads files itself, in dirq's own process: a built-in format. Besides
@@ -16,12 +15,12 @@ export interface ReaderExtractor extends Extractor {
   /**
    * Hands the file's rows to `onRows` (once, or per piece of a large file) and returns `null`,
    * or the reason the file is skipped: rows handed over before a failure are to be discarded.
-   * With `onRecords`, a CSV or TSV file's records go there instead (no `Map` per row).
+   * With `records`, a CSV or TSV file's records go there instead (see `readFileRows`).
    */
   readRows(
     file: ExtractTarget,
     onRows: (rows: HookRow[]) => void,
-    onRecords?: (batch: RecordBatch) => void,
+    records?: RecordSinks,
   ): string | null;
 }
 
@@ -46,10 +45,21 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
         throw new ConsumerError(error);
       }
     };
+  /** A piece consumer's `RowsError` (a record its parser refused) is the file's own. */
+  const guardedPieces = (sink: CsvPieceSink): CsvPieceSink => ({
+    maxWidth: sink.maxWidth,
+    take: (piece) => {
+      try {
+        sink.take(piece);
+      } catch (error) {
+        throw error instanceof RowsError ? error : new ConsumerError(error);
+      }
+    },
+  });
   const readRows = (
     file: ExtractTarget,
     onRows: (rows: HookRow[]) => void,
-    onRecords?: (batch: RecordBatch) => void,
+    records?: RecordSinks,
   ): string | null => {
     try {
       readFileRows(
@@ -58,7 +68,10 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
         `${file.root}/${file.path}`,
         file.path,
         guarded(onRows),
-        onRecords === undefined ? undefined : guarded(onRecords),
+        records && {
+          onRecords: guarded(records.onRecords),
+          csvPieces: records.csvPieces && guardedPieces(records.csvPieces),
+        },
       );
       return null;
     } catch (error) {

@@ -167,7 +167,7 @@ describe("large CSV files parsed on worker threads", () => {
       batches++;
       for (const row of batchRows(batch)) rows.push(Object.fromEntries(row));
     };
-    readFileRows("csv", null, join(dir, name), name, () => assert.fail("rows"), onRecords);
+    readFileRows("csv", null, join(dir, name), name, () => assert.fail("rows"), { onRecords });
     return { rows, batches };
   }
 
@@ -218,16 +218,11 @@ describe("large CSV files parsed on worker threads", () => {
     let batches = 0;
     assert.throws(
       () =>
-        readFileRows(
-          "csv",
-          null,
-          join(dir, name),
-          name,
-          () => assert.fail("rows"),
-          () => {
+        readFileRows("csv", null, join(dir, name), name, () => assert.fail("rows"), {
+          onRecords: () => {
             if (++batches === 3) throw new Error("constraint");
           },
-        ),
+        }),
       /^Error: constraint$/,
     );
     assert.equal(readRecords(text).batches > 8, true);

@@ -255,6 +255,33 @@ export class CsvReader {
   }
 
   /**
+   * Reads the header record from `input` (UTF-8 bytes without a byte-order mark), whose first
+   * line is line `firstLine` of the file: the byte offset where the records after it start, or
+   * `null` when `input` holds no record. The records themselves are left for another reader
+   * (the native one) to parse. Throws a `RowsError` for a header that breaks a rule.
+   */
+  readHeader(input: Buffer, firstLine: number): number | null {
+    let header: string[] | null = null;
+    let end = 0;
+    try {
+      csvParse().parse(input, {
+        ...this.options,
+        to: 1,
+        on_record: (record: string[], context: { bytes: number }) => {
+          header = record;
+          end = context.bytes;
+          return record;
+        },
+      });
+    } catch (error) {
+      throw new RowsError(csvReason(error as CsvFailure, firstLine - 1));
+    }
+    if (header === null) return null;
+    this.header = headerNames(header);
+    return end;
+  }
+
+  /**
    * The records in `input` (UTF-8 bytes without a byte-order mark, or text), whose first line is
    * line `firstLine` of the file, each with as many fields as the header; the header itself
    * left out. Throws a `RowsError` naming the line of the first record that breaks a rule.

@@ -125,10 +125,70 @@ export function pieceBytes(bytes: Buffer, firstLine: number, isFirst: boolean): 
   return bom ? bytes.subarray(3) : bytes;
 }
 
+/** Whole records of a CSV or TSV file, as bytes, after its header. */
+export interface CsvPiece {
+  /** The header's names (see `headerNames`). */
+  names: readonly string[];
+  /** Whole records, UTF-8 checked (never the header, never a byte-order mark). */
+  records: Buffer;
+  /** The file's line number of the first line of `records`. */
+  firstLine: number;
+  delimiter: "," | "\t";
+}
+
+/** A consumer that parses CSV records itself (natively), up to `maxWidth` fields a record. */
+export interface CsvPieceSink {
+  maxWidth: number;
+  take(piece: CsvPiece): void;
+}
+
+/** Where a CSV or TSV file's records go, when not as rows. */
+export interface RecordSinks {
+  /** Records parsed here, without a `Map` per row (a large file's on worker threads). */
+  onRecords: (batch: RecordBatch) => void;
+  /**
+   * With it, each piece's records go here unparsed, after the header read here; a file wider
+   * than the sink takes goes to `onRecords`.
+   */
+  csvPieces?: CsvPieceSink;
+}
+
 /** What a file's rows are handed to: rows, and for CSV and TSV records as they come. */
 interface RowsSink {
   onRows: (rows: HookRow[]) => void;
-  onRecords: ((batch: RecordBatch) => void) | undefined;
+  records: RecordSinks | undefined;
+}
+
+/**
+ * Hands a CSV or TSV file's pieces to `sink.csvPieces` with the header read here; a file wider
+ * than it takes is parsed here instead and its records go to `sink.onRecords`.
+ */
+function csvPieceReader(
+  delimiter: "," | "\t",
+  sink: RecordSinks,
+  csvPieces: CsvPieceSink,
+): PieceReader {
+  const reader = new CsvReader(delimiter);
+  let parsedHere = false;
+  return (bytes, firstLine, isFirst) => {
+    let records = pieceBytes(bytes, firstLine, isFirst);
+    let line = firstLine;
+    let names = reader.names;
+    if (names === null) {
+      const end = reader.readHeader(records, line);
+      names = reader.names;
+      if (end === null || names === null) return;
+      line += countLines(records.subarray(0, end), true);
+      records = records.subarray(end);
+      parsedHere = names.length > csvPieces.maxWidth;
+    }
+    if (parsedHere) {
+      const batch = reader.piece(records, line);
+      if (batch !== null) sink.onRecords(batch);
+    } else if (records.length > 0) {
+      csvPieces.take({ names, records, firstLine: line, delimiter });
+    }
+  };
 }
 
 function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): PieceReader {
@@ -145,8 +205,13 @@ function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): P
       return whole((text, line, rows) => jsonLinesRows(text, line, each, rows));
     case "csv":
     case "tsv": {
-      const reader = new CsvReader(format === "csv" ? "," : "\t");
-      const emit = sink.onRecords ?? ((batch: RecordBatch) => sink.onRows(batchRows(batch)));
+      const delimiter = format === "csv" ? "," : "\t";
+      if (sink.records?.csvPieces !== undefined) {
+        return csvPieceReader(delimiter, sink.records, sink.records.csvPieces);
+      }
+      const reader = new CsvReader(delimiter);
+      const emit =
+        sink.records?.onRecords ?? ((batch: RecordBatch) => sink.onRows(batchRows(batch)));
       return (bytes, firstLine, isFirst) => {
         const batch = reader.piece(pieceBytes(bytes, firstLine, isFirst), firstLine);
         if (batch !== null) emit(batch);
@@ -213,9 +278,10 @@ export const THREADED_BYTES = 8 * PIECE_BYTES;
 /**
  * Reads `absolute` (its name relative to the root is `path`) and hands its rows to `onRows`,
  * once for a one-document file, once per piece for a large record-per-line file. With
- * `onRecords`, a CSV or TSV file's records are handed to it instead, without a `Map` per row,
- * and a large one is parsed on worker threads. Throws a `RowsError` for a file that cannot be
- * read or breaks a rule of its format: rows already handed over are the caller's to discard.
+ * `records`, a CSV or TSV file's records are handed there instead: unparsed to its
+ * `csvPieces`, else parsed without a `Map` per row to its `onRecords` (a large file on worker
+ * threads). Throws a `RowsError` for a file that cannot be read or breaks a rule of its format:
+ * rows already handed over are the caller's to discard.
  */
 export function readFileRows(
   format: FormatName,
@@ -223,10 +289,11 @@ export function readFileRows(
   absolute: string,
   path: string,
   onRows: (rows: HookRow[]) => void,
-  onRecords?: (batch: RecordBatch) => void,
+  records?: RecordSinks,
 ): void {
   const chosen = fileFormat(format, each, path);
-  const read = pieceReader(chosen, each, { onRows, onRecords });
+  const read = pieceReader(chosen, each, { onRows, records });
+  const onRecords = records?.csvPieces === undefined ? records?.onRecords : undefined;
   let fd: number;
   try {
     fd = openSync(absolute, "r");

@@ -1,0 +1,543 @@
+/*
+ * dirq_csv: the records of a piece of a CSV or TSV file as rows inside SQLite, so that a table
+ * build inserts a piece with one `INSERT ... SELECT` and no field passes through JavaScript.
+ *
+ * SELECT c0, c1, ... FROM dirq_csv(piece, delimiter, width, first_line)
+ *   piece       blob: UTF-8 text of whole records (the caller checked the encoding, left out a
+ *               byte-order mark and the header record)
+ *   delimiter   text: ',' or a tab
+ *   width       the header's field count: every record must have exactly as many fields
+ *   first_line  the file's line number of the piece's first line (for messages)
+ * The rowid is the record's position in the piece, from 1.
+ *
+ * The rules are those of docs/formats.md, as the JavaScript reader applies them with csv-parse
+ * (src/parse/formats/csv-rows.ts): RFC 4180 quoting (a quoted field may hold delimiters, line
+ * breaks and doubled quotes), CRLF, LF or a lone CR ends a record, an empty line is skipped, and
+ * a field is typed as `fieldKind` types it: empty is NULL, an integer as JSON writes one is an
+ * INTEGER (one past 64 bits the nearest REAL), a real literal a REAL, anything else TEXT as
+ * written. A record that breaks a rule stops the statement with an error whose message starts
+ * "dirq_csv: line N: " and says what is wrong, in the words the JavaScript reader uses.
+ *
+ * Declared with DECLARED_COLUMNS value columns (SQLite allows 2000 in all); a file wider than
+ * that is read by the JavaScript reader. It reads only its arguments, so it is registered in
+ * the index's connection with dirq_rows (sqlite3_dirqrows_init in dirq-fs.c).
+ */
+#define _GNU_SOURCE
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+
+#include <locale.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#ifdef __APPLE__
+#include <xlocale.h>
+#endif
+
+#define DECLARED_COLUMNS 1996
+#define ARG_PIECE (DECLARED_COLUMNS)
+#define ARG_DELIMITER (DECLARED_COLUMNS + 1)
+#define ARG_WIDTH (DECLARED_COLUMNS + 2)
+#define ARG_FIRST_LINE (DECLARED_COLUMNS + 3)
+
+/* Parses reals in the C locale whatever the process's locale says the decimal point is. */
+static locale_t c_locale;
+static pthread_once_t c_locale_once = PTHREAD_ONCE_INIT;
+
+static void make_c_locale(void) {
+  c_locale = newlocale(LC_ALL_MASK, "C", (locale_t)0);
+}
+
+enum { KIND_NULL, KIND_TEXT, KIND_INTEGER, KIND_LONG_INTEGER, KIND_REAL };
+
+static int is_digit(unsigned char c) {
+  return c >= '0' && c <= '9';
+}
+
+static int digits_end(const unsigned char *s, int at, int n) {
+  while (at < n && is_digit(s[at])) at++;
+  return at;
+}
+
+/* What a field is stored as: the same rules, step by step, as fieldKind in csv-rows.ts. */
+static int field_kind(const unsigned char *s, int n) {
+  if (n == 0) return KIND_NULL;
+  int at = s[0] == '-' ? 1 : 0;
+  int whole = at;
+  if (at < n && s[at] == '0') at++;
+  else if (at < n && s[at] >= '1' && s[at] <= '9') at = digits_end(s, at + 1, n);
+  int whole_digits = at - whole;
+  if (at == n) {
+    if (whole_digits == 0) return KIND_TEXT;
+    return n < 16 ? KIND_INTEGER : KIND_LONG_INTEGER;
+  }
+  unsigned char c = s[at];
+  if (c == '.') {
+    int fraction = at + 1;
+    at = digits_end(s, fraction, n);
+    if (whole_digits == 0 && at == fraction) return KIND_TEXT;
+    if (at == n) return KIND_REAL;
+    c = s[at];
+  } else if (whole_digits == 0) {
+    return KIND_TEXT;
+  }
+  if (c != 'e' && c != 'E') return KIND_TEXT;
+  at++;
+  if (at < n && (s[at] == '+' || s[at] == '-')) at++;
+  int exponent = at;
+  at = digits_end(s, exponent, n);
+  return at == exponent || at != n ? KIND_TEXT : KIND_REAL;
+}
+
+/* Exact powers of ten as doubles (10^22 is the last one a double holds exactly). */
+static const double POWERS_OF_TEN[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                       1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                       1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/*
+ * A real literal with at most 15 digits in all and no exponent (`279.97`, `-0.5`): its digits
+ * as an integer and its count of decimals, both exact as doubles, so one correctly rounded
+ * division gives the nearest double, the same one strtod gives. Returns 0 for any other literal.
+ */
+static int short_decimal(const unsigned char *s, int n, double *value) {
+  int at = s[0] == '-' ? 1 : 0;
+  sqlite3_int64 digits = 0;
+  int count = 0, decimals = -1;
+  for (; at < n; at++) {
+    unsigned char c = s[at];
+    if (c == '.') {
+      decimals = 0;
+      continue;
+    }
+    if (!is_digit(c) || ++count > 15) return 0;
+    digits = digits * 10 + (c - '0');
+    if (decimals >= 0) decimals++;
+  }
+  double result = decimals > 0 ? (double)digits / POWERS_OF_TEN[decimals] : (double)digits;
+  *value = s[0] == '-' ? -result : result;
+  return 1;
+}
+
+/* The nearest double to a number literal of `n` bytes, as JavaScript's Number reads it. */
+static double literal_double(const unsigned char *s, int n) {
+  double quick;
+  if (short_decimal(s, n, &quick)) return quick;
+  char small[64];
+  char *text = n < (int)sizeof small ? small : sqlite3_malloc(n + 1);
+  if (text == NULL) return 0;
+  memcpy(text, s, (size_t)n);
+  text[n] = '\0';
+  pthread_once(&c_locale_once, make_c_locale);
+  double value = strtod_l(text, NULL, c_locale);
+  if (text != small) sqlite3_free(text);
+  return value;
+}
+
+/* An integer literal's value when it fits in 64 bits (returns 1), else 0. */
+static int literal_int64(const unsigned char *s, int n, sqlite3_int64 *value) {
+  int negative = s[0] == '-';
+  /* Accumulated as a negative number, whose range is one wider than the positive one. */
+  sqlite3_int64 total = 0;
+  const sqlite3_int64 floor_div10 = (-9223372036854775807LL - 1) / 10;
+  for (int at = negative; at < n; at++) {
+    int digit = s[at] - '0';
+    if (total < floor_div10) return 0;
+    total *= 10;
+    if (total < (-9223372036854775807LL - 1) + digit) return 0;
+    total -= digit;
+  }
+  if (!negative) {
+    if (total == -9223372036854775807LL - 1) return 0;
+    total = -total;
+  }
+  *value = total;
+  return 1;
+}
+
+static void result_field(sqlite3_context *context, const unsigned char *s, int n) {
+  sqlite3_int64 integer;
+  switch (field_kind(s, n)) {
+  case KIND_NULL:
+    break;
+  case KIND_TEXT:
+    sqlite3_result_text(context, (const char *)s, n, SQLITE_TRANSIENT);
+    break;
+  case KIND_INTEGER:
+    /* Fewer than 16 characters: always within 64 bits. */
+    integer = 0;
+    for (int at = s[0] == '-'; at < n; at++) integer = integer * 10 + (s[at] - '0');
+    sqlite3_result_int64(context, s[0] == '-' ? -integer : integer);
+    break;
+  case KIND_LONG_INTEGER:
+    if (literal_int64(s, n, &integer)) sqlite3_result_int64(context, integer);
+    else sqlite3_result_double(context, literal_double(s, n));
+    break;
+  case KIND_REAL:
+    sqlite3_result_double(context, literal_double(s, n));
+    break;
+  }
+}
+
+/* Where a record's field is: in the piece, or (a quoted field with doubled quotes) unescaped. */
+typedef struct {
+  int start;
+  int length;
+  int unescaped; /* 1: `start` is an offset in the cursor's `unescaped` buffer */
+} Field;
+
+typedef struct {
+  sqlite3_vtab_cursor base;
+  unsigned char *data; /* a copy of the piece */
+  int at, end;         /* the next byte to read, and the piece's length */
+  unsigned char delimiter;
+  unsigned char stops[256]; /* 1 for the bytes that end an unquoted field: delimiter, CR, LF, quote */
+  int width;
+  sqlite3_int64 line; /* the file's line of the byte at `at` */
+  Field *fields;      /* `width` of them */
+  unsigned char *unescaped;
+  int unescaped_used, unescaped_size;
+  sqlite3_int64 row; /* the current record's position in the piece, from 1 */
+  int eof;
+} CsvCursor;
+
+static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                       sqlite3_vtab **table, char **error) {
+  (void)aux;
+  (void)argc;
+  (void)argv;
+  (void)error;
+  sqlite3_str *schema = sqlite3_str_new(db);
+  sqlite3_str_appendall(schema, "CREATE TABLE x(");
+  for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
+  sqlite3_str_appendall(schema, "piece HIDDEN, delimiter HIDDEN, width HIDDEN, first_line HIDDEN)");
+  char *text = sqlite3_str_finish(schema);
+  if (text == NULL) return SQLITE_NOMEM;
+  int rc = sqlite3_declare_vtab(db, text);
+  sqlite3_free(text);
+  if (rc != SQLITE_OK) return rc;
+  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
+  *table = sqlite3_malloc(sizeof(sqlite3_vtab));
+  if (*table == NULL) return SQLITE_NOMEM;
+  memset(*table, 0, sizeof(sqlite3_vtab));
+  return SQLITE_OK;
+}
+
+static int csv_disconnect(sqlite3_vtab *table) {
+  sqlite3_free(table);
+  return SQLITE_OK;
+}
+
+/* All four arguments are required, in order. */
+static int csv_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
+  int seen = 0;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
+    int argument = constraint->iColumn - ARG_PIECE;
+    if (argument < 0 || constraint->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!constraint->usable) return SQLITE_CONSTRAINT;
+    info->aConstraintUsage[i].argvIndex = argument + 1;
+    info->aConstraintUsage[i].omit = 1;
+    seen |= 1 << argument;
+  }
+  if (seen != 15) return SQLITE_CONSTRAINT;
+  info->estimatedCost = 1000;
+  info->estimatedRows = 10000;
+  return SQLITE_OK;
+}
+
+static int csv_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
+  (void)table;
+  CsvCursor *csv = sqlite3_malloc(sizeof(CsvCursor));
+  if (csv == NULL) return SQLITE_NOMEM;
+  memset(csv, 0, sizeof *csv);
+  csv->eof = 1;
+  *cursor = &csv->base;
+  return SQLITE_OK;
+}
+
+static void csv_release(CsvCursor *csv) {
+  sqlite3_free(csv->data);
+  sqlite3_free(csv->fields);
+  sqlite3_free(csv->unescaped);
+  csv->data = NULL;
+  csv->fields = NULL;
+  csv->unescaped = NULL;
+  csv->unescaped_used = csv->unescaped_size = 0;
+}
+
+static int csv_close(sqlite3_vtab_cursor *cursor) {
+  CsvCursor *csv = (CsvCursor *)cursor;
+  csv_release(csv);
+  sqlite3_free(csv);
+  return SQLITE_OK;
+}
+
+/* Stops the statement with `message` (sqlite3_mprintf'd, may be NULL when out of memory). */
+static int csv_fail(CsvCursor *csv, char *message) {
+  sqlite3_vtab *table = csv->base.pVtab;
+  sqlite3_free(table->zErrMsg);
+  table->zErrMsg = message;
+  csv->eof = 1;
+  return message == NULL ? SQLITE_NOMEM : SQLITE_ERROR;
+}
+
+/* `s` as JSON.stringify writes a string (the reader's messages quote fields that way). */
+static void append_json_string(sqlite3_str *out, const unsigned char *s, int n) {
+  sqlite3_str_appendchar(out, 1, '"');
+  for (int i = 0; i < n; i++) {
+    unsigned char c = s[i];
+    switch (c) {
+    case '"': sqlite3_str_appendall(out, "\\\""); break;
+    case '\\': sqlite3_str_appendall(out, "\\\\"); break;
+    case '\b': sqlite3_str_appendall(out, "\\b"); break;
+    case '\f': sqlite3_str_appendall(out, "\\f"); break;
+    case '\n': sqlite3_str_appendall(out, "\\n"); break;
+    case '\r': sqlite3_str_appendall(out, "\\r"); break;
+    case '\t': sqlite3_str_appendall(out, "\\t"); break;
+    default:
+      if (c < 0x20) sqlite3_str_appendf(out, "\\u%04x", c);
+      else sqlite3_str_appendchar(out, 1, (char)c);
+    }
+  }
+  sqlite3_str_appendchar(out, 1, '"');
+}
+
+static int fail_inner_quote(CsvCursor *csv, int start) {
+  sqlite3_str *out = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(out, "dirq_csv: line %lld: a quote inside an unquoted field ", csv->line);
+  append_json_string(out, csv->data + start, csv->at - start);
+  sqlite3_str_appendall(out, ": quote the whole field and double the quotes inside it");
+  return csv_fail(csv, sqlite3_str_finish(out));
+}
+
+/* Text after a closing quote: the character there (all its UTF-8 bytes). */
+static int fail_after_quote(CsvCursor *csv) {
+  int length = 1;
+  unsigned char lead = csv->data[csv->at];
+  if (lead >= 0xf0) length = 4;
+  else if (lead >= 0xe0) length = 3;
+  else if (lead >= 0xc0) length = 2;
+  if (csv->at + length > csv->end) length = csv->end - csv->at;
+  sqlite3_str *out = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(out, "dirq_csv: line %lld: text ", csv->line);
+  append_json_string(out, csv->data + csv->at, length);
+  sqlite3_str_appendall(out, " after a closing quote: a quoted field ends at its closing quote");
+  return csv_fail(csv, sqlite3_str_finish(out));
+}
+
+/* Line breaks in [from, to): LF, CRLF and a lone CR count one each. */
+static sqlite3_int64 line_breaks(const unsigned char *data, int from, int to) {
+  sqlite3_int64 count = 0;
+  for (int i = from; i < to; i++) {
+    if (data[i] == '\n') count++;
+    else if (data[i] == '\r' && (i + 1 >= to || data[i + 1] != '\n')) count++;
+  }
+  return count;
+}
+
+/* Room for `more` bytes in the buffer of unescaped fields. */
+static int reserve_unescaped(CsvCursor *csv, int more) {
+  if (csv->unescaped_used + more <= csv->unescaped_size) return SQLITE_OK;
+  int size = csv->unescaped_size == 0 ? 4096 : csv->unescaped_size;
+  while (size < csv->unescaped_used + more) size *= 2;
+  unsigned char *grown = sqlite3_realloc64(csv->unescaped, (sqlite3_uint64)size);
+  if (grown == NULL) return SQLITE_NOMEM;
+  csv->unescaped = grown;
+  csv->unescaped_size = size;
+  return SQLITE_OK;
+}
+
+/*
+ * Reads a quoted field whose opening quote is at `at` into `field`; leaves `at` after its
+ * closing quote. Doubled quotes inside it are unescaped into the cursor's buffer.
+ */
+static int read_quoted(CsvCursor *csv, Field *field) {
+  const unsigned char *data = csv->data;
+  sqlite3_int64 opened_on = csv->line;
+  int start = csv->at + 1;
+  int at = start;
+  int doubled = 0;
+  for (;;) {
+    const unsigned char *quote = memchr(data + at, '"', (size_t)(csv->end - at));
+    if (quote == NULL) {
+      csv->line = opened_on;
+      return csv_fail(csv, sqlite3_mprintf("dirq_csv: line %lld: a quoted field is still open at "
+                                           "the end of the file (a missing closing quote, or a "
+                                           "file cut short)",
+                                           opened_on));
+    }
+    int close = (int)(quote - data);
+    csv->line += line_breaks(data, at, close);
+    at = close + 1;
+    if (at < csv->end && data[at] == '"') {
+      doubled = 1;
+      at++;
+      continue;
+    }
+    break;
+  }
+  int length = at - 1 - start;
+  if (!doubled) {
+    field->start = start;
+    field->length = length;
+    field->unescaped = 0;
+  } else {
+    if (reserve_unescaped(csv, length) != SQLITE_OK) return csv_fail(csv, NULL);
+    unsigned char *out = csv->unescaped + csv->unescaped_used;
+    int written = 0;
+    for (int i = start; i < start + length; i++) {
+      out[written++] = data[i];
+      if (data[i] == '"') i++; /* the second of a doubled quote */
+    }
+    field->start = csv->unescaped_used;
+    field->length = written;
+    field->unescaped = 1;
+    csv->unescaped_used += written;
+  }
+  csv->at = at;
+  return SQLITE_OK;
+}
+
+/* Moves to the next record (skipping empty lines), or to the end. */
+static int csv_next(sqlite3_vtab_cursor *cursor) {
+  CsvCursor *csv = (CsvCursor *)cursor;
+  const unsigned char *data = csv->data;
+  const unsigned char delimiter = csv->delimiter;
+  for (;;) {
+    if (csv->at >= csv->end) {
+      csv->eof = 1;
+      return SQLITE_OK;
+    }
+    unsigned char c = data[csv->at];
+    if (c == '\n') {
+      csv->at++;
+    } else if (c == '\r') {
+      csv->at++;
+      if (csv->at < csv->end && data[csv->at] == '\n') csv->at++;
+    } else {
+      break;
+    }
+    csv->line++;
+  }
+  csv->row++;
+  csv->unescaped_used = 0;
+  int count = 0;
+  Field quoted;
+  for (;;) {
+    Field *field = count < csv->width ? &csv->fields[count] : &quoted;
+    if (csv->at < csv->end && data[csv->at] == '"') {
+      int rc = read_quoted(csv, field);
+      if (rc != SQLITE_OK) return rc;
+      if (csv->at < csv->end) {
+        unsigned char c = data[csv->at];
+        if (c != delimiter && c != '\n' && c != '\r') return fail_after_quote(csv);
+      }
+    } else {
+      int start = csv->at;
+      const unsigned char *stops = csv->stops;
+      const unsigned char *byte = data + start;
+      const unsigned char *end = data + csv->end;
+      while (byte < end && !stops[*byte]) byte++;
+      int at = (int)(byte - data);
+      if (at < csv->end && data[at] == '"') {
+        csv->at = at;
+        return fail_inner_quote(csv, start);
+      }
+      field->start = start;
+      field->length = at - start;
+      field->unescaped = 0;
+      csv->at = at;
+    }
+    count++;
+    if (csv->at < csv->end && data[csv->at] == delimiter) {
+      csv->at++;
+      continue;
+    }
+    break;
+  }
+  if (count != csv->width) {
+    return csv_fail(csv, sqlite3_mprintf("dirq_csv: line %lld: %d field%s, but the header has %d",
+                                         csv->line, count, count == 1 ? "" : "s", csv->width));
+  }
+  /* The record's line break, if any (the piece may end without one). */
+  if (csv->at < csv->end) {
+    if (data[csv->at] == '\r' && csv->at + 1 < csv->end && data[csv->at + 1] == '\n') csv->at++;
+    csv->at++;
+    csv->line++;
+  }
+  return SQLITE_OK;
+}
+
+static int csv_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
+                      sqlite3_value **argv) {
+  (void)idx_num;
+  (void)idx_text;
+  CsvCursor *csv = (CsvCursor *)cursor;
+  csv_release(csv);
+  csv->eof = 1;
+  csv->row = 0;
+  if (argc < 4) return SQLITE_OK;
+  const char *delimiter = (const char *)sqlite3_value_text(argv[1]);
+  sqlite3_int64 width = sqlite3_value_int64(argv[2]);
+  if (delimiter == NULL || (delimiter[0] != ',' && delimiter[0] != '\t') || width < 1 ||
+      width > DECLARED_COLUMNS) {
+    return csv_fail(csv, sqlite3_mprintf("dirq_csv: takes a piece, ',' or a tab, a width from 1 "
+                                         "to %d and a line number",
+                                         DECLARED_COLUMNS));
+  }
+  int bytes = sqlite3_value_bytes(argv[0]);
+  const void *piece = sqlite3_value_blob(argv[0]);
+  csv->data = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  csv->fields = sqlite3_malloc64(sizeof(Field) * (sqlite3_uint64)width);
+  if (csv->data == NULL || csv->fields == NULL) return SQLITE_NOMEM;
+  if (bytes > 0) memcpy(csv->data, piece, (size_t)bytes);
+  csv->at = 0;
+  csv->end = bytes;
+  csv->delimiter = (unsigned char)delimiter[0];
+  memset(csv->stops, 0, sizeof csv->stops);
+  csv->stops[csv->delimiter] = csv->stops['\n'] = csv->stops['\r'] = csv->stops['"'] = 1;
+  csv->width = (int)width;
+  csv->line = sqlite3_value_int64(argv[3]);
+  csv->eof = 0;
+  return csv_next(cursor);
+}
+
+static int csv_eof(sqlite3_vtab_cursor *cursor) {
+  return ((CsvCursor *)cursor)->eof;
+}
+
+static int csv_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, int column) {
+  CsvCursor *csv = (CsvCursor *)cursor;
+  if (column >= csv->width) return SQLITE_OK; /* past the width, and the arguments: NULL */
+  const Field *field = &csv->fields[column];
+  const unsigned char *base = field->unescaped ? csv->unescaped : csv->data;
+  result_field(context, base + field->start, field->length);
+  return SQLITE_OK;
+}
+
+static int csv_rowid(sqlite3_vtab_cursor *cursor, sqlite3_int64 *rowid) {
+  *rowid = ((CsvCursor *)cursor)->row;
+  return SQLITE_OK;
+}
+
+static sqlite3_module csv_module = {
+    0,              /* iVersion */
+    NULL,           /* xCreate: eponymous only */
+    csv_connect,    /* xConnect */
+    csv_best_index, /* xBestIndex */
+    csv_disconnect, /* xDisconnect */
+    NULL,           /* xDestroy */
+    csv_open,       /* xOpen */
+    csv_close,      /* xClose */
+    csv_filter,     /* xFilter */
+    csv_next,       /* xNext */
+    csv_eof,        /* xEof */
+    csv_column,     /* xColumn */
+    csv_rowid,      /* xRowid */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
+/* Registers dirq_csv in `db` (from sqlite3_dirqrows_init). */
+int dirq_register_csv(sqlite3 *db) {
+  return sqlite3_create_module(db, "dirq_csv", &csv_module, NULL);
+}
