@@ -154,51 +154,378 @@ static int literal_int64(const unsigned char *s, int n, sqlite3_int64 *value) {
   return 1;
 }
 
-static void result_field(sqlite3_context *context, const unsigned char *s, int n) {
-  sqlite3_int64 integer;
+/* A field as stored: its kind, and its number or where its text is. */
+typedef struct {
+  union {
+    sqlite3_int64 integer;
+    double real;
+    struct {
+      int start, length;
+    } text;
+  } as;
+  unsigned char kind;      /* KIND_NULL, KIND_TEXT, KIND_INTEGER or KIND_REAL */
+  unsigned char unescaped; /* text: in the reader's `unescaped` buffer, not in the piece */
+} Value;
+
+/* Where a record's field is in the piece, or (a quoted field with doubled quotes) unescaped. */
+typedef struct {
+  int start;
+  int length;
+  int unescaped;
+} Field;
+
+/* Reads a piece's records, one at a time. */
+typedef struct {
+  const unsigned char *data; /* the piece */
+  int at, end;               /* the next byte to read, and the piece's length */
+  unsigned char delimiter;
+  unsigned char stops[256]; /* 1 for the bytes that end an unquoted field */
+  int width;
+  sqlite3_int64 line;       /* the file's line of the byte at `at` */
+  Field *fields;            /* `width` of them */
+  unsigned char *unescaped; /* as large as the piece: unescaped text never outgrows it */
+  int unescaped_used;
+} Reader;
+
+/* A field's value as stored (see field_kind). */
+static void field_value(const unsigned char *s, int n, Value *value) {
+  sqlite3_int64 integer = 0;
   switch (field_kind(s, n)) {
   case KIND_NULL:
+    value->kind = KIND_NULL;
     break;
   case KIND_TEXT:
-    sqlite3_result_text(context, (const char *)s, n, SQLITE_TRANSIENT);
+    value->kind = KIND_TEXT;
     break;
   case KIND_INTEGER:
     /* Fewer than 16 characters: always within 64 bits. */
-    integer = 0;
     for (int at = s[0] == '-'; at < n; at++) integer = integer * 10 + (s[at] - '0');
-    sqlite3_result_int64(context, s[0] == '-' ? -integer : integer);
+    value->kind = KIND_INTEGER;
+    value->as.integer = s[0] == '-' ? -integer : integer;
     break;
   case KIND_LONG_INTEGER:
-    if (literal_int64(s, n, &integer)) sqlite3_result_int64(context, integer);
-    else sqlite3_result_double(context, literal_double(s, n));
+    if (literal_int64(s, n, &integer)) {
+      value->kind = KIND_INTEGER;
+      value->as.integer = integer;
+    } else {
+      value->kind = KIND_REAL;
+      value->as.real = literal_double(s, n);
+    }
     break;
   case KIND_REAL:
-    sqlite3_result_double(context, literal_double(s, n));
+    value->kind = KIND_REAL;
+    value->as.real = literal_double(s, n);
     break;
   }
 }
 
-/* Where a record's field is: in the piece, or (a quoted field with doubled quotes) unescaped. */
+/* The reader's current record as values (`width` of them). */
+static void record_values(const Reader *reader, Value *values) {
+  for (int i = 0; i < reader->width; i++) {
+    const Field *field = &reader->fields[i];
+    const unsigned char *base = field->unescaped ? reader->unescaped : reader->data;
+    Value *value = &values[i];
+    field_value(base + field->start, field->length, value);
+    if (value->kind == KIND_TEXT) {
+      value->as.text.start = field->start;
+      value->as.text.length = field->length;
+      value->unescaped = (unsigned char)field->unescaped;
+    }
+  }
+}
+
+/* `s` as JSON.stringify writes a string (the reader's messages quote fields that way). */
+static void append_json_string(sqlite3_str *out, const unsigned char *s, int n) {
+  sqlite3_str_appendchar(out, 1, '"');
+  for (int i = 0; i < n; i++) {
+    unsigned char c = s[i];
+    switch (c) {
+    case '"': sqlite3_str_appendall(out, "\\\""); break;
+    case '\\': sqlite3_str_appendall(out, "\\\\"); break;
+    case '\b': sqlite3_str_appendall(out, "\\b"); break;
+    case '\f': sqlite3_str_appendall(out, "\\f"); break;
+    case '\n': sqlite3_str_appendall(out, "\\n"); break;
+    case '\r': sqlite3_str_appendall(out, "\\r"); break;
+    case '\t': sqlite3_str_appendall(out, "\\t"); break;
+    default:
+      if (c < 0x20) sqlite3_str_appendf(out, "\\u%04x", c);
+      else sqlite3_str_appendchar(out, 1, (char)c);
+    }
+  }
+  sqlite3_str_appendchar(out, 1, '"');
+}
+
+/* The messages below start with this, for the caller to tell them from SQLite's own. */
+#define ERROR_PREFIX "dirq_csv: line %lld: "
+
+static char *inner_quote_message(const Reader *reader, int start) {
+  sqlite3_str *out = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(out, ERROR_PREFIX "a quote inside an unquoted field ", reader->line);
+  append_json_string(out, reader->data + start, reader->at - start);
+  sqlite3_str_appendall(out, ": quote the whole field and double the quotes inside it");
+  return sqlite3_str_finish(out);
+}
+
+/* Text after a closing quote: the character there (all its UTF-8 bytes). */
+static char *after_quote_message(const Reader *reader) {
+  int length = 1;
+  unsigned char lead = reader->data[reader->at];
+  if (lead >= 0xf0) length = 4;
+  else if (lead >= 0xe0) length = 3;
+  else if (lead >= 0xc0) length = 2;
+  if (reader->at + length > reader->end) length = reader->end - reader->at;
+  sqlite3_str *out = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(out, ERROR_PREFIX "text ", reader->line);
+  append_json_string(out, reader->data + reader->at, length);
+  sqlite3_str_appendall(out, " after a closing quote: a quoted field ends at its closing quote");
+  return sqlite3_str_finish(out);
+}
+
+/* Line breaks in [from, to): LF, CRLF and a lone CR count one each. */
+static sqlite3_int64 line_breaks(const unsigned char *data, int from, int to) {
+  sqlite3_int64 count = 0;
+  for (int i = from; i < to; i++) {
+    if (data[i] == '\n') count++;
+    else if (data[i] == '\r' && (i + 1 >= to || data[i + 1] != '\n')) count++;
+  }
+  return count;
+}
+
+/* Outcomes of reading a record. */
+enum { READ_END, READ_RECORD, READ_ERROR };
+
+/*
+ * Reads a quoted field whose opening quote is at `at` into `field`; leaves `at` after its
+ * closing quote. Doubled quotes inside it are unescaped into the reader's buffer.
+ */
+static int read_quoted(Reader *reader, Field *field, char **message) {
+  const unsigned char *data = reader->data;
+  sqlite3_int64 opened_on = reader->line;
+  int start = reader->at + 1;
+  int at = start;
+  int doubled = 0;
+  for (;;) {
+    const unsigned char *quote = memchr(data + at, '"', (size_t)(reader->end - at));
+    if (quote == NULL) {
+      *message = sqlite3_mprintf(ERROR_PREFIX "a quoted field is still open at the end of the "
+                                              "file (a missing closing quote, or a file cut short)",
+                                 opened_on);
+      return READ_ERROR;
+    }
+    int close = (int)(quote - data);
+    reader->line += line_breaks(data, at, close);
+    at = close + 1;
+    if (at < reader->end && data[at] == '"') {
+      doubled = 1;
+      at++;
+      continue;
+    }
+    break;
+  }
+  int length = at - 1 - start;
+  field->unescaped = doubled;
+  if (!doubled) {
+    field->start = start;
+    field->length = length;
+  } else {
+    unsigned char *out = reader->unescaped + reader->unescaped_used;
+    int written = 0;
+    for (int i = start; i < start + length; i++) {
+      out[written++] = data[i];
+      if (data[i] == '"') i++; /* the second of a doubled quote */
+    }
+    field->start = reader->unescaped_used;
+    field->length = written;
+    reader->unescaped_used += written;
+  }
+  reader->at = at;
+  return READ_RECORD;
+}
+
+/*
+ * Reads the next record's fields (skipping empty lines) into the reader's `fields`. At
+ * READ_ERROR `*message` says which rule the record breaks (NULL when out of memory).
+ */
+static int read_record(Reader *reader, char **message) {
+  const unsigned char *data = reader->data;
+  for (;;) {
+    if (reader->at >= reader->end) return READ_END;
+    unsigned char c = data[reader->at];
+    if (c == '\n') {
+      reader->at++;
+    } else if (c == '\r') {
+      reader->at++;
+      if (reader->at < reader->end && data[reader->at] == '\n') reader->at++;
+    } else {
+      break;
+    }
+    reader->line++;
+  }
+  int count = 0;
+  Field extra;
+  for (;;) {
+    Field *field = count < reader->width ? &reader->fields[count] : &extra;
+    if (reader->at < reader->end && data[reader->at] == '"') {
+      if (read_quoted(reader, field, message) != READ_RECORD) return READ_ERROR;
+      if (reader->at < reader->end) {
+        unsigned char c = data[reader->at];
+        if (c != reader->delimiter && c != '\n' && c != '\r') {
+          *message = after_quote_message(reader);
+          return READ_ERROR;
+        }
+      }
+    } else {
+      int start = reader->at;
+      const unsigned char *byte = data + start;
+      const unsigned char *end = data + reader->end;
+      while (byte < end && !reader->stops[*byte]) byte++;
+      reader->at = (int)(byte - data);
+      if (byte < end && *byte == '"') {
+        *message = inner_quote_message(reader, start);
+        return READ_ERROR;
+      }
+      field->start = start;
+      field->length = reader->at - start;
+      field->unescaped = 0;
+    }
+    count++;
+    if (reader->at < reader->end && data[reader->at] == reader->delimiter) {
+      reader->at++;
+      continue;
+    }
+    break;
+  }
+  if (count != reader->width) {
+    *message = sqlite3_mprintf(ERROR_PREFIX "%d field%s, but the header has %d", reader->line, count,
+                               count == 1 ? "" : "s", reader->width);
+    return READ_ERROR;
+  }
+  /* The record's line break, if any (the piece may end without one). */
+  if (reader->at < reader->end) {
+    if (data[reader->at] == '\r' && reader->at + 1 < reader->end && data[reader->at + 1] == '\n') {
+      reader->at++;
+    }
+    reader->at++;
+    reader->line++;
+  }
+  return READ_RECORD;
+}
+
+/*
+ * Reading ahead: a piece of AHEAD_BYTES or more is read and typed on a thread of its own while
+ * SQLite inserts the records already read, so the parse and the inserts share two cores. The
+ * thread fills chunks of CHUNK_RECORDS records and says how many are ready every
+ * PUBLISH_RECORDS; a record that breaks a rule ends it, and its message waits for the cursor
+ * to reach that record. Smaller pieces (a small file is one) are read on SQLite's thread.
+ */
+#define AHEAD_BYTES (256 * 1024)
+#define CHUNK_RECORDS 1024
+#define PUBLISH_RECORDS 128
+
 typedef struct {
-  int start;
-  int length;
-  int unescaped; /* 1: `start` is an offset in the cursor's `unescaped` buffer */
-} Field;
+  pthread_t thread;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
+  Value **chunks;     /* enough slots for the most records a piece can hold */
+  int chunk_slots;
+  sqlite3_int64 ready; /* records read and typed: guarded by the mutex */
+  int done;            /* no more records will come: guarded by the mutex */
+  int stop;            /* the cursor no longer wants them: guarded by the mutex */
+  char *error;         /* at `done`: why the record at `ready` was refused, or NULL */
+  int failed;          /* at `done`: a record was refused (error NULL: out of memory) */
+} Ahead;
 
 typedef struct {
   sqlite3_vtab_cursor base;
-  unsigned char *data; /* a copy of the piece */
-  int at, end;         /* the next byte to read, and the piece's length */
-  unsigned char delimiter;
-  unsigned char stops[256]; /* 1 for the bytes that end an unquoted field: delimiter, CR, LF, quote */
-  int width;
-  sqlite3_int64 line; /* the file's line of the byte at `at` */
-  Field *fields;      /* `width` of them */
-  unsigned char *unescaped;
-  int unescaped_used, unescaped_size;
-  sqlite3_int64 row; /* the current record's position in the piece, from 1 */
+  Reader reader;
+  unsigned char *data; /* the copy of the piece the reader reads */
+  Value *values;       /* read here: the current record's values */
+  Ahead *ahead;        /* read ahead: the thread's state, else NULL */
+  sqlite3_int64 seen_ready; /* records known to be ready (read ahead) */
+  const Value *current;     /* the current record's values */
+  sqlite3_int64 row;        /* its position in the piece, from 1 */
   int eof;
 } CsvCursor;
+
+static void *read_ahead(void *argument) {
+  CsvCursor *csv = argument;
+  Ahead *ahead = csv->ahead;
+  Reader *reader = &csv->reader;
+  sqlite3_int64 count = 0;
+  int outcome = READ_RECORD;
+  char *message = NULL;
+  int stop = 0;
+  while (!stop) {
+    int slot = (int)(count / CHUNK_RECORDS);
+    if (count % CHUNK_RECORDS == 0 && ahead->chunks[slot] == NULL) {
+      ahead->chunks[slot] = sqlite3_malloc64(sizeof(Value) * CHUNK_RECORDS * reader->width);
+      if (ahead->chunks[slot] == NULL) outcome = READ_ERROR;
+    }
+    if (outcome == READ_RECORD) outcome = read_record(reader, &message);
+    if (outcome == READ_RECORD) {
+      record_values(reader, ahead->chunks[slot] + (count % CHUNK_RECORDS) * reader->width);
+      count++;
+    }
+    if (outcome != READ_RECORD || count % PUBLISH_RECORDS == 0) {
+      pthread_mutex_lock(&ahead->mutex);
+      ahead->ready = count;
+      if (outcome != READ_RECORD) {
+        ahead->done = 1;
+        ahead->failed = outcome == READ_ERROR;
+        ahead->error = message;
+      }
+      stop = ahead->stop || ahead->done;
+      pthread_cond_signal(&ahead->cond);
+      pthread_mutex_unlock(&ahead->mutex);
+    }
+  }
+  return NULL;
+}
+
+/* Stops and joins the reading thread, and frees what it read. */
+static void ahead_end(CsvCursor *csv) {
+  Ahead *ahead = csv->ahead;
+  if (ahead == NULL) return;
+  pthread_mutex_lock(&ahead->mutex);
+  ahead->stop = 1;
+  pthread_mutex_unlock(&ahead->mutex);
+  pthread_join(ahead->thread, NULL);
+  for (int i = 0; i < ahead->chunk_slots; i++) sqlite3_free(ahead->chunks[i]);
+  sqlite3_free(ahead->chunks);
+  sqlite3_free(ahead->error);
+  pthread_mutex_destroy(&ahead->mutex);
+  pthread_cond_destroy(&ahead->cond);
+  sqlite3_free(ahead);
+  csv->ahead = NULL;
+}
+
+/* Starts reading the piece ahead on a thread: SQLITE_OK, or SQLITE_NOMEM and no thread. */
+static int ahead_start(CsvCursor *csv) {
+  Ahead *ahead = sqlite3_malloc(sizeof(Ahead));
+  if (ahead == NULL) return SQLITE_NOMEM;
+  memset(ahead, 0, sizeof *ahead);
+  /* A record takes two bytes at least (a field and its line break), but the last. */
+  sqlite3_int64 most = csv->reader.end / 2 + 1;
+  ahead->chunk_slots = (int)(most / CHUNK_RECORDS + 1);
+  ahead->chunks = sqlite3_malloc64(sizeof(Value *) * (sqlite3_uint64)ahead->chunk_slots);
+  if (ahead->chunks == NULL) {
+    sqlite3_free(ahead);
+    return SQLITE_NOMEM;
+  }
+  memset(ahead->chunks, 0, sizeof(Value *) * (size_t)ahead->chunk_slots);
+  pthread_mutex_init(&ahead->mutex, NULL);
+  pthread_cond_init(&ahead->cond, NULL);
+  csv->ahead = ahead;
+  if (pthread_create(&ahead->thread, NULL, read_ahead, csv) != 0) {
+    pthread_mutex_destroy(&ahead->mutex);
+    pthread_cond_destroy(&ahead->cond);
+    sqlite3_free(ahead->chunks);
+    sqlite3_free(ahead);
+    csv->ahead = NULL;
+    return SQLITE_NOMEM;
+  }
+  return SQLITE_OK;
+}
 
 static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                        sqlite3_vtab **table, char **error) {
@@ -257,13 +584,14 @@ static int csv_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
 }
 
 static void csv_release(CsvCursor *csv) {
+  ahead_end(csv);
   sqlite3_free(csv->data);
-  sqlite3_free(csv->fields);
-  sqlite3_free(csv->unescaped);
+  sqlite3_free(csv->reader.fields);
+  sqlite3_free(csv->reader.unescaped);
+  sqlite3_free(csv->values);
   csv->data = NULL;
-  csv->fields = NULL;
-  csv->unescaped = NULL;
-  csv->unescaped_used = csv->unescaped_size = 0;
+  csv->values = NULL;
+  memset(&csv->reader, 0, sizeof csv->reader);
 }
 
 static int csv_close(sqlite3_vtab_cursor *cursor) {
@@ -273,7 +601,7 @@ static int csv_close(sqlite3_vtab_cursor *cursor) {
   return SQLITE_OK;
 }
 
-/* Stops the statement with `message` (sqlite3_mprintf'd, may be NULL when out of memory). */
+/* Stops the statement with `message` (sqlite3_mprintf'd; NULL when out of memory). */
 static int csv_fail(CsvCursor *csv, char *message) {
   sqlite3_vtab *table = csv->base.pVtab;
   sqlite3_free(table->zErrMsg);
@@ -282,191 +610,46 @@ static int csv_fail(CsvCursor *csv, char *message) {
   return message == NULL ? SQLITE_NOMEM : SQLITE_ERROR;
 }
 
-/* `s` as JSON.stringify writes a string (the reader's messages quote fields that way). */
-static void append_json_string(sqlite3_str *out, const unsigned char *s, int n) {
-  sqlite3_str_appendchar(out, 1, '"');
-  for (int i = 0; i < n; i++) {
-    unsigned char c = s[i];
-    switch (c) {
-    case '"': sqlite3_str_appendall(out, "\\\""); break;
-    case '\\': sqlite3_str_appendall(out, "\\\\"); break;
-    case '\b': sqlite3_str_appendall(out, "\\b"); break;
-    case '\f': sqlite3_str_appendall(out, "\\f"); break;
-    case '\n': sqlite3_str_appendall(out, "\\n"); break;
-    case '\r': sqlite3_str_appendall(out, "\\r"); break;
-    case '\t': sqlite3_str_appendall(out, "\\t"); break;
-    default:
-      if (c < 0x20) sqlite3_str_appendf(out, "\\u%04x", c);
-      else sqlite3_str_appendchar(out, 1, (char)c);
-    }
-  }
-  sqlite3_str_appendchar(out, 1, '"');
-}
-
-static int fail_inner_quote(CsvCursor *csv, int start) {
-  sqlite3_str *out = sqlite3_str_new(NULL);
-  sqlite3_str_appendf(out, "dirq_csv: line %lld: a quote inside an unquoted field ", csv->line);
-  append_json_string(out, csv->data + start, csv->at - start);
-  sqlite3_str_appendall(out, ": quote the whole field and double the quotes inside it");
-  return csv_fail(csv, sqlite3_str_finish(out));
-}
-
-/* Text after a closing quote: the character there (all its UTF-8 bytes). */
-static int fail_after_quote(CsvCursor *csv) {
-  int length = 1;
-  unsigned char lead = csv->data[csv->at];
-  if (lead >= 0xf0) length = 4;
-  else if (lead >= 0xe0) length = 3;
-  else if (lead >= 0xc0) length = 2;
-  if (csv->at + length > csv->end) length = csv->end - csv->at;
-  sqlite3_str *out = sqlite3_str_new(NULL);
-  sqlite3_str_appendf(out, "dirq_csv: line %lld: text ", csv->line);
-  append_json_string(out, csv->data + csv->at, length);
-  sqlite3_str_appendall(out, " after a closing quote: a quoted field ends at its closing quote");
-  return csv_fail(csv, sqlite3_str_finish(out));
-}
-
-/* Line breaks in [from, to): LF, CRLF and a lone CR count one each. */
-static sqlite3_int64 line_breaks(const unsigned char *data, int from, int to) {
-  sqlite3_int64 count = 0;
-  for (int i = from; i < to; i++) {
-    if (data[i] == '\n') count++;
-    else if (data[i] == '\r' && (i + 1 >= to || data[i + 1] != '\n')) count++;
-  }
-  return count;
-}
-
-/* Room for `more` bytes in the buffer of unescaped fields. */
-static int reserve_unescaped(CsvCursor *csv, int more) {
-  if (csv->unescaped_used + more <= csv->unescaped_size) return SQLITE_OK;
-  int size = csv->unescaped_size == 0 ? 4096 : csv->unescaped_size;
-  while (size < csv->unescaped_used + more) size *= 2;
-  unsigned char *grown = sqlite3_realloc64(csv->unescaped, (sqlite3_uint64)size);
-  if (grown == NULL) return SQLITE_NOMEM;
-  csv->unescaped = grown;
-  csv->unescaped_size = size;
-  return SQLITE_OK;
-}
-
-/*
- * Reads a quoted field whose opening quote is at `at` into `field`; leaves `at` after its
- * closing quote. Doubled quotes inside it are unescaped into the cursor's buffer.
- */
-static int read_quoted(CsvCursor *csv, Field *field) {
-  const unsigned char *data = csv->data;
-  sqlite3_int64 opened_on = csv->line;
-  int start = csv->at + 1;
-  int at = start;
-  int doubled = 0;
-  for (;;) {
-    const unsigned char *quote = memchr(data + at, '"', (size_t)(csv->end - at));
-    if (quote == NULL) {
-      csv->line = opened_on;
-      return csv_fail(csv, sqlite3_mprintf("dirq_csv: line %lld: a quoted field is still open at "
-                                           "the end of the file (a missing closing quote, or a "
-                                           "file cut short)",
-                                           opened_on));
-    }
-    int close = (int)(quote - data);
-    csv->line += line_breaks(data, at, close);
-    at = close + 1;
-    if (at < csv->end && data[at] == '"') {
-      doubled = 1;
-      at++;
-      continue;
-    }
-    break;
-  }
-  int length = at - 1 - start;
-  if (!doubled) {
-    field->start = start;
-    field->length = length;
-    field->unescaped = 0;
-  } else {
-    if (reserve_unescaped(csv, length) != SQLITE_OK) return csv_fail(csv, NULL);
-    unsigned char *out = csv->unescaped + csv->unescaped_used;
-    int written = 0;
-    for (int i = start; i < start + length; i++) {
-      out[written++] = data[i];
-      if (data[i] == '"') i++; /* the second of a doubled quote */
-    }
-    field->start = csv->unescaped_used;
-    field->length = written;
-    field->unescaped = 1;
-    csv->unescaped_used += written;
-  }
-  csv->at = at;
-  return SQLITE_OK;
-}
-
-/* Moves to the next record (skipping empty lines), or to the end. */
-static int csv_next(sqlite3_vtab_cursor *cursor) {
-  CsvCursor *csv = (CsvCursor *)cursor;
-  const unsigned char *data = csv->data;
-  const unsigned char delimiter = csv->delimiter;
-  for (;;) {
-    if (csv->at >= csv->end) {
+/* The next record from the reading thread, waiting for it when it is not read yet. */
+static int next_read_ahead(CsvCursor *csv) {
+  Ahead *ahead = csv->ahead;
+  sqlite3_int64 index = csv->row; /* the record wanted, from 0 */
+  if (index >= csv->seen_ready) {
+    pthread_mutex_lock(&ahead->mutex);
+    while (ahead->ready <= index && !ahead->done) pthread_cond_wait(&ahead->cond, &ahead->mutex);
+    csv->seen_ready = ahead->ready;
+    int done = ahead->done, failed = ahead->failed;
+    char *error = ahead->error;
+    if (index >= csv->seen_ready && failed) ahead->error = NULL; /* passed on below */
+    pthread_mutex_unlock(&ahead->mutex);
+    if (index >= csv->seen_ready) {
+      if (done && failed) return csv_fail(csv, error);
       csv->eof = 1;
       return SQLITE_OK;
     }
-    unsigned char c = data[csv->at];
-    if (c == '\n') {
-      csv->at++;
-    } else if (c == '\r') {
-      csv->at++;
-      if (csv->at < csv->end && data[csv->at] == '\n') csv->at++;
-    } else {
-      break;
-    }
-    csv->line++;
   }
+  csv->current = ahead->chunks[index / CHUNK_RECORDS] + (index % CHUNK_RECORDS) * csv->reader.width;
   csv->row++;
-  csv->unescaped_used = 0;
-  int count = 0;
-  Field quoted;
-  for (;;) {
-    Field *field = count < csv->width ? &csv->fields[count] : &quoted;
-    if (csv->at < csv->end && data[csv->at] == '"') {
-      int rc = read_quoted(csv, field);
-      if (rc != SQLITE_OK) return rc;
-      if (csv->at < csv->end) {
-        unsigned char c = data[csv->at];
-        if (c != delimiter && c != '\n' && c != '\r') return fail_after_quote(csv);
-      }
-    } else {
-      int start = csv->at;
-      const unsigned char *stops = csv->stops;
-      const unsigned char *byte = data + start;
-      const unsigned char *end = data + csv->end;
-      while (byte < end && !stops[*byte]) byte++;
-      int at = (int)(byte - data);
-      if (at < csv->end && data[at] == '"') {
-        csv->at = at;
-        return fail_inner_quote(csv, start);
-      }
-      field->start = start;
-      field->length = at - start;
-      field->unescaped = 0;
-      csv->at = at;
-    }
-    count++;
-    if (csv->at < csv->end && data[csv->at] == delimiter) {
-      csv->at++;
-      continue;
-    }
-    break;
-  }
-  if (count != csv->width) {
-    return csv_fail(csv, sqlite3_mprintf("dirq_csv: line %lld: %d field%s, but the header has %d",
-                                         csv->line, count, count == 1 ? "" : "s", csv->width));
-  }
-  /* The record's line break, if any (the piece may end without one). */
-  if (csv->at < csv->end) {
-    if (data[csv->at] == '\r' && csv->at + 1 < csv->end && data[csv->at + 1] == '\n') csv->at++;
-    csv->at++;
-    csv->line++;
-  }
   return SQLITE_OK;
+}
+
+/* Moves to the next record, or to the end. */
+static int csv_next(sqlite3_vtab_cursor *cursor) {
+  CsvCursor *csv = (CsvCursor *)cursor;
+  if (csv->ahead != NULL) return next_read_ahead(csv);
+  char *message = NULL;
+  switch (read_record(&csv->reader, &message)) {
+  case READ_END:
+    csv->eof = 1;
+    return SQLITE_OK;
+  case READ_ERROR:
+    return csv_fail(csv, message);
+  default:
+    record_values(&csv->reader, csv->values);
+    csv->current = csv->values;
+    csv->row++;
+    return SQLITE_OK;
+  }
 }
 
 static int csv_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
@@ -477,6 +660,7 @@ static int csv_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_
   csv_release(csv);
   csv->eof = 1;
   csv->row = 0;
+  csv->seen_ready = 0;
   if (argc < 4) return SQLITE_OK;
   const char *delimiter = (const char *)sqlite3_value_text(argv[1]);
   sqlite3_int64 width = sqlite3_value_int64(argv[2]);
@@ -489,17 +673,26 @@ static int csv_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_
   int bytes = sqlite3_value_bytes(argv[0]);
   const void *piece = sqlite3_value_blob(argv[0]);
   csv->data = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
-  csv->fields = sqlite3_malloc64(sizeof(Field) * (sqlite3_uint64)width);
-  if (csv->data == NULL || csv->fields == NULL) return SQLITE_NOMEM;
+  csv->values = sqlite3_malloc64(sizeof(Value) * (sqlite3_uint64)width);
+  Reader *reader = &csv->reader;
+  reader->fields = sqlite3_malloc64(sizeof(Field) * (sqlite3_uint64)width);
+  reader->unescaped = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  if (csv->data == NULL || csv->values == NULL || reader->fields == NULL ||
+      reader->unescaped == NULL) {
+    return SQLITE_NOMEM;
+  }
   if (bytes > 0) memcpy(csv->data, piece, (size_t)bytes);
-  csv->at = 0;
-  csv->end = bytes;
-  csv->delimiter = (unsigned char)delimiter[0];
-  memset(csv->stops, 0, sizeof csv->stops);
-  csv->stops[csv->delimiter] = csv->stops['\n'] = csv->stops['\r'] = csv->stops['"'] = 1;
-  csv->width = (int)width;
-  csv->line = sqlite3_value_int64(argv[3]);
+  reader->data = csv->data;
+  reader->at = 0;
+  reader->end = bytes;
+  reader->delimiter = (unsigned char)delimiter[0];
+  memset(reader->stops, 0, sizeof reader->stops);
+  reader->stops[reader->delimiter] = reader->stops['\n'] = reader->stops['\r'] = 1;
+  reader->stops['"'] = 1;
+  reader->width = (int)width;
+  reader->line = sqlite3_value_int64(argv[3]);
   csv->eof = 0;
+  if (bytes >= AHEAD_BYTES && ahead_start(csv) != SQLITE_OK) return SQLITE_NOMEM;
   return csv_next(cursor);
 }
 
@@ -509,10 +702,24 @@ static int csv_eof(sqlite3_vtab_cursor *cursor) {
 
 static int csv_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, int column) {
   CsvCursor *csv = (CsvCursor *)cursor;
-  if (column >= csv->width) return SQLITE_OK; /* past the width, and the arguments: NULL */
-  const Field *field = &csv->fields[column];
-  const unsigned char *base = field->unescaped ? csv->unescaped : csv->data;
-  result_field(context, base + field->start, field->length);
+  if (column >= csv->reader.width) return SQLITE_OK; /* the arguments read as NULL */
+  const Value *value = &csv->current[column];
+  switch (value->kind) {
+  case KIND_TEXT: {
+    const unsigned char *base = value->unescaped ? csv->reader.unescaped : csv->data;
+    sqlite3_result_text(context, (const char *)base + value->as.text.start,
+                        value->as.text.length, SQLITE_TRANSIENT);
+    break;
+  }
+  case KIND_INTEGER:
+    sqlite3_result_int64(context, value->as.integer);
+    break;
+  case KIND_REAL:
+    sqlite3_result_double(context, value->as.real);
+    break;
+  default:
+    break; /* NULL */
+  }
   return SQLITE_OK;
 }
 
