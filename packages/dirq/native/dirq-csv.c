@@ -527,6 +527,10 @@ static int ahead_start(CsvCursor *csv) {
   return SQLITE_OK;
 }
 
+/* In dirq-fs.c: connecting and disconnecting a table that reads only its arguments. */
+int dirq_connect_innocuous(sqlite3 *db, const char *schema, sqlite3_vtab **table);
+int dirq_disconnect(sqlite3_vtab *table);
+
 static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                        sqlite3_vtab **table, char **error) {
   (void)aux;
@@ -539,19 +543,9 @@ static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv
   sqlite3_str_appendall(schema, "piece HIDDEN, delimiter HIDDEN, width HIDDEN, first_line HIDDEN)");
   char *text = sqlite3_str_finish(schema);
   if (text == NULL) return SQLITE_NOMEM;
-  int rc = sqlite3_declare_vtab(db, text);
+  int rc = dirq_connect_innocuous(db, text, table);
   sqlite3_free(text);
-  if (rc != SQLITE_OK) return rc;
-  sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
-  *table = sqlite3_malloc(sizeof(sqlite3_vtab));
-  if (*table == NULL) return SQLITE_NOMEM;
-  memset(*table, 0, sizeof(sqlite3_vtab));
-  return SQLITE_OK;
-}
-
-static int csv_disconnect(sqlite3_vtab *table) {
-  sqlite3_free(table);
-  return SQLITE_OK;
+  return rc;
 }
 
 /* All four arguments are required, in order. */
@@ -733,7 +727,7 @@ static sqlite3_module csv_module = {
     NULL,           /* xCreate: eponymous only */
     csv_connect,    /* xConnect */
     csv_best_index, /* xBestIndex */
-    csv_disconnect, /* xDisconnect */
+    dirq_disconnect, /* xDisconnect */
     NULL,           /* xDestroy */
     csv_open,       /* xOpen */
     csv_close,      /* xClose */

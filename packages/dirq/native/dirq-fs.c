@@ -664,8 +664,11 @@ typedef struct {
   int eof;
 } RowsCursor;
 
-/* Connects an eponymous table of this file that reads only its arguments, with `schema`. */
-static int connect_innocuous(sqlite3 *db, const char *schema, sqlite3_vtab **table) {
+/*
+ * Connects an eponymous table that reads only its arguments, with `schema` (also dirq_csv's,
+ * in dirq-csv.c).
+ */
+int dirq_connect_innocuous(sqlite3 *db, const char *schema, sqlite3_vtab **table) {
   int rc = sqlite3_declare_vtab(db, schema);
   if (rc != SQLITE_OK) return rc;
   sqlite3_vtab_config(db, SQLITE_VTAB_INNOCUOUS);
@@ -681,14 +684,15 @@ static int rows_connect(sqlite3 *db, void *aux, int argc, const char *const *arg
   (void)argc;
   (void)argv;
   (void)error;
-  return connect_innocuous(db,
+  return dirq_connect_innocuous(db,
                            "CREATE TABLE x(path TEXT, basename TEXT, dir TEXT, ext TEXT, "
                            "size INTEGER, mtime INTEGER, ctime INTEGER, paths HIDDEN, "
                            "stats HIDDEN)",
                            table);
 }
 
-static int rows_disconnect(sqlite3_vtab *table) {
+/* Disconnects a table that dirq_connect_innocuous connected. */
+int dirq_disconnect(sqlite3_vtab *table) {
   sqlite3_free(table);
   return SQLITE_OK;
 }
@@ -860,7 +864,7 @@ static sqlite3_module rows_module = {
     NULL,            /* xCreate: eponymous only */
     rows_connect,    /* xConnect */
     rows_best_index, /* xBestIndex */
-    rows_disconnect, /* xDisconnect */
+    dirq_disconnect, /* xDisconnect */
     NULL,            /* xDestroy */
     rows_open,       /* xOpen */
     rows_close,      /* xClose */
@@ -889,7 +893,7 @@ static int blank_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   (void)argc;
   (void)argv;
   (void)error;
-  return connect_innocuous(db, "CREATE TABLE x(count HIDDEN)", table);
+  return dirq_connect_innocuous(db, "CREATE TABLE x(count HIDDEN)", table);
 }
 
 /* `count` is required (argument 1). */
@@ -958,7 +962,7 @@ static sqlite3_module blank_module = {
     NULL,             /* xCreate: eponymous only */
     blank_connect,    /* xConnect */
     blank_best_index, /* xBestIndex */
-    rows_disconnect,  /* xDisconnect */
+    dirq_disconnect,  /* xDisconnect */
     NULL,             /* xDestroy */
     blank_open,       /* xOpen */
     blank_close,      /* xClose */
