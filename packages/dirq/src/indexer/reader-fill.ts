@@ -162,8 +162,18 @@ function nativeCsvError(error: unknown): unknown {
   return error;
 }
 
-/** One build of a table whose files dirq reads itself: the table's columns as files add keys. */
-class ReaderTableBuild {
+/** A table that already exists, which a build fills instead of creating `spec`'s. */
+export interface ExistingTable {
+  name: string;
+  /** Its visible columns, in order. */
+  columns: readonly string[];
+}
+
+/**
+ * One build of a table whose files dirq reads itself: the table's columns as files add keys.
+ * With `into`, it fills that existing table (a live refresh's staging table) instead.
+ */
+export class ReaderTableBuild {
   columns: string[];
   /** The files filled, with their signatures (for a persisted cache's catalog). */
   readonly recorded: [string, FileSignature][] = [];
@@ -173,18 +183,24 @@ class ReaderTableBuild {
   /** Whether CSV and TSV records are parsed and inserted by the native `dirq_csv` table. */
   private readonly nativeCsv: boolean;
 
+  /** The table the rows go to. */
+  private readonly table: string;
+
   constructor(
     private readonly db: SqliteDatabase,
     private readonly spec: ParsedTableSpec,
     private readonly extractor: ReaderExtractor,
-    private readonly options: ParsedTableOptions,
+    private readonly root: string,
     private readonly persisted: boolean,
+    into: ExistingTable | null = null,
   ) {
-    this.columns = spec.schema ? spec.schema.map(([column]) => column) : [];
+    this.table = into?.name ?? spec.name;
+    this.columns = into ? [...into.columns] : (spec.schema?.map(([column]) => column) ?? []);
     this.nativeCsv = loadNativeRows(db);
     // A table with a schema is created before any file is read; one without, at its first rows
     // (its columns are theirs), or at the end when no file has any (finish).
-    if (spec.schema !== null) this.create([]);
+    if (into !== null) this.created = true;
+    else if (spec.schema !== null) this.create([]);
   }
 
   /** Creates the table if no file has (a table with no rows still has its name). */
@@ -197,7 +213,7 @@ class ReaderTableBuild {
    * leaves no row behind. Its reason when it is skipped, else `null`.
    */
   fillFile(path: string): { reason: string | null; rows: number } {
-    const signature = this.persisted ? fileSignature(`${this.options.root}/${path}`) : null;
+    const signature = this.persisted ? fileSignature(`${this.root}/${path}`) : null;
     const columnsBefore = this.columns;
     const createdBefore = this.created;
     const rollBack = () => {
@@ -239,19 +255,19 @@ class ReaderTableBuild {
     const onRows = (rows: HookRow[]) => {
       if (rows.length === 0) return;
       if (this.takeKeys(inferColumns([rows])) || insert === null) {
-        insert = rowInserter(this.db, this.spec.name, this.columns, count);
+        insert = rowInserter(this.db, this.table, this.columns, count);
       }
       insert(path, rows);
       count += rows.length;
       // The next piece's rows number on from these.
-      insert = rowInserter(this.db, this.spec.name, this.columns, count);
+      insert = rowInserter(this.db, this.table, this.columns, count);
     };
     const onRecords = (batch: RecordBatch) => {
       if (batch.count === 0) return;
       if (batch.names !== recordNames || insertRecords === null) {
         this.takeKeys(batch.names.filter((name) => !isOwnName(name)));
         recordNames = batch.names;
-        insertRecords = recordInserter(this.prepare, this.spec.name, this.columns, batch.names);
+        insertRecords = recordInserter(this.prepare, this.table, this.columns, batch.names);
       }
       insertRecords(path, batch, count);
       count += batch.count;
@@ -269,7 +285,7 @@ class ReaderTableBuild {
           },
         }
       : undefined;
-    const reason = this.extractor.readRows({ path, root: this.options.root }, onRows, {
+    const reason = this.extractor.readRows({ path, root: this.root }, onRows, {
       onRecords,
       csvPieces,
     });
@@ -278,7 +294,7 @@ class ReaderTableBuild {
 
   /** Inserts a piece's records natively; how many. A record that breaks a rule: `RowsError`. */
   private insertCsvPiece(path: string, piece: CsvPiece, firstIndex: number): number {
-    const insert = this.prepare(nativeCsvInsertSql(this.spec.name, this.columns, piece.names));
+    const insert = this.prepare(nativeCsvInsertSql(this.table, this.columns, piece.names));
     try {
       const { records, delimiter, names, firstLine } = piece;
       return insert.run(path, BigInt(firstIndex), records, delimiter, names.length, firstLine)
@@ -317,7 +333,7 @@ class ReaderTableBuild {
     for (const column of keys) {
       if (known.has(foldName(column))) continue;
       this.db.exec(
-        `ALTER TABLE ${quoteIdentifier(this.spec.name)} ADD COLUMN ${quoteIdentifier(column)}`,
+        `ALTER TABLE ${quoteIdentifier(this.table)} ADD COLUMN ${quoteIdentifier(column)}`,
       );
       this.columns = [...this.columns, column];
       known.add(foldName(column));
@@ -344,7 +360,7 @@ export async function fillFromReader(
   const phase = options.progress.start();
   const skipped: SkippedPath[] = [];
   const before = persisted ? schemaObjects(db) : null;
-  const build = new ReaderTableBuild(db, spec, extractor, options, persisted !== null);
+  const build = new ReaderTableBuild(db, spec, extractor, options.root, persisted !== null);
   let next = 0;
   const report = () => {
     const percent = paths.length === 0 ? 100 : Math.floor((next * 100) / paths.length);

@@ -14,6 +14,7 @@ import {
 } from "./parsed-tables.js";
 import type { PathTables } from "./path-tables.js";
 import type { RowChange } from "./row-changes.js";
+import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
 import { HookSlots } from "../parse/hook-slots.js";
 
 /** The tables a refresh keeps current. */
@@ -42,6 +43,12 @@ interface Gathered {
 }
 
 /** One file left to parse after a refresh's first phase, for the tables that select it. */
+/** A file's output for one table read through the staging table when committed. */
+const STAGED = Symbol("staged");
+
+/** What committing a file's rows gets for one table: rows, why there are none, or `STAGED`. */
+type ParseOutput = HookRow[] | string | typeof STAGED;
+
 interface ParseJob {
   file: string;
   signature: FileSignature | null;
@@ -442,9 +449,15 @@ export class Refresher {
     const { signal } = job.controller;
     const release = await this.slots.acquire(signal);
     if (release === null) return;
-    let outputs: (HookRow[] | string)[];
+    let outputs: ParseOutput[];
     try {
-      outputs = await Promise.all(job.tables.map((table) => this.extract(table, job.file, signal)));
+      outputs = await Promise.all(
+        job.tables.map((table) =>
+          refreshesStaged(table, `${this.root}/${job.file}`)
+            ? STAGED
+            : this.extract(table, job.file, signal),
+        ),
+      );
     } finally {
       release();
     }
@@ -468,28 +481,19 @@ export class Refresher {
     }
   }
 
-  private applyParsed(job: ParseJob, outputs: readonly (HookRow[] | string)[]): RowChange[] {
+  private applyParsed(job: ParseJob, outputs: readonly ParseOutput[]): RowChange[] {
     const changes: RowChange[] = [];
     try {
       this.db.transaction(() => {
         job.tables.forEach((table, i) => {
-          const output = outputs[i] as HookRow[] | string;
+          const output = outputs[i] as ParseOutput;
           const label = table.spec.label ?? table.spec.name;
-          if (typeof output === "string") {
-            changes.push({ action: "error", table: label, file_path: job.file, error: output });
-          }
-          const rows = typeof output === "string" ? [] : output;
-          const written = this.isolated(changes, job.file, label, () =>
-            replaceFileRows(this.db, table, job.file, rows),
-          );
-          if (!written) {
-            // Its rows break a rule of the table: the file has no rows, like a failed hook.
-            this.isolated(changes, job.file, label, () =>
-              replaceFileRows(this.db, table, job.file, []),
-            );
-          }
+          const stands =
+            output === STAGED
+              ? this.applyStaged(changes, job.file, table, label)
+              : this.applyRows(changes, job.file, table, label, output);
           // A file whose rows stand is recorded; any other is parsed again next time.
-          if (written && typeof output !== "string" && job.signature !== null) {
+          if (stands && job.signature !== null) {
             this.catalog?.recordFile(table.spec.name, job.file, job.signature);
           } else {
             this.catalog?.forgetFile(table.spec.name, job.file);
@@ -500,6 +504,48 @@ export class Refresher {
       this.rereadColumns();
     }
     return changes;
+  }
+
+  /** Writes a file's rows (none for a failure) into one table; whether its rows stand. */
+  private applyRows(
+    changes: RowChange[],
+    file: string,
+    table: LiveParsedTable,
+    label: string,
+    output: HookRow[] | string,
+  ): boolean {
+    if (typeof output === "string") {
+      changes.push({ action: "error", table: label, file_path: file, error: output });
+    }
+    const rows = typeof output === "string" ? [] : output;
+    const written = this.isolated(changes, file, label, () =>
+      replaceFileRows(this.db, table, file, rows),
+    );
+    if (!written) {
+      // Its rows break a rule of the table: the file has no rows, like a failed hook.
+      this.isolated(changes, file, label, () => replaceFileRows(this.db, table, file, []));
+    }
+    return written && typeof output !== "string";
+  }
+
+  /** As `applyRows`, the file read through the staging table (see staged-refresh.ts). */
+  private applyStaged(
+    changes: RowChange[],
+    file: string,
+    table: LiveParsedTable,
+    label: string,
+  ): boolean {
+    let reason = null as string | null;
+    const written = this.isolated(changes, file, label, () => {
+      const staged = replaceFileRowsStaged(this.db, table, file, this.root);
+      if (typeof staged !== "string") return staged;
+      reason = staged;
+      return [];
+    });
+    if (written && reason === null) return true;
+    if (reason !== null) return this.applyRows(changes, file, table, label, reason);
+    this.isolated(changes, file, label, () => replaceFileRows(this.db, table, file, []));
+    return false;
   }
 
   /**
