@@ -36,6 +36,19 @@ format = "csv"
 ddl = "CREATE INDEX csv_plain_name ON csv_plain(name)"
 
 [[table]]
+name = "typed_staged"
+glob = "big.csv"
+format = "csv"
+schema = { id = "INTEGER", amount = "REAL", code = "TEXT", extra = "TEXT" }
+
+[[table]]
+name = "typed_plain"
+glob = "big.csv"
+format = "csv"
+schema = { id = "INTEGER", amount = "REAL", code = "TEXT", extra = "TEXT" }
+ddl = "CREATE INDEX typed_plain_id ON typed_plain(id)"
+
+[[table]]
 name = "jsonl_staged"
 glob = "big.jsonl"
 format = "jsonl"
@@ -96,21 +109,35 @@ describe("the live refresh of a large file", () => {
   });
 
   /** Applies an edit and waits for its events: `expected` per table of the pair. */
-  async function edit(table: "csv" | "jsonl", write: () => void, expected: number) {
+  let typedEvents = 0;
+
+  /**
+   * Applies an edit and waits for its events: `expected` for each table of the pair, and
+   * `typed` for each of the CSV file's tables with a schema.
+   */
+  async function edit(table: "csv" | "jsonl", write: () => void, expected: number, typed = 0) {
     const stream = events as EventStream;
     const from = stream.rowCount();
     write();
-    await stream.until(
-      () => stream.rowCount() >= from + 2 * expected,
-      `${2 * expected} events of ${table}`,
-      60_000,
-    );
+    const total = 2 * expected + 2 * typed;
+    await stream.until(() => stream.rowCount() >= from + total, `${total} events`, 60_000);
     const rows = stream.rows().slice(from);
+    assert.equal(
+      rows.filter((row) => row.table === `${table}_staged`).length,
+      expected,
+      JSON.stringify(rows.slice(0, 3)),
+    );
     const staged = rows.filter((row) => row.table === `${table}_staged`);
     const plain = rows.filter((row) => row.table === `${table}_plain`);
     const named = (row: RowEvent) => ({ ...row, table: "t" });
     assert.deepEqual(staged.map(named), plain.map(named));
-    assert.equal(staged.length, expected, JSON.stringify(staged.slice(0, 3)));
+    if (table === "csv") {
+      // The same file through a schema (declared types, columns kept or left NULL).
+      const typed = rows.filter((row) => row.table === "typed_staged");
+      const typedPlain = rows.filter((row) => row.table === "typed_plain");
+      assert.deepEqual(typed.map(named), typedPlain.map(named));
+      typedEvents += typed.length;
+    }
     return staged;
   }
 
@@ -121,7 +148,7 @@ describe("the live refresh of a large file", () => {
   test("edits, appends, removals and rewrites give the events of an ordinary refresh", async () => {
     csv[10] = csvRecord(10).replace("name 10", "renamed");
     csv[500] = csvRecord(500).replace('""500""', '""five hundred""');
-    let changed = await edit("csv", writeCsv, 2);
+    let changed = await edit("csv", writeCsv, 2, 0);
     assert.deepEqual(
       changed.map((row) => [row.action, row.row?.id, row.old_row?.name]),
       [
@@ -130,13 +157,13 @@ describe("the live refresh of a large file", () => {
       ],
     );
     csv.push(csvRecord(20_000), csvRecord(20_001), csvRecord(20_002));
-    changed = await edit("csv", writeCsv, 3);
+    changed = await edit("csv", writeCsv, 3, 3);
     assert.deepEqual(
       changed.map((row) => row.action),
       ["insert", "insert", "insert"],
     );
     csv.splice(-5);
-    changed = await edit("csv", writeCsv, 5);
+    changed = await edit("csv", writeCsv, 5, 5);
     assert.deepEqual(
       changed.map((row) => [row.action, row.row?.id]),
       [
@@ -152,11 +179,14 @@ describe("the live refresh of a large file", () => {
     writeCsv();
     csv[20] = csv[20]?.replace(",25.00,", ",abc,") ?? "";
     csv[22] = csv[22]?.replace(",66,", ",66.0,") ?? "";
-    changed = await edit("csv", writeCsv, 1);
+    changed = await edit("csv", writeCsv, 1, 2);
     assert.deepEqual(
       changed.map((row) => [row.action, row.row?.amount, row.old_row?.amount]),
       [["update", "abc", 25]],
     );
+    // The schema's table has no column for the first two edits (names, quotes), and its TEXT
+    // `code` tells 66 from 66.0: 0 + 3 + 5 + 0 + 2 events.
+    assert.equal(typedEvents, 10);
   });
 
   test("a key that is new to the table adds its column; the other rows do not change", async () => {
@@ -173,6 +203,7 @@ describe("the live refresh of a large file", () => {
   test("the rows equal the ordinary refresh's and a fresh scan's", async () => {
     for (const [staged, plain] of [
       ["csv_staged", "csv_plain"],
+      ["typed_staged", "typed_plain"],
       ["jsonl_staged", "jsonl_plain"],
     ]) {
       const sql = (table: string) => `SELECT * FROM ${table} ORDER BY _dirq_row_index`;
