@@ -98,7 +98,7 @@ describe("the live refresh of a large file", () => {
     for (const name of ["big.csv", "big.jsonl"]) {
       assert.ok(statSync(join(root, name)).size > STAGED_REFRESH_BYTES, `${name} is large`);
     }
-    server = await startServer(["-c", "dirq.toml"], { cwd: root });
+    server = await startServer(["-c", "dirq.toml", "--port", "0"], { cwd: root });
     events = await openReadyEvents(server);
   });
 
