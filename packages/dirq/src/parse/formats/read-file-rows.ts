@@ -241,22 +241,32 @@ function readWhole(fd: number, size: number): Buffer {
 /**
  * Calls `visit` with each piece of a large record-per-line file, in order: up to `PIECE_BYTES`
  * read at a time, cut after the last whole record (a record longer than that grows its piece).
+ * Each read goes after the carried-over part in one buffer. With `reuse`, the consumer keeps
+ * nothing of a piece once `visit` returns, and two buffers take turns (no fresh memory per
+ * piece); without it, each piece has a buffer of its own (worker threads hold pieces).
  */
 function forEachPiece(
   fd: number,
   quoted: boolean,
   visit: (bytes: Buffer, firstLine: number, isFirst: boolean) => void,
+  reuse: boolean,
 ): void {
+  const buffers: Buffer[] = [];
+  let turn = 0;
   let carry: Buffer = Buffer.alloc(0);
   let line = 1;
   let first = true;
   for (;;) {
-    const block = Buffer.allocUnsafe(PIECE_BYTES);
-    const bytes = readSync(fd, block, 0, PIECE_BYTES, null);
-    const data =
-      carry.length === 0
-        ? block.subarray(0, bytes)
-        : Buffer.concat([carry, block.subarray(0, bytes)]);
+    const size = carry.length + PIECE_BYTES;
+    let buffer = reuse ? buffers[turn] : undefined;
+    if (buffer === undefined || buffer.length < size) {
+      buffer = Buffer.allocUnsafe(size);
+      if (reuse) buffers[turn] = buffer;
+    }
+    turn ^= 1;
+    carry.copy(buffer, 0);
+    const bytes = readSync(fd, buffer, carry.length, PIECE_BYTES, null);
+    const data = buffer.subarray(0, carry.length + bytes);
     const final = bytes === 0;
     const end = final ? data.length : lastRecordEnd(data, quoted);
     if (end === -1) {
@@ -267,8 +277,8 @@ function forEachPiece(
     carry = data.subarray(end);
     visit(piece, line, first);
     first = false;
-    line += countLines(piece, quoted);
     if (final) return;
+    line += countLines(piece, quoted);
   }
 }
 
@@ -307,7 +317,7 @@ export function readFileRows(
       read(readWhole(fd, size), 1, true);
     } else if (csv && onRecords !== undefined && size >= THREADED_BYTES) {
       readPiecesOnThreads(
-        (visit) => forEachPiece(fd, true, visit),
+        (visit) => forEachPiece(fd, true, visit, false),
         chosen === "csv" ? "," : "\t",
         (reader, bytes, firstLine, isFirst) => {
           const batch = reader.piece(pieceBytes(bytes, firstLine, isFirst), firstLine);
@@ -316,7 +326,7 @@ export function readFileRows(
         onRecords,
       );
     } else {
-      forEachPiece(fd, chosen !== "jsonl", read);
+      forEachPiece(fd, chosen !== "jsonl", read, true);
     }
   } catch (error) {
     if (error instanceof RowsError) throw error;
