@@ -711,9 +711,19 @@ describe("GET /events", () => {
     if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
     lastWrite.set(path, Date.now());
   }
+  /**
+   * Written in a folder outside the tree and renamed into place, as editors save: the watcher
+   * sees the file whole. Written in place, a loaded machine can show it empty first (an insert,
+   * then an update).
+   */
+  let aside: string | null = null;
+  let written = 0;
   async function write(path: string, content: string): Promise<void> {
     await spaced(path);
-    writeFileSync(join(root, path), content);
+    aside ??= tree({});
+    const staged = join(aside, `${written++}`);
+    writeFileSync(staged, content);
+    renameSync(staged, join(root, path));
   }
 
   /** Paths of './docs' in the index now. */
