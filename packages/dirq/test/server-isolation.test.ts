@@ -62,9 +62,19 @@ const { tree, serve } = serverFixtures({
   },
 });
 
+let aside: string | null = null;
+let written = 0;
+
+/**
+ * Writes a file as editors save: in a folder outside the tree, then renamed into place, so the
+ * watcher and hooks see it whole (written in place, a loaded machine can show it empty first).
+ */
 function write(root: string, path: string, content: string): void {
   mkdirSync(dirname(join(root, path)), { recursive: true });
-  writeFileSync(join(root, path), content);
+  aside ??= tree({});
+  const staged = join(aside, `${written++}`);
+  writeFileSync(staged, content);
+  renameSync(staged, join(root, path));
 }
 
 async function serverJson(server: ServerProcess, sql: string): Promise<string> {
