@@ -25,7 +25,7 @@ import {
 import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
-import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
+import { FILE_PATH_COLUMN, HIDDEN_COLUMNS, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
 
 export { FILE_PATH_COLUMN, ROW_INDEX_COLUMN };
@@ -303,8 +303,6 @@ export interface LiveParsedTable {
   columns: string[];
   matches: (path: string) => boolean;
 }
-
-const HIDDEN_COLUMNS = new Set([FILE_PATH_COLUMN, ROW_INDEX_COLUMN]);
 
 /** A parsed table's visible columns as SQLite has them now (the source of truth). */
 export function storedColumns(db: SqliteDatabase, table: string): string[] {

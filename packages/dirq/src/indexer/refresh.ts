@@ -42,13 +42,13 @@ interface Gathered {
   signature: FileSignature | null;
 }
 
-/** One file left to parse after a refresh's first phase, for the tables that select it. */
 /** A file's output for one table read through the staging table when committed. */
 const STAGED = Symbol("staged");
 
 /** What committing a file's rows gets for one table: rows, why there are none, or `STAGED`. */
 type ParseOutput = HookRow[] | string | typeof STAGED;
 
+/** One file left to parse after a refresh's first phase, for the tables that select it. */
 interface ParseJob {
   file: string;
   signature: FileSignature | null;

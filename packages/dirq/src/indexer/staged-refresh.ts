@@ -1,16 +1,17 @@
 import { statSync } from "node:fs";
 import { isReaderExtractor } from "../parse/format-extractor.js";
-import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
+import { FILE_PATH_COLUMN, HIDDEN_COLUMNS, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
-import { type LiveParsedTable, storedColumns } from "./parsed-tables.js";
+import type { LiveParsedTable } from "./parsed-tables.js";
 import { ReaderTableBuild } from "./reader-fill.js";
 import { type RowChange, rowJson } from "./row-changes.js";
 
 /**
  * The live refresh of a large file of a built-in format. Its rows are not held in memory and
- * compared one by one in JavaScript (a 50 MB CSV file took seconds of the main thread and most
- * of a gigabyte): they are read into a staging table as a table build reads them (a piece at a
- * time, CSV natively) and compared with the file's rows in SQL; only the rows that differ are
+ * compared one by one in JavaScript (which costs the main thread time and memory in proportion
+ * to the whole file, however little changed): they are read into a staging table as a table
+ * build reads them (a piece at a time, CSV natively) and compared with the file's rows in SQL;
+ * only the rows that differ are
  * written, and turned into events: the same events, in the same order, as a small file's
  * refresh gives (updates by position, then inserts, then deletes).
  */
@@ -35,15 +36,14 @@ export function refreshesStaged(table: LiveParsedTable, absolute: string): boole
 
 /** The staging table: the table's columns with their declared types, rows keyed by position. */
 function createStage(db: SqliteDatabase, table: string): string[] {
-  const info = db.prepare("SELECT name, type FROM pragma_table_info(?)").all(table) as {
-    name: string;
-    type: string;
-  }[];
-  const columns = storedColumns(db, table);
-  const declared = new Map(info.map(({ name, type }) => [name, type]));
-  const definitions = columns.map((column) =>
-    `${quoteIdentifier(column)} ${declared.get(column) ?? ""}`.trim(),
-  );
+  const visible = (
+    db.prepare("SELECT name, type FROM pragma_table_info(?)").all(table) as {
+      name: string;
+      type: string;
+    }[]
+  ).filter(({ name }) => !HIDDEN_COLUMNS.has(name));
+  const columns = visible.map(({ name }) => name);
+  const definitions = visible.map(({ name, type }) => `${quoteIdentifier(name)} ${type}`.trim());
   definitions.push(`${FILE_PATH_COLUMN} TEXT NOT NULL`, `${ROW_INDEX_COLUMN} INTEGER PRIMARY KEY`);
   db.exec(`DROP TABLE IF EXISTS temp.${STAGE}`);
   db.exec(`CREATE TEMP TABLE ${STAGE} (${definitions.join(", ")})`);
