@@ -5,6 +5,7 @@ import { DirqError } from "./errors.js";
 import type { WorkerFunctions } from "./functions/worker-functions.js";
 import { isStorageError, storageError } from "./indexer/cache-file.js";
 import { Catalog } from "./indexer/catalog.js";
+import { CatalogStore } from "./indexer/catalog-store.js";
 import type { SqliteDatabase } from "./indexer/database.js";
 import { FillWorker } from "./indexer/fill-worker.js";
 import {
@@ -73,8 +74,8 @@ export class DirqIndex {
   private readonly functions: WorkerFunctions;
   private readonly releaseCache: () => void;
   private readonly writer: IndexWriter;
-  /** The record of tables and files of a persisted index; `null` for one that is not. */
-  private readonly catalog: Catalog | null;
+  /** The registry of this index's tables (persisted with it under `--persist`). */
+  private readonly catalog: Catalog;
   /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
   private readonly fillWorker: FillWorker | null;
   private readonly pathTables: PathTables;
@@ -108,7 +109,9 @@ export class DirqIndex {
     this.writer = new IndexWriter(this.db, this.databasePath);
     let fillWorker: FillWorker | null = null;
     try {
-      this.catalog = this.settings.persist === undefined ? null : new Catalog(this.db);
+      this.catalog = new Catalog(
+        this.settings.persist === undefined ? null : new CatalogStore(this.db),
+      );
       if (options.fillOnThread && this.databasePath !== null) {
         fillWorker = new FillWorker({
           databasePath: this.databasePath,
@@ -153,10 +156,10 @@ export class DirqIndex {
     this.refresher = new Refresher(
       this.db,
       root,
-      { pathTables: this.pathTables, parsedTables: this.parsed.tables },
+      this.catalog,
+      this.pathTables,
       tableOptions,
       (task) => this.writer.run(task),
-      this.catalog,
     );
     this.preparer = new StatementPreparer(this.preparerHost());
   }
@@ -187,7 +190,7 @@ export class DirqIndex {
       schemaVersion: () => this.schemaVersion,
       configTablesBuilt: () => parsed.configTablesBuilt,
       buildConfigTables: () => parsed.buildConfigTables(),
-      pathTableNames: () => [...pathTables.names(), ...parsed.names()],
+      pathTableNames: () => this.catalog.names(),
       tableExists: (name) => this.tableExists(name),
       createMissingTable: (name) => this.createMissingTable(name),
       missingTableError: (name, error) => this.missingTableError(name, error),

@@ -1,297 +1,137 @@
-import { crypto } from "../lazy-module.js";
-import { readFileSync } from "node:fs";
-import type { Statement } from "@rocicorp/zero-sqlite3";
-import { preciseStat } from "../scan/tree-signature.js";
-import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import type { PathSelection } from "../scan/path-selection.js";
+import type { CatalogStore, CatalogTable } from "./catalog-store.js";
+import type { LiveParsedTable } from "./parsed-tables.js";
+import type { PathTable } from "./path-tables.js";
 
-/**
- * What a persisted index remembers about its tables and files, in SQLite beside the rows (so
- * both commit together): which tables exist and from what definition, which file state each
- * parsed table's rows came from, and which directory state each path-table's listing came
- * from. A restart compares these with the tree and redoes only what differs.
- */
+/** A table the catalog knows, by kind. */
+type CatalogEntry =
+  | { kind: "path"; table: PathTable }
+  /** Another name of a path-table's selection: a view over it. */
+  | { kind: "alias"; name: string; of: PathTable }
+  /**
+   * A parsed table; `live` is `null` while it is one kept from a persisted index whose files
+   * are not compared with the tree yet.
+   */
+  | { kind: "parsed"; name: string; live: LiveParsedTable | null };
 
-/** A table the catalog knows. `spec` is a hash of its definition; a different one rebuilds it. */
-export interface CatalogTable {
-  name: string;
-  kind: "path" | "parsed" | "alias";
-  spec: string;
-  /** Column groups a path-table holds (`{"names":true,"stat":false}`), null when empty. */
-  filled: string | null;
-  /** Names of the objects its `ddl` created, dropped with it. */
-  objects: string[];
-}
-
-/** A file's state as the catalog records it: `size:mtimeNs`, plus a hash when racy. */
-export interface FileSignature {
-  stat: string;
-  /** Content hash, taken only when the file changed within the second it was read. */
-  hash: string | null;
-}
-
-const SCHEMA = `
-CREATE TABLE IF NOT EXISTS _dirq_tables (
-  name TEXT PRIMARY KEY COLLATE NOCASE,
-  kind TEXT NOT NULL,
-  spec TEXT NOT NULL,
-  filled TEXT,
-  objects TEXT NOT NULL DEFAULT '[]'
-);
-CREATE TABLE IF NOT EXISTS _dirq_files (
-  tbl TEXT NOT NULL COLLATE NOCASE,
-  path TEXT NOT NULL,
-  stat TEXT NOT NULL,
-  hash TEXT,
-  PRIMARY KEY (tbl, path)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS _dirq_staged (
-  tbl TEXT NOT NULL COLLATE NOCASE,
-  spec TEXT NOT NULL,
-  path TEXT NOT NULL,
-  stat TEXT NOT NULL,
-  hash TEXT,
-  rows TEXT NOT NULL,
-  PRIMARY KEY (tbl, path)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS _dirq_programs (
-  path TEXT PRIMARY KEY,
-  stat TEXT NOT NULL,
-  hash TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS _dirq_dirs (
-  tbl TEXT NOT NULL COLLATE NOCASE,
-  dir TEXT NOT NULL,
-  signature TEXT NOT NULL,
-  PRIMARY KEY (tbl, dir)
-) WITHOUT ROWID;
-`;
-
-/**
- * A table's definition as stable text, compared whole: its JSON. Not a hash of it: a
- * definition is short, and hashing would load `node:crypto` (and Node's streams with it) in
- * every `--persist` run.
- */
-export function specText(definition: unknown): string {
-  return JSON.stringify(definition);
-}
-
-function contentHash(absolute: string): string | null {
-  try {
-    return crypto().createHash("sha1").update(readFileSync(absolute)).digest("hex");
-  } catch {
-    return null;
-  }
+/** One key per selection: names that select the same files share one table. */
+function selectionKey(selection: PathSelection): string {
+  return JSON.stringify(selection);
 }
 
 /**
- * Whether a change could hide inside the same timestamp: the file (or folder) was modified in
- * the same second it is being read, so a second edit in that second may leave size and mtime
- * equal (git's "racy" entries).
+ * The one registry of an index's tables, in memory or persisted: every path-table, alias and
+ * parsed table by name (case-insensitive, as SQLite's names are), with what the index keeps
+ * live about it. A persisted index's catalog writes through to its `store`, the record in
+ * the database that lets a restart reuse what has not changed; an in-memory index has none.
+ * Which SQLite objects exist is SQLite's own business: the catalog says which of them are
+ * dirq's tables and what they stand for.
  */
-export function isRacy(mtimeNs: bigint, readAtMs: number): boolean {
-  return mtimeNs / 1_000_000_000n >= BigInt(Math.floor(readAtMs / 1000));
-}
-
-/**
- * The signature of the file at `absolute` now, `null` when it cannot be read. Its content is
- * hashed only when the modification is racy.
- */
-export function fileSignature(absolute: string): FileSignature | null {
-  const readAt = Date.now();
-  const stats = preciseStat(absolute);
-  if (stats === undefined) return null;
-  const stat = `${stats.size}:${stats.mtimeNs}`;
-  return { stat, hash: isRacy(stats.mtimeNs, readAt) ? contentHash(absolute) : null };
-}
-
-/** Whether the file at `absolute` still has the content the recorded signature describes. */
-export function unchangedSince(recorded: FileSignature, absolute: string): boolean {
-  const now = fileSignature(absolute);
-  if (now === null || now.stat !== recorded.stat) return false;
-  if (recorded.hash === null) return true;
-  return (now.hash ?? contentHash(absolute)) === recorded.hash;
-}
-
-/** The catalog tables of one index database. */
 export class Catalog {
-  private readonly statements = new Map<string, Statement>();
+  private readonly entries = new Map<string, CatalogEntry>();
+  /** Path-tables by the files they select: one table per selection. */
+  private readonly bySelection = new Map<string, PathTable>();
 
-  constructor(private readonly db: SqliteDatabase) {
-    db.exec(SCHEMA);
+  /** `store`: the persisted record of a `--persist` index, `null` for one in memory. */
+  constructor(readonly store: CatalogStore | null) {}
+
+  /** Adds a path-table; `record` is saved in the store (`null`: it is there already). */
+  addPathTable(table: PathTable, record: CatalogTable | null): void {
+    this.entries.set(table.name.toLowerCase(), { kind: "path", table });
+    this.bySelection.set(selectionKey(table.selection), table);
+    if (record !== null) this.store?.saveTable(record);
   }
 
-  private statement(sql: string): Statement {
-    let statement = this.statements.get(sql);
-    if (statement === undefined) this.statements.set(sql, (statement = this.db.prepare(sql)));
-    return statement;
+  /** Adds `name` as another name of `table`'s selection. Aliases are not kept across runs. */
+  addAlias(name: string, table: PathTable): void {
+    this.entries.set(name.toLowerCase(), { kind: "alias", name, of: table });
+    table.aliases.push(name);
+    this.store?.saveTable({ name, kind: "alias", spec: "", filled: null, objects: [] });
   }
 
-  tables(): CatalogTable[] {
-    const rows = this.statement("SELECT name, kind, spec, filled, objects FROM _dirq_tables").all();
-    return (rows as (Omit<CatalogTable, "objects"> & { objects: string })[]).map((row) => ({
-      ...row,
-      objects: JSON.parse(row.objects) as string[],
-    }));
-  }
-
-  table(name: string): CatalogTable | undefined {
-    return this.tables().find((table) => table.name.toLowerCase() === name.toLowerCase());
-  }
-
-  saveTable(table: CatalogTable): void {
-    this.statement(
-      "INSERT OR REPLACE INTO _dirq_tables (name, kind, spec, filled, objects) VALUES (?, ?, ?, ?, ?)",
-    ).run(table.name, table.kind, table.spec, table.filled, JSON.stringify(table.objects));
-  }
-
-  setFilled(name: string, filled: string | null): void {
-    this.statement("UPDATE _dirq_tables SET filled = ? WHERE name = ?").run(filled, name);
-  }
-
-  /**
-   * Files a first build of `table` (with definition `spec`) parsed before it was stopped:
-   * their rows as `encodeRows` wrote them and the file state they came from. Rows staged for
-   * another definition are dropped.
-   */
-  stagedFiles(
-    table: string,
-    spec: string,
-  ): Map<string, { signature: FileSignature; rows: string }> {
-    this.statement("DELETE FROM _dirq_staged WHERE tbl = ? AND spec <> ?").run(table, spec);
-    const rows = this.statement(
-      "SELECT path, stat, hash, rows FROM _dirq_staged WHERE tbl = ?",
-    ).all(table) as { path: string; stat: string; hash: string | null; rows: string }[];
-    return new Map(
-      rows.map((row) => [
-        row.path,
-        { signature: { stat: row.stat, hash: row.hash }, rows: row.rows },
-      ]),
-    );
-  }
-
-  /** Commits one batch of a first build's parsed files (see `stagedFiles`). */
-  stageFiles(
-    table: string,
-    spec: string,
-    files: readonly { path: string; signature: FileSignature; rows: string }[],
-  ): void {
-    const insert = this.statement(
-      "INSERT OR REPLACE INTO _dirq_staged (tbl, spec, path, stat, hash, rows) VALUES (?, ?, ?, ?, ?, ?)",
-    );
-    this.db.transaction(() => {
-      for (const file of files) {
-        insert.run(table, spec, file.path, file.signature.stat, file.signature.hash, file.rows);
-      }
-    })();
-  }
-
-  /** Drops a table's staged rows: its build committed. */
-  forgetStaged(table: string): void {
-    this.statement("DELETE FROM _dirq_staged WHERE tbl = ?").run(table);
-  }
-
-  /** Drops staged rows of tables `keep` does not accept (removed or redefined since). */
-  sweepStaged(keep: (table: string, spec: string) => boolean): void {
-    const staged = this.statement("SELECT DISTINCT tbl, spec FROM _dirq_staged").all() as {
-      tbl: string;
-      spec: string;
-    }[];
-    for (const { tbl, spec } of staged) {
-      if (!keep(tbl, spec)) {
-        this.statement("DELETE FROM _dirq_staged WHERE tbl = ? AND spec = ?").run(tbl, spec);
-      }
+  /** Forgets a path-table and its aliases (their SQLite objects are the caller's). */
+  removePathTable(table: PathTable): void {
+    for (const alias of table.aliases) {
+      this.entries.delete(alias.toLowerCase());
+      this.store?.forgetTable(alias);
     }
+    this.entries.delete(table.name.toLowerCase());
+    this.bySelection.delete(selectionKey(table.selection));
+    this.store?.forgetTable(table.name);
   }
 
-  /** Forgets a table, its files and folders (its SQLite objects are the caller's). */
-  forgetTable(name: string): void {
-    this.statement("DELETE FROM _dirq_staged WHERE tbl = ?").run(name);
-    this.statement("DELETE FROM _dirq_tables WHERE name = ?").run(name);
-    this.statement("DELETE FROM _dirq_files WHERE tbl = ?").run(name);
-    this.statement("DELETE FROM _dirq_dirs WHERE tbl = ?").run(name);
+  /** The path-table named `name`, or the one it is an alias of. */
+  pathTable(name: string): PathTable | undefined {
+    const entry = this.entries.get(name.toLowerCase());
+    if (entry?.kind === "path") return entry.table;
+    return entry?.kind === "alias" ? entry.of : undefined;
   }
 
-  /** Drops a table and every object its definition created, and forgets it. */
-  dropTable(table: CatalogTable): void {
-    for (const object of [...table.objects, table.name]) dropObject(this.db, object);
-    this.forgetTable(table.name);
+  /** The path-table (not an alias) named exactly so, case aside. */
+  ownPathTable(name: string): PathTable | undefined {
+    const entry = this.entries.get(name.toLowerCase());
+    return entry?.kind === "path" ? entry.table : undefined;
   }
 
-  files(table: string): Map<string, FileSignature> {
-    const rows = this.statement("SELECT path, stat, hash FROM _dirq_files WHERE tbl = ?").all(
-      table,
-    ) as { path: string; stat: string; hash: string | null }[];
-    return new Map(rows.map((row) => [row.path, { stat: row.stat, hash: row.hash }]));
+  /** The path-table that selects these files, if one does. */
+  pathTableSelecting(selection: PathSelection): PathTable | undefined {
+    return this.bySelection.get(selectionKey(selection));
   }
 
-  recordFile(table: string, path: string, signature: FileSignature): void {
-    this.statement(
-      "INSERT OR REPLACE INTO _dirq_files (tbl, path, stat, hash) VALUES (?, ?, ?, ?)",
-    ).run(table, path, signature.stat, signature.hash);
+  pathTables(): PathTable[] {
+    const tables: PathTable[] = [];
+    for (const entry of this.entries.values()) if (entry.kind === "path") tables.push(entry.table);
+    return tables;
   }
 
-  forgetFile(table: string, path: string): void {
-    this.statement("DELETE FROM _dirq_files WHERE tbl = ? AND path = ?").run(table, path);
+  /** Adds (or replaces) a built parsed table. */
+  addParsedTable(live: LiveParsedTable): void {
+    const name = live.spec.name;
+    this.entries.set(name.toLowerCase(), { kind: "parsed", name, live });
+  }
+
+  /** Keeps a persisted parsed table whose files the first statement that reads it compares. */
+  keepUnreconciled(name: string): void {
+    this.entries.set(name.toLowerCase(), { kind: "parsed", name, live: null });
+  }
+
+  /** Whether `name` is a parsed table kept from a persisted index and not compared yet. */
+  isUnreconciled(name: string): boolean {
+    const entry = this.entries.get(name.toLowerCase());
+    return entry?.kind === "parsed" && entry.live === null;
+  }
+
+  /** Stops keeping a parsed table as not compared yet: it is about to be built. */
+  forgetUnreconciled(name: string): void {
+    if (this.isUnreconciled(name)) this.entries.delete(name.toLowerCase());
+  }
+
+  /** Whether a parsed table of this name is built. */
+  hasParsedTable(name: string): boolean {
+    const entry = this.entries.get(name.toLowerCase());
+    return entry?.kind === "parsed" && entry.live !== null;
+  }
+
+  /** The parsed tables built so far: the ones the refresher keeps current. */
+  parsedTables(): LiveParsedTable[] {
+    const tables: LiveParsedTable[] = [];
+    for (const entry of this.entries.values()) {
+      if (entry.kind === "parsed" && entry.live !== null) tables.push(entry.live);
+    }
+    return tables;
   }
 
   /**
-   * The content hash of a program a table's definition names (a hook's script or
-   * executable, an extension), `null` when it cannot be read. Hashed again only when its
-   * size, mtime, inode or ctime moved (or it changed within the second it was hashed), so a
-   * warm run reads no program; a `touch` or a reinstall with the same bytes hashes it again
-   * and finds the same content.
+   * SQLite names of every table a statement may name as a path or config table: path-tables
+   * and their aliases, filled or not, and the parsed tables built so far.
    */
-  programHash(absolute: string): string | null {
-    const readAt = Date.now();
-    const stats = preciseStat(absolute);
-    if (stats === undefined || !stats.isFile()) return null;
-    const stat = `${stats.size}:${stats.mtimeNs}:${stats.ino}:${stats.ctimeNs}`;
-    const known = this.statement("SELECT stat, hash FROM _dirq_programs WHERE path = ?").get(
-      absolute,
-    ) as { stat: string; hash: string } | undefined;
-    if (known?.stat === stat) return known.hash;
-    const hash = contentHash(absolute);
-    // One changed within this second may change again unseen: it is hashed again next time.
-    if (hash === null || isRacy(stats.mtimeNs, readAt)) return hash;
-    this.statement("INSERT OR REPLACE INTO _dirq_programs (path, stat, hash) VALUES (?, ?, ?)").run(
-      absolute,
-      stat,
-      hash,
-    );
-    return hash;
+  names(): string[] {
+    const names: string[] = [];
+    for (const entry of this.entries.values()) {
+      if (entry.kind === "path") names.push(entry.table.name);
+      else if (entry.kind === "alias") names.push(entry.name);
+      else if (entry.live !== null) names.push(entry.name);
+    }
+    return names;
   }
-
-  dirs(table: string): Map<string, string> {
-    const rows = this.statement("SELECT dir, signature FROM _dirq_dirs WHERE tbl = ?").all(
-      table,
-    ) as { dir: string; signature: string }[];
-    return new Map(rows.map((row) => [row.dir, row.signature]));
-  }
-
-  saveDirs(table: string, dirs: ReadonlyMap<string, string>): void {
-    this.statement("DELETE FROM _dirq_dirs WHERE tbl = ?").run(table);
-    const insert = this.statement("INSERT INTO _dirq_dirs (tbl, dir, signature) VALUES (?, ?, ?)");
-    for (const [dir, signature] of dirs) insert.run(table, dir, signature);
-  }
-}
-
-/** Drops a table, view, index or trigger by name, whatever it is; nothing when it is gone. */
-export function dropObject(db: SqliteDatabase, name: string): void {
-  const found = db
-    .prepare("SELECT type FROM main.sqlite_schema WHERE name = ? COLLATE NOCASE")
-    .pluck()
-    .get(name) as string | undefined;
-  if (found === undefined) return;
-  db.exec(`DROP ${found.toUpperCase()} IF EXISTS ${quoteIdentifier(name)}`);
-}
-
-/** Names of the user-visible objects in the database (tables, views, indexes, triggers). */
-export function schemaObjects(db: SqliteDatabase): Set<string> {
-  const names = db
-    .prepare(
-      "SELECT name FROM main.sqlite_schema WHERE name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_dirq\\_%' ESCAPE '\\'",
-    )
-    .pluck()
-    .all() as string[];
-  return new Set(names);
 }

@@ -4,7 +4,8 @@ import type { Extractor } from "../parse/extractor.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
-import type { Catalog, CatalogTable } from "./catalog.js";
+import type { Catalog } from "./catalog.js";
+import type { CatalogTable } from "./catalog-store.js";
 import type { SqliteDatabase } from "./database.js";
 import {
   buildParsedTable,
@@ -34,8 +35,8 @@ export interface ParsedTableContext {
   /** Ignore patterns the user gave (`--ignore`, `[dirq] ignore`): part of a definition. */
   userIgnores: readonly string[];
   profile: ConnectionProfile;
-  /** The record of a persisted index; `null` for one that is not. */
-  catalog: Catalog | null;
+  /** The index's registry of tables, where parsed tables are kept. */
+  catalog: Catalog;
   /** The index's refresher, which brings a persisted table up to date. */
   refresher: () => Refresher;
   tableExists: (name: string) => boolean;
@@ -54,14 +55,6 @@ function skippedFromChanges(changes: readonly RowChange[]): SkippedPath[] {
  * persisted one up to date instead of building it again.
  */
 export class ParsedTableRegistry {
-  /** Parsed tables built so far, by lower-cased name (the refresher keeps them current). */
-  readonly tables = new Map<string, LiveParsedTable>();
-  /**
-   * `--on-file` tables kept from a persisted index whose files are not compared with the tree
-   * yet (lower-cased names): the first statement that reads one brings it up to date, as a
-   * config table is before the first statement.
-   */
-  private readonly unreconciled = new Set<string>();
   private configBuilt = false;
 
   constructor(private readonly context: ParsedTableContext) {}
@@ -71,19 +64,15 @@ export class ParsedTableRegistry {
     return this.configBuilt;
   }
 
-  /** SQLite names of the parsed tables built so far. */
-  names(): string[] {
-    return [...this.tables.values()].map((table) => table.spec.name);
-  }
-
   /**
    * Keeps, of a persisted index's tables, those this index would build the same way (path
    * tables as `restorePath` decides); says on `notices` why a table is built again.
    */
   restorePersisted(restorePath: (table: CatalogTable) => boolean, notices: string[]): void {
     const { db, catalog, config } = this.context;
-    if (catalog === null) return;
-    sweepCatalog(db, catalog, (table) => {
+    const store = catalog.store;
+    if (store === null) return;
+    sweepCatalog(db, store, (table) => {
       if (table.kind !== "parsed") return table.kind === "path" && restorePath(table);
       const expected = this.expectedSpec(table.name);
       if (table.spec === expected) return true;
@@ -95,11 +84,13 @@ export class ParsedTableRegistry {
       return false;
     });
     // A first build stopped part way left its parsed files staged: kept for the same table.
-    catalog.sweepStaged((name, spec) => this.expectedSpec(name) === spec);
-    for (const table of catalog.tables()) {
+    store.sweepStaged((name, spec) => this.expectedSpec(name) === spec);
+    // `--on-file` tables: the first statement that reads one brings it up to date, as a
+    // config table is before the first statement.
+    for (const table of store.tables()) {
       const name = table.name.toLowerCase();
       const configured = config.tables.some((t) => t.name.toLowerCase() === name);
-      if (table.kind === "parsed" && !configured) this.unreconciled.add(name);
+      if (table.kind === "parsed" && !configured) catalog.keepUnreconciled(table.name);
     }
   }
 
@@ -113,7 +104,7 @@ export class ParsedTableRegistry {
     this.configBuilt = true;
     const { config, root } = this.context;
     for (const table of config.tables) {
-      if (!this.tables.has(table.name.toLowerCase())) {
+      if (!this.context.catalog.hasParsedTable(table.name)) {
         skipped.push(...(await this.build(configTableSpec(table, root))));
       }
     }
@@ -133,7 +124,7 @@ export class ParsedTableRegistry {
 
   /** Whether `table` is kept from a persisted index and not yet compared with the tree. */
   needsReconcile(table: string): boolean {
-    return this.unreconciled.has(table.toLowerCase());
+    return this.context.catalog.isUnreconciled(table);
   }
 
   /**
@@ -141,7 +132,8 @@ export class ParsedTableRegistry {
    * that changed are parsed again). Returns the files skipped.
    */
   async reconcile(name: string, path: string): Promise<SkippedPath[]> {
-    this.unreconciled.delete(name.toLowerCase());
+    // Compared once: from here on it is built like any other (a failed build is not kept).
+    this.context.catalog.forgetUnreconciled(name);
     return (await this.buildPathTable(name, path)) ?? [];
   }
 
@@ -154,7 +146,7 @@ export class ParsedTableRegistry {
       ignore: userIgnores,
       extensions: profile.extensions,
       functions: profile.functions,
-      contentHash: (absolute) => catalog?.programHash(absolute) ?? null,
+      contentHash: (absolute) => catalog.store?.programHash(absolute) ?? null,
     });
   }
 
@@ -175,21 +167,21 @@ export class ParsedTableRegistry {
   /** Builds a parsed table; returns the files skipped. */
   private async build(spec: ParsedTableSpec): Promise<SkippedPath[]> {
     const { db, catalog, options } = this.context;
+    const store = catalog.store;
     const matches = spec.selection ? selectionMatcher(spec.selection) : () => false;
-    const definition = catalog === null ? null : this.specText(spec);
-    const stored = catalog?.table(spec.name);
-    if (catalog !== null && stored?.spec === definition && this.context.tableExists(spec.name)) {
+    const definition = store === null ? null : this.specText(spec);
+    const stored = store?.table(spec.name);
+    if (store !== null && stored?.spec === definition && this.context.tableExists(spec.name)) {
       // Persisted with the same definition: parse only what changed since.
       const live: LiveParsedTable = { spec, columns: storedColumns(db, spec.name), matches };
-      this.tables.set(spec.name.toLowerCase(), live);
-      const { skipped, changes } = await this.context.refresher().reconcile(live, catalog);
+      catalog.addParsedTable(live);
+      const { skipped, changes } = await this.context.refresher().reconcile(live, store);
       return [...skipped, ...skippedFromChanges(changes)];
     }
-    if (catalog !== null && stored !== undefined) catalog.dropTable(stored);
-    const persisted =
-      catalog !== null && definition !== null ? { catalog, spec: definition } : null;
+    if (store !== null && stored !== undefined) store.dropTable(stored);
+    const persisted = store !== null && definition !== null ? { store, spec: definition } : null;
     const { skipped, columns } = await buildParsedTable(db, spec, options, persisted);
-    this.tables.set(spec.name.toLowerCase(), { spec, columns, matches });
+    catalog.addParsedTable({ spec, columns, matches });
     return skipped;
   }
 }

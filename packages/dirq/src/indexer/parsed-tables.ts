@@ -16,12 +16,12 @@ import type { ProgressPhase, ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import {
-  type Catalog,
+  type CatalogStore,
   type FileSignature,
   fileSignature,
   schemaObjects,
   unchangedSince,
-} from "./catalog.js";
+} from "./catalog-store.js";
 import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
 
@@ -162,10 +162,10 @@ async function parseStaged(
   paths: readonly string[],
   signatures: ReadonlyMap<string, FileSignature | null>,
   options: ParsedTableOptions,
-  persisted: { catalog: Catalog; spec: string },
+  persisted: { store: CatalogStore; spec: string },
   phase: ProgressPhase,
 ): Promise<{ files: ParsedFile[]; skipped: SkippedPath[] }> {
-  const staged = persisted.catalog.stagedFiles(spec.name, persisted.spec);
+  const staged = persisted.store.stagedFiles(spec.name, persisted.spec);
   const reused = new Map<string, HookRow[]>();
   for (const path of paths) {
     const entry = staged.get(path);
@@ -175,7 +175,7 @@ async function parseStaged(
   }
   let pending: { path: string; signature: FileSignature; rows: string }[] = [];
   const flush = () => {
-    if (pending.length > 0) persisted.catalog.stageFiles(spec.name, persisted.spec, pending);
+    if (pending.length > 0) persisted.store.stageFiles(spec.name, persisted.spec, pending);
     pending = [];
   };
   // On a timer, not only when a file finishes: a slow hook after quick ones must not hold
@@ -216,7 +216,7 @@ export async function buildParsedTable(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
   options: ParsedTableOptions,
-  persisted: { catalog: Catalog; spec: string } | null = null,
+  persisted: { store: CatalogStore; spec: string } | null = null,
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const scan = options.progress.start();
   const walked = spec.selection

@@ -9,7 +9,8 @@ import {
   ignoreSourceSignatures,
   treeUnchanged,
 } from "../scan/tree-signature.js";
-import { type Catalog, type CatalogTable, specText } from "./catalog.js";
+import type { Catalog } from "./catalog.js";
+import { type CatalogStore, type CatalogTable, specText } from "./catalog-store.js";
 import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
   type ColumnGroups,
@@ -56,7 +57,7 @@ export type FillRunner = (job: FillJob, progress: (found: number) => void) => Pr
 
 export const ALL_COLUMN_GROUPS: ColumnGroups = { paths: true, names: true, stat: true };
 
-interface PathTable {
+export interface PathTable {
   /** The SQLite name. */
   name: string;
   /** The name as the user wrote it, which events carry (differs for case variants). */
@@ -86,11 +87,6 @@ interface PathTable {
 export const MAX_LIVE_PATH_TABLES = 100;
 /** A path-table no statement has named for this long is dropped the next time one is made. */
 export const PATH_TABLE_IDLE_MS = 60 * 60 * 1000;
-
-/** One key per selection: names that select the same files share one table. */
-function selectionKey(selection: PathSelection): string {
-  return JSON.stringify(selection);
-}
 
 export interface PathTableOptions {
   root: string;
@@ -141,20 +137,19 @@ function rowFor(
  * `SELECT path` never stat a file); a later statement that reads more refills the table.
  */
 export class PathTables {
-  private readonly tables = new Map<string, PathTable>();
-  /** Lower-cased alias name → lower-cased name of the table it is a view over. */
-  private readonly aliasOf = new Map<string, string>();
-  private readonly bySelection = new Map<string, PathTable>();
   /** Tables that are counted views now (see `revertCounted`). */
   private countedTables = 0;
 
   private readonly runFill: FillRunner;
 
-  /** `runFill`: where fills run; default on this thread, on `db`. */
+  /**
+   * `catalog`: the index's registry of tables, where path-tables are kept; `runFill`: where
+   * fills run, by default on this thread, on `db`.
+   */
   constructor(
     private readonly db: SqliteDatabase,
     private readonly options: PathTableOptions,
-    private readonly catalog: Catalog | null = null,
+    private readonly catalog: Catalog,
     runFill?: FillRunner,
   ) {
     this.runFill = runFill ?? ((job, progress) => fillRows(db, job, progress));
@@ -186,8 +181,7 @@ export class PathTables {
     if (selection === null || entry.spec !== this.specOf(entry.name, entry.name, selection)) {
       return false;
     }
-    const key = selectionKey(selection);
-    if (this.bySelection.has(key)) return false;
+    if (this.catalog.pathTableSelecting(selection) !== undefined) return false;
     const table: PathTable = {
       name: entry.name,
       label: entry.name,
@@ -199,8 +193,8 @@ export class PathTables {
       restored: entry.filled === null ? null : (JSON.parse(entry.filled) as ColumnGroups),
       counted: false,
     };
-    this.tables.set(entry.name.toLowerCase(), table);
-    this.bySelection.set(key, table);
+    // Already in the store: kept as it is.
+    this.catalog.addPathTable(table, null);
     return true;
   }
 
@@ -212,29 +206,18 @@ export class PathTables {
     const selection = parsePathTableName(path, this.options.root);
     if (selection === null) return false;
     this.dropStale(Date.now());
-    const key = selectionKey(selection);
-    const same = this.bySelection.get(key);
+    const same = this.catalog.pathTableSelecting(selection);
     if (same !== undefined) {
       // `'./x/../'` and `'./'` are one selection: one table, refreshed once; the new name is
       // a view over it.
       this.db.exec(
         `CREATE VIEW ${quoteIdentifier(name)} AS SELECT * FROM ${quoteIdentifier(same.name)}`,
       );
-      // Aliases are not kept across runs: the next index makes them again when named.
-      this.catalog?.saveTable({ name, kind: "alias", spec: "", filled: null, objects: [] });
-      same.aliases.push(name);
+      this.catalog.addAlias(name, same);
       same.lastUsed = Date.now();
-      this.aliasOf.set(name.toLowerCase(), same.name.toLowerCase());
       return true;
     }
     this.db.exec(createTableSql(name));
-    this.catalog?.saveTable({
-      name,
-      kind: "path",
-      spec: this.specOf(name, path, selection),
-      filled: null,
-      objects: [],
-    });
     const table: PathTable = {
       name,
       label: path,
@@ -246,14 +229,14 @@ export class PathTables {
       restored: null,
       counted: false,
     };
-    this.tables.set(name.toLowerCase(), table);
-    this.bySelection.set(key, table);
+    const spec = this.specOf(name, path, selection);
+    this.catalog.addPathTable(table, { name, kind: "path", spec, filled: null, objects: [] });
     return true;
   }
 
   /** Drops path-tables idle too long, and the least recently used beyond the limit. */
   private dropStale(now: number): void {
-    const byAge = [...this.tables.values()].sort((a, b) => a.lastUsed - b.lastUsed);
+    const byAge = this.catalog.pathTables().sort((a, b) => a.lastUsed - b.lastUsed);
     let count = byAge.length;
     for (const table of byAge) {
       if (count < MAX_LIVE_PATH_TABLES && now - table.lastUsed < PATH_TABLE_IDLE_MS) break;
@@ -263,44 +246,35 @@ export class PathTables {
   }
 
   private drop(table: PathTable): void {
-    for (const alias of table.aliases) {
+    for (const alias of table.aliases)
       this.db.exec(`DROP VIEW IF EXISTS ${quoteIdentifier(alias)}`);
-      this.catalog?.forgetTable(alias);
-      this.aliasOf.delete(alias.toLowerCase());
-    }
     this.db.exec(
       `DROP ${table.counted ? "VIEW" : "TABLE"} IF EXISTS ${quoteIdentifier(table.name)}`,
     );
     if (table.counted) this.countedTables--;
-    this.catalog?.forgetTable(table.name);
-    this.tables.delete(table.name.toLowerCase());
-    this.bySelection.delete(selectionKey(table.selection));
+    this.catalog.removePathTable(table);
   }
 
   /** Marks the path-tables (or their aliases) among `names` as just used. */
   touch(names: Iterable<string>): void {
     const now = Date.now();
     for (const name of names) {
-      const lower = name.toLowerCase();
-      const table = this.tables.get(this.aliasOf.get(lower) ?? lower);
+      const table = this.catalog.pathTable(name);
       if (table) table.lastUsed = now;
     }
   }
 
-  /** The path-table behind a table name, if that name is one. */
-  has(name: string): boolean {
-    const lower = name.toLowerCase();
-    return this.tables.has(lower) || this.aliasOf.has(lower);
-  }
-
   /** Names of every path-table and alias, filled or not. */
   names(): string[] {
-    return [...this.tables.values()].flatMap((table) => [table.name, ...table.aliases]);
+    return this.catalog.pathTables().flatMap((table) => [table.name, ...table.aliases]);
   }
 
   /** Names of the tables that hold rows: the ones the watcher keeps current. */
   filledTables(): string[] {
-    return [...this.tables.values()].filter((table) => table.filled).map((table) => table.name);
+    return this.catalog
+      .pathTables()
+      .filter((table) => table.filled)
+      .map((table) => table.name);
   }
 
   /**
@@ -311,7 +285,7 @@ export class PathTables {
    */
   refreshFile(path: string, stat: readonly [number, number, number] | null): RowChange[] {
     const changes: RowChange[] = [];
-    for (const table of this.tables.values()) {
+    for (const table of this.catalog.pathTables()) {
       if (table.filled === null) continue;
       if (!table.filled.paths) {
         // Rows without paths cannot be found by path: the next statement fills it again.
@@ -344,7 +318,7 @@ export class PathTables {
   private checkRestored(table: PathTable): void {
     const restored = table.restored;
     table.restored = null;
-    const dirs = this.catalog?.dirs(table.name);
+    const dirs = this.catalog.store?.dirs(table.name);
     // Catalogs from before the `paths` group always wrote paths. Rows without paths stand
     // only in an index that may have them (see `pathlessFills`).
     const paths = restored?.paths !== false;
@@ -370,10 +344,10 @@ export class PathTables {
   }
 
   /** Records, after the rows committed, what they were listed from. */
-  private recordFill(catalog: Catalog, table: PathTable, folders: Map<string, string>): void {
+  private recordFill(store: CatalogStore, table: PathTable, folders: Map<string, string>): void {
     this.db.transaction(() => {
-      catalog.saveDirs(table.name, folders);
-      catalog.setFilled(table.name, JSON.stringify(table.filled));
+      store.saveDirs(table.name, folders);
+      store.setFilled(table.name, JSON.stringify(table.filled));
     })();
   }
 
@@ -402,7 +376,7 @@ export class PathTables {
 
   /** Whether `fill(name, wanted)` has work to do (`false` for a name that is no path-table). */
   needsFill(name: string, reads: ColumnGroups): boolean {
-    const had = this.tables.get(name.toLowerCase())?.filled;
+    const had = this.catalog.ownPathTable(name)?.filled;
     if (had === undefined) return false;
     const wanted = this.groupsToWrite(name, reads);
     return (
@@ -420,7 +394,7 @@ export class PathTables {
    */
   revertCounted(): void {
     if (this.countedTables === 0) return;
-    for (const table of this.tables.values()) if (table.counted) this.revert(table);
+    for (const table of this.catalog.pathTables()) if (table.counted) this.revert(table);
   }
 
   private revert(table: PathTable): void {
@@ -442,7 +416,7 @@ export class PathTables {
   private mayCount(groups: ColumnGroups, statement: StatementReads): boolean {
     return (
       this.options.countedFills === true &&
-      this.catalog === null &&
+      this.catalog.store === null &&
       !statement.readsRowid &&
       !statement.readsSchema &&
       !groups.paths &&
@@ -461,7 +435,7 @@ export class PathTables {
     reads: ColumnGroups,
     statement: StatementReads = { readsRowid: true, readsSchema: true },
   ): Promise<SkippedPath[]> {
-    const table = this.tables.get(name.toLowerCase());
+    const table = this.catalog.ownPathTable(name);
     if (!table) return [];
     if (table.counted) this.revert(table);
     const wanted = this.groupsToWrite(table.name, reads);
@@ -476,7 +450,8 @@ export class PathTables {
     };
     const phase = this.options.progress.start();
     const walkStart = Date.now();
-    const folders = this.catalog ? this.startSignatures(table.selection) : null;
+    const store = this.catalog.store;
+    const folders = store ? this.startSignatures(table.selection) : null;
     const countOnly = this.mayCount(groups, statement);
     const job: FillJob = {
       table: table.name,
@@ -504,9 +479,9 @@ export class PathTables {
       table.counted = true;
       this.countedTables++;
     }
-    if (this.catalog && folders) {
+    if (store && folders) {
       for (const [key, signature] of outcome.folders) folders.set(key, signature);
-      this.recordFill(this.catalog, table, folders);
+      this.recordFill(store, table, folders);
     }
     return outcome.skipped;
   }

@@ -6,7 +6,12 @@ import { RowsError } from "../parse/formats/document-rows.js";
 import type { CsvPiece, CsvPieceSink } from "../parse/formats/read-file-rows.js";
 import { loadNativeRows } from "../scan/native-fs.js";
 import type { SkippedPath } from "../scan/walk.js";
-import { type Catalog, type FileSignature, fileSignature, schemaObjects } from "./catalog.js";
+import {
+  type CatalogStore,
+  type FileSignature,
+  fileSignature,
+  schemaObjects,
+} from "./catalog-store.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import type { ParsedTableOptions, ParsedTableSpec } from "./parsed-tables.js";
 import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
@@ -355,7 +360,7 @@ export async function fillFromReader(
   extractor: ReaderExtractor,
   paths: readonly string[],
   options: ParsedTableOptions,
-  persisted: { catalog: Catalog; spec: string } | null,
+  persisted: { store: CatalogStore; spec: string } | null,
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const phase = options.progress.start();
   const skipped: SkippedPath[] = [];

@@ -4,7 +4,12 @@ import { os } from "../lazy-module.js";
 import { statPaths } from "../scan/file-stats.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
-import { type Catalog, type FileSignature, fileSignature, unchangedSince } from "./catalog.js";
+import {
+  type CatalogStore,
+  type FileSignature,
+  fileSignature,
+  unchangedSince,
+} from "./catalog-store.js";
 import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
   FILE_PATH_COLUMN,
@@ -13,15 +18,10 @@ import {
   storedColumns,
 } from "./parsed-tables.js";
 import type { PathTables } from "./path-tables.js";
+import type { Catalog } from "./catalog.js";
 import type { RowChange } from "./row-changes.js";
 import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
 import { HookSlots } from "../parse/hook-slots.js";
-
-/** The tables a refresh keeps current. */
-export interface LiveTables {
-  pathTables: PathTables;
-  parsedTables: ReadonlyMap<string, LiveParsedTable>;
-}
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -159,10 +159,11 @@ export class Refresher {
   constructor(
     private readonly db: SqliteDatabase,
     private readonly root: string,
-    private readonly tables: LiveTables,
+    /** The index's tables: the catalog's parsed tables and `pathTables` are kept current. */
+    private readonly catalog: Catalog,
+    private readonly pathTables: PathTables,
     private readonly options: RefreshOptions,
     private readonly withWriter: WriterLock,
-    private readonly catalog: Catalog | null = null,
   ) {}
 
   /** Made on the first parse: a statement that parses nothing never asks how many CPUs. */
@@ -176,11 +177,8 @@ export class Refresher {
   /** Live tables with the column that holds each row's file. */
   private liveTables(): [string, string][] {
     return [
-      ...this.tables.pathTables.filledTables().map((name): [string, string] => [name, "path"]),
-      ...[...this.tables.parsedTables.values()].map((t): [string, string] => [
-        t.spec.name,
-        FILE_PATH_COLUMN,
-      ]),
+      ...this.pathTables.filledTables().map((name): [string, string] => [name, "path"]),
+      ...this.catalog.parsedTables().map((t): [string, string] => [t.spec.name, FILE_PATH_COLUMN]),
     ];
   }
 
@@ -349,7 +347,7 @@ export class Refresher {
       else this.fileSignatures.set(file, signature);
       // Taken before the hooks read the file: an edit while they run is seen next time.
       const recorded =
-        this.catalog !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
+        this.catalog.store !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
       gathered.set(file, { stat, signature: recorded });
     }
     return gathered;
@@ -383,15 +381,13 @@ export class Refresher {
   ): { changes: RowChange[]; jobs: ParseJob[] } {
     const changes: RowChange[] = [];
     const jobs: ParseJob[] = [];
-    const parsedTables = [...(scope ?? this.tables.parsedTables.values())];
+    const parsedTables = [...(scope ?? this.catalog.parsedTables())];
     try {
       this.db.transaction(() => {
         for (const [file, { stat, signature }] of stats) {
           const statKey = stat ? stat.join(":") : "missing";
           if (scope === null) {
-            this.isolated(changes, file, null, () =>
-              this.tables.pathTables.refreshFile(file, stat),
-            );
+            this.isolated(changes, file, null, () => this.pathTables.refreshFile(file, stat));
             const running = this.inFlight.get(file);
             if (running !== undefined && keepUnchanged && running.stat === statKey) continue;
             running?.controller.abort();
@@ -405,7 +401,7 @@ export class Refresher {
             }
             const label = table.spec.label ?? table.spec.name;
             this.isolated(changes, file, label, () => replaceFileRows(this.db, table, file, []));
-            this.catalog?.forgetFile(table.spec.name, file);
+            this.catalog.store?.forgetFile(table.spec.name, file);
           }
           if (wanted.length === 0) continue;
           const controller = new AbortController();
@@ -420,7 +416,7 @@ export class Refresher {
   }
 
   private rereadColumns(): void {
-    for (const table of this.tables.parsedTables.values()) {
+    for (const table of this.catalog.parsedTables()) {
       table.columns = storedColumns(this.db, table.spec.name);
     }
   }
@@ -471,9 +467,11 @@ export class Refresher {
       const changes = this.applyParsed(job, outputs);
       options.onCommit(changes);
       // A table built while the hooks ran has no output for this file yet.
-      return [...this.tables.parsedTables.values()].some(
-        (table) => job.scope === null && !job.tables.includes(table) && table.matches(job.file),
-      );
+      return this.catalog
+        .parsedTables()
+        .some(
+          (table) => job.scope === null && !job.tables.includes(table) && table.matches(job.file),
+        );
     });
     if (late) {
       const again = await this.start([job.file], { ...options, onlyIfChanged: false });
@@ -494,9 +492,9 @@ export class Refresher {
               : this.applyRows(changes, job.file, table, label, output);
           // A file whose rows stand is recorded; any other is parsed again next time.
           if (stands && job.signature !== null) {
-            this.catalog?.recordFile(table.spec.name, job.file, job.signature);
+            this.catalog.store?.recordFile(table.spec.name, job.file, job.signature);
           } else {
-            this.catalog?.forgetFile(table.spec.name, job.file);
+            this.catalog.store?.forgetFile(table.spec.name, job.file);
           }
         });
       })();
@@ -556,7 +554,7 @@ export class Refresher {
    */
   async reconcile(
     table: LiveParsedTable,
-    catalog: Catalog,
+    store: CatalogStore,
   ): Promise<{ skipped: SkippedPath[]; changes: RowChange[] }> {
     const walked = table.spec.selection
       ? walkSelection({
@@ -566,7 +564,7 @@ export class Refresher {
           extraIgnores: this.options.extraIgnores,
         })
       : { paths: [], skipped: [], rawPaths: new Map<string, Buffer>() };
-    const recorded = catalog.files(table.spec.name);
+    const recorded = store.files(table.spec.name);
     const stale: string[] = [];
     for (const path of walked.paths) {
       if (walked.rawPaths.has(path)) continue;

@@ -6,7 +6,7 @@ import { foldName } from "../shared/sql-names.js";
 import { isStorageError } from "./cache-file.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
-import { type Catalog, type FileSignature, schemaObjects } from "./catalog.js";
+import { type CatalogStore, type FileSignature, schemaObjects } from "./catalog-store.js";
 
 /** Creating a parsed table and inserting files' rows into it: what every way of building one shares. */
 
@@ -160,20 +160,20 @@ export function ruleBroken(spec: ParsedTableSpec, path: string, error: unknown):
 export function recordBuiltTable(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
-  persisted: { catalog: Catalog; spec: string },
+  persisted: { store: CatalogStore; spec: string },
   before: ReadonlySet<string>,
   files: Iterable<[string, FileSignature]>,
 ): void {
   const objects = [...schemaObjects(db)].filter(
     (name) => !before.has(name) && name.toLowerCase() !== spec.name.toLowerCase(),
   );
-  persisted.catalog.saveTable({
+  persisted.store.saveTable({
     name: spec.name,
     kind: "parsed",
     spec: persisted.spec,
     filled: null,
     objects,
   });
-  for (const [path, signature] of files) persisted.catalog.recordFile(spec.name, path, signature);
-  persisted.catalog.forgetStaged(spec.name);
+  for (const [path, signature] of files) persisted.store.recordFile(spec.name, path, signature);
+  persisted.store.forgetStaged(spec.name);
 }

@@ -9,7 +9,13 @@ import { formatExtractor, isReaderExtractor } from "../parse/format-extractor.js
 import { parseHookCommand } from "../parse/hook-command.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { preciseStat } from "../scan/tree-signature.js";
-import { type Catalog, type CatalogTable, dropObject, schemaObjects, specText } from "./catalog.js";
+import {
+  type CatalogStore,
+  type CatalogTable,
+  dropObject,
+  schemaObjects,
+  specText,
+} from "./catalog-store.js";
 import type { SqliteDatabase } from "./database.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
 
@@ -90,7 +96,7 @@ export interface DefinitionContext {
   extensions: readonly ExtensionSpec[];
   /** Worker functions declared: part of a table whose `ddl` names them. */
   functions: readonly WorkerSpec[];
-  /** The content hash of a file (see `Catalog.programHash`), `null` when unreadable. */
+  /** The content hash of a file (see `CatalogStore.programHash`), `null` when unreadable. */
   contentHash: (absolute: string) => string | null;
 }
 
@@ -187,14 +193,14 @@ export function definitionChange(stored: string, expected: string): string {
  */
 export function sweepCatalog(
   db: SqliteDatabase,
-  catalog: Catalog,
+  store: CatalogStore,
   keep: (table: CatalogTable) => boolean,
 ): void {
   const kept: CatalogTable[] = [];
   db.transaction(() => {
-    for (const table of catalog.tables()) {
+    for (const table of store.tables()) {
       if (keep(table)) kept.push(table);
-      else catalog.dropTable(table);
+      else store.dropTable(table);
     }
     const owned = new Set(
       kept.flatMap((table) => [table.name, ...table.objects].map((n) => n.toLowerCase())),
