@@ -91,6 +91,7 @@ export default tseslint.config(
                 "../functions/*",
                 "../watch/*",
                 "../shared/*",
+                "!../shared/frame-cutter.js",
                 "../runner/*",
                 "../reaper/*",
                 "../cli/*",
@@ -117,7 +118,7 @@ export default tseslint.config(
         "error",
         {
           selector:
-            "ImportExpression[source.value=/^\\.\\.\\x2F(indexer\\x2F(?!row-changes\\.js)|scan\\x2F|query\\x2F|connection\\x2F|functions\\x2F(?!prestart\\.js|worker-process\\.js)|watch\\x2F|shared\\x2F|runner\\x2F|reaper\\x2F|cli\\x2F|server\\x2F(?!run-server\\.js)|repl\\x2F(?!run-repl\\.js)|sdk\\x2F|sdk-stdio\\x2F(?!run-sdk-stdio\\.js))/]",
+            "ImportExpression[source.value=/^\\.\\.\\x2F(indexer\\x2F(?!row-changes\\.js)|scan\\x2F|query\\x2F|connection\\x2F|functions\\x2F(?!prestart\\.js|worker-process\\.js)|watch\\x2F|shared\\x2F(?!frame-cutter\\.js)|runner\\x2F|reaper\\x2F|cli\\x2F|server\\x2F(?!run-server\\.js)|repl\\x2F(?!run-repl\\.js)|sdk\\x2F|sdk-stdio\\x2F(?!run-sdk-stdio\\.js))/]",
           message:
             "a client of dirq's core imports only the package entry or the documented internal API (docs/internals.md), import() included",
         },

@@ -1,17 +1,10 @@
 import { jsonValue } from "../output/json.js";
+import type { RowChangeOf } from "../shared/row-change.js";
 import type { SqlValue } from "../shared/sql-value.js";
 import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 
 /** One row-level change, as the event stream sends it. Rows are JSON object text. */
-export type RowChange =
-  | {
-      action: "insert" | "update" | "delete";
-      table: string;
-      file_path: string;
-      row: string;
-      old_row: string | null;
-    }
-  | { action: "error"; table: string | null; file_path: string; error: string };
+export type RowChange = RowChangeOf<string>;
 
 /** A row as JSON object text, values serialized exactly like query results. */
 export function rowJson(columns: readonly string[], values: readonly unknown[]): string {

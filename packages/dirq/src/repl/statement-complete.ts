@@ -72,6 +72,19 @@ interface Scan {
   trailingContent: boolean;
 }
 
+/**
+ * Where the comment opening at `start` (`/*` or `--`) ends: after its `*\/`, or after its line
+ * (a `--` comment on the last line ends with the text); -1 for a block comment left open.
+ */
+function commentEnd(sql: string, start: number): number {
+  if (sql[start] === "/") {
+    const close = sql.indexOf("*/", start + 2);
+    return close < 0 ? -1 : close + 2;
+  }
+  const newline = sql.indexOf("\n", start + 2);
+  return newline < 0 ? sql.length : newline + 1;
+}
+
 /** Runs the state machine over `sql`, noting every place a statement ends. */
 function scan(sql: string): Scan {
   const boundaries: Boundary[] = [];
@@ -102,23 +115,15 @@ function scan(sql: string): Scan {
       case "\f":
         step(Token.Space, i + 1);
         break;
-      case "/": {
-        if (sql[i + 1] !== "*") {
-          step(Token.Other, i + 1);
-          break;
-        }
-        const close = sql.indexOf("*/", i + 2);
-        if (close < 0) return unfinished();
-        step(Token.Space, close + 2);
-        break;
-      }
+      case "/":
       case "-": {
-        if (sql[i + 1] !== "-") {
+        if (sql[i + 1] !== (ch === "/" ? "*" : "-")) {
           step(Token.Other, i + 1);
           break;
         }
-        const newline = sql.indexOf("\n", i + 2);
-        step(Token.Space, newline < 0 ? sql.length : newline + 1);
+        const end = commentEnd(sql, i);
+        if (end < 0) return unfinished();
+        step(Token.Space, end);
         break;
       }
       case "[": {

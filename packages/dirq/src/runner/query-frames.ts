@@ -8,6 +8,8 @@
  *
  * A frame: payload length (u32), id (u32), kind (u8), flags (u8), then the payload.
  */
+
+import { FrameCutter } from "../shared/frame-cutter.js";
 export const HEADER_BYTES = 10;
 
 /** Pool to process. */
@@ -78,43 +80,18 @@ export function frameHeader(id: number, kind: number, length: number, flags = 0)
   return header;
 }
 
-/**
- * Cuts a byte stream into frames. Chunks are kept as they come and joined only once a frame
- * is complete, so a large answer arriving in many chunks is copied once.
- */
-export class FrameReader {
-  private chunks: Buffer[] = [];
-  private buffered = 0;
-
-  /** Takes a chunk; returns the frames it completes, in order. */
-  push(chunk: Buffer): Frame[] {
-    this.chunks.push(chunk);
-    this.buffered += chunk.length;
-    const frames: Frame[] = [];
-    for (;;) {
-      if (this.buffered < HEADER_BYTES) break;
-      let head = this.chunks[0] as Buffer;
-      if (head.length < HEADER_BYTES) {
-        head = Buffer.concat(this.chunks);
-        this.chunks = [head];
-      }
-      const length = head.readUInt32LE(0);
-      const total = HEADER_BYTES + length;
-      if (this.buffered < total) break;
-      if (head.length < total) {
-        head = Buffer.concat(this.chunks);
-        this.chunks = [head];
-      }
-      frames.push({
-        id: head.readUInt32LE(4),
-        kind: head.readUInt8(8),
-        flags: head.readUInt8(9),
-        payload: head.subarray(HEADER_BYTES, total),
-      });
-      this.buffered -= total;
-      if (head.length === total) this.chunks.shift();
-      else this.chunks[0] = head.subarray(total);
-    }
-    return frames;
+/** Cuts a byte stream into frames (a large answer arriving in many chunks is copied once). */
+export class FrameReader extends FrameCutter<Frame> {
+  constructor() {
+    super(
+      HEADER_BYTES,
+      (head) => HEADER_BYTES + head.readUInt32LE(0),
+      (frame) => ({
+        id: frame.readUInt32LE(4),
+        kind: frame.readUInt8(8),
+        flags: frame.readUInt8(9),
+        payload: frame.subarray(HEADER_BYTES),
+      }),
+    );
   }
 }

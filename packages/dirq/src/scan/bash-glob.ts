@@ -240,6 +240,28 @@ export function bracketRegex(text: string, open: number, close: number): string 
 }
 
 /**
+ * The regular expression for the pattern character at `i` other than `*`, whose meaning the
+ * caller decides: `?` (as `anyCharacter`), a bracket expression (a `[` with no close is
+ * itself), an escaped character or a literal one. `last`: the index of its last character.
+ */
+export function characterSource(
+  pattern: string,
+  i: number,
+  anyCharacter: string,
+): { source: string; last: number } {
+  const ch = pattern[i] as string;
+  if (ch === "\\" && i + 1 < pattern.length) {
+    return { source: escapeRegex(pattern[i + 1] as string), last: i + 1 };
+  }
+  if (ch === "?") return { source: anyCharacter, last: i };
+  if (ch === "[") {
+    const close = bracketEnd(pattern, i);
+    if (close !== -1) return { source: bracketRegex(pattern, i, close), last: close };
+  }
+  return { source: escapeRegex(ch), last: i };
+}
+
+/**
  * One path segment of a pattern as an anchored regular expression. It never matches a NUL
  * (no name has one), so the same source also finds whole names in a NUL-joined listing.
  */
@@ -247,23 +269,13 @@ function segmentRegex(segment: string): Segment {
   if (segment === "**") return { kind: "globstar" };
   let source = "";
   for (let i = 0; i < segment.length; i++) {
-    const ch = segment[i] as string;
-    if (ch === "\\" && i + 1 < segment.length) {
-      source += escapeRegex(segment[++i] as string);
-    } else if (ch === "*") {
+    if (segment[i] === "*") {
       while (segment[i + 1] === "*") i++;
       source += "[^/\\0]*";
-    } else if (ch === "?") {
-      source += "[^/\\0]";
-    } else if (ch === "[") {
-      const close = bracketEnd(segment, i);
-      if (close === -1) source += "\\[";
-      else {
-        source += bracketRegex(segment, i, close);
-        i = close;
-      }
     } else {
-      source += escapeRegex(ch);
+      const part = characterSource(segment, i, "[^/\\0]");
+      source += part.source;
+      i = part.last;
     }
   }
   const literalDot = segment.startsWith(".") || segment.startsWith("\\.");
@@ -403,9 +415,7 @@ export function compileBashGlob(pattern: string): BashGlob {
   const expanded = expandBraces(pattern);
   const alternatives = expanded.map(compileAlternative);
   const fileAlternatives = alternatives.filter((alt) => !alt.directoriesOnly);
-  /** See positionsIn and lastSegmentsIn. */
-  const positionsByDir = new Map<string, readonly (readonly number[])[]>();
-  const lastSegmentsAt = new WeakMap<readonly (readonly number[])[], LastSegments>();
+  const folders = new FolderPositions(fileAlternatives);
   const directoryAlternatives = alternatives.filter((alt) => alt.directoriesOnly);
   const unbounded = alternatives.some((alt) => alt.segments.some((s) => s.kind === "globstar"));
   const base = commonPrefix(expanded.map(literalPrefix)).join("/");
@@ -426,7 +436,7 @@ export function compileBashGlob(pattern: string): BashGlob {
       return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, true));
     },
     fileMatcherIn(dir) {
-      const { segments, anyVisibleName } = lastSegmentsIn(dir);
+      const { segments, anyVisibleName } = folders.lastSegmentsIn(dir);
       if (segments.length === 0 && !anyVisibleName) return null;
       const [only] = segments;
       if (!anyVisibleName && only !== undefined && segments.length === 1) {
@@ -437,31 +447,45 @@ export function compileBashGlob(pattern: string): BashGlob {
         segments.some((segment) => nameMatches(segment, name));
     },
     bulkFileMatcherIn(dir) {
-      const { segments, anyVisibleName } = lastSegmentsIn(dir);
+      const { segments, anyVisibleName } = folders.lastSegmentsIn(dir);
       const [only] = segments;
       if (anyVisibleName || only === undefined || segments.length !== 1) return null;
-      let bulk = bulkRegexes.get(only);
-      if (bulk === undefined) {
-        // A whole name: the start or the NUL before it, the name, then a NUL or the end; not
-        // a dot name unless the pattern starts with a dot (as nameMatches says). The NUL is
-        // taken into the match rather than looked behind for: a lookbehind is tried at every
-        // character, which costs more.
-        const source = only.regex.source.slice(1, -1);
-        const dot = only.literalDot ? "" : "(?!\\.)";
-        bulk = new RegExp(`(?:^|\\0)${dot}(?:${source})(?![^\\0])`, "gs");
-        bulkRegexes.set(only, bulk);
-      }
-      return bulk;
+      return bulkRegexFor(only);
     },
   };
+}
+
+/**
+ * A whole name in a NUL-joined listing: the start or the NUL before it, the name, then a NUL or
+ * the end; not a dot name unless the pattern starts with a dot (as nameMatches says). The NUL
+ * is taken into the match rather than looked behind for: a lookbehind is tried at every
+ * character, which costs more. Made once per segment.
+ */
+function bulkRegexFor(segment: Segment & { kind: "name" }): RegExp {
+  let bulk = bulkRegexes.get(segment);
+  if (bulk === undefined) {
+    const source = segment.regex.source.slice(1, -1);
+    const dot = segment.literalDot ? "" : "(?!\\.)";
+    bulk = new RegExp(`(?:^|\\0)${dot}(?:${source})(?![^\\0])`, "gs");
+    bulkRegexes.set(segment, bulk);
+  }
+  return bulk;
+}
+
+/** Where a glob's file alternatives stand in each folder a walk enters, remembered per folder. */
+class FolderPositions {
+  private readonly positionsByDir = new Map<string, readonly (readonly number[])[]>();
+  private readonly lastSegmentsAt = new WeakMap<readonly (readonly number[])[], LastSegments>();
+
+  constructor(private readonly fileAlternatives: readonly CompiledAlternative[]) {}
 
   /** The name segments that can take a file's name in folder `dir` (see fileMatcherIn). */
-  function lastSegmentsIn(dir: string): LastSegments {
-    const positions = positionsIn(dir);
-    let found = lastSegmentsAt.get(positions);
+  lastSegmentsIn(dir: string): LastSegments {
+    const positions = this.positionsIn(dir);
+    let found = this.lastSegmentsAt.get(positions);
     if (found === undefined) {
-      found = lastSegmentsFrom(positions);
-      lastSegmentsAt.set(positions, found);
+      found = this.lastSegmentsFrom(positions);
+      this.lastSegmentsAt.set(positions, found);
     }
     return found;
   }
@@ -473,11 +497,11 @@ export function compileBashGlob(pattern: string): BashGlob {
    * segments that take no name, which none does (a final globstar takes one at least). A
    * final globstar takes any name not starting with `.`.
    */
-  function lastSegmentsFrom(positions: readonly (readonly number[])[]): LastSegments {
+  private lastSegmentsFrom(positions: readonly (readonly number[])[]): LastSegments {
     const segments: (Segment & { kind: "name" })[] = [];
     let anyVisibleName = false;
-    for (let i = 0; i < fileAlternatives.length; i++) {
-      const alt = fileAlternatives[i] as CompiledAlternative;
+    for (let i = 0; i < this.fileAlternatives.length; i++) {
+      const alt = this.fileAlternatives[i] as CompiledAlternative;
       const last = alt.segments.length - 1;
       for (const from of positions[i] as readonly number[]) {
         const segment = alt.segments[from];
@@ -497,24 +521,25 @@ export function compileBashGlob(pattern: string): BashGlob {
    * Sets, makes V8 spend long optimizing these functions on a background thread during a big
    * glob, and on a machine with few cores that time comes out of the listing's.
    */
-  function positionsIn(dir: string): readonly (readonly number[])[] {
-    const known = positionsByDir.get(dir);
+  private positionsIn(dir: string): readonly (readonly number[])[] {
+    const known = this.positionsByDir.get(dir);
     if (known !== undefined) return known;
+    const alternatives = this.fileAlternatives;
     let positions: readonly (readonly number[])[];
     if (dir === "") {
-      positions = fileAlternatives.map((alt) => positionsAfter(alt.segments, []));
+      positions = alternatives.map((alt) => positionsAfter(alt.segments, []));
     } else {
       const slash = dir.lastIndexOf("/");
-      const parent = positionsIn(slash === -1 ? "" : dir.slice(0, slash));
+      const parent = this.positionsIn(slash === -1 ? "" : dir.slice(0, slash));
       const name = [dir.slice(slash + 1)];
-      const next = fileAlternatives.map((alt, i) =>
+      const next = alternatives.map((alt, i) =>
         positionsAfter(alt.segments, name, parent[i] as readonly number[]),
       );
       const unchanged = next.every((after, i) => samePositions(after, parent[i] as number[]));
       positions = unchanged ? parent : next;
     }
-    if (positionsByDir.size >= FOLDERS_REMEMBERED) positionsByDir.clear();
-    positionsByDir.set(dir, positions);
+    if (this.positionsByDir.size >= FOLDERS_REMEMBERED) this.positionsByDir.clear();
+    this.positionsByDir.set(dir, positions);
     return positions;
   }
 }

@@ -1,4 +1,4 @@
-import { bracketEnd, bracketRegex, escapeRegex } from "./bash-glob.js";
+import { characterSource } from "./bash-glob.js";
 
 /**
  * One `.gitignore` file (or `info/exclude`, or config `ignore`) compiled to git's rules
@@ -57,19 +57,10 @@ function wildmatchSource(pattern: string): string {
         continue;
       }
       source += "[^/]*";
-    } else if (ch === "?") {
-      source += "[^/]";
-    } else if (ch === "[") {
-      const close = bracketEnd(pattern, i);
-      if (close === -1) source += "\\[";
-      else {
-        source += bracketRegex(pattern, i, close);
-        i = close;
-      }
-    } else if (ch === "\\" && i + 1 < pattern.length) {
-      source += escapeRegex(pattern[++i] as string);
     } else {
-      source += escapeRegex(ch);
+      const part = characterSource(pattern, i, "[^/]");
+      source += part.source;
+      i = part.last;
     }
   }
   return source;

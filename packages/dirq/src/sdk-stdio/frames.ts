@@ -1,4 +1,5 @@
 import { parseJsonExact } from "../parse/hook-rows.js";
+import { FrameCutter } from "../shared/frame-cutter.js";
 
 /**
  * The frames of `dirq sdk-stdio` (docs/python.md, "The protocol"): an 8-byte head, two
@@ -48,37 +49,26 @@ export class FrameError extends Error {}
  * Cuts a byte stream into frames, whatever the chunks it arrives in. Headers are read with
  * dirq's exact-number JSON reader, so an integer parameter beyond 2^53 stays exact (a bigint).
  */
-export class FrameReader {
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
-
-  /** The frames completed by `chunk`, in order. Throws a `FrameError` on a broken header. */
-  push(chunk: Buffer): Frame[] {
-    this.pending.push(chunk);
-    this.pendingBytes += chunk.length;
-    const frames: Frame[] = [];
-    let buffer = this.pending.length === 1 ? chunk : Buffer.concat(this.pending, this.pendingBytes);
-    let at = 0;
-    while (buffer.length - at >= HEAD_BYTES) {
-      const headerLength = buffer.readUInt32BE(at);
-      if (headerLength > MAX_HEADER_BYTES) {
-        throw new FrameError(`a frame's header of ${headerLength} bytes is not a request`);
-      }
-      const payloadLength = buffer.readUInt32BE(at + 4);
-      const end = at + HEAD_BYTES + headerLength + payloadLength;
-      if (buffer.length < end) break;
-      const headerEnd = at + HEAD_BYTES + headerLength;
-      frames.push({
-        header: parseHeader(buffer.toString("utf8", at + HEAD_BYTES, headerEnd)),
-        payload: buffer.subarray(headerEnd, end),
-      });
-      at = end;
-    }
-    if (at > 0) buffer = buffer.subarray(at);
-    this.pending = buffer.length === 0 ? [] : [buffer];
-    this.pendingBytes = buffer.length;
-    return frames;
+export class FrameReader extends FrameCutter<Frame> {
+  /** `push` throws a `FrameError` on a broken header. */
+  constructor() {
+    super(HEAD_BYTES, frameBytes, (frame) => {
+      const payloadStart = HEAD_BYTES + frame.readUInt32BE(0);
+      return {
+        header: parseHeader(frame.toString("utf8", HEAD_BYTES, payloadStart)),
+        payload: frame.subarray(payloadStart),
+      };
+    });
   }
+}
+
+/** A frame's whole length, from its head; a `FrameError` when the head cannot be a frame's. */
+function frameBytes(head: Buffer): number {
+  const headerLength = head.readUInt32BE(0);
+  if (headerLength > MAX_HEADER_BYTES) {
+    throw new FrameError(`a frame's header of ${headerLength} bytes is not a request`);
+  }
+  return HEAD_BYTES + headerLength + head.readUInt32BE(4);
 }
 
 function parseHeader(text: string): Record<string, unknown> {

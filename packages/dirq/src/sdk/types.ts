@@ -1,7 +1,9 @@
 /**
- * The SDK's value types. They import nothing, so the declarations a consumer type-checks never
- * reach the engine's (and its SQLite binding's) internals.
+ * The SDK's value types. They import only the row-change shape (which imports nothing), so the
+ * declarations a consumer type-checks never reach the engine's (and its SQLite binding's)
+ * internals.
  */
+import type { RowChangeOf } from "../shared/row-change.js";
 
 /**
  * One value as the SDK returns it: what the CLI's JSON output holds, as JavaScript. INTEGER is
@@ -17,23 +19,7 @@ export type Row = Record<string, RowValue>;
  * A row-level change: the data of the server's SSE `row` event, parsed. `row` and `old_row`
  * hold the values a query would return.
  */
-export type RowEvent =
-  | {
-      action: "insert" | "update" | "delete";
-      table: string;
-      /** Path of the file the row came from, relative to the root. */
-      file_path: string;
-      row: Row;
-      /** The previous row of an `update`; `null` otherwise. */
-      old_row: Row | null;
-    }
-  | {
-      action: "error";
-      /** The table, or `null` when the failure is not tied to one. */
-      table: string | null;
-      file_path: string;
-      error: string;
-    };
+export type RowEvent = RowChangeOf<Row>;
 
 /**
  * Events were lost to a `watch()` stream: it fell more than its buffer behind, or resumed from

@@ -13,7 +13,7 @@ import { RowsError } from "./document-rows.js";
  * to a thread with the header's names; it takes the pieces' records back in the file's order.
  * It waits for them synchronously (`Atomics.wait`, `receiveMessageOnPort`), so a file is read
  * and inserted in one synchronous call, under its savepoint, exactly as a file read here.
- * Memory stays bounded: at most `PIECES_AHEAD` pieces per thread are out at a time.
+ * Memory stays bounded: at most `THREADS.piecesAhead` pieces per thread are out at a time.
  */
 
 /** A piece for a thread: its bytes (moved, not copied), where it starts, the header's names. */
@@ -40,17 +40,20 @@ export interface CsvThreadData {
   slot: number;
 }
 
-/** Pieces out per thread: one being parsed and one waiting, so a thread never idles. */
-const PIECES_AHEAD = 2;
-/**
- * At most this many threads: with two, the inserts here are about as slow as the parse; each
- * thread costs its own heap while it parses.
- */
-const MAX_THREADS = 2;
-/** How long a thread may take to start (ms) before the pieces are read in this thread. */
-const START_MS = 10_000;
-/** How long one piece may take (ms) before the thread counts as lost (a fault of the fill). */
-const PIECE_MS = 300_000;
+/** How many threads parse, how far ahead, and how long they may take. */
+const THREADS = {
+  /** Pieces out per thread: one being parsed and one waiting, so a thread never idles. */
+  piecesAhead: 2,
+  /**
+   * At most this many threads: with two, the inserts here are about as slow as the parse;
+   * each thread costs its own heap while it parses.
+   */
+  most: 2,
+  /** How long a thread may take to start (ms) before the pieces are read in this thread. */
+  startMs: 10_000,
+  /** How long one piece may take (ms) before the thread counts as lost (a fault of the fill). */
+  pieceMs: 300_000,
+} as const;
 
 interface CsvThread {
   worker: Worker;
@@ -66,7 +69,7 @@ let signals: Int32Array;
 let broken = false;
 
 function threadCount(): number {
-  return Math.max(1, Math.min(MAX_THREADS, os().availableParallelism() - 1));
+  return Math.max(1, Math.min(THREADS.most, os().availableParallelism() - 1));
 }
 
 function startThreads(): CsvThread[] | null {
@@ -118,7 +121,7 @@ function receive(thread: CsvThread, timeoutMs: number): PieceAnswer | null {
 function awaitReady(all: CsvThread[]): boolean {
   for (const thread of all) {
     if (thread.ready) continue;
-    const answer = receive(thread, START_MS);
+    const answer = receive(thread, THREADS.startMs);
     if (answer?.kind !== "ready") {
       broken = true;
       for (const each of all) void each.worker.terminate();
@@ -154,7 +157,7 @@ export function readPiecesOnThreads(
 
   const takeAnswer = () => {
     const { thread, id } = out.shift() as { thread: CsvThread; id: number };
-    const answer = receive(thread, PIECE_MS);
+    const answer = receive(thread, THREADS.pieceMs);
     if (answer === null || answer.id !== id) {
       broken = true;
       throw new Error("a CSV reading thread stopped answering");
@@ -194,7 +197,7 @@ export function readPiecesOnThreads(
       const job: PieceJob = { id: nextId++, bytes: moved, firstLine, names, delimiter };
       thread.port.postMessage(job, [moved]);
       out.push({ thread, id: job.id });
-      while (out.length >= all.length * PIECES_AHEAD) takeAnswer();
+      while (out.length >= all.length * THREADS.piecesAhead) takeAnswer();
     });
     while (out.length > 0) takeAnswer();
   } finally {
@@ -202,7 +205,7 @@ export function readPiecesOnThreads(
     // next file's answers are its own.
     while (out.length > 0 && !broken) {
       const { thread } = out.shift() as { thread: CsvThread; id: number };
-      if (receive(thread, PIECE_MS) === null) broken = true;
+      if (receive(thread, THREADS.pieceMs) === null) broken = true;
     }
   }
 }
