@@ -2,10 +2,9 @@ import { parentPort, workerData } from "node:worker_threads";
 import { statJoinedPaths } from "./file-stats.js";
 import { inheritNativeHost } from "./native-fs.js";
 import {
-  ANSWERED,
+  Slot,
   claimRequest,
   type HelperData,
-  READY,
   type StatAnswer,
   type StatRequest,
 } from "./stat-helper.js";
@@ -27,7 +26,7 @@ parentPort?.on("message", ({ id, paths, rawPaths }: StatRequest) => {
     const answer: StatAnswer = { id, stats };
     answers.postMessage(answer, [stats.buffer as ArrayBuffer]);
   }
-  Atomics.add(counters, ANSWERED, 1);
-  Atomics.notify(counters, ANSWERED);
+  Atomics.add(counters, Slot.answered, 1);
+  Atomics.notify(counters, Slot.answered);
 });
-Atomics.store(counters, READY, 1);
+Atomics.store(counters, Slot.ready, 1);

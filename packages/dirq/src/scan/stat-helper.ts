@@ -11,21 +11,20 @@ import { HelperThread } from "./helper-thread.js";
  * much per file or per folder.
  */
 
-/** Slots of the counters shared with the helper. */
-export const ANSWERED = 0;
-export const READY = 1;
 /**
- * Then one claim slot per request, in a ring: whichever thread claims a request first (0 → 1)
- * stats it; the helper answers a request the caller took back with `stats: null`. Requests
- * posted and not yet answered stay fewer than the ring's size (see BatchStatter).
+ * Slots of the counters shared with the helper: requests answered, 1 once the helper listens,
+ * then from `claims` on one claim slot per request, in a ring of `CLAIM_SLOTS`: whichever
+ * thread claims a request first (0 → 1) stats it; the helper answers a request the caller
+ * took back with `stats: null`. Requests posted and not yet answered stay fewer than the
+ * ring's size (see BatchStatter).
  */
-export const CLAIMS = 2;
+export const Slot = { answered: 0, ready: 1, claims: 2 } as const;
 export const CLAIM_SLOTS = 64;
 
 /** What the helper thread is given. */
 export interface HelperData {
   root: string;
-  /** Counters: [ANSWERED] requests answered, [READY] 1 once the helper listens. */
+  /** Counters: [Slot.answered] requests answered, [Slot.ready] 1 once the helper listens. */
   counters: Int32Array;
   /** Where the helper posts its answers. */
   answers: MessagePort;
@@ -48,14 +47,14 @@ export interface StatAnswer {
 
 /** Claims request `id` for the thread that calls it: `false` when the other one has. */
 export function claimRequest(counters: Int32Array, id: number): boolean {
-  return Atomics.compareExchange(counters, CLAIMS + (id % CLAIM_SLOTS), 0, 1) === 0;
+  return Atomics.compareExchange(counters, Slot.claims + (id % CLAIM_SLOTS), 0, 1) === 0;
 }
 
 export class StatHelper {
   private readonly thread = new HelperThread(
     new URL("./stat-helper-thread.js", import.meta.url),
-    CLAIMS + CLAIM_SLOTS,
-    READY,
+    Slot.claims + CLAIM_SLOTS,
+    Slot.ready,
   );
   private readonly counters = this.thread.counters;
   private nextId = 0;
@@ -80,7 +79,7 @@ export class StatHelper {
 
   /** Requests the thread has answered so far. */
   get answered(): number {
-    return Atomics.load(this.counters, ANSWERED);
+    return Atomics.load(this.counters, Slot.answered);
   }
 
   /** Requests sent and not yet answered. */
@@ -95,7 +94,7 @@ export class StatHelper {
   ask(request: Omit<StatRequest, "id">, onAnswer: (answer: StatAnswer) => void): number {
     const id = this.nextId++;
     this.waiting.set(id, onAnswer);
-    Atomics.store(this.counters, CLAIMS + (id % CLAIM_SLOTS), 0);
+    Atomics.store(this.counters, Slot.claims + (id % CLAIM_SLOTS), 0);
     this.thread.post({ ...request, id });
     return id;
   }
@@ -126,9 +125,9 @@ export class StatHelper {
    * noticed.
    */
   wait(maxMs: number): void {
-    const seen = Atomics.load(this.counters, ANSWERED);
+    const seen = Atomics.load(this.counters, Slot.answered);
     if (this.receive() > 0 || this.waiting.size === 0 || this.thread.failed) return;
-    Atomics.wait(this.counters, ANSWERED, seen, maxMs);
+    Atomics.wait(this.counters, Slot.answered, seen, maxMs);
     this.receive();
   }
 

@@ -2,14 +2,7 @@ import { parentPort, workerData } from "node:worker_threads";
 import { inheritNativeHost } from "./native-fs.js";
 import { directorySignature, folderKey } from "./tree-signature.js";
 import { type ResumePoint, SelectionWalker } from "./walk.js";
-import {
-  MAX_IN_FLIGHT,
-  POSTED,
-  READY,
-  TAKEN,
-  type WalkHelperAnswer,
-  type WalkHelperData,
-} from "./walk-helper.js";
+import { MAX_IN_FLIGHT, Slot, type WalkHelperAnswer, type WalkHelperData } from "./walk-helper.js";
 
 /** The thread of `WalkHelper`: waits for its part of the walk, walks it, posts its files. */
 const { options, counters, answers, signFoldersSince, nativeHost } = workerData as WalkHelperData;
@@ -17,8 +10,8 @@ await inheritNativeHost(nativeHost);
 
 function post(answer: WalkHelperAnswer): void {
   answers.postMessage(answer);
-  Atomics.add(counters, POSTED, 1);
-  Atomics.notify(counters, POSTED);
+  Atomics.add(counters, Slot.posted, 1);
+  Atomics.notify(counters, Slot.posted);
 }
 
 function walk(resume: ResumePoint): void {
@@ -36,9 +29,9 @@ function walk(resume: ResumePoint): void {
   for (let batch = walker.next(); batch !== null; batch = walker.next()) {
     // The caller inserts; when it falls behind, wait rather than pile batches up in memory.
     for (;;) {
-      const taken = Atomics.load(counters, TAKEN);
+      const taken = Atomics.load(counters, Slot.taken);
       if (posted - taken < MAX_IN_FLIGHT) break;
-      Atomics.wait(counters, TAKEN, taken, 100);
+      Atomics.wait(counters, Slot.taken, taken, 100);
     }
     post({ kind: "batch", json: JSON.stringify(batch.paths), count: batch.paths.length });
     posted++;
@@ -50,4 +43,4 @@ parentPort?.once("message", (resume: ResumePoint | null) => {
   if (resume === null) post({ kind: "end", skipped: [], folders: [] });
   else walk(resume);
 });
-Atomics.store(counters, READY, 1);
+Atomics.store(counters, Slot.ready, 1);

@@ -13,11 +13,11 @@ import type { ResumePoint, SkippedPath } from "./walk.js";
  * batches are ever in flight.
  */
 
-/** Slots of the counters shared with the thread. */
-export const READY = 0;
-/** Batches the thread posted, and the caller took. */
-export const POSTED = 1;
-export const TAKEN = 2;
+/**
+ * Slots of the counters shared with the thread: 1 once it listens; the batches it posted, and
+ * the ones the caller took.
+ */
+export const Slot = { ready: 0, posted: 1, taken: 2 } as const;
 /** Batches in flight at most before the thread waits for the caller. */
 export const MAX_IN_FLIGHT = 16;
 
@@ -60,7 +60,7 @@ export class WalkHelper {
   private readonly thread = new HelperThread(
     new URL("./walk-helper-thread.js", import.meta.url),
     3,
-    READY,
+    Slot.ready,
   );
   private readonly counters = this.thread.counters;
   private taken = 0;
@@ -103,8 +103,8 @@ export class WalkHelper {
       this.taken++;
     }
     if (batches.length > 0) {
-      Atomics.store(this.counters, TAKEN, this.taken);
-      Atomics.notify(this.counters, TAKEN);
+      Atomics.store(this.counters, Slot.taken, this.taken);
+      Atomics.notify(this.counters, Slot.taken);
     }
     return batches;
   }
@@ -112,7 +112,7 @@ export class WalkHelper {
   /** Blocks until the thread posts again (unless it has), at most `maxMs`. */
   wait(maxMs: number): void {
     if (this.thread.failed || this.end !== null) return;
-    Atomics.wait(this.counters, POSTED, this.taken, maxMs);
+    Atomics.wait(this.counters, Slot.posted, this.taken, maxMs);
   }
 
   /** Stops the thread, if one was started. */
