@@ -224,11 +224,12 @@ export class LiveSession {
   }
 
   /**
-   * Checks a statement and builds what it reads. A signal or deadline stops the wait, not the
-   * build: its writes are committed file by file, and it finishes in the background.
+   * Checks a statement and builds what it reads. A signal or deadline stops the wait, not a
+   * build begun: its writes are committed file by file, and it finishes in the background (a
+   * statement still queued for the writer when its signal aborts builds nothing).
    */
   async prepare(sql: string, options: SessionPrepareOptions = {}): Promise<PreparedStatement> {
-    const prepareOptions = { parameters: options.parameters };
+    const prepareOptions = { parameters: options.parameters, signal: options.signal };
     if (options.settle !== false && this.live !== null) {
       const live = await this.live;
       return this.waitFor(live.prepareCurrent(sql, prepareOptions), options);

@@ -93,6 +93,12 @@ export interface PrepareOptions {
    * CLI and HTTP have none to bind, and refuse such a statement.
    */
   parameters?: boolean;
+  /**
+   * The caller's signal, as `run` takes one: aborted before the writer is free, the statement
+   * builds nothing and `prepare` rejects with its reason. A build that has begun finishes (its
+   * writes commit file by file, and other statements may wait for the same tables).
+   */
+  signal?: AbortSignal;
 }
 
 /** What `prepare` remembers of a statement, valid for one schema version. */
@@ -195,7 +201,9 @@ export class StatementPreparer {
     this.missed = null;
     const ready = tried ? null : this.atOnce(sql, options);
     if (ready !== null) return ready;
+    options.signal?.throwIfAborted();
     return this.host.withWriter(async () => {
+      options.signal?.throwIfAborted();
       const configTablesBuilt = this.host.configTablesBuilt();
       const state: { tables: readonly string[] } = { tables: [] };
       let built: { checked: Checked; skipped: SkippedPath[] };

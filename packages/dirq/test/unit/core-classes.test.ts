@@ -263,6 +263,32 @@ describe("StatementPreparer (through DirqIndex.prepare and preparedAlready)", ()
     }
   });
 
+  it("takes a signal: a statement whose caller left before the writer was free builds nothing", async () => {
+    const root = tree({ "docs/a.md": "a", "src/b.ts": "b" });
+    const index = openIndex({ root, progress: false });
+    try {
+      const gone = new AbortController();
+      gone.abort(new Error("the client left"));
+      await assert.rejects(index.prepare("SELECT path FROM './docs'", { signal: gone.signal }), {
+        message: "the client left",
+      });
+      // Queued behind another statement's build, then abandoned.
+      const leaving = new AbortController();
+      const first = index.prepare("SELECT path FROM './'");
+      const second = index.prepare("SELECT path FROM './src'", { signal: leaving.signal });
+      leaving.abort(new Error("left while queued"));
+      await first;
+      await assert.rejects(second, { message: "left while queued" });
+      assert.equal(index.preparedAlready("SELECT path FROM './src'"), null);
+      assert.equal(index.preparedAlready("SELECT path FROM './docs'"), null);
+      // The next caller builds it as usual.
+      const rows = await index.queryObjects("SELECT path FROM './src'");
+      assert.deepEqual(rows, [{ path: "src/b.ts" }]);
+    } finally {
+      index.close();
+    }
+  });
+
   it("refuses writes and internal tables before anything runs", async () => {
     const index = openIndex({ root: tree({ "a.txt": "a" }), progress: false });
     try {

@@ -6,18 +6,7 @@ import {
   FrameError,
   FrameReader as StdioFrameReader,
 } from "../../src/sdk-stdio/frames.js";
-
-/** A seeded generator (mulberry32): the same cuts on every run. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom as random } from "../differential.js";
 
 /** `bytes` cut into chunks of random sizes (empty ones included), as a socket may hand them. */
 function cut(bytes: Buffer, next: () => number): Buffer[] {
