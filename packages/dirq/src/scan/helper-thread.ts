@@ -2,6 +2,16 @@ import type { MessagePort, Worker } from "node:worker_threads";
 import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
 import { nativeHostModule } from "./native-fs.js";
 
+/** What `start` adds to every helper thread's workerData. */
+export interface HelperThreadData {
+  /** The counters shared with the calling thread (each helper names its slots). */
+  counters: Int32Array;
+  /** Where the thread posts its answers. */
+  answers: MessagePort;
+  /** The module that provides the native calls' host (see inheritNativeHost), if any. */
+  nativeHost: string | null;
+}
+
 /**
  * The thread behind a walk's helpers (stat-helper.ts, walk-helper.ts): started once, given
  * counters it shares with the calling thread and a port for its answers, which the caller reads
@@ -31,7 +41,7 @@ export class HelperThread {
     const { MessageChannel, Worker } = workerThreads();
     const channel = new MessageChannel();
     this.answers = channel.port1;
-    const shared = {
+    const shared: HelperThreadData = {
       counters: this.counters,
       answers: channel.port2,
       nativeHost: nativeHostModule(),

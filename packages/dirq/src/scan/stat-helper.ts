@@ -1,5 +1,4 @@
-import type { MessagePort } from "node:worker_threads";
-import { HelperThread } from "./helper-thread.js";
+import { HelperThread, type HelperThreadData } from "./helper-thread.js";
 
 /**
  * A thread that stats batches of files for a walk (see stat-helper-thread.ts): a stat is a
@@ -22,14 +21,8 @@ export const Slot = { answered: 0, ready: 1, claims: 2 } as const;
 export const CLAIM_SLOTS = 64;
 
 /** What the helper thread is given. */
-export interface HelperData {
+export interface HelperData extends HelperThreadData {
   root: string;
-  /** Counters: [Slot.answered] requests answered, [Slot.ready] 1 once the helper listens. */
-  counters: Int32Array;
-  /** Where the helper posts its answers. */
-  answers: MessagePort;
-  /** The module that provides the native calls' host (see inheritNativeHost), if any. */
-  nativeHost: string | null;
 }
 
 /** Stat a batch: paths joined by NUL (no file name holds one), one string to copy. */

@@ -1,5 +1,4 @@
-import type { MessagePort } from "node:worker_threads";
-import { HelperThread } from "./helper-thread.js";
+import { HelperThread, type HelperThreadData } from "./helper-thread.js";
 import type { PathSelection } from "./path-selection.js";
 import type { ResumePoint, SkippedPath } from "./walk.js";
 
@@ -29,14 +28,10 @@ export interface WalkHelperOptions {
   extraIgnores?: readonly string[];
 }
 
-export interface WalkHelperData {
+export interface WalkHelperData extends HelperThreadData {
   options: WalkHelperOptions;
-  counters: Int32Array;
-  answers: MessagePort;
   /** Sign each folder listed (for a persisted index), with the walk's start time (ms). */
   signFoldersSince: number | null;
-  /** The module that provides the native calls' host (see inheritNativeHost), if any. */
-  nativeHost: string | null;
 }
 
 /** A batch of files: their paths as a JSON array. */
