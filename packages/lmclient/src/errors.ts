@@ -47,7 +47,8 @@ export class LMError extends Error {
 
   constructor(code: LMErrorCode, message: string, details: LMErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
-    // Set by each class as a literal: minifiers rename classes, so `new.target.name` would not do.
+    // A literal, as are the subclasses' names: minifiers rename classes, so `new.target.name`
+    // would not do.
     this.name = "LMError";
     this.code = code;
     this.status = details.status;
@@ -60,37 +61,30 @@ export class LMError extends Error {
   }
 }
 
-/** 401 or 403: the server rejected the API key. Not retried. */
-export class AuthenticationError extends LMError {
+/**
+ * Gives the classes below their constructor, `(message, details?)`, with the code and name that
+ * errors.ts lists for each class in `KIND_BY_CLASS`. Exported only because declaration files
+ * need the classes' base; the package does not export it.
+ */
+export abstract class CodedLMError extends LMError {
   constructor(message: string, details?: LMErrorDetails) {
-    super("LM_AUTH", message, details);
-    this.name = "AuthenticationError";
+    const kind = kindOf(new.target);
+    super(kind.code, message, details);
+    this.name = kind.name;
   }
 }
+
+/** 401 or 403: the server rejected the API key. Not retried. */
+export class AuthenticationError extends CodedLMError {}
 
 /** 404: wrong base URL or unknown model. Not retried. */
-export class NotFoundError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_NOT_FOUND", message, details);
-    this.name = "NotFoundError";
-  }
-}
+export class NotFoundError extends CodedLMError {}
 
 /** 429 after every retry was spent. */
-export class RateLimitError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_RATE_LIMIT", message, details);
-    this.name = "RateLimitError";
-  }
-}
+export class RateLimitError extends CodedLMError {}
 
 /** Any other 4xx (400, 409, 413, 422, ...): the server refused the request. Not retried (409 is). */
-export class BadRequestError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_BAD_REQUEST", message, details);
-    this.name = "BadRequestError";
-  }
-}
+export class BadRequestError extends CodedLMError {}
 
 /**
  * The prompt (with `max_tokens`) does not fit the model's context window: a 4xx whose body says
@@ -98,62 +92,59 @@ export class BadRequestError extends LMError {
  * `BadRequestError` (same `code`, `LM_BAD_REQUEST`), as DSPy's error of the same name is an
  * `LMError`: shorten the input or lower `max_tokens`.
  */
-export class ContextWindowExceededError extends BadRequestError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super(message, details);
-    this.name = "ContextWindowExceededError";
-  }
-}
+export class ContextWindowExceededError extends BadRequestError {}
 
 /** 5xx after every retry was spent. */
-export class ServerError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_SERVER", message, details);
-    this.name = "ServerError";
-  }
-}
+export class ServerError extends CodedLMError {}
 
 /** No response within `timeout` (on the last attempt), or a 408 from the server. */
-export class TimeoutError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_TIMEOUT", message, details);
-    this.name = "TimeoutError";
-  }
-}
+export class TimeoutError extends CodedLMError {}
 
 /** The server could not be reached (refused, reset, DNS) after every retry was spent. */
-export class ConnectionError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_CONNECTION", message, details);
-    this.name = "ConnectionError";
-  }
-}
+export class ConnectionError extends CodedLMError {}
 
 /** A 2xx response that is not a chat completion (not JSON, no `choices` array), or an odd status. */
-export class ResponseError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_BAD_RESPONSE", message, details);
-    this.name = "ResponseError";
-  }
-}
+export class ResponseError extends CodedLMError {}
 
 /** A response body larger than `maxResponseBytes`. Not retried. */
-export class ResponseTooLargeError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_TOO_LARGE", message, details);
-    this.name = "ResponseTooLargeError";
-  }
-}
+export class ResponseTooLargeError extends CodedLMError {}
 
 /**
  * The worker thread that makes every request (for `forward` and `aforward` alike) could not
  * start or stopped answering. Under Node's permission model, run with `--allow-worker`.
  */
-export class WorkerError extends LMError {
-  constructor(message: string, details?: LMErrorDetails) {
-    super("LM_WORKER", message, details);
-    this.name = "WorkerError";
+export class WorkerError extends CodedLMError {}
+
+interface ErrorKind {
+  code: LMErrorCode;
+  name: string;
+}
+
+/** Each class's `code` and `name`; the names are literals for the reason given in `LMError`. */
+const KIND_BY_CLASS = new Map<unknown, ErrorKind>([
+  [AuthenticationError, { code: "LM_AUTH", name: "AuthenticationError" }],
+  [NotFoundError, { code: "LM_NOT_FOUND", name: "NotFoundError" }],
+  [RateLimitError, { code: "LM_RATE_LIMIT", name: "RateLimitError" }],
+  [BadRequestError, { code: "LM_BAD_REQUEST", name: "BadRequestError" }],
+  [ContextWindowExceededError, { code: "LM_BAD_REQUEST", name: "ContextWindowExceededError" }],
+  [ServerError, { code: "LM_SERVER", name: "ServerError" }],
+  [TimeoutError, { code: "LM_TIMEOUT", name: "TimeoutError" }],
+  [ConnectionError, { code: "LM_CONNECTION", name: "ConnectionError" }],
+  [ResponseError, { code: "LM_BAD_RESPONSE", name: "ResponseError" }],
+  [ResponseTooLargeError, { code: "LM_TOO_LARGE", name: "ResponseTooLargeError" }],
+  [WorkerError, { code: "LM_WORKER", name: "WorkerError" }],
+]);
+
+/**
+ * The kind of the nearest listed class `target` is or extends: an application's subclass of one
+ * of these classes keeps that class's code and name.
+ */
+function kindOf(target: unknown): ErrorKind {
+  for (let cls = target; typeof cls === "function"; cls = Object.getPrototypeOf(cls)) {
+    const kind = KIND_BY_CLASS.get(cls);
+    if (kind) return kind;
   }
+  throw new TypeError("lmclient: an LMError class without an entry in KIND_BY_CLASS");
 }
 
 type LMErrorClass = new (message: string, details?: LMErrorDetails) => LMError;
@@ -192,17 +183,10 @@ export function isLMError(error: unknown): error is LMError {
 }
 
 /** An error as plain data, to cross the worker-thread boundary of the synchronous path. */
-export interface ErrorPayload {
+export interface ErrorPayload extends Omit<LMErrorDetails, "cause"> {
   name: string;
   message: string;
   code?: string;
-  status?: number;
-  serverMessage?: string;
-  serverCode?: string;
-  serverType?: string;
-  serverParam?: string;
-  requestId?: string;
-  attempts?: number;
   cause?: { name: string; message: string; code?: string };
 }
 

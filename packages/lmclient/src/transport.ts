@@ -12,6 +12,7 @@ import {
   isLMError,
   type LMError,
   type LMErrorCode,
+  type LMErrorDetails,
 } from "./errors.js";
 import { attemptFetch, type AttemptState, newAttemptState } from "./http-attempt.js";
 import { completionsUrl, RETRY_AFTER_CAP_MS, type TransportRequest } from "./request.js";
@@ -242,106 +243,154 @@ function attemptsText(attempts: number): string {
   return attempts > 1 ? ` (${attempts} attempts)` : "";
 }
 
+/**
+ * The `LMError` for a failed call. Order matters: the client's timeout and abort errors are
+ * connection errors, and its connection errors are `APIError`s.
+ */
 function toLMError(error: unknown, request: TransportRequest, state: AttemptState): LMError {
-  const secret = request.apiKey;
-  const attempts = state.count;
-  const where = whereOf(request);
-  const clean = (text: string) => redactSecret(text, secret);
+  // Already the error the call ends in: `attemptFetch` aborted the call to stop the retries.
   if (state.fatal && isLMError(state.fatal)) return state.fatal;
-  if (error instanceof APIConnectionTimeoutError) {
-    const what = state.headersReceived ? "no complete response" : "no response";
-    return createLMError(
-      "LM_TIMEOUT",
-      clean(
-        `request timed out: ${what} from ${where} within ${request.timeout} ms` +
-          `${attemptsText(attempts)}. Raise the timeout option for slow models.`,
-      ),
-      { attempts },
-    );
-  }
+  if (error instanceof APIConnectionTimeoutError) return timedOut(request, state);
   if (error instanceof APIUserAbortError) {
-    return createLMError("LM_CONNECTION", clean(`request aborted: ${where}`), { attempts });
-  }
-  if (error instanceof APIConnectionError) {
-    const cause = rootCause(error);
-    const reason = cause ? `: ${cause.message}` : "";
-    if (!state.headersReceived && request.proxy && cause && isProxyFailure(cause, request.proxy)) {
-      const proxy = displayUrl(request.proxy);
-      return createLMError(
-        "LM_CONNECTION",
-        clean(
-          `connection to the proxy failed: ${proxy} (for ${where})${attemptsText(attempts)}` +
-            `${reason}. Is the proxy running at the proxy option's address?`,
-        ),
-        { attempts, cause: sanitizeCause(cause, secret) },
-      );
-    }
-    const what = state.headersReceived
-      ? `connection broke while reading the response from ${where}`
-      : `connection failed: ${where}`;
-    const hint = state.headersReceived
-      ? "The server or a proxy closed the connection mid-response."
-      : "Is the server running at base_url?";
     return createLMError(
       "LM_CONNECTION",
-      clean(`${what}${attemptsText(attempts)}${reason}. ${hint}`),
-      {
-        attempts,
-        cause: cause ? sanitizeCause(cause, secret) : undefined,
-      },
+      redactSecret(`request aborted: ${whereOf(request)}`, request.apiKey),
+      { attempts: state.count },
     );
   }
+  if (error instanceof APIConnectionError) return connectionFailed(error, request, state);
   if (error instanceof APIError && typeof error.status === "number") {
-    const status = error.status;
-    const { code, label, hint: statusHint } = classify(status);
-    const hint = status === 404 ? statusHint + providerPrefixHint(request) : statusHint;
-    const serverMessage = serverMessageOf(state.errorBody, error);
-    const statusText = STATUS_TEXT[status] ? ` ${STATUS_TEXT[status]}` : "";
-    const said =
-      serverMessage === undefined ? "(no message)" : serverMessage.replace(/[\s.]+$/, "");
-    const waited =
-      state.retryAfterMs === undefined
-        ? ""
-        : ` The server asked to wait ${Math.ceil(state.retryAfterMs / 1000)} s before a retry ` +
-          `(Retry-After), more than the ${RETRY_AFTER_CAP_MS / 1000} s lmclient waits, so it ` +
-          "did not retry.";
-    const message =
-      `${label}: HTTP ${status}${statusText} from ${where}${attemptsText(attempts)}: ` +
-      `${said}.${hint}${waited}`;
-    const fields = serverFieldsOf(state.errorBody, error);
-    const details = {
-      status,
-      serverMessage: serverMessage === undefined ? undefined : clean(serverMessage),
-      serverCode: fields.code === undefined ? undefined : clean(fields.code),
-      serverType: fields.type === undefined ? undefined : clean(fields.type),
-      serverParam: fields.param === undefined ? undefined : clean(fields.param),
-      requestId: error.requestID ?? undefined,
-      attempts,
-    };
-    if (code === "LM_BAD_REQUEST" && exceedsContext(fields, serverMessage)) {
-      return new ContextWindowExceededError(
-        clean(
-          `context window exceeded: HTTP ${status}${statusText} from ${where}: ${said}. ` +
-            "Shorten the prompt or messages, or lower max_tokens.",
-        ),
-        details,
-      );
-    }
-    return createLMError(code, clean(message), details);
+    return statusFailed(error, error.status, request, state);
   }
-  if (error instanceof SyntaxError) {
-    return createLMError(
-      "LM_BAD_RESPONSE",
-      clean(`invalid response from ${where}: the body is not valid JSON (${error.message})`),
-      { attempts },
+  if (error instanceof SyntaxError) return notJson(error, request, state.count);
+  return requestFailed(error, request, state.count);
+}
+
+function timedOut(request: TransportRequest, state: AttemptState): LMError {
+  const what = state.headersReceived ? "no complete response" : "no response";
+  return createLMError(
+    "LM_TIMEOUT",
+    redactSecret(
+      `request timed out: ${what} from ${whereOf(request)} within ${request.timeout} ms` +
+        `${attemptsText(state.count)}. Raise the timeout option for slow models.`,
+      request.apiKey,
+    ),
+    { attempts: state.count },
+  );
+}
+
+function connectionFailed(
+  error: APIConnectionError,
+  request: TransportRequest,
+  state: AttemptState,
+): LMError {
+  const cause = rootCause(error);
+  if (!state.headersReceived && request.proxy && cause && isProxyFailure(cause, request.proxy)) {
+    return proxyFailed(cause, request.proxy, request, state.count);
+  }
+  const where = whereOf(request);
+  const reason = cause ? `: ${cause.message}` : "";
+  const [what, hint] = state.headersReceived
+    ? [
+        `connection broke while reading the response from ${where}`,
+        "The server or a proxy closed the connection mid-response.",
+      ]
+    : [`connection failed: ${where}`, "Is the server running at base_url?"];
+  return createLMError(
+    "LM_CONNECTION",
+    redactSecret(`${what}${attemptsText(state.count)}${reason}. ${hint}`, request.apiKey),
+    { attempts: state.count, cause: cause ? sanitizeCause(cause, request.apiKey) : undefined },
+  );
+}
+
+function proxyFailed(
+  cause: Error,
+  proxy: string,
+  request: TransportRequest,
+  attempts: number,
+): LMError {
+  return createLMError(
+    "LM_CONNECTION",
+    redactSecret(
+      `connection to the proxy failed: ${displayUrl(proxy)} (for ${whereOf(request)})` +
+        `${attemptsText(attempts)}: ${cause.message}. ` +
+        "Is the proxy running at the proxy option's address?",
+      request.apiKey,
+    ),
+    { attempts, cause: sanitizeCause(cause, request.apiKey) },
+  );
+}
+
+/** An HTTP error status the client did not (or no longer) retry: the class its status maps to. */
+function statusFailed(
+  error: APIError,
+  status: number,
+  request: TransportRequest,
+  state: AttemptState,
+): LMError {
+  const serverMessage = serverMessageOf(state.errorBody, error);
+  const fields = serverFieldsOf(state.errorBody, error);
+  const details: LMErrorDetails = {
+    status,
+    ...serverDetails(serverMessage, fields, request.apiKey),
+    requestId: error.requestID ?? undefined,
+    attempts: state.count,
+  };
+  const { code, label, hint } = classify(status);
+  const statusText = STATUS_TEXT[status] ? ` ${STATUS_TEXT[status]}` : "";
+  const from = `HTTP ${status}${statusText} from ${whereOf(request)}`;
+  const said = saidOf(serverMessage);
+  if (code === "LM_BAD_REQUEST" && exceedsContext(fields, serverMessage)) {
+    return new ContextWindowExceededError(
+      redactSecret(
+        `context window exceeded: ${from}: ${said}. ` +
+          "Shorten the prompt or messages, or lower max_tokens.",
+        request.apiKey,
+      ),
+      details,
     );
   }
-  // Anything else the client can end in is still a failure of the request.
+  const modelHint = status === 404 ? providerPrefixHint(request) : "";
+  return createLMError(
+    code,
+    redactSecret(
+      `${label}: ${from}${attemptsText(state.count)}: ${said}.${hint}${modelHint}` +
+        notRetriedText(state.retryAfterMs),
+      request.apiKey,
+    ),
+    details,
+  );
+}
+
+/** Why a status the client retries was not: the server asked for a wait over the cap. */
+function notRetriedText(retryAfterMs: number | undefined): string {
+  if (retryAfterMs === undefined) return "";
+  return (
+    ` The server asked to wait ${Math.ceil(retryAfterMs / 1000)} s before a retry ` +
+    `(Retry-After), more than the ${RETRY_AFTER_CAP_MS / 1000} s lmclient waits, so it ` +
+    "did not retry."
+  );
+}
+
+function notJson(error: SyntaxError, request: TransportRequest, attempts: number): LMError {
+  return createLMError(
+    "LM_BAD_RESPONSE",
+    redactSecret(
+      `invalid response from ${whereOf(request)}: the body is not valid JSON (${error.message})`,
+      request.apiKey,
+    ),
+    { attempts },
+  );
+}
+
+/** Anything else the client can end in is still a failure of the request. */
+function requestFailed(error: unknown, request: TransportRequest, attempts: number): LMError {
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return createLMError("LM_CONNECTION", clean(`request failed: ${where}: ${text}`), {
-    attempts,
-    cause: error instanceof Error ? sanitizeCause(error, secret) : undefined,
-  });
+  return createLMError(
+    "LM_CONNECTION",
+    redactSecret(`request failed: ${whereOf(request)}: ${text}`, request.apiKey),
+    { attempts, cause: error instanceof Error ? sanitizeCause(error, request.apiKey) : undefined },
+  );
 }
 
 function checkCompletion(
@@ -383,25 +432,36 @@ function errorIn200(body: object, request: TransportRequest, attempts: number): 
   const json = JSON.stringify(body);
   const serverMessage = serverMessageOf(json);
   const fields = serverFieldsOf(json);
-  const clean = (text: string | undefined) =>
-    text === undefined ? undefined : redactSecret(text, request.apiKey);
-  const said = serverMessage === undefined ? "(no message)" : serverMessage.replace(/[\s.]+$/, "");
   return createLMError(
     "LM_BAD_RESPONSE",
     redactSecret(
       `invalid response from ${whereOf(request)}: HTTP 200 with an error instead of a chat ` +
-        `completion: ${said}.`,
+        `completion: ${saidOf(serverMessage)}.`,
       request.apiKey,
     ),
-    {
-      status: 200,
-      attempts,
-      serverMessage: clean(serverMessage),
-      serverCode: clean(fields.code),
-      serverType: clean(fields.type),
-      serverParam: clean(fields.param),
-    },
+    { status: 200, attempts, ...serverDetails(serverMessage, fields, request.apiKey) },
   );
+}
+
+/** The server's message, to end a sentence of ours. */
+function saidOf(serverMessage: string | undefined): string {
+  return serverMessage === undefined ? "(no message)" : serverMessage.replace(/[\s.]+$/, "");
+}
+
+/** What the server said, for `LMErrorDetails`: servers echo the API key back. */
+function serverDetails(
+  serverMessage: string | undefined,
+  fields: ServerFields,
+  secret: string,
+): Pick<LMErrorDetails, "serverMessage" | "serverCode" | "serverType" | "serverParam"> {
+  const clean = (text: string | undefined) =>
+    text === undefined ? undefined : redactSecret(text, secret);
+  return {
+    serverMessage: clean(serverMessage),
+    serverCode: clean(fields.code),
+    serverType: clean(fields.type),
+    serverParam: clean(fields.param),
+  };
 }
 
 function badResponse(request: TransportRequest, attempts: number, what: string): LMError {
@@ -434,11 +494,15 @@ export function serverMessageOf(body: string | undefined, error?: APIError): str
   return fallback === undefined ? undefined : truncate(fallback);
 }
 
+/** The `code`, `type` and `param` of a server's error body. */
+export interface ServerFields {
+  code?: string;
+  type?: string;
+  param?: string;
+}
+
 /** The `code`, `type` and `param` of the server's error body (OpenAI's and vLLM's shapes). */
-export function serverFieldsOf(
-  body: string | undefined,
-  error?: APIError,
-): { code?: string; type?: string; param?: string } {
+export function serverFieldsOf(body: string | undefined, error?: APIError): ServerFields {
   let parsed: unknown;
   try {
     parsed = body?.trim() ? (JSON.parse(body) as unknown) : { error: error?.error };
@@ -457,7 +521,7 @@ export function serverFieldsOf(
       : typeof value === "number"
         ? String(value)
         : undefined;
-  const fields: { code?: string; type?: string; param?: string } = {};
+  const fields: ServerFields = {};
   const code = text(inner.code);
   const type = text(inner.type);
   const param = text(inner.param);
@@ -475,10 +539,7 @@ const CONTEXT_CODES = new Set(["context_length_exceeded", "exceed_context_size_e
 const CONTEXT_MESSAGE =
   /context[ _-]?(?:length|window|size)|maximum context|prompt is too long|input is too long|too many (?:input )?tokens/i;
 
-function exceedsContext(
-  fields: { code?: string; type?: string },
-  message: string | undefined,
-): boolean {
+function exceedsContext(fields: ServerFields, message: string | undefined): boolean {
   if (fields.code !== undefined && CONTEXT_CODES.has(fields.code)) return true;
   if (fields.type !== undefined && CONTEXT_CODES.has(fields.type)) return true;
   return message !== undefined && CONTEXT_MESSAGE.test(message);
