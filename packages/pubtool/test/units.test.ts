@@ -1,11 +1,12 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { workflowFromRef } from "../src/doctor/declared-phase.js";
+import { combinedStatus, neutralPhase } from "../src/doctor/report.js";
 import { nextLink } from "../src/github/api.js";
 import { parseCoreMetadata } from "../src/publish/dist-metadata.js";
 import { SecretMasker } from "../src/publish/secret-mask.js";
 import { repositoryFromRemote } from "../src/repository.js";
-import { registryOfSecret } from "../src/token/credential-names.js";
+import { registryOfSecret, toolVariable } from "../src/token/credential-names.js";
 import { classifyStep, findCommentedSteps } from "../src/workflows/publish-step.js";
 import {
   levelOf,
@@ -45,6 +46,36 @@ describe("pure helpers", () => {
     assert.equal(registryOfSecret("CARGO_REGISTRY_TOKEN"), "rustreg");
     assert.equal(registryOfSecret("NPM_TOKEN"), "jsreg");
     assert.equal(registryOfSecret("SLACK_WEBHOOK"), null);
+  });
+
+  it("toolVariable: names and patterns, with the registry whose tool reads them", () => {
+    assert.deepEqual(toolVariable("CARGO_REGISTRY_TOKEN"), {
+      name: "CARGO_REGISTRY_TOKEN",
+      registry: "rustreg",
+      purpose: "read by cargo publish",
+    });
+    assert.equal(toolVariable("CARGO_REGISTRIES_MY_REGISTRY_TOKEN")?.registry, "rustreg");
+    assert.equal(toolVariable("POETRY_PYPI_TOKEN_PROD")?.registry, "pyreg");
+    assert.equal(toolVariable("PDM_PUBLISH_PASSWORD")?.purpose, "read by pdm publish");
+    assert.equal(toolVariable("npm_config_//registry.example/:_authToken")?.registry, "jsreg");
+    assert.equal(toolVariable("YARN_NPM_AUTH_TOKEN")?.registry, "jsreg");
+    assert.equal(toolVariable("RUST_REGISTRY_TOKEN"), undefined);
+  });
+
+  it("combinedStatus: fail over pass over neutral; nothing is neutral", () => {
+    assert.equal(combinedStatus([]), "neutral");
+    assert.equal(combinedStatus(["neutral", "neutral"]), "neutral");
+    assert.equal(combinedStatus(["neutral", "pass"]), "pass");
+    assert.equal(combinedStatus(["pass", "fail", "neutral"]), "fail");
+  });
+
+  it("neutralPhase: one neutral check under the phase's id", () => {
+    assert.deepEqual(neutralPhase("registry", "heading", "why"), {
+      id: "registry",
+      heading: "heading",
+      status: "neutral",
+      checks: [{ id: "registry", label: "why", status: "neutral", messages: [] }],
+    });
   });
 
   it("permissions: levels, replacement, default, inheritance", () => {

@@ -1,7 +1,9 @@
 import { type EffectivePermissions, missingScopes } from "../workflows/permissions.js";
 import { describeTarget, type StepConfigs, type StepTarget } from "../workflows/step-target.js";
 import {
+  type CommentedStep,
   describeJob,
+  type ExternalCall,
   isExpression,
   type PublishingJob,
   WORKFLOWS_DIR,
@@ -129,20 +131,25 @@ function rustregTokenCheck(scan: WorkflowScan): Check | null {
   return check;
 }
 
+/** The checks of phase 1. */
+interface LocalChecks {
+  found: Check;
+  permissions: Check;
+  environment: Check;
+  active: Check;
+}
+
 /** Phase 1: the publishing workflow, its permissions, its environment, its step. */
 export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map()): Phase {
-  const found = passingCheck("workflow", "publishing workflow");
-  const permissions = passingCheck(
-    "permissions",
-    "permissions id-token: write and contents: write",
-  );
-  const environment = passingCheck("environment", "environment");
-  const active = passingCheck("step-active", "publishing step not commented out");
-  const checks = [found, permissions, environment, active];
-
+  const local: LocalChecks = {
+    found: passingCheck("workflow", "publishing workflow"),
+    permissions: passingCheck("permissions", "permissions id-token: write and contents: write"),
+    environment: passingCheck("environment", "environment"),
+    active: passingCheck("step-active", "publishing step not commented out"),
+  };
   for (const error of scan.errors) {
-    found.status = "fail";
-    found.messages.push(`trust-policy: ${error.file}: ${error.message}`);
+    local.found.status = "fail";
+    local.found.messages.push(`trust-policy: ${error.file}: ${error.message}`);
   }
   // A commented-out publishing step fails (d) when its workflow file has no active one; next
   // to an active publishing job in the same file it is only mentioned.
@@ -150,86 +157,111 @@ export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map())
   const onlyCommented = scan.commented.filter((step) => !activeFiles.has(step.file));
 
   if (scan.jobs.length === 0) {
-    found.status = "fail";
-    if (onlyCommented.length > 0) {
-      for (const step of onlyCommented) {
-        const job = step.job === null ? "" : ` job ${step.job}:`;
-        found.messages.push(
-          `trust-policy: ${step.file}:${job} the only publishing step (line ${step.line}) is commented out`,
-        );
-      }
-    } else if (!scan.dirExists) {
-      found.messages.push(`trust-policy: no ${WORKFLOWS_DIR} directory`);
-    } else {
-      found.messages.push(
-        `trust-policy: no workflow in ${WORKFLOWS_DIR} runs \`pubtool publish\` or uses the pubtool action with command: publish`,
-      );
-    }
-    const reason =
-      onlyCommented.length > 0
-        ? "not checked: no active publishing step"
-        : "not checked: no publishing job";
-    permissions.status = "neutral";
-    permissions.messages.push(reason);
-    environment.status = "neutral";
-    environment.messages.push(reason);
+    noteNoPublishingJob(local, scan, onlyCommented);
   } else {
-    let expressions = 0;
-    for (const job of scan.jobs) {
-      const how =
-        job.stepKind === "run"
-          ? "runs `pubtool publish`"
-          : "uses the pubtool action (command: publish)";
-      const at = job.callerJob === null ? `line ${job.line}` : `${job.file} line ${job.line}`;
-      found.messages.push(
-        `trust-policy: ${describeJob(job)} ${how} (${at})${targetNote(job, configs)}`,
-      );
-      const result = permissionMessage(job);
-      if (!result.ok) permissions.status = "fail";
-      permissions.messages.push(result.message);
-      if (job.environment !== null && isExpression(job.environment)) {
-        environment.messages.push(
-          `trust-policy: ${describeJob(job)} takes its environment from an expression (${job.environment}); it cannot be evaluated locally, not checked`,
-        );
-        expressions++;
-      } else if (job.environment === null) {
-        environment.status = "fail";
-        environment.messages.push(
-          `trust-policy: ${describeJob(job)} has no environment: key; a registry policy that pins an environment rejects its OIDC token`,
-        );
-      } else {
-        environment.messages.push(
-          `trust-policy: ${describeJob(job)} uses environment ${job.environment}`,
-        );
-      }
-    }
-    if (expressions === scan.jobs.length) environment.status = "neutral";
+    notePublishingJobs(local, scan.jobs, configs);
   }
+  noteExternalCalls(local, scan.external);
+  noteCommentedSteps(local.active, scan, onlyCommented);
+  const checks = [local.found, local.permissions, local.environment, local.active];
+  const token = rustregTokenCheck(scan);
+  if (token !== null) checks.push(token);
+  return { id: "local", heading: "trust policy (local)", status: phaseStatus(checks), checks };
+}
 
+/** `trust-policy: release.yml: job publish:`, the start of a message about a commented step. */
+function commentedStepWhere(step: CommentedStep): string {
+  const job = step.job === null ? "" : ` job ${step.job}:`;
+  return `trust-policy: ${step.file}:${job}`;
+}
+
+/** No job publishes: says what was found instead, and leaves what depends on a job unchecked. */
+function noteNoPublishingJob(
+  { found, permissions, environment }: LocalChecks,
+  scan: WorkflowScan,
+  onlyCommented: readonly CommentedStep[],
+): void {
+  // Reusable workflows of another repository: doctor cannot read them, so it says what it can
+  // (what the caller grants, see noteExternalCalls) and what to check there, instead of "no
+  // job publishes".
+  const onlyExternal = scan.external.length > 0 && onlyCommented.length === 0;
+  found.status = onlyExternal && scan.errors.length === 0 ? "neutral" : "fail";
   if (onlyCommented.length > 0) {
-    active.status = "fail";
     for (const step of onlyCommented) {
-      const job = step.job === null ? "" : ` job ${step.job}:`;
-      active.messages.push(
-        `trust-policy: ${step.file}:${job} publishing step at line ${step.line} is commented out`,
+      found.messages.push(
+        `${commentedStepWhere(step)} the only publishing step (line ${step.line}) is commented out`,
       );
     }
-  } else if (scan.jobs.length === 0) {
-    active.status = "neutral";
-    active.messages.push("not checked: no publishing job");
-  }
-  // Reusable workflows of another repository: doctor cannot read them, so it says what it can
-  // (what the caller grants) and what to check there, instead of "no job publishes".
-  const onlyExternal = scan.jobs.length === 0 && scan.external.length > 0;
-  if (onlyExternal && onlyCommented.length === 0) {
-    found.status = scan.errors.length > 0 ? "fail" : "neutral";
-    found.messages = found.messages.filter(
-      (message) => !message.includes(`no workflow in ${WORKFLOWS_DIR} runs`),
+  } else if (!scan.dirExists) {
+    found.messages.push(`trust-policy: no ${WORKFLOWS_DIR} directory`);
+  } else if (!onlyExternal) {
+    found.messages.push(
+      `trust-policy: no workflow in ${WORKFLOWS_DIR} runs \`pubtool publish\` or uses the pubtool action with command: publish`,
     );
-    permissions.status = "neutral";
-    permissions.messages = [];
   }
-  for (const call of scan.external) {
+  const reason =
+    onlyCommented.length > 0
+      ? "not checked: no active publishing step"
+      : "not checked: no publishing job";
+  permissions.status = "neutral";
+  if (!onlyExternal) permissions.messages.push(reason);
+  environment.status = "neutral";
+  environment.messages.push(reason);
+}
+
+function notePublishingJobs(
+  { found, permissions, environment }: LocalChecks,
+  jobs: readonly PublishingJob[],
+  configs: StepConfigs,
+): void {
+  for (const job of jobs) {
+    const how =
+      job.stepKind === "run"
+        ? "runs `pubtool publish`"
+        : "uses the pubtool action (command: publish)";
+    const at = job.callerJob === null ? `line ${job.line}` : `${job.file} line ${job.line}`;
+    found.messages.push(
+      `trust-policy: ${describeJob(job)} ${how} (${at})${targetNote(job, configs)}`,
+    );
+  }
+  for (const job of jobs) {
+    const result = permissionMessage(job);
+    if (!result.ok) permissions.status = "fail";
+    permissions.messages.push(result.message);
+  }
+  noteJobEnvironments(environment, jobs);
+}
+
+/**
+ * A job without an environment fails, since a registry policy that pins one rejects its token;
+ * one taken from an expression is named, not judged.
+ */
+function noteJobEnvironments(check: Check, jobs: readonly PublishingJob[]): void {
+  let expressions = 0;
+  for (const job of jobs) {
+    if (job.environment !== null && isExpression(job.environment)) {
+      check.messages.push(
+        `trust-policy: ${describeJob(job)} takes its environment from an expression (${job.environment}); it cannot be evaluated locally, not checked`,
+      );
+      expressions++;
+    } else if (job.environment === null) {
+      check.status = "fail";
+      check.messages.push(
+        `trust-policy: ${describeJob(job)} has no environment: key; a registry policy that pins an environment rejects its OIDC token`,
+      );
+    } else {
+      check.messages.push(`trust-policy: ${describeJob(job)} uses environment ${job.environment}`);
+    }
+  }
+  if (expressions === jobs.length) check.status = "neutral";
+}
+
+/** Jobs that call a reusable workflow of another repository: what doctor can and cannot say. */
+function noteExternalCalls(
+  { found, permissions }: LocalChecks,
+  calls: readonly ExternalCall[],
+): void {
+  for (const call of calls) {
     const grant = grantNote(call.grant);
     const where =
       call.entryFile === call.file
@@ -241,14 +273,29 @@ export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map())
     permissions.messages.push(`trust-policy: ${where} (calls ${call.uses}): ${grant.text}`);
     if (!grant.ok) permissions.status = "fail";
   }
-  const token = rustregTokenCheck(scan);
-  if (token !== null) checks.push(token);
+}
+
+/** Commented-out publishing steps: failed where nothing else publishes, else only mentioned. */
+function noteCommentedSteps(
+  check: Check,
+  scan: WorkflowScan,
+  onlyCommented: readonly CommentedStep[],
+): void {
+  if (onlyCommented.length > 0) {
+    check.status = "fail";
+    for (const step of onlyCommented) {
+      check.messages.push(
+        `${commentedStepWhere(step)} publishing step at line ${step.line} is commented out`,
+      );
+    }
+  } else if (scan.jobs.length === 0) {
+    check.status = "neutral";
+    check.messages.push("not checked: no publishing job");
+  }
   for (const step of scan.commented) {
     if (onlyCommented.includes(step)) continue;
-    const job = step.job === null ? "" : ` job ${step.job}:`;
-    active.messages.push(
-      `trust-policy: ${step.file}:${job} a further publishing step at line ${step.line} is commented out (the workflow also has an active one)`,
+    check.messages.push(
+      `${commentedStepWhere(step)} a further publishing step at line ${step.line} is commented out (the workflow also has an active one)`,
     );
   }
-  return { id: "local", heading: "trust policy (local)", status: phaseStatus(checks), checks };
 }

@@ -64,11 +64,22 @@ export const CLOSING_NOTE =
   "note: workflow and environment names are not diffed against pyreg or jsreg registrations " +
   "(those registries expose no usable read endpoint); compare them on the registry's website.";
 
+/** Fail when any status fails, neutral when all are neutral (or there are none), else pass. */
+export function combinedStatus(statuses: readonly Status[]): Status {
+  if (statuses.includes("fail")) return "fail";
+  if (statuses.every((status) => status === "neutral")) return "neutral";
+  return "pass";
+}
+
 /** A phase is failed when any check fails, neutral when every check is neutral. */
 export function phaseStatus(checks: readonly Check[]): Status {
-  if (checks.some((check) => check.status === "fail")) return "fail";
-  if (checks.every((check) => check.status === "neutral")) return "neutral";
-  return "pass";
+  return combinedStatus(checks.map((check) => check.status));
+}
+
+/** A phase with nothing to judge: one neutral check, under the phase's id, that says why. */
+export function neutralPhase(id: Phase["id"], heading: string, label: string): Phase {
+  const check: Check = { id, label, status: "neutral", messages: [] };
+  return { id, heading, status: "neutral", checks: [check] };
 }
 
 const MARKS: Record<Status, string> = { pass: "✓", fail: "✗", neutral: "-" };

@@ -7,8 +7,8 @@ import { judgedRegistries } from "../workflows/step-target.js";
 import { packageSteps } from "./package-steps.js";
 import { declaredPhase } from "./declared-phase.js";
 import { localPhase } from "./local-phase.js";
-import { registryPhase } from "./registry-phase.js";
-import { CLOSING_NOTE, type DoctorReport, type Phase } from "./report.js";
+import { REGISTRY_PHASE_HEADING, registryPhase } from "./registry-phase.js";
+import { CLOSING_NOTE, type DoctorReport, neutralPhase, type Phase } from "./report.js";
 
 /** Runs the doctor phases for the repository at `root`. */
 export async function runDoctor(options: {
@@ -36,23 +36,10 @@ export async function runDoctor(options: {
     declaredPhase(root, packages, scan, env, configs),
   ];
   const registry = await registryPhase(packages, env, repository);
-  if (registry === null) {
-    phases.push({
-      id: "registry",
-      heading: "trust policy (rustreg registry)",
-      status: "neutral",
-      checks: [
-        {
-          id: "registry",
-          label: "skipped: RUSTREG_DOCTOR_TOKEN is not set",
-          status: "neutral",
-          messages: [],
-        },
-      ],
-    });
-  } else {
-    phases.push(registry);
-  }
+  phases.push(
+    registry ??
+      neutralPhase("registry", REGISTRY_PHASE_HEADING, "skipped: RUSTREG_DOCTOR_TOKEN is not set"),
+  );
   return {
     ok: phases.every((phase) => phase.status !== "fail"),
     phases,

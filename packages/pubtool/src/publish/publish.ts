@@ -30,9 +30,38 @@ interface PublishContext {
 
 const CARGO_VARIABLES = ["CARGO_HOME", "RUSTUP_HOME", "RUSTUP_TOOLCHAIN", "CARGO_TARGET_DIR"];
 
-/** `token` and every credential value of `env`, for masking. */
-function secretsOf(env: NodeJS.ProcessEnv, token: string): string[] {
-  return knownSecrets(env, [token]);
+/** What each registry's own tool prints when the version is on the registry already. */
+const ALREADY_PUBLISHED = {
+  cargo: /already (exists|uploaded)/i,
+  npm: /cannot publish over the previously published versions|EPUBLISHCONFLICT/i,
+};
+
+/** What a registry's tool runs with: its environment, and the credential that is in it. */
+interface ToolRun {
+  env: Record<string, string>;
+  token: string;
+}
+
+/**
+ * Runs `<program> publish ...` in the package's folder; its output is masked (the token and
+ * every credential value of pubtool's environment). A version the registry has already counts
+ * as published.
+ */
+async function runPublishTool(
+  program: keyof typeof ALREADY_PUBLISHED,
+  args: readonly string[],
+  run: ToolRun,
+  manifest: Manifest,
+  context: PublishContext,
+): Promise<void> {
+  const result = await runProgram(program, args, {
+    cwd: manifest.dir,
+    env: run.env,
+    log: context.err,
+    secrets: knownSecrets(context.env, [run.token]),
+  });
+  if (result.code === 0 || ALREADY_PUBLISHED[program].test(result.tail)) return;
+  throw new PubtoolError("PUBLISH_FAILED", `${program} publish exited with ${result.code}`);
 }
 
 async function publishRustreg(
@@ -54,16 +83,8 @@ async function publishRustreg(
     extra.CARGO_REGISTRY_TOKEN = token;
   }
   if (context.dryRun) args.push("--dry-run");
-  const result = await runProgram("cargo", args, {
-    cwd: manifest.dir,
-    env: childEnv(env, CARGO_VARIABLES, extra),
-    log: context.err,
-    secrets: secretsOf(env, token),
-  });
-  if (result.code !== 0) {
-    if (/already (exists|uploaded)/i.test(result.tail)) return;
-    throw new PubtoolError("PUBLISH_FAILED", `cargo publish exited with ${result.code}`);
-  }
+  const run: ToolRun = { env: childEnv(env, CARGO_VARIABLES, extra), token };
+  await runPublishTool("cargo", args, run, manifest, context);
 }
 
 async function publishPyreg(
@@ -145,19 +166,8 @@ async function publishJsreg(
     extra.NPM_CONFIG_USERCONFIG = join(scratch, "npmrc");
   }
   try {
-    const result = await runProgram("npm", args, {
-      cwd: manifest.dir,
-      env: childEnv(env, names, extra),
-      log: context.err,
-      secrets: secretsOf(env, token),
-    });
-    if (result.code !== 0) {
-      if (
-        /cannot publish over the previously published versions|EPUBLISHCONFLICT/i.test(result.tail)
-      )
-        return;
-      throw new PubtoolError("PUBLISH_FAILED", `npm publish exited with ${result.code}`);
-    }
+    const run: ToolRun = { env: childEnv(env, names, extra), token };
+    await runPublishTool("npm", args, run, manifest, context);
   } finally {
     if (scratch !== null) rmSync(scratch, { recursive: true, force: true });
   }

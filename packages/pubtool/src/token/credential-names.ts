@@ -13,51 +13,50 @@ export const FALLBACK_VARIABLES: readonly {
   { name: "JSREG_TOKEN", registry: "jsreg", purpose: "publish fallback (alternative name)" },
 ];
 
-/** Variables the registries' own tools read a credential from (names, or patterns of names). */
-export const TOOL_VARIABLES: readonly {
+/** A variable a registry's own tool reads a credential from: a name, or a pattern of names. */
+export interface ToolVariable {
   name: string | RegExp;
   registry: RegistryKind;
   purpose: string;
-}[] = [
-  { name: "CARGO_REGISTRY_TOKEN", registry: "rustreg", purpose: "read by cargo publish" },
-  {
-    name: /^CARGO_REGISTRIES_[A-Z0-9_]+_TOKEN$/i,
-    registry: "rustreg",
-    purpose: "read by cargo for a named registry",
-  },
-  { name: "TWINE_PASSWORD", registry: "pyreg", purpose: "read by twine upload" },
-  { name: "UV_PUBLISH_TOKEN", registry: "pyreg", purpose: "read by uv publish" },
-  { name: "UV_PUBLISH_PASSWORD", registry: "pyreg", purpose: "read by uv publish" },
-  { name: /^POETRY_PYPI_TOKEN_[A-Z0-9_]+$/i, registry: "pyreg", purpose: "read by poetry publish" },
-  {
-    name: /^POETRY_HTTP_BASIC_[A-Z0-9_]+_PASSWORD$/i,
-    registry: "pyreg",
-    purpose: "read by poetry publish",
-  },
-  { name: "FLIT_PASSWORD", registry: "pyreg", purpose: "read by flit publish" },
-  { name: "HATCH_INDEX_AUTH", registry: "pyreg", purpose: "read by hatch publish" },
-  { name: "PDM_PUBLISH_PASSWORD", registry: "pyreg", purpose: "read by pdm publish" },
-  {
-    name: "NODE_AUTH_TOKEN",
-    registry: "jsreg",
-    purpose: "read through the npmrc setup-node writes",
-  },
-  { name: "NPM_TOKEN", registry: "jsreg", purpose: "conventionally referenced from .npmrc" },
-  {
-    name: /^NPM_CONFIG_(?:_AUTH|_AUTHTOKEN|TOKEN)$/i,
-    registry: "jsreg",
-    purpose: "read by npm as config",
-  },
-  {
-    name: /^npm_config_\/\/.*:_auth(?:Token)?$/i,
-    registry: "jsreg",
-    purpose: "read by npm as config",
-  },
-  { name: "YARN_NPM_AUTH_TOKEN", registry: "jsreg", purpose: "read by yarn npm publish" },
-];
+}
+
+/** The tool variables of one registry. */
+type ToolVariables = readonly Omit<ToolVariable, "registry">[];
+
+/** The tool variables, by the registry whose tools read them. */
+const TOOL_VARIABLES_BY_REGISTRY: Record<RegistryKind, ToolVariables> = {
+  rustreg: [
+    { name: "CARGO_REGISTRY_TOKEN", purpose: "read by cargo publish" },
+    { name: /^CARGO_REGISTRIES_[A-Z0-9_]+_TOKEN$/i, purpose: "read by cargo for a named registry" },
+  ],
+  pyreg: [
+    { name: "TWINE_PASSWORD", purpose: "read by twine upload" },
+    { name: "UV_PUBLISH_TOKEN", purpose: "read by uv publish" },
+    { name: "UV_PUBLISH_PASSWORD", purpose: "read by uv publish" },
+    { name: /^POETRY_PYPI_TOKEN_[A-Z0-9_]+$/i, purpose: "read by poetry publish" },
+    { name: /^POETRY_HTTP_BASIC_[A-Z0-9_]+_PASSWORD$/i, purpose: "read by poetry publish" },
+    { name: "FLIT_PASSWORD", purpose: "read by flit publish" },
+    { name: "HATCH_INDEX_AUTH", purpose: "read by hatch publish" },
+    { name: "PDM_PUBLISH_PASSWORD", purpose: "read by pdm publish" },
+  ],
+  jsreg: [
+    { name: "NODE_AUTH_TOKEN", purpose: "read through the npmrc setup-node writes" },
+    { name: "NPM_TOKEN", purpose: "conventionally referenced from .npmrc" },
+    { name: /^NPM_CONFIG_(?:_AUTH|_AUTHTOKEN|TOKEN)$/i, purpose: "read by npm as config" },
+    { name: /^npm_config_\/\/.*:_auth(?:Token)?$/i, purpose: "read by npm as config" },
+    { name: "YARN_NPM_AUTH_TOKEN", purpose: "read by yarn npm publish" },
+  ],
+};
+
+/** Variables the registries' own tools read a credential from (names, or patterns of names). */
+export const TOOL_VARIABLES: readonly ToolVariable[] = (
+  Object.keys(TOOL_VARIABLES_BY_REGISTRY) as RegistryKind[]
+).flatMap((registry) =>
+  TOOL_VARIABLES_BY_REGISTRY[registry].map((variable) => ({ ...variable, registry })),
+);
 
 /** The tool variable entry `name` matches, if any. */
-export function toolVariable(name: string) {
+export function toolVariable(name: string): ToolVariable | undefined {
   return TOOL_VARIABLES.find((variable) =>
     typeof variable.name === "string" ? variable.name === name : variable.name.test(name),
   );

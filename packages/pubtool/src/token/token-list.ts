@@ -71,6 +71,37 @@ interface SecretsResult {
   failed: boolean;
 }
 
+/** A secret as the host lists it: its name and when it was set, never its value. */
+interface ListedSecret {
+  name: string;
+  updated_at?: string;
+}
+
+/** Where secrets are set, as their rows show it. */
+interface SecretPlace {
+  source: "repo-secret" | "environment-secret";
+  /** Put before each secret's name (`prod/` for an environment's secrets). */
+  prefix: string;
+  /** The start of each row's details: `owner/repo`, or `owner/repo, environment prod`. */
+  where: string;
+}
+
+/** Rows for the secrets whose names look like a registry credential. */
+function credentialRows(secrets: readonly ListedSecret[], place: SecretPlace): TokenRow[] {
+  return secrets.flatMap((secret) => {
+    const registry = registryOfSecret(secret.name);
+    if (registry === null) return [];
+    const updated = secret.updated_at ? `, updated ${secret.updated_at}` : "";
+    const row: TokenRow = {
+      registry,
+      source: place.source,
+      name: `${place.prefix}${secret.name}`,
+      details: `${place.where}${updated}`,
+    };
+    return [row];
+  });
+}
+
 async function secretRows(cwd: string, env: NodeJS.ProcessEnv): Promise<SecretsResult> {
   const auth = loadAuth(env);
   if (auth === null) {
@@ -106,21 +137,12 @@ async function secretRows(cwd: string, env: NodeJS.ProcessEnv): Promise<SecretsR
   const client = { base, token: auth.access_token, env };
   const rows: TokenRow[] = [];
   try {
-    const secrets = await getAllPages<{ name: string; updated_at?: string }>(
+    const secrets = await getAllPages<ListedSecret>(
       client,
       `/repos/${repository}/actions/secrets`,
       "secrets",
     );
-    for (const secret of secrets) {
-      const registry = registryOfSecret(secret.name);
-      if (registry === null) continue;
-      rows.push({
-        registry,
-        source: "repo-secret",
-        name: secret.name,
-        details: `${repository}${secret.updated_at ? `, updated ${secret.updated_at}` : ""}`,
-      });
-    }
+    rows.push(...credentialRows(secrets, { source: "repo-secret", prefix: "", where: repository }));
     // 404: environments are not available for this repository (plan or visibility): none.
     const environments = await getAllPages<{ name: string }>(
       client,
@@ -129,21 +151,17 @@ async function secretRows(cwd: string, env: NodeJS.ProcessEnv): Promise<SecretsR
       { notFoundIsEmpty: true },
     );
     for (const environment of environments) {
-      const envSecrets = await getAllPages<{ name: string; updated_at?: string }>(
+      const envSecrets = await getAllPages<ListedSecret>(
         client,
         `/repos/${repository}/environments/${encodeURIComponent(environment.name)}/secrets`,
         "secrets",
       );
-      for (const secret of envSecrets) {
-        const registry = registryOfSecret(secret.name);
-        if (registry === null) continue;
-        rows.push({
-          registry,
-          source: "environment-secret",
-          name: `${environment.name}/${secret.name}`,
-          details: `${repository}, environment ${environment.name}${secret.updated_at ? `, updated ${secret.updated_at}` : ""}`,
-        });
-      }
+      const place: SecretPlace = {
+        source: "environment-secret",
+        prefix: `${environment.name}/`,
+        where: `${repository}, environment ${environment.name}`,
+      };
+      rows.push(...credentialRows(envSecrets, place));
     }
   } catch (error) {
     if (!isPubtoolError(error)) throw error;

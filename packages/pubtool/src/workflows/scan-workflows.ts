@@ -214,6 +214,57 @@ export interface CallLink {
   job: string;
 }
 
+/** A publishing job as its own file has it, before callers are considered. */
+interface LocalJob {
+  job: string;
+  record: Record<string, unknown>;
+  stepKind: StepKind;
+  line: number;
+  targets: StepTarget[];
+  rustregToken: RustregTokenWiring | null;
+}
+
+/** A job that calls a reusable workflow: `target` is the called file, or the `uses:` value. */
+interface LocalCall {
+  job: string;
+  record: Record<string, unknown>;
+  target: string;
+}
+
+/** The jobs of one workflow file that publish or call, before callers are considered. */
+interface FileJobs {
+  publishing: LocalJob[];
+  /** Calls of reusable workflows of this repository. */
+  calls: LocalCall[];
+  /** Calls of reusable workflows of another repository. */
+  external: LocalCall[];
+}
+
+/** One job of a parsed workflow: its id and its mapping. */
+interface JobInFile {
+  workflow: Workflow;
+  job: string;
+  record: Record<string, unknown>;
+}
+
+/** What reading a file's jobs needs besides the file. */
+interface ScanContext {
+  root: string;
+  /** `owner/repo` when known, to recognise this repository's workflows called by full name. */
+  repository: string | null;
+  scripts: Scripts;
+  workflows: ReadonlyMap<string, Workflow>;
+}
+
+/** What following the calls from the workflows the host runs needs, and where it reports. */
+interface CallWalk {
+  workflows: ReadonlyMap<string, Workflow>;
+  jobsByFile: ReadonlyMap<string, FileJobs>;
+  scan: WorkflowScan;
+  /** Cycles reported already: each is reported once, whichever caller reaches it. */
+  cycles: Set<string>;
+}
+
 /**
  * Reads `.github/workflows/*.yml` and `*.yaml` under `root` and finds every job that publishes,
  * following reusable workflows of this repository (`repository` is `owner/repo` when known) from
@@ -234,7 +285,25 @@ export function scanWorkflows(root: string, repository: string | null = null): W
   scan.files = readdirSync(dir)
     .filter((name) => /\.ya?ml$/.test(name))
     .sort();
-  const scripts = rootScripts(root);
+  const context: ScanContext = {
+    root,
+    repository,
+    scripts: rootScripts(root),
+    workflows: parseWorkflows(dir, scan),
+  };
+  const jobsByFile = new Map<string, FileJobs>();
+  for (const workflow of context.workflows.values()) {
+    jobsByFile.set(workflow.file, fileJobs(workflow, context, scan));
+  }
+  const walk: CallWalk = { workflows: context.workflows, jobsByFile, scan, cycles: new Set() };
+  for (const workflow of entryWorkflows(context.workflows, jobsByFile)) {
+    walkCalls(walk, workflow.file, workflow.file, [], null);
+  }
+  return scan;
+}
+
+/** Parses each file of `scan.files`; one that cannot be read or parsed is an error of the scan. */
+function parseWorkflows(dir: string, scan: WorkflowScan): Map<string, Workflow> {
   const workflows = new Map<string, Workflow>();
   for (const file of scan.files) {
     try {
@@ -246,155 +315,182 @@ export function scanWorkflows(root: string, repository: string | null = null): W
       });
     }
   }
+  return workflows;
+}
 
-  // Publishing jobs and calls per file, before callers are considered.
-  interface LocalJob {
-    job: string;
-    record: Record<string, unknown>;
-    stepKind: StepKind;
-    line: number;
-    targets: StepTarget[];
-    rustregToken: RustregTokenWiring | null;
+/**
+ * The jobs of `workflow` that publish or call another workflow. Calls of missing files become
+ * errors of the scan, and the file's commented-out publishing steps go to `scan.commented`.
+ */
+function fileJobs(workflow: Workflow, context: ScanContext, scan: WorkflowScan): FileJobs {
+  const found: FileJobs = { publishing: [], calls: [], external: [] };
+  const commentedLines = new Set<number>(workflow.commentedLines);
+  for (const [job, value] of Object.entries(asRecord(workflow.data.jobs) ?? {})) {
+    const record = asRecord(value);
+    if (!record) continue;
+    // `if: false` (literally): the job never runs, so it neither publishes nor calls.
+    if (isLiterallyFalse(record.if)) continue;
+    recordCall(found, { workflow, job, record }, context, scan);
+    const publishing = publishingJob({ workflow, job, record }, context, commentedLines);
+    if (publishing !== null) found.publishing.push(publishing);
   }
-  interface LocalCall {
-    job: string;
-    record: Record<string, unknown>;
-    target: string;
+  for (const line of [...commentedLines].sort((a, b) => a - b)) {
+    scan.commented.push({ file: workflow.file, job: jobAtLine(workflow, line), line });
   }
-  const local = new Map<string, LocalJob[]>();
-  const calls = new Map<string, LocalCall[]>();
-  const calledFiles = new Set<string>();
-  const externals = new Map<string, LocalCall[]>();
-  for (const workflow of workflows.values()) {
-    const jobs = asRecord(workflow.data.jobs) ?? {};
-    const found: LocalJob[] = [];
-    const foundCalls: LocalCall[] = [];
-    const lines = new Set<number>(workflow.commentedLines);
-    for (const [job, value] of Object.entries(jobs)) {
-      const record = asRecord(value);
-      if (!record) continue;
-      // `if: false` (literally): the job never runs, so it neither publishes nor calls.
-      if (isLiterallyFalse(record.if)) continue;
-      const target = calledFile(record.uses, repository);
-      if (target !== null && workflows.has(target)) {
-        foundCalls.push({ job, record, target });
-        calledFiles.add(target);
-      } else if (target !== null) {
-        scan.errors.push({
-          file: workflow.file,
-          message: `job ${job} calls ${String(record.uses).trim()}, but ${WORKFLOWS_DIR}/${target} does not exist`,
-        });
-      } else if (typeof record.uses === "string" && /\.ya?ml@/.test(record.uses)) {
-        const list = externals.get(workflow.file) ?? [];
-        list.push({ job, record, target: record.uses.trim() });
-        externals.set(workflow.file, list);
-      }
-      if (!Array.isArray(record.steps)) continue;
-      let active: LocalJob | null = null;
-      record.steps.forEach((step, index) => {
-        const kind = classifyStep(step, scripts);
-        const line = workflow.stepLines.get(job)?.[index] ?? workflow.jobLines.get(job) ?? 0;
-        if (kind?.state === "active") {
-          const target = resolveStepTarget({
-            root,
-            workflow: workflow.data,
-            job: record,
-            step: asRecord(step) ?? {},
-            invocation: publishInvocation(step, scripts),
-            line,
-          });
-          const steps = record.steps as unknown[];
-          const rustregToken = rustregTokenWiring(steps.slice(0, index), target.variables);
-          // The job is reported at its first publishing step; every step's target counts
-          // (dspy publishes two packages from one job, one step each).
-          if (active === null) {
-            active = { job, record, stepKind: kind.kind, line, targets: [target], rustregToken };
-          } else {
-            active.targets.push(target);
-            active.rustregToken ??= rustregToken;
-          }
-        } else if (kind?.state === "commented") {
-          lines.add(line);
-        }
-      });
-      if (active) found.push(active);
-    }
-    local.set(workflow.file, found);
-    calls.set(workflow.file, foundCalls);
-    for (const line of [...lines].sort((a, b) => a - b)) {
-      scan.commented.push({ file: workflow.file, job: jobAtLine(workflow, line), line });
-    }
-  }
+  return found;
+}
 
-  const cycles = new Set<string>();
-  // Walks from `file` with the permissions its caller grants (`null` at the top level).
-  const walk = (
-    entryFile: string,
-    file: string,
-    chain: CallLink[],
-    grant: EffectivePermissions | null,
-  ) => {
-    const workflow = workflows.get(file);
-    if (!workflow) return;
-    const permissionsOf = (record: Record<string, unknown>): EffectivePermissions =>
-      grant === null
-        ? resolvePermissions(workflow.data.permissions, record.permissions)
-        : resolveCalledPermissions(grant, workflow.data.permissions, record.permissions);
-    for (const job of local.get(file) ?? []) {
-      scan.jobs.push({
-        entryFile,
-        callerJob: chain[0]?.job ?? null,
-        chain,
-        file,
-        job: job.job,
-        stepKind: job.stepKind,
-        line: job.line,
-        permissions: permissionsOf(job.record),
-        environment: environmentOf(job.record),
-        targets: job.targets,
-        rustregToken: job.rustregToken,
-      });
-    }
-    const grantOf = (record: Record<string, unknown>): EffectivePermissions =>
-      grant === null
-        ? resolvePermissions(workflow.data.permissions, record.permissions, "caller's ")
-        : resolveCalledPermissions(grant, workflow.data.permissions, record.permissions);
-    for (const call of externals.get(file) ?? []) {
-      scan.external.push({
-        entryFile,
-        file,
-        job: call.job,
-        uses: call.target,
-        grant: grantOf(call.record),
-      });
-    }
-    for (const call of calls.get(file) ?? []) {
-      const path = [...chain.map((link) => link.file), file];
-      if (path.includes(call.target)) {
-        const cycle = [...path.slice(path.indexOf(call.target)), call.target].join(" → ");
-        if (!cycles.has(cycle)) {
-          cycles.add(cycle);
-          scan.errors.push({
-            file,
-            message: `job ${call.job}: reusable workflows call each other in a cycle (${cycle}); the host rejects it, and doctor does not follow it`,
-          });
-        }
-        continue;
-      }
-      walk(entryFile, call.target, [...chain, { file, job: call.job }], grantOf(call.record));
-    }
-  };
+/** Files the job's `uses:` as a call here, a call of another repository, or a missing file. */
+function recordCall(
+  found: FileJobs,
+  { workflow, job, record }: JobInFile,
+  context: ScanContext,
+  scan: WorkflowScan,
+): void {
+  const target = calledFile(record.uses, context.repository);
+  if (target !== null && context.workflows.has(target)) {
+    found.calls.push({ job, record, target });
+  } else if (target !== null) {
+    scan.errors.push({
+      file: workflow.file,
+      message: `job ${job} calls ${String(record.uses).trim()}, but ${WORKFLOWS_DIR}/${target} does not exist`,
+    });
+  } else if (typeof record.uses === "string" && /\.ya?ml@/.test(record.uses)) {
+    found.external.push({ job, record, target: record.uses.trim() });
+  }
+}
 
-  for (const workflow of workflows.values()) {
+/**
+ * The job as a publishing job, `null` when none of its steps publishes. The lines of its
+ * commented-out publishing steps are added to `commentedLines`.
+ */
+function publishingJob(
+  { workflow, job, record }: JobInFile,
+  context: ScanContext,
+  commentedLines: Set<number>,
+): LocalJob | null {
+  if (!Array.isArray(record.steps)) return null;
+  const steps: unknown[] = record.steps;
+  let active: LocalJob | null = null;
+  for (const [index, step] of steps.entries()) {
+    const kind = classifyStep(step, context.scripts);
+    const line = workflow.stepLines.get(job)?.[index] ?? workflow.jobLines.get(job) ?? 0;
+    if (kind?.state === "commented") commentedLines.add(line);
+    if (kind?.state !== "active") continue;
+    const target = resolveStepTarget({
+      root: context.root,
+      workflow: workflow.data,
+      job: record,
+      step: asRecord(step) ?? {},
+      invocation: publishInvocation(step, context.scripts),
+      line,
+    });
+    const rustregToken = rustregTokenWiring(steps.slice(0, index), target.variables);
+    // The job is reported at its first publishing step; every step's target counts
+    // (dspy publishes two packages from one job, one step each).
+    if (active === null) {
+      active = { job, record, stepKind: kind.kind, line, targets: [target], rustregToken };
+    } else {
+      active.targets.push(target);
+      active.rustregToken ??= rustregToken;
+    }
+  }
+  return active;
+}
+
+/**
+ * The workflows to walk from. A workflow only called by others is judged through its callers;
+ * one that nothing here calls (perhaps called from another repository) is judged on its own.
+ */
+function entryWorkflows(
+  workflows: ReadonlyMap<string, Workflow>,
+  jobsByFile: ReadonlyMap<string, FileJobs>,
+): Workflow[] {
+  const called = new Set(
+    [...jobsByFile.values()].flatMap((found) => found.calls.map((call) => call.target)),
+  );
+  return [...workflows.values()].filter((workflow) => {
     const events = triggers(workflow);
     const direct = events.some((event) => event !== "workflow_call");
-    // A workflow only called by others is judged through its callers; one that nothing here
-    // calls (perhaps called from another repository) is judged on its own.
-    if (direct || events.length === 0 || !calledFiles.has(workflow.file)) {
-      walk(workflow.file, workflow.file, [], null);
-    }
+    return direct || events.length === 0 || !called.has(workflow.file);
+  });
+}
+
+/** Walks from `file` with the permissions its caller grants (`null` at the top level). */
+function walkCalls(
+  walk: CallWalk,
+  entryFile: string,
+  file: string,
+  chain: CallLink[],
+  grant: EffectivePermissions | null,
+): void {
+  const workflow = walk.workflows.get(file);
+  const found = walk.jobsByFile.get(file);
+  if (!workflow || !found) return;
+  for (const job of found.publishing) {
+    walk.scan.jobs.push({
+      entryFile,
+      callerJob: chain[0]?.job ?? null,
+      chain,
+      file,
+      job: job.job,
+      stepKind: job.stepKind,
+      line: job.line,
+      permissions: permissionsWithin(grant, workflow, job.record),
+      environment: environmentOf(job.record),
+      targets: job.targets,
+      rustregToken: job.rustregToken,
+    });
   }
-  return scan;
+  for (const call of found.external) {
+    walk.scan.external.push({
+      entryFile,
+      file,
+      job: call.job,
+      uses: call.target,
+      grant: permissionsWithin(grant, workflow, call.record, "caller's "),
+    });
+  }
+  for (const call of found.calls) {
+    const cycle = callCycle(chain, file, call.target);
+    if (cycle !== null) {
+      reportCycle(walk, file, call.job, cycle);
+      continue;
+    }
+    const granted = permissionsWithin(grant, workflow, call.record, "caller's ");
+    walkCalls(walk, entryFile, call.target, [...chain, { file, job: call.job }], granted);
+  }
+}
+
+/**
+ * The permissions of a job of `workflow`, within what its caller grants (`null` at the top
+ * level, where `prefix` starts the description: "caller's " for what a calling job grants).
+ */
+function permissionsWithin(
+  grant: EffectivePermissions | null,
+  workflow: Workflow,
+  record: Record<string, unknown>,
+  prefix = "",
+): EffectivePermissions {
+  return grant === null
+    ? resolvePermissions(workflow.data.permissions, record.permissions, prefix)
+    : resolveCalledPermissions(grant, workflow.data.permissions, record.permissions);
+}
+
+/** `a.yml → b.yml → a.yml` when `file` calling `target` closes a cycle of calls, else `null`. */
+function callCycle(chain: readonly CallLink[], file: string, target: string): string | null {
+  const path = [...chain.map((link) => link.file), file];
+  if (!path.includes(target)) return null;
+  return [...path.slice(path.indexOf(target)), target].join(" → ");
+}
+
+function reportCycle(walk: CallWalk, file: string, job: string, cycle: string): void {
+  if (walk.cycles.has(cycle)) return;
+  walk.cycles.add(cycle);
+  walk.scan.errors.push({
+    file,
+    message: `job ${job}: reusable workflows call each other in a cycle (${cycle}); the host rejects it, and doctor does not follow it`,
+  });
 }
 
 /**
