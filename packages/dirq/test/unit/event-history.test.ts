@@ -1,0 +1,61 @@
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { EventHistory } from "../../src/live/event-history.js";
+
+describe("EventHistory", () => {
+  it("numbers frames consecutively with one run id, and keeps both bounds", () => {
+    const history = new EventHistory({ frames: 3, bytes: 10 });
+    assert.equal(history.append("aa"), 1);
+    assert.equal(history.append("bb"), 2);
+    assert.match(history.idOf(2), /^[0-9a-f]{16}-2$/);
+    history.append("cc");
+    history.append("dd");
+    assert.deepEqual([history.oldest, history.head], [2, 4]);
+    history.append("eeeeeeee");
+    // 8 + 2 bytes: the byte bound leaves two frames.
+    assert.deepEqual([history.oldest, history.head], [4, 5]);
+    history.append("x".repeat(50));
+    // A frame larger than the byte bound is kept alone.
+    assert.deepEqual([history.oldest, history.head], [6, 6]);
+  });
+
+  it("continues an id of its run still in reach; resets others", () => {
+    const history = new EventHistory({ frames: 2, bytes: 1000 });
+    for (const data of ["a", "b", "c"]) history.append(data);
+    assert.deepEqual(history.startPoint(undefined), { after: 3 });
+    assert.deepEqual(history.startPoint(history.idOf(1)), { after: 1 });
+    assert.deepEqual(history.startPoint(history.idOf(3)), { after: 3 });
+    assert.deepEqual(history.startPoint(history.idOf(0)), { reset: true });
+    assert.deepEqual(history.startPoint(history.idOf(4)), { reset: true });
+    assert.deepEqual(history.startPoint(new EventHistory().idOf(1)), { reset: true });
+    for (const bad of [
+      "nonsense",
+      "-1",
+      `${history.run}-`,
+      `${history.run}-x`,
+      `${history.run}-1.5`,
+    ]) {
+      assert.deepEqual(history.startPoint(bad), { reset: true }, bad);
+    }
+  });
+
+  it("a cursor reads in order; one the history left behind gets a reset and goes on", () => {
+    const history = new EventHistory({ frames: 3, bytes: 1000 });
+    const quick = history.cursor(0);
+    const slow = history.cursor(0);
+    for (let i = 1; i <= 5; i++) {
+      history.append(String(i));
+      const item = quick.next();
+      assert.ok(item !== undefined && "frame" in item && item.frame.data === String(i));
+    }
+    assert.deepEqual(slow.next(), { reset: 5 });
+    assert.equal(slow.next(), undefined);
+    history.append("later");
+    const item = slow.next();
+    assert.ok(item !== undefined && "frame" in item && item.frame.data === "later");
+    const lagging = history.cursor(history.head, 1);
+    history.append("x");
+    history.append("y");
+    assert.deepEqual(lagging.next(), { reset: 8 });
+  });
+});
