@@ -1,4 +1,5 @@
 import { lstatSync, readdirSync, realpathSync, statSync } from "node:fs";
+import type { ExtractOutcome } from "../parse/extractor.js";
 import type { HookRow } from "../parse/hook-rows.js";
 import { os } from "../lazy-module.js";
 import { statPaths } from "../scan/file-stats.js";
@@ -427,13 +428,11 @@ export class Refresher {
     file: string,
     signal: AbortSignal,
   ): Promise<HookRow[] | string> {
-    try {
-      const outcome = await table.spec.extractor.extract({ path: file, root: this.root }, signal);
-      return outcome.ok ? outcome.rows : outcome.reason;
-    } catch (error) {
+    const outcome = await table.spec.extractor
+      .extract({ path: file, root: this.root }, signal)
       // A hook program that cannot start fails this file's rows, never the refresh.
-      return messageOf(error);
-    }
+      .catch((error: unknown): ExtractOutcome => ({ ok: false, reason: messageOf(error) }));
+    return outcome.ok ? outcome.rows : outcome.reason;
   }
 
   /** Parses one file for the tables that select it and commits its rows. */

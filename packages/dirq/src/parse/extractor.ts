@@ -42,7 +42,8 @@ export interface Extractor {
   /**
    * Rows of one file, or the reason it is skipped: never rejects for one bad file. Rejects (a
    * `DirqError`) only when no file can be extracted at all, such as a hook program that cannot
-   * be started. `signal` abandons the work (a running hook is killed).
+   * be started; never throws (a failure is a rejection). `signal` abandons the work (a running
+   * hook is killed).
    */
   extract(file: ExtractTarget, signal?: AbortSignal): Promise<ExtractOutcome>;
 }

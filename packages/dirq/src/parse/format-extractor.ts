@@ -90,12 +90,12 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
     format,
     each,
     readRows,
-    extract(file): Promise<ExtractOutcome> {
+    async extract(file): Promise<ExtractOutcome> {
       const rows: HookRow[] = [];
       const reason = readRows(file, (batch) => {
         for (const row of batch) rows.push(row);
       });
-      return Promise.resolve(reason === null ? { ok: true, rows } : { ok: false, reason });
+      return reason === null ? { ok: true, rows } : { ok: false, reason };
     },
   };
 }
