@@ -26,6 +26,7 @@ const USAGE = `usage: node bench/dirq-hostile-hooks.mjs [options]
   --files N       ordinary files written one by one (default 200)
   --interval MS   between two of their writes (default 25)
   --big-mb N      size of the large row (default 50)
+  --subscribers N /events clients reading every frame, the timed one among them (default 1)
   --json          results as JSON on stdout
   DIRQ_BIN=<path to bin/dirq.cjs> measures another build (default: this checkout's).
 `;
@@ -36,6 +37,7 @@ const options = parseOptions(
     files: { type: "string", default: "200" },
     interval: { type: "string", default: "25" },
     "big-mb": { type: "string", default: "50" },
+    subscribers: { type: "string", default: "1" },
     json: { type: "boolean", default: false },
   },
   USAGE,
@@ -43,6 +45,7 @@ const options = parseOptions(
 const FILES = positiveInteger(options.files, "--files");
 const INTERVAL_MS = positiveInteger(options.interval, "--interval");
 const BIG_MB = positiveInteger(options["big-mb"], "--big-mb");
+const SUBSCRIBERS = positiveInteger(options.subscribers, "--subscribers");
 const BIN = process.env.DIRQ_BIN ?? DIRQ_BIN;
 /** How long after the last write every ordinary file's frame may still come. */
 const SETTLE_MS = 15_000;
@@ -167,8 +170,10 @@ async function run(hostile) {
   const client = subscribe(server.port, (file, at) => {
     if (written.has(file) && !arrived.has(file)) arrived.set(file, at);
   });
+  // Others that read every frame too, as a dashboard's viewers do: each costs the server a send.
+  const others = Array.from({ length: SUBSCRIBERS - 1 }, () => subscribe(server.port, () => {}));
   try {
-    await client.ready;
+    await Promise.all([client.ready, ...others.map((other) => other.ready)]);
     if (hostile) {
       const big = `[{"blob": "${"x".repeat(BIG_MB * 1024 * 1024)}"}]`;
       for (const name of HOSTILE) {
@@ -185,6 +190,7 @@ async function run(hostile) {
     while (arrived.size < written.size && performance.now() < deadline) await delay(50);
   } finally {
     client.close();
+    for (const other of others) other.close();
     server.child.kill("SIGTERM");
     await server.exited;
     rmSync(root, { recursive: true, force: true });
@@ -201,6 +207,7 @@ async function run(hostile) {
 
 const loadBefore = loadAverage();
 log(`dirq: ${BIN}; ${availableParallelism()} cores; load average ${loadBefore}`);
+if (SUBSCRIBERS > 1) log(`${SUBSCRIBERS} /events clients, one of them timed`);
 log(`control: ${FILES} writes, ${INTERVAL_MS} ms apart, no hostile file`);
 const control = await run(false);
 log(`hostile: the same writes beside six hostile hooks (a ${BIG_MB} MB row among them)`);
@@ -210,7 +217,7 @@ const loadAfter = loadAverage();
 const format = (ms) => (Number.isFinite(ms) ? ms.toFixed(1) : "missing");
 if (options.json) {
   process.stdout.write(
-    `${JSON.stringify({ files: FILES, intervalMs: INTERVAL_MS, bigMb: BIG_MB, loadBefore, loadAfter, control, hostile }, null, 2)}\n`,
+    `${JSON.stringify({ files: FILES, intervalMs: INTERVAL_MS, bigMb: BIG_MB, subscribers: SUBSCRIBERS, loadBefore, loadAfter, control, hostile }, null, 2)}\n`,
   );
 } else {
   console.log(

@@ -13,11 +13,25 @@ export const HISTORY_FRAMES = 65_536;
 /** Bytes of frame data a history keeps by default. */
 export const HISTORY_BYTES = 32 * 1024 * 1024;
 
-/** One published change: its number in the run and its data (the SSE `row` frame's JSON). */
-export interface HistoryFrame {
-  readonly n: number;
-  readonly data: string;
-  readonly bytes: number;
+/**
+ * One published change: its number in the run and its data (the SSE `row` frame's JSON), kept
+ * as UTF-8, the form every subscriber's socket sends: a large row is encoded once, not once
+ * per subscriber, and every socket sends the same bytes.
+ */
+export class HistoryFrame {
+  constructor(
+    readonly n: number,
+    readonly utf8: Buffer,
+  ) {}
+
+  /** The data as text (the SDK's `watch()` parses it). */
+  get data(): string {
+    return this.utf8.toString();
+  }
+
+  get bytes(): number {
+    return this.utf8.length;
+  }
 }
 
 /**
@@ -70,9 +84,9 @@ export class EventHistory {
   /** Appends one frame and wakes the readers waiting for one; returns its number. */
   append(data: string): number {
     const n = ++this.last;
-    const bytes = Buffer.byteLength(data);
-    this.frames.push({ n, data, bytes });
-    this.keptBytes += bytes;
+    const frame = new HistoryFrame(n, Buffer.from(data));
+    this.frames.push(frame);
+    this.keptBytes += frame.bytes;
     this.evict();
     this.wakeAll();
     return n;

@@ -7,7 +7,8 @@ import {
 } from "../live/event-history.js";
 
 /** One thing to send on a stream: a `row` frame or a `reset`, with its SSE id. */
-export type StreamFrame = { event: "row" | "reset"; id: string; data: string };
+/** A frame for an SSE stream: a row frame's data is its UTF-8, shared by every subscriber. */
+export type StreamFrame = { event: "row" | "reset"; id: string; data: string | Buffer };
 
 /**
  * How a new subscription starts: the `ready` frame's id (the frame it continues after), or
@@ -61,7 +62,7 @@ export class Subscription {
     if (this.closed) return undefined;
     if (item === undefined) return null;
     if ("reset" in item) return { event: "reset", id: this.history.idOf(item.reset), data: "{}" };
-    return { event: "row", id: this.history.idOf(item.frame.n), data: item.frame.data };
+    return { event: "row", id: this.history.idOf(item.frame.n), data: item.frame.utf8 };
   }
 
   close(): void {

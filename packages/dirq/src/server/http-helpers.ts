@@ -128,8 +128,18 @@ export class EventStreamResponse {
     return this.response.destroyed || this.response.writableEnded;
   }
 
-  /** One frame; with `id`, the SSE id a reconnecting client sends back as `Last-Event-ID`. */
-  async send(event: string, data: string, id?: string): Promise<void> {
+  /**
+   * One frame; with `id`, the SSE id a reconnecting client sends back as `Last-Event-ID`.
+   * `data` as UTF-8 bytes is sent as it is (a large row's bytes are shared by every
+   * subscriber, never copied or encoded again per socket).
+   */
+  async send(event: string, data: string | Buffer, id?: string): Promise<void> {
+    const idLine = id === undefined ? "" : `id: ${id}\n`;
+    if (typeof data !== "string") {
+      // Row JSON holds no raw line break (JSON escapes them): one data line.
+      if (data.includes(0x0a) || data.includes(0x0d)) return this.send(event, data.toString(), id);
+      return this.writeAll([`${idLine}event: ${event}\ndata: `, data, "\n\n"]);
+    }
     // Row JSON holds no raw line break (JSON escapes them): one data line, without splitting
     // a row of tens of megabytes.
     const lines =
@@ -139,18 +149,22 @@ export class EventStreamResponse {
             .map((line) => `data: ${line}\n`)
             .join("")
         : `data: ${data}\n`;
-    const idLine = id === undefined ? "" : `id: ${id}\n`;
-    await this.write(`${idLine}event: ${event}\n${lines}\n`);
+    await this.writeAll([`${idLine}event: ${event}\n${lines}\n`]);
   }
 
   /** A comment line, which clients ignore: keeps proxies from closing an idle stream. */
   async comment(text: string): Promise<void> {
-    await this.write(`: ${text}\n\n`);
+    await this.writeAll([`: ${text}\n\n`]);
   }
 
-  private async write(text: string): Promise<void> {
+  /** Writes the chunks as one (corked), then waits while the client's socket is full. */
+  private async writeAll(chunks: readonly (string | Buffer)[]): Promise<void> {
     if (this.closed) return;
-    if (this.response.write(text)) return;
+    let flowing = true;
+    this.response.cork();
+    for (const chunk of chunks) flowing = this.response.write(chunk);
+    this.response.uncork();
+    if (flowing) return;
     // Wait for whichever comes first, and remove both listeners either way: one left behind
     // per frame that met back-pressure would pile up on a long-lived stream.
     await new Promise<void>((resolve) => {

@@ -13,14 +13,19 @@ describe("EventHub", () => {
     assert.deepEqual(a.start, { readyId: history.idOf(0) });
     history.append("one");
     history.append("two");
-    const one = { event: "row", id: history.idOf(1), data: "one" };
-    assert.deepEqual(await a.subscription.next(1000), one);
-    assert.deepEqual(await a.subscription.next(1000), { ...one, id: history.idOf(2), data: "two" });
-    assert.deepEqual(await b.subscription.next(1000), one);
+    const one = { event: "row", id: history.idOf(1), data: Buffer.from("one") };
+    const firstOfA = await a.subscription.next(1000);
+    assert.deepEqual(firstOfA, one);
+    const two = { ...one, id: history.idOf(2), data: Buffer.from("two") };
+    assert.deepEqual(await a.subscription.next(1000), two);
+    const firstOfB = await b.subscription.next(1000);
+    assert.deepEqual(firstOfB, one);
+    // The frame's bytes are encoded once: every subscriber sends the very same buffer.
+    assert.equal(firstOfB?.data, firstOfA?.data);
     assert.equal(hub.size, 2);
     const resumed = hub.subscribe(history.idOf(1));
     assert.deepEqual(resumed.start, { readyId: history.idOf(1) });
-    assert.equal((await resumed.subscription.next(1000))?.data, "two");
+    assert.equal(String((await resumed.subscription.next(1000))?.data), "two");
     assert.deepEqual(hub.subscribe("elsewhere-1").start, { resetId: history.idOf(2) });
   });
 

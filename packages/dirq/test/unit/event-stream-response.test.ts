@@ -1,0 +1,50 @@
+import assert from "node:assert/strict";
+import { createServer, request } from "node:http";
+import type { AddressInfo } from "node:net";
+import { describe, it } from "node:test";
+import { EventStreamResponse } from "../../src/server/http-helpers.js";
+
+/** What a client reads of a stream that sends `frames` and ends. */
+async function streamed(
+  frames: readonly { event: string; data: string | Buffer; id?: string }[],
+): Promise<string> {
+  const server = createServer(async (_, response) => {
+    const stream = new EventStreamResponse(response);
+    for (const frame of frames) await stream.send(frame.event, frame.data, frame.id);
+    stream.end();
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  try {
+    const { port } = server.address() as AddressInfo;
+    return await new Promise<string>((resolve, reject) => {
+      request({ host: "127.0.0.1", port, path: "/" }, (response) => {
+        const chunks: Buffer[] = [];
+        response.on("data", (chunk: Buffer) => chunks.push(chunk));
+        response.on("end", () => resolve(Buffer.concat(chunks).toString()));
+      })
+        .on("error", reject)
+        .end();
+    });
+  } finally {
+    server.close();
+  }
+}
+
+describe("EventStreamResponse", () => {
+  it("sends a frame's UTF-8 bytes as they are, and text alike", async () => {
+    const row = '{"title":"é ✓"}';
+    const body = await streamed([
+      { event: "row", data: Buffer.from(row), id: "r-1" },
+      { event: "row", data: row, id: "r-2" },
+    ]);
+    assert.equal(
+      body,
+      `id: r-1\nevent: row\ndata: ${row}\n\nid: r-2\nevent: row\ndata: ${row}\n\n`,
+    );
+  });
+
+  it("gives each line of data its own data field, from bytes as from text", async () => {
+    const body = await streamed([{ event: "note", data: Buffer.from("a\nb\r\nc") }]);
+    assert.equal(body, "event: note\ndata: a\ndata: b\ndata: c\n\n");
+  });
+});
