@@ -45,13 +45,21 @@ export class Catalog {
   /** Adds `name` as another name of `table`'s selection. Aliases are not kept across runs. */
   addAlias(name: string, table: PathTable): void {
     this.entries.set(name.toLowerCase(), { kind: "alias", name, of: table });
-    table.aliases.push(name);
     this.store?.saveTable({ name, kind: "alias", spec: "", filled: null, objects: [] });
+  }
+
+  /** The other names of `table`'s selection (`'./x/../'` for `'./'`): views over it. */
+  aliasesOf(table: PathTable): string[] {
+    const aliases: string[] = [];
+    for (const entry of this.entries.values()) {
+      if (entry.kind === "alias" && entry.of === table) aliases.push(entry.name);
+    }
+    return aliases;
   }
 
   /** Forgets a path-table and its aliases (their SQLite objects are the caller's). */
   removePathTable(table: PathTable): void {
-    for (const alias of table.aliases) {
+    for (const alias of this.aliasesOf(table)) {
       this.entries.delete(alias.toLowerCase());
       this.store?.forgetTable(alias);
     }
@@ -123,14 +131,15 @@ export class Catalog {
 
   /**
    * SQLite names of every table a statement may name as a path or config table: path-tables
-   * and their aliases, filled or not, and the parsed tables built so far.
+   * and their aliases, filled or not, and (unless only `"path"` ones are asked for) the
+   * parsed tables built so far.
    */
-  names(): string[] {
+  names(only?: "path"): string[] {
     const names: string[] = [];
     for (const entry of this.entries.values()) {
       if (entry.kind === "path") names.push(entry.table.name);
       else if (entry.kind === "alias") names.push(entry.name);
-      else if (entry.live !== null) names.push(entry.name);
+      else if (entry.live !== null && only === undefined) names.push(entry.name);
     }
     return names;
   }

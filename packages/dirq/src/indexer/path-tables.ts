@@ -69,8 +69,6 @@ export interface PathTable {
   filled: ColumnGroups | null;
   /** When a statement last named it (ms), for dropping the least recently used. */
   lastUsed: number;
-  /** Other names of the same selection (`'./x/../'` for `'./'`): views over this table. */
-  aliases: string[];
   /**
    * Column groups a persisted index held for it, not yet checked against the tree (the
    * first fill checks them); `null` otherwise.
@@ -189,7 +187,6 @@ export class PathTables {
       matches: selectionMatcher(selection),
       filled: null,
       lastUsed: Date.now(),
-      aliases: [],
       restored: entry.filled === null ? null : (JSON.parse(entry.filled) as ColumnGroups),
       counted: false,
     };
@@ -225,7 +222,6 @@ export class PathTables {
       matches: selectionMatcher(selection),
       filled: null,
       lastUsed: Date.now(),
-      aliases: [],
       restored: null,
       counted: false,
     };
@@ -246,7 +242,7 @@ export class PathTables {
   }
 
   private drop(table: PathTable): void {
-    for (const alias of table.aliases)
+    for (const alias of this.catalog.aliasesOf(table))
       this.db.exec(`DROP VIEW IF EXISTS ${quoteIdentifier(alias)}`);
     this.db.exec(
       `DROP ${table.counted ? "VIEW" : "TABLE"} IF EXISTS ${quoteIdentifier(table.name)}`,
@@ -266,7 +262,7 @@ export class PathTables {
 
   /** Names of every path-table and alias, filled or not. */
   names(): string[] {
-    return this.catalog.pathTables().flatMap((table) => [table.name, ...table.aliases]);
+    return this.catalog.names("path");
   }
 
   /** Names of the tables that hold rows: the ones the watcher keeps current. */
