@@ -108,6 +108,10 @@ export function sendText(
   response.end(text);
 }
 
+/** A frame's data up to this size is joined with its header and sent in one write. */
+const JOIN_FRAME_BYTES = 64 * 1024;
+const FRAME_END = Buffer.from("\n\n");
+
 /**
  * A Server-Sent Events response. Frames follow the SSE format: each line of `data` gets its
  * own `data:` field, a blank line ends the frame. `write` waits while the client's socket is
@@ -138,7 +142,13 @@ export class EventStreamResponse {
     if (typeof data !== "string") {
       // Row JSON holds no raw line break (JSON escapes them): one data line.
       if (data.includes(0x0a) || data.includes(0x0d)) return this.send(event, data.toString(), id);
-      return this.writeAll([`${idLine}event: ${event}\ndata: `, data, "\n\n"]);
+      const head = Buffer.from(`${idLine}event: ${event}\ndata: `);
+      // A small frame goes out as one write; a large one's bytes are written as they are.
+      return this.writeAll(
+        data.length <= JOIN_FRAME_BYTES
+          ? [Buffer.concat([head, data, FRAME_END])]
+          : [head, data, FRAME_END],
+      );
     }
     // Row JSON holds no raw line break (JSON escapes them): one data line, without splitting
     // a row of tens of megabytes.
@@ -157,13 +167,15 @@ export class EventStreamResponse {
     await this.writeAll([`: ${text}\n\n`]);
   }
 
-  /** Writes the chunks as one (corked), then waits while the client's socket is full. */
+  /**
+   * Writes the chunks, then waits while the client's socket is full. Not corked: a corked
+   * response's `write` reports its own buffer, not the socket's, on newer Node versions, and
+   * a slow client would then be written to without end.
+   */
   private async writeAll(chunks: readonly (string | Buffer)[]): Promise<void> {
     if (this.closed) return;
     let flowing = true;
-    this.response.cork();
-    for (const chunk of chunks) flowing = this.response.write(chunk);
-    this.response.uncork();
+    for (const chunk of chunks) flowing = this.response.write(chunk) && flowing;
     if (flowing) return;
     // Wait for whichever comes first, and remove both listeners either way: one left behind
     // per frame that met back-pressure would pile up on a long-lived stream.

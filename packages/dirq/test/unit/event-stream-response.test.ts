@@ -31,6 +31,43 @@ async function streamed(
 }
 
 describe("EventStreamResponse", () => {
+  it("waits while the client does not read: a slow client is never written to without end", async () => {
+    const frame = Buffer.alloc(8 * 1024, "x");
+    let sent = 0;
+    let waited = false;
+    const server = createServer(async (_, response) => {
+      const stream = new EventStreamResponse(response);
+      // At most 64 MiB: far beyond what the kernel's buffers of one loopback socket hold.
+      while (sent * frame.length < 64 * 1024 * 1024) {
+        const sending = stream.send("row", frame);
+        const done = await Promise.race([
+          sending.then(() => true),
+          new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 100)),
+        ]);
+        if (!done) {
+          waited = true;
+          break;
+        }
+        sent++;
+      }
+      response.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    const client = request({ host: "127.0.0.1", port, path: "/" }, (response) => response.pause());
+    client.on("error", () => {});
+    client.end();
+    try {
+      while (!waited && sent * frame.length < 64 * 1024 * 1024) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      assert.ok(waited, `sent ${sent} frames of 8 KiB to a client that reads nothing`);
+    } finally {
+      client.destroy();
+      server.close();
+    }
+  });
+
   it("sends a frame's UTF-8 bytes as they are, and text alike", async () => {
     const row = '{"title":"é ✓"}';
     const body = await streamed([
