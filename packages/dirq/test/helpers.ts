@@ -4,6 +4,7 @@ import {
   mkdtempSync,
   readdirSync,
   readFileSync,
+  renameSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -121,6 +122,27 @@ export function makeTree(tree: TreeSpec): string {
 
 export function removeTree(root: string): void {
   rmSync(root, { recursive: true, force: true });
+}
+
+/** Where `saveWhole` writes files before it renames them into place (one per test process). */
+let aside: string | null = null;
+let saved = 0;
+
+/**
+ * Writes a file as editors save it: in a folder outside the tree, then renamed into place, so
+ * a watcher and hooks see it whole. Written in place, a loaded machine can show the watcher an
+ * empty file first (an insert, then an update) or a hook a half-written one.
+ */
+export function saveWhole(root: string, path: string, content: string): void {
+  if (aside === null) {
+    const folder = mkdtempSync(join(tmpdir(), "dirq-aside-"));
+    process.once("exit", () => removeTree(folder));
+    aside = folder;
+  }
+  mkdirSync(dirname(join(root, path)), { recursive: true });
+  const staged = join(aside, String(saved++));
+  writeFileSync(staged, content);
+  renameSync(staged, join(root, path));
 }
 
 /** Every file and directory under `root` with its size and mtime, to prove nothing changed. */

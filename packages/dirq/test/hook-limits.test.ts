@@ -1,9 +1,9 @@
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { makeTree, removeTree, runDirq, saveWhole } from "./helpers.js";
 import { delay, eventually, openReadyEvents, serverFixtures } from "./server-support.js";
 
 /**
@@ -124,13 +124,13 @@ describe("hook slots", () => {
     try {
       for (let attempt = 0; attempt < 3; attempt++) {
         const slow = Array.from({ length: CORES }, (_, i) => `slow${attempt}-${i}.txt`);
-        for (const name of slow) writeFileSync(join(root, "data", name), "slow");
+        for (const name of slow) saveWhole(root, `data/${name}`, "slow");
         await eventually(
           () => slow.every((name) => markedPids(marks, name).length > 0),
           "every slow hook started",
         );
         const quickName = `quick${attempt}.txt`;
-        writeFileSync(join(root, "data", quickName), "quick");
+        saveWhole(root, `data/${quickName}`, "quick");
         const quick = await events.next(
           (row) => row.action === "insert" && row.file_path === `data/${quickName}`,
           10_000,
@@ -166,7 +166,7 @@ describe("hook slots", () => {
     const events = await openReadyEvents(dirq);
     try {
       for (const [path, content] of Object.entries(files)) {
-        writeFileSync(join(root, path), content);
+        saveWhole(root, path, content);
       }
       // Sampled until the bound is reached (a loaded machine starts hooks slowly), and a
       // while after: the count never goes past it.
@@ -307,7 +307,7 @@ describe("hook time limit", () => {
     const dirq = await server.serve(root, ["-c", "cfg.toml"]);
     const events = await openReadyEvents(dirq);
     try {
-      writeFileSync(join(root, "data", "b.txt"), "hang");
+      saveWhole(root, "data/b.txt", "hang");
       const failed = await events.next(
         (row) => row.action === "error" && row.file_path === "data/b.txt",
         15_000,
@@ -320,7 +320,7 @@ describe("hook time limit", () => {
       const pids = markedPids(marks, "b.txt");
       assert.equal(pids.length, 2);
       await eventually(() => pids.every((pid) => !isAlive(pid)), "the hook and its child end");
-      writeFileSync(join(root, "data", "b.txt"), "quick");
+      saveWhole(root, "data/b.txt", "quick");
       const row = await events.next(
         (event) => event.action === "insert" && event.file_path === "data/b.txt",
         10_000,

@@ -1,17 +1,8 @@
 import assert from "node:assert/strict";
-import {
-  chmodSync,
-  cpSync,
-  mkdirSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-  unlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { dirname, join } from "node:path";
+import { chmodSync, cpSync, mkdirSync, renameSync, rmSync, symlinkSync, unlinkSync } from "node:fs";
+import { join } from "node:path";
 import { describe, it } from "node:test";
-import { runDirq, shellHook } from "./helpers.js";
+import { runDirq, saveWhole, shellHook } from "./helpers.js";
 import {
   eventually,
   type EventStream,
@@ -61,21 +52,6 @@ const { tree, serve } = serverFixtures({
     }
   },
 });
-
-let aside: string | null = null;
-let written = 0;
-
-/**
- * Writes a file as editors save: in a folder outside the tree, then renamed into place, so the
- * watcher and hooks see it whole (written in place, a loaded machine can show it empty first).
- */
-function write(root: string, path: string, content: string): void {
-  mkdirSync(dirname(join(root, path)), { recursive: true });
-  aside ??= tree({});
-  const staged = join(aside, `${written++}`);
-  writeFileSync(staged, content);
-  renameSync(staged, join(root, path));
-}
 
 async function serverJson(server: ServerProcess, sql: string): Promise<string> {
   const answer = await postQuery(server, sql);
@@ -138,7 +114,7 @@ let sentinels = 0;
 /** Writes a new file in `dir` (of the path-table `table`) and waits for its insert. */
 async function settle(stream: EventStream, root: string, table: string, dir: string) {
   const name = `${dir}/sentinel-${++sentinels}.md`;
-  write(root, name, "s");
+  saveWhole(root, name, "s");
   await stream.next(isRow("insert", table, name), 180_000);
 }
 
@@ -157,11 +133,11 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
         await serverJson(server, "SELECT path FROM './docs'"),
         '[{"path":"docs/a.md"}]\n',
       );
-      write(root, "docs/b.md", "b");
+      saveWhole(root, "docs/b.md", "b");
       await stream.next(isRow("insert", "./docs", "docs/b.md"), 180_000);
       unlinkSync(join(root, "docs/a.md"));
       await stream.next(isRow("delete", "./docs", "docs/a.md"), 180_000);
-      write(root, "notes/n1.json", JSON.stringify({ title: "first", words: 3 }));
+      saveWhole(root, "notes/n1.json", JSON.stringify({ title: "first", words: 3 }));
       const insert = await stream.next(isRow("insert", "notes", "notes/n1.json"), 180_000);
       assert.deepEqual(insert.row, { title: "first", words: 3 });
       assert.deepEqual(
@@ -202,8 +178,8 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
       // One batch: the move (loop included), a neighbour's new file and a rewrite.
       renameSync(join(root, "moving"), join(root, "moved"));
       if (process.getuid?.() !== 0) chmodSync(join(root, "moved/locked"), 0o000);
-      write(root, "other/d.md", "d");
-      write(root, "other/c.md", "c, longer now");
+      saveWhole(root, "other/d.md", "d");
+      saveWhole(root, "other/c.md", "c, longer now");
       const expected = [
         isRow("insert", "./", "other/d.md"),
         isRow("delete", "./", "moving/a.md"),
@@ -240,15 +216,15 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
     try {
       assert.equal(await serverJson(server, "SELECT name FROM items"), '[{"name":"a"}]\n');
       // One batch: b adds a column and breaks the UNIQUE index; c adds another column.
-      write(root, "data/b.json", JSON.stringify({ name: "a", extra: 1 }));
-      write(root, "data/c.json", JSON.stringify({ name: "c", other: 3 }));
+      saveWhole(root, "data/b.json", JSON.stringify({ name: "a", extra: 1 }));
+      saveWhole(root, "data/c.json", JSON.stringify({ name: "c", other: 3 }));
       const error = await stream.next(isRow("error", "items", "data/b.json"), 180_000);
       assert.match(error.error as string, /UNIQUE/);
       // Later batches apply, with the columns SQLite really has.
-      write(root, "data/d.json", JSON.stringify({ name: "d", n: 4, other: 5 }));
+      saveWhole(root, "data/d.json", JSON.stringify({ name: "d", n: 4, other: 5 }));
       const d = await stream.next(isRow("insert", "items", "data/d.json"), 180_000);
       assert.deepEqual(d.row, { name: "d", n: 4, other: 5 });
-      write(root, "data/b.json", JSON.stringify({ name: "b", extra: 1 }));
+      saveWhole(root, "data/b.json", JSON.stringify({ name: "b", extra: 1 }));
       const b = await stream.next(isRow("insert", "items", "data/b.json"), 180_000);
       assert.deepEqual(b.row, { name: "b", n: null, other: null, extra: 1 });
       await assertServerEqualsFreshScan(
@@ -273,11 +249,11 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
     const stream = await openReadyEvents(server);
     try {
       assert.equal(await serverJson(server, "SELECT name FROM items"), '[{"name":"a"}]\n');
-      write(root, "data/wide.json", JSON.stringify({ wide: 3000 }));
-      write(root, "data/c.json", JSON.stringify({ name: "c", other: 3 }));
+      saveWhole(root, "data/wide.json", JSON.stringify({ wide: 3000 }));
+      saveWhole(root, "data/c.json", JSON.stringify({ name: "c", other: 3 }));
       const error = await stream.next(isRow("error", "items", "data/wide.json"), 180_000);
       assert.match(error.error as string, /column/i);
-      write(root, "data/d.json", JSON.stringify({ name: "d", other: 4 }));
+      saveWhole(root, "data/d.json", JSON.stringify({ name: "d", other: 4 }));
       const d = await stream.next(isRow("insert", "items", "data/d.json"), 180_000);
       assert.deepEqual(d.row, { name: "d", other: 4 });
       unlinkSync(join(root, "data/wide.json"));
@@ -297,7 +273,7 @@ describe("watcher isolation: each trigger that used to lose changes", { concurre
 /** Waits for an items insert of a new file: every earlier change has then been applied. */
 async function settleItems(stream: EventStream, root: string): Promise<void> {
   const name = `data/sentinel-${++sentinels}.json`;
-  write(root, name, JSON.stringify({ name: name }));
+  saveWhole(root, name, JSON.stringify({ name: name }));
   await stream.next(isRow("insert", "items", name), 180_000);
 }
 
@@ -383,16 +359,17 @@ describe("the storm", () => {
 
       // Clone: many folders of files at once, some parsed, an ignored build folder.
       for (let d = 0; d < 30; d++) {
-        for (let f = 0; f < 20; f++) write(root, `repo/d${d}/f${f}.md`, `v1 ${d}/${f}`);
-        write(root, `data/repo/d${d}.json`, JSON.stringify([{ name: `d${d}`, n: d }]));
-        write(root, `target/build/o${d}.bin`, "x");
+        for (let f = 0; f < 20; f++) saveWhole(root, `repo/d${d}/f${f}.md`, `v1 ${d}/${f}`);
+        saveWhole(root, `data/repo/d${d}.json`, JSON.stringify([{ name: `d${d}`, n: d }]));
+        saveWhole(root, `target/build/o${d}.bin`, "x");
       }
       // Checkout: rewrite some, delete some, add some, change parsed rows.
       for (let d = 0; d < 30; d += 2) {
-        for (let f = 0; f < 20; f += 3) write(root, `repo/d${d}/f${f}.md`, `v2 longer ${d}/${f}`);
+        for (let f = 0; f < 20; f += 3)
+          saveWhole(root, `repo/d${d}/f${f}.md`, `v2 longer ${d}/${f}`);
         rmSync(join(root, `repo/d${d}/f1.md`), { force: true });
-        write(root, `repo/d${d}/new.md`, "new");
-        write(root, `data/repo/d${d}.json`, JSON.stringify([{ name: `d${d}`, n: "7" }]));
+        saveWhole(root, `repo/d${d}/new.md`, "new");
+        saveWhole(root, `data/repo/d${d}.json`, JSON.stringify([{ name: `d${d}`, n: "7" }]));
       }
       // Mass copy, and moves of whole folders (one holding a symlink loop).
       cpSync(join(root, "repo/d3"), join(root, "copy/d3"), { recursive: true });
@@ -403,7 +380,7 @@ describe("the storm", () => {
       renameSync(join(root, "repo/d6"), join(root, "moved/d6"));
       renameSync(join(root, "data/repo"), join(root, "data/moved"));
       // An unreadable folder (root reads everything, so only when not running as root).
-      write(root, "moved/locked/secret.md", "s");
+      saveWhole(root, "moved/locked/secret.md", "s");
       if (process.getuid?.() !== 0) chmodSync(join(root, "moved/locked"), 0o000);
 
       await assertServerEqualsFreshScan(server, root, [ALL, ITEMS], config);
