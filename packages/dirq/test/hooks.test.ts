@@ -108,6 +108,12 @@ process.stdout.write(JSON.stringify([{ peak }]));
 
 const CONCURRENCY_FILES = Math.min(16, Math.max(4, 2 * availableParallelism()));
 
+/**
+ * A text value past the size the output thread hands over as UTF-8 bytes (its file past the size
+ * it reads), with characters JSON escapes and UTF-8 spells in several bytes.
+ */
+const LARGE_TEXT = 'aé✓😀"\\\n\t\u0000\u2028/'.repeat(40_000);
+
 const tree: Record<string, string> = {
   "parse.sh": shellHook("json-rows.sh"),
   "args.mjs": ARGS_HOOK,
@@ -125,6 +131,10 @@ const tree: Record<string, string> = {
   "types/b.json": '[{"extra":"only here","i":2}]',
   "types/c.json": "[]",
   "big/big.json": '[{"big":9007199254740993,"small":9007199254740991}]',
+  "large/text.json": JSON.stringify([
+    { text: LARGE_TEXT, n: 1 },
+    { text: "short", n: 2 },
+  ]),
   "spaced root/with space.json": "{}",
   "spaced root/args.mjs": ARGS_HOOK,
   "bad/exit.json": "",
@@ -466,6 +476,26 @@ describe("--on-file: column inference and value types", { concurrency: true }, (
     assert.deepEqual(all, [{ n: 0 }]);
     assert.equal(star.code, 0, star.stderr);
     assert.equal(star.stdout, "[]\n");
+  });
+
+  it("a text of hundreds of thousands of characters is stored as it is, with --persist too", async () => {
+    const sql =
+      "SELECT text, typeof(text) AS t, length(CAST(text AS BLOB)) AS bytes, n FROM './large/text.json' ORDER BY n";
+    const expected = [
+      { text: LARGE_TEXT, t: "text", bytes: Buffer.byteLength(LARGE_TEXT), n: 1 },
+      { text: "short", t: "text", bytes: 5, n: 2 },
+    ];
+    assert.deepEqual(await hookRows(sql, "node cat.mjs {path}"), expected);
+    const cache = mkdtempSync(join(tmpdir(), "dirq-large-text-"));
+    try {
+      const persisted = ["--persist", join(cache, "cache.db")];
+      // The first run builds and stores the rows, the second answers from the stored index.
+      for (const run of ["cold", "warm"]) {
+        assert.deepEqual(await hookRows(sql, "node cat.mjs {path}", persisted), expected, run);
+      }
+    } finally {
+      removeTree(cache);
+    }
   });
 
   it("an integer beyond 2^53 stays an exact INTEGER", async () => {

@@ -147,4 +147,89 @@ describe("dirq server: a row of tens of megabytes holds back no other file", () 
     }
     events.close();
   });
+
+  it("a large text value: the same value and the same event text as a small one, in every kind of table", async () => {
+    // Over the size a hook's value is handed from the output thread as UTF-8 bytes, with every
+    // kind of character JSON escapes or UTF-8 spells in several bytes.
+    const piece = 'aé✓😀"\\\n\t\u0000\u2028/';
+    const big = (mark: string) => `${mark}${piece.repeat(40_000)}${mark}`;
+    const root = tree({
+      "dirq.toml":
+        `[[table]]\nname = "plain"\nglob = "data/*.json"\non-file = "cat {path}"\n\n` +
+        `[[table]]\nname = "typed"\nglob = "data/*.json"\non-file = "cat {path}"\n` +
+        `schema = { big = "TEXT", n = "INTEGER" }\n\n` +
+        `[[table]]\nname = "indexed"\nglob = "data/*.json"\non-file = "cat {path}"\n` +
+        `ddl = "CREATE INDEX indexed_n ON indexed(n)"\n`,
+      "data/start.json": '[{"n": 0}]',
+    });
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    const events = await openReadyEvents(server);
+    const rowTexts = (path: string, since: number) =>
+      events.frames
+        .slice(since)
+        .filter((f) => f.event === "row" && f.data.includes(`"file_path":"${path}"`))
+        .map(
+          (f) =>
+            JSON.parse(f.data) as { table: string; action: string; row: unknown; old_row: unknown },
+        );
+    const version = async (value: string, frames: number) => {
+      const since = events.frames.length;
+      writeWhole(root, "data/big.json", JSON.stringify([{ big: value, n: 1 }, { n: 2 }]));
+      await events.until(
+        () => rowTexts("data/big.json", since).length >= frames,
+        `${frames} row frames of the big file`,
+        60_000,
+      );
+      return since;
+    };
+    const first = big("<1>");
+    const since = await version(first, 6);
+    for (const table of ["plain", "typed", "indexed"]) {
+      const answer = await postQuery(
+        server,
+        `SELECT * FROM ${table} WHERE _dirq_file_path = 'data/big.json' ORDER BY _dirq_row_index`,
+      );
+      assert.equal(answer.status, 200, answer.text);
+      const frames = rowTexts("data/big.json", since).filter((f) => f.table === table);
+      assert.deepEqual(
+        frames.map((f) => f.action),
+        ["insert", "insert"],
+        table,
+      );
+      // The event's rows are the query's rows, and the value is the one written.
+      assert.deepEqual(
+        frames.map((f) => f.row),
+        JSON.parse(answer.text),
+        table,
+      );
+      assert.equal((frames[0]?.row as { big: string }).big, first, table);
+      assert.deepEqual(
+        await queryRows(
+          server,
+          `SELECT typeof(big) AS type, length(CAST(big AS BLOB)) AS bytes FROM ${table} WHERE big IS NOT NULL`,
+        ),
+        [{ type: "text", bytes: Buffer.byteLength(first) }],
+        table,
+      );
+    }
+    // Written again unchanged: no event; changed: an update whose old row is the first value.
+    const quiet = events.frames.length;
+    writeWhole(root, "data/big.json", JSON.stringify([{ big: first, n: 1 }, { n: 2 }]));
+    writeWhole(root, "data/after.json", '[{"n": 9}]');
+    await events.until(
+      () =>
+        events.frames.slice(quiet).filter((f) => f.data.includes('"data/after.json"')).length >= 3,
+      "the frames of a file written after the unchanged one",
+      60_000,
+    );
+    assert.deepEqual(rowTexts("data/big.json", quiet), []);
+    const second = big("<2>");
+    const changed = await version(second, 3);
+    for (const frame of rowTexts("data/big.json", changed)) {
+      assert.equal(frame.action, "update", frame.table);
+      assert.equal((frame.row as { big: string }).big, second, frame.table);
+      assert.equal((frame.old_row as { big: string }).big, first, frame.table);
+    }
+    events.close();
+  });
 });

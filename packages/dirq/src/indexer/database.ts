@@ -38,6 +38,14 @@ provideNativeHost({
 const MEMORY_INDEX_CACHE_KIB = 64 * 1024;
 
 /**
+ * The page size of an index kept in a file (the server's, the REPL's): SQLite's largest. A
+ * row of tens of megabytes is written and committed as a sixteenth of the pages 4 KiB would
+ * take, and every other file's commit waits for that one; small rows and queries cost the same
+ * (bench/notes/hostile-hooks.md).
+ */
+const INDEX_PAGE_BYTES = 65_536;
+
+/**
  * Opens the index: in memory, or in `path` in WAL mode so other processes can read while this
  * one writes. It is a cache, so it is not synced to disk. A file gets the internal metadata
  * table (dirq's version and the root) for whoever opens it later; an index in memory dies with
@@ -57,6 +65,8 @@ export function openIndexDatabase(root: string, path?: string): SqliteDatabase {
     return db;
   }
   const db = openSqlite(path);
+  // Before WAL mode is set: the page size of a WAL database is fixed.
+  db.pragma(`page_size = ${INDEX_PAGE_BYTES}`);
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = OFF");
   // One exec, not a prepared statement: it runs once.

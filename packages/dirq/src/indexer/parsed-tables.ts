@@ -23,7 +23,7 @@ import {
   unchangedSince,
 } from "./catalog-store.js";
 import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
-import { currentRows, diffRows, type RowChange, rowJson } from "./row-changes.js";
+import { currentRows, diffRows, type RowChange, type RowText, rowText } from "./row-changes.js";
 
 import { FILE_PATH_COLUMN, HIDDEN_COLUMNS, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
@@ -354,15 +354,15 @@ interface CheckableString {
  * The rows' JSON as reading them back would give it, without reading them back (a row of tens
  * of megabytes costs the main thread as much again): for a table with no declared types and
  * no `ddl`, SQLite stores each value as it is bound. `null` when it may not: a `schema` or
- * `ddl` (types, triggers, defaults), or text SQLite would change.
+ * `ddl` (types, triggers, defaults), or text SQLite would change (a `LargeText` never is).
  */
 function rowsAsStored(
   table: LiveParsedTable,
   columns: readonly string[],
   rows: readonly HookRow[],
-): string[] | null {
+): RowText[] | null {
   if (table.spec.schema !== null || table.spec.ddl !== null) return null;
-  const stored: string[] = [];
+  const stored: RowText[] = [];
   for (const row of rows) {
     const values = rowValues(columns, row);
     for (const value of values) {
@@ -370,7 +370,7 @@ function rowsAsStored(
         return null;
       }
     }
-    stored.push(rowJson(columns, values));
+    stored.push(rowText(columns, values));
   }
   return stored;
 }

@@ -1,10 +1,32 @@
 import { jsonValue } from "../output/json.js";
+import { LargeText, type RowValue } from "../parse/large-text.js";
 import type { RowChangeOf } from "../shared/row-change.js";
 import type { SqlValue } from "../shared/sql-value.js";
 import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 
+/**
+ * JSON text some pieces of which are UTF-8 already: a row holding a `LargeText`, whose JSON was
+ * made off the main thread. It is sent as those bytes; only a reader that needs the whole text
+ * as a string (a comparison with a row read back) decodes it.
+ */
+export class EncodedJson {
+  constructor(readonly pieces: readonly (string | Buffer)[]) {}
+
+  /** The pieces as UTF-8, each large one as it is. */
+  utf8(): Buffer[] {
+    return this.pieces.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece));
+  }
+
+  toString(): string {
+    return this.pieces.map((piece) => piece.toString()).join("");
+  }
+}
+
+/** JSON object text of a row: a string, or pieces when it holds a large text. */
+export type RowText = string | EncodedJson;
+
 /** One row-level change, as the event stream sends it. Rows are JSON object text. */
-export type RowChange = RowChangeOf<string>;
+export type RowChange = RowChangeOf<RowText>;
 
 /** A row as JSON object text, values serialized exactly like query results. */
 export function rowJson(columns: readonly string[], values: readonly unknown[]): string {
@@ -14,11 +36,41 @@ export function rowJson(columns: readonly string[], values: readonly unknown[]):
   return `{${fields.join(",")}}`;
 }
 
+/** As `rowJson`, for values of a hook's output: a large text's JSON is used as it was made. */
+export function rowText(columns: readonly string[], values: readonly RowValue[]): RowText {
+  if (!values.some((value) => value instanceof LargeText)) return rowJson(columns, values);
+  const pieces: (string | Buffer)[] = [];
+  let text = "{";
+  columns.forEach((column, i) => {
+    const value = values[i];
+    text += `${i === 0 ? "" : ","}${JSON.stringify(column)}:`;
+    if (!(value instanceof LargeText)) {
+      text += jsonValue(value as SqlValue);
+      return;
+    }
+    pieces.push(text, value.json);
+    text = "";
+  });
+  pieces.push(`${text}}`);
+  return new EncodedJson(pieces);
+}
+
 /** The event's JSON text, fields in the order of the spec's table. */
-export function rowChangeJson(change: RowChange): string {
+export function rowChangeJson(change: RowChange): RowText {
   const head = `{"action":"${change.action}","table":${JSON.stringify(change.table)},"file_path":${JSON.stringify(change.file_path)}`;
   if (change.action === "error") return `${head},"error":${JSON.stringify(change.error)}}`;
-  return `${head},"row":${change.row},"old_row":${change.old_row ?? "null"}}`;
+  const { row, old_row: old } = change;
+  if (typeof row === "string" && !(old instanceof EncodedJson)) {
+    return `${head},"row":${row},"old_row":${old ?? "null"}}`;
+  }
+  const piecesOf = (text: RowText) => (typeof text === "string" ? [text] : text.pieces);
+  return new EncodedJson([
+    `${head},"row":`,
+    ...piecesOf(row),
+    `,"old_row":`,
+    ...(old === null ? ["null"] : piecesOf(old)),
+    "}",
+  ]);
 }
 
 /** Reads a file's current rows (visible columns only) as JSON texts, in row order. */
@@ -49,24 +101,25 @@ export function diffRows(
   table: string,
   path: string,
   before: readonly string[],
-  after: readonly string[],
+  after: readonly RowText[],
 ): RowChange[] {
   const changes: RowChange[] = [];
   const common = Math.min(before.length, after.length);
   for (let i = 0; i < common; i++) {
-    if (before[i] !== after[i]) {
+    // A row with a large text is decoded only to be compared with a row it replaces.
+    if (before[i] !== after[i]?.toString()) {
       changes.push({
         action: "update",
         table,
         file_path: path,
-        row: after[i] as string,
+        row: after[i] as RowText,
         old_row: before[i] as string,
       });
     }
   }
-  const added = (action: "insert" | "delete", rows: readonly string[]) => {
+  const added = (action: "insert" | "delete", rows: readonly RowText[]) => {
     for (let i = common; i < rows.length; i++) {
-      changes.push({ action, table, file_path: path, row: rows[i] as string, old_row: null });
+      changes.push({ action, table, file_path: path, row: rows[i] as RowText, old_row: null });
     }
   };
   added("insert", after);

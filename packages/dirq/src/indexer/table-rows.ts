@@ -1,6 +1,7 @@
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import { DirqError } from "../errors.js";
-import type { HookRow, StoredValue } from "../parse/hook-rows.js";
+import type { HookRow } from "../parse/hook-rows.js";
+import { LargeText, type RowValue } from "../parse/large-text.js";
 import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
 import { isStorageError } from "./cache-file.js";
@@ -41,19 +42,23 @@ function columnPositions(columns: readonly string[]): Map<string, number> {
 
 /**
  * Fills `values` (from `offset`) with a hook row's values in the table's column order (other
- * keys dropped).
+ * keys dropped). Returns whether one of them is a `LargeText`.
  */
 function fillRowValues(
   position: ReadonlyMap<string, number>,
   row: HookRow,
-  values: StoredValue[],
+  values: RowValue[],
   offset: number,
-): void {
+): boolean {
+  let large = false;
   for (const [key, value] of row) {
     // Most keys are spelled as their column: the lower-cased look-up only for the others.
     const at = position.get(key) ?? position.get(foldName(key));
-    if (at !== undefined) values[offset + at] = value;
+    if (at === undefined) continue;
+    values[offset + at] = value;
+    if (value instanceof LargeText) large = true;
   }
+  return large;
 }
 
 /** Rows one multi-row insert writes at most. */
@@ -62,8 +67,8 @@ const ROWS_PER_INSERT = 32;
 const MAX_PARAMETERS = 32_000;
 
 /** A hook row's values in the table's column order (keys outside the columns are dropped). */
-export function rowValues(columns: readonly string[], row: HookRow): StoredValue[] {
-  const values: StoredValue[] = new Array<StoredValue>(columns.length).fill(null);
+export function rowValues(columns: readonly string[], row: HookRow): RowValue[] {
+  const values: RowValue[] = new Array<RowValue>(columns.length).fill(null);
   fillRowValues(columnPositions(columns), row, values, 0);
   return values;
 }
@@ -101,29 +106,46 @@ export function rowInserter(
   const insertMany =
     many > 1 ? preparedInsert(db, head + Array(many).fill(tuple).join(", ")) : null;
   const position = columnPositions(columns);
+  const insertOne = (path: string, row: HookRow, index: number) => {
+    const values: RowValue[] = new Array<RowValue>(width).fill(null);
+    const large = fillRowValues(position, row, values, 0);
+    values[width - 2] = path;
+    values[width - 1] = BigInt(firstIndex + index);
+    if (large) insertWithLargeTexts(db, head, values);
+    else insert.run(values);
+  };
   return (path, rows) => {
     let index = 0;
     if (insertMany !== null && rows.length >= many) {
-      const values: StoredValue[] = new Array<StoredValue>(width * many);
+      const values: RowValue[] = new Array<RowValue>(width * many);
       for (; index + many <= rows.length; index += many) {
         values.fill(null);
+        let large = false;
         for (let k = 0; k < many; k++) {
           const offset = k * width;
-          fillRowValues(position, rows[index + k] as HookRow, values, offset);
+          if (fillRowValues(position, rows[index + k] as HookRow, values, offset)) large = true;
           values[offset + width - 2] = path;
           values[offset + width - 1] = BigInt(firstIndex + index + k);
         }
-        insertMany.run(values);
+        if (!large) insertMany.run(values);
+        else for (let k = 0; k < many; k++) insertOne(path, rows[index + k] as HookRow, index + k);
       }
     }
-    for (; index < rows.length; index++) {
-      const values: StoredValue[] = new Array<StoredValue>(width).fill(null);
-      fillRowValues(position, rows[index] as HookRow, values, 0);
-      values[width - 2] = path;
-      values[width - 1] = BigInt(firstIndex + index);
-      insert.run(values);
-    }
+    for (; index < rows.length; index++) insertOne(path, rows[index] as HookRow, index);
   };
+}
+
+/**
+ * Inserts one row that holds a `LargeText`: its UTF-8 is bound as bytes and cast to TEXT in
+ * SQL, which stores the same value as binding the string would (the column's affinity applies
+ * as it would to bound text), without making a string of it on the main thread.
+ */
+function insertWithLargeTexts(db: SqliteDatabase, head: string, values: readonly RowValue[]): void {
+  const placeholders = values.map((value) =>
+    value instanceof LargeText ? "CAST(? AS TEXT)" : "?",
+  );
+  const bound = values.map((value) => (value instanceof LargeText ? value.utf8 : value));
+  preparedInsert(db, `${head}(${placeholders.join(", ")})`).run(bound);
 }
 
 /** Inserts one file's rows, with the hidden columns. Call inside a transaction. */

@@ -16,21 +16,24 @@ export const HISTORY_BYTES = 32 * 1024 * 1024;
 /**
  * One published change: its number in the run and its data (the SSE `row` frame's JSON), kept
  * as UTF-8, the form every subscriber's socket sends: a large row is encoded once, not once
- * per subscriber, and every socket sends the same bytes.
+ * per subscriber, and every socket sends the same bytes. The data may be in pieces (a large
+ * text's JSON, made off the main thread, is one piece of its own, never copied into another).
  */
 export class HistoryFrame {
+  readonly bytes: number;
+
   constructor(
     readonly n: number,
-    readonly utf8: Buffer,
-  ) {}
+    readonly utf8: readonly Buffer[],
+  ) {
+    this.bytes = utf8.reduce((sum, piece) => sum + piece.length, 0);
+  }
 
   /** The data as text (the SDK's `watch()` parses it). */
   get data(): string {
-    return this.utf8.toString();
-  }
-
-  get bytes(): number {
-    return this.utf8.length;
+    return this.utf8.length === 1
+      ? (this.utf8[0] as Buffer).toString()
+      : Buffer.concat(this.utf8).toString();
   }
 }
 
@@ -81,10 +84,13 @@ export class EventHistory {
     return `${this.run}-${n}`;
   }
 
-  /** Appends one frame and wakes the readers waiting for one; returns its number. */
-  append(data: string): number {
+  /**
+   * Appends one frame (its data as text, or as UTF-8 pieces) and wakes the readers waiting for
+   * one; returns its number.
+   */
+  append(data: string | readonly Buffer[]): number {
     const n = ++this.last;
-    const frame = new HistoryFrame(n, Buffer.from(data));
+    const frame = new HistoryFrame(n, typeof data === "string" ? [Buffer.from(data)] : data);
     this.frames.push(frame);
     this.keptBytes += frame.bytes;
     this.evict();

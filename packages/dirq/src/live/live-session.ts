@@ -201,9 +201,10 @@ export class LiveSession {
     let bytes = 0;
     for (const change of changes) {
       const data = rowChangeJson(change);
-      history.append(data);
+      const text = typeof data === "string" ? data : data.utf8();
+      history.append(text);
       frames++;
-      bytes += data.length;
+      bytes += typeof text === "string" ? text.length : text.reduce((sum, b) => sum + b.length, 0);
       if (frames === HISTORY_SLICE || bytes >= HISTORY_SLICE_BYTES) {
         frames = 0;
         bytes = 0;

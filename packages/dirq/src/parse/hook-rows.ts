@@ -3,13 +3,17 @@ import { lazyModule } from "../lazy-module.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
 import { parseExactJson, type StoredValue, toStoredValue } from "./exact-json.js";
+import type { RowValue } from "./large-text.js";
 
 export { type StoredValue, toStoredValue };
 
 const losslessJson = lazyModule<typeof LosslessJson>("lossless-json");
 
-/** One row of a hook's output: column name → value, in the hook's key order. */
-export type HookRow = Map<string, StoredValue>;
+/**
+ * One row of a hook's output: column name → value, in the hook's key order. A large text value
+ * read on the output thread is a `LargeText`.
+ */
+export type HookRow = Map<string, RowValue>;
 
 export type ParsedOutput = { ok: true; rows: HookRow[] } | { ok: false; reason: string };
 

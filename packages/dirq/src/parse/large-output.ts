@@ -1,6 +1,7 @@
 import type { Worker } from "node:worker_threads";
 import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
 import { type ParsedOutput, parseHookOutput } from "./hook-rows.js";
+import { movable, reviveLargeTexts } from "./large-text.js";
 
 /**
  * Outputs from this size up are read on a thread of their own: reading tens of megabytes of
@@ -30,6 +31,7 @@ function outputThread(): Worker {
     execArgv: inheritedExecArgv(),
   });
   worker.on("message", ({ id, parsed }: OutputAnswer) => {
+    if (parsed.ok) reviveLargeTexts(parsed.rows);
     pending.get(id)?.(parsed);
     pending.delete(id);
     if (pending.size === 0) worker.unref();
@@ -48,15 +50,10 @@ function outputThread(): Worker {
   return worker;
 }
 
-/** The bytes in an ArrayBuffer of their own, so that they can be moved to the thread. */
-function movable(output: Buffer): Uint8Array {
-  if (output.byteOffset === 0 && output.byteLength === output.buffer.byteLength) return output;
-  return new Uint8Array(output);
-}
-
 /**
  * A hook's output read as `parseHookOutput` reads it; a large one on the output thread, so the
- * main thread goes on with other files meanwhile. `output` is not usable afterwards.
+ * main thread goes on with other files meanwhile; its large text values come back as
+ * `LargeText`. `output` is not usable afterwards.
  */
 export async function parseOutput(output: Buffer): Promise<ParsedOutput> {
   if (output.length < LARGE_OUTPUT_BYTES) return parseHookOutput(output);

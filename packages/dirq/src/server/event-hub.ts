@@ -8,7 +8,7 @@ import {
 
 /** One thing to send on a stream: a `row` frame or a `reset`, with its SSE id. */
 /** A frame for an SSE stream: a row frame's data is its UTF-8, shared by every subscriber. */
-export type StreamFrame = { event: "row" | "reset"; id: string; data: string | Buffer };
+export type StreamFrame = { event: "row" | "reset"; id: string; data: string | readonly Buffer[] };
 
 /**
  * How a new subscription starts: the `ready` frame's id (the frame it continues after), or

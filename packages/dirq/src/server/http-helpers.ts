@@ -137,17 +137,20 @@ export class EventStreamResponse {
    * `data` as UTF-8 bytes is sent as it is (a large row's bytes are shared by every
    * subscriber, never copied or encoded again per socket).
    */
-  async send(event: string, data: string | Buffer, id?: string): Promise<void> {
+  async send(event: string, data: string | readonly Buffer[], id?: string): Promise<void> {
     const idLine = id === undefined ? "" : `id: ${id}\n`;
     if (typeof data !== "string") {
       // Row JSON holds no raw line break (JSON escapes them): one data line.
-      if (data.includes(0x0a) || data.includes(0x0d)) return this.send(event, data.toString(), id);
+      if (data.some((piece) => piece.includes(0x0a) || piece.includes(0x0d))) {
+        return this.send(event, Buffer.concat(data).toString(), id);
+      }
       const head = Buffer.from(`${idLine}event: ${event}\ndata: `);
+      const bytes = data.reduce((sum, piece) => sum + piece.length, 0);
       // A small frame goes out as one write; a large one's bytes are written as they are.
       return this.writeAll(
-        data.length <= JOIN_FRAME_BYTES
-          ? [Buffer.concat([head, data, FRAME_END])]
-          : [head, data, FRAME_END],
+        bytes <= JOIN_FRAME_BYTES
+          ? [Buffer.concat([head, ...data, FRAME_END])]
+          : [head, ...data, FRAME_END],
       );
     }
     // Row JSON holds no raw line break (JSON escapes them): one data line, without splitting

@@ -13,10 +13,10 @@ describe("EventHub", () => {
     assert.deepEqual(a.start, { readyId: history.idOf(0) });
     history.append("one");
     history.append("two");
-    const one = { event: "row", id: history.idOf(1), data: Buffer.from("one") };
+    const one = { event: "row", id: history.idOf(1), data: [Buffer.from("one")] };
     const firstOfA = await a.subscription.next(1000);
     assert.deepEqual(firstOfA, one);
-    const two = { ...one, id: history.idOf(2), data: Buffer.from("two") };
+    const two = { ...one, id: history.idOf(2), data: [Buffer.from("two")] };
     assert.deepEqual(await a.subscription.next(1000), two);
     const firstOfB = await b.subscription.next(1000);
     assert.deepEqual(firstOfB, one);

@@ -6,7 +6,7 @@ import { EventStreamResponse } from "../../src/server/http-helpers.js";
 
 /** What a client reads of a stream that sends `frames` and ends. */
 async function streamed(
-  frames: readonly { event: string; data: string | Buffer; id?: string }[],
+  frames: readonly { event: string; data: string | readonly Buffer[]; id?: string }[],
 ): Promise<string> {
   const server = createServer(async (_, response) => {
     const stream = new EventStreamResponse(response);
@@ -39,7 +39,7 @@ describe("EventStreamResponse", () => {
       const stream = new EventStreamResponse(response);
       // At most 64 MiB: far beyond what the kernel's buffers of one loopback socket hold.
       while (sent * frame.length < 64 * 1024 * 1024) {
-        const sending = stream.send("row", frame);
+        const sending = stream.send("row", [frame]);
         const done = await Promise.race([
           sending.then(() => true),
           new Promise<boolean>((resolve) => setTimeout(() => resolve(false), 100)),
@@ -71,7 +71,7 @@ describe("EventStreamResponse", () => {
   it("sends a frame's UTF-8 bytes as they are, and text alike", async () => {
     const row = '{"title":"é ✓"}';
     const body = await streamed([
-      { event: "row", data: Buffer.from(row), id: "r-1" },
+      { event: "row", data: [Buffer.from(row)], id: "r-1" },
       { event: "row", data: row, id: "r-2" },
     ]);
     assert.equal(
@@ -80,8 +80,22 @@ describe("EventStreamResponse", () => {
     );
   });
 
+  it("sends a frame in pieces, small or large, as one data line of those bytes", async () => {
+    const large = `"${"é".repeat(100 * 1024)}"`;
+    const body = await streamed([
+      { event: "row", data: [Buffer.from('{"a":'), Buffer.from('"✓"}')], id: "r-1" },
+      { event: "row", data: [Buffer.from('{"a":'), Buffer.from(large), Buffer.from("}")] },
+    ]);
+    assert.equal(
+      body,
+      `id: r-1\nevent: row\ndata: {"a":"✓"}\n\nevent: row\ndata: {"a":${large}}\n\n`,
+    );
+  });
+
   it("gives each line of data its own data field, from bytes as from text", async () => {
-    const body = await streamed([{ event: "note", data: Buffer.from("a\nb\r\nc") }]);
+    const body = await streamed([
+      { event: "note", data: [Buffer.from("a\nb"), Buffer.from("\r\nc")] },
+    ]);
     assert.equal(body, "event: note\ndata: a\ndata: b\ndata: c\n\n");
   });
 });
