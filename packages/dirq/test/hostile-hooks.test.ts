@@ -103,13 +103,16 @@ describe("hooks that never finish: a signal still ends dirq, with no orphans", (
       {
         cwd: root,
         env: { ...process.env, DIRQ_PROGRESS: "never", DIRQ_TEST_PIDS: pidFile },
-        stdio: "ignore",
+        stdio: ["ignore", "ignore", "pipe"],
       },
     );
+    // What the server said, for a failure to show (a clean run says nothing).
+    let stderr = "";
+    child.stderr?.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
     await eventually(() => recordedPids().length >= 2, "the hook started its child", 60_000);
     const exited = exitOf(child);
     child.kill("SIGTERM");
-    assert.deepEqual(await exited, { code: 0, signal: null });
+    assert.deepEqual(await exited, { code: 0, signal: null }, `stderr: ${stderr}`);
     await assertNoneAlive();
   });
 });

@@ -262,7 +262,14 @@ if (basename(process.argv[2]) === "hang.json") {
       () => startTime(escaped) !== started || isZombie(escaped),
       "the escaped grandchild is gone after the server was killed",
       60_000,
-    );
+    ).catch((error: Error) => {
+      // What the reaper had to go by, for a failure to show.
+      const status = safeRead(`/proc/${escaped}/status`).match(/^(State|PPid|NSsid).*$/gm);
+      const marked = safeRead(`/proc/${escaped}/environ`).includes("DIRQ_SERVER_MARK=");
+      throw new Error(
+        `${error.message}; ${status?.join(", ")}; mark in its environment: ${marked}`,
+      );
+    });
   });
 
   it("kill -9 of the server ends its query processes and hooks, and removes the temporary index", async () => {
