@@ -481,16 +481,17 @@ describe("docs/persist.md", () => {
     );
     assert.ok(quoted, "docs/persist.md quotes the full-disk message");
     const ws = workspace({ ...dataFiles(40), "dirq.toml": TABLE("sh hook.sh {path}") });
+    // Room for a new cache (its first pages are 64 KiB each), not for these rows.
     for (let n = 1; n <= 40; n++) {
       writeFileSync(
         join(ws.root, `data/f${n}.json`),
-        JSON.stringify({ v: n, body: "x".repeat(3000) }),
+        JSON.stringify({ v: n, body: "x".repeat(30_000) }),
       );
     }
     const mounts = mkdtempSync(join(tmpdir(), "dirq-reuse-full-"));
     workspaces.push(mounts);
     try {
-      execFileSync("mount", ["-t", "tmpfs", "-o", "size=64k", "tmpfs", mounts], {
+      execFileSync("mount", ["-t", "tmpfs", "-o", "size=1m", "tmpfs", mounts], {
         stdio: "ignore",
       });
     } catch {

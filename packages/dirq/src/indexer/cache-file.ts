@@ -3,7 +3,7 @@ import { dirname, join, relative, sep } from "node:path";
 import { DirqError } from "../errors.js";
 import { isStorageError } from "../shared/sql-errors.js";
 import { readVersion } from "../version.js";
-import { openSqlite, type SqliteDatabase } from "./database.js";
+import { INDEX_PAGE_BYTES, openSqlite, type SqliteDatabase } from "./database.js";
 import { makeFolder } from "../make-folder.js";
 
 /**
@@ -199,6 +199,8 @@ function removeCache(path: string): void {
 }
 
 function configure(db: SqliteDatabase): void {
+  // Only a cache made anew takes it (before WAL mode is set); an existing one keeps its own.
+  db.pragma(`page_size = ${INDEX_PAGE_BYTES}`);
   db.pragma("journal_mode = WAL");
   // Commits survive a crash of dirq; a power loss may lose the last ones, never consistency.
   db.pragma("synchronous = NORMAL");

@@ -41,9 +41,9 @@ const MEMORY_INDEX_CACHE_KIB = 64 * 1024;
  * The page size of an index kept in a file (the server's, the REPL's): SQLite's largest. A
  * row of tens of megabytes is written and committed as a sixteenth of the pages 4 KiB would
  * take, and every other file's commit waits for that one; small rows and queries cost the same
- * (bench/notes/hostile-hooks.md).
+ * (bench/notes/hostile-hooks.md). A `--persist` cache made anew gets it too.
  */
-const INDEX_PAGE_BYTES = 65_536;
+export const INDEX_PAGE_BYTES = 65_536;
 
 /**
  * Opens the index: in memory, or in `path` in WAL mode so other processes can read while this
