@@ -11,6 +11,7 @@ import {
   ruleBroken,
 } from "./table-rows.js";
 import { type HookRow, inferColumns, type StoredValue } from "../parse/hook-rows.js";
+import { isWellFormed } from "../parse/large-text.js";
 import { type ParsedFile, parseFiles } from "../parse/parse-files.js";
 import type { ProgressPhase, ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
@@ -345,11 +346,6 @@ export function replaceFileRows(
   return diffRows(table.spec.label ?? name, path, before, after);
 }
 
-/** Text a String method checks for unpaired surrogates (which SQLite's UTF-8 would replace). */
-interface CheckableString {
-  isWellFormed(): boolean;
-}
-
 /**
  * The rows' JSON as reading them back would give it, without reading them back (a row of tens
  * of megabytes costs the main thread as much again): for a table with no declared types and
@@ -366,9 +362,7 @@ function rowsAsStored(
   for (const row of rows) {
     const values = rowValues(columns, row);
     for (const value of values) {
-      if (typeof value === "string" && !(value as unknown as CheckableString).isWellFormed()) {
-        return null;
-      }
+      if (typeof value === "string" && !isWellFormed(value)) return null;
     }
     stored.push(rowText(columns, values));
   }

@@ -20,6 +20,11 @@ export class EncodedJson {
   toString(): string {
     return this.pieces.map((piece) => piece.toString()).join("");
   }
+
+  /** Its size as a string's length counts it: characters of the text pieces, bytes of the rest. */
+  get length(): number {
+    return this.pieces.reduce((sum, piece) => sum + piece.length, 0);
+  }
 }
 
 /** JSON object text of a row: a string, or pieces when it holds a large text. */

@@ -201,10 +201,9 @@ export class LiveSession {
     let bytes = 0;
     for (const change of changes) {
       const data = rowChangeJson(change);
-      const text = typeof data === "string" ? data : data.utf8();
-      history.append(text);
+      history.append(typeof data === "string" ? data : data.utf8());
       frames++;
-      bytes += typeof text === "string" ? text.length : text.reduce((sum, b) => sum + b.length, 0);
+      bytes += data.length;
       if (frames === HISTORY_SLICE || bytes >= HISTORY_SLICE_BYTES) {
         frames = 0;
         bytes = 0;

@@ -42,19 +42,21 @@ export function movable(bytes: Buffer): Buffer {
   return Buffer.from(new Uint8Array(bytes));
 }
 
-/** A string as a large text; `null` when it is not one (short, or not well-formed UTF-16). */
-function largeText(value: string): LargeText | null {
-  // An unpaired surrogate would come out of SQLite as U+FFFD: such a string stays a string,
-  // so that the event is read back from what SQLite stored.
-  if (value.length < LARGE_TEXT_CHARS || !(value as unknown as WellFormed).isWellFormed()) {
-    return null;
-  }
-  // JSON.stringify is the JSON a query's answer and the events give a text value.
-  return new LargeText(movable(Buffer.from(value)), movable(Buffer.from(JSON.stringify(value))));
+/**
+ * Whether a string has no unpaired surrogate: SQLite's UTF-8 would store one as U+FFFD, so
+ * only a well-formed string is stored exactly as it is bound.
+ */
+export function isWellFormed(text: string): boolean {
+  // String.prototype.isWellFormed (Node 20) is newer than the TypeScript library targeted.
+  return (text as unknown as { isWellFormed(): boolean }).isWellFormed();
 }
 
-interface WellFormed {
-  isWellFormed(): boolean;
+/** A string as a large text; `null` when it is not one (short, or not well-formed UTF-16). */
+function largeText(value: string): LargeText | null {
+  // A string SQLite would change stays a string, so that its event is read back from SQLite.
+  if (value.length < LARGE_TEXT_CHARS || !isWellFormed(value)) return null;
+  // JSON.stringify is the JSON a query's answer and the events give a text value.
+  return new LargeText(movable(Buffer.from(value)), movable(Buffer.from(JSON.stringify(value))));
 }
 
 /**
