@@ -2,7 +2,7 @@
 // The step of `npm test` after the build: the checks and every suite, in two lanes that run side
 // by side. dirq's suite (the longest, its files three at a time) has the first lane; lint, the
 // web console's type check (the build checks the rest), lmclient's and pubtool's suites, the
-// release's tests and the packed-install matrix run one after another in the second, which would
+// repository's own tests (the README's Quick start in a fresh copy), the release's tests and the packed-install matrix run one after another in the second, which would
 // otherwise finish long before the first. Many tests wait (for servers, timers, child processes)
 // rather than compute, so the two lanes share two cores well; run one after the other they took
 // longer than CI's time limit allows.
@@ -25,6 +25,8 @@ const LANES = [
     { name: "typecheck web", args: ["run", "typecheck:web", "-w", "packages/dirq"] },
     { name: "lmclient", args: ["run", "test", "-w", "packages/lmclient"] },
     { name: "pubtool", args: ["run", "test", "-w", "packages/pubtool"] },
+    // The README's Quick start in a fresh copy, and npm test's own provisioning.
+    { name: "repository", args: ["run", "test:repository"] },
     { name: "release", args: ["run", "test:release"] },
     { name: "packed-install", args: ["run", "test:packed"] },
   ],

@@ -27,7 +27,15 @@ const DOCS = [
 const SKIPPED = new Map<string, string>([
   [
     "README.md: npm ci && npx dirq \"SELECT path, size FROM './' ORDER BY size DESC LIMIT 5\"",
-    "installs the whole repository from the network",
+    "installs the whole repository: scripts/test/quick-start.test.mjs runs it in a fresh copy",
+  ],
+  [
+    "packages/dirq/docs/install.md: npm ci                          # installs and builds the three packages",
+    "installs the whole repository: scripts/test/quick-start.test.mjs runs the README's npm ci",
+  ],
+  [
+    "packages/dirq/docs/install.md: npm run release:build",
+    "builds every package of a release (release/test/ runs the release build end to end)",
   ],
   ["README.md: npm test", "the full test suite itself"],
   [
