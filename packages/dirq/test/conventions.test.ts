@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFile, spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, symlinkSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readdirSync, readFileSync, symlinkSync } from "node:fs";
+import { basename, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
@@ -199,5 +199,46 @@ describe("man page", () => {
         assert.ok(text.includes(option), `man dirq lacks ${option} (dirq ${topic}--help)`);
       }
     }
+  });
+});
+
+/**
+ * Where a feature's tests live (docs/internals.md, "Where tests live"): an end-to-end file is
+ * named after a feature prefix of that page's table, an in-process one after a module of src/.
+ */
+describe("test files are named so a feature's tests are found from its name", () => {
+  const testDir = join(PACKAGE_DIR, "test");
+  const internals = readFileSync(join(PACKAGE_DIR, "docs", "internals.md"), "utf8");
+  const table = internals.slice(internals.indexOf("## Where tests live"));
+  const prefixes = [...table.matchAll(/^\| ([^|]+)\|/gm)].flatMap(([, cell]) =>
+    [...(cell ?? "").matchAll(/`([a-z0-9-]+)`/g)].map(([, prefix]) => prefix ?? ""),
+  );
+  const named = (file: string, names: readonly string[]) =>
+    names.some((name) => file.startsWith(`${name}-`) || file.startsWith(`${name}.`));
+
+  it("every end-to-end test file starts with a feature prefix of docs/internals.md", () => {
+    assert.ok(prefixes.length >= 20, prefixes.join(", "));
+    const files = readdirSync(testDir).filter((name) => name.endsWith(".test.ts"));
+    assert.deepEqual(
+      files.filter((file) => !named(file, prefixes)),
+      [],
+      "name it after a row of docs/internals.md's table, or add the feature's row",
+    );
+  });
+
+  it("every in-process test file starts with the name of a module of src/ or eslint-rules/", () => {
+    const src = join(PACKAGE_DIR, "src");
+    const modules = [
+      ...readdirSync(src, { recursive: true }).map((path) => basename(String(path), ".ts")),
+      ...readdirSync(join(PACKAGE_DIR, "..", "..", "eslint-rules")).map((n) => basename(n, ".js")),
+    ];
+    const files = readdirSync(join(testDir, "unit"), { recursive: true })
+      .map((path) => basename(String(path)))
+      .filter((name) => name.endsWith(".test.ts"));
+    assert.ok(files.length > 30);
+    assert.deepEqual(
+      files.filter((file) => !named(file, modules)),
+      [],
+    );
   });
 });

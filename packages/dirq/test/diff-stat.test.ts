@@ -91,7 +91,7 @@ describe(`stat columns equal stat(1) (seed ${SEED}, ${FILES} files)`, () => {
 /**
  * Many batches, plain files, symlinks and names that are not valid UTF-8 (stat'ed through their
  * raw bytes), whether the root is the working directory (stats go by relative path) or not.
- * The helper thread's share of the stats: unit/batch-statter.test.ts.
+ * The helper thread's share of the stats: unit/stat-helper.test.ts.
  */
 describe(`stat columns equal stat(1) on a larger tree (seed ${SEED})`, () => {
   const MANY = 9_000;
