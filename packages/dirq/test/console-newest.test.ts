@@ -46,11 +46,11 @@ const FAILING_B: Newer = {
 };
 
 /**
- * From a file change until every answer that change can cause has arrived: the re-run timer
- * fires 250 ms after the change reaches the page (itself some 50 to 150 ms), and A takes a few
- * hundred milliseconds more.
+ * From a file change until A's re-run has started: its timer fires 250 ms after the change
+ * reaches the page (itself some 50 to 150 ms). A re-run then under way is waited for (the Run
+ * button is busy), so its answer, stale or not, is recorded.
  */
-const SETTLE_MS = 1_000;
+const SETTLE_MS = 800;
 
 /**
  * Starts recording, in the page, each answer shown from now on: `rows: <columns>` for a table,
