@@ -77,7 +77,7 @@ const sqlFromLink = linkedSql();
 const editor = createEditor(
   element("editor"),
   sqlFromLink ?? storedText(STORED_SQL) ?? DEFAULT_SQL,
-  () => void run(editor.text()),
+  () => runStatement(editor.text()),
   (text) => store(STORED_SQL, text),
 );
 
@@ -142,15 +142,32 @@ window.addEventListener("hashchange", () => {
   const sql = linkedSql();
   if (sql === null) return;
   editor.setText(sql);
-  void run(sql);
+  runStatement(sql);
 });
 renderHistory();
 
 /* Running statements --------------------------------------------------------------------- */
 
-let lastSql: string | null = null;
+/*
+ * The newest statement always wins. A statement the user runs (Run, Ctrl-Enter, a link)
+ * becomes the current statement and supersedes every older run: the run under way is abandoned
+ * (the server stops its statement) and a re-run that is pending or queued is dropped. Only the
+ * newest run's answer, rows or error, is ever shown. An automatic re-run runs the current
+ * statement, not the editor's text (which may be half typed), and never abandons the run under
+ * way: it follows that run's answer, so steady changes cannot starve a slow statement.
+ */
+
+/** The statement the user ran last: what an automatic re-run runs. */
+let currentSql: string | null = null;
+/** The number of the newest run; the answer of any older run is dropped unseen. */
+let newestRun = 0;
+/** The newest run's request, while it waits for its answer. */
 let inFlight: AbortController | null = null;
-let runs = 0;
+/** The statement whose rows the table shows: a re-run of it keeps the reader's place. */
+let shownSql: string | null = null;
+let rerunTimer = 0;
+/** A re-run came due while a run was under way: it starts once that run has its answer. */
+let rerunQueued = false;
 
 function showDegraded(message: string | null): void {
   degradedBanner.hidden = message === null;
@@ -201,64 +218,117 @@ function setRunning(running: boolean): void {
   cancelButton.hidden = !running;
 }
 
-/**
- * Runs `sql`; a newer run cancels an older one still waiting for its answer. A run the user
- * starts (not an automatic re-run) goes into the history and the address bar.
- */
-async function run(sql: string, options: { rerun?: boolean } = {}): Promise<void> {
+/** Runs a statement the user asked for; it also goes into the history and the address bar. */
+function runStatement(sql: string): void {
+  dropReruns();
   if (sql.trim() === "") {
+    // Nothing to run, and no older answer may replace the message.
+    supersede();
+    currentSql = null;
     showFailure({ ok: false, status: 0, message: "Type a statement first.", elapsedMs: 0 });
     return;
   }
+  currentSql = sql;
+  remember(sql);
+  if (linkedSql() !== sql) history.replaceState(null, "", linkFor(sql));
+  void run(sql, false);
+}
+
+/** Runs the current statement again now, or once the run under way has its answer. */
+function rerunCurrent(): void {
+  clearTimeout(rerunTimer);
+  if (currentSql === null) return;
+  if (inFlight !== null) {
+    rerunQueued = true;
+    return;
+  }
+  void run(currentSql, true);
+}
+
+/** Re-runs the current statement when a burst of row changes has settled. */
+function scheduleRerun(): void {
+  if (currentSql === null) return;
+  clearTimeout(rerunTimer);
+  rerunTimer = window.setTimeout(rerunCurrent, RERUN_DELAY_MS);
+}
+
+/** Drops a re-run that is pending (its timer) or queued behind the run under way. */
+function dropReruns(): void {
+  clearTimeout(rerunTimer);
+  rerunQueued = false;
+}
+
+/** Abandons the run under way, if any (its answer will be dropped); numbers the next run. */
+function supersede(): number {
   inFlight?.abort();
+  inFlight = null;
+  setRunning(false);
+  return ++newestRun;
+}
+
+/** Runs `sql` as the newest run and shows its answer, unless a newer run comes first. */
+async function run(sql: string, rerun: boolean): Promise<void> {
+  const id = supersede();
   const controller = new AbortController();
   inFlight = controller;
-  lastSql = sql;
-  if (options.rerun !== true) {
-    remember(sql);
-    if (linkedSql() !== sql) history.replaceState(null, "", linkFor(sql));
-  }
-  const id = ++runs;
   const started = performance.now();
-  performance.mark(`dirq:run-start:${id}`);
-  resultStatus.textContent = options.rerun ? "re-running…" : "running…";
+  const mark = `dirq:run-start:${id}`;
+  performance.mark(mark);
+  resultStatus.textContent = rerun ? "re-running…" : "running…";
   setRunning(true);
   const answer = await runQuery(sql, controller.signal);
-  if (controller.signal.aborted) {
-    performance.clearMarks(`dirq:run-start:${id}`);
-    if (controller.signal.reason === CANCELLED) {
-      // The Cancel button: closing the request made the server stop the statement.
-      const message = "the statement was stopped; the server ended its query process.";
-      showFailure(
-        { ok: false, status: 0, message, elapsedMs: performance.now() - started },
-        "Cancelled",
-      );
-      document.body.dataset.runs = String(id);
-    }
+  if (id !== newestRun) {
+    // Superseded: a newer statement (or a newer run of this one) owns the screen.
+    performance.clearMarks(mark);
     return;
   }
   inFlight = null;
   setRunning(false);
-  if (answer.ok) showResult(answer, options.rerun === true);
-  else showFailure(answer);
-  // For the benchmark and curious users: from the keypress to the rows on screen.
-  performance.clearMeasures("dirq:run");
-  performance.measure("dirq:run", `dirq:run-start:${id}`);
-  performance.clearMarks(`dirq:run-start:${id}`);
+  // Only the Cancel button aborts the newest run (a newer run aborts the ones before it).
+  if (controller.signal.aborted) showCancelled(performance.now() - started);
+  else showAnswer(answer, sql, rerun, mark);
+  performance.clearMarks(mark);
   document.body.dataset.runs = String(id);
-  // A statement may have built a path-table: the schema and the live panel name it.
-  if (answer.ok && options.rerun !== true) scheduleSchemaRefresh(300);
+  if (rerunQueued) {
+    rerunQueued = false;
+    rerunCurrent();
+  }
 }
 
-/** The abort reason of the Cancel button (a newer run aborts with none). */
-const CANCELLED = "cancelled by the user";
+function showAnswer(
+  answer: QueryResult | QueryFailure,
+  sql: string,
+  rerun: boolean,
+  startMark: string,
+): void {
+  if (answer.ok) {
+    // A re-run of the statement on screen keeps the reader's place and sort.
+    showResult(answer, rerun && shownSql === sql);
+    shownSql = sql;
+  } else {
+    showFailure(answer);
+  }
+  // For the benchmark and curious users: from the keypress to the rows on screen.
+  performance.clearMeasures("dirq:run");
+  performance.measure("dirq:run", startMark);
+  // A statement may have built a path-table: the schema and the live panel name it.
+  if (answer.ok && !rerun) scheduleSchemaRefresh(300);
+}
+
+function showCancelled(elapsedMs: number): void {
+  // Closing the request made the server stop the statement.
+  const message = "the statement was stopped; the server ended its query process.";
+  showFailure({ ok: false, status: 0, message, elapsedMs }, "Cancelled");
+}
 
 cancelButton.addEventListener("click", () => {
   const running = inFlight;
   if (running === null) return;
+  // The user stopped the current statement: no re-run due now starts it again.
+  dropReruns();
   inFlight = null;
   setRunning(false);
-  running.abort(CANCELLED);
+  running.abort();
 });
 
 /** Saves `text` as a file through the browser's download (nothing leaves the page). */
@@ -289,10 +359,10 @@ document.addEventListener("keydown", (event) => {
   if (event.key !== "Enter" || !(event.ctrlKey || event.metaKey) || event.defaultPrevented) return;
   if (dialog.open) return;
   event.preventDefault();
-  void run(editor.text());
+  runStatement(editor.text());
 });
 
-runButton.addEventListener("click", () => void run(editor.text()));
+runButton.addEventListener("click", () => runStatement(editor.text()));
 // The shortcut is Mod-Enter: Cmd on a Mac, Ctrl elsewhere; the button says which.
 if (/Mac|iPhone|iPad/.test(navigator.platform)) {
   const key = runButton.querySelector("kbd");
@@ -355,7 +425,6 @@ const CONNECTION_TEXT: Record<ConnectionState, string> = {
   closed: "no live changes (stream closed)",
 };
 
-let rerunTimer = 0;
 const feed = new EventFeed({
   list: element<HTMLOListElement>("event-list"),
   note: element("events-note"),
@@ -367,20 +436,13 @@ const feed = new EventFeed({
     connection.dataset.state = state;
   },
   onRowsChanged() {
-    if (autoRerun.checked && lastSql !== null) {
-      clearTimeout(rerunTimer);
-      const sql = lastSql;
-      rerunTimer = window.setTimeout(() => void run(sql, { rerun: true }), RERUN_DELAY_MS);
-    }
+    if (autoRerun.checked) scheduleRerun();
     // A change can add columns to a table without a schema.
     scheduleSchemaRefresh(2_000);
   },
   onReset() {
     // The feed cannot say what changed meanwhile: the rows shown are queried again.
-    if (lastSql !== null) {
-      clearTimeout(rerunTimer);
-      void run(lastSql, { rerun: true });
-    }
+    rerunCurrent();
     scheduleSchemaRefresh(0);
   },
 });
@@ -400,4 +462,4 @@ autoRerun.addEventListener("change", () => store(STORED_RERUN, autoRerun.checked
 feed.connect();
 void refreshSchema();
 // A link to a statement runs it at once.
-if (sqlFromLink !== null) void run(sqlFromLink);
+if (sqlFromLink !== null) runStatement(sqlFromLink);
