@@ -10,7 +10,7 @@ export const TEST_OUTPUT = fileURLToPath(new URL("../../test-output/", import.me
 
 /**
  * Why browser tests cannot run here, or `false` when they can. In CI a missing browser is a
- * failure (`.ci/run` installs it), never a silent skip.
+ * failure (`npm test` installs it: scripts/provision.mjs), never a silent skip.
  */
 export function browserMissing(): string | false {
   if (existsSync(CHROMIUM)) return false;

@@ -3,7 +3,7 @@ import { chmodSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { makeTree, removeTree, runDirq } from "./helpers.js";
-import { assertNoStackTrace, assertUserError, parseRows, pathsOf, runOk } from "./support.js";
+import { assertNoStackTrace, assertUserError, parseRows, pathsOf, runOk } from "./helpers.js";
 
 const root = makeTree({
   ".gitignore": "*.log\n",

@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { makeTree, removeTree, runDirq } from "./helpers.js";
 import { postQuery, queryRows, type ServerProcess, startServer } from "./server-support.js";
-import { assertUserError, parseRows, runOk } from "./support.js";
+import { assertUserError, parseRows, runOk } from "./helpers.js";
 
 /**
  * A tiny SQLite extension built from C here (gcc and libsqlite3-dev's sqlite3ext.h): its

@@ -2,8 +2,8 @@ import assert from "node:assert/strict";
 import { readdirSync, readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq, saveWhole } from "./helpers.js";
+import { describe, it } from "node:test";
+import { runDirq, saveWhole, tempTree } from "./helpers.js";
 import { delay, eventually, openReadyEvents, serverFixtures } from "./server-support.js";
 
 /**
@@ -38,18 +38,9 @@ esac
 printf '[{"name":"%s","mode":"%s"}]' "$name" "$mode"
 `;
 
-const roots: string[] = [];
-after(() => roots.forEach(removeTree));
-
-function tree(spec: Record<string, string>): string {
-  const root = makeTree(spec);
-  roots.push(root);
-  return root;
-}
-
 /** A folder outside the root for the hooks' marks (the watcher never sees them). */
 function marksFolder(): string {
-  return tree({});
+  return tempTree({});
 }
 
 function onFile(marks: string): string {
@@ -200,7 +191,7 @@ describe("hook slots", () => {
     const files: Record<string, string> = {};
     const count = HOOK_PROCESS_CAP + 4;
     for (let i = 0; i < count; i++) files[`data/h${i}.txt`] = "hang";
-    const root = tree({ "hook.sh": HOOK, ...files });
+    const root = tempTree({ "hook.sh": HOOK, ...files });
     let most = 0;
     let running = true;
     const sampling = (async () => {
@@ -235,7 +226,7 @@ describe("hook slots", () => {
 describe("hook time limit", () => {
   it("one-shot: a config table's timeout stops the hook and its child; other rows stand", async () => {
     const marks = marksFolder();
-    const root = tree({
+    const root = tempTree({
       "hook.sh": HOOK,
       "cfg.toml": tableConfig(marks, "timeout = 1"),
       "data/a.txt": "quick",
@@ -261,7 +252,7 @@ describe("hook time limit", () => {
 
   it("one-shot: --hook-timeout limits the --on-file hook", async () => {
     const marks = marksFolder();
-    const root = tree({ "hook.sh": HOOK, "data/a.txt": "quick", "data/b.txt": "hang" });
+    const root = tempTree({ "hook.sh": HOOK, "data/a.txt": "quick", "data/b.txt": "hang" });
     const result = await runDirq(
       [
         "SELECT name FROM './data/*.txt' ORDER BY name",
@@ -284,7 +275,7 @@ describe("hook time limit", () => {
 
   it("the REPL takes --hook-timeout", async () => {
     const marks = marksFolder();
-    const root = tree({ "hook.sh": HOOK, "data/a.txt": "quick", "data/b.txt": "hang" });
+    const root = tempTree({ "hook.sh": HOOK, "data/a.txt": "quick", "data/b.txt": "hang" });
     const result = await runDirq(
       ["--on-file", onFile(marks), "--hook-timeout", "0.5", "--format", "json"],
       { cwd: root, input: "SELECT name FROM './data/*.txt' ORDER BY name;\n" },
@@ -352,7 +343,7 @@ describe("hook time limit: checks", () => {
   ];
   for (const [line, what, message] of cases) {
     it(`a config timeout that is ${what} is an error naming the file, table and key`, async () => {
-      const root = tree({ "cfg.toml": tableConfig("/tmp", line), "data/a.txt": "quick" });
+      const root = tempTree({ "cfg.toml": tableConfig("/tmp", line), "data/a.txt": "quick" });
       const result = await runDirq(["SELECT 1", "-c", "cfg.toml"], { cwd: root });
       assert.equal(result.code, 1, result.stderr);
       assert.match(result.stderr, message);
@@ -361,7 +352,7 @@ describe("hook time limit: checks", () => {
   }
 
   it("timeout in a table with a format is an error", async () => {
-    const root = tree({
+    const root = tempTree({
       "cfg.toml": '[[table]]\nname = "t"\nglob = "*.json"\nformat = "json"\ntimeout = 5\n',
     });
     const result = await runDirq(["SELECT 1", "-c", "cfg.toml"], { cwd: root });
@@ -373,7 +364,7 @@ describe("hook time limit: checks", () => {
   });
 
   it("--hook-timeout: a value that is no number of seconds, or without --on-file, is a usage error", async () => {
-    const root = tree({ "a.txt": "x" });
+    const root = tempTree({ "a.txt": "x" });
     const bad = await runDirq(["SELECT 1", "--on-file", "cat {path}", "--hook-timeout", "soon"], {
       cwd: root,
     });

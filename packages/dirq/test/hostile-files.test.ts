@@ -23,7 +23,7 @@ import {
   serverFixtures,
   startServer,
 } from "./server-support.js";
-import { assertNoStackTrace, parseRows } from "./support.js";
+import { assertNoStackTrace, parseRows } from "./helpers.js";
 
 /*
  * Files that break naive tools: names with spaces, newlines and bytes that are not UTF-8,

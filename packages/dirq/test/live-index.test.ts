@@ -2,9 +2,9 @@ import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
 import { open } from "../src/index.js";
-import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import { DIRQ_BIN, runDirq, tempTree } from "./helpers.js";
 import {
   delay,
   eventually,
@@ -39,15 +39,6 @@ on-file = "node hook.mjs {path} ${marks}"
 `;
 }
 
-const roots: string[] = [];
-after(() => roots.forEach(removeTree));
-
-function tree(spec: Record<string, string>): string {
-  const root = makeTree(spec);
-  roots.push(root);
-  return root;
-}
-
 /** Inotify watches held by a process (one line per watch in its inotify fds' fdinfo). */
 function inotifyWatches(pid: number | "self"): number {
   let count = 0;
@@ -72,15 +63,15 @@ function treeWithIgnoredFolders(folders: number): string {
     "src/b.md": "b",
   };
   for (let i = 0; i < folders; i++) spec[`build-${i}/out.txt`] = "x";
-  return tree(spec);
+  return tempTree(spec);
 }
 
 describe("live index: one slow hook holds back no other file", () => {
   const { serve } = serverFixtures();
 
   it("server: a path-table row and another file's hook rows arrive while one hook runs", async () => {
-    const marks = tree({});
-    const root = tree({
+    const marks = tempTree({});
+    const root = tempTree({
       "hook.mjs": SLOW_HOOK,
       "dirq.toml": slowConfig(marks),
       "data/slow.json": JSON.stringify({ v: 1 }),
@@ -115,7 +106,7 @@ describe("live index: one slow hook holds back no other file", () => {
   });
 
   it("SDK: events and queries go on while one extract is blocked; a statement waits only for its tables", async () => {
-    const root = tree({ "data/slow.json": '{"v":1}', "data/fast.json": '{"v":1}' });
+    const root = tempTree({ "data/slow.json": '{"v":1}', "data/fast.json": '{"v":1}' });
     let release!: () => void;
     const released = new Promise<void>((resolve) => {
       release = resolve;
@@ -189,7 +180,7 @@ describe("live index: one slow hook holds back no other file", () => {
 
 describe("live index: statements see the files as they are", () => {
   it("SDK: a file written just before a query is in its answer, every time", async () => {
-    const root = tree({ "data/0.json": '{"v":0}' });
+    const root = tempTree({ "data/0.json": '{"v":0}' });
     const db = open({
       root,
       progress: false,
@@ -218,7 +209,7 @@ describe("live index: statements see the files as they are", () => {
   });
 
   it("piped REPL: a program that writes a file and then asks about it is never behind", async () => {
-    const root = tree({
+    const root = tempTree({
       "hook.mjs": `import { readFileSync } from "node:fs";
 process.stdout.write(JSON.stringify([JSON.parse(readFileSync(process.argv[2], "utf8"))]));
 `,
@@ -263,7 +254,7 @@ describe("live index: reads take no lock", () => {
   it("SDK: overlapping queries that build tables, fill columns and read answer alike", async () => {
     const spec: Record<string, string> = {};
     for (let i = 0; i < 300; i++) spec[`${["a", "b", "c"][i % 3]}/${i}.json`] = `[{"v":${i}}]`;
-    const root = tree(spec);
+    const root = tempTree(spec);
     const db = open({ root, progress: false, live: true, onFile: "cat {path}" });
     try {
       const statements = [

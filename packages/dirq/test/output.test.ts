@@ -4,7 +4,7 @@ import { after, describe, it } from "node:test";
 import { seededRandom } from "./differential.js";
 import { DIRQ_BIN, makeTree, python3, removeTree, runDirq } from "./helpers.js";
 import { jsonStatement } from "./json-statements.js";
-import { assertUserError, runInTerminal, runOk, scriptAvailable } from "./support.js";
+import { assertUserError, runInTerminal, runOk, scriptAvailable } from "./helpers.js";
 
 const root = makeTree({ "a.md": "hello\n", "docs/b.md": "bb" });
 after(() => removeTree(root));

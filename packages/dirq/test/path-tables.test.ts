@@ -3,7 +3,7 @@ import { statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from "
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { makeTree, queryJson, removeTree, runDirq } from "./helpers.js";
-import { assertUserError, parseRows, pathsByTable, pathsOf, runOk } from "./support.js";
+import { assertUserError, parseRows, pathsByTable, pathsOf, runOk } from "./helpers.js";
 
 /** The main tree: plain files, dot-files, odd names, nested folders. */
 const root = makeTree({

@@ -38,7 +38,7 @@ const PLUGIN_SOURCE = join(REPO, "packages", "dirq", "test", "fixtures", "python
 const NODE_DIR = dirname(process.execPath);
 
 /**
- * Debian's python3 has setuptools and wheel (python3-setuptools, python3-wheel; `.ci/run`
+ * Debian's python3 has setuptools and wheel (python3-setuptools, python3-wheel; `npm test`
  * installs them when missing); another interpreter can be chosen with DIRQ_TEST_PYTHON.
  */
 const PYTHON =

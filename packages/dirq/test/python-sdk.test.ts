@@ -20,7 +20,7 @@ const DOCS = [
 
 /**
  * Debian's python3 with venv, setuptools and wheel (as for the launcher's tests), and pytest and
- * mypy (python3-pytest, python3-mypy: `.ci/run` installs them when missing), seen from the venv
+ * mypy (python3-pytest, python3-mypy: `npm test` installs them when missing), seen from the venv
  * through --system-site-packages. Another interpreter: DIRQ_TEST_PYTHON.
  */
 const PYTHON =

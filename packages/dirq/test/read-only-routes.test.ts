@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { makeTree, removeTree, runDirq, snapshotTree } from "./helpers.js";
-import { assertUserError } from "./support.js";
+import { assertUserError } from "./helpers.js";
 import { postQuery, type ServerProcess, startServer } from "./server-support.js";
 
 /*

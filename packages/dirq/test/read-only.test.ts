@@ -3,7 +3,7 @@ import { existsSync, readdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { makeTree, removeTree, runDirq, snapshotTree } from "./helpers.js";
-import { assertUserError, parseRows, runOk } from "./support.js";
+import { assertUserError, parseRows, runOk } from "./helpers.js";
 
 const root = makeTree({
   "a.md": "# a\n",

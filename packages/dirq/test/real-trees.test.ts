@@ -23,7 +23,7 @@ import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
 import { eventually } from "./server-support.js";
-import { assertNoStackTrace, assertUserError, parseRows, pathsOf, runOk } from "./support.js";
+import { assertNoStackTrace, assertUserError, parseRows, pathsOf, runOk } from "./helpers.js";
 
 const paths = async (cwd: string, sql: string, ...args: string[]) =>
   pathsOf(parseRows(await runOk(cwd, [sql, ...args])));

@@ -14,7 +14,7 @@ import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
-import { assertUserError } from "./support.js";
+import { assertUserError } from "./helpers.js";
 import { eventually } from "./server-support.js";
 import { descendants } from "./terminal.js";
 

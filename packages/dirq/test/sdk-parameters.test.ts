@@ -13,7 +13,7 @@ import {
   type ServerProcess,
   startServer,
 } from "./server-support.js";
-import { assertUserError } from "./support.js";
+import { assertUserError } from "./helpers.js";
 
 const SEED = harnessSeed(35_12);
 

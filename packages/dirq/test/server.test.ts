@@ -2,7 +2,6 @@ import assert from "node:assert/strict";
 import {
   existsSync,
   mkdirSync,
-  mkdtempSync,
   readFileSync,
   renameSync,
   rmSync,
@@ -11,10 +10,9 @@ import {
   writeFileSync,
 } from "node:fs";
 import { Agent } from "node:http";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq, shellHook } from "./helpers.js";
+import { runDirq, shellHook, tempTree } from "./helpers.js";
 import {
   assertJsonError,
   cpuTicks,
@@ -97,15 +95,7 @@ on-file = ${tomlString(`${program} {path}${extra}`)}
 
 const PATH_COLUMNS = ["path", "basename", "dir", "ext", "size", "mtime", "ctime"];
 
-const roots: string[] = [];
 const servers: ServerProcess[] = [];
-
-/** A temp tree removed after the file's tests. */
-function tree(spec: Record<string, string>): string {
-  const root = makeTree(spec);
-  roots.push(root);
-  return root;
-}
 
 /** Starts a server that is killed after the file's tests (if a test has not stopped it). */
 async function serve(
@@ -120,7 +110,6 @@ async function serve(
 
 after(async () => {
   await Promise.all(servers.map((server) => server.kill()));
-  for (const root of roots) removeTree(root);
 });
 
 /** The CLI's JSON output for `sql` in `cwd`, expecting success. */
@@ -163,7 +152,7 @@ async function cliError(cwd: string, sql: string): Promise<string> {
 describe("dirq server: start and flags", { concurrency: true }, () => {
   let root: string;
   before(() => {
-    root = tree({ "docs/a.md": "# a\n" });
+    root = tempTree({ "docs/a.md": "# a\n" });
   });
 
   it("--port 0 binds a free port and prints Running at localhost:<real port>", async () => {
@@ -233,7 +222,7 @@ describe("dirq server: start and flags", { concurrency: true }, () => {
   });
 
   it("--no-ignore serves files a .gitignore hides", async () => {
-    const local = tree({ ".gitignore": "hidden.md\n", "shown.md": "1", "hidden.md": "2" });
+    const local = tempTree({ ".gitignore": "hidden.md\n", "shown.md": "1", "hidden.md": "2" });
     const sql = "SELECT path FROM './*.md' ORDER BY path";
     const plain = await serve(local);
     const all = await serve(local, ["--no-ignore", "--host", "127.0.0.1", "--port", "0"]);
@@ -272,7 +261,7 @@ describe("POST /query", () => {
   /** The CLI's diagnostic for each of SQL_ERRORS, run in parallel up front. */
   const cliDiagnostics = new Map<string, Promise<string>>();
   before(async () => {
-    root = tree({
+    root = tempTree({
       "docs/a.md": "# a\n",
       "docs/b.txt": "bee\n",
       "docs/deep/c.md": "see\n",
@@ -447,7 +436,7 @@ describe("POST /query", () => {
 describe("degraded: a -c file that cannot load", { concurrency: true }, () => {
   let root: string;
   before(() => {
-    root = tree({
+    root = tempTree({
       "docs/a.md": "# a\n",
       "bad.toml": "[[table]]\nname = = 1\n",
       "unknown-key.toml": `[dirq]\nbogus_key = 1\n`,
@@ -491,7 +480,7 @@ describe("config tables in the server", () => {
   let root: string;
   let server: ServerProcess;
   before(async () => {
-    root = tree({
+    root = tempTree({
       "rows.sh": shellHook("json-rows.sh"),
       "dirq.toml": itemsConfig(),
       "data/one.json": JSON.stringify([
@@ -545,7 +534,7 @@ describe("config tables in the server", () => {
 describe("signals", { concurrency: true }, () => {
   let root: string;
   before(() => {
-    root = tree({ "docs/a.md": "# a\n" });
+    root = tempTree({ "docs/a.md": "# a\n" });
   });
 
   for (const signal of ["SIGTERM", "SIGINT"] as const) {
@@ -618,9 +607,8 @@ describe("signals", { concurrency: true }, () => {
   });
 
   it("a running hook blocks no query, and SIGTERM does not wait for it", async () => {
-    const markers = mkdtempSync(join(tmpdir(), "dirq-markers-"));
-    roots.push(markers);
-    const local = tree({
+    const markers = tempTree({});
+    const local = tempTree({
       "gated.mjs": GATED_HOOK,
       "dirq.toml": itemsConfig(`${NODE} gated.mjs`, ` '${markers}'`),
       "data/a.json": JSON.stringify({ name: "a", n: 1 }),
@@ -681,7 +669,7 @@ describe("GET /events", () => {
   let sentinels = 0;
 
   before(async () => {
-    root = tree({
+    root = tempTree({
       "rows.sh": shellHook("json-rows.sh"),
       "dirq.toml": itemsConfig(),
       "docs/keep.md": "keep\n",
@@ -720,7 +708,7 @@ describe("GET /events", () => {
   let written = 0;
   async function write(path: string, content: string): Promise<void> {
     await spaced(path);
-    aside ??= tree({});
+    aside ??= tempTree({});
     const staged = join(aside, `${written++}`);
     writeFileSync(staged, content);
     renameSync(staged, join(root, path));
@@ -848,8 +836,7 @@ describe("GET /events", () => {
   });
 
   it("a directory moved in gives inserts for its files; removing it gives deletes", async () => {
-    const outside = mkdtempSync(join(tmpdir(), "dirq-outside-"));
-    roots.push(outside);
+    const outside = tempTree({});
     mkdirSync(join(outside, "moved/nested"), { recursive: true });
     writeFileSync(join(outside, "moved/1.md"), "1");
     writeFileSync(join(outside, "moved/2.txt"), "22");
@@ -1207,7 +1194,7 @@ describe("a lagging /events subscriber", () => {
   it("a subscriber that keeps up gets every event of one large change", async () => {
     const rows = (v: number) =>
       JSON.stringify(Array.from({ length: 1100 }, (_, i) => ({ name: `r${i}`, n: v })));
-    const root = tree({
+    const root = tempTree({
       "rows.sh": shellHook("json-rows.sh"),
       "dirq.toml": itemsConfig(),
       "data/big.json": rows(0),
@@ -1238,7 +1225,7 @@ describe("a lagging /events subscriber", () => {
     // events about 8 KB, so the stuck client's kernel buffers (a few MB) fill up for sure.
     const long = "d".repeat(200);
     const bulk = (version: number) => JSON.stringify({ rows: BULK_ROWS, version, pad: 4000 });
-    const root = tree({
+    const root = tempTree({
       [`docs/${long}/`]: "",
       "bulk.mjs": BULK_HOOK,
       "dirq.toml": `[[table]]

@@ -13,7 +13,7 @@ import {
   type ServerProcess,
   startServer,
 } from "./server-support.js";
-import { assertUserError, parseRows } from "./support.js";
+import { assertUserError, parseRows } from "./helpers.js";
 
 /**
  * A worker as a user would write one: newline-delimited JSON on stdin and stdout, exits at end

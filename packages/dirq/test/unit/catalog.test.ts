@@ -4,11 +4,11 @@ import { Catalog } from "../../src/indexer/catalog.js";
 import { CatalogStore } from "../../src/indexer/catalog-store.js";
 import { openIndexDatabase } from "../../src/indexer/database.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "../../src/indexer/path-tables.js";
-import { quiet, tree } from "./core-support.js";
+import { quiet, tempTree } from "../helpers.js";
 
 describe("Catalog", () => {
   it("keeps every table of an in-memory index: path-tables, their aliases, parsed tables", async () => {
-    const root = tree({ "docs/a.md": "a" });
+    const root = tempTree({ "docs/a.md": "a" });
     const db = openIndexDatabase(root);
     try {
       const catalog = new Catalog(null);
@@ -35,7 +35,7 @@ describe("Catalog", () => {
   });
 
   it("writes path-tables through to the store of a persisted index, and forgets them", async () => {
-    const root = tree({ "docs/a.md": "a" });
+    const root = tempTree({ "docs/a.md": "a" });
     const db = openIndexDatabase(root);
     try {
       const store = new CatalogStore(db);

@@ -2,11 +2,11 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { openIndexDatabase } from "../../src/indexer/database.js";
 import { IndexWriter } from "../../src/indexer/index-writer.js";
-import { tree } from "./core-support.js";
+import { tempTree } from "../helpers.js";
 
 describe("IndexWriter", () => {
   it("runs write tasks one at a time, in order; a failed task blocks none after it", async () => {
-    const db = openIndexDatabase(tree({ "a.txt": "a" }));
+    const db = openIndexDatabase(tempTree({ "a.txt": "a" }));
     try {
       const writer = new IndexWriter(db, null);
       const order: string[] = [];
@@ -38,7 +38,7 @@ describe("IndexWriter", () => {
   });
 
   it("remembers the schema version between tasks and reads it again after one", async () => {
-    const db = openIndexDatabase(tree({ "a.txt": "a" }));
+    const db = openIndexDatabase(tempTree({ "a.txt": "a" }));
     try {
       const writer = new IndexWriter(db, null);
       const before = writer.schemaVersion;

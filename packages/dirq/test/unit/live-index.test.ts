@@ -5,11 +5,11 @@ import { join } from "node:path";
 import { openIndex } from "../../src/engine.js";
 import type { RowChange } from "../../src/indexer/row-changes.js";
 import { LiveIndex } from "../../src/live/live-index.js";
-import { tree } from "./core-support.js";
+import { tempTree } from "../helpers.js";
 
 describe("LiveIndex", () => {
   it("keeps an index current and hands over each commit's changes", async () => {
-    const root = tree({ "a.txt": "a" });
+    const root = tempTree({ "a.txt": "a" });
     const index = openIndex({ root, progress: false, fillAllColumns: true });
     const seen: RowChange[] = [];
     const live = await LiveIndex.watch(index, {

@@ -1,26 +1,14 @@
 import assert from "node:assert/strict";
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { after, describe, it } from "node:test";
+import { describe, it } from "node:test";
+import { tempTree } from "../helpers.js";
 import { isDirqError } from "../../src/errors.js";
 import type { RowChange } from "../../src/indexer/row-changes.js";
 import { LiveSession } from "../../src/live/live-session.js";
 
 /** The core's live session built directly, in this process: no CLI, no server, no SDK. */
-
-const roots: string[] = [];
-
-function tree(files: Record<string, string>): string {
-  const root = mkdtempSync(join(tmpdir(), "dirq-session-"));
-  roots.push(root);
-  for (const [path, text] of Object.entries(files)) writeFileSync(join(root, path), text);
-  return root;
-}
-
-after(() => {
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
-});
 
 function session(root: string, timeoutMs = Number.POSITIVE_INFINITY): LiveSession {
   return new LiveSession({
@@ -43,7 +31,7 @@ async function answer(live: LiveSession, sql: string): Promise<unknown> {
 
 describe("LiveSession", () => {
   it("runs a statement in a query process over its own index file", async () => {
-    const live = session(tree({ "a.txt": "a", "b.txt": "bb" }));
+    const live = session(tempTree({ "a.txt": "a", "b.txt": "bb" }));
     try {
       await live.build();
       assert.deepEqual(await answer(live, "SELECT sum(size) AS n FROM './'"), [{ n: 3 }]);
@@ -53,7 +41,7 @@ describe("LiveSession", () => {
   });
 
   it("maps answers to DirqErrors: an SQL error, an answer past its limit", async () => {
-    const live = session(tree({ "a.txt": "a" }));
+    const live = session(tempTree({ "a.txt": "a" }));
     try {
       await assert.rejects(answer(live, "SELECT no_such_function()"), (error: unknown) => {
         assert.ok(isDirqError(error) && error.code === "SQL_ERROR", String(error));
@@ -70,7 +58,7 @@ describe("LiveSession", () => {
   });
 
   it("a prepare whose signal aborts rejects with QUERY_CANCELLED", async () => {
-    const live = session(tree({ "a.txt": "a" }));
+    const live = session(tempTree({ "a.txt": "a" }));
     try {
       const stop = new AbortController();
       stop.abort();
@@ -83,7 +71,7 @@ describe("LiveSession", () => {
   });
 
   it("fans a watched change out to every subscriber, in commit order", async () => {
-    const root = tree({ "a.txt": "a" });
+    const root = tempTree({ "a.txt": "a" });
     const live = session(root);
     const seen: RowChange[][] = [[], []];
     try {
@@ -114,7 +102,7 @@ describe("LiveSession", () => {
 
   it("close removes its folder, once, however often it is called", async () => {
     const before = sessionFolders().length;
-    const live = session(tree({ "a.txt": "a" }));
+    const live = session(tempTree({ "a.txt": "a" }));
     assert.equal(sessionFolders().length, before + 1);
     await live.build();
     await Promise.all([live.close(), live.close()]);
@@ -123,7 +111,7 @@ describe("LiveSession", () => {
 
   it("a root that is not a folder throws at once and leaves no folder", () => {
     const before = sessionFolders().length;
-    const root = tree({ "a.txt": "a" });
+    const root = tempTree({ "a.txt": "a" });
     assert.throws(() => session(join(root, "a.txt")), { code: "ROOT_INVALID" });
     assert.equal(sessionFolders().length, before);
     assert.equal(existsSync(join(root, "a.txt")), true);

@@ -9,11 +9,11 @@ import { ParsedTableRegistry } from "../../src/indexer/parsed-table-registry.js"
 import { PathTables } from "../../src/indexer/path-tables.js";
 import { Refresher } from "../../src/indexer/refresh.js";
 import type { RowChange } from "../../src/indexer/row-changes.js";
-import { quiet, tree } from "./core-support.js";
+import { quiet, tempTree } from "../helpers.js";
 
 describe("ParsedTableRegistry", () => {
   it("builds each config table once into the catalog, and the refresher keeps it current", async () => {
-    const root = tree({
+    const root = tempTree({
       "posts/a.json": '{"title": "A", "words": 10}',
       "posts/b.json": '{"title": "B", "words": 20}',
       "posts/broken.json": "{ not json",

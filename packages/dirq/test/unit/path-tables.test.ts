@@ -5,11 +5,11 @@ import { join } from "node:path";
 import { Catalog } from "../../src/indexer/catalog.js";
 import { openIndexDatabase } from "../../src/indexer/database.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "../../src/indexer/path-tables.js";
-import { quiet, tree } from "./core-support.js";
+import { quiet, tempTree } from "../helpers.js";
 
 describe("PathTables", () => {
   it("creates a path-table, fills the groups asked for, refreshes one file", async () => {
-    const root = tree({ "docs/a.md": "a", "docs/b.md": "bb", "other.txt": "x" });
+    const root = tempTree({ "docs/a.md": "a", "docs/b.md": "bb", "other.txt": "x" });
     const db = openIndexDatabase(root);
     try {
       const catalog = new Catalog(null);

@@ -7,11 +7,11 @@ import { openIndexDatabase } from "../../src/indexer/database.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "../../src/indexer/path-tables.js";
 import { Refresher } from "../../src/indexer/refresh.js";
 import type { RowChange } from "../../src/indexer/row-changes.js";
-import { quiet, tree } from "./core-support.js";
+import { quiet, tempTree } from "../helpers.js";
 
 describe("Refresher", () => {
   it("brings the catalog's path-tables up to date with changed paths, one commit at a time", async () => {
-    const root = tree({ "docs/a.md": "a", "docs/b.md": "b" });
+    const root = tempTree({ "docs/a.md": "a", "docs/b.md": "b" });
     const db = openIndexDatabase(root);
     try {
       const catalog = new Catalog(null);

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { openIndex } from "../../src/engine.js";
-import { tree } from "./core-support.js";
+import { tempTree } from "../helpers.js";
 
 describe("StatementPreparer (through DirqIndex.prepare and preparedAlready)", () => {
   it("answers at once only what needs nothing built, and remembers what it checked", async () => {
-    const root = tree({ "docs/a.md": "a" });
+    const root = tempTree({ "docs/a.md": "a" });
     const index = openIndex({ root, progress: false });
     try {
       assert.equal(index.preparedAlready("SELECT path FROM './docs'"), null);
@@ -22,7 +22,7 @@ describe("StatementPreparer (through DirqIndex.prepare and preparedAlready)", ()
   });
 
   it("takes a signal: a statement whose caller left before the writer was free builds nothing", async () => {
-    const root = tree({ "docs/a.md": "a", "src/b.ts": "b" });
+    const root = tempTree({ "docs/a.md": "a", "src/b.ts": "b" });
     const index = openIndex({ root, progress: false });
     try {
       const gone = new AbortController();
@@ -48,7 +48,7 @@ describe("StatementPreparer (through DirqIndex.prepare and preparedAlready)", ()
   });
 
   it("refuses writes and internal tables before anything runs", async () => {
-    const index = openIndex({ root: tree({ "a.txt": "a" }), progress: false });
+    const index = openIndex({ root: tempTree({ "a.txt": "a" }), progress: false });
     try {
       await assert.rejects(index.prepare("CREATE TABLE t (x)"), { code: "QUERY_NOT_READONLY" });
       await assert.rejects(index.prepare("SELECT * FROM _dirq_meta"), {
@@ -63,7 +63,7 @@ describe("StatementPreparer (through DirqIndex.prepare and preparedAlready)", ()
   });
 
   it("gives path-tables whose names differ only in case SQLite names of their own", async () => {
-    const root = tree({ "Docs/a.md": "a", "docs/b.md": "bb" });
+    const root = tempTree({ "Docs/a.md": "a", "docs/b.md": "bb" });
     const index = openIndex({ root, progress: false });
     try {
       const prepared = await index.prepare(

@@ -1,35 +1,18 @@
 import assert from "node:assert/strict";
-import {
-  mkdirSync,
-  mkdtempSync,
-  renameSync,
-  rmSync,
-  symlinkSync,
-  unlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, renameSync, symlinkSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { tempTree } from "../helpers.js";
 import { type TreeWatcher, watchTree, type WatchOptions } from "../../src/watch/file-watcher.js";
 
 // The watcher itself on a real tree: a change of a symlinked file's target is reported under
 // the link's path too, however the link, its target or the links on the way change.
 
-const roots: string[] = [];
 const watchers: TreeWatcher[] = [];
 
 after(async () => {
   await Promise.all(watchers.map((watcher) => watcher.close()));
-  for (const root of roots) rmSync(root, { recursive: true, force: true });
 });
-
-function makeRoot(files: Record<string, string>): string {
-  const root = mkdtempSync(join(tmpdir(), "dirq-watch-links-"));
-  roots.push(root);
-  for (const [path, content] of Object.entries(files)) write(root, path, content);
-  return root;
-}
 
 function write(root: string, path: string, content: string): void {
   mkdirSync(join(root, path, ".."), { recursive: true });
@@ -87,7 +70,7 @@ async function watching(root: string, options: Partial<WatchOptions> = {}) {
 
 describe("watcher: links follow their targets", { concurrency: true }, () => {
   it("reports links (chains, links through a linked folder) when their target changes", async () => {
-    const root = makeRoot({ "data/target.json": "1", "data/other.json": "o" });
+    const root = tempTree({ "data/target.json": "1", "data/other.json": "o" });
     symlinkSync("data/target.json", join(root, "link.json"));
     symlinkSync("link.json", join(root, "chain.json"));
     symlinkSync("data", join(root, "folder-link"));
@@ -125,7 +108,7 @@ describe("watcher: links follow their targets", { concurrency: true }, () => {
   });
 
   it("keeps following a target that goes away and comes back, or is renamed over", async () => {
-    const root = makeRoot({ "data/target.json": "1" });
+    const root = tempTree({ "data/target.json": "1" });
     symlinkSync("data/target.json", join(root, "link.json"));
     const w = await watching(root);
 
@@ -156,8 +139,8 @@ describe("watcher: links follow their targets", { concurrency: true }, () => {
   });
 
   it("follows links made after start, moved in with a folder, and into ignored folders", async () => {
-    const root = makeRoot({ "data/target.json": "1", "build/out.json": "b" });
-    const outside = makeRoot({});
+    const root = tempTree({ "data/target.json": "1", "build/out.json": "b" });
+    const outside = tempTree({});
     const w = await watching(root, { ignoredFolders: () => (path) => path === "build" });
 
     await w.step(
