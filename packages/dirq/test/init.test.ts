@@ -1,8 +1,26 @@
 import assert from "node:assert/strict";
-import { existsSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { spawn } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
-import { makeTree, removeTree, type RunResult, runDirq, type TreeSpec } from "./helpers.js";
+import { fileURLToPath } from "node:url";
+import { type Cell, type Format, pythonReference, pythonReferenceMissing } from "./format-diff.js";
+import {
+  DIRQ_BIN,
+  makeTree,
+  removeTree,
+  type RunResult,
+  runDirq,
+  type TreeSpec,
+} from "./helpers.js";
 
 /* ------------------------------------------------------------------------------------------ */
 /* Local helpers                                                                               */
@@ -100,11 +118,191 @@ function withHookTable(text: string): string {
   return text.slice(0, start + 1) + example;
 }
 
+/**
+ * The spec's starter for a folder with no data: one [[table]] whose glob, schema and on-file
+ * hook are all active, and no format.
+ */
+function assertHookStarter(text: string): void {
+  assert.equal(text.match(/^\[\[table\]\]$/gm)?.length, 1, "exactly one [[table]]");
+  assert.ok(text.includes('\nname = "records"\n'), text);
+  assert.ok(text.includes('\nglob = "**/*.jsonl"\n'), text);
+  assert.match(text, /^schema = \{ title = "TEXT", author = "TEXT", words = "INTEGER" \}$/m);
+  assert.match(text, /^on-file = '''node -e "[^\n]*" \{path\}'''$/m);
+  assert.doesNotMatch(text, /^format = /m, "the hook reads the files");
+}
+
 /** Runs `dirq init` in a fresh tree and returns the config it wrote. */
 async function initText(root: string): Promise<string> {
   await init(root);
   return readFileSync(join(root, ".dirq.toml"), "utf8");
 }
+
+/* ------------------------------------------------------------------------------------------ */
+/* The schema init should infer, from Python's reading of the same files                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * The files under `folder` with `extension`, in the order dirq walks a tree: by name (UTF-16
+ * order, as JavaScript sorts) within each folder, a folder's contents where its name sorts;
+ * dot-names skipped, as `*` and `**` skip them.
+ */
+function walkOrder(root: string, folder: string, extension: string): string[] {
+  const found: string[] = [];
+  const visit = (relative: string): void => {
+    for (const name of readdirSync(join(root, relative)).sort()) {
+      if (name.startsWith(".")) continue;
+      const path = relative === "" ? name : `${relative}/${name}`;
+      if (statSync(join(root, path)).isDirectory()) visit(path);
+      else if (name.endsWith(`.${extension}`)) found.push(path);
+    }
+  };
+  visit(folder);
+  return found;
+}
+
+type ColumnType = "INTEGER" | "REAL" | "TEXT";
+
+/** A value's SQLite type; a date and a nested array or object are stored as text. */
+function cellType(cell: Cell): ColumnType | null {
+  if (cell === null) return null;
+  if (cell[0] === "integer") return "INTEGER";
+  return cell[0] === "real" ? "REAL" : "TEXT";
+}
+
+/** One type for values of both (issue 63): numbers with a fraction make REAL, text makes TEXT. */
+function widened(a: ColumnType | null, b: ColumnType | null): ColumnType | null {
+  if (a === null || a === b) return b ?? a;
+  if (b === null) return a;
+  return a === "TEXT" || b === "TEXT" ? "TEXT" : "REAL";
+}
+
+/**
+ * The `schema` line for every key of every row Python's parsers read from `paths` (in that
+ * order; test/format-reference.py): first seen first, names compared without ASCII case as
+ * SQLite compares them, each typed to hold all its values (only NULLs: TEXT).
+ */
+function expectedSchema(root: string, format: Format, paths: readonly string[]): string {
+  const reference = pythonReference(root, format, paths);
+  const columns = new Map<string, { name: string; type: ColumnType | null }>();
+  for (const path of paths) {
+    const rows = reference.get(path)?.rows;
+    assert.ok(rows, `Python could not read ${path}: ${reference.get(path)?.error}`);
+    for (const row of rows) {
+      for (const [name, cell] of row) {
+        const column = columns.get(name.toLowerCase()) ?? { name, type: null };
+        column.type = widened(column.type, cellType(cell));
+        columns.set(name.toLowerCase(), column);
+      }
+    }
+  }
+  const pairs = [...columns.values()].map(({ name, type }) => `${name} = "${type ?? "TEXT"}"`);
+  return `schema = { ${pairs.join(", ")} }`;
+}
+
+/** Why the Python reference cannot run here, or `false`. */
+const NO_PYTHON = pythonReferenceMissing();
+
+/** The active `schema` line of a starter. */
+function schemaLine(text: string): string {
+  const line = /^schema = .*$/m.exec(text)?.[0];
+  assert.ok(line, `no active schema:\n${text}`);
+  return line;
+}
+
+/** A site's docs as Jekyll's are: the keys of the first 20 files are not all of them. */
+function jekyllLikeTree(): TreeSpec {
+  const tree: TreeSpec = { "README.txt": "not data\n" };
+  for (let i = 0; i < 25; i++) {
+    const page = String(i).padStart(2, "0");
+    tree[`docs/_docs/page-${page}.md`] =
+      `---\ntitle: Page ${i}\npermalink: /docs/${i}/\n---\nText.\n`;
+  }
+  for (let i = 1; i <= 6; i++) {
+    tree[`docs/_posts/2024-01-0${i}-release.md`] =
+      `---\ntitle: Release ${i}\nauthor: ann\ndate: 2024-01-0${i}\n` +
+      `categories: [release]\nversion: ${i}\n---\nNews.\n`;
+  }
+  tree["docs/_tutorials/one.md"] = "---\ntitle: One\nAuthor: bo\nversion: 4.5\n---\nSteps.\n";
+  tree["docs/index.md"] = "---\nlayout: home\ncategory: \n---\n";
+  return tree;
+}
+
+/** JSON files whose 20 first hold integers where later ones hold reals, text or nothing. */
+function widenedJsonTree(): TreeSpec {
+  const tree: TreeSpec = {};
+  for (let i = 0; i < 30; i++) {
+    const ratio = i === 25 ? "2.5" : String(i);
+    const code = i === 22 ? '"A1"' : String(i);
+    const extra = [
+      i === 5 ? ', "tags": ["a", 1]' : "",
+      i === 21 ? ', "tags": {"k": 1}' : "",
+      i === 23 ? ', "big": 9007199254740993' : "",
+      i === 24 ? ', "whole": 3.0' : i === 26 ? ', "whole": 4' : "",
+      i === 29 ? ', "late": 7' : "",
+    ].join("");
+    const row = `{"id": ${i}, "ratio": ${ratio}, "code": ${code}, "flag": ${i % 2 === 0}, "empty": null${extra}}`;
+    const name = `data/f${String(i).padStart(2, "0")}.json`;
+    tree[name] = i === 28 ? `[${row}, {"id": 280, "Code": "x", "more": true}]` : row;
+  }
+  return tree;
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Documented init sequences                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+const PACKAGE_DIR = fileURLToPath(new URL("../..", import.meta.url));
+
+/** The READMEs and docs pages a reader follows. */
+function documentationFiles(): string[] {
+  const docs = join(PACKAGE_DIR, "docs");
+  return [
+    join(PACKAGE_DIR, "..", "..", "README.md"),
+    join(PACKAGE_DIR, "README.md"),
+    ...readdirSync(docs)
+      .filter((name) => name.endsWith(".md"))
+      .map((name) => join(docs, name)),
+  ];
+}
+
+/** Every ```sh block that runs `dirq init` (not a usage synopsis), with where it is. */
+function documentedInitBlocks(): { where: string; commands: string }[] {
+  const blocks: { where: string; commands: string }[] = [];
+  for (const path of documentationFiles()) {
+    const text = readFileSync(path, "utf8");
+    for (const match of text.matchAll(/^```(?:sh|bash)\n([\s\S]*?)^```$/gm)) {
+      const commands = match[1] as string;
+      if (!/^dirq init(?! \[)/m.test(commands)) continue;
+      const line = text.slice(0, match.index).split("\n").length;
+      blocks.push({ where: `${path.slice(PACKAGE_DIR.length)}:${line}`, commands });
+    }
+  }
+  return blocks;
+}
+
+/** Runs `script` in bash, `set -e`, with the built CLI on PATH as `dirq`. */
+function runDocumented(script: string, cwd: string, bin: string): Promise<RunResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn("bash", ["-c", `set -e -o pipefail\n${script}`], {
+      cwd,
+      env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ""}`, DIRQ_PROGRESS: "never" },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+    child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** What the documented sequences say they run in: a folder whose data files are in posts/. */
+const POSTS_FOLDER: TreeSpec = {
+  "posts/hello.json": '{"title": "Hello", "words": 120, "author": "ann"}',
+  "posts/2024/deep.json": '{"title": "Deep", "words": 900, "author": "bo", "tags": ["x"]}',
+  "notes.txt": "not data\n",
+};
 
 const ALL_RECORDS = "SELECT title, n FROM records ORDER BY title";
 const EXPECTED_RECORDS = [
@@ -264,24 +462,37 @@ describe("dirq init", { concurrency: true }, () => {
     });
   });
 
-  it("a folder with no file a format reads gets a JSON table that loads; the query returns []", async () => {
+  it("a folder with no file a format reads gets the spec's starter: glob, active schema, on-file hook", async () => {
     await withTree({ "notes.txt": "hi\n", "logo.png": "png" }, async (root) => {
-      const text = await initText(root);
-      assertStarterShape(text, { schema: false, glob: "**/*.json" });
-      assert.match(text, /^# schema = \{/m, "an example schema, commented out");
-      const result = await run(root, ["query", "-c", ".dirq.toml", "SELECT * FROM records"]);
-      assert.equal(result.code, 0, result.stderr);
-      assert.equal(result.stdout, "[]\n");
-      assert.deepEqual(await queryWith(root, ".dirq.toml", "SELECT count(*) AS n FROM records"), [
-        { n: 0 },
-      ]);
+      const result = await init(root);
+      assert.match(result.stdout, /table records: an on-file hook over \*\*\/\*\.jsonl/);
+      assertHookStarter(readFileSync(join(root, ".dirq.toml"), "utf8"));
+      const empty = await run(root, ["query", "-c", ".dirq.toml", "SELECT * FROM records"]);
+      assert.equal(empty.code, 0, empty.stderr);
+      assert.equal(empty.stdout, "[]\n");
     });
   });
 
-  it("an empty folder works the same", async () => {
+  it("an empty folder: the starter loads, and reads a .jsonl file added afterwards with only node", async () => {
     await withTree({}, async (root) => {
       await init(root);
+      assertHookStarter(readFileSync(join(root, ".dirq.toml"), "utf8"));
       assert.deepEqual(await queryWith(root, ".dirq.toml", "SELECT * FROM records"), []);
+      mkdirSync(join(root, "logs"));
+      writeFileSync(
+        join(root, "logs/posts.jsonl"),
+        '{"title": "a", "author": "ann", "words": 9007199254740993, "x": 1}\n\n' +
+          '{"title": "b", "words": 2}\r\n',
+      );
+      const rows = await queryWith(
+        root,
+        ".dirq.toml",
+        "SELECT title, author, CAST(words AS TEXT) AS words FROM records ORDER BY title",
+      );
+      assert.deepEqual(rows, [
+        { title: "a", author: "ann", words: "9007199254740993" },
+        { title: "b", author: null, words: "2" },
+      ]);
     });
   });
 
@@ -530,6 +741,147 @@ describe("dirq init", { concurrency: true }, () => {
         { n: 3, line: "stop" },
       ]);
       assert.deepEqual(await queryWith(root, "hook.toml", ALL_RECORDS), EXPECTED_RECORDS);
+    });
+  });
+
+  it(
+    "every file's keys are in the schema, not a sample's: keys past the first 20 files, in other folders",
+    { skip: NO_PYTHON },
+    async () => {
+      await withTree(jekyllLikeTree(), async (root) => {
+        const result = await init(root);
+        const text = readFileSync(join(root, ".dirq.toml"), "utf8");
+        assertStarterShape(text, {
+          schema: true,
+          name: "docs",
+          format: "markdown",
+          glob: "docs/**/*.md",
+        });
+        const paths = walkOrder(root, "docs", "md");
+        assert.equal(paths.length, 33);
+        assert.equal(schemaLine(text), expectedSchema(root, "markdown", paths));
+        assert.match(schemaLine(text), /\bauthor = "TEXT", date = "TEXT"/);
+        assert.match(
+          result.stdout,
+          /table docs: docs\/\*\*\/\*\.md, 33 files read as markdown, a schema of 9 columns/,
+        );
+        assert.match(
+          result.stdout,
+          /^try: dirq query "SELECT \* FROM docs LIMIT 5" -c \.dirq\.toml$/m,
+        );
+        const rows = await queryWith(
+          root,
+          ".dirq.toml",
+          "SELECT title, author, date, version, category FROM docs WHERE author IS NOT NULL ORDER BY title LIMIT 2",
+        );
+        assert.deepEqual(rows, [
+          { title: "One", author: "bo", date: null, version: 4.5, category: null },
+          {
+            title: "Release 1",
+            author: "ann",
+            date: "2024-01-01",
+            version: 1,
+            category: null,
+          },
+        ]);
+      });
+    },
+  );
+
+  it(
+    "each column's type holds every value of every file (Python's json reads the same files)",
+    { skip: NO_PYTHON },
+    async () => {
+      await withTree(widenedJsonTree(), async (root) => {
+        const text = await initText(root);
+        assertStarterShape(text, { schema: true, name: "data", glob: "data/**/*.json" });
+        const paths = walkOrder(root, "data", "json");
+        assert.equal(schemaLine(text), expectedSchema(root, "json", paths));
+        assert.equal(
+          schemaLine(text),
+          'schema = { id = "INTEGER", ratio = "REAL", code = "TEXT", flag = "INTEGER", ' +
+            'empty = "TEXT", tags = "TEXT", big = "INTEGER", whole = "REAL", more = "INTEGER", ' +
+            'late = "INTEGER" }',
+        );
+        const rows = await queryWith(
+          root,
+          ".dirq.toml",
+          "SELECT id, typeof(ratio) AS r, typeof(code) AS c, flag, tags, CAST(big AS TEXT) AS big, " +
+            "late FROM data WHERE id IN (5, 23, 29) ORDER BY id",
+        );
+        assert.deepEqual(rows, [
+          { id: 5, r: "real", c: "text", flag: 0, tags: '["a",1]', big: null, late: null },
+          {
+            id: 23,
+            r: "real",
+            c: "text",
+            flag: 0,
+            tags: null,
+            big: "9007199254740993",
+            late: null,
+          },
+          { id: 29, r: "real", c: "text", flag: 0, tags: null, big: null, late: 7 },
+        ]);
+      });
+    },
+  );
+
+  it(
+    "CSV: every file's header and every field's type, also after the 20th file",
+    { skip: NO_PYTHON },
+    async () => {
+      const tree: TreeSpec = {};
+      for (let i = 0; i < 24; i++)
+        tree[`t/f${String(i).padStart(2, "0")}.csv`] = `id,v\n${i},${i}\n`;
+      tree["t/f22.csv"] = "id,v,extra\n22,x,1.5\n23,,2\n";
+      await withTree(tree, async (root) => {
+        const text = await initText(root);
+        assertStarterShape(text, { schema: true, name: "t", format: "csv", glob: "t/**/*.csv" });
+        const paths = walkOrder(root, "t", "csv");
+        assert.equal(schemaLine(text), expectedSchema(root, "csv", paths));
+        assert.equal(schemaLine(text), 'schema = { id = "INTEGER", v = "TEXT", extra = "REAL" }');
+        assert.deepEqual(
+          await queryWith(root, ".dirq.toml", "SELECT v, extra FROM t WHERE extra IS NOT NULL"),
+          [
+            { v: "x", extra: 1.5 },
+            { v: null, extra: 2 },
+          ],
+        );
+      });
+    },
+  );
+
+  it("the documented init sequences run as written, in a folder whose data is in posts/", async () => {
+    const blocks = documentedInitBlocks();
+    assert.ok(blocks.length >= 2, `found ${blocks.length} documented init sequences`);
+    const bin = makeTree({ "bin/": "" });
+    symlinkSync(DIRQ_BIN, join(bin, "bin/dirq"));
+    try {
+      for (const block of blocks) {
+        await withTree(POSTS_FOLDER, async (root) => {
+          const ran = await runDocumented(block.commands, root, join(bin, "bin"));
+          assert.equal(ran.code, 0, `${block.where}:\n${block.commands}\n${ran.stderr}`);
+          assert.match(ran.stdout, /Hello/, `${block.where} printed no post:\n${ran.stdout}`);
+        });
+      }
+    } finally {
+      removeTree(bin);
+    }
+  });
+
+  it("a file the format cannot read: init says so on stderr, and leaves it out of the schema", async () => {
+    const tree = { ...JSON_FOLDER, "broken.json": '{"secret": 1, nope' };
+    await withTree(tree, async (root) => {
+      const result = await run(root, ["init"]);
+      assert.equal(result.code, 0, result.stderr);
+      assert.match(
+        result.stderr,
+        /^dirq: 1 of the 3 files cannot be read as json \(broken\.json: line 1, column \d+: .*\): the schema leaves out their keys, and the table will skip them; fix them, or narrow the glob\n$/,
+      );
+      assert.match(
+        readFileSync(join(root, ".dirq.toml"), "utf8"),
+        /^schema = \{ title = "TEXT", n = "INTEGER" \}$/m,
+      );
     });
   });
 });

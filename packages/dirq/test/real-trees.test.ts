@@ -466,12 +466,14 @@ describe("command line", () => {
 });
 
 describe("dirq init", () => {
-  it("without data files writes an active JSON table, and the config loads", async () => {
+  it("without data files writes the spec's hook table, and the config loads", async () => {
     const root = makeTree({ "a.txt": "" });
     try {
       await runOk(root, ["init"]);
       const text = readFileSync(join(root, ".dirq.toml"), "utf8");
-      assert.match(text, /^format = "json"$/m);
+      assert.match(text, /^glob = "\*\*\/\*\.jsonl"$/m);
+      assert.match(text, /^schema = \{/m);
+      assert.match(text, /^on-file = '''node -e /m);
       assert.deepEqual(
         parseRows(await runOk(root, ["SELECT count(*) AS n FROM records", "-c", ".dirq.toml"])),
         [{ n: 0 }],

@@ -479,9 +479,12 @@ ${SOURCE_OPTIONS_HELP}
 
 export const INIT_HELP_TEXT = `Usage: dirq init [--root <dir>] [--output <path>] [--force]
 
-Writes a starter .dirq.toml with one [[table]] for the files it finds (a glob, a format and
-a schema where it can tell one; a commented on-file hook for what no format reads).
-It is never loaded automatically: pass it with -c.
+Writes a starter .dirq.toml with one [[table]] for the data files it finds: a glob, a format,
+and a schema of every key of every one of those files (read in this process), typed to hold
+all their values; a commented on-file hook for what no format reads. With no file a format
+reads, the table runs an on-file hook over **/*.jsonl, with an example schema. Prints the
+table's name (the files' folder, or records) and a first query. It is never loaded
+automatically: pass it with -c.
 
 Options:
   --root <dir>       directory the default output path resolves against (default: .)

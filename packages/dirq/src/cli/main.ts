@@ -2,6 +2,7 @@ import { once } from "node:events";
 import { relative, resolve } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { onChildStart } from "../child-start.js";
+import type { Starter } from "../config/starter-config.js";
 import { EMPTY_CONFIG } from "../config/types.js";
 import type { QueryResult } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
@@ -251,18 +252,49 @@ async function runInit(command: InitCommand, io: CliIo): Promise<number> {
   // Loaded on demand: it pulls in the file walk, which a query loads only after its workers
   // have been started.
   const { writeStarter } = await import("../config/starter-config.js");
-  const { output, table } = writeStarter({
+  const starter = writeStarter({
     root,
     output: command.output === null ? undefined : resolve(io.cwd, command.output),
     force: command.force,
+    progress: createProgressReporter(io.stderr),
   });
-  const shown = relative(io.cwd, output) || output;
+  const shown = relative(io.cwd, starter.output) || starter.output;
+  if (starter.firstUnreadable !== null) {
+    await write(io.stderr, `dirq: ${unreadableNotice(starter, starter.firstUnreadable)}\n`);
+  }
   // Globs are relative to the directory dirq runs in: the hint runs it in the root.
-  const fromRoot = relative(root, output) || output;
-  const query = `dirq query "SELECT * FROM ${table} LIMIT 5" -c ${quoteForShell(fromRoot)}`;
+  const fromRoot = relative(root, starter.output) || starter.output;
+  const query = `dirq query "SELECT * FROM ${starter.table} LIMIT 5" -c ${quoteForShell(fromRoot)}`;
   const hint = root === io.cwd ? query : `cd ${quoteForShell(root)} && ${query}`;
-  await write(io.stdout, `wrote ${shown}\ntry: ${hint}\n`);
+  await write(io.stdout, `wrote ${shown} (${starterSummary(starter)})\ntry: ${hint}\n`);
   return 0;
+}
+
+/** `table posts: posts/**\/*.md, 3 files read as markdown, a schema of 4 columns`. */
+function starterSummary(starter: Starter): string {
+  const glob = escapeControlCharacters(starter.glob);
+  if (starter.format === null) {
+    return `table ${starter.table}: an on-file hook over ${glob}, as no file a format reads was found`;
+  }
+  const files = `${starter.files} ${starter.files === 1 ? "file" : "files"}`;
+  const columns =
+    starter.schemaColumns === null
+      ? "its columns inferred by each query"
+      : `a schema of ${starter.schemaColumns} ${starter.schemaColumns === 1 ? "column" : "columns"}`;
+  return `table ${starter.table}: ${glob}, ${files} read as ${starter.format}, ${columns}`;
+}
+
+/** The files the starter's format cannot read: the table will skip them too. */
+function unreadableNotice(starter: Starter, first: { path: string; reason: string }): string {
+  const which =
+    starter.unreadable === 1
+      ? `1 of the ${starter.files} files`
+      : `${starter.unreadable} of the ${starter.files} files, the first`;
+  const path = escapeControlCharacters(first.path);
+  return (
+    `${which} cannot be read as ${starter.format ?? "data"} (${path}: ${escapeControlCharacters(first.reason)}): ` +
+    "the schema leaves out their keys, and the table will skip them; fix them, or narrow the glob"
+  );
 }
 
 /** A path as one shell word. */

@@ -1,32 +1,29 @@
-import { statSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { relative, resolve, sep } from "node:path";
 import { DirqError } from "../errors.js";
 import { type FileFormat, formatOfPath } from "../parse/formats/format-names.js";
-import { readFileRows } from "../parse/formats/read-file-rows.js";
-import type { HookRow } from "../parse/hook-rows.js";
+import type { ProgressReporter } from "../progress/reporter.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { SelectionWalker } from "../scan/walk.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
+import { type InferredColumns, inferColumns } from "./infer-columns.js";
 
 /**
- * `dirq init`: a starter `.dirq.toml` for the files found under the root. A bounded walk (the
- * index's own, ignore rules and all) counts the files each built-in format reads; the most
- * common kind gets a `[[table]]` with a glob over the folder they are in, its `format`, and a
- * `schema` taken from a sample of their rows (read by the format's own reader, so the types are
- * the ones the table will hold). A commented `on-file` table shows what to do for files no
- * format reads. With no such file, the table reads `**\/*.json` and its schema is an example.
+ * `dirq init`: a starter `.dirq.toml` for the files found under the root. A walk (the index's
+ * own, ignore rules and all) counts the files each built-in format reads; the most common kind
+ * gets a `[[table]]` with a glob over the folder they are in, its `format`, and a `schema` of
+ * every key of every one of those files, read by the format's own reader (so the types are the
+ * ones the table will hold). A commented `on-file` table shows what to do for files no format
+ * reads. With no file a format reads, the starter is the spec's: a table over `**\/*.jsonl`
+ * with an example schema and an `on-file` hook that needs nothing but Node.js.
  */
 
 /** The starter table's name when nothing better is found. */
 export const STARTER_TABLE = "records";
 
-/** Files looked at, at most: `init` answers at once, also at the top of a huge tree. */
-const MAX_WALKED = 20_000;
-/** Files of the chosen kind read for the schema, at most, and rows taken from them. */
-const MAX_SAMPLED_FILES = 20;
-const MAX_SAMPLED_ROWS = 200;
-/** One-document files larger than this are not read for the sample (they are read whole). */
-const MAX_SAMPLED_BYTES = 16 << 20;
+/** Columns for a schema where none can be inferred: an example to fit to the files. */
+const EXAMPLE_SCHEMA = 'schema = { title = "TEXT", author = "TEXT", words = "INTEGER" }';
+
 /** A schema wider than this is left to inference: one TOML line would be unreadable. */
 const MAX_SCHEMA_COLUMNS = 48;
 
@@ -102,10 +99,9 @@ function defaultName(format: FileFormat): string {
 
 /** What the walk found: the files each format reads, and how many other files per extension. */
 interface Found {
+  /** Paths in walk order: by name within each folder, a folder's contents where its name sorts. */
   byFormat: Map<FileFormat, string[]>;
   others: Map<string, number>;
-  /** The walk stopped at `MAX_WALKED`: there may be more files than these. */
-  truncated: boolean;
 }
 
 /** A name a `**` or `*` in the starter's glob would never match (it spells no dot). */
@@ -113,22 +109,23 @@ function underDotName(path: string): boolean {
   return path.startsWith(".") || path.includes("/.");
 }
 
-function findFiles(root: string, skip: ReadonlySet<string>): Found {
+/**
+ * Every file under the root, in the walk the index makes (so in the order a table without a
+ * schema meets their keys); `onProgress` hears the count after each batch.
+ */
+function findFiles(
+  root: string,
+  skip: ReadonlySet<string>,
+  onProgress: (walked: number) => void,
+): Found {
   const byFormat = new Map<FileFormat, string[]>();
   const others = new Map<string, number>();
   const selection = parsePathTableName("./", root);
-  if (selection === null) return { byFormat, others, truncated: false };
-  const walker = new SelectionWalker({ root, selection, useGitignore: true });
-  let walked = 0;
-  let truncated = false;
+  if (selection === null) return { byFormat, others };
+  const walker = new SelectionWalker({ root, selection, useGitignore: true, onProgress });
   try {
     for (let batch = walker.next(); batch !== null; batch = walker.next()) {
       for (const path of batch.paths) {
-        if (walked >= MAX_WALKED) {
-          truncated = true;
-          break;
-        }
-        walked++;
         if (batch.rawPaths.has(path) || underDotName(path) || skip.has(path)) continue;
         const name = path.slice(path.lastIndexOf("/") + 1);
         // Configs (dirq's own, a plugin's fragment) are not data.
@@ -146,12 +143,11 @@ function findFiles(root: string, skip: ReadonlySet<string>): Found {
           }
         }
       }
-      if (truncated) break;
     }
   } finally {
     walker.close();
   }
-  return { byFormat, others, truncated };
+  return { byFormat, others };
 }
 
 /** A path's glob characters (and backslashes) escaped, so the glob matches it literally. */
@@ -186,13 +182,18 @@ function asTableName(word: string): string | null {
   return name;
 }
 
+/** Where the starter's table reads, and its name. */
+interface TableTarget {
+  glob: string;
+  name: string;
+  /** The file, or the folder (with its `/`; `''` for the root) the files are under. */
+  where: string;
+  single: boolean;
+}
+
 /** The table's glob and name: one file is named after itself, files after their folder. */
-function tableTarget(
-  format: FileFormat,
-  paths: readonly string[],
-  truncated: boolean,
-): { glob: string; name: string; where: string; single: boolean } {
-  if (paths.length === 1 && !truncated) {
+function tableTarget(format: FileFormat, paths: readonly string[]): TableTarget {
+  if (paths.length === 1) {
     const path = paths[0] as string;
     const base = path.slice(path.lastIndexOf("/") + 1);
     const stem = base.slice(0, base.lastIndexOf("."));
@@ -210,8 +211,7 @@ function tableTarget(
     extensions.length === 1
       ? `*.${literalGlob(extensions[0] as string)}`
       : `*.{${extensions.map(literalGlob).join(",")}}`;
-  // A walk cut short may have missed files elsewhere: then the glob takes the whole tree.
-  const folder = truncated ? "" : commonFolder(paths);
+  const folder = commonFolder(paths);
   const glob = folder === "" ? `**/${pattern}` : `${literalGlob(folder)}/**/${pattern}`;
   // The innermost folder that makes a name (`posts` rather than `2024` in `posts/2024`).
   const segments = folder === "" ? [] : folder.split("/");
@@ -221,109 +221,6 @@ function tableTarget(
   }
   const where = folder === "" ? "" : `${folder}/`;
   return { glob, name: name ?? defaultName(format), where, single: false };
-}
-
-type ColumnKind = "INTEGER" | "REAL" | "TEXT";
-
-function kindOf(value: unknown): ColumnKind | null {
-  if (value === null || value === undefined) return null;
-  if (typeof value === "bigint") return "INTEGER";
-  if (typeof value === "number") return "REAL";
-  return "TEXT";
-}
-
-/** Two kinds seen in one column: numbers widen to REAL, anything with text is TEXT. */
-function merged(a: ColumnKind | null, b: ColumnKind | null): ColumnKind | null {
-  if (a === null || a === b) return b ?? a;
-  if (b === null) return a;
-  if (a === "TEXT" || b === "TEXT") return "TEXT";
-  return "REAL";
-}
-
-/** Stops reading a file once the sample has enough rows (caught below). */
-class SampleFull extends Error {}
-
-interface Sample {
-  /** The files the rows were read from. */
-  files: string[];
-  /** Every key of the sampled rows, first seen first (case kept), with its values' kind. */
-  columns: Map<string, ColumnKind | null>;
-  /** A key whose value, in one-row files, is an array of objects: a candidate for `each`. */
-  each: string | null;
-}
-
-/** A nested value stored as JSON text that holds an array of objects. */
-function holdsObjects(value: unknown): boolean {
-  if (typeof value !== "string" || !value.startsWith("[{")) return false;
-  try {
-    const parsed: unknown = JSON.parse(value);
-    return (
-      Array.isArray(parsed) &&
-      parsed.length > 0 &&
-      parsed.every((item) => item !== null && typeof item === "object" && !Array.isArray(item))
-    );
-  } catch {
-    return false;
-  }
-}
-
-/** Rows of the first files of the chosen kind, read as the table will read them. */
-function sampleRows(root: string, format: FileFormat, paths: readonly string[]): Sample {
-  const sample: Sample = { files: [], columns: new Map(), each: null };
-  const lowerSeen = new Set<string>();
-  let rowsTaken = 0;
-  let oneRowFiles = 0;
-  let eachCandidate: string | null | undefined;
-  for (const path of paths) {
-    if (sample.files.length >= MAX_SAMPLED_FILES || rowsTaken >= MAX_SAMPLED_ROWS) break;
-    const absolute = resolve(root, path);
-    const streams = format === "jsonl" || format === "csv" || format === "tsv";
-    try {
-      if (!streams && statSync(absolute).size > MAX_SAMPLED_BYTES) continue;
-    } catch {
-      continue;
-    }
-    const rows: HookRow[] = [];
-    try {
-      readFileRows(format, null, absolute, path, (batch) => {
-        for (const row of batch) {
-          rows.push(row);
-          if (rowsTaken + rows.length >= MAX_SAMPLED_ROWS) throw new SampleFull();
-        }
-      });
-    } catch (error) {
-      // A file the format cannot read is the table's to report; the sample tries the next.
-      if (!(error instanceof SampleFull)) continue;
-    }
-    if (rows.length === 0) continue;
-    sample.files.push(path);
-    rowsTaken += rows.length;
-    for (const row of rows) {
-      for (const [key, value] of row) {
-        // SQLite column names ignore case: `Title` and `title` are one column, the first.
-        const lower = key.toLowerCase();
-        if (!lowerSeen.has(lower)) {
-          lowerSeen.add(lower);
-          sample.columns.set(key, null);
-        }
-        if (sample.columns.has(key)) {
-          sample.columns.set(key, merged(sample.columns.get(key) ?? null, kindOf(value)));
-        }
-      }
-    }
-    if (rows.length === 1 && format !== "csv" && format !== "tsv" && format !== "markdown") {
-      oneRowFiles++;
-      const row = rows[0] as HookRow;
-      const keys = [...row.keys()].filter((key) => holdsObjects(row.get(key)));
-      const candidate = keys.length === 1 ? (keys[0] as string) : null;
-      // `each` is suggested only when every sampled file holds its rows under the same key.
-      eachCandidate = eachCandidate === undefined || eachCandidate === candidate ? candidate : null;
-    } else {
-      eachCandidate = null;
-    }
-  }
-  sample.each = oneRowFiles > 0 && eachCandidate ? eachCandidate : null;
-  return sample;
 }
 
 /** A string as a TOML basic string (JSON's escapes are TOML's). */
@@ -336,26 +233,19 @@ function commentText(text: string): string {
   return text.replace(/[\u0000-\u001f\u007f\u2028\u2029]/g, "?");
 }
 
-/** `a.json, b.json and 3 more`. */
-function fileList(files: readonly string[]): string {
-  const shown = files.slice(0, 2).map(commentText);
-  const rest = files.length - shown.length;
-  return rest > 0 ? `${shown.join(", ")} and ${rest} more` : shown.join(" and ");
-}
-
-function schemaLines(sample: Sample | null): string[] {
-  const example = 'schema = { title = "TEXT", author = "TEXT", words = "INTEGER" }';
-  if (sample === null || sample.columns.size === 0) {
+/** The `schema` line, active when every column can be a key of it, with what it holds. */
+function schemaLines(inferred: InferredColumns): string[] {
+  if (inferred.columns.size === 0) {
     return [
       "# schema fixes the columns and their order: keys outside it are dropped, missing ones are",
       "# NULL. Without it, the columns are every key the files hold (first seen first), e.g.",
-      `# ${example}`,
+      `# ${EXAMPLE_SCHEMA}`,
     ];
   }
-  const columns = [...sample.columns];
+  const columns = [...inferred.columns];
   const named = columns.filter(([key]) => IDENTIFIER.test(key) && !/^sqlite_/i.test(key));
-  const pairs = named.map(([key, kind]) => `${key} = "${kind ?? "TEXT"}"`).join(", ");
-  const from = `taken from ${fileList(sample.files)}`;
+  const pairs = named.map(([key, type]) => `${key} = "${type ?? "TEXT"}"`).join(", ");
+  const files = `${inferred.read} ${inferred.read === 1 ? "file" : "files"}`;
   if (named.length < columns.length) {
     const others = columns
       .filter((column) => !named.includes(column))
@@ -364,21 +254,22 @@ function schemaLines(sample: Sample | null): string[] {
     return [
       "# No schema: the columns are every key the files hold. A schema could not keep",
       `# ${others.join(", ")}${columns.length - named.length > 3 ? ", ..." : ""}: its column names must be SQL identifiers.`,
-      `# The others, ${from}:`,
+      `# The others, of all ${files}:`,
       `# schema = { ${pairs} }`,
     ];
   }
   if (columns.length > MAX_SCHEMA_COLUMNS) {
     return [
-      `# No schema: the ${columns.length} columns are every key the files hold (${from}).`,
+      `# No schema: the ${columns.length} columns are every key the ${files} hold.`,
       "# A schema fixes the columns and their order; keys outside it are dropped, e.g.",
-      `# ${example}`,
+      `# ${EXAMPLE_SCHEMA}`,
     ];
   }
   return [
     "# schema fixes the columns, their order and types; keys outside it are dropped, missing",
-    "# ones are NULL. Delete the line to take every key the files hold. This one was",
-    `# ${from}:`,
+    "# ones are NULL. Delete the line to take every key the files hold. This one holds every",
+    `# key of the ${files} (first seen first), each with a type that fits all its values`,
+    "# (INTEGER, REAL for numbers with a fraction too, TEXT when any value is text or nested):",
     `schema = { ${pairs} }`,
   ];
 }
@@ -392,6 +283,21 @@ const LINES_HOOK =
   `console.log(JSON.stringify(text.split('\\n').map((line, i) => ({ n: i + 1, line }))` +
   `.filter((row) => row.line !== '')))" {path}`;
 
+/**
+ * A hook that needs nothing but Node, which dirq runs on, for JSON Lines files: their non-blank
+ * lines joined into one JSON array, left unparsed so that dirq's own reader types the numbers.
+ */
+const JSON_LINES_HOOK =
+  `node -e "const text = require('fs').readFileSync(process.argv[1], 'utf8'); ` +
+  `console.log('[' + text.split('\\n').filter((line) => line.trim() !== '').join(',') + ']')" {path}`;
+
+/** What `on-file` does, for the comment above one. */
+const ON_FILE_LINES = [
+  "# on-file runs a program once per file (split into words like a shell would, no shell run;",
+  "# {path} is the file's absolute path, {root} the root's) and reads the JSON array of row",
+  "# objects it prints. A file whose hook fails is skipped and named on stderr.",
+];
+
 /** Text-like extensions a line-per-row hook makes sense for, the most common one first. */
 const TEXT_EXTENSIONS = new Set(["log", "txt", "text", "ini", "conf", "cfg", "sql", "tex", "rst"]);
 
@@ -402,10 +308,9 @@ function hookLines(found: Found, tableName: string): string[] {
   const extension = text[0]?.[0] ?? "txt";
   const name = tableName === "lines" ? "text_lines" : "lines";
   return [
-    "# For files no format reads, a program can print their rows: on-file runs it once per",
-    "# file (split into words like a shell would, no shell run; {path} is the file's absolute",
-    "# path, {root} the root's) and reads the JSON array of row objects it prints. A file",
-    `# whose hook fails is skipped and named on stderr. Uncomment for the lines of .${extension} files:`,
+    "# For files no format reads, a program can print their rows.",
+    ...ON_FILE_LINES,
+    `# Uncomment for the lines of .${extension} files:`,
     "# [[table]]",
     `# name = "${name}"`,
     `# glob = "**/*.${extension}"`,
@@ -429,85 +334,180 @@ function alsoFound(found: Found, chosen: FileFormat): string[] {
   ];
 }
 
-/** The starter's text, and the name of the table it defines. */
-export function starterFor(
-  root: string,
-  skip: ReadonlySet<string> = new Set(),
-): {
-  text: string;
-  table: string;
-} {
-  const found = findFiles(root, skip);
-  const ranked = [...found.byFormat].sort((a, b) => b[1].length - a[1].length);
-  const [chosen, paths] = ranked[0] ?? ["json" as FileFormat, [] as string[]];
-  const sample = paths.length === 0 ? null : sampleRows(root, chosen, paths);
-  const target =
-    paths.length === 0
-      ? { glob: "**/*.json", name: STARTER_TABLE, where: "", single: false }
-      : tableTarget(chosen, paths, found.truncated);
-  const { label } = KINDS[chosen];
-  const count = `${paths.length}${found.truncated ? " or more" : ""}`;
-  const intro =
-    paths.length === 0
-      ? [
-          "# No file that a format reads was found, so this one reads JSON files: change glob and",
-          "# format to fit yours.",
-        ]
-      : target.single
-        ? [`# This one was written for ${commentText(target.where)}, the one ${label} file found.`]
-        : [
-            `# This one was written for the ${count} ${label} files found${target.where === "" ? "" : ` under ${commentText(target.where)}`}.`,
-          ];
-  const each =
-    sample?.each && IDENTIFIER.test(sample.each)
-      ? [
-          `# ${sample.each} holds an array of objects in each sampled file. To make each object a`,
-          "# row (rather than one row per file), uncomment each (keys joined by dots: a.b.c) and",
-          "# delete the schema line (or fit it to the objects' keys):",
-          `# each = "${sample.each}"`,
-        ]
-      : [
-          "# each names where the rows are inside each file (keys joined by dots: data.items),",
-          "# for JSON, JSON Lines, YAML and TOML files that hold them deeper.",
-        ];
-  const lines = [
-    '# dirq configuration. Load it explicitly: dirq query -c .dirq.toml "SELECT ..."',
-    "# (it is never read automatically). Paths and globs are relative to the directory you",
-    "# run dirq in, which is the index root.",
-    "",
-    "[dirq]",
-    "# Globs that are never indexed, on top of .gitignore, node_modules and .git.",
-    "ignore = []",
-    "",
-    "# Each [[table]] is a named table made of the rows of the files its glob matches.",
-    ...intro,
-    ...alsoFound(found, chosen),
+/** The file's opening: how to load it, and the ignore list. */
+const PREAMBLE = [
+  '# dirq configuration. Load it explicitly: dirq query -c .dirq.toml "SELECT ..."',
+  "# (it is never read automatically). Paths and globs are relative to the directory you",
+  "# run dirq in, which is the index root.",
+  "",
+  "[dirq]",
+  "# Globs that are never indexed, on top of .gitignore, node_modules and .git.",
+  "ignore = []",
+  "",
+  "# Each [[table]] is a named table made of the rows of the files its glob matches.",
+];
+
+/** A table's first lines: its name and glob. */
+function tableHead(target: Pick<TableTarget, "name" | "glob">): string[] {
+  return [
     "[[table]]",
     `# The SQL name: SELECT * FROM ${target.name}`,
     `name = "${target.name}"`,
     "# Which files feed it (bash globstar rules: * and ** skip dot-files unless spelled).",
     `glob = ${tomlString(target.glob)}`,
+  ];
+}
+
+function ddlLines(name: string): string[] {
+  return [
+    "# Optional SQL run once after the table is created, before its rows are inserted:",
+    `# ddl = "CREATE INDEX ${name}_file ON ${name}(_dirq_file_path)"`,
+  ];
+}
+
+/** What `init` wrote, for its report. */
+export interface Starter {
+  text: string;
+  table: string;
+  glob: string;
+  /** The format the table reads its files with; `null` for the hook starter. */
+  format: FileFormat | null;
+  /** The files the glob matched; for the hook starter, none. */
+  files: number;
+  /** The columns of the active schema; `null` when the schema line is a comment. */
+  schemaColumns: number | null;
+  /** Files the format cannot read (the table will skip them): how many, and the first. */
+  unreadable: number;
+  firstUnreadable: { path: string; reason: string } | null;
+}
+
+/**
+ * The spec's starter, for a folder with no file a format reads: a glob, an active schema and
+ * an `on-file` hook whose program is there wherever dirq runs.
+ */
+function hookStarter(): Starter {
+  const target = { name: STARTER_TABLE, glob: "**/*.jsonl" };
+  const lines = [
+    ...PREAMBLE,
+    "# No file that a format reads was found, so this one runs a program on each JSON Lines file",
+    "# (one object per line). Once there are data files, dirq init --force writes a table for them.",
+    ...tableHead(target),
+    "# schema fixes the columns, their order and types: keys outside it are dropped, missing ones",
+    "# are NULL. Fit it to your files, or delete it to take every key they hold.",
+    EXAMPLE_SCHEMA,
+    ...ON_FILE_LINES,
+    "# This one needs only Node.js: it prints a file's non-blank lines as one JSON array.",
+    `on-file = '''${JSON_LINES_HOOK}'''`,
+    "# dirq reads JSON Lines itself too, in its own process, with no program per file: for",
+    '# that, replace the on-file line with format = "jsonl".',
+    ...ddlLines(target.name),
+    "",
+  ];
+  return {
+    text: lines.join("\n"),
+    table: target.name,
+    glob: target.glob,
+    format: null,
+    files: 0,
+    schemaColumns: 3,
+    unreadable: 0,
+    firstUnreadable: null,
+  };
+}
+
+/** The comment that says which files the table was written for. */
+function introLines(target: TableTarget, label: string, files: number): string[] {
+  if (target.single) {
+    return [
+      `# This one was written for ${commentText(target.where)}, the one ${label} file found.`,
+    ];
+  }
+  const under = target.where === "" ? "" : ` under ${commentText(target.where)}`;
+  return [`# This one was written for the ${files} ${label} files found${under}.`];
+}
+
+/** The `each` comment: a ready line when every one-row file holds its rows under one key. */
+function eachLines(each: string | null): string[] {
+  if (each !== null && IDENTIFIER.test(each)) {
+    return [
+      `# ${each} holds an array of objects in every file. To make each object a row (rather`,
+      "# than one row per file), uncomment each (keys joined by dots: a.b.c) and delete the",
+      "# schema line (or fit it to the objects' keys):",
+      `# each = "${each}"`,
+    ];
+  }
+  return [
+    "# each names where the rows are inside each file (keys joined by dots: data.items),",
+    "# for JSON, JSON Lines, YAML and TOML files that hold them deeper.",
+  ];
+}
+
+/** A table that reads the files of format `chosen` with the format itself. */
+function formatStarter(
+  found: Found,
+  chosen: FileFormat,
+  inferred: InferredColumns,
+  target: TableTarget,
+): Starter {
+  const nested = chosen === "json" || chosen === "jsonl" || chosen === "yaml" || chosen === "toml";
+  const files = inferred.read + inferred.unreadable;
+  const schema = schemaLines(inferred);
+  const lines = [
+    ...PREAMBLE,
+    ...introLines(target, KINDS[chosen].label, files),
+    ...alsoFound(found, chosen),
+    ...tableHead(target),
     "# How dirq reads each file, in its own process: json, jsonl, csv, tsv, yaml, toml,",
     "# markdown, or auto (by each file's extension).",
     ...KINDS[chosen].rows,
     "# A file that breaks its format's rules is skipped and named on stderr; the query exits 23.",
     `format = "${chosen}"`,
-    ...(chosen === "json" || chosen === "jsonl" || chosen === "yaml" || chosen === "toml"
-      ? each
-      : []),
-    ...schemaLines(sample),
-    "# Optional SQL run once after the table is created, before its rows are inserted:",
-    `# ddl = "CREATE INDEX ${target.name}_file ON ${target.name}(_dirq_file_path)"`,
+    ...(nested ? eachLines(inferred.each) : []),
+    ...schema,
+    ...ddlLines(target.name),
     "",
     ...hookLines(found, target.name),
     "",
   ];
-  return { text: lines.join("\n"), table: target.name };
+  const active = schema.some((line) => line.startsWith("schema = "));
+  return {
+    text: lines.join("\n"),
+    table: target.name,
+    glob: target.glob,
+    format: chosen,
+    files,
+    schemaColumns: active ? inferred.columns.size : null,
+    unreadable: inferred.unreadable,
+    firstUnreadable: inferred.firstUnreadable,
+  };
 }
 
-/** The text of a starter `.dirq.toml` for `root`. */
-export function starterConfig(root: string): string {
-  return starterFor(root).text;
+/**
+ * The starter for the files under `root` (but `skip`): every file is walked, and every file of
+ * the most common kind read. `progress` shows both phases, as the index shows its own.
+ */
+export function starterFor(
+  root: string,
+  skip: ReadonlySet<string>,
+  progress: ProgressReporter,
+): Starter {
+  const scan = progress.start();
+  let walked = 0;
+  const found = findFiles(root, skip, (count) => {
+    walked = count;
+    scan.update(`scanning ${count} files`);
+  });
+  scan.finish((duration) => `scanned ${walked} files in ${duration}`);
+  const ranked = [...found.byFormat].sort((a, b) => b[1].length - a[1].length);
+  if (ranked[0] === undefined) return hookStarter();
+  const [chosen, paths] = ranked[0];
+  const reading = progress.start();
+  const inferred = inferColumns(root, chosen, paths, (done) => {
+    const percent = Math.floor((done / paths.length) * 100);
+    reading.update(`reading ${done}/${paths.length} files (${percent}%)`);
+  });
+  reading.finish((duration) => `read ${paths.length} files in ${duration}`);
+  return formatStarter(found, chosen, inferred, tableTarget(chosen, paths));
 }
 
 export interface InitOptions {
@@ -517,21 +517,27 @@ export interface InitOptions {
   output?: string;
   /** Overwrite an existing file. */
   force?: boolean;
+  /** Shows the walk and the reading of the files; default: nothing shown. */
+  progress?: ProgressReporter;
 }
 
+const SILENT: ProgressReporter = {
+  start: () => ({ update() {}, finish() {} }),
+};
+
 /**
- * Writes a starter config; returns its path and the name of the table it defines. Never
- * touches an existing file unless `force`.
+ * Writes a starter config; returns its path and what it holds. Never touches an existing file
+ * unless `force`.
  */
-export function writeStarter(options: InitOptions = {}): { output: string; table: string } {
+export function writeStarter(options: InitOptions = {}): Starter & { output: string } {
   const root = resolve(options.root ?? process.cwd());
   const output = options.output ? resolve(options.output) : resolve(root, ".dirq.toml");
   // The file being written (an older starter, with --force) is not data.
   const inside = relative(root, output);
   const skip = new Set(inside.startsWith("..") ? [] : [inside.split(sep).join("/")]);
-  const { text, table } = starterFor(root, skip);
+  const starter = starterFor(root, skip, options.progress ?? SILENT);
   try {
-    writeFileSync(output, text, { flag: options.force ? "w" : "wx" });
+    writeFileSync(output, starter.text, { flag: options.force ? "w" : "wx" });
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "EEXIST") {
@@ -546,10 +552,5 @@ export function writeStarter(options: InitOptions = {}): { output: string; table
       { cause: error },
     );
   }
-  return { output, table };
-}
-
-/** Writes a starter config and returns its path. Never touches an existing file unless `force`. */
-export function writeStarterConfig(options: InitOptions = {}): string {
-  return writeStarter(options).output;
+  return { ...starter, output };
 }
