@@ -6,7 +6,9 @@ import { readFileRows } from "../parse/formats/read-file-rows.js";
 import type { HookRow } from "../parse/hook-rows.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { SelectionWalker } from "../scan/walk.js";
+import { isWellFormed } from "../parse/large-text.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
+import { tomlKey, tomlString } from "./toml-text.js";
 
 /**
  * `dirq init`: a starter `.dirq.toml` for the files found under the root. A bounded walk (the
@@ -326,9 +328,18 @@ function sampleRows(root: string, format: FileFormat, paths: readonly string[]):
   return sample;
 }
 
-/** A string as a TOML basic string (JSON's escapes are TOML's). */
-function tomlString(text: string): string {
-  return JSON.stringify(text);
+/**
+ * Whether a `schema` key may name the column (config/schema.ts): any text but an empty one,
+ * one with a NUL, a reserved name, or text TOML cannot write (a lone surrogate).
+ */
+function schemaCanName(key: string): boolean {
+  return (
+    key !== "" &&
+    !key.includes("\u0000") &&
+    isWellFormed(key) &&
+    !INTERNAL_PREFIX.test(key) &&
+    !/^sqlite_/i.test(key)
+  );
 }
 
 /** Text safe inside a `#` comment line. */
@@ -353,8 +364,8 @@ function schemaLines(sample: Sample | null): string[] {
     ];
   }
   const columns = [...sample.columns];
-  const named = columns.filter(([key]) => IDENTIFIER.test(key) && !/^sqlite_/i.test(key));
-  const pairs = named.map(([key, kind]) => `${key} = "${kind ?? "TEXT"}"`).join(", ");
+  const named = columns.filter(([key]) => schemaCanName(key));
+  const pairs = named.map(([key, kind]) => `${tomlKey(key)} = "${kind ?? "TEXT"}"`).join(", ");
   const from = `taken from ${fileList(sample.files)}`;
   if (named.length < columns.length) {
     const others = columns
@@ -363,7 +374,7 @@ function schemaLines(sample: Sample | null): string[] {
       .map(([key]) => tomlString(commentText(key)));
     return [
       "# No schema: the columns are every key the files hold. A schema could not keep",
-      `# ${others.join(", ")}${columns.length - named.length > 3 ? ", ..." : ""}: its column names must be SQL identifiers.`,
+      `# ${others.join(", ")}${columns.length - named.length > 3 ? ", ..." : ""}: names a schema cannot hold (reserved or empty).`,
       `# The others, ${from}:`,
       `# schema = { ${pairs} }`,
     ];
