@@ -16,6 +16,7 @@ import {
   waitUntil,
 } from "./browser.js";
 import { seededRandom } from "./differential.js";
+import { seededRows, sqlValue } from "./seeded-rows.js";
 import { makeTree, removeTree } from "./helpers.js";
 import {
   clockTicks,
@@ -82,70 +83,6 @@ async function downloaded(page: Page, click: () => Promise<void>): Promise<[stri
   const [download] = await Promise.all([page.waitForEvent("download"), click()]);
   const path = await download.path();
   return [readFileSync(path, "utf8"), download];
-}
-
-/* Seeded values ----------------------------------------------------------------------------- */
-
-const TEXTS = [
-  "plain",
-  "",
-  "it's",
-  'say "hi"',
-  "a,b",
-  "two\nlines",
-  "cr\r\nlf",
-  " lead",
-  "tab\there",
-  "ü é ß",
-  "漢字",
-  "😀 astral",
-  "\ufb01 high BMP",
-  "\ue000 private",
-  "NULL",
-  "10",
-  "9",
-  "-3",
-  "=1+1",
-];
-const NAMES = ["a", "a", "2024", "1", "b c", 'q"q', "ü", "path"];
-
-function sqlText(text: string): string {
-  if (text === "") return "''";
-  // Control characters through char(): the statement itself stays on one line.
-  return text
-    .split(/([\n\r\t])/)
-    .filter((part) => part !== "")
-    .map((part) =>
-      /^[\n\r\t]$/.test(part) ? `char(${part.charCodeAt(0)})` : `'${part.replaceAll("'", "''")}'`,
-    )
-    .join(" || ");
-}
-
-/** A value as SQL: text, an integer, a real or NULL. */
-function sqlValue(random: () => number, withReals: boolean): string {
-  const kind = random();
-  if (kind < 0.5) return sqlText(TEXTS[Math.floor(random() * TEXTS.length)] as string);
-  if (kind < 0.8) return String(Math.floor(random() * 2000) - 1000);
-  if (withReals && kind < 0.9) return String(Math.round(random() * 20000) / 100 - 100);
-  if (kind < 0.9) return "9007199254740993";
-  return "NULL";
-}
-
-function quoteName(name: string): string {
-  return `"${name.replaceAll('"', '""')}"`;
-}
-
-/** A seeded statement of `rows` rows and 1 to 5 columns, with repeated and numeric names. */
-function seededRows(random: () => number, rows: number, withReals: boolean): string {
-  const names = Array.from(
-    { length: 1 + Math.floor(random() * 5) },
-    () => NAMES[Math.floor(random() * NAMES.length)] as string,
-  );
-  return Array.from(
-    { length: rows },
-    () =>
-      `SELECT ${names.map((name) => `${sqlValue(random, withReals)} AS ${quoteName(name)}`).join(", ")}`,
-  ).join(" UNION ALL ");
 }
 
 describe("web console tools in Chromium", { skip }, () => {
@@ -336,7 +273,7 @@ describe("web console tools in Chromium", { skip }, () => {
     const page = await open(server);
     const random = seededRandom(3009);
     for (let round = 0; round < 8; round++) {
-      const sql = seededRows(random, 1 + Math.floor(random() * 5), false);
+      const sql = seededRows(random, 1 + Math.floor(random() * 5));
       await runSql(page, sql);
       assert.ok(await page.locator("#query-error").isHidden(), sql);
       const [csv, csvFile] = await downloaded(page, () =>
@@ -359,7 +296,7 @@ describe("web console tools in Chromium", { skip }, () => {
     const page = await open(server);
     const random = seededRandom(3010);
     for (let round = 0; round < 6; round++) {
-      const values = Array.from({ length: 12 }, () => sqlValue(random, true));
+      const values = Array.from({ length: 12 }, () => sqlValue(random, { reals: true }));
       const rows = values.map((value, index) => `SELECT ${index} AS n, ${value} AS v`);
       const sql = rows.join(" UNION ALL ");
       await runSql(page, sql);

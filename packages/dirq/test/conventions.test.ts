@@ -83,12 +83,12 @@ describe("dirq completion", () => {
     [["dirq", "repl", "--for"], ["--format"]],
     [
       ["dirq", "repl", "--format", ""],
-      ["auto", "json", "table"],
+      ["auto", "csv", "json", "table"],
     ],
     [["dirq", "--for"], ["--format"]],
     [
       ["dirq", "SELECT 1", "--format", ""],
-      ["auto", "json", "table"],
+      ["auto", "csv", "json", "table"],
     ],
     [
       ["dirq", "server", "--p"],
@@ -146,7 +146,7 @@ describe("dirq completion", () => {
       assert.deepEqual(await offers("dirq "), ["completion", "init", "query", "repl", "server"]);
       assert.deepEqual(await offers("dirq repl --for"), ["--format"]);
       assert.deepEqual(await offers("dirq --for"), ["--format"]);
-      assert.deepEqual(await offers("dirq x --format "), ["auto", "json", "table"]);
+      assert.deepEqual(await offers("dirq x --format "), ["auto", "csv", "json", "table"]);
       assert.deepEqual(await offers("dirq server --p"), ["--persist", "--port"]);
       assert.deepEqual(await offers("dirq completion "), ["bash", "fish", "zsh"]);
       assert.deepEqual(await offers("dirq x -c a"), ["a.toml"]);

@@ -719,13 +719,29 @@ describe("dirq init", { concurrency: true }, () => {
     });
   });
 
+  it("column names that are not identifiers are quoted keys of the schema", async () => {
+    const header = 'first name\tISO-4217\t1st\t"say ""hi"""\tage';
+    const files = { "t/a.tsv": `${header}\nann\t008\tx\ty\t31\n`, "t/b.tsv": "" };
+    await withTree(files, async (root) => {
+      const text = await initText(root);
+      assertStarterShape(text, { schema: true, name: "t", format: "tsv" });
+      assert.match(
+        text,
+        /^schema = \{ "first name" = "TEXT", ISO-4217 = "TEXT", 1st = "TEXT", "say \\"hi\\"" = "TEXT", age = "INTEGER" \}$/m,
+      );
+      assert.deepEqual(await queryWith(root, ".dirq.toml", "SELECT * FROM t"), [
+        { "first name": "ann", "ISO-4217": "008", "1st": "x", 'say "hi"': "y", age: 31 },
+      ]);
+    });
+  });
+
   it("column names a schema cannot hold: no schema, every key inferred", async () => {
-    await withTree({ "t/a.tsv": "first name\tage\nann\t31\n", "t/b.tsv": "" }, async (root) => {
+    await withTree({ "t/a.tsv": "sqlite_x\tage\nann\t31\n", "t/b.tsv": "" }, async (root) => {
       const text = await initText(root);
       assertStarterShape(text, { schema: false, name: "t", format: "tsv" });
-      assert.match(text, /"first name"/);
+      assert.match(text, /"sqlite_x"/);
       assert.deepEqual(await queryWith(root, ".dirq.toml", "SELECT * FROM t"), [
-        { "first name": "ann", age: 31 },
+        { sqlite_x: "ann", age: 31 },
       ]);
     });
   });

@@ -208,10 +208,10 @@ describe("REPL with piped input", () => {
     assert.match(help.stdout, /^Usage: dirq repl \[options\] +\(or: dirq \[options\]\)/);
   });
 
-  it("options before SQL stay an error; a repeated option is refused", async () => {
+  it("options before a subcommand stay an error; a repeated option is refused", async () => {
     assertUserError(
-      await runDirq(["-c", "x.toml", "SELECT 1"], { cwd: root }),
-      "-c must come after",
+      await runDirq(["-c", "x.toml", "repl"], { cwd: root }),
+      "-c must come after the subcommand",
     );
     assertUserError(
       await runDirq(["--persist", "--persist=x.db"], { cwd: root }),

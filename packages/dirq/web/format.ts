@@ -1,3 +1,4 @@
+import { csvRecord } from "../src/output/csv-field.js";
 import { type Cell, ExactNumber } from "./api.js";
 
 /** Cells longer than this are cut in the table; the full value is on hover and on click. */
@@ -150,26 +151,14 @@ export function compareCells(a: Cell | undefined, b: Cell | undefined): number {
 }
 
 /**
- * Text that sqlite3's `.mode csv` quotes: empty (so it differs from NULL), or holding a comma,
- * a quote, an apostrophe, a space or control character, or anything beyond ASCII.
- */
-const CSV_QUOTED = /^$|[\u0000-\u0020"',\u007f-\uffff]/;
-
-/** A field of CSV, quoted exactly where the sqlite3 shell quotes it; NULL is an empty field. */
-function csvField(value: Cell | undefined): string {
-  if (isNull(value)) return "";
-  const text = cellText(value);
-  return CSV_QUOTED.test(text) ? `"${text.replaceAll('"', '""')}"` : text;
-}
-
-/**
- * The rows as CSV with a header line, as `sqlite3 -csv -header` writes them (same quoting,
- * `\n` line ends), so a spreadsheet or a script reads both the same way.
+ * The rows as CSV with a header line, as `sqlite3 -csv -header` writes them and as
+ * `dirq --format csv` does (one encoder, src/output/csv-field.ts), so a spreadsheet or a
+ * script reads all three the same way.
  */
 export function toCsv(columns: readonly string[], rows: readonly Cell[][]): string {
-  const lines = [columns.map((name) => csvField(name)).join(",")];
-  for (const row of rows) lines.push(row.map((value) => csvField(value)).join(","));
-  return `${lines.join("\n")}\n`;
+  const fields = (row: readonly Cell[]) =>
+    row.map((value) => (isNull(value) ? null : cellText(value)));
+  return [columns, ...rows.map(fields)].map((record) => csvRecord(record)).join("");
 }
 
 function jsonCell(value: Cell | undefined): string {

@@ -3,7 +3,7 @@ import { DirqError } from "../errors.js";
 import { FORMAT_LIST, type FormatName, isFormatName } from "../parse/formats/format-names.js";
 import { hookTimeoutProblem } from "../parse/hook-timeout.js";
 
-export type OutputFormat = "auto" | "table" | "json";
+export type OutputFormat = "auto" | "table" | "json" | "csv";
 
 export interface QueryCommand {
   kind: "query";
@@ -53,8 +53,10 @@ export type HelpTopic = "dirq" | "query" | "repl" | "init" | "server" | "complet
 export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
 export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
 
+export type HelpCommand = { kind: "help"; topic: HelpTopic };
+
 export type Command =
-  | { kind: "help"; topic: HelpTopic }
+  | HelpCommand
   | { kind: "version" }
   | { kind: "completion"; shell: CompletionShell }
   /** `dirq sdk-stdio`: the SDKs' framed protocol on stdin/stdout (not in `--help`). */
@@ -156,11 +158,12 @@ function parseServer(argv: string[]): Command {
   };
 }
 
-const FORMATS: readonly OutputFormat[] = ["auto", "table", "json"];
+const FORMATS: readonly OutputFormat[] = ["auto", "table", "json", "csv"];
 
 /**
- * Flags that belong to a mode: alone they configure the REPL; before the subcommand (or the
- * SQL) they would be lost, so that is an error.
+ * Flags that belong to a mode: alone they configure the REPL, before the SQL the one-shot
+ * query (as sqlite3, duckdb and psql take options first); before a subcommand they would be
+ * lost, so that is an error.
  */
 const MODE_FLAGS = new Set([
   "-c",
@@ -185,7 +188,7 @@ function flagName(argument: string): string {
 function parseFormat(value: string | undefined): OutputFormat {
   if (value === undefined) return "auto";
   if ((FORMATS as readonly string[]).includes(value)) return value as OutputFormat;
-  throw usageError(`invalid --format '${value}': expected auto, table or json`);
+  throw usageError(`invalid --format '${value}': expected auto, table, json or csv`);
 }
 
 type FlagOptions = NonNullable<ParseArgsConfig["options"]>;
@@ -321,25 +324,43 @@ function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>[
   };
 }
 
+/** The subcommands: after options that belong to a mode, one is an error, never SQL. */
+const SUBCOMMANDS = new Set(["query", "repl", "server", "init", "completion", "sdk-stdio", "help"]);
+
+function optionBeforeSubcommand(argv: readonly string[], subcommand: string): DirqError {
+  const flag = flagName(argv[0] as string);
+  return usageError(
+    `${flag} must come after the subcommand, as in dirq ${subcommand} ${flag} ... (or leave out '${subcommand}' before the SQL: dirq ${flag} ... "<sql>")`,
+  );
+}
+
 /**
- * Bare `dirq`, with options only, opens the REPL; options before SQL stay an error. `argv`
- * starts with an option (or is empty).
+ * Options first, as sqlite3, duckdb and psql take them: followed by SQL, a one-shot query
+ * (`dirq -c x.toml "<sql>"`, read exactly as `dirq "<sql>" -c x.toml`); alone, the REPL. A
+ * subcommand after them is an error (the spec: a flag before `query` is never dropped). `argv`
+ * starts with an option. A bare `--persist` takes the next argument as its path unless it has
+ * whitespace (then it is the SQL): `dirq --persist "<sql>"`, `dirq --persist x.db`.
  */
-function parseBare(argv: string[]): ReplCommand | { kind: "help"; topic: HelpTopic } {
+function parseOptionsFirst(argv: string[]): QueryCommand | ReplCommand | HelpCommand {
   if (argv.includes("--help") || argv.includes("-h")) return { kind: "help", topic: "dirq" };
+  // The first word that is no option's value (`--persist query`: a bare --persist), or the
+  // SQL once a --persist path is taken.
+  const [firstWord] = [...positionalIndexes(argv)].map((at) => argv[at] as string);
   const { persist, rest } = takePersist(argv, false);
-  const parsed = parseFlags(rest, QUERY_FLAGS);
-  if (parsed.positionals.length > 0) {
-    const flag = flagName(argv[0] as string);
-    throw usageError(
-      `${flag} must come after the subcommand or the SQL, as in dirq query "<sql>" ${flag}`,
-    );
+  const parsed = parseFlags(sqlAfterDoubleDash(rest), QUERY_FLAGS);
+  const [sql, ...extra] = parsed.positionals;
+  for (const word of [firstWord, sql]) {
+    if (word !== undefined && SUBCOMMANDS.has(word)) throw optionBeforeSubcommand(argv, word);
   }
-  return { kind: "repl", ...queryOptions(parsed.values), persist };
+  if (sql === undefined) return { kind: "repl", ...queryOptions(parsed.values), persist };
+  if (extra.length > 0) {
+    throw usageError(`unexpected argument '${extra[0]}' after the SQL: quote the whole statement`);
+  }
+  return { kind: "query", sql, ...queryOptions(parsed.values), persist };
 }
 
 /** `dirq repl [options]`: bare `dirq` spelled out, with a usage of its own. */
-function parseRepl(args: string[]): ReplCommand | { kind: "help"; topic: HelpTopic } {
+function parseRepl(args: string[]): ReplCommand | HelpCommand {
   const { persist, rest } = takePersist(args, false);
   const parsed = parseFlags(rest, QUERY_FLAGS);
   if (parsed.values.help) return { kind: "help", topic: "repl" };
@@ -352,10 +373,7 @@ function parseRepl(args: string[]): ReplCommand | { kind: "help"; topic: HelpTop
   return { kind: "repl", ...queryOptions(parsed.values), persist };
 }
 
-function parseQuery(
-  args: string[],
-  usage: string,
-): QueryCommand | { kind: "help"; topic: HelpTopic } {
+function parseQuery(args: string[], usage: string): QueryCommand | HelpCommand {
   const { persist, rest } = takePersist(args, true);
   const parsed = parseFlags(sqlAfterDoubleDash(rest), QUERY_FLAGS);
   if (parsed.values.help) return { kind: "help", topic: "query" };
@@ -367,7 +385,7 @@ function parseQuery(
   return { kind: "query", sql, ...queryOptions(parsed.values), persist };
 }
 
-function parseInit(args: string[]): InitCommand | { kind: "help"; topic: HelpTopic } {
+function parseInit(args: string[]): InitCommand | HelpCommand {
   const parsed = parseFlags(args, {
     root: { type: "string" },
     output: { type: "string" },
@@ -414,7 +432,7 @@ function parseSdkStdio(args: string[]): Command {
 /** Reads the command line (without `node` and the script). Throws a `USAGE` DirqError. */
 export function parseCommandLine(argv: readonly string[]): Command {
   const [first, ...rest] = argv;
-  if (first === undefined) return parseBare([]);
+  if (first === undefined) return parseOptionsFirst([]);
   if (first === "--help" || first === "-h" || first === "help")
     return { kind: "help", topic: "dirq" };
   if (first === "--version" || first === "-V") return { kind: "version" };
@@ -427,7 +445,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
   // SQL may start with a comment (`-- note`); no option contains whitespace.
   if (first.startsWith("-") && first !== "-" && first !== "--" && !/\s/.test(first)) {
     const flag = flagName(first);
-    if (MODE_FLAGS.has(flag)) return parseBare([...argv]);
+    if (MODE_FLAGS.has(flag)) return parseOptionsFirst([...argv]);
     throw usageError(`unknown option '${flag}'`);
   }
   return parseQuery([...argv], `dirq "<sql>"`);
@@ -444,17 +462,23 @@ const SOURCE_OPTIONS_HELP = `  -c, --config <path>      load a .dirq.toml (repea
                            its file (default 60; 0 = no limit)
   --no-ignore              also scan files that .gitignore hides`;
 
-export const QUERY_HELP_TEXT = `Usage: dirq query "<sql>" [options]   (or: dirq "<sql>" [options])
+/** `--format`, as a one-shot query and the REPL take it. */
+const FORMAT_OPTION_HELP = `  --format <auto|table|json|csv>
+                           auto (default): a table on a terminal, JSON otherwise;
+                           csv: a header record, then the rows, as sqlite3 -csv -header`;
+
+export const QUERY_HELP_TEXT = `Usage: dirq query "<sql>" [options]   (or: dirq [options] "<sql>" [options])
 
 Runs one read-only SQL statement over the current directory and prints the rows.
+Options may come before the SQL (dirq -c x.toml "<sql>") or after it, not before 'query'.
 SQL that starts with a -- comment is taken as SQL; after a bare -- nothing is an option.
 
 Options:
 ${SOURCE_OPTIONS_HELP}
   --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db) so the
-                           next run re-parses only changed files; bare, put it after the SQL
-  --format <auto|table|json>
-                           auto (default): a table on a terminal, JSON otherwise
+                           next run re-parses only changed files; bare, it never takes the
+                           SQL (text with a space) as its path
+${FORMAT_OPTION_HELP}
   -h, --help               print this help
 `;
 
@@ -472,8 +496,7 @@ ${SOURCE_OPTIONS_HELP}
   --extension <path>[::<entrypoint>]
                            load a SQLite extension (repeatable); when given, the
                            config's [[dirq.extension]] entries are not loaded
-  --format <auto|table|json>
-                           auto (default): a table on a terminal, JSON otherwise
+${FORMAT_OPTION_HELP}
   -h, --help               print this help
 `;
 
@@ -531,7 +554,8 @@ Usage:
   dirq [options]                 an interactive SQL session (REPL); with piped input,
                                  one statement per line
   dirq repl [options]            the same, explicitly
-  dirq "<sql>" [options]         run one statement and print the rows
+  dirq [options] "<sql>" [options]
+                                 run one statement and print the rows
   dirq query "<sql>" [options]   the same, explicitly
   dirq init [--root <dir>] [--output <path>] [--force]
                                  write a starter .dirq.toml
@@ -547,7 +571,7 @@ A quoted path or glob in FROM is a table of files (a path-table):
   dirq "SELECT count(*) FROM './src/**/*.ts'"
 Columns: path, basename, dir, ext, size, mtime, ctime.
 
-Options (after the SQL or after 'query'; alone for the REPL):
+Options (before or after the SQL, after 'query'; alone for the REPL):
   -c, --config <path>      load a .dirq.toml (repeatable, merged in order; never automatic)
   --parse <json|jsonl|csv|tsv|yaml|toml|markdown|auto>
                            read every path-table's files in a built-in format (auto: by
@@ -560,12 +584,11 @@ Options (after the SQL or after 'query'; alone for the REPL):
   --no-ignore              also scan files that .gitignore hides
   --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db), so a
                            restart re-parses only the files that changed; a bare --persist
-                           goes after the SQL
+                           never takes the SQL (text with a space) as its path
   --extension <path>[::<entrypoint>]
                            load a SQLite extension (repeatable); when given, the
                            config's [[dirq.extension]] entries are not loaded
-  --format <auto|table|json>
-                           auto (default): a table on a terminal, JSON otherwise
+${FORMAT_OPTION_HELP}
 
 Plugins (the dirq launchers, docs/plugins.md):
   --no-plugin              do not load installed plugins' config fragments

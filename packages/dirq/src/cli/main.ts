@@ -94,6 +94,9 @@ async function printResult(
       // Loaded on demand: width measurement is only needed for tables, and start-up counts.
       const { tableChunks } = await import("../output/table.js");
       for await (const chunk of tableChunks(result.columns, result.rows)) held.add(chunk);
+    } else if (command.format === "csv") {
+      const { csvChunks } = await import("../output/csv.js");
+      for (const chunk of csvChunks(result.columns, result.rows)) held.add(chunk);
     } else {
       // SQLite writes a long answer when it fits in what is held in memory anyway.
       const answer = jsonAnswer(result, threshold ?? DEFAULT_SPILL_THRESHOLD);

@@ -2,6 +2,8 @@ import * as v from "valibot";
 import { FORMAT_LIST, FORMAT_NAMES } from "../parse/formats/format-names.js";
 import { hookTimeoutProblem } from "../parse/hook-timeout.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
+import { foldName } from "../shared/sql-names.js";
+import { tomlKey } from "./toml-text.js";
 
 // Validated with valibot rather than zod: zod 4 is slow to load, a cost every dirq run with a
 // `-c` config would pay; valibot is one small module that loads quickly.
@@ -70,21 +72,31 @@ const ignorePattern = v.pipe(
   ),
 );
 
+/**
+ * A column name: any text a CSV header or a hook's key may be (`"Region Name"`,
+ * `"ISO4217-currency_numeric_code"`: a quoted TOML key), created as spelled and quoted in SQL.
+ */
+const columnName = v.pipe(
+  v.string(),
+  v.minLength(1, "column names must not be empty"),
+  v.check(
+    (name) => !name.includes("\u0000"),
+    "column names cannot hold a NUL character (SQLite ends a name there)",
+  ),
+  v.check(
+    (name) => !INTERNAL_PREFIX.test(name),
+    "column names starting with _dirq_ are reserved for dirq: rename the column",
+  ),
+  v.check(
+    (name) => !/^sqlite_/i.test(name),
+    "column names starting with sqlite_ are reserved for SQLite: rename the column",
+  ),
+);
+
 const columnSchema = v.pipe(
   notAnArray("a table of column = type"),
   v.record(
-    v.pipe(
-      v.string(),
-      v.regex(IDENTIFIER, "column names must be SQL identifiers (letters, digits and _)"),
-      v.check(
-        (name) => !INTERNAL_PREFIX.test(name),
-        "column names starting with _dirq_ are reserved for dirq: rename the column",
-      ),
-      v.check(
-        (name) => !/^sqlite_/i.test(name),
-        "column names starting with sqlite_ are reserved for SQLite: rename the column",
-      ),
-    ),
+    columnName,
     v.pipe(v.string(expected("a string")), v.regex(COLUMN_TYPE, "expected a column type")),
     expected("a table of column = type"),
   ),
@@ -92,15 +104,16 @@ const columnSchema = v.pipe(
     if (!dataset.typed) return;
     const seen = new Set<string>();
     for (const [column, type] of Object.entries(dataset.value)) {
-      if (seen.has(column.toLowerCase())) {
+      if (seen.has(foldName(column))) {
         addIssue({
-          message: "duplicate column: SQLite column names ignore case",
+          message:
+            "duplicate column: SQLite column names ignore ASCII case, so this key names an earlier column again: keep one of them",
           path: [
             { type: "object", origin: "value", input: dataset.value, key: column, value: type },
           ],
         });
       }
-      seen.add(column.toLowerCase());
+      seen.add(foldName(column));
     }
   }),
 );
@@ -210,12 +223,16 @@ const configFileSchema = strictTable(
 
 export type ConfigFile = v.InferOutput<typeof configFileSchema>;
 
-/** `table[1].schema.title` from a path of keys. */
+/** `table[1].schema.title`, `table[0].schema."Region Name"`, from a path of keys. */
 export function formatKeyPath(path: readonly PropertyKey[]): string {
   let text = "";
   for (const part of path) {
-    if (typeof part === "number") text += `[${part}]`;
-    else text += text === "" ? String(part) : `.${String(part)}`;
+    if (typeof part === "number") {
+      text += `[${part}]`;
+      continue;
+    }
+    const key = tomlKey(String(part));
+    text += text === "" ? key : `.${key}`;
   }
   return text;
 }

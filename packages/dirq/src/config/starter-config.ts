@@ -5,8 +5,10 @@ import { type FileFormat, formatOfPath } from "../parse/formats/format-names.js"
 import type { ProgressReporter } from "../progress/reporter.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { SelectionWalker } from "../scan/walk.js";
+import { isWellFormed } from "../parse/large-text.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import { type InferredColumns, inferColumns } from "./infer-columns.js";
+import { tomlKey, tomlString } from "./toml-text.js";
 
 /**
  * `dirq init`: a starter `.dirq.toml` for the files found under the root. A walk (the index's
@@ -223,9 +225,18 @@ function tableTarget(format: FileFormat, paths: readonly string[]): TableTarget 
   return { glob, name: name ?? defaultName(format), where, single: false };
 }
 
-/** A string as a TOML basic string (JSON's escapes are TOML's). */
-function tomlString(text: string): string {
-  return JSON.stringify(text);
+/**
+ * Whether a `schema` key may name the column (config/schema.ts): any text but an empty one,
+ * one with a NUL, a reserved name, or text TOML cannot write (a lone surrogate).
+ */
+function schemaCanName(key: string): boolean {
+  return (
+    key !== "" &&
+    !key.includes("\u0000") &&
+    isWellFormed(key) &&
+    !INTERNAL_PREFIX.test(key) &&
+    !/^sqlite_/i.test(key)
+  );
 }
 
 /** Text safe inside a `#` comment line. */
@@ -243,8 +254,8 @@ function schemaLines(inferred: InferredColumns): string[] {
     ];
   }
   const columns = [...inferred.columns];
-  const named = columns.filter(([key]) => IDENTIFIER.test(key) && !/^sqlite_/i.test(key));
-  const pairs = named.map(([key, type]) => `${key} = "${type ?? "TEXT"}"`).join(", ");
+  const named = columns.filter(([key]) => schemaCanName(key));
+  const pairs = named.map(([key, type]) => `${tomlKey(key)} = "${type ?? "TEXT"}"`).join(", ");
   const files = `${inferred.read} ${inferred.read === 1 ? "file" : "files"}`;
   if (named.length < columns.length) {
     const others = columns
@@ -253,7 +264,7 @@ function schemaLines(inferred: InferredColumns): string[] {
       .map(([key]) => tomlString(commentText(key)));
     return [
       "# No schema: the columns are every key the files hold. A schema could not keep",
-      `# ${others.join(", ")}${columns.length - named.length > 3 ? ", ..." : ""}: its column names must be SQL identifiers.`,
+      `# ${others.join(", ")}${columns.length - named.length > 3 ? ", ..." : ""}: names a schema cannot hold (reserved or empty).`,
       `# The others, of all ${files}:`,
       `# schema = { ${pairs} }`,
     ];

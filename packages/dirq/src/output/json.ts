@@ -16,7 +16,7 @@ export function jsonValue(value: SqlValue | undefined): string {
 }
 
 /** Flush output in pieces of about this many characters. */
-const CHUNK_SIZE = 64 * 1024;
+export const CHUNK_SIZE = 64 * 1024;
 
 /**
  * The result as a compact JSON array of objects (keys in SELECT order) and a final newline,

@@ -248,9 +248,7 @@ export async function runRepl(command: ReplCommand, io: ReplIo): Promise<number>
       : (await import("../config/load-config.js")).loadConfigs(command.configs, io.cwd);
   if (command.onFile !== null) checkHookCanStart(command.onFile, io.cwd);
   const format: AnswerFormat =
-    command.format === "table" || (command.format === "auto" && io.stdout.isTTY === true)
-      ? "table"
-      : "json";
+    command.format === "auto" ? (io.stdout.isTTY === true ? "table" : "json") : command.format;
   let session: Session | null = null;
   const live = await openReplIndex({
     root: io.cwd,

@@ -25,6 +25,8 @@ export const RequestKind = {
    * `encodeArguments` writes them (one line: JSON escapes line breaks), a line break, the SQL.
    */
   JsonBound: 4,
+  /** Run the statement (payload: SQL), answer CSV with a header line (the REPL's `--format csv`). */
+  Csv: 5,
 } as const;
 
 /** Process to pool. */

@@ -22,8 +22,14 @@ export type QueryAnswer =
   | { ok: true; body: string | Uint8Array }
   | { ok: false; message: string; user: boolean; tooLarge?: boolean };
 
-/** How a statement's answer is shaped: the JSON body, or an aligned text table. */
-export type AnswerFormat = "json" | "table";
+/** How a statement's answer is shaped: the JSON body, an aligned text table, or CSV. */
+export type AnswerFormat = "json" | "table" | "csv";
+
+const REQUEST_KINDS: Readonly<Record<AnswerFormat, number>> = {
+  json: RequestKind.Json,
+  table: RequestKind.Table,
+  csv: RequestKind.Csv,
+};
 
 export interface RunOptions {
   format?: AnswerFormat;
@@ -297,12 +303,7 @@ export class QueryPool {
       job.runner = runner;
       const frame =
         job.args === null
-          ? encodeFrame(
-              job.id,
-              job.format === "table" ? RequestKind.Table : RequestKind.Json,
-              job.sql,
-              job.flags,
-            )
+          ? encodeFrame(job.id, REQUEST_KINDS[job.format], job.sql, job.flags)
           : encodeFrame(
               job.id,
               RequestKind.JsonBound,

@@ -140,14 +140,19 @@ function limitText(bytes: number): string {
 }
 
 /**
- * The answer: an aligned table (the REPL), or the JSON body within the size limit. Its UTF-8
- * bytes are written once, into the frame; the server sends them to the socket as they are.
+ * The answer: an aligned table or CSV (the REPL), or the JSON body within the size limit. Its
+ * UTF-8 bytes are written once, into the frame; the server sends them to the socket as they are.
  */
 function render(result: StatementRows, format: AnswerFormat | undefined): Answer | Promise<Answer> {
+  // Loaded on demand: only the REPL asks for tables and CSV (and sets no answer limit).
   if (format === "table") {
-    // Loaded on demand: only the REPL asks for tables (and sets no answer limit).
     return import("../output/table.js").then(({ tableChunks }) =>
-      renderTable(tableChunks(result.columns, result.rows)),
+      renderText(tableChunks(result.columns, result.rows), "table"),
+    );
+  }
+  if (format === "csv") {
+    return import("../output/csv.js").then(({ csvChunks }) =>
+      renderText(csvChunks(result.columns, result.rows), "CSV"),
     );
   }
   return renderJson(result);
@@ -156,8 +161,11 @@ function render(result: StatementRows, format: AnswerFormat | undefined): Answer
 /** A frame's length is a u32: the most one answer can hold. */
 const MAX_FRAME_BYTES = 0xffff_ffff;
 
-/** A table as the bytes of its chunks (it may be larger than the longest string). */
-async function renderTable(chunks: AsyncIterable<string>): Promise<Buffer[]> {
+/** A table or CSV as the bytes of its chunks (it may be larger than the longest string). */
+async function renderText(
+  chunks: AsyncIterable<string> | Iterable<string>,
+  what: "table" | "CSV",
+): Promise<Buffer[]> {
   const parts: Buffer[] = [];
   let size = 0;
   for await (const chunk of chunks) {
@@ -166,7 +174,7 @@ async function renderTable(chunks: AsyncIterable<string>): Promise<Buffer[]> {
     if (size > MAX_FRAME_BYTES) {
       throw new DirqError(
         "ANSWER_TOO_LARGE",
-        "the table is larger than 4 GiB; narrow the query (WHERE, LIMIT, fewer columns) or run it with `dirq query`",
+        `the ${what} is larger than 4 GiB; narrow the query (WHERE, LIMIT, fewer columns) or run it with \`dirq query\``,
       );
     }
     parts.push(part);
@@ -254,7 +262,7 @@ function answer(request: QueryRequest): Answer | Promise<Answer> {
   // Bound values: the JS way (SQLite's JSON wrapper would run the statement without them).
   if (args !== undefined) return renderJson(execute(prepared, args));
   const first = prepared.runs++ === 0;
-  if (format === "table") return render(execute(prepared), format);
+  if (format === "table" || format === "csv") return render(execute(prepared), format);
   const small =
     first && FIRST_ANSWER_JS_ROWS > 0 && prepared.statement.reader
       ? firstAnswerInJs(prepared)
@@ -272,6 +280,12 @@ async function answerInPasses(
   );
   return (await rendered) ?? "";
 }
+
+/** The answer a request kind asks for (JSON unless named here). */
+const ANSWER_FORMATS = new Map<number, AnswerFormat>([
+  [RequestKind.Table, "table"],
+  [RequestKind.Csv, "csv"],
+]);
 
 const channel = new Socket({ fd: 3, readable: true, writable: true });
 const reader = new FrameReader();
@@ -384,7 +398,7 @@ channel.on("data", (chunk: Buffer) => {
       if (at !== -1) queue.splice(at, 1);
       continue;
     }
-    const format: AnswerFormat = frame.kind === RequestKind.Table ? "table" : "json";
+    const format = ANSWER_FORMATS.get(frame.kind) ?? "json";
     const workersChecked = (frame.flags & NO_WORKER_CALLS) !== 0;
     const text = frame.payload.toString("utf8");
     if (frame.kind === RequestKind.JsonBound) {

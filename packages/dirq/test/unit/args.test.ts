@@ -72,3 +72,33 @@ test("a lone statement is a query with every option at its default", () => {
   });
   assert.throws(() => parseCommandLine(["SELECT 1", "x"]), /unexpected argument 'x'/);
 });
+
+test("options before the SQL are read as after it; alone, they open the REPL", () => {
+  const same = (before: string[], sql: string) =>
+    assert.deepEqual(parseCommandLine([...before, sql]), parseCommandLine([sql, ...before]));
+  same(["-c", "a.toml", "--config=b.toml", "--format", "csv"], "SELECT 1");
+  same(["--no-ignore", "--parse", "csv", "--extension", "x.so"], "SELECT 1");
+  same(["--on-file", "cat {path}", "--hook-timeout", "5"], "SELECT 1");
+  same(["--persist"], "SELECT 1");
+  same(["--persist=x.db"], "SELECT 1");
+  same(["--persist", "x.db"], "SELECT 1");
+  same(["--format", "json"], "-- a comment\nSELECT 1");
+  // A value that looks like SQL stays the option's value.
+  assert.deepEqual(parseCommandLine(["--on-file", "SELECT 1"]), {
+    ...parseCommandLine([]),
+    onFile: "SELECT 1",
+  });
+  assert.deepEqual(parseCommandLine(["--persist", "x.db"]), {
+    ...parseCommandLine([]),
+    persist: "x.db",
+  });
+  // A subcommand after options is never taken for the SQL or a --persist path.
+  for (const args of [
+    ["-c", "a.toml", "query", "SELECT 1"],
+    ["--persist", "query", "SELECT 1"],
+    ["--persist", "x.db", "server"],
+    ["--no-ignore", "repl"],
+  ]) {
+    assert.throws(() => parseCommandLine(args), /must come after the subcommand/, args.join(" "));
+  }
+});
