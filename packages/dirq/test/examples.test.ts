@@ -51,7 +51,7 @@ describe("SDK examples (examples/*.mjs, shown in docs/sdk.md)", () => {
 /**
  * The sample outputs shown in the docs are what dirq prints. A sample over this package's own
  * files runs right here (`cwd` is the package folder); the others run in a tree with the files
- * (and sizes) their output shows. `DIRQ_UPDATE_SAMPLES=1` writes what dirq prints now into the
+ * (and sizes) their output shows. `UPDATE_DOC_SAMPLES=1` writes what dirq prints now into the
  * doc instead of failing, so a sample is regenerated, never edited by hand.
  */
 describe("CLI samples in the docs (README.md, docs/cli.md)", () => {
@@ -89,14 +89,14 @@ describe("CLI samples in the docs (README.md, docs/cli.md)", () => {
           timeout: 60_000,
         });
         assert.equal(stderr, "");
-        if (process.env.DIRQ_UPDATE_SAMPLES === "1") {
+        if (process.env.UPDATE_DOC_SAMPLES === "1") {
           writeFileSync(join(PACKAGE_DIR, doc), text.slice(0, start) + stdout + text.slice(end));
           return;
         }
         assert.equal(
           stdout,
           text.slice(start, end),
-          `${doc}'s sample is stale: regenerate it with DIRQ_UPDATE_SAMPLES=1 node --test dist/test/examples.test.js`,
+          `${doc}'s sample is stale: regenerate it with UPDATE_DOC_SAMPLES=1 node --test dist/test/examples.test.js`,
         );
       } finally {
         if (tree !== "package") rmSync(dir, { recursive: true, force: true });

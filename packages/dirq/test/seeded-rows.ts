@@ -2,7 +2,7 @@
  * Seeded SQL statements whose answers hold the values output formats find hard: quotes,
  * commas, line breaks, leading spaces, text beyond ASCII, repeated and numeric column names,
  * integers beyond 2^53, NULL, and (when asked) REALs, BLOBs and the 64-bit edges. The web
- * console's export tests (console-work.test.ts) and `--format csv`'s (csv-output.test.ts)
+ * console's export tests (console-work.test.ts) and `--format csv`'s (output-csv.test.ts)
  * compare them with reference tools.
  */
 
