@@ -16,6 +16,7 @@ import type { FormatName } from "../parse/formats/format-names.js";
 import { parseHookCommand } from "../parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "../progress/reporter.js";
 import { realPath } from "../shared/real-path.js";
+import type { EmptyTableListener } from "../scan/empty-selection.js";
 import { cacheIgnorePatterns, defaultCachePath, openCache } from "./cache-file.js";
 import { openIndexDatabase, type SqliteDatabase } from "./database.js";
 import type { ParsedTableOptions } from "./parsed-tables.js";
@@ -151,6 +152,7 @@ function extractorOf(options: OpenIndexOptions): Extractor | null {
 export function indexSettings(
   options: OpenIndexOptions,
   closingSignal: () => AbortSignal,
+  onEmpty?: EmptyTableListener,
 ): IndexSettings {
   const root = resolveRoot(options.root ?? process.cwd());
   const config = options.config ?? EMPTY_CONFIG;
@@ -183,6 +185,7 @@ export function indexSettings(
     },
     pathlessFills,
     countedFills: options.countedFills === true && pathlessFills,
+    onEmpty,
   };
   const profile = profileOf(config, options.extensions);
   return {
