@@ -4,7 +4,7 @@ import { after, describe, it } from "node:test";
 import { seededRandom } from "./differential.js";
 import { DIRQ_BIN, makeTree, python3, removeTree, runDirq } from "./helpers.js";
 import { jsonStatement } from "./json-statements.js";
-import { assertUserError, runInTerminal, runOk, scriptAvailable } from "./support.js";
+import { assertUserError, runInTerminal, runOk, runOkEmpty, scriptAvailable } from "./support.js";
 
 const root = makeTree({ "a.md": "hello\n", "docs/b.md": "bb" });
 after(() => removeTree(root));
@@ -26,7 +26,8 @@ describe("JSON output", { concurrency: true }, () => {
 
   it("a result with no rows is []", async () => {
     assert.equal(await json("SELECT 1 AS n WHERE 0"), "[]\n");
-    assert.equal(await json("SELECT * FROM './*.none'"), "[]\n");
+    const empty = await runOkEmpty(root, ["SELECT * FROM './*.none'", "--format", "json"]);
+    assert.equal(empty.stdout, "[]\n");
   });
 
   it("a path-table row, byte for byte", async () => {
