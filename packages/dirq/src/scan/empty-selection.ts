@@ -25,10 +25,13 @@ export type EmptyTableListener = (table: EmptyPathTable) => void;
  * Entries the search for a file that would match lists at most: it enters the folders the walk
  * skips (`node_modules`, ignored ones), which may be large.
  */
-export const SEARCH_LIMIT = 100_000;
+export const SEARCH_LIMIT = 50_000;
 
 /** Stands for a leading dot, to ask whether a glob would match if dot names were not special. */
 const DOT_STAND_IN = "\u0001";
+
+/** A path with a name that starts with a dot. */
+const DOT_NAME = /(?:^|\/)\./;
 
 function undotted(path: string): string {
   return path
@@ -56,11 +59,12 @@ function listQuietly(absolute: string): Dirent[] {
 /**
  * The first file under the selection's base that it would take with no ignore rule and no
  * built-in skip, searched depth first; a file only a dot name keeps out, when there is no
- * other. `exhausted`: the search stopped at SEARCH_LIMIT entries.
+ * other. `exhausted`: the search stopped past `limit` entries.
  */
 function findCandidate(
   root: string,
   selection: PathSelection,
+  limit: number,
 ): { candidate: Candidate | null; exhausted: boolean } {
   if (selection.kind === "file") {
     return { candidate: { path: selection.file, dotted: false }, exhausted: false };
@@ -81,12 +85,12 @@ function findCandidate(
         if (maxDepth === null || depth + 1 < maxDepth) subfolders.push(path);
       } else if (matches(path)) {
         return { candidate: { path, dotted: false }, exhausted: false };
-      } else if (dotted === null && matches(undotted(path))) {
+      } else if (dotted === null && DOT_NAME.test(path) && matches(undotted(path))) {
         dotted = path;
       }
     }
     const found = dotted === null ? null : { path: dotted, dotted: true };
-    if (listed > SEARCH_LIMIT) return { candidate: found, exhausted: true };
+    if (listed > limit) return { candidate: found, exhausted: true };
     for (const path of subfolders.reverse()) stack.push({ dir: path, depth: depth + 1 });
   }
   return { candidate: dotted === null ? null : { path: dotted, dotted: true }, exhausted: false };
@@ -141,23 +145,18 @@ function whyNotListed(options: EmptySelectionOptions, candidate: Candidate): str
  * (a built-in skip, an ignore file's pattern as `git check-ignore -v` names it, a configured
  * pattern, the dot-name rule of globs, or not being a regular file).
  */
-export function whyEmpty(options: EmptySelectionOptions): string {
-  let found: ReturnType<typeof findCandidate>;
-  try {
-    found = findCandidate(options.root, options.selection);
-  } catch {
-    return "no file matches it";
-  }
-  const { candidate, exhausted } = found;
+export function whyEmpty(options: EmptySelectionOptions, limit = SEARCH_LIMIT): string {
+  const { candidate, exhausted } = findCandidate(options.root, options.selection, limit);
   let reason: string | null = null;
   try {
     reason = candidate === null ? null : whyNotListed(options, candidate);
   } catch {
+    // A folder on the way that cannot be searched: the walk said nothing of it either.
     reason = null;
   }
   if (reason !== null) return reason;
   return exhausted
-    ? `no file dirq lists matches it (the folders it skips were searched for one only in part: the first ${SEARCH_LIMIT} entries)`
+    ? `no file dirq lists matches it (of the folders it skips, such as node_modules, it searched only the first ${limit} entries for one)`
     : "no file matches it";
 }
 
