@@ -226,6 +226,17 @@ describe("a parsed table no file has shaped accepts any column", { concurrency: 
     assert.match(result.stderr, /^dirq: no such column: titel\n$/);
   });
 
+  it("so does a config table with inferred columns and no file, silently", async () => {
+    const config = '[[table]]\nname = "posts"\nglob = "postz/*.json"\nformat = "json"\n';
+    const tree = makeTree({ "t.toml": config });
+    try {
+      const result = await runDirq(["SELECT title FROM posts", "-c", "t.toml"], { cwd: tree });
+      assert.deepEqual(result, { code: 0, stdout: "[]\n", stderr: "" });
+    } finally {
+      removeTree(tree);
+    }
+  });
+
   it("a plain path-table still refuses a column it does not have", async () => {
     const result = await query("SELECT title FROM './postz/*.json'");
     assert.equal(result.code, 1);

@@ -223,6 +223,7 @@ async function runQueryToEnd(
     // native extension not even rows (a view of as many blank rows as files).
     pathlessFills: true,
     countedFills: true,
+    tellEmptyTables: true,
     // Every fill of a table reports its progress: the one place that says a table was filled.
     progress: {
       start: () => {

@@ -89,6 +89,13 @@ export interface OpenIndexOptions {
    */
   countedFills?: boolean;
   /**
+   * Find out why each path-table a statement builds that lists no file is empty, for
+   * `PreparedStatement.emptyTables` (the CLI and the REPL tell it on stderr). Off by default:
+   * finding out may list folders the walk skips (up to 50,000 entries), on the calling thread,
+   * and the server and the SDK do not show it.
+   */
+  tellEmptyTables?: boolean;
+  /**
    * Fill path-tables on a thread of their own, with its own connection to the index file
    * (needs `databasePath` or `persist`): the calling thread stays free while a big table
    * fills (the server's event loop). Default: fills run on the calling thread.
@@ -185,7 +192,7 @@ export function indexSettings(
     },
     pathlessFills,
     countedFills: options.countedFills === true && pathlessFills,
-    onEmpty,
+    onEmpty: options.tellEmptyTables === true ? onEmpty : undefined,
   };
   const profile = profileOf(config, options.extensions);
   return {

@@ -63,6 +63,8 @@ export async function openReplIndex(options: ReplIndexOptions): Promise<ReplInde
       parse: options.parse ?? undefined,
       extensions: options.extensions,
       persist: options.persist ?? undefined,
+      // A path-table that lists no file is told on stderr, with why.
+      tellEmptyTables: true,
       // Only the columns a statement reads, as one-shot runs do: `SELECT count(*)` on a big
       // tree stats nothing, and a later statement that reads `size` fills the stats then.
       // Rows the watcher updates keep the table's groups (PathTables.refreshFile).
