@@ -37,6 +37,7 @@ import {
   type PreparerHost,
   StatementPreparer,
 } from "./query/statement-preparer.js";
+import type { EmptyPathTable } from "./scan/empty-selection.js";
 import type { SkippedPath } from "./scan/walk.js";
 
 export type { OpenIndexOptions };
@@ -96,9 +97,15 @@ export class DirqIndex {
    * asks for its signal: a statement that runs no hook never loads Node's AbortController.
    */
   private closing: AbortController | null = null;
+  /** Path-tables built since the statement being prepared began that list no file. */
+  private emptyTables: EmptyPathTable[] = [];
 
   constructor(options: OpenIndexOptions = {}) {
-    this.settings = indexSettings(options, () => (this.closing ??= new AbortController()).signal);
+    this.settings = indexSettings(
+      options,
+      () => (this.closing ??= new AbortController()).signal,
+      (table) => this.emptyTables.push(table),
+    );
     const { root, profile, tableOptions } = this.settings;
     this.root = root;
     this.connectionProfile = profile;
@@ -206,6 +213,8 @@ export class DirqIndex {
       beforeStatement: () => pathTables.revertCounted(),
       touch: (tables) => pathTables.touch(tables),
       callsWorkers: (functions) => this.functions.calledIn(functions).length > 0,
+      acceptColumn: (table, column) => parsed.acceptColumn(table, column),
+      takeEmptyTables: () => this.emptyTables.splice(0),
       withWriter: (task) => this.writer.run(task),
       tablesChanged: (tables) => this.tablesChanged(tables),
     };

@@ -2,8 +2,16 @@ import assert from "node:assert/strict";
 import { chmodSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
-import { assertNoStackTrace, assertUserError, parseRows, pathsOf, runOk } from "./helpers.js";
+import {
+  assertNoStackTrace,
+  assertUserError,
+  makeTree,
+  parseRows,
+  pathsOf,
+  removeTree,
+  runDirq,
+  runOk,
+} from "./helpers.js";
 
 const root = makeTree({
   ".gitignore": "*.log\n",

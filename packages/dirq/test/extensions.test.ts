@@ -4,9 +4,8 @@ import { copyFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { assertUserError, makeTree, parseRows, removeTree, runDirq, runOk } from "./helpers.js";
 import { postQuery, queryRows, type ServerProcess, startServer } from "./server-support.js";
-import { assertUserError, parseRows, runOk } from "./helpers.js";
 
 /**
  * A tiny SQLite extension built from C here (gcc and libsqlite3-dev's sqlite3ext.h): its

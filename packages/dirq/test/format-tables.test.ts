@@ -1226,10 +1226,23 @@ function failureTree(): string {
   return root;
 }
 
-function expectedSkips(prefix: string): string[] {
+/**
+ * The hint of a one-shot's line for a file `auto` has no format for (told by extension, and
+ * named when it is the only one), for a config table and for a path-table.
+ */
+const NO_FORMAT_HINTS = {
+  config: "Narrow the table's glob, or read it with an on-file hook",
+  path: "Use --on-file or a [[table]] with an on-file hook to read it",
+};
+
+function expectedSkips(prefix: string, table: keyof typeof NO_FORMAT_HINTS): string[] {
   return Object.entries(FAILURE_FILES)
     .filter(([path, [, reason]]) => reason !== null && path.startsWith(prefix))
-    .map(([path, [, reason]]) => `dirq: skipped ${path}: ${reason}`)
+    .map(([path, [, reason]]) =>
+      path === "bad/notes.txt"
+        ? `dirq: skipped ${path}: no built-in format reads .txt files. ${NO_FORMAT_HINTS[table]}`
+        : `dirq: skipped ${path}: ${reason}`,
+    )
     .sort();
 }
 
@@ -1249,7 +1262,7 @@ describe("format tables: every failure is the file's, one-shot", { concurrency: 
       { f: "nested/ok.json", k: "ok.json", n: 1 },
     ]);
     // Exactly one line per skipped file, nothing else on stderr.
-    assert.deepEqual(result.stderr.trimEnd().split("\n").sort(), expectedSkips(""));
+    assert.deepEqual(result.stderr.trimEnd().split("\n").sort(), expectedSkips("", "config"));
   });
 
   it("--parse over a path-table skips the same files for the same reasons", async () => {
@@ -1257,7 +1270,7 @@ describe("format tables: every failure is the file's, one-shot", { concurrency: 
     const auto = await oneShot(root, "SELECT count(*) AS n FROM './bad'", ["--parse", "auto"]);
     assert.equal(auto.code, 23, auto.stderr);
     assert.equal(auto.stdout, '[{"n":4}]\n');
-    assert.deepEqual(auto.stderr.trimEnd().split("\n").sort(), expectedSkips("bad/"));
+    assert.deepEqual(auto.stderr.trimEnd().split("\n").sort(), expectedSkips("bad/", "path"));
     // One format for every file: each file is read as JSON Lines.
     const jsonl = await oneShot(root, "SELECT count(*) AS n FROM './bad/*.jsonl'", [
       "--parse",

@@ -194,6 +194,20 @@ export async function runOk(
   return result.stdout;
 }
 
+/**
+ * Runs `dirq` expecting exit 0 and, on stderr, only lines that say path-tables list no file
+ * (at least one); returns stdout and stderr.
+ */
+export async function runOkEmpty(
+  cwd: string,
+  args: readonly string[],
+): Promise<{ stdout: string; stderr: string }> {
+  const result = await runDirq(args, { cwd });
+  assert.equal(result.code, 0, `dirq ${JSON.stringify(args)} failed: ${result.stderr}`);
+  assert.notEqual(emptyTablesIn(result.stderr).length, 0, "no line says a path-table is empty");
+  return result;
+}
+
 /** Parses a JSON result and checks it is an array. */
 export function parseRows(stdout: string): Record<string, unknown>[] {
   const rows = JSON.parse(stdout) as unknown;
@@ -303,11 +317,29 @@ export async function pathsByTable(
     cwd,
   });
   assert.equal(result.code, 0, `dirq failed for ${tables.join(", ")}: ${result.stderr}`);
-  assert.equal(result.stderr, "");
   const [row] = parseRows(result.stdout);
   const out: Record<string, string[]> = {};
   tables.forEach((table, i) => {
     out[table] = (JSON.parse(String(row?.[`t${i}`])) as string[]).sort();
   });
+  // Nothing on stderr but one line for each table that lists no file (docs/path-tables.md).
+  const empty = tables.filter((table) => out[table]?.length === 0);
+  assert.deepEqual(
+    emptyTablesIn(result.stderr),
+    empty.map((table) => table.slice(1, -1)).sort(),
+    `stderr: ${result.stderr}`,
+  );
   return out;
+}
+
+/** The path-tables a run's stderr says are empty (`dirq: path-table '<t>' is empty: ...`). */
+export function emptyTablesIn(stderr: string): string[] {
+  const lines = stderr.split("\n").filter((line) => line !== "");
+  return lines
+    .map((line) => {
+      const match = /^dirq: path-table '(.*)' is empty: \S/.exec(line);
+      assert.ok(match, `unexpected stderr line: ${line}`);
+      return match[1] as string;
+    })
+    .sort();
 }

@@ -3,8 +3,7 @@ import { spawnSync } from "node:child_process";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { makeTree, removeTree } from "./helpers.js";
-import { parseRows, runOk } from "./helpers.js";
+import { makeTree, parseRows, removeTree, runOk } from "./helpers.js";
 
 /** Prints the file's content verbatim: the file holds the hook output to test. */
 const CAT_HOOK = `import { readFileSync } from "node:fs";

@@ -13,7 +13,14 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import {
+  assertNoStackTrace,
+  DIRQ_BIN,
+  makeTree,
+  parseRows,
+  removeTree,
+  runDirq,
+} from "./helpers.js";
 import {
   eventually,
   openStuckSubscriber,
@@ -23,7 +30,6 @@ import {
   serverFixtures,
   startServer,
 } from "./server-support.js";
-import { assertNoStackTrace, parseRows } from "./helpers.js";
 
 /*
  * Files that break naive tools: names with spaces, newlines and bytes that are not UTF-8,

@@ -3,9 +3,16 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { DIRQ_BIN, makeTree, processRuns, removeTree, runDirq } from "./helpers.js";
+import {
+  assertNoStackTrace,
+  DIRQ_BIN,
+  makeTree,
+  parseRows,
+  processRuns,
+  removeTree,
+  runDirq,
+} from "./helpers.js";
 import { eventually, startServer } from "./server-support.js";
-import { assertNoStackTrace, parseRows } from "./helpers.js";
 
 /*
  * Hooks that misbehave: print for ever, fork children that hold their stdout or outlive them,

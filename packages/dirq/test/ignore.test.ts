@@ -3,8 +3,7 @@ import { execFileSync } from "node:child_process";
 import { symlinkSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
-import { parseRows, pathsByTable, pathsOf } from "./helpers.js";
+import { makeTree, parseRows, pathsByTable, pathsOf, removeTree, runDirq } from "./helpers.js";
 
 const root = makeTree({
   ".gitignore": "*.log\n!keep.log\nbuild/\n!build/keep.js\n/rootonly.txt\n",

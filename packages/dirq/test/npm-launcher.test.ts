@@ -21,8 +21,7 @@ import { after, before, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { takeNoPluginFlag, withPluginConfigs } from "../src/launcher/plugin-args.js";
-import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
-import { assertUserError, parseRows } from "./helpers.js";
+import { assertUserError, DIRQ_BIN, makeTree, parseRows, removeTree, runDirq } from "./helpers.js";
 
 const run = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL("../..", import.meta.url));

@@ -2,9 +2,19 @@ import assert from "node:assert/strict";
 import { spawn, spawnSync } from "node:child_process";
 import { after, describe, it } from "node:test";
 import { seededRandom } from "./differential.js";
-import { DIRQ_BIN, makeTree, python3, removeTree, runDirq } from "./helpers.js";
+import {
+  assertUserError,
+  DIRQ_BIN,
+  makeTree,
+  python3,
+  removeTree,
+  runDirq,
+  runInTerminal,
+  runOk,
+  runOkEmpty,
+  scriptAvailable,
+} from "./helpers.js";
 import { jsonStatement } from "./json-statements.js";
-import { assertUserError, runInTerminal, runOk, scriptAvailable } from "./helpers.js";
 
 const root = makeTree({ "a.md": "hello\n", "docs/b.md": "bb" });
 after(() => removeTree(root));
@@ -26,7 +36,8 @@ describe("JSON output", { concurrency: true }, () => {
 
   it("a result with no rows is []", async () => {
     assert.equal(await json("SELECT 1 AS n WHERE 0"), "[]\n");
-    assert.equal(await json("SELECT * FROM './*.none'"), "[]\n");
+    const empty = await runOkEmpty(root, ["SELECT * FROM './*.none'", "--format", "json"]);
+    assert.equal(empty.stdout, "[]\n");
   });
 
   it("a path-table row, byte for byte", async () => {

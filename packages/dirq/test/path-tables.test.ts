@@ -2,8 +2,17 @@ import assert from "node:assert/strict";
 import { statSync, symlinkSync, truncateSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { makeTree, queryJson, removeTree, runDirq } from "./helpers.js";
-import { assertUserError, parseRows, pathsByTable, pathsOf, runOk } from "./helpers.js";
+import {
+  assertUserError,
+  makeTree,
+  parseRows,
+  pathsByTable,
+  pathsOf,
+  queryJson,
+  removeTree,
+  runDirq,
+  runOk,
+} from "./helpers.js";
 
 /** The main tree: plain files, dot-files, odd names, nested folders. */
 const root = makeTree({
@@ -274,8 +283,13 @@ describe("path-table names and globs", { concurrency: true }, () => {
     });
   });
 
-  it("an empty directory is an empty table", async () => {
-    assert.equal(await runOk(root, ["SELECT * FROM './empty'"]), "[]\n");
+  it("an empty directory is an empty table, and stderr says so", async () => {
+    const result = await runDirq(["SELECT * FROM './empty'"], { cwd: root });
+    assert.deepEqual(result, {
+      code: 0,
+      stdout: "[]\n",
+      stderr: "dirq: path-table './empty' is empty: no file matches it\n",
+    });
   });
 
   it("a path naming a file is that one file", async () => {
@@ -407,15 +421,28 @@ describe("path-table names and globs", { concurrency: true }, () => {
     });
   });
 
-  it("a glob that matches nothing is an empty table, exit 0", async () => {
-    assert.equal(await runOk(root, ["SELECT * FROM './*.xyz'"]), "[]\n");
-    assert.equal(await runOk(root, ["SELECT count(*) AS n FROM './**/*.xyz'"]), '[{"n":0}]\n');
+  it("a glob that matches nothing is an empty table, exit 0, and stderr says so", async () => {
+    for (const [sql, stdout, table] of [
+      ["SELECT * FROM './*.xyz'", "[]\n", "./*.xyz"],
+      ["SELECT count(*) AS n FROM './**/*.xyz'", '[{"n":0}]\n', "./**/*.xyz"],
+    ]) {
+      const result = await runDirq([sql as string], { cwd: root });
+      assert.deepEqual(result, {
+        code: 0,
+        stdout,
+        stderr: `dirq: path-table '${table}' is empty: no file matches it\n`,
+      });
+    }
   });
 
   it("a glob under a folder that does not exist is an empty table, not a partial scan", async () => {
     // docs/path-tables.md: "a glob that matches nothing is an empty table".
     const result = await runDirq(["SELECT * FROM './nope/*.md'"], { cwd: root });
-    assert.deepEqual(result, { code: 0, stdout: "[]\n", stderr: "" });
+    assert.deepEqual(result, {
+      code: 0,
+      stdout: "[]\n",
+      stderr: "dirq: path-table './nope/*.md' is empty: no file matches it\n",
+    });
   });
 });
 

@@ -1,7 +1,14 @@
 import assert from "node:assert/strict";
 import { after, before, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
-import { assertUserError, parseRows, runInTerminal, scriptAvailable } from "./helpers.js";
+import {
+  assertUserError,
+  makeTree,
+  parseRows,
+  removeTree,
+  runDirq,
+  runInTerminal,
+  scriptAvailable,
+} from "./helpers.js";
 
 const root = makeTree({
   "a.md": "a",

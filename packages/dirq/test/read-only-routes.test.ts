@@ -3,8 +3,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq, snapshotTree } from "./helpers.js";
-import { assertUserError } from "./helpers.js";
+import { assertUserError, makeTree, removeTree, runDirq, snapshotTree } from "./helpers.js";
 import { postQuery, type ServerProcess, startServer } from "./server-support.js";
 
 /*

@@ -2,8 +2,15 @@ import assert from "node:assert/strict";
 import { existsSync, readdirSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { makeTree, removeTree, runDirq, snapshotTree } from "./helpers.js";
-import { assertUserError, parseRows, runOk } from "./helpers.js";
+import {
+  assertUserError,
+  makeTree,
+  parseRows,
+  removeTree,
+  runDirq,
+  runOk,
+  snapshotTree,
+} from "./helpers.js";
 
 const root = makeTree({
   "a.md": "# a\n",

@@ -13,8 +13,7 @@ import { tmpdir } from "node:os";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
-import { assertUserError } from "./helpers.js";
+import { assertUserError, DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
 import { eventually } from "./server-support.js";
 import { descendants } from "./terminal.js";
 

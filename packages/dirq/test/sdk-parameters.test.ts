@@ -3,7 +3,7 @@ import { readFileSync } from "node:fs";
 import { after, before, describe, test } from "node:test";
 import { harnessSeed, seededRandom } from "./differential.js";
 import { isDirqError, open, type ParameterValue, type Row } from "../src/index.js";
-import { makeTree, removeTree, runDirq } from "./helpers.js";
+import { assertUserError, makeTree, removeTree, runDirq } from "./helpers.js";
 import {
   assertJsonError,
   cpuTicks,
@@ -13,7 +13,6 @@ import {
   type ServerProcess,
   startServer,
 } from "./server-support.js";
-import { assertUserError } from "./helpers.js";
 
 const SEED = harnessSeed(35_12);
 

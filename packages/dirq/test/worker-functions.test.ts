@@ -4,7 +4,7 @@ import { existsSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { after, afterEach, before, describe, it } from "node:test";
 import { fileURLToPath } from "node:url";
-import { DIRQ_BIN, makeTree, removeTree, runDirq } from "./helpers.js";
+import { assertUserError, DIRQ_BIN, makeTree, parseRows, removeTree, runDirq } from "./helpers.js";
 import {
   assertJsonError,
   eventually,
@@ -13,7 +13,6 @@ import {
   type ServerProcess,
   startServer,
 } from "./server-support.js";
-import { assertUserError, parseRows } from "./helpers.js";
 
 /**
  * A worker as a user would write one: newline-delimited JSON on stdin and stdout, exits at end

@@ -2,8 +2,15 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { harnessSeed, seededRandom } from "./differential.js";
-import { makeTree, removeTree, runDirq, shellHook } from "./helpers.js";
-import { assertUserError, parseRows, runOk } from "./helpers.js";
+import {
+  assertUserError,
+  makeTree,
+  parseRows,
+  removeTree,
+  runDirq,
+  runOk,
+  shellHook,
+} from "./helpers.js";
 
 /**
  * A worker that answers with the JSON text it is given, as written: `raw('9007199254740993')`

@@ -11,6 +11,7 @@ import { escapeControlCharacters } from "../output/escape.js";
 import { DEFAULT_SPILL_THRESHOLD, HeldOutput } from "../output/held-output.js";
 import { jsonAnswer } from "../output/json-answer.js";
 import { flagTimeLimit } from "../parse/hook-timeout.js";
+import { emptyTableLine, skippedLines } from "../progress/build-notes.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { readVersion } from "../version.js";
 import {
@@ -226,6 +227,7 @@ async function runQueryToEnd(
     // native extension not even rows (a view of as many blank rows as files).
     pathlessFills: true,
     countedFills: true,
+    tellEmptyTables: true,
     // Every fill of a table reports its progress: the one place that says a table was filled.
     progress: {
       start: () => {
@@ -238,11 +240,13 @@ async function runQueryToEnd(
     for (const notice of index.notices) io.stderr.write(`dirq: ${notice}\n`);
     const result = await index.query(command.sql);
     await printResult(command, result, io, onRunKind);
-    for (const skipped of result.skipped) {
-      // One line per file: a name or a hook's stderr never brings its own line breaks or
-      // terminal escapes to the user's terminal.
-      const path = escapeControlCharacters(skipped.path);
-      io.stderr.write(`dirq: skipped ${path}: ${escapeControlCharacters(skipped.reason)}\n`);
+    for (const line of [
+      ...result.emptyTables.map(emptyTableLine),
+      ...skippedLines(result.skipped),
+    ]) {
+      // One line each: a name or a hook's stderr never brings its own line breaks or terminal
+      // escapes to the user's terminal.
+      io.stderr.write(`dirq: ${escapeControlCharacters(line)}\n`);
     }
     return result.skipped.length > 0 ? EXIT_PARTIAL_SCAN : 0;
   } finally {

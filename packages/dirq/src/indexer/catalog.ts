@@ -120,6 +120,12 @@ export class Catalog {
     return entry?.kind === "parsed" && entry.live !== null;
   }
 
+  /** The built parsed table of this name (ASCII case ignored, as SQLite matches names). */
+  parsedTable(name: string): LiveParsedTable | undefined {
+    const entry = this.entries.get(name.toLowerCase());
+    return entry?.kind === "parsed" && entry.live !== null ? entry.live : undefined;
+  }
+
   /** The parsed tables built so far: the ones the refresher keeps current. */
   parsedTables(): LiveParsedTable[] {
     const tables: LiveParsedTable[] = [];

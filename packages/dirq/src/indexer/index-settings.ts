@@ -16,6 +16,7 @@ import type { FormatName } from "../parse/formats/format-names.js";
 import { parseHookCommand } from "../parse/hook-command.js";
 import { createProgressReporter, type ProgressReporter } from "../progress/reporter.js";
 import { realPath } from "../shared/real-path.js";
+import type { EmptyTableListener } from "../scan/empty-selection.js";
 import { cacheIgnorePatterns, defaultCachePath, openCache } from "./cache-file.js";
 import { openIndexDatabase, type SqliteDatabase } from "./database.js";
 import type { ParsedTableOptions } from "./parsed-tables.js";
@@ -88,6 +89,13 @@ export interface OpenIndexOptions {
    */
   countedFills?: boolean;
   /**
+   * Find out why each path-table a statement builds that lists no file is empty, for
+   * `PreparedStatement.emptyTables` (the CLI and the REPL tell it on stderr). Off by default:
+   * finding out may list folders the walk skips (up to 50,000 entries), on the calling thread,
+   * and the server and the SDK do not show it.
+   */
+  tellEmptyTables?: boolean;
+  /**
    * Fill path-tables on a thread of their own, with its own connection to the index file
    * (needs `databasePath` or `persist`): the calling thread stays free while a big table
    * fills (the server's event loop). Default: fills run on the calling thread.
@@ -151,6 +159,7 @@ function extractorOf(options: OpenIndexOptions): Extractor | null {
 export function indexSettings(
   options: OpenIndexOptions,
   closingSignal: () => AbortSignal,
+  onEmpty?: EmptyTableListener,
 ): IndexSettings {
   const root = resolveRoot(options.root ?? process.cwd());
   const config = options.config ?? EMPTY_CONFIG;
@@ -183,6 +192,7 @@ export function indexSettings(
     },
     pathlessFills,
     countedFills: options.countedFills === true && pathlessFills,
+    onEmpty: options.tellEmptyTables === true ? onEmpty : undefined,
   };
   const profile = profileOf(config, options.extensions);
   return {

@@ -6,7 +6,7 @@ import { parsePathTableName } from "../scan/path-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
 import type { Catalog } from "./catalog.js";
 import type { CatalogTable } from "./catalog-store.js";
-import type { SqliteDatabase } from "./database.js";
+import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import {
   buildParsedTable,
   type LiveParsedTable,
@@ -14,6 +14,8 @@ import {
   type ParsedTableSpec,
   storedColumns,
 } from "./parsed-tables.js";
+import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
+import { foldName } from "../shared/sql-names.js";
 import type { Refresher } from "./refresh.js";
 import type { RowChange } from "./row-changes.js";
 import {
@@ -120,6 +122,28 @@ export class ParsedTableRegistry {
     const selection = onFile === null ? null : parsePathTableName(path, root);
     if (onFile === null || selection === null) return null;
     return this.build({ ...onFileSpec(path, selection, onFile), name });
+  }
+
+  /**
+   * Gives `column` to the parsed table `name` when no file has shaped it yet: its columns are
+   * inferred (no `schema`) and it holds no row (no file matched, or none gave a row). A
+   * statement that names a column of such a table then answers no rows instead of failing with
+   * "no such column"; a file that comes later adds its own columns as usual. Whether it added
+   * the column (`false`: no such table, not empty, or the column is there already).
+   */
+  acceptColumn(name: string, column: string): boolean {
+    const { db, catalog } = this.context;
+    const live = catalog.parsedTable(name);
+    if (live === undefined || live.spec.schema !== null || INTERNAL_PREFIX.test(column)) {
+      return false;
+    }
+    const table = quoteIdentifier(live.spec.name);
+    if (db.prepare(`SELECT 1 FROM ${table} LIMIT 1`).get() !== undefined) return false;
+    const columns = storedColumns(db, live.spec.name);
+    if (columns.some((known) => foldName(known) === foldName(column))) return false;
+    db.exec(`ALTER TABLE ${table} ADD COLUMN ${quoteIdentifier(column)}`);
+    live.columns = [...columns, column];
+    return true;
   }
 
   /** Whether `table` is kept from a persisted index and not yet compared with the tree. */

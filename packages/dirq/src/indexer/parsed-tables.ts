@@ -15,7 +15,8 @@ import { isWellFormed } from "../parse/large-text.js";
 import { type ParsedFile, parseFiles } from "../parse/parse-files.js";
 import type { ProgressPhase, ProgressReporter } from "../progress/reporter.js";
 import type { PathSelection } from "../scan/path-selection.js";
-import { type SkippedPath, walkSelection } from "../scan/walk.js";
+import { type EmptyTableListener, emptyTable } from "../scan/empty-selection.js";
+import { type SkippedPath, type WalkResult, walkSelection } from "../scan/walk.js";
 import {
   type CatalogStore,
   type FileSignature,
@@ -59,6 +60,8 @@ export interface ParsedTableOptions {
   concurrency?: number;
   /** Aborted when the index closes: hooks still running for a build are stopped. */
   signal?: AbortSignal;
+  /** Told when a path-table (`--on-file`, `--parse`) lists no file and skips none. */
+  onEmpty?: EmptyTableListener;
 }
 
 /** Columns a table may have besides the two hidden ones (SQLite's limit is 2000). */
@@ -208,6 +211,36 @@ async function parseStaged(
   return { files, skipped: parsed.skipped };
 }
 
+/** Tables built for a path-table name, rather than a config's or code's table. */
+const PATH_TABLE_ORIGINS: ReadonlySet<string> = new Set(["--on-file", "--parse"]);
+
+/** What walking a parsed table's files needs (see `ParsedTableOptions`). */
+export interface TableWalkOptions {
+  root: string;
+  useGitignore: boolean;
+  extraIgnores?: readonly string[];
+  onEmpty?: EmptyTableListener;
+}
+
+/**
+ * The files a parsed table selects (none when its path names nothing yet). A path-table that
+ * lists no file and skips none is told to `onEmpty`, with why.
+ */
+export function walkTableFiles(
+  spec: ParsedTableSpec,
+  options: TableWalkOptions,
+  onProgress?: (found: number) => void,
+): WalkResult {
+  const { root, useGitignore, extraIgnores, onEmpty } = options;
+  if (spec.selection === null) return { paths: [], skipped: [], rawPaths: new Map() };
+  const walk = { root, selection: spec.selection, useGitignore, extraIgnores };
+  const walked = walkSelection({ ...walk, onProgress });
+  if (walked.paths.length === 0 && walked.skipped.length === 0) {
+    if (PATH_TABLE_ORIGINS.has(spec.origin)) onEmpty?.(emptyTable(spec.label ?? spec.name, walk));
+  }
+  return walked;
+}
+
 /**
  * Builds a parsed table: walks its files, runs the hook on each (in parallel), creates the
  * table (schema, or columns inferred from the output), runs its `ddl`, inserts the rows.
@@ -220,15 +253,7 @@ export async function buildParsedTable(
   persisted: { store: CatalogStore; spec: string } | null = null,
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const scan = options.progress.start();
-  const walked = spec.selection
-    ? walkSelection({
-        root: options.root,
-        selection: spec.selection,
-        useGitignore: options.useGitignore,
-        extraIgnores: options.extraIgnores,
-        onProgress: (found) => scan.update(`scanning ${found} files`),
-      })
-    : { paths: [], skipped: [], rawPaths: new Map<string, Buffer>() };
+  const walked = walkTableFiles(spec, options, (found) => scan.update(`scanning ${found} files`));
   scan.finish((duration) => `scanned ${walked.paths.length} files in ${duration}`);
   // A hook gets the file's name as an argument, which cannot carry bytes that are not UTF-8.
   const unnameable: SkippedPath[] = [...walked.rawPaths.keys()].map((path) => ({

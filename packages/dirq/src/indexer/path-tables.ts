@@ -1,5 +1,6 @@
 import type { ProgressReporter } from "../progress/reporter.js";
 import { loadNativeRows } from "../scan/native-fs.js";
+import { type EmptyTableListener, emptyTable } from "../scan/empty-selection.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
@@ -95,6 +96,8 @@ export interface PathTableOptions {
   pathlessFills?: boolean;
   /** See `OpenIndexOptions.countedFills`. */
   countedFills?: boolean;
+  /** Told when a fill lists no file and skips none, with why (see `whyEmpty`). */
+  onEmpty?: EmptyTableListener;
 }
 
 /** What a statement reads of a path-table besides its columns. */
@@ -422,6 +425,22 @@ export class PathTables {
     );
   }
 
+  /** What a walk of the table's files is given. */
+  private walkOf(table: PathTable): FillJob["walk"] {
+    const { root, useGitignore, extraIgnores } = this.options;
+    return { root, selection: table.selection, useGitignore, extraIgnores };
+  }
+
+  private isEmpty(table: PathTable): boolean {
+    const first = this.db.prepare(`SELECT 1 FROM ${quoteIdentifier(table.name)} LIMIT 1`).get();
+    return first === undefined;
+  }
+
+  /** Tells `onEmpty` that the table lists no file, and why. */
+  private tellEmpty(table: PathTable): void {
+    this.options.onEmpty?.(emptyTable(table.label, this.walkOf(table)));
+  }
+
   /**
    * Makes sure the table holds its rows with at least the `wanted` column groups. `statement`:
    * what else the statement reads (see `countedFills`).
@@ -436,9 +455,14 @@ export class PathTables {
     if (table.counted) this.revert(table);
     const wanted = this.groupsToWrite(table.name, reads);
     table.lastUsed = Date.now();
-    if (table.restored !== null) this.checkRestored(table);
+    const restored = table.restored !== null;
+    if (restored) this.checkRestored(table);
     const had = table.filled;
-    if (!this.needsFill(name, wanted)) return [];
+    if (!this.needsFill(name, wanted)) {
+      // Rows a persisted index kept stand: said empty as a fill that lists nothing is.
+      if (restored && had !== null && this.isEmpty(table)) this.tellEmpty(table);
+      return [];
+    }
     const groups = {
       paths: wanted.paths || (had?.paths ?? false),
       names: wanted.names || (had?.names ?? false),
@@ -452,12 +476,7 @@ export class PathTables {
     const job: FillJob = {
       table: table.name,
       countOnly,
-      walk: {
-        root: this.options.root,
-        selection: table.selection,
-        useGitignore: this.options.useGitignore,
-        extraIgnores: this.options.extraIgnores,
-      },
+      walk: this.walkOf(table),
       groups,
       // A first fill may commit as it goes: no statement reads the table before it is marked
       // filled, and a failed fill leaves it unfilled (the next one starts with a DELETE).
@@ -466,6 +485,7 @@ export class PathTables {
     };
     const outcome = await this.runFill(job, (found) => phase.update(`scanning ${found} files`));
     phase.finish((duration) => `scanned ${outcome.count} files in ${duration}`);
+    if (outcome.count === 0 && outcome.skipped.length === 0) this.tellEmpty(table);
     table.filled = groups;
     if (countOnly) {
       this.db.transaction(() => {

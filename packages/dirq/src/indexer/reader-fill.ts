@@ -3,6 +3,7 @@ import { inferColumns, type HookRow, type StoredValue } from "../parse/hook-rows
 import type { ReaderExtractor } from "../parse/format-extractor.js";
 import { isOwnName, type RecordBatch } from "../parse/formats/csv-rows.js";
 import { RowsError } from "../parse/formats/document-rows.js";
+import { extensionOf, formatOfPath } from "../parse/formats/format-names.js";
 import type { CsvPiece, CsvPieceSink } from "../parse/formats/read-file-rows.js";
 import { loadNativeRows } from "../scan/native-fs.js";
 import type { SkippedPath } from "../scan/walk.js";
@@ -354,6 +355,18 @@ export class ReaderTableBuild {
   };
 }
 
+/** A file the build skipped, marked when `auto` has no format for it (`SkippedPath.noFormat`). */
+function skippedFile(
+  spec: ParsedTableSpec,
+  extractor: ReaderExtractor,
+  path: string,
+  reason: string,
+): SkippedPath {
+  if (extractor.format !== "auto" || formatOfPath(path) !== null) return { path, reason };
+  const noFormat = { table: spec.label ?? spec.name, extension: extensionOf(path) };
+  return { path, reason, noFormat };
+}
+
 export async function fillFromReader(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
@@ -381,7 +394,7 @@ export async function fillFromReader(
         const path = paths[next] as string;
         next++;
         const filled = build.fillFile(path);
-        if (filled.reason !== null) skipped.push({ path, reason: filled.reason });
+        if (filled.reason !== null) skipped.push(skippedFile(spec, extractor, path, filled.reason));
         rows += filled.rows;
       }
     })();

@@ -3,6 +3,7 @@ import type { ExtractOutcome } from "../parse/extractor.js";
 import type { HookRow } from "../parse/hook-rows.js";
 import { os } from "../lazy-module.js";
 import { statPaths } from "../scan/file-stats.js";
+import type { EmptyTableListener } from "../scan/empty-selection.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import {
@@ -17,6 +18,7 @@ import {
   type LiveParsedTable,
   replaceFileRows,
   storedColumns,
+  walkTableFiles,
 } from "./parsed-tables.js";
 import type { PathTables } from "./path-tables.js";
 import type { Catalog } from "./catalog.js";
@@ -28,6 +30,8 @@ export interface RefreshOptions {
   useGitignore: boolean;
   extraIgnores?: readonly string[];
   concurrency?: number;
+  /** Told when a restored path-table lists no file (see `walkTableFiles`). */
+  onEmpty?: EmptyTableListener;
 }
 
 /** Runs a task while no other write to the index runs (the index's one writer). */
@@ -555,14 +559,13 @@ export class Refresher {
     table: LiveParsedTable,
     store: CatalogStore,
   ): Promise<{ skipped: SkippedPath[]; changes: RowChange[] }> {
-    const walked = table.spec.selection
-      ? walkSelection({
-          root: this.root,
-          selection: table.spec.selection,
-          useGitignore: this.options.useGitignore,
-          extraIgnores: this.options.extraIgnores,
-        })
-      : { paths: [], skipped: [], rawPaths: new Map<string, Buffer>() };
+    const { useGitignore, extraIgnores, onEmpty } = this.options;
+    const walked = walkTableFiles(table.spec, {
+      root: this.root,
+      useGitignore,
+      extraIgnores,
+      onEmpty,
+    });
     const recorded = store.files(table.spec.name);
     const stale: string[] = [];
     for (const path of walked.paths) {

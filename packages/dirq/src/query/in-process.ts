@@ -3,6 +3,7 @@ import type { WorkerFunctions } from "../functions/worker-functions.js";
 import type { SqliteDatabase } from "../indexer/database.js";
 import { jsonFromSqlite, type RealText, wrapForJson } from "../output/sqlite-json.js";
 import type { ProgressReporter } from "../progress/reporter.js";
+import type { EmptyPathTable } from "../scan/empty-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { columnPlan, type StatementRows, sqlError } from "./execute.js";
 import { bindArguments, type QueryParameters } from "./parameters.js";
@@ -21,6 +22,8 @@ export interface QueryResult extends StatementRows {
    * Files the scan for this query could not read, and files whose hook failed: a partial scan.
    */
   skipped: SkippedPath[];
+  /** Path-tables the statement built that list no file, and why (see `EmptyPathTable`). */
+  emptyTables: EmptyPathTable[];
   /**
    * The whole answer as JSON written by SQLite: the UTF-8 bytes `jsonChunks` writes for the
    * rows, without the final newline. `null` when it must be written the JS way: more than
@@ -66,17 +69,18 @@ export async function queryInProcess(
     lookForWorkers: prepared.callsWorkers,
     parameters: bind !== undefined,
   });
-  const { skipped } = prepared;
+  const { skipped, emptyTables } = prepared;
   if (compiled.workerCalls.length > 0) {
     const last = await runInPasses(compiled, host.functions, host.progress, args, (rows) => rows);
-    return { columns: last?.columns ?? [], rows: last?.rows ?? [], skipped };
+    return { columns: last?.columns ?? [], rows: last?.rows ?? [], skipped, emptyTables };
   }
   const result = runCompiled(compiled, args);
   // SQLite's JSON wrapper runs the statement text again, without bound values.
-  if (args.length > 0 || !compiled.statement.reader) return { ...result, skipped };
+  if (args.length > 0 || !compiled.statement.reader) return { ...result, skipped, emptyTables };
   return {
     ...result,
     skipped,
+    emptyTables,
     jsonFromSqlite: (maxRows, realText) => answerInSqlite(host.db, compiled, maxRows, realText),
   };
 }

@@ -2,6 +2,7 @@ import type { Statement } from "@rocicorp/zero-sqlite3";
 import { refuseLoadExtension, volatileFunctions } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
 import type { SqliteDatabase } from "../indexer/database.js";
+import type { EmptyPathTable } from "../scan/empty-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import { isStorageError } from "../shared/sql-errors.js";
@@ -11,6 +12,7 @@ import { nullArguments } from "./parameters.js";
 import { checkReadOnlyStatement } from "./read-only-guard.js";
 import { keywordOf } from "./sql-tokens.js";
 import { analyzeStatement, type StatementAnalysis } from "./statement-analysis.js";
+import { namedTables } from "./table-names.js";
 import { planStatement, RootPageMap, SCHEMA_TABLE, type StatementPlan } from "./statement-plan.js";
 
 /** A statement checked, with every table it reads built and filled: ready to run. */
@@ -21,6 +23,8 @@ export interface PreparedStatement {
   analysis: StatementAnalysis;
   /** Files skipped while building the tables it reads. */
   skipped: SkippedPath[];
+  /** Path-tables it built that list no file, and why: told to the user, not an error. */
+  emptyTables: EmptyPathTable[];
   /**
    * Whether its answer is settled by the rows of `tables` and the schema: it calls no function
    * that may answer differently by itself and reads nothing but tables.
@@ -78,6 +82,16 @@ export interface PreparerHost {
   beforeStatement(): void;
   /** Whether any of these functions (lower-cased names) is worker-backed. */
   callsWorkers(functions: ReadonlySet<string>): boolean;
+  /**
+   * Gives `column` to `table` when it is a parsed table no file has shaped yet (inferred
+   * columns, no row); whether it did.
+   */
+  acceptColumn(table: string, column: string): boolean;
+  /**
+   * The path-tables built since the last call that list no file (see `EmptyPathTable`). Called
+   * with the writer held, once a statement's building ends.
+   */
+  takeEmptyTables(): EmptyPathTable[];
   /** Runs a task under the index's one writer. */
   withWriter<T>(task: () => Promise<T>): Promise<T>;
   /**
@@ -118,6 +132,10 @@ const CHECKED_STATEMENTS_KEPT = 1000;
 const MAX_PATH_TABLES_PER_STATEMENT = 64;
 
 const NO_SUCH_TABLE = /^no such table: ([\s\S]+)$/;
+const NO_SUCH_COLUMN = /^no such column: ([\s\S]+)$/;
+
+/** Columns `compileCreatingTables` gives empty parsed tables at most, in one statement. */
+const MAX_ACCEPTED_COLUMNS = 2000;
 
 function tooManyPathTables(): DirqError {
   return new DirqError(
@@ -207,6 +225,7 @@ export class StatementPreparer {
       const configTablesBuilt = this.host.configTablesBuilt();
       const state: { tables: readonly string[] } = { tables: [] };
       let built: { checked: Checked; skipped: SkippedPath[] };
+      let emptyTables: EmptyPathTable[] = [];
       try {
         // Bound parameters surface as a RangeError or TypeError from better-sqlite3 (running
         // EXPLAIN): a user error (400), never an internal one.
@@ -219,9 +238,11 @@ export class StatementPreparer {
         // What it built or filled (also on the way to failing) may hold other rows than an
         // answer computed before saw.
         this.host.tablesChanged(configTablesBuilt ? state.tables : null);
+        // Taken on a failure too: they belong to this statement, never to the next one.
+        emptyTables = this.host.takeEmptyTables();
       }
       this.remember(sql, built.checked, options);
-      return prepared(built.checked, built.skipped);
+      return prepared(built.checked, built.skipped, emptyTables);
     });
   }
 
@@ -334,7 +355,7 @@ export class StatementPreparer {
       if (!this.host.tableExists(name))
         skipped.push(...((await this.host.createMissingTable(name)) ?? []));
     }
-    const statement = await this.compileCreatingTables(runnable, skipped);
+    const statement = await this.compileCreatingTables(runnableAnalysis, skipped);
     if (!statement.readonly) throw notReadOnly();
     if (runnableAnalysis.isExplain) {
       // It runs nothing, but its program names what the statement would call: the same
@@ -360,20 +381,55 @@ export class StatementPreparer {
     return { checked, skipped };
   }
 
-  /** Compiles the statement, creating each table it names that does not exist yet. */
-  private async compileCreatingTables(sql: string, skipped: SkippedPath[]): Promise<Statement> {
-    for (let created = 0; ; created++) {
+  /**
+   * Compiles the statement, creating each table it names that does not exist yet, and giving
+   * a parsed table that no file has shaped the columns the statement names of it.
+   */
+  private async compileCreatingTables(
+    analysis: StatementAnalysis,
+    skipped: SkippedPath[],
+  ): Promise<Statement> {
+    let created = 0;
+    let accepted = 0;
+    for (;;) {
       try {
-        return this.host.db.prepare(sql);
+        return this.host.db.prepare(analysis.sql);
       } catch (error) {
-        const missing = error instanceof Error ? NO_SUCH_TABLE.exec(error.message)?.[1] : undefined;
+        const message = error instanceof Error ? error.message : "";
+        const column = NO_SUCH_COLUMN.exec(message)?.[1];
+        if (column !== undefined && accepted++ < MAX_ACCEPTED_COLUMNS) {
+          if (this.acceptColumn(analysis, column)) continue;
+        }
+        const missing = NO_SUCH_TABLE.exec(message)?.[1];
         if (missing === undefined) throw sqlError(error);
-        if (created >= MAX_PATH_TABLES_PER_STATEMENT) throw tooManyPathTables();
+        if (created++ >= MAX_PATH_TABLES_PER_STATEMENT) throw tooManyPathTables();
         const built = await this.host.createMissingTable(missing);
         if (built === null) throw this.host.missingTableError(missing, error);
         skipped.push(...built);
       }
     }
+  }
+
+  /**
+   * Gives the column SQLite did not find (`title`, or `p.title` qualified by a table or its
+   * alias) to the first table it may belong to that accepts it (see `acceptColumn`).
+   */
+  private acceptColumn(analysis: StatementAnalysis, reference: string): boolean {
+    const tables = namedTables(analysis.tokens, analysis.tableNames);
+    let column = reference;
+    let candidates = tables;
+    for (let dot = reference.indexOf("."); dot !== -1; dot = reference.indexOf(".", dot + 1)) {
+      const qualifier = reference.slice(0, dot).toLowerCase();
+      const named = tables.filter(
+        (table) =>
+          table.name.toLowerCase() === qualifier || table.alias?.toLowerCase() === qualifier,
+      );
+      if (named.length === 0) continue;
+      column = reference.slice(dot + 1);
+      candidates = named;
+      break;
+    }
+    return candidates.some((table) => this.host.acceptColumn(table.name, column));
   }
 }
 
@@ -384,11 +440,16 @@ function explained(analysis: StatementAnalysis): string {
   return sql.slice(tokens[plan ? 3 : 1]?.start ?? sql.length);
 }
 
-function prepared(checked: Checked, skipped: SkippedPath[]): PreparedStatement {
+function prepared(
+  checked: Checked,
+  skipped: SkippedPath[],
+  emptyTables: EmptyPathTable[] = [],
+): PreparedStatement {
   return {
     sql: checked.runnable.sql,
     analysis: checked.runnable,
     skipped,
+    emptyTables,
     cacheable: checked.cacheable,
     tables: checked.tables,
     callsWorkers: checked.callsWorkers,

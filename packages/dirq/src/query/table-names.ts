@@ -97,3 +97,49 @@ export function tableNameTokens(tokens: readonly SqlToken[]): TableNameToken[] {
   });
   return found;
 }
+
+/** Words that may follow a table name in a FROM clause and are not its alias. */
+const NOT_AN_ALIAS = new Set([
+  ...CLAUSES_AFTER_FROM,
+  "ON",
+  "USING",
+  "JOIN",
+  "LEFT",
+  "RIGHT",
+  "FULL",
+  "INNER",
+  "CROSS",
+  "NATURAL",
+  "OUTER",
+  "INDEXED",
+  "NOT",
+  "RETURNING",
+]);
+
+/** A table a FROM clause names, and the alias it is given there (`null`: none). */
+export interface NamedTable {
+  name: string;
+  alias: string | null;
+}
+
+/**
+ * The tables the FROM clauses of a statement name (`tableNames` of its tokens), with their
+ * aliases: `FROM t AS a`, `FROM t a`, `FROM t "a"`.
+ */
+export function namedTables(
+  tokens: readonly SqlToken[],
+  tableNames: readonly TableNameToken[],
+): NamedTable[] {
+  return tableNames
+    .filter((name) => name.place === "from")
+    .map(({ token }) => {
+      const at = tokens.indexOf(token);
+      const next = tokens[at + 1];
+      const keyword = keywordOf(next);
+      let alias: SqlToken | undefined;
+      if (keyword === "AS") alias = tokens[at + 2];
+      else if (next?.kind === "identifier") alias = next;
+      else if (keyword !== null && !NOT_AN_ALIAS.has(keyword)) alias = next;
+      return { name: token.value, alias: isName(alias) ? alias.value : null };
+    });
+}

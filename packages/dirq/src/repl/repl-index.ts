@@ -2,6 +2,7 @@ import type { DirqConfig } from "../config/types.js";
 import type { ExtensionSpec } from "../connection/profile.js";
 import type { FormatName } from "../parse/formats/format-names.js";
 import type { RowChange } from "../indexer/row-changes.js";
+import type { EmptyPathTable } from "../scan/empty-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
 import type { AnswerFormat } from "../live/live-session.js";
 import { LiveSession } from "../live/live-session.js";
@@ -30,6 +31,8 @@ export interface Answer {
   body: string | Uint8Array;
   /** Files skipped while building the tables the statement reads. */
   skipped: SkippedPath[];
+  /** Path-tables it built that list no file, and why. */
+  emptyTables: EmptyPathTable[];
 }
 
 /**
@@ -60,6 +63,8 @@ export async function openReplIndex(options: ReplIndexOptions): Promise<ReplInde
       parse: options.parse ?? undefined,
       extensions: options.extensions,
       persist: options.persist ?? undefined,
+      // A path-table that lists no file is told on stderr, with why.
+      tellEmptyTables: true,
       // Only the columns a statement reads, as one-shot runs do: `SELECT count(*)` on a big
       // tree stats nothing, and a later statement that reads `size` fills the stats then.
       // Rows the watcher updates keep the table's groups (PathTables.refreshFile).
@@ -90,7 +95,7 @@ export async function openReplIndex(options: ReplIndexOptions): Promise<ReplInde
         // A statement sees the files as they are: changes made before it are in the index.
         const prepared = await session.prepare(sql, { signal });
         const body = await session.run(prepared, { format, signal });
-        return { body, skipped: prepared.skipped };
+        return { body, skipped: prepared.skipped, emptyTables: prepared.emptyTables };
       },
       close: () => session.close(),
     };

@@ -8,6 +8,8 @@ import { EMPTY_CONFIG } from "../config/types.js";
 import { DirqError, isDirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import { stopRunningHooks } from "../parse/run-hook.js";
+import { emptyTableLine, skippedLines } from "../progress/build-notes.js";
+import type { EmptyPathTable } from "../scan/empty-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
 import type { AnswerFormat } from "../live/live-session.js";
 import { readVersion } from "../version.js";
@@ -57,9 +59,14 @@ function diagnostic(stderr: Writable, text: string): void {
   for (const line of text.split("\n")) stderr.write(`dirq: ${line}\n`);
 }
 
-function reportSkipped(stderr: Writable, skipped: readonly SkippedPath[]): void {
-  for (const file of skipped) {
-    stderr.write(`dirq: skipped ${file.path}: ${file.reason.replaceAll("\n", "\n    ")}\n`);
+/** What building tables told: the path-tables that list no file, the files skipped. */
+function reportBuild(
+  stderr: Writable,
+  skipped: readonly SkippedPath[],
+  emptyTables: readonly EmptyPathTable[] = [],
+): void {
+  for (const line of [...emptyTables.map(emptyTableLine), ...skippedLines(skipped)]) {
+    stderr.write(`dirq: ${line.replaceAll("\n", "\n    ")}\n`);
   }
 }
 
@@ -104,7 +111,7 @@ class Session {
     try {
       const answer = await this.live.run(sql, { format: this.format, signal: controller.signal });
       await write(this.io.stdout, answer.body);
-      reportSkipped(this.io.stderr, answer.skipped);
+      reportBuild(this.io.stderr, answer.skipped, answer.emptyTables);
     } catch (error) {
       if (isDirqError(error)) diagnostic(this.io.stderr, error.message);
       else {
@@ -264,7 +271,7 @@ export async function runRepl(command: ReplCommand, io: ReplIo): Promise<number>
   });
   try {
     for (const notice of live.notices) diagnostic(io.stderr, notice);
-    reportSkipped(io.stderr, live.skipped);
+    reportBuild(io.stderr, live.skipped);
     session = new Session(live, io, format);
     return io.stdin.isTTY === true
       ? await runInteractive(session, io, live.root)

@@ -13,7 +13,21 @@ import { characterSource } from "./bash-glob.js";
 export interface GitignorePatterns {
   /** `true` ignored, `false` re-included by a negation, `null` when no pattern matches. */
   verdict(path: string, isDir: boolean): boolean | null;
+  /**
+   * The pattern that decides `verdict` (the last one that matches), as `git check-ignore -v`
+   * names it: its line (1-based) and text as written. Slower than `verdict`: for messages.
+   */
+  decidingPattern(path: string, isDir: boolean): PatternMatch | null;
   readonly size: number;
+}
+
+/** A pattern of an ignore file that matched a path. */
+export interface PatternMatch {
+  /** The pattern's line in its file, 1-based. */
+  line: number;
+  /** The pattern as written (`build/`, `!keep.log`). */
+  pattern: string;
+  negative: boolean;
 }
 
 interface Rule {
@@ -27,6 +41,9 @@ interface Rule {
   directoryOnly: boolean;
   /** Matched against the last name only (the pattern had no `/` before its end). */
   basenameOnly: boolean;
+  /** Its line in the file (1-based) and its text as written, for messages. */
+  line: number;
+  text: string;
 }
 
 /** Trailing spaces end a pattern unless escaped with a backslash. */
@@ -66,9 +83,10 @@ function wildmatchSource(pattern: string): string {
   return source;
 }
 
-function compileRule(line: string): Rule | null {
+function compileRule(line: string, index: number): Rule | null {
   let text = trimTrailingSpaces(line.replace(/\r$/, ""));
   if (text === "" || text.startsWith("#")) return null;
+  const written = text;
   let negative = false;
   if (text.startsWith("!")) {
     negative = true;
@@ -90,6 +108,8 @@ function compileRule(line: string): Rule | null {
     negative,
     directoryOnly,
     basenameOnly,
+    line: index + 1,
+    text: written,
   };
 }
 
@@ -163,6 +183,20 @@ function matchesGroup(group: RuleGroup, subject: string): boolean {
   return group.regex?.test(subject) === true;
 }
 
+/** The last rule that matches, tested one by one (see `decidingPattern`). */
+function decidingRule(rules: readonly Rule[], path: string, isDir: boolean): PatternMatch | null {
+  const name = path.slice(path.lastIndexOf("/") + 1);
+  for (let i = rules.length - 1; i >= 0; i--) {
+    const rule = rules[i] as Rule;
+    if (rule.directoryOnly && !isDir) continue;
+    const subject = rule.basenameOnly ? name : path;
+    if (new RegExp(`^(?:${rule.source})$`, "s").test(subject)) {
+      return { line: rule.line, pattern: rule.text, negative: rule.negative };
+    }
+  }
+  return null;
+}
+
 export function compileGitignore(text: string): GitignorePatterns {
   const rules = text
     .split("\n")
@@ -171,6 +205,7 @@ export function compileGitignore(text: string): GitignorePatterns {
   const groups = ruleGroups(rules);
   return {
     size: rules.length,
+    decidingPattern: (path, isDir) => decidingRule(rules, path, isDir),
     verdict(path, isDir) {
       const name = path.slice(path.lastIndexOf("/") + 1);
       for (const group of groups) {

@@ -2,6 +2,15 @@ import { closeSync, constants, fstatSync, openSync, readFileSync, statSync } fro
 import { dirname, join, relative, resolve, sep } from "node:path";
 import { compileGitignore, type GitignorePatterns } from "./gitignore-patterns.js";
 
+/** The rule that ignores a path, for messages (`IgnoreRules.ignoredBy`). */
+export type IgnoreReason =
+  /** The root itself lies in a folder git ignores. */
+  | { kind: "root" }
+  /** An always-on pattern (config `ignore`, the `--persist` cache). */
+  | { kind: "configured"; pattern: string }
+  /** A pattern of an ignore file, as `git check-ignore -v` names it (`.gitignore:3:build/`). */
+  | { kind: "file"; file: string; line: number; pattern: string };
+
 /**
  * Names skipped at every level, even with `--no-ignore`: dependencies, git's own folder, and
  * dirq's cache folder (`--persist`).
@@ -12,6 +21,8 @@ export const BUILT_IN_SKIPS: ReadonlySet<string> = new Set(["node_modules", ".gi
 interface IgnoreLevel {
   dir: string;
   matcher: GitignorePatterns;
+  /** The ignore file, relative to the root (`sub/.gitignore`, `../.gitignore`), for messages. */
+  file: string;
 }
 
 /** An ignore file that is a FIFO, a socket or a device: never read (see readRegularFile). */
@@ -178,7 +189,10 @@ export class IgnoreRules {
     const prefix = relative(top, root).split(sep).join("/");
     const levels: IgnoreLevel[] = [];
     const exclude = repository ? readIfPresent(repository.excludeFile) : null;
-    if (exclude !== null) levels.push({ dir: "", matcher: compileGitignore(exclude) });
+    if (exclude !== null && repository) {
+      const file = relative(root, repository.excludeFile).split(sep).join("/");
+      levels.push({ dir: "", matcher: compileGitignore(exclude), file });
+    }
     let rules = new IgnoreRules(root, prefix, levels, forced, true);
     // Folders from the top down to the root: their .gitignore files, and whether git would
     // ignore the root itself (then it lists nothing under it).
@@ -189,8 +203,9 @@ export class IgnoreRules {
         return new IgnoreRules(root, prefix, levels, forced, true, true);
       }
       const file = join(top, dir, ".gitignore");
-      const text = readIgnoreFile(file, relative(root, file), options.onUnreadable);
-      if (text !== null) levels.push({ dir, matcher: compileGitignore(text) });
+      const shown = relative(root, file).split(sep).join("/");
+      const text = readIgnoreFile(file, shown, options.onUnreadable);
+      if (text !== null) levels.push({ dir, matcher: compileGitignore(text), file: shown });
       rules = new IgnoreRules(root, prefix, [...levels], forced, true);
     }
     return rules;
@@ -199,13 +214,10 @@ export class IgnoreRules {
   /** Rules for a subdirectory `dir` (relative), adding its `.gitignore` when it has one. */
   enter(dir: string, hasGitignore: boolean, onUnreadable?: UnreadableIgnoreFile): IgnoreRules {
     if (!this.useGitignore || !hasGitignore) return this;
-    const text = readIgnoreFile(
-      join(this.root, dir, ".gitignore"),
-      `${dir}/.gitignore`,
-      onUnreadable,
-    );
+    const file = `${dir}/.gitignore`;
+    const text = readIgnoreFile(join(this.root, dir, ".gitignore"), file, onUnreadable);
     if (text === null) return this;
-    const level = { dir: this.fromTop(dir), matcher: compileGitignore(text) };
+    const level = { dir: this.fromTop(dir), matcher: compileGitignore(text), file };
     return new IgnoreRules(
       this.root,
       this.prefix,
@@ -237,6 +249,28 @@ export class IgnoreRules {
     if (this.rootIgnored) return true;
     if (this.forced?.verdict(path, isDir) === true) return true;
     return this.matchLevels(this.fromTop(path), isDir);
+  }
+
+  /**
+   * The rule that makes `ignores(path, isDir)` true, or `null` when it is false: what
+   * `git check-ignore -v` names. Slower than `ignores`: for messages.
+   */
+  ignoredBy(path: string, isDir: boolean): IgnoreReason | null {
+    if (this.rootIgnored) return { kind: "root" };
+    const forced = this.forced?.decidingPattern(path, isDir);
+    if (forced && !forced.negative) return { kind: "configured", pattern: forced.pattern };
+    const fromTop = this.fromTop(path);
+    let found: IgnoreReason | null = null;
+    for (const level of this.levels) {
+      if (level.dir !== "" && !fromTop.startsWith(`${level.dir}/`)) continue;
+      const local = level.dir === "" ? fromTop : fromTop.slice(level.dir.length + 1);
+      const match = level.matcher.decidingPattern(local, isDir);
+      if (match === null) continue;
+      found = match.negative
+        ? null
+        : { kind: "file", file: level.file, line: match.line, pattern: match.pattern };
+    }
+    return found;
   }
 
   /** True when no rule could ignore anything here (lets the walk skip the checks). */

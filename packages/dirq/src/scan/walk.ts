@@ -11,6 +11,12 @@ import type { PathSelection } from "./path-selection.js";
 export interface SkippedPath {
   path: string;
   reason: string;
+  /**
+   * Set when format `auto` skipped the file because no built-in format reads its extension
+   * (`null`: it has none), with the table it was read for (the path-table as written, or the
+   * config table's name): such files are told together, one line per table and extension.
+   */
+  noFormat?: { table: string; extension: string | null };
 }
 
 export interface WalkOptions {

@@ -39,12 +39,17 @@ const BY_EXTENSION: Readonly<Record<string, FileFormat>> = {
   markdown: "markdown",
 };
 
-/** The format `auto` reads a file with (extension compared without case), or `null`. */
-export function formatOfPath(path: string): FileFormat | null {
+/** A file's extension, lower-cased, without the dot; `null` when it has none (`.env`, `Makefile`). */
+export function extensionOf(path: string): string | null {
   const name = path.slice(path.lastIndexOf("/") + 1);
   const dot = name.lastIndexOf(".");
-  if (dot <= 0) return null;
-  return BY_EXTENSION[name.slice(dot + 1).toLowerCase()] ?? null;
+  return dot <= 0 ? null : name.slice(dot + 1).toLowerCase();
+}
+
+/** The format `auto` reads a file with (extension compared without case), or `null`. */
+export function formatOfPath(path: string): FileFormat | null {
+  const extension = extensionOf(path);
+  return extension === null ? null : (BY_EXTENSION[extension] ?? null);
 }
 
 /** The list for messages: `json, jsonl, csv, ...`. */
