@@ -40,6 +40,18 @@ function asColumns(work: () => void): void {
 }
 
 /**
+ * A key no column can be named after (one holding NUL: SQLite's names end at it) refuses the
+ * file, naming the key, before SQLite would refuse it with a tokenizer's message.
+ */
+function refuseUnnameableKeys(keys: readonly string[]): void {
+  const key = keys.find((name) => name.includes("\u0000"));
+  if (key === undefined) return;
+  throw new ColumnsRefused(
+    `its key ${JSON.stringify(key)} holds a NUL character, which no column name can hold: give the table a schema that leaves it out`,
+  );
+}
+
+/**
  * Builds a table whose files dirq reads itself (a built-in format): each file is read and its
  * rows inserted at once, under a savepoint of its own, so a file that fails part way (a bad
  * line deep in a large file) leaves no row behind and the others stand. Rows are never all held
@@ -319,6 +331,7 @@ export class ReaderTableBuild {
 
   /** Creates or widens the table for `keys`; whether its columns changed. */
   private takeKeys(keys: readonly string[]): boolean {
+    if (this.spec.schema === null) refuseUnnameableKeys(keys);
     let changed = false;
     asColumns(() => {
       if (this.created) {

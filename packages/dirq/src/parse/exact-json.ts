@@ -102,6 +102,12 @@ function stringEnd(text: string, open: number): number {
   }
 }
 
+/**
+ * A number literal as JSON writes one. A token that is not one is left as it is, for
+ * JSON.parse to refuse (`2.`, `2.e3`, `01`: marked, they would have read as numbers).
+ */
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/;
+
 function isNumberChar(code: number): boolean {
   // 0-9 . e E + -
   return (
@@ -132,7 +138,9 @@ function markLiterals(text: string): string | null {
       while (i < text.length && isNumberChar(text.charCodeAt(i))) i++;
       const token = text.slice(start, i);
       let mark: string | null = null;
-      if (INTEGER_LITERAL.test(token)) {
+      if (!JSON_NUMBER.test(token)) {
+        mark = null;
+      } else if (INTEGER_LITERAL.test(token)) {
         if (token.length >= 16) mark = INTEGER_MARK;
       } else if (Number.isInteger(Number(token))) {
         // `3.0`, `1e5`, `-0.0`: JSON.parse would give a number that looks like an integer.
