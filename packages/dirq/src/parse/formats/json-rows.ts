@@ -3,6 +3,7 @@ import { lazyModule } from "../../lazy-module.js";
 import { parseExactJson } from "../exact-json.js";
 import type { HookRow } from "../hook-rows.js";
 import { documentRows, RowsError } from "./document-rows.js";
+import { refuseDeepNesting } from "./nesting.js";
 
 const losslessJson = lazyModule<typeof LosslessJson>("lossless-json");
 
@@ -40,6 +41,7 @@ function syntaxReason(text: string, v8Error: unknown): string {
 export function jsonRows(text: string, each: string | null, rows: HookRow[]): void {
   // Exactly one JSON text, as Python's json and DuckDB read a file: none is the file's error.
   if (text.trim() === "") throw new RowsError("the file is empty: a JSON file holds one JSON text");
+  refuseDeepNesting(text, 1, false);
   let parsed: ReturnType<typeof parseExactJson>;
   try {
     parsed = parseExactJson(text);
@@ -67,6 +69,7 @@ export function jsonLinesRows(
     const content = text.slice(start, end);
     start = end + 1;
     if (content.trim() !== "") {
+      refuseDeepNesting(content, line, false);
       let parsed: ReturnType<typeof parseExactJson>;
       try {
         parsed = parseExactJson(content);

@@ -2,6 +2,7 @@ import type * as Yaml from "yaml";
 import { lazyModule } from "../../lazy-module.js";
 import type { HookRow } from "../hook-rows.js";
 import { documentRows, RowsError } from "./document-rows.js";
+import { refuseDeepNesting } from "./nesting.js";
 import { storedPlainValue } from "./plain-values.js";
 
 const yaml = lazyModule<typeof Yaml>("yaml");
@@ -126,6 +127,7 @@ function yamlReason(error: Yaml.YAMLError, firstLine: number): string {
 
 /** The parsed documents of a YAML text, or a `RowsError` naming the line. */
 export function yamlDocuments(text: string, firstLine = 1): unknown[] {
+  refuseDeepNesting(text, firstLine, true);
   const lineCounter = new (yaml().LineCounter)();
   const documents = yaml().parseAllDocuments(text, { ...OPTIONS, lineCounter });
   // A stream that is empty, or only comments, parses to no document (or an EmptyStream).
