@@ -1,4 +1,6 @@
+import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { describe, test } from "node:test";
 import { assertNothingOutlives, hangingHookTree, type OwnerEnd, tempTree } from "./helpers.js";
@@ -29,10 +31,14 @@ describe("the SDK: nothing a program started outlives it", { timeout: 120_000 },
       const limit = timeout === undefined ? "the default time limit" : "timeout = 0";
       test(`${how}, a statement waiting on a hung hook (${limit})`, async () => {
         const tree = hangingHookTree(timeout);
+        // Its own temporary directory: the index folder it makes there goes with it too.
+        const temporary = tempTree({});
         const child = spawn(process.execPath, [program, tree.root, tree.config], {
           stdio: ["pipe", "ignore", "pipe"],
+          env: { ...process.env, TMPDIR: temporary },
         });
         await assertNothingOutlives(child, tree, how, () => processTree(child.pid as number));
+        assert.deepEqual(readdirSync(temporary), [], "the index folder is removed");
       });
     }
   }
