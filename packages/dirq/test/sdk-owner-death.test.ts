@@ -9,11 +9,14 @@ import { processTree } from "./server-support.js";
 const SDK = new URL("../src/index.js", import.meta.url).href;
 
 /**
- * A program using the SDK: opens the tree (its table's hook hangs), starts a statement on it
- * (that waits for the hook), then does what a line on stdin says: `exit` (no close), `crash`
- * (an uncaught error).
+ * A program using the SDK: runs a cancellable statement on a second index of the tree (it
+ * leaves a query process), opens the tree with its config (its table's hook hangs), starts a
+ * statement on it (that waits for the hook), then does what a line on stdin says: `exit` (no
+ * close), `crash` (an uncaught error).
  */
 const PROGRAM = `import { open } from ${JSON.stringify(SDK)};
+const other = open({ root: process.argv[2], progress: false });
+await other.query("SELECT 1", { signal: new AbortController().signal });
 const db = open({ root: process.argv[2], configs: [process.argv[3]], progress: false });
 db.query("SELECT * FROM hung").catch(() => {});
 process.stdin.on("data", (line) => {
