@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { spawn, spawnSync } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import {
   mkdirSync,
   mkdtempSync,
@@ -342,4 +342,106 @@ export function emptyTablesIn(stderr: string): string[] {
       return match[1] as string;
     })
     .sort();
+}
+
+/** A tree whose config table's hook hangs, and the word that finds the hook's processes. */
+export interface HangingHookTree {
+  root: string;
+  config: string;
+  /** In the command line of every hook process (`processesMarked`), unique to this tree. */
+  marker: string;
+}
+
+/**
+ * A tree of one file whose config table (`hung`) runs a hook that sleeps for 1000 s, with
+ * `timeout` seconds as its time limit (`0`: none; `undefined`: the default 60 s). The sleep's
+ * length carries a unique fraction: `marker`.
+ */
+export function hangingHookTree(timeout?: number): HangingHookTree {
+  const marker = `1000.${String(process.pid).padStart(7, "0")}${Math.floor(Math.random() * 1e7)}`;
+  const limit = timeout === undefined ? "" : `timeout = ${timeout}\n`;
+  const config = `[[table]]\nname = "hung"\nglob = "*.txt"\n${limit}on-file = "sh -c 'exec sleep \\"$0\\"' ${marker} {path}"\n`;
+  const root = tempTree({ "a.txt": "a", "dirq.toml": config });
+  return { root, config: join(root, "dirq.toml"), marker };
+}
+
+/** Processes whose command line holds `marker` (Linux: read from /proc). */
+export function processesMarked(marker: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, "latin1").includes(marker)) {
+        if (processRuns(Number(entry))) found.push(Number(entry));
+      }
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  return found;
+}
+
+/**
+ * What is still running of `pids` and of the processes `processesMarked(marker)` finds, once
+ * none is or `withinMs` has passed: each with its command line, for a failure to show.
+ */
+export async function stillRunning(
+  pids: readonly number[],
+  marker: string,
+  withinMs: number,
+): Promise<string[]> {
+  const deadline = Date.now() + withinMs;
+  for (;;) {
+    const left = [...new Set([...pids.filter(processRuns), ...processesMarked(marker)])];
+    if (left.length === 0 || Date.now() > deadline) {
+      return left.map((pid) => {
+        try {
+          return `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, "latin1").replaceAll("\0", " ")}`;
+        } catch {
+          return `${pid}: (gone)`;
+        }
+      });
+    }
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** How a test ends a program: a signal, or a line on its stdin that it acts on (`exit`, `crash`). */
+export type OwnerEnd = "SIGKILL" | "SIGTERM" | "exit" | "crash";
+
+/**
+ * Waits until `program` (which opened `tree` and started a statement on it) runs the hung hook,
+ * ends it as `how` says (or calls `how`, which ends one of its descendants), and asserts that
+ * within 2 s nothing it started still runs: none of `descendants()` (taken while it ran) and
+ * no process of the hook. Whatever is left is killed, by pid, before the assertion fails.
+ */
+export async function assertNothingOutlives(
+  program: ChildProcess,
+  tree: HangingHookTree,
+  how: OwnerEnd | (() => void),
+  descendants: () => number[],
+): Promise<void> {
+  const exited = new Promise((resolve) => program.once("exit", resolve));
+  let stderr = "";
+  program.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const started = Date.now() + 30_000;
+  while (processesMarked(tree.marker).length === 0) {
+    assert.ok(Date.now() < started && program.exitCode === null, `no hook started: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  const pids = descendants();
+  if (typeof how === "function") how();
+  else if (how === "SIGKILL" || how === "SIGTERM") program.kill(how);
+  else program.stdin?.write(`${how}\n`);
+  const left = await stillRunning(pids, tree.marker, 2000);
+  for (const line of left) {
+    try {
+      process.kill(Number(line.split(":")[0]), "SIGKILL");
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  if (typeof how !== "function") await exited;
+  const what = typeof how === "function" ? "the kill" : how;
+  assert.deepEqual(left, [], `still running 2 s after ${what}; the program's stderr: ${stderr}`);
 }

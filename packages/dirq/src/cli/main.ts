@@ -355,7 +355,14 @@ async function runCommand(
     case "sdk-stdio": {
       const { runSdkStdio } = await import("../sdk-stdio/run-sdk-stdio.js");
       const { stdout } = io.streams();
-      return runSdkStdio({ stdin: io.stdin ?? process.stdin, stdout, stop: stopSignal() });
+      const code = await runSdkStdio({
+        stdin: io.stdin ?? process.stdin,
+        stdout,
+        stop: stopSignal(),
+      });
+      // Its peer gone, nothing this process still runs is wanted (a statement waiting on a
+      // hung hook, with no time limit): it ends now, and its exit stops the hooks.
+      return process.exit(code);
     }
     case "repl": {
       const { runRepl } = await import("../repl/run-repl.js");

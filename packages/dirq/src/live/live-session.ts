@@ -37,9 +37,9 @@ export interface LiveSessionOptions {
   /** Prefix of the temporary folder that holds the index file (`dirq-index-`, ...). */
   folderPrefix: string;
   /**
-   * Start the reaper (a helper process that removes the folder and stops hooks when this
-   * process dies, `kill -9` included): the CLI's long-lived commands do. Without it the folder
-   * is removed at close or at this process's exit.
+   * Start the reaper (a helper process, one per process, that removes the folder and stops
+   * hooks when this process dies, `kill -9` included): the CLI's long-lived commands and the
+   * SDK do. Without it the folder is removed at close or at this process's exit.
    */
   reaper: boolean;
   runner: SessionRunnerOptions;

@@ -1,25 +1,28 @@
 import { rmSync } from "node:fs";
 import { markedProcesses } from "./hook-mark.js";
+import type { ReaperMessage } from "./reaper.js";
 
 /**
- * A small helper process of the server or the REPL (see reaper.ts): when its parent goes
- * away, however it ends (even `kill -9`), its IPC channel closes; this then stops the hook
- * processes still running (the parent reports each one started and ended) and removes the
- * parent's temporary index folder. The parent does both itself on a clean stop; this covers
- * the rest.
+ * A small helper process of the server, the REPL or a program using the SDK (see reaper.ts):
+ * when its parent goes away, however it ends (even `kill -9`), its IPC channel closes; this
+ * then stops the hook processes still running (the parent reports each one started and ended)
+ * and removes the parent's temporary index folders. The parent does both itself on a clean
+ * stop; this covers the rest.
  */
-const directory = process.argv[2];
+const directories = new Set<string>(process.argv[2] ? [process.argv[2]] : []);
 /** The mark in every hook's environment (see hook-mark.ts). */
 const mark = process.argv[3];
 const hooks = new Set<number>();
 
-process.on("message", (message: { started?: number; ended?: number }) => {
+process.on("message", (message: ReaperMessage) => {
   if (message.started !== undefined) hooks.add(message.started);
   if (message.ended !== undefined) hooks.delete(message.ended);
+  if (message.folder !== undefined) directories.add(message.folder);
+  if (message.removed !== undefined) directories.delete(message.removed);
 });
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
-/** Stops every hook the server left and removes its index folder, then exits. */
+/** Stops every hook the parent left and removes its index folders, then exits. */
 function reap(): void {
   // Also the hooks the server started but was killed before it could report.
   const marked = mark ? markedProcesses(mark) : [];
@@ -33,7 +36,7 @@ function reap(): void {
       }
     }
   }
-  if (directory) {
+  for (const directory of directories) {
     try {
       // Query processes outlive a killed server by up to a quarter second (their watchdogs):
       // one may still touch SQLite's files in the folder, so the removal retries.

@@ -4,12 +4,30 @@ import { rmSync } from "node:fs";
 import { observeHookProcesses } from "../parse/run-hook.js";
 import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
 
+/** What this process tells its reaper (index-reaper.ts). */
+export interface ReaperMessage {
+  /** A hook process started, or ended. */
+  started?: number;
+  ended?: number;
+  /** A temporary index folder to remove once this process has ended, or one removed already. */
+  folder?: string;
+  removed?: string;
+}
+
+/** Sends to this process's reaper; `null` until the first `startReaper`. */
+let tell: ((message: ReaperMessage) => void) | null = null;
+
 /**
- * Starts the helper (index-reaper.ts) that removes `directory`, the temporary index of a
- * server or a REPL, and stops running hooks when this process ends in any way (kill -9
- * included); both do it themselves when they stop cleanly.
+ * Starts this process's reaper once (index-reaper.ts), a helper that stops the hooks this
+ * process left running and removes its temporary index folders when it ends in any way
+ * (`kill -9`, a crash, an exit without a close included); each call adds `directory` to the
+ * folders it removes. A server, a REPL and every SDK index of one program share it.
  */
 export function startReaper(directory: string): void {
+  if (tell !== null) {
+    tell({ folder: directory });
+    return;
+  }
   // Every hook carries this mark in its environment: the reaper also finds a hook this
   // process started but was killed before it could report.
   const mark = `${process.pid}-${randomBytes(8).toString("hex")}`;
@@ -20,15 +38,17 @@ export function startReaper(directory: string): void {
     detached: true,
   });
   reaper.on("error", () => {});
+  // It never keeps this process alive: it waits for this process's end, not the reverse.
   reaper.unref();
   reaper.channel?.unref();
-  // The reaper stops hooks this process leaves behind when it is killed.
-  const tell = (message: { started?: number; ended?: number }) => {
+  const send = (message: ReaperMessage) => {
     if (reaper.connected) reaper.send(message, undefined, undefined, () => {});
   };
+  tell = send;
+  // The reaper stops hooks this process leaves behind when it is killed.
   observeHookProcesses({
-    started: (pid) => tell({ started: pid }),
-    ended: (pid) => tell({ ended: pid }),
+    started: (pid) => send({ started: pid }),
+    ended: (pid) => send({ ended: pid }),
     environment: { [HOOK_MARK_VARIABLE]: mark },
   });
 }
@@ -41,6 +61,7 @@ export function startReaper(directory: string): void {
 export function removeIndexDirectory(directory: string): void {
   try {
     rmSync(directory, { recursive: true, force: true, maxRetries: 5 });
+    tell?.({ removed: directory });
   } catch {
     // Left to the reaper.
   }

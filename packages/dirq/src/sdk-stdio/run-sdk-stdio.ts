@@ -21,7 +21,8 @@ import { type Frame, FrameError, FrameReader, frameHead } from "./frames.js";
  * hands the rows it gets back, as JSON text, to dirq's hook-output reader.
  *
  * The process ends with its peer: when stdin ends (the peer closed it, exited or was killed)
- * or `stop` resolves (a signal), the index is closed and the returned promise resolves.
+ * or `stop` resolves (a signal), the index is closed and the returned promise resolves, at
+ * once if a statement in flight holds the close (see `CLOSE_GRACE_MS`).
  */
 export interface SdkStdioOptions {
   stdin: Readable;
@@ -308,7 +309,28 @@ class SdkStdioSession {
   }
 }
 
-/** Runs the protocol until stdin ends or `stop` resolves; resolves to the exit code. */
+/**
+ * How long the index may take to close once the peer is gone (or a signal came). A statement
+ * waiting on a hung hook (with `timeout = 0`, for ever) would hold the close: past this the
+ * caller ends the process, whose exit stops the hooks (docs/python.md, "Lifetime").
+ */
+const CLOSE_GRACE_MS = 500;
+
+/** Waits for `work` to settle, at most `ms` milliseconds. */
+async function settledWithin(work: Promise<unknown>, ms: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, ms);
+  });
+  await Promise.race([work.catch(() => undefined), late]);
+  clearTimeout(timer);
+}
+
+/**
+ * Runs the protocol until stdin ends or `stop` resolves, then closes the index (waiting at
+ * most `CLOSE_GRACE_MS`); resolves to the exit code. The caller ends the process then: what
+ * the index still runs (a hook that hangs) is wanted by nobody.
+ */
 export async function runSdkStdio(options: SdkStdioOptions): Promise<number> {
   const { stdin, stdout } = options;
   const session = new SdkStdioSession(stdout);
@@ -331,7 +353,7 @@ export async function runSdkStdio(options: SdkStdioOptions): Promise<number> {
     stdin.on("error", () => resolve());
   });
   await Promise.race([ended, options.stop]);
-  await session.shutdown();
+  await settledWithin(session.shutdown(), CLOSE_GRACE_MS);
   stdin.destroy();
   if (broken !== null) {
     throw new DirqError(

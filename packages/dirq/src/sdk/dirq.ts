@@ -197,8 +197,9 @@ export class Dirq implements AsyncDisposable {
         fillAllColumns: true,
       },
       folderPrefix: "dirq-sdk-",
-      // A library must not leave a helper process behind: the folder goes at close or exit.
-      reaper: false,
+      // However the program ends (a kill, a crash, an exit without close), its hooks end with
+      // it and the folder goes: the reaper, one per program, exits when the program does.
+      reaper: true,
       // No time or answer limit: a library caller decides with its signal.
       runner: {
         timeoutMs: Number.POSITIVE_INFINITY,
