@@ -42,13 +42,21 @@ export function stallMsFromEnv(): number {
 }
 
 /**
+ * How far past the history's bounds a queue may grow while its client reads: one that reads
+ * slower than the server publishes (a trickle) is cut off there, so memory stays bounded.
+ */
+const READING_BYTES_FACTOR = 32;
+const READING_FRAMES_FACTOR = 4;
+
+/**
  * One `/events` client, with a queue of its own: the frames published since it connected (or
  * since the id it resumed from) that it has not been handed yet, as references to the
  * history's frames (the same bytes for every subscriber, never copied). The history's bounds
  * limit what a client that comes back can replay, not what a connected one receives: a burst
  * of any size reaches a subscriber that reads. One that does not read is cut off (its queue
  * dropped, one `reset`, then live) when it is behind by more than the history's bounds and its
- * socket took no bytes for the stall time (`watchSocket`).
+ * socket took no bytes for the stall time (`watchSocket`); one that reads slower than the
+ * server publishes, when its queue passes 32 times the history's bytes or 4 times its frames.
  */
 export class Subscription {
   private queue: HistoryFrame[];
@@ -88,6 +96,14 @@ export class Subscription {
     if (this.isClosed) return;
     this.queue.push(frame);
     this.queuedBytes += frame.bytes;
+    const { frames, bytes } = this.history.bounds;
+    const backlog = this.backlog;
+    if (
+      backlog.frames > frames * READING_FRAMES_FACTOR ||
+      backlog.bytes > bytes * READING_BYTES_FACTOR
+    ) {
+      this.cutOff();
+    }
     this.wake?.();
   }
 

@@ -95,4 +95,22 @@ describe("EventHub", () => {
     assert.equal(String((await subscription.next(1000))?.data), "6");
     hub.closeAll();
   });
+
+  it("one that reads slower than the server publishes is cut off past 32× the bytes, 4× the frames", async () => {
+    const history = new EventHistory({ frames: 2, bytes: 10 });
+    const hub = new EventHub();
+    hub.attach(history);
+    const { subscription } = hub.subscribe(undefined);
+    for (let i = 1; i <= 8; i++) history.append("x");
+    assert.equal(subscription.backlog.frames, 8);
+    history.append("x");
+    assert.deepEqual(subscription.backlog, { frames: 0, bytes: 0 });
+    assert.equal((await subscription.next(1000))?.event, "reset");
+    const bytes = hub.subscribe(undefined).subscription;
+    history.append("y".repeat(320));
+    assert.equal(bytes.backlog.bytes, 320);
+    history.append("y");
+    assert.deepEqual(bytes.backlog, { frames: 0, bytes: 0 });
+    hub.closeAll();
+  });
 });
