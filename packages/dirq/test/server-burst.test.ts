@@ -79,7 +79,11 @@ describe("/events bursts larger than the history", () => {
   });
 
   it("a subscriber that does not read is still cut off: one reset, then live", async () => {
-    const { root, server } = await itemServer({ DIRQ_EVENT_STALL_MS: "200" });
+    const { root, server } = await itemServer({
+      // An 8 MB history: the queue is far beyond it whatever the kernel's socket buffers take.
+      DIRQ_EVENT_HISTORY_BYTES: "8000000",
+      DIRQ_EVENT_STALL_MS: "200",
+    });
     const stuck = await openStuckSubscriber("127.0.0.1", server.port);
     try {
       stuck.resume();
