@@ -53,7 +53,7 @@ const READING_FRAMES_FACTOR = 4;
  * since the id it resumed from) that it has not been handed yet, as references to the
  * history's frames (the same bytes for every subscriber, never copied). The history's bounds
  * limit what a client that comes back can replay, not what a connected one receives: a burst
- * of any size reaches a subscriber that reads. One that does not read is cut off (its queue
+ * larger than the history reaches a subscriber that reads whole. One that does not read is cut off (its queue
  * dropped, one `reset`, then live) when it is behind by more than the history's bounds and its
  * socket took no bytes for the stall time (`watchSocket`); one that reads slower than the
  * server publishes, when its queue passes 32 times the history's bytes or 4 times its frames.
@@ -96,14 +96,7 @@ export class Subscription {
     if (this.isClosed) return;
     this.queue.push(frame);
     this.queuedBytes += frame.bytes;
-    const { frames, bytes } = this.history.bounds;
-    const backlog = this.backlog;
-    if (
-      backlog.frames > frames * READING_FRAMES_FACTOR ||
-      backlog.bytes > bytes * READING_BYTES_FACTOR
-    ) {
-      this.cutOff();
-    }
+    if (this.beyondBounds(READING_FRAMES_FACTOR, READING_BYTES_FACTOR)) this.cutOff();
     this.wake?.();
   }
 
@@ -123,9 +116,14 @@ export class Subscription {
     const last = this.lastCheck;
     const stuck = unsent > 0 && unsent >= last.unsent && this.handedOut === last.handedOut;
     this.lastCheck = { handedOut: this.handedOut, unsent };
+    if (stuck && this.beyondBounds(1, 1)) this.cutOff();
+  }
+
+  /** Whether the queue holds more than `framesFactor` or `bytesFactor` times the history's bounds. */
+  private beyondBounds(framesFactor: number, bytesFactor: number): boolean {
     const { frames, bytes } = this.history.bounds;
     const backlog = this.backlog;
-    if (stuck && (backlog.frames > frames || backlog.bytes > bytes)) this.cutOff();
+    return backlog.frames > frames * framesFactor || backlog.bytes > bytes * bytesFactor;
   }
 
   /**
