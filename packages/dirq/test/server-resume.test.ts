@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import {
   decodeChunkedResponse,
+  delay,
   eventually,
   openStuckSubscriber,
   queryRows,
@@ -275,7 +276,10 @@ describe("/events ids and resume", () => {
   });
 
   it("a stuck subscriber that fell behind a history of large rows gets a reset", async () => {
-    const { root, server } = await itemServer({ DIRQ_EVENT_HISTORY_BYTES: "3000000" });
+    const { root, server } = await itemServer({
+      DIRQ_EVENT_HISTORY_BYTES: "3000000",
+      DIRQ_EVENT_STALL_MS: "200",
+    });
     const stuck = await openStuckSubscriber("127.0.0.1", server.port);
     try {
       stuck.resume();
@@ -290,6 +294,8 @@ describe("/events ids and resume", () => {
         "the 120 rows in the index",
         30_000,
       );
+      // Longer than the stall time: its socket took no bytes meanwhile, so it is cut off.
+      await delay(1500);
       stuck.socket.resume();
       writeItem(root, "marker");
       await stuck.waitFor('"data/marker.json"', 60_000);

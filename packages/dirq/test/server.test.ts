@@ -1239,6 +1239,9 @@ on-file = ${tomlString(`${NODE} bulk.mjs {path}`)}
     // A history of 1,024 frames (the default is 65,536): the stuck client falls behind it.
     const server = await serve(root, ["-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"], {
       DIRQ_EVENT_HISTORY_FRAMES: "1024",
+      // Cut off once it is that far behind and its socket took nothing for 200 ms (5 s by
+      // default): long before the test ends.
+      DIRQ_EVENT_STALL_MS: "200",
     });
     assert.deepEqual(await queryRows(server, "SELECT count(*) AS n FROM './docs'"), [{ n: 0 }]);
     assert.deepEqual(await queryRows(server, "SELECT count(*) AS n FROM bulk"), [{ n: BULK_ROWS }]);

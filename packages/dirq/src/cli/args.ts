@@ -609,6 +609,8 @@ Environment:
   DIRQ_EVENT_HISTORY_FRAMES=<n>     dirq server: the row frames /events keeps for clients
                                     that resume (default 65536)
   DIRQ_EVENT_HISTORY_BYTES=<n>      dirq server: the bytes of them it keeps (default 32 MiB)
+  DIRQ_EVENT_STALL_MS=<ms>          dirq server: how long an /events client that far behind
+                                    may read nothing before it is cut off (default 5000)
 The launchers (Python, Rust; docs/install.md):
   DIRQ_BIN=<file>                   the dirq CLI to run instead of the npm release
   DIRQ_NODE=<file>                  the Node.js that runs it (default: node on PATH)

@@ -66,6 +66,7 @@ export class EventHistory {
   private keptBytes = 0;
   private last = 0;
   private readonly waiters = new Set<() => void>();
+  private readonly appendListeners = new Set<(frame: HistoryFrame) => void>();
 
   constructor(readonly bounds: HistoryBounds = { frames: HISTORY_FRAMES, bytes: HISTORY_BYTES }) {}
 
@@ -94,8 +95,24 @@ export class EventHistory {
     this.frames.push(frame);
     this.keptBytes += frame.bytes;
     this.evict();
+    for (const listener of this.appendListeners) listener(frame);
     this.wakeAll();
     return n;
+  }
+
+  /**
+   * Calls `listener` with every frame appended from now on (before the waiting readers wake);
+   * returns the call that stops it. A listener may keep frames the history has dropped.
+   */
+  onAppend(listener: (frame: HistoryFrame) => void): () => void {
+    this.appendListeners.add(listener);
+    return () => this.appendListeners.delete(listener);
+  }
+
+  /** The kept frames after frame `after` (all of them when `after` is older than the oldest). */
+  framesAfter(after: number): HistoryFrame[] {
+    const skip = Math.max(0, after + 1 - this.oldest);
+    return this.frames.slice(this.start + skip);
   }
 
   /**

@@ -209,6 +209,8 @@ async function handleEvents(
   const stream = new EventStreamResponse(response);
   const { subscription, start } = state.events.subscribe(lastEventIdOf(request));
   response.once("close", () => subscription.close());
+  // A client that reads is never cut off; one whose socket takes nothing is (docs/http.md).
+  subscription.watchSocket(() => response.writableLength);
   if ("readyId" in start) {
     await stream.send("ready", "{}", start.readyId);
   } else {

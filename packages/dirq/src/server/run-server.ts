@@ -16,7 +16,7 @@ import {
   MAX_CONNECTIONS,
   SERVER_LIMIT_OPTIONS,
 } from "./http-limits.js";
-import { EventHub, historyBoundsFromEnv } from "./event-hub.js";
+import { EventHub, historyBoundsFromEnv, stallMsFromEnv } from "./event-hub.js";
 import { ResultCache } from "./result-cache.js";
 
 export interface ServerOptions {
@@ -203,7 +203,7 @@ async function shutdown(server: Server, events: EventHub, live: Live | null): Pr
  * degraded (503 on both endpoints) instead of stopping it. Resolves with the exit code.
  */
 export async function runServer(options: ServerOptions): Promise<number> {
-  const events = new EventHub();
+  const events = new EventHub(stallMsFromEnv());
   let degraded: string | null = null;
   let live: Live | null = null;
   let query: Query = () => Promise.reject(new Error("not serving"));

@@ -39,4 +39,78 @@ describe("EventHub", () => {
     assert.equal(await waiting, undefined);
     assert.equal(hub.size, 0);
   });
+
+  it("a subscriber behind the history's bounds still gets every frame, in order", async () => {
+    const history = new EventHistory({ frames: 2, bytes: 10 });
+    const hub = new EventHub();
+    hub.attach(history);
+    const { subscription } = hub.subscribe(undefined);
+    for (let i = 1; i <= 6; i++) history.append(`frame${i}`);
+    // The history keeps the newest frame alone; the subscriber's queue keeps all six.
+    assert.deepEqual([history.oldest, history.head], [6, 6]);
+    assert.deepEqual(subscription.backlog, { frames: 6, bytes: 36 });
+    for (let i = 1; i <= 6; i++) {
+      const frame = await subscription.next(1000);
+      assert.deepEqual(frame, {
+        event: "row",
+        id: history.idOf(i),
+        data: [Buffer.from(`frame${i}`)],
+      });
+    }
+    assert.deepEqual(subscription.backlog, { frames: 0, bytes: 0 });
+    // A client that comes back can replay only what the history kept.
+    assert.deepEqual(hub.subscribe(history.idOf(4)).start, { resetId: history.idOf(6) });
+  });
+
+  it("one that does not read, behind the bounds, is cut off: one reset, then live", async () => {
+    const history = new EventHistory({ frames: 2, bytes: 1000 });
+    const hub = new EventHub();
+    hub.attach(history);
+    const { subscription } = hub.subscribe(undefined);
+    for (let i = 1; i <= 3; i++) history.append(String(i));
+    // The first check has nothing to compare with; a socket that sends bytes is reading.
+    subscription.checkStall(500);
+    subscription.checkStall(400);
+    assert.equal(subscription.backlog.frames, 3);
+    // Taking frames is reading too.
+    await subscription.next(1000);
+    history.append("4");
+    subscription.checkStall(400);
+    assert.equal(subscription.backlog.frames, 3);
+    // Within the bounds, a stuck socket is left alone.
+    const within = hub.subscribe(undefined).subscription;
+    history.append("5");
+    within.checkStall(100);
+    within.checkStall(100);
+    assert.equal(within.backlog.frames, 1);
+    // Beyond them, and stuck since the last check: cut off.
+    subscription.checkStall(400);
+    assert.deepEqual(subscription.backlog, { frames: 0, bytes: 0 });
+    history.append("6");
+    assert.deepEqual(await subscription.next(1000), {
+      event: "reset",
+      id: history.idOf(5),
+      data: "{}",
+    });
+    assert.equal(String((await subscription.next(1000))?.data), "6");
+    hub.closeAll();
+  });
+
+  it("one that reads slower than the server publishes is cut off past 32× the bytes, 4× the frames", async () => {
+    const history = new EventHistory({ frames: 2, bytes: 10 });
+    const hub = new EventHub();
+    hub.attach(history);
+    const { subscription } = hub.subscribe(undefined);
+    for (let i = 1; i <= 8; i++) history.append("x");
+    assert.equal(subscription.backlog.frames, 8);
+    history.append("x");
+    assert.deepEqual(subscription.backlog, { frames: 0, bytes: 0 });
+    assert.equal((await subscription.next(1000))?.event, "reset");
+    const bytes = hub.subscribe(undefined).subscription;
+    history.append("y".repeat(320));
+    assert.equal(bytes.backlog.bytes, 320);
+    history.append("y");
+    assert.deepEqual(bytes.backlog, { frames: 0, bytes: 0 });
+    hub.closeAll();
+  });
 });
