@@ -30,35 +30,65 @@ const LF = 0x0a;
 const CR = 0x0d;
 const QUOTE = 0x22;
 
+/** Occurrences of `byte` in `buffer[from, to)` (never searching past `to`). */
 function countByte(buffer: Buffer, byte: number, from: number, to: number): number {
+  // Searched in a view that ends at `to`: a search of the whole buffer for a byte that is not
+  // there reads to its end, once per call (once per line, walking back over an open quote).
+  const bounded = to < buffer.length ? buffer.subarray(0, to) : buffer;
   let count = 0;
-  for (
-    let at = buffer.indexOf(byte, from);
-    at !== -1 && at < to;
-    at = buffer.indexOf(byte, at + 1)
-  ) {
+  for (let at = bounded.indexOf(byte, from); at !== -1; at = bounded.indexOf(byte, at + 1)) {
     count++;
   }
   return count;
 }
 
 /**
+ * What `lastRecordEnd` already read of a buffer in which it found no record end, for the next
+ * call on the same bytes with more after them: the first `scanned` bytes hold `quotes` quotes and
+ * no record end. Without it a quote left open (a file cut short) made every read look at the
+ * whole carried-over part again: hours for a 100 MB file.
+ */
+export interface RecordScan {
+  scanned: number;
+  quotes: number;
+}
+
+/**
  * Where the last whole record in `buffer` ends (after its newline), or -1. A newline inside a
  * quoted CSV field ends no record: with `quoted`, only a newline after an even number of quotes
  * does (RFC 4180 doubles a quote inside a quoted field, so the count stays even outside one).
+ * With `scan`, its first `scan.scanned` bytes are not read again, and at -1 it is moved on: each
+ * byte is read about once however long a record (or an open quote) grows.
  */
-export function lastRecordEnd(buffer: Buffer, quoted: boolean): number {
-  let newline = buffer.lastIndexOf(LF);
-  if (newline === -1) return -1;
-  if (!quoted) return newline + 1;
-  let quotes = countByte(buffer, QUOTE, 0, newline);
+export function lastRecordEnd(
+  buffer: Buffer,
+  quoted: boolean,
+  scan: RecordScan = { scanned: 0, quotes: 0 },
+): number {
+  // Searched in the bytes after the scanned ones: no search reads those again.
+  const from = scan.scanned;
+  const rest = buffer.subarray(from);
+  let newline = rest.lastIndexOf(LF);
+  if (newline === -1) {
+    if (quoted) scan.quotes += countByte(rest, QUOTE, 0, rest.length);
+    scan.scanned = buffer.length;
+    return -1;
+  }
+  if (!quoted) return from + newline + 1;
+  const top = newline;
+  const topQuotes = scan.quotes + countByte(rest, QUOTE, 0, top);
+  let quotes = topQuotes;
   while (quotes % 2 === 1) {
-    const previous = newline === 0 ? -1 : buffer.lastIndexOf(LF, newline - 1);
-    if (previous === -1) return -1;
-    quotes -= countByte(buffer, QUOTE, previous, newline);
+    const previous = newline === 0 ? -1 : rest.lastIndexOf(LF, newline - 1);
+    if (previous === -1) {
+      scan.scanned = from + top + 1;
+      scan.quotes = topQuotes;
+      return -1;
+    }
+    quotes -= countByte(rest, QUOTE, previous, newline);
     newline = previous;
   }
-  return newline + 1;
+  return from + newline + 1;
 }
 
 /** Line breaks in `bytes`: LF, and for CSV also a CR not followed by LF. */
@@ -241,9 +271,12 @@ function readWhole(fd: number, size: number): Buffer {
 /**
  * Calls `visit` with each piece of a large record-per-line file, in order: up to `PIECE_BYTES`
  * read at a time, cut after the last whole record (a record longer than that grows its piece).
- * Each read goes after the carried-over part in one buffer. With `reuse`, the consumer keeps
- * nothing of a piece once `visit` returns, and two buffers take turns (no fresh memory per
- * piece); without it, each piece has a buffer of its own (worker threads hold pieces).
+ * Each read goes after the carried-over part in one buffer. A piece that holds no whole record
+ * yet (a long record, a quote left open) keeps its buffer and grows it by doubling, and the
+ * search for a record end goes on where it stopped: each byte is copied and read a bounded number
+ * of times, however long the record. With `reuse`, the consumer keeps nothing of a piece once
+ * `visit` returns, and two buffers take turns (no fresh memory per piece); without it, each
+ * piece has a buffer of its own (worker threads hold pieces).
  */
 function forEachPiece(
   fd: number,
@@ -251,34 +284,41 @@ function forEachPiece(
   visit: (bytes: Buffer, firstLine: number, isFirst: boolean) => void,
   reuse: boolean,
 ): void {
-  const buffers: Buffer[] = [];
-  let turn = 0;
-  let carry: Buffer = Buffer.alloc(0);
+  let spare: Buffer | undefined;
+  let buffer: Buffer = Buffer.alloc(0);
+  let filled = 0;
+  const scan: RecordScan = { scanned: 0, quotes: 0 };
   let line = 1;
   let first = true;
   for (;;) {
-    const size = carry.length + PIECE_BYTES;
-    let buffer = reuse ? buffers[turn] : undefined;
-    if (buffer === undefined || buffer.length < size) {
-      buffer = Buffer.allocUnsafe(size);
-      if (reuse) buffers[turn] = buffer;
+    if (buffer.length - filled < PIECE_BYTES) {
+      const grown = Buffer.allocUnsafe(Math.max(2 * buffer.length, filled + PIECE_BYTES));
+      buffer.copy(grown, 0, 0, filled);
+      buffer = grown;
     }
-    turn ^= 1;
-    carry.copy(buffer, 0);
-    const bytes = readSync(fd, buffer, carry.length, PIECE_BYTES, null);
-    const data = buffer.subarray(0, carry.length + bytes);
+    const bytes = readSync(fd, buffer, filled, PIECE_BYTES, null);
+    const data = buffer.subarray(0, filled + bytes);
     const final = bytes === 0;
-    const end = final ? data.length : lastRecordEnd(data, quoted);
-    if (end === -1) {
-      carry = data;
-      continue;
-    }
+    const end = final ? data.length : lastRecordEnd(data, quoted, scan);
+    filled = data.length;
+    if (end === -1) continue;
     const piece = data.subarray(0, end);
-    carry = data.subarray(end);
     visit(piece, line, first);
     first = false;
     if (final) return;
     line += countLines(piece, quoted);
+    // The rest goes to the start of the next buffer: the spare one, or a fresh one.
+    const carry = data.subarray(end);
+    let next = spare;
+    if (next === undefined || next.length < carry.length + PIECE_BYTES) {
+      next = Buffer.allocUnsafe(carry.length + PIECE_BYTES);
+    }
+    spare = reuse ? buffer : undefined;
+    carry.copy(next, 0);
+    buffer = next;
+    filled = carry.length;
+    scan.scanned = 0;
+    scan.quotes = 0;
   }
 }
 
