@@ -27,9 +27,9 @@ const OPTIONS = {
 } as const;
 
 /**
- * A new schema for each document: YAML 1.1's tags as PyYAML reads them, whatever `%YAML` line
- * the document has (PyYAML reads `%YAML 1.2` documents as YAML 1.1 too). Nothing in it is
- * shared: the `yaml` package adds to a schema's tags as it reads.
+ * A new schema for each file: YAML 1.1's tags as PyYAML reads them, whatever `%YAML` line a
+ * document has (PyYAML reads `%YAML 1.2` documents as YAML 1.1 too). Nothing in it is shared
+ * with another file.
  */
 function pythonSchema(): Yaml.Schema {
   return new (yaml().Schema)({
@@ -145,7 +145,7 @@ function documentProblem(document: Yaml.Document.Parsed, where: Where): string |
  * PyYAML gives them, and `!!set` as the list of its members, in the order written. A document
  * that is one of them holds no rows: the file's error.
  */
-function pairsAsLists(document: Yaml.Document.Parsed, where: Where): void {
+function pairsAsLists(document: Yaml.Document.Parsed, where: Where, tagged: boolean): void {
   const { isCollection, isPair, visit, YAMLSeq } = yaml();
   const top = document.contents;
   if (isCollection(top) && top.tag !== undefined && PAIRS_TAGS.has(top.tag)) {
@@ -154,6 +154,8 @@ function pairsAsLists(document: Yaml.Document.Parsed, where: Where): void {
       `${where(top.range[0])}the document is a ${tag}, not rows (a mapping, or a list of mappings): drop the ${tag} tag to read its keys as one row`,
     );
   }
+  // Without a `!` in the text there is no tag to look for (a second walk of a large document).
+  if (!tagged) return;
   visit(document, {
     Collection(_, node) {
       if (node.tag === undefined || !PAIRS_TAGS.has(node.tag)) return undefined;
@@ -172,7 +174,7 @@ function pairsAsLists(document: Yaml.Document.Parsed, where: Where): void {
   });
 }
 
-function documentValue(document: Yaml.Document.Parsed, where: Where): unknown {
+function documentValue(document: Yaml.Document.Parsed, where: Where, tagged: boolean): unknown {
   const problem = documentProblem(document, where);
   if (problem !== null) throw new RowsError(problem);
   const key: Yaml.Node | null = collectionKey(document);
@@ -182,7 +184,7 @@ function documentValue(document: Yaml.Document.Parsed, where: Where): unknown {
       `${where(key.range?.[0] ?? 0)}${what} used as a key (only text, numbers, booleans, dates and null can be keys, as in Python's yaml; a template's {{ }}? quote the value)`,
     );
   }
-  pairsAsLists(document, where);
+  pairsAsLists(document, where, tagged);
   try {
     return document.toJS({ maxAliasCount: 1000 });
   } catch (caught) {
@@ -198,13 +200,19 @@ export function yamlDocuments(text: string, firstLine = 1): unknown[] {
     return `line ${line + firstLine - 1}, column ${col}: `;
   };
   const values: unknown[] = [];
+  const tagged = text.includes("!");
+  // One schema per file: the `yaml` package adds to a schema's tags only for known tags of
+  // YAML 1.2's core schema, which this one does not resolve.
+  const schema = pythonSchema();
   const tokens = new (yaml().Parser)(lineCounter.addNewLine).parse(text);
   for (const group of documentGroups(tokens)) {
     const problem = directiveProblem(group);
     if (problem !== null)
       throw new RowsError(`${where(problem.offset)}${problem.reason} (not valid YAML)`);
-    const composer = new (yaml().Composer)({ ...OPTIONS, schema: pythonSchema() });
-    for (const document of composer.compose(group)) values.push(documentValue(document, where));
+    const composer = new (yaml().Composer)({ ...OPTIONS, schema });
+    for (const document of composer.compose(group)) {
+      values.push(documentValue(document, where, tagged));
+    }
   }
   return values;
 }
