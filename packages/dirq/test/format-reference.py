@@ -16,7 +16,8 @@ repr, also "inf"/"-inf"), "text" (the string), "date" (a YAML/TOML date, time or
 Python's isoformat writes it; the harness compares it as an ISO-8601 value, since the rules say
 "ISO-8601 text", not which of its spellings) or "json" (a nested array or object as compact JSON
 text, which the harness compares as a JSON value, not as a spelling; a date inside it is a
-string that starts with U+E010, for the same comparison).
+string that starts with U+E010, for the same comparison; bytes inside it are their lowercase
+hex, as dirq's JSON output writes a BLOB).
 
 The parsing is Python's: json, csv, tomllib and PyYAML's safe loader. What this file adds is
 only the value mapping of dirq's rules (DECISIONS.md, "Built-in formats") and the little that
@@ -75,6 +76,8 @@ def real(value):
 def iso(value):
     if isinstance(value, (datetime.date, datetime.time)):
         return DATE_MARK + value.isoformat()
+    if isinstance(value, bytes):
+        return value.hex()
     raise TypeError(f"{type(value).__name__} has no JSON text")
 
 
@@ -91,7 +94,7 @@ def nested(value):
     """Nested mappings (YAML keys may be anything) with keys as JSON text keys."""
     if isinstance(value, dict):
         return {key_text(k): nested(v) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, (list, tuple)):
         return [nested(v) for v in value]
     return value
 
@@ -114,6 +117,8 @@ def cell(value):
         return real(value)
     if isinstance(value, str):
         return ["text", value]
+    if isinstance(value, bytes):
+        return ["blob", value.hex().upper()]
     if isinstance(value, (datetime.date, datetime.time)):
         return ["date", value.isoformat()]
     if isinstance(value, (list, dict)):
@@ -321,12 +326,18 @@ def millis(value):
     return value
 
 
+# PyYAML's constructors raise Python's own errors for a value an explicit tag cannot take
+# (`!!int x` a ValueError, `!!bool y` a KeyError, `!!timestamp x` an AttributeError): in
+# safe_load these, too, are the file's error.
+YAML_ERRORS = (yaml.YAMLError, ValueError, KeyError, AttributeError)
+
+
 def parse_document(text, kind):
     try:
         if kind == "toml":
             return millis(tomllib.loads(text))
         return yaml.safe_load(text)
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:
+    except (tomllib.TOMLDecodeError, *YAML_ERRORS) as error:
         raise FileError(" ".join(str(error).split())) from None
 
 
@@ -355,7 +366,7 @@ def read_file(path, fmt, each):
         # turn, and an empty document as none: safe_load_all, not safe_load, which refuses both.
         try:
             documents = list(yaml.safe_load_all(text))
-        except yaml.YAMLError as error:
+        except YAML_ERRORS as error:
             raise FileError(" ".join(str(error).split())) from None
         rows = []
         for document in documents:

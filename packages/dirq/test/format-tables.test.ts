@@ -927,6 +927,25 @@ describe("format tables and --persist", { concurrency: true }, () => {
     assert.equal((await persisted()).stderr, "");
   });
 
+  it("YAML's !!binary is a BLOB (hex in JSON), also read back from --persist; !!set is the file's error", async () => {
+    const root = tree({
+      "dirq.toml": '[[table]]\nname = "items"\nglob = "data/*.yaml"\nformat = "yaml"\n',
+      "data/bin.yaml": "a: !!binary R0lGODlh\nb: [!!binary AAE=]\nc: !!float 1\n",
+      "data/set.yaml": "--- !!set\n? a\n? b\n",
+    });
+    const sql = "SELECT a, typeof(a) AS t, b, c, typeof(c) AS tc FROM items";
+    for (const args of [[], ["--persist"], ["--persist"]]) {
+      const result = await oneShot(root, sql, ["-c", "dirq.toml", ...args]);
+      assert.equal(result.code, 23, result.stderr);
+      assert.deepEqual(JSON.parse(result.stdout), [
+        { a: "474946383961", t: "blob", b: '["0001"]', c: 1, tc: "real" },
+      ]);
+      assert.deepEqual(skippedLines(result.stderr), [
+        "dirq: skipped data/set.yaml: line 2, column 1: the document is a !!set, not rows (a mapping, or a list of mappings): drop the !!set tag to read its keys as one row",
+      ]);
+    }
+  });
+
   it("a file that failed is read again by the next run, and named again until it is fixed", async () => {
     const root = tree({
       "dirq.toml": `[[table]]\nname = "t"\nglob = "data/*.json"\nformat = "json"\n`,

@@ -124,27 +124,36 @@ function insertRows(
 
 /**
  * A file's rows as text for the staging table, every value's type kept: an integer (a
- * bigint, exact beyond 2^53) is `{"i":"<digits>"}`, a real a JSON number, text a string.
+ * bigint, exact beyond 2^53) is `{"i":"<digits>"}`, a BLOB `{"b":"<hex>"}`, a real a JSON
+ * number, text a string.
  */
 function encodeRows(rows: readonly HookRow[]): string {
   return JSON.stringify(
     rows.map((row) =>
       [...row].map(([key, value]) => [
         key,
-        typeof value === "bigint" ? { i: String(value) } : value,
+        typeof value === "bigint"
+          ? { i: String(value) }
+          : Buffer.isBuffer(value)
+            ? { b: value.toString("hex") }
+            : value,
       ]),
     ),
   );
 }
 
 function decodeRows(text: string): HookRow[] {
-  const rows = JSON.parse(text) as [string, StoredValue | { i: string }][][];
+  const rows = JSON.parse(text) as [string, StoredValue | { i: string } | { b: string }][][];
   return rows.map(
     (entries) =>
       new Map(
         entries.map(([key, value]): [string, StoredValue] => [
           key,
-          value !== null && typeof value === "object" ? BigInt(value.i) : value,
+          value === null || typeof value !== "object"
+            ? value
+            : "i" in value
+              ? BigInt(value.i)
+              : Buffer.from((value as { b: string }).b, "hex"),
         ]),
       ),
   );

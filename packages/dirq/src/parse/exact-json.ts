@@ -24,7 +24,7 @@ const losslessJson = lazyModule<typeof LosslessJson>("lossless-json");
  */
 
 /** A value as stored: INTEGER as bigint so SQLite keeps it an integer, nested JSON as text. */
-export type StoredValue = null | bigint | number | string;
+export type StoredValue = null | bigint | number | string | Buffer;
 
 export interface ExactJson {
   data: unknown;

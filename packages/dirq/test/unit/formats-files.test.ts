@@ -13,7 +13,7 @@ import {
   PIECE_BYTES,
   readFileRows,
 } from "../../src/parse/formats/read-file-rows.js";
-import { timestampText } from "../../src/parse/formats/yaml-rows.js";
+import { timestampText } from "../../src/parse/formats/yaml-tags.js";
 import type { FormatName } from "../../src/parse/formats/format-names.js";
 import type { HookRow } from "../../src/parse/hook-rows.js";
 
@@ -186,6 +186,85 @@ describe("documents", () => {
       { a: 0n },
     ]);
     assert.equal(timestampText("2001-12-14t21:59:43Z"), "2001-12-14T21:59:43Z");
+  });
+
+  test("YAML: each file read on its own; a %YAML 1.2 line changes no other file", () => {
+    const values = "flag: yes\nswitch: on\nn: 017\nt: 20:03:20\n";
+    const expected = { flag: 1n, switch: 1n, n: 15n, t: 72200n };
+    // PyYAML reads a %YAML 1.2 document as YAML 1.1 too.
+    assert.deepEqual(read("yaml", `%YAML 1.2\n---\n${values}`).rows, [expected]);
+    assert.deepEqual(read("yaml", values).rows, [expected]);
+    assert.deepEqual(read("markdown", `---\n${values}draft: yes\n---\nx\n`).rows, [
+      { ...expected, draft: 1n, body: "x\n" },
+    ]);
+    // A %TAG handle holds for its own document only.
+    assert.deepEqual(read("yaml", "%TAG !e! tag:yaml.org,2002:\n---\na: !e!int '1'\n").rows, [
+      { a: 1n },
+    ]);
+  });
+
+  test("YAML explicit tags resolve as PyYAML's safe_load constructs them", () => {
+    const { rows } = read(
+      "yaml",
+      "f: !!float 1\ng: !!float -.INF\nh: !!float 1:30.5\ni: !!int '3'\nj: !!int -0x1F\n" +
+        "k: !!int 017\nl: !!str 3\nm: !!bool YES\nn: !!null x\no: !!timestamp 2024-1-5\n" +
+        "p: 2024-1-5\nq: !!float 1e5\nr: 2024-1-5 1:02:03\ns: 2024-01-05T10:00:00.\n",
+    );
+    assert.deepEqual(rows, [
+      {
+        ...{ f: 1, g: -Infinity, h: 90.5, i: 3n, j: -31n, k: 15n, l: "3", m: 1n, n: null },
+        ...{ o: "2024-01-05", p: "2024-1-5", q: 100000, r: "2024-01-05T01:02:03" },
+        s: "2024-01-05T10:00:00",
+      },
+    ]);
+    for (const [text, reason] of [
+      ["a: !!int x\n", /line 1, column 4: !!int "x": not an integer/],
+      ["a: !!float 0x10\n", /!!float "0x10": not a number/],
+      ["a: !!bool y\n", /!!bool "y": not a boolean/],
+      ["a: !!timestamp 2024-01-05T10\n", /!!timestamp "2024-01-05T10": not a date/],
+      ["a: 2024-02-30\n", /line 1, column 4: 2024-02-30 is not a date: day is out of range/],
+      ["a: !Ref x\n", /line 1, column 4: the tag !Ref is not one Python's yaml.safe_load reads/],
+      ["a: !!binary R0l\n", /!!binary holds text that is not base64/],
+    ] as const) {
+      assert.match(failure("yaml", text), reason, text);
+    }
+    assert.equal(timestampText("2024-1-5"), "2024-01-05");
+    assert.equal(timestampText("2024-01-05 10:00:00 +5:3"), null);
+  });
+
+  test("YAML !!binary is a BLOB, its hex inside nested JSON text", () => {
+    const { rows } = read("yaml", "a: !!binary |\n  R0lG\n  ODlh\nb: [!!binary AAE=]\n");
+    assert.deepEqual(rows, [{ a: Buffer.from("GIF89a"), b: '["0001"]' }]);
+  });
+
+  test("YAML !!set, !!omap, !!pairs: not rows at the top; lists inside a value", () => {
+    for (const tag of ["set", "omap", "pairs"]) {
+      const text = tag === "set" ? "--- !!set\n? a\n? b\n" : `--- !!${tag}\n- a: 1\n- b: 2\n`;
+      assert.match(
+        failure("yaml", text),
+        new RegExp(`^line 2, column 1: the document is a !!${tag}, not rows`),
+      );
+    }
+    const { rows } = read(
+      "yaml",
+      "a: !!omap [x: 1, y: 2]\nb: !!pairs [x: 1, x: 2]\nc: !!set {q, p}\n",
+    );
+    assert.deepEqual(rows, [{ a: '[["x",1],["y",2]]', b: '[["x",1],["x",2]]', c: '["q","p"]' }]);
+  });
+
+  test("YAML directives PyYAML refuses are the file's error, naming the line", () => {
+    for (const [text, reason] of [
+      ["%YAML 1.1\n", /^line 1, column 1: a directive with no document after it/],
+      ["a: 1\n...\n%YAML 1.1\n", /^line 3, column 1: a directive with no document after it/],
+      ["%YAML 1.1\n%YAML 1.1\n---\na: 1\n", /^line 2, column 1: a second %YAML directive/],
+      ["%YAML 2.0\n---\na: 1\n", /^line 1, column 1: %YAML 2.0: only YAML 1.x/],
+      [
+        "%TAG !e! tag:yaml.org,2002:\n---\na: !e!int '1'\n---\nb: !e!int '2'\n",
+        /^line 5, column 4: the tag handle !e! is not declared for this document/,
+      ],
+    ] as const) {
+      assert.match(failure("yaml", text), reason, text);
+    }
   });
 
   test("TOML dates as ISO text; nested values as JSON text with exact integers", () => {

@@ -3,7 +3,9 @@ import type { StoredValue } from "../hook-rows.js";
 /**
  * Values of a YAML or TOML document as stored. Their readers give integers as bigint (exact) and
  * every other number as a float, so a number here is always a REAL, also when whole (`3.0`), as
- * Python's `yaml` and `tomllib` read it. Dates are ISO-8601 text; nesting is JSON text.
+ * Python's `yaml` and `tomllib` read it. Dates are ISO-8601 text; nesting is JSON text. YAML's
+ * `!!binary` is a BLOB, and inside a nested value's JSON text its lowercase hex (as dirq's JSON
+ * output writes a BLOB).
  */
 
 const INT64_MIN = -(2n ** 63n);
@@ -23,6 +25,7 @@ function nestedJson(value: object): string {
   const text = JSON.stringify(value, function (this: Record<string, unknown>, key, item) {
     const original = this[key];
     if (original instanceof Date) return isoText(original);
+    if (original instanceof Uint8Array) return Buffer.from(original).toString("hex");
     if (typeof item === "bigint") {
       marked = true;
       return `${BIGINT_MARK}${item}`;
@@ -52,6 +55,7 @@ export function storedPlainValue(value: unknown): StoredValue {
     default:
       if (value === null) return null;
       if (value instanceof Date) return isoText(value);
+      if (value instanceof Uint8Array) return Buffer.from(value);
       return nestedJson(value as object);
   }
 }

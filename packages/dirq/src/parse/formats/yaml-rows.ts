@@ -4,6 +4,7 @@ import type { HookRow } from "../hook-rows.js";
 import { documentRows, RowsError } from "./document-rows.js";
 import { refuseDeepNesting } from "./nesting.js";
 import { storedPlainValue } from "./plain-values.js";
+import { PAIRS_TAGS, pythonTags } from "./yaml-tags.js";
 
 const yaml = lazyModule<typeof Yaml>("yaml");
 
@@ -12,90 +13,33 @@ const yaml = lazyModule<typeof Yaml>("yaml");
  * merges, `2024-01-05` is a date), by the `yaml` package. Dates and times stay ISO-8601 text as
  * written (`2001-12-14T21:59:43.10-05:00`), never moved to another time zone. A file of several
  * documents (`---` between them) gives the rows of each in turn; an empty document none.
+ * Each document is read on its own, as YAML 1.2 and PyYAML read it: no directive, tag handle,
+ * anchor or schema survives into the next document, nor into the next file.
  */
-
-/** YAML 1.1's timestamp, resolved to ISO-8601 text instead of a `Date`. */
-const TIMESTAMP =
-  /^(\d{4})-(\d\d?)-(\d\d?)(?:(?:[Tt]|[ \t]+)(\d\d?):(\d\d):(\d\d)(\.\d+)?(?:[ \t]*(Z|[-+]\d\d?(?::?\d\d)?))?)?$/;
-
-function pad(text: string): string {
-  return text.padStart(2, "0");
-}
-
-/** `2001-12-14 21:59:43.10 -5` as `2001-12-14T21:59:43.10-05:00`. */
-export function timestampText(text: string): string {
-  const match = TIMESTAMP.exec(text);
-  if (match === null) return text;
-  const [, year, month, day, hour, minute, second, fraction, zone] = match as unknown as (
-    string | undefined
-  )[];
-  const date = `${year}-${pad(month ?? "")}-${pad(day ?? "")}`;
-  if (hour === undefined) return date;
-  let offset = "";
-  if (zone === "Z") offset = "Z";
-  else if (zone !== undefined) {
-    const [, sign, hours, minutes] = /^([-+])(\d\d?):?(\d\d)?$/.exec(zone) ?? [];
-    offset = `${sign}${pad(hours ?? "0")}:${minutes ?? "00"}`;
-  }
-  return `${date}T${pad(hour)}:${minute}:${second}${fraction ?? ""}${offset}`;
-}
-
-let tags: Yaml.Tags | null = null;
-
-const TIMESTAMP_TAG = "tag:yaml.org,2002:timestamp";
-const BOOL_TAG = "tag:yaml.org,2002:bool";
-const INT_TAG = "tag:yaml.org,2002:int";
-const FLOAT_TAG = "tag:yaml.org,2002:float";
-
-/**
- * PyYAML's resolvers (SafeLoader), where the `yaml` package's YAML 1.1 schema reads more: `y`
- * and `n` stay text, as do `09`, `1e5` (an exponent needs a dot and a sign) and `e2`.
- */
-const PY_TRUE = /^(?:yes|Yes|YES|true|True|TRUE|on|On|ON)$/;
-const PY_FALSE = /^(?:no|No|NO|false|False|FALSE|off|Off|OFF)$/;
-const PY_DECIMAL = /^[-+]?(?:0|[1-9][0-9_]*)$/;
-const PY_FLOAT =
-  /^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?)$/;
-
-/** The YAML 1.1 schema's tags as PyYAML resolves plain scalars; timestamps as text. */
-function customTags(defaults: Yaml.Tags): Yaml.Tags {
-  tags ??= defaults.flatMap((tag): Yaml.Tags => {
-    if (typeof tag !== "object") return [tag];
-    const scalar = tag as Yaml.ScalarTag;
-    if (scalar.tag === TIMESTAMP_TAG) {
-      return [{ ...scalar, resolve: (text: string) => timestampText(text), identify: () => false }];
-    }
-    if (scalar.tag === BOOL_TAG && scalar.test !== undefined) {
-      return [{ ...scalar, test: scalar.test.test("true") ? PY_TRUE : PY_FALSE }];
-    }
-    if (scalar.tag === INT_TAG && scalar.format === undefined)
-      return [{ ...scalar, test: PY_DECIMAL }];
-    if (scalar.tag === FLOAT_TAG && scalar.format === "EXP") return [];
-    if (scalar.tag === FLOAT_TAG && scalar.format === undefined && scalar.test?.test("1.5")) {
-      return [
-        {
-          ...scalar,
-          test: PY_FLOAT,
-          resolve: (text: string) => parseFloat(text.replaceAll("_", "")),
-        },
-      ];
-    }
-    return [tag];
-  });
-  return tags;
-}
 
 const OPTIONS = {
-  version: "1.1",
   merge: true,
   // As PyYAML: a key repeated in one mapping keeps its last value.
   uniqueKeys: false,
   intAsBigInt: true,
-  customTags,
   // Collection keys are refused before `toJS` (see `collectionKey`), which would stringify
   // them with a warning on stderr.
   logLevel: "error",
 } as const;
+
+/**
+ * A new schema for each file: YAML 1.1's tags as PyYAML reads them, whatever `%YAML` line a
+ * document has (PyYAML reads `%YAML 1.2` documents as YAML 1.1 too). Nothing in it is shared
+ * with another file.
+ */
+function pythonSchema(): Yaml.Schema {
+  return new (yaml().Schema)({
+    ...OPTIONS,
+    schema: "yaml-1.1",
+    resolveKnownTags: false,
+    customTags: pythonTags,
+  });
+}
 
 /**
  * The first mapping or list used as a mapping key (`? [a, b] : c`, or a template's
@@ -117,37 +61,159 @@ function collectionKey(document: Yaml.Document.Parsed): Yaml.Node | null {
   return found;
 }
 
-/** The first problem of a YAML text, with its line (`firstLine` is the text's first line). */
-function yamlReason(error: Yaml.YAMLError, firstLine: number): string {
-  const message = error.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? "";
-  const position = error.linePos?.[0];
-  if (position === undefined) return `not valid YAML: ${message}`;
-  return `line ${position.line + firstLine - 1}, column ${position.col}: ${message} (not valid YAML)`;
+/** `line L, column C: ` of an offset in the text (whose first line is `firstLine`). */
+type Where = (offset: number) => string;
+
+/**
+ * The stream's tokens, one group per document: its directives, the document, its `...` and
+ * the comments around them. Each group is composed on its own, so that nothing of one
+ * document (a `%TAG` handle, a `%YAML` version) reaches the next.
+ */
+function* documentGroups(tokens: Iterable<Yaml.CST.Token>): Generator<Yaml.CST.Token[]> {
+  let group: Yaml.CST.Token[] = [];
+  let hasDocument = false;
+  for (const token of tokens) {
+    if (hasDocument && (token.type === "directive" || token.type === "document")) {
+      yield group;
+      group = [];
+      hasDocument = false;
+    }
+    group.push(token);
+    if (token.type === "document") hasDocument = true;
+  }
+  if (group.length > 0) yield group;
+}
+
+/**
+ * What PyYAML refuses in a document's directives and the `yaml` package reads without a word,
+ * with the offset it is at, or null.
+ */
+function directiveProblem(group: Yaml.CST.Token[]): { offset: number; reason: string } | null {
+  let version = false;
+  const handles = new Set<string>();
+  let last: Yaml.CST.Token | null = null;
+  for (const token of group) {
+    if (token.type === "error") return { offset: token.offset, reason: token.message };
+    if (token.type === "document") return null;
+    if (token.type !== "directive") continue;
+    last = token;
+    const [name, value = ""] = token.source
+      .replace(/[ \t]+#.*$/, "")
+      .trim()
+      .split(/[ \t]+/);
+    if (name === "%YAML" && version) {
+      return { offset: token.offset, reason: "a second %YAML directive for one document" };
+    }
+    if (name === "%YAML" && !/^1\.\d+$/.test(value)) {
+      return { offset: token.offset, reason: `%YAML ${value}: only YAML 1.x documents are read` };
+    }
+    if (name === "%TAG" && handles.has(value)) {
+      return { offset: token.offset, reason: `a second %TAG directive for the handle ${value}` };
+    }
+    if (name === "%YAML") version = true;
+    if (name === "%TAG") handles.add(value);
+  }
+  if (last === null) return null;
+  return {
+    offset: last.offset,
+    reason:
+      "a directive with no document after it (a directive belongs to the `---` document that follows it)",
+  };
+}
+
+/** Warnings of the `yaml` package that PyYAML refuses: a tag it cannot construct. */
+const REFUSED_WARNINGS = new Set(["TAG_RESOLVE_FAILED", "BAD_COLLECTION_TYPE"]);
+
+/** The first problem of a document, with its line and column. */
+function documentProblem(document: Yaml.Document.Parsed, where: Where): string | null {
+  const error =
+    document.errors[0] ?? document.warnings.find((warning) => REFUSED_WARNINGS.has(warning.code));
+  if (error === undefined) return null;
+  let message = error.message.split("\n")[0]?.replace(/ at line \d+, column \d+:?$/, "") ?? "";
+  const unresolved = /^Unresolved tag: (.*)$/.exec(message)?.[1];
+  const handle = /^Could not resolve tag: (!.*!)/.exec(message)?.[1];
+  if (unresolved !== undefined) {
+    const tag = unresolved.replace(/^tag:yaml\.org,2002:/, "!!");
+    message = `the tag ${tag} is not one Python's yaml.safe_load reads (!!str, !!int, !!float, !!bool, !!null, !!timestamp, !!binary, !!map, !!seq, !!set, !!omap, !!pairs): remove it to read the value as written`;
+  } else if (handle !== undefined) {
+    message = `the tag handle ${handle} is not declared for this document (a %TAG directive holds only for the document right after it)`;
+  }
+  return `${where(error.pos[0])}${message} (not valid YAML)`;
+}
+
+/**
+ * `!!omap` and `!!pairs` (ordered pairs) inside a value as lists of `[key, value]` lists, as
+ * PyYAML gives them, and `!!set` as the list of its members, in the order written. A document
+ * that is one of them holds no rows: the file's error.
+ */
+function pairsAsLists(document: Yaml.Document.Parsed, where: Where, tagged: boolean): void {
+  const { isCollection, isPair, visit, YAMLSeq } = yaml();
+  const top = document.contents;
+  if (isCollection(top) && top.tag !== undefined && PAIRS_TAGS.has(top.tag)) {
+    const tag = top.tag.replace("tag:yaml.org,2002:", "!!");
+    throw new RowsError(
+      `${where(top.range[0])}the document is a ${tag}, not rows (a mapping, or a list of mappings): drop the ${tag} tag to read its keys as one row`,
+    );
+  }
+  // Without a `!` in the text there is no tag to look for (a second walk of a large document).
+  if (!tagged) return;
+  visit(document, {
+    Collection(_, node) {
+      if (node.tag === undefined || !PAIRS_TAGS.has(node.tag)) return undefined;
+      const list = new YAMLSeq(document.schema);
+      for (const item of node.items as unknown[]) {
+        if (!isPair(item) || node.tag.endsWith(":set"))
+          list.items.push(isPair(item) ? item.key : item);
+        else
+          list.items.push(
+            Object.assign(new YAMLSeq(document.schema), { items: [item.key, item.value] }),
+          );
+      }
+      list.anchor = node.anchor;
+      return list;
+    },
+  });
+}
+
+function documentValue(document: Yaml.Document.Parsed, where: Where, tagged: boolean): unknown {
+  const problem = documentProblem(document, where);
+  if (problem !== null) throw new RowsError(problem);
+  const key: Yaml.Node | null = collectionKey(document);
+  if (key !== null) {
+    const what = yaml().isMap(key) ? "a mapping" : "a list";
+    throw new RowsError(
+      `${where(key.range?.[0] ?? 0)}${what} used as a key (only text, numbers, booleans, dates and null can be keys, as in Python's yaml; a template's {{ }}? quote the value)`,
+    );
+  }
+  pairsAsLists(document, where, tagged);
+  try {
+    return document.toJS({ maxAliasCount: 1000 });
+  } catch (caught) {
+    throw new RowsError(`not valid YAML: ${(caught as Error).message}`);
+  }
 }
 
 /** The parsed documents of a YAML text, or a `RowsError` naming the line. */
 export function yamlDocuments(text: string, firstLine = 1): unknown[] {
   refuseDeepNesting(text, firstLine, true);
   const lineCounter = new (yaml().LineCounter)();
-  const documents = yaml().parseAllDocuments(text, { ...OPTIONS, lineCounter });
-  // A stream that is empty, or only comments, parses to no document (or an EmptyStream).
-  if (!Array.isArray(documents)) return [];
+  const where: Where = (offset) => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `line ${line + firstLine - 1}, column ${col}: `;
+  };
   const values: unknown[] = [];
-  for (const document of documents) {
-    const error = document.errors[0];
-    if (error !== undefined) throw new RowsError(yamlReason(error, firstLine));
-    const key: Yaml.Node | null = collectionKey(document);
-    if (key !== null) {
-      const { line, col } = lineCounter.linePos(key.range?.[0] ?? 0);
-      const what = yaml().isMap(key) ? "a mapping" : "a list";
-      throw new RowsError(
-        `line ${line + firstLine - 1}, column ${col}: ${what} used as a key (only text, numbers, booleans, dates and null can be keys, as in Python's yaml; a template's {{ }}? quote the value)`,
-      );
-    }
-    try {
-      values.push(document.toJS({ maxAliasCount: 1000 }));
-    } catch (caught) {
-      throw new RowsError(`not valid YAML: ${(caught as Error).message}`);
+  const tagged = text.includes("!");
+  // One schema per file: the `yaml` package adds to a schema's tags only for known tags of
+  // YAML 1.2's core schema, which this one does not resolve.
+  const schema = pythonSchema();
+  const tokens = new (yaml().Parser)(lineCounter.addNewLine).parse(text);
+  for (const group of documentGroups(tokens)) {
+    const problem = directiveProblem(group);
+    if (problem !== null)
+      throw new RowsError(`${where(problem.offset)}${problem.reason} (not valid YAML)`);
+    const composer = new (yaml().Composer)({ ...OPTIONS, schema });
+    for (const document of composer.compose(group)) {
+      values.push(documentValue(document, where, tagged));
     }
   }
   return values;
