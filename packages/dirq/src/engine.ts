@@ -380,6 +380,11 @@ export class DirqIndex {
     return this.refresher.idle(tables);
   }
 
+  /** Files whose refresh failed to commit (a full disk): a refresh of them applies them. */
+  unsettledFiles(): string[] {
+    return this.refresher.unsettledFiles();
+  }
+
   /** What decides whether a path is in the index: the watcher skips folders it excludes. */
   get inclusionRules(): { useGitignore: boolean; extraIgnores: readonly string[] } {
     return {

@@ -25,6 +25,7 @@ import type { Catalog } from "./catalog.js";
 import type { RowChange } from "./row-changes.js";
 import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
 import { HookSlots } from "../parse/hook-slots.js";
+import { isStorageError } from "../shared/sql-errors.js";
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -43,9 +44,14 @@ type FileStat = [size: number, mtime: number, ctime: number];
 interface Gathered {
   /** Size and times when the file is a row, `null` when it is not (or no longer) one. */
   stat: FileStat | null;
+  /** `stat` as the key `fileSignatures` records once the file's rows are committed. */
+  key: string;
   /** The file's state before its hooks ran, for the catalog of a persisted index. */
   signature: FileSignature | null;
 }
+
+/** The stat key of a path that is not a file row. */
+const MISSING = "missing";
 
 /** A file's output for one table read through the staging table when committed. */
 const STAGED = Symbol("staged");
@@ -57,6 +63,8 @@ type ParseOutput = HookRow[] | string | typeof STAGED;
 interface ParseJob {
   file: string;
   signature: FileSignature | null;
+  /** The stat key the job parses the file for (see `Gathered.key`). */
+  key: string;
   tables: LiveParsedTable[];
   scope: RefreshScope;
   /** Aborted when a later refresh of the file supersedes this one (or the index closes). */
@@ -85,6 +93,17 @@ const NOT_A_ROW = new Set(["ENOENT", "ENOTDIR", "ELOOP", "EACCES", "EPERM", "ENA
 
 function isNotARow(error: unknown): boolean {
   return NOT_A_ROW.has((error as NodeJS.ErrnoException | null)?.code ?? "");
+}
+
+/**
+ * A failure of the index itself (a full disk, a busy or damaged database), never of one file:
+ * it fails the whole commit, so no file of it is recorded and each is applied again later.
+ */
+function isCommitFailure(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return (
+    isStorageError(error) || (typeof code === "string" && /^SQLITE_(BUSY|LOCKED|NOMEM)/.test(code))
+  );
 }
 
 function messageOf(error: unknown): string {
@@ -153,8 +172,14 @@ function fileRowStat(root: string, path: string): FileStat | null {
  * the transaction, so it can never drift from what committed.
  */
 export class Refresher {
-  /** Size and times of each file as `refresh` last read it, to skip re-reading it unchanged. */
+  /**
+   * Size and times of each file as its last committed refresh read it, to skip re-reading it
+   * unchanged. Recorded only once the file's rows are committed: a file whose commit failed
+   * (a full disk) is seen as changed by the next recheck.
+   */
   private readonly fileSignatures = new Map<string, string>();
+  /** Files whose last refresh failed to commit, to apply again (`unsettledFiles`). */
+  private readonly unsettled = new Set<string>();
   /** Files being parsed by a live refresh, to stop when a newer refresh of the file starts. */
   private readonly inFlight = new Map<string, { controller: AbortController; stat: string }>();
   /** Files being parsed and committed now, with the tables (lower case) they are parsed for. */
@@ -279,22 +304,44 @@ export class Refresher {
    * refresh of the same file stops its hooks: only the newest state is written).
    */
   async start(paths: Iterable<string>, options: StartOptions): Promise<{ done: Promise<void> }> {
-    const scope = options.scope ?? null;
     // A caller that already holds the writer (building a table) must not wait for itself.
     const withWriter: WriterLock = options.writerHeld ? async (task) => task() : this.withWriter;
+    const list = [...paths];
+    let jobs: ParseJob[];
+    try {
+      jobs = await this.firstPhase(list, withWriter, options);
+    } catch (error) {
+      // Nothing of it committed (a full disk): every path is applied again later.
+      for (const path of list) this.unsettled.add(path);
+      throw error;
+    }
+    for (const path of list)
+      if (!jobs.some((job) => job.file === path)) this.unsettled.delete(path);
+    const done = Promise.all(jobs.map((job) => this.track(job, withWriter, options)));
+    return { done: done.then(() => undefined) };
+  }
+
+  /** Stats the files `paths` stand for and commits what needs no hook; returns the hooks' jobs. */
+  private async firstPhase(
+    paths: readonly string[],
+    withWriter: WriterLock,
+    options: StartOptions,
+  ): Promise<ParseJob[]> {
     // Before the first look-up: without its index, finding a folder's rows scans the table.
     await withWriter(() => this.ensureLookupIndexes());
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
     for (const path of paths) for (const file of this.filesFor(path, errors)) candidates.add(file);
     const stats = this.statAll(candidates, options.onlyIfChanged ?? false, errors);
-    const jobs = await withWriter(() => {
-      const { changes, jobs } = this.applyStats(stats, scope, options.keepUnchanged ?? false);
+    return withWriter(() => {
+      const { changes, jobs } = this.applyStats(
+        stats,
+        options.scope ?? null,
+        options.keepUnchanged ?? false,
+      );
       options.onCommit([...errors, ...changes]);
       return jobs;
     });
-    const done = Promise.all(jobs.map((job) => this.track(job, withWriter, options)));
-    return { done: done.then(() => undefined) };
   }
 
   private track(job: ParseJob, withWriter: WriterLock, options: StartOptions): Promise<void> {
@@ -322,6 +369,19 @@ export class Refresher {
     }
   }
 
+  /** Files whose last refresh failed to commit (a full disk): refresh them again to retry. */
+  unsettledFiles(): string[] {
+    return [...this.unsettled];
+  }
+
+  /** Records that `file`'s rows for the state `key` are committed. */
+  private settled(file: string, key: string): void {
+    // A file that is gone is forgotten: a long-lived server sees endless new names.
+    if (key === MISSING) this.fileSignatures.delete(file);
+    else this.fileSignatures.set(file, key);
+    this.unsettled.delete(file);
+  }
+
   /** Stops every running hook of live refreshes: nothing more they found is written. */
   abortAll(): void {
     for (const { controller } of this.inFlight.values()) controller.abort();
@@ -345,20 +405,23 @@ export class Refresher {
         errors.push({ action: "error", table: null, file_path: file, error: messageOf(error) });
         stat = null;
       }
-      const signature = stat ? stat.join(":") : "missing";
-      if (onlyIfChanged && this.fileSignatures.get(file) === signature) continue;
-      // A file that is gone is forgotten: a long-lived server sees endless new names.
-      if (stat === null) this.fileSignatures.delete(file);
-      else this.fileSignatures.set(file, signature);
+      const key = stat ? stat.join(":") : MISSING;
+      // Unchanged since its last commit, or its hooks run for this very state now.
+      const handled =
+        this.fileSignatures.get(file) === key || this.inFlight.get(file)?.stat === key;
+      if (onlyIfChanged && handled) continue;
       // Taken before the hooks read the file: an edit while they run is seen next time.
       const recorded =
         this.catalog.store !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
-      gathered.set(file, { stat, signature: recorded });
+      gathered.set(file, { stat, key, signature: recorded });
     }
     return gathered;
   }
 
-  /** Runs `write` in a savepoint; its failure becomes an `error` change for that file. */
+  /**
+   * Runs `write` in a savepoint; its failure becomes an `error` change for that file, unless
+   * it is the index's own (a full disk), which fails the whole commit.
+   */
   private isolated(
     changes: RowChange[],
     file: string,
@@ -369,6 +432,7 @@ export class Refresher {
       changes.push(...this.db.transaction(write)());
       return true;
     } catch (error) {
+      if (isCommitFailure(error)) throw error;
       changes.push({ action: "error", table, file_path: file, error: messageOf(error) });
       return false;
     }
@@ -387,10 +451,10 @@ export class Refresher {
     const changes: RowChange[] = [];
     const jobs: ParseJob[] = [];
     const parsedTables = [...(scope ?? this.catalog.parsedTables())];
+    const done: [file: string, key: string][] = [];
     try {
       this.db.transaction(() => {
-        for (const [file, { stat, signature }] of stats) {
-          const statKey = stat ? stat.join(":") : "missing";
+        for (const [file, { stat, key: statKey, signature }] of stats) {
           if (scope === null) {
             this.isolated(changes, file, null, () => this.pathTables.refreshFile(file, stat));
             const running = this.inFlight.get(file);
@@ -408,15 +472,20 @@ export class Refresher {
             this.isolated(changes, file, label, () => replaceFileRows(this.db, table, file, []));
             this.catalog.store?.forgetFile(table.spec.name, file);
           }
-          if (wanted.length === 0) continue;
+          if (wanted.length === 0) {
+            done.push([file, statKey]);
+            continue;
+          }
           const controller = new AbortController();
           if (scope === null) this.inFlight.set(file, { controller, stat: statKey });
-          jobs.push({ file, signature, tables: wanted, scope, controller });
+          jobs.push({ file, signature, key: statKey, tables: wanted, scope, controller });
         }
       })();
     } finally {
       this.rereadColumns();
     }
+    // Committed: a file with hooks to run is recorded when their rows are.
+    for (const [file, key] of done) this.settled(file, key);
     return { changes, jobs };
   }
 
@@ -467,7 +536,14 @@ export class Refresher {
       if (this.inFlight.get(job.file)?.controller === job.controller) {
         this.inFlight.delete(job.file);
       }
-      const changes = this.applyParsed(job, outputs);
+      let changes: RowChange[];
+      try {
+        changes = this.applyParsed(job, outputs);
+      } catch (error) {
+        this.unsettled.add(job.file);
+        throw error;
+      }
+      this.settled(job.file, job.key);
       options.onCommit(changes);
       // A table built while the hooks ran has no output for this file yet.
       return this.catalog

@@ -10,6 +10,52 @@ export interface LiveIndexOptions {
   onError: (error: unknown) => void;
 }
 
+/** The first wait before files whose commit failed are applied again; doubled up to the last. */
+const RETRY_FIRST_MS = 250;
+const RETRY_LAST_MS = 8_000;
+
+/**
+ * Applies again the files whose commit failed (a full disk, a busy database), until one
+ * commits: each failure waits longer, up to `RETRY_LAST_MS`. A failure is reported once until
+ * a commit succeeds, so a disk that stays full is one line, not one a retry.
+ */
+class CommitRetry {
+  private timer: NodeJS.Timeout | null = null;
+  private waitMs = RETRY_FIRST_MS;
+  private reported: string | null = null;
+  /** Set once the watcher exists: hands the files to it as a recheck. */
+  recheck: ((files: string[]) => void) | null = null;
+
+  constructor(
+    private readonly index: DirqIndex,
+    private readonly onError: (error: unknown) => void,
+  ) {}
+
+  /** A commit succeeded: the next failure is news again. */
+  committed(): void {
+    this.reported = null;
+    this.waitMs = RETRY_FIRST_MS;
+  }
+
+  failed(error: unknown): void {
+    const message = error instanceof Error ? error.message : String(error);
+    if (message !== this.reported) this.onError(error);
+    this.reported = message;
+    if (this.timer !== null || this.index.unsettledFiles().length === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = null;
+      this.recheck?.(this.index.unsettledFiles());
+    }, this.waitMs).unref();
+    this.waitMs = Math.min(this.waitMs * 2, RETRY_LAST_MS);
+  }
+
+  stop(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+    this.recheck = null;
+  }
+}
+
 /** Lets the loop run once more: an event of a change made before now is then delivered. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -24,11 +70,14 @@ export class LiveIndex {
   private constructor(
     readonly index: DirqIndex,
     private readonly watcher: TreeWatcher,
+    private readonly retry: CommitRetry,
   ) {}
 
   /** Starts watching `index`'s tree; resolves once the watcher sees the whole tree. */
   static async watch(index: DirqIndex, options: LiveIndexOptions): Promise<LiveIndex> {
+    const retry = new CommitRetry(index, options.onError);
     const onCommit = (changes: RowChange[]) => {
+      retry.committed();
       if (changes.length > 0) options.onChanges(changes);
     };
     const watcher = watchTree(index.root, {
@@ -39,19 +88,26 @@ export class LiveIndex {
       },
       onBatch: async (batch) => {
         // Only the first commit of each refresh is waited for: hooks go on in the background.
-        // A failure of the hooks' commits (a full disk) is reported, like the batch's own.
-        const started = (run: { done: Promise<void> }) => void run.done.catch(options.onError);
+        // A failure of the hooks' commits (a full disk) is reported, like the batch's own,
+        // and its files are applied again later.
+        const started = (run: { done: Promise<void> }) =>
+          void run.done.catch((error: unknown) => retry.failed(error));
         if (batch.rescan) {
           started(await index.startRefresh([""], { onCommit, keepUnchanged: true }));
           return;
         }
-        started(await index.startRefresh(batch.paths, { onCommit }));
-        started(await index.startRefresh(batch.recheck, { onlyIfChanged: true, onCommit }));
+        // An empty refresh is skipped: its commit of nothing would tell a full disk is fine.
+        if (batch.paths.size > 0) started(await index.startRefresh(batch.paths, { onCommit }));
+        if (batch.recheck.size > 0) {
+          const recheck = { onlyIfChanged: true, onCommit };
+          started(await index.startRefresh(batch.recheck, recheck));
+        }
       },
-      onError: options.onError,
+      onError: (error) => retry.failed(error),
     });
+    retry.recheck = (files) => watcher.recheck(files);
     await watcher.ready;
-    return new LiveIndex(index, watcher);
+    return new LiveIndex(index, watcher, retry);
   }
 
   /** Folders watched now (one inotify watch each). */
@@ -77,6 +133,7 @@ export class LiveIndex {
 
   /** Stops watching; hooks still running for changed files are stopped. */
   async close(): Promise<void> {
+    this.retry.stop();
     await this.watcher.close();
   }
 }

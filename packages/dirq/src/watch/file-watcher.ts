@@ -77,6 +77,8 @@ export interface TreeWatcher {
    * resolves when the handler is done with them.
    */
   settle(): Promise<void>;
+  /** Hands `paths` to the handler again as a recheck (re-read only if they changed). */
+  recheck(paths: Iterable<string>): void;
 }
 
 /** Batches `settle` hands over at most: a tree that never stops changing never settles. */
@@ -170,6 +172,12 @@ class FolderWatches implements TreeWatcher {
     }
   }
 
+  recheck(paths: Iterable<string>): void {
+    if (this.closed) return;
+    for (const path of paths) this.pending.recheck.add(path);
+    if (this.hasPending()) this.schedule();
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
@@ -240,9 +248,7 @@ class FolderWatches implements TreeWatcher {
 
   private recheckLater(paths: Set<string>): void {
     setTimeout(() => {
-      if (this.closed) return;
-      for (const path of paths) if (path !== "") this.pending.recheck.add(path);
-      this.schedule();
+      this.recheck([...paths].filter((path) => path !== ""));
     }, RECHECK_AFTER_MS).unref();
   }
 

@@ -56,4 +56,42 @@ describe("Refresher", () => {
       db.close();
     }
   });
+
+  it("records a file as seen only once its rows commit: a commit that failed is applied again", async () => {
+    const root = tempTree({ "docs/a.md": "a" });
+    const db = openIndexDatabase(root);
+    try {
+      const catalog = new Catalog(null);
+      const options = { root, useGitignore: true, progress: quiet };
+      const tables = new PathTables(db, options, catalog);
+      tables.create("./docs");
+      await tables.fill("./docs", ALL_COLUMN_GROUPS);
+      const refresher = new Refresher(db, root, catalog, tables, options, async (task) => task());
+      const refresh = async (paths: string[], onlyIfChanged: boolean) => {
+        const changes: RowChange[] = [];
+        await (
+          await refresher.start(paths, { onlyIfChanged, onCommit: (c) => changes.push(...c) })
+        ).done;
+        return changes;
+      };
+      await refresh(["docs/a.md"], false);
+      // More rows than the pages the database may still use: its commit fails, as on a full disk.
+      const files = Array.from({ length: 400 }, (_, n) => `docs/${String(n).padStart(200, "f")}`);
+      for (const file of files) writeFileSync(join(root, file), "new");
+      writeFileSync(join(root, "docs/a.md"), "changed");
+      db.pragma(`max_page_count = ${db.pragma("page_count", { simple: true }) as number}`);
+      await assert.rejects(refresh(["docs"], false), /full/);
+      assert.deepEqual(refresher.unsettledFiles(), ["docs"]);
+      db.pragma("max_page_count = 1073741823");
+      // The recheck that follows a change (only files that changed since their last commit).
+      const changes = await refresh(refresher.unsettledFiles(), true);
+      assert.equal(changes.length, files.length + 1);
+      const rows = db.prepare(`SELECT count(*) AS n, max(size) AS big FROM "./docs"`).get();
+      assert.deepEqual(rows, { n: files.length + 1, big: "changed".length });
+      assert.deepEqual(refresher.unsettledFiles(), []);
+      assert.deepEqual(await refresh(["docs"], true), [], "recorded once committed");
+    } finally {
+      db.close();
+    }
+  });
 });
