@@ -175,6 +175,53 @@ function pairsAsLists(document: Yaml.Document.Parsed, where: Where, tagged: bool
   });
 }
 
+/**
+ * How many values a document may hold once its aliases are expanded. A "billion laughs" holds
+ * billions in a few lines; an ordinary file with a thousand `<<: *defaults` merges, tens of
+ * thousands.
+ */
+export const MAX_EXPANDED_VALUES = 1_000_000;
+
+/** Each alias of a document with the node it names (the last anchor of that name before it). */
+function aliasTargets(document: Yaml.Document.Parsed): Map<Yaml.Alias, unknown> {
+  const { isAlias, visit } = yaml();
+  const anchors = new Map<string, unknown>();
+  const targets = new Map<Yaml.Alias, unknown>();
+  visit(document, (_key, node) => {
+    if (isAlias(node)) targets.set(node, anchors.get(node.source));
+    else if (node !== null && typeof node === "object" && "anchor" in node && node.anchor) {
+      anchors.set(String(node.anchor), node);
+    }
+  });
+  return targets;
+}
+
+/** Refuses a document whose aliases expand it past `MAX_EXPANDED_VALUES` values. */
+function refuseAliasBomb(document: Yaml.Document.Parsed): void {
+  const { isAlias, isCollection, isPair } = yaml();
+  const targets = aliasTargets(document);
+  if (targets.size === 0) return;
+  const sizes = new Map<unknown, number>();
+  const sizeOf = (node: unknown): number => {
+    const known = sizes.get(node);
+    if (known !== undefined) return known;
+    sizes.set(node, 1); // a collection that holds itself counts once
+    let size = 1;
+    if (isAlias(node)) size = sizeOf(targets.get(node));
+    else if (isPair(node)) size = sizeOf(node.key) + sizeOf(node.value);
+    else if (isCollection(node)) {
+      for (const item of node.items) if ((size += sizeOf(item)) > MAX_EXPANDED_VALUES) break;
+    }
+    sizes.set(node, Math.min(size, MAX_EXPANDED_VALUES + 1));
+    return Math.min(size, MAX_EXPANDED_VALUES + 1);
+  };
+  if (sizeOf(document.contents) > MAX_EXPANDED_VALUES) {
+    throw new RowsError(
+      `its aliases expand it to more than ${MAX_EXPANDED_VALUES.toLocaleString("en-US")} values (dirq's limit, against a "billion laughs")`,
+    );
+  }
+}
+
 function documentValue(document: Yaml.Document.Parsed, where: Where, tagged: boolean): unknown {
   const problem = documentProblem(document, where);
   if (problem !== null) throw new RowsError(problem);
@@ -186,8 +233,10 @@ function documentValue(document: Yaml.Document.Parsed, where: Where, tagged: boo
     );
   }
   pairsAsLists(document, where, tagged);
+  refuseAliasBomb(document);
   try {
-    return document.toJS({ maxAliasCount: 1000 });
+    // The guard above measures what aliases expand to; the package's own counts alias uses.
+    return document.toJS({ maxAliasCount: -1 });
   } catch (caught) {
     throw new RowsError(`not valid YAML: ${(caught as Error).message}`);
   }
