@@ -8,7 +8,7 @@ import { makeTree, removeTree } from "./helpers.js";
 import { delay, type ServerProcess, startServer } from "./server-support.js";
 
 /*
- * The web console's newest statement always wins (issue 63): with "Re-run the query when rows
+ * The web console's newest statement always wins: with "Re-run the query when rows
  * change" on, a statement the user runs while an automatic re-run of the statement before it
  * is pending (its 250 ms timer) or under way must be the one whose answer stays on screen,
  * rows or error. Statement A is slow (a recursive CTE of 400,000 steps, some hundred

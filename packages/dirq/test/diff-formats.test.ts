@@ -626,7 +626,7 @@ const YAML_FIXED: Record<string, string> = {
   "template-key.yaml": "name: x\nwith:\n  group_id: {{ groupId }}\n",
   "list-key.yaml": "? [a, b]\n: c\n",
   "alias-map-key.yaml": "a: &m {x: 1}\n*m : 2\n",
-  // Explicit tags, constructed as PyYAML's safe_load constructs them (issue 64).
+  // Explicit tags, constructed as PyYAML's safe_load constructs them.
   "explicit-tags.yaml":
     "f: !!float 1\ng: !!float 1_0\nh: !!float -.INF\ni: !!int '3'\nj: !!int 0x1F\n" +
     "k: !!int 1:30\nl: !!str 3\nm: !!bool YES\nn: !!null ''\no: !!timestamp 2024-1-5\n" +
@@ -982,7 +982,7 @@ describe(`built-in formats read what Python's parsers read (seed ${SEED})`, () =
   }
 
   it(
-    "yaml, markdown: a %YAML 1.2 file changes nothing in the files read after it (issue 64)",
+    "yaml, markdown: a %YAML 1.2 file changes nothing in the files read after it",
     { skip: missing },
     async () => {
       const values = "flag: yes\nswitch: on\nn: 017\nt: 20:03:20\n";

@@ -169,7 +169,7 @@ function cellType(cell: Cell): ColumnType | null {
   return cell[0] === "real" ? "REAL" : "TEXT";
 }
 
-/** One type for values of both (issue 63): numbers with a fraction make REAL, text makes TEXT. */
+/** One type for values of both: numbers with a fraction make REAL, text makes TEXT. */
 function widened(a: ColumnType | null, b: ColumnType | null): ColumnType | null {
   if (a === null || a === b) return b ?? a;
   if (b === null) return a;

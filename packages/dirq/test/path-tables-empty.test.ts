@@ -1,7 +1,7 @@
 /**
  * A path-table that lists no file (a typo, an ignored folder, an always-skipped folder, the
  * dot-name rule) answers no rows, exit 0, and says why in one stderr line; with `--parse`, a
- * table no file has shaped accepts the columns a statement names (issue 63). `--parse auto`
+ * table no file has shaped accepts the columns a statement names. `--parse auto`
  * tells files no format reads once per extension. Git (`check-ignore -v`) and bash (globstar)
  * are the references for what is ignored and what a glob matches.
  */

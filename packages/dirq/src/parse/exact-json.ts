@@ -91,7 +91,7 @@ function unmarkString(value: string): StoredValue {
 }
 
 /** The end of the JSON string whose opening quote is at `open` (after its closing quote). */
-function stringEnd(text: string, open: number): number {
+export function stringEnd(text: string, open: number): number {
   let close = text.indexOf('"', open + 1);
   for (;;) {
     if (close === -1) return text.length;

@@ -9,16 +9,22 @@ import { Refresher } from "../../src/indexer/refresh.js";
 import type { RowChange } from "../../src/indexer/row-changes.js";
 import { quiet, tempTree } from "../helpers.js";
 
+/** An index of `root` whose catalog holds the filled path-table `./docs`. */
+async function docsTable(root: string) {
+  const db = openIndexDatabase(root);
+  const catalog = new Catalog(null);
+  const options = { root, useGitignore: true, progress: quiet };
+  const tables = new PathTables(db, options, catalog);
+  tables.create("./docs");
+  await tables.fill("./docs", ALL_COLUMN_GROUPS);
+  return { db, catalog, options, tables };
+}
+
 describe("Refresher", () => {
   it("brings the catalog's path-tables up to date with changed paths, one commit at a time", async () => {
     const root = tempTree({ "docs/a.md": "a", "docs/b.md": "b" });
-    const db = openIndexDatabase(root);
+    const { db, catalog, options, tables } = await docsTable(root);
     try {
-      const catalog = new Catalog(null);
-      const options = { root, useGitignore: true, progress: quiet };
-      const tables = new PathTables(db, options, catalog);
-      tables.create("./docs");
-      await tables.fill("./docs", ALL_COLUMN_GROUPS);
       let writing = false;
       const refresher = new Refresher(db, root, catalog, tables, options, async (task) => {
         assert.equal(writing, false, "one write at a time");
@@ -59,13 +65,8 @@ describe("Refresher", () => {
 
   it("records a file as seen only once its rows commit: a commit that failed is applied again", async () => {
     const root = tempTree({ "docs/a.md": "a" });
-    const db = openIndexDatabase(root);
+    const { db, catalog, options, tables } = await docsTable(root);
     try {
-      const catalog = new Catalog(null);
-      const options = { root, useGitignore: true, progress: quiet };
-      const tables = new PathTables(db, options, catalog);
-      tables.create("./docs");
-      await tables.fill("./docs", ALL_COLUMN_GROUPS);
       const refresher = new Refresher(db, root, catalog, tables, options, async (task) => task());
       const refresh = async (paths: string[], onlyIfChanged: boolean) => {
         const changes: RowChange[] = [];

@@ -1,3 +1,4 @@
+import { stringEnd } from "../exact-json.js";
 import { RowsError } from "./document-rows.js";
 
 /**
@@ -8,24 +9,13 @@ import { RowsError } from "./document-rows.js";
  */
 export const MAX_NESTING = 512;
 
-/** The index after the string whose opening quote is at `open` (`"` with escapes, or YAML's `'`). */
-function quotedEnd(text: string, open: number): number {
-  const quote = text[open] as string;
+/** The index after a YAML single-quoted string opening at `open` (`''` is a quote inside). */
+function singleQuotedEnd(text: string, open: number): number {
   for (let at = open + 1; ;) {
-    const close = text.indexOf(quote, at);
+    const close = text.indexOf("'", at);
     if (close === -1) return text.length;
-    if (quote === "'") {
-      // YAML escapes a single quote by doubling it.
-      if (text[close + 1] === "'") {
-        at = close + 2;
-        continue;
-      }
-      return close + 1;
-    }
-    let backslashes = 0;
-    while (text.charCodeAt(close - 1 - backslashes) === 92) backslashes++;
-    if (backslashes % 2 === 0) return close + 1;
-    at = close + 1;
+    if (text[close + 1] !== "'") return close + 1;
+    at = close + 2;
   }
 }
 
@@ -38,8 +28,10 @@ export function refuseDeepNesting(text: string, firstLine: number, yaml: boolean
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);
-    if (code === 34 || (yaml && code === 39)) {
-      i = quotedEnd(text, i) - 1;
+    if (code === 34) {
+      i = stringEnd(text, i) - 1;
+    } else if (yaml && code === 39) {
+      i = singleQuotedEnd(text, i) - 1;
     } else if (yaml && code === 35 && (i === 0 || /\s/.test(text[i - 1] as string))) {
       const end = text.indexOf("\n", i);
       i = end === -1 ? text.length : end - 1;
