@@ -152,7 +152,7 @@ const EACH_FORMATS: ReadonlySet<FileFormat> = new Set(["json", "jsonl", "yaml", 
  * them) with `format`, and unites their columns. A file the format cannot read adds nothing,
  * as the table will skip it; `onProgress` hears after each file.
  */
-export function inferColumns(
+export function inferSchemaColumns(
   root: string,
   format: FileFormat,
   paths: readonly string[],

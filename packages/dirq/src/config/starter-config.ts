@@ -7,7 +7,7 @@ import { parsePathTableName } from "../scan/path-selection.js";
 import { SelectionWalker } from "../scan/walk.js";
 import { isWellFormed } from "../parse/large-text.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
-import { type InferredColumns, inferColumns } from "./infer-columns.js";
+import { type InferredColumns, inferSchemaColumns } from "./infer-columns.js";
 import { tomlKey, tomlString } from "./toml-text.js";
 
 /**
@@ -513,7 +513,7 @@ export function starterFor(
   if (ranked[0] === undefined) return hookStarter();
   const [chosen, paths] = ranked[0];
   const reading = progress.start();
-  const inferred = inferColumns(root, chosen, paths, (done) => {
+  const inferred = inferSchemaColumns(root, chosen, paths, (done) => {
     const percent = Math.floor((done / paths.length) * 100);
     reading.update(`reading ${done}/${paths.length} files (${percent}%)`);
   });
