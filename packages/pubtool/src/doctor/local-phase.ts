@@ -1,4 +1,7 @@
+import { selects } from "../config/load-config.js";
+import type { RegistryKind } from "../config/schema.js";
 import { type EffectivePermissions, missingScopes } from "../workflows/permissions.js";
+import type { RustregTokenWiring, StepAt } from "../workflows/rustreg-token.js";
 import { describeTarget, type StepConfigs, type StepTarget } from "../workflows/step-target.js";
 import {
   type CommentedStep,
@@ -93,6 +96,17 @@ function rustregTokenCheck(scan: WorkflowScan): Check | null {
     const where = `trust-policy: ${describeJob(job)}`;
     const fix = (id: string) =>
       `pass it as env: RUST_REGISTRY_TOKEN: \${{ steps.${id}.outputs.token }} on the publishing step (CARGO_REGISTRY_TOKEN works too)`;
+    if (wiring.problem !== null) {
+      check.status = "fail";
+      check.messages.push(`${where}: ${describeSourceProblem(wiring)}`);
+      continue;
+    }
+    if (wiring.authStep === null) {
+      check.messages.push(
+        `${where} reads ${wiring.read.map((entry) => entry.name).join(", ")} from a step that is not the registry's auth action; not judged`,
+      );
+      continue;
+    }
     if (wiring.authStepId === null) {
       check.status = "fail";
       check.messages.push(
@@ -131,6 +145,94 @@ function rustregTokenCheck(scan: WorkflowScan): Check | null {
   return check;
 }
 
+/** `the step with id auth (rust-lang/crates-io-auth-action, line 12)`. */
+function describeStepAt(step: StepAt): string {
+  const what = step.uses ?? "a run step";
+  return `${step.id === null ? "the step" : `the step with id ${step.id}`} (${what}, line ${step.line})`;
+}
+
+/** Why the publishing step's rustreg token is empty when it runs, naming both steps. */
+function describeSourceProblem(wiring: RustregTokenWiring): string {
+  const problem = wiring.problem;
+  const publish = `the publishing step (line ${wiring.publishLine})`;
+  const empty =
+    "so the variable is empty when pubtool publish runs and the crate fails for want of credentials, after the other registries' packages are out";
+  if (problem === null) return "";
+  if (problem.kind === "missing") {
+    return `${publish} reads ${problem.variable} from ${problem.reference}, but no step of the workflow has that id (the registry's auth action, rust-lang/crates-io-auth-action, is missing or named otherwise), ${empty}. Add the auth action with that id before the publishing step`;
+  }
+  if (problem.kind === "later") {
+    const reads =
+      problem.variable === "" ? "" : ` reads ${problem.variable} from ${problem.reference}, but`;
+    return `${publish}${reads} runs before ${describeStepAt(problem.source)}, ${empty}. Move the auth step before the publishing step`;
+  }
+  return `${publish} reads ${problem.variable} from ${problem.reference}, made by ${describeStepAt(problem.source)} in job ${problem.job}; a step's output reaches only later steps of its own job, and the host drops a masked token from job outputs, ${empty}. Run the auth action in the publishing job, before the publishing step`;
+}
+
+/** Events whose OIDC tokens a registry's exchange refuses, and the registry's reason. */
+const REFUSED_EVENTS: Readonly<Record<RegistryKind, readonly { event: string; why: string }[]>> = {
+  rustreg: [
+    {
+      event: "workflow_run",
+      why: "crates.io's trusted publishing refuses tokens of workflow_run runs",
+    },
+    {
+      event: "pull_request_target",
+      why: "crates.io's trusted publishing refuses tokens of pull_request_target runs",
+    },
+  ],
+  pyreg: [],
+  jsreg: [],
+};
+
+/** The kinds a publishing job can publish, from the configs its steps read. */
+function kindsPublished(job: PublishingJob, configs: StepConfigs): Set<RegistryKind> {
+  const kinds = new Set<RegistryKind>();
+  if (job.rustregToken !== null) kinds.add("rustreg");
+  for (const target of job.targets) {
+    const config = target.config === null ? undefined : configs.get(target.config);
+    if (config === undefined || "problem" in config) continue;
+    for (const entry of config.packages) {
+      const chosen =
+        target.packages.length === 0 ||
+        target.packages.some((selector) => selects(selector, entry));
+      if (chosen) kinds.add(entry.kind);
+    }
+  }
+  return kinds;
+}
+
+/**
+ * A registry whose token exchange refuses a run's trigger fails that package in every run so
+ * triggered, whatever else the workflow gets right.
+ */
+function triggerCheck(jobs: readonly PublishingJob[], configs: StepConfigs): Check | null {
+  const check = passingCheck("triggers", "triggers the registries' token exchanges accept");
+  let judged = false;
+  for (const job of jobs) {
+    for (const kind of kindsPublished(job, configs)) {
+      const refused = REFUSED_EVENTS[kind];
+      if (refused.length === 0) continue;
+      judged = true;
+      const hits = refused.filter((rule) => job.triggers.includes(rule.event));
+      const where = `trust-policy: ${describeJob(job)}`;
+      if (hits.length === 0) {
+        check.messages.push(
+          `${where} publishes to ${kind} on ${job.triggers.join(", ") || "no trigger"}`,
+        );
+        continue;
+      }
+      check.status = "fail";
+      for (const hit of hits) {
+        check.messages.push(
+          `${where} publishes to ${kind}, and ${job.entryFile} runs on ${hit.event}: ${hit.why}, so its ${kind} packages fail in those runs. Trigger the release on push of a tag, release or workflow_dispatch instead`,
+        );
+      }
+    }
+  }
+  return judged ? check : null;
+}
+
 /** The checks of phase 1. */
 interface LocalChecks {
   found: Check;
@@ -166,6 +268,8 @@ export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map())
   const checks = [local.found, local.permissions, local.environment, local.active];
   const token = rustregTokenCheck(scan);
   if (token !== null) checks.push(token);
+  const triggers = triggerCheck(scan.jobs, configs);
+  if (triggers !== null) checks.push(triggers);
   return { id: "local", heading: "trust policy (local)", status: phaseStatus(checks), checks };
 }
 

@@ -9,7 +9,7 @@ import {
   type Scripts,
   type StepKind,
 } from "./publish-step.js";
-import { type RustregTokenWiring, rustregTokenWiring } from "./rustreg-token.js";
+import { type JobSteps, type RustregTokenWiring, rustregTokenWiring } from "./rustreg-token.js";
 import { resolveStepTarget, type StepTarget } from "./step-target.js";
 import {
   type EffectivePermissions,
@@ -51,6 +51,8 @@ export interface PublishingJob {
   targets: StepTarget[];
   /** How the registry's auth action's token reaches the first publishing step after it. */
   rustregToken: RustregTokenWiring | null;
+  /** The events the entry workflow runs on. */
+  triggers: string[];
 }
 
 /** A publishing step that is commented out, with the job it sits in when known. */
@@ -183,7 +185,8 @@ export function calledFile(uses: unknown, repository: string | null): string | n
 }
 
 /** The events a workflow runs on. */
-function triggers(workflow: Workflow): string[] {
+export function triggers(workflow: Workflow | null): string[] {
+  if (workflow === null) return [];
   const on = workflow.data.on ?? workflow.data.true;
   if (typeof on === "string") return [on];
   if (Array.isArray(on)) return on.map(String);
@@ -360,6 +363,17 @@ function recordCall(
   }
 }
 
+/** The other jobs of `workflow` and their steps, where a token might be made instead. */
+function otherJobs(workflow: Workflow, job: string): Map<string, JobSteps> {
+  const others = new Map<string, JobSteps>();
+  for (const [name, value] of Object.entries(asRecord(workflow.data.jobs) ?? {})) {
+    const steps = asRecord(value)?.steps;
+    if (name === job || !Array.isArray(steps)) continue;
+    others.set(name, { steps, lines: workflow.stepLines.get(name) ?? [] });
+  }
+  return others;
+}
+
 /**
  * The job as a publishing job, `null` when none of its steps publishes. The lines of its
  * commented-out publishing steps are added to `commentedLines`.
@@ -385,14 +399,20 @@ function publishingJob(
       invocation: publishInvocation(step, context.scripts),
       line,
     });
-    const rustregToken = rustregTokenWiring(steps.slice(0, index), target.variables);
+    const rustregToken = rustregTokenWiring(
+      { steps, lines: workflow.stepLines.get(job) ?? [] },
+      index,
+      target.variables,
+      otherJobs(workflow, job),
+    );
     // The job is reported at its first publishing step; every step's target counts
     // (dspy publishes two packages from one job, one step each).
     if (active === null) {
       active = { job, record, stepKind: kind.kind, line, targets: [target], rustregToken };
     } else {
       active.targets.push(target);
-      active.rustregToken ??= rustregToken;
+      // A broken source outweighs a working one: it is the step that would publish nothing.
+      if (active.rustregToken === null || rustregToken?.problem) active.rustregToken = rustregToken;
     }
   }
   return active;
@@ -440,6 +460,7 @@ function walkCalls(
       environment: environmentOf(job.record),
       targets: job.targets,
       rustregToken: job.rustregToken,
+      triggers: triggers(walk.workflows.get(entryFile) ?? null),
     });
   }
   for (const call of found.external) {
