@@ -12,7 +12,7 @@ import {
   WORKFLOWS_DIR,
   type WorkflowScan,
 } from "../workflows/scan-workflows.js";
-import { type Check, type Phase, phaseStatus, passingCheck } from "./report.js";
+import { type Check, type PackageSteps, type Phase, phaseStatus, passingCheck } from "./report.js";
 
 function permissionMessage(job: PublishingJob): { ok: boolean; message: string } {
   const where = `trust-policy: ${describeJob(job)}`;
@@ -241,8 +241,40 @@ interface LocalChecks {
   active: Check;
 }
 
+/**
+ * Which jobs publish a package doctor's config declares. Without a config every publishing job
+ * counts; with one, a job that publishes none of its packages is named but not judged, and a
+ * reusable workflow of another repository is judged only while a declared package has no
+ * publishing job here (it might be the one that publishes it).
+ */
+export interface DeclaredScope {
+  /** The packages of doctor's config and the steps that publish each; `null` without a config. */
+  packages: readonly PackageSteps[] | null;
+}
+
+function publishesDeclared(job: PublishingJob, scope: DeclaredScope): boolean {
+  if (scope.packages === null) return true;
+  const via = describeJob(job);
+  return scope.packages.some((entry) =>
+    [...entry.steps, ...entry.undetermined].some((step) => step.via === via),
+  );
+}
+
+/** True when every declared package has a publishing step here, so an unread call adds none. */
+function everyDeclaredPublishedHere(scope: DeclaredScope): boolean {
+  return (
+    scope.packages !== null &&
+    scope.packages.length > 0 &&
+    scope.packages.every((entry) => entry.steps.length + entry.undetermined.length > 0)
+  );
+}
+
 /** Phase 1: the publishing workflow, its permissions, its environment, its step. */
-export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map()): Phase {
+export function localPhase(
+  scan: WorkflowScan,
+  configs: StepConfigs = new Map(),
+  scope: DeclaredScope = { packages: null },
+): Phase {
   const local: LocalChecks = {
     found: passingCheck("workflow", "publishing workflow"),
     permissions: passingCheck("permissions", "permissions id-token: write and contents: write"),
@@ -261,9 +293,10 @@ export function localPhase(scan: WorkflowScan, configs: StepConfigs = new Map())
   if (scan.jobs.length === 0) {
     noteNoPublishingJob(local, scan, onlyCommented);
   } else {
-    notePublishingJobs(local, scan.jobs, configs);
+    notePublishingJobs(local, scan.jobs, configs, scope);
   }
-  noteExternalCalls(local, scan.external);
+  if (everyDeclaredPublishedHere(scope)) noteUnreadCalls(local.found, scan.external);
+  else noteExternalCalls(local, scan.external);
   noteCommentedSteps(local.active, scan, onlyCommented);
   const checks = [local.found, local.permissions, local.environment, local.active];
   const token = rustregTokenCheck(scan);
@@ -317,6 +350,7 @@ function notePublishingJobs(
   { found, permissions, environment }: LocalChecks,
   jobs: readonly PublishingJob[],
   configs: StepConfigs,
+  scope: DeclaredScope,
 ): void {
   for (const job of jobs) {
     const how =
@@ -328,12 +362,42 @@ function notePublishingJobs(
       `trust-policy: ${describeJob(job)} ${how} (${at})${targetNote(job, configs)}`,
     );
   }
+  const judged = jobs.filter((job) => publishesDeclared(job, scope));
   for (const job of jobs) {
+    if (judged.includes(job)) continue;
+    permissions.messages.push(
+      `trust-policy: ${describeJob(job)} publishes no package of the config; its permissions and environment are not judged`,
+    );
+  }
+  if (judged.length === 0) {
+    permissions.status = "neutral";
+    environment.status = "neutral";
+    environment.messages.push("not checked: no job publishes a package of the config");
+    return;
+  }
+  for (const job of judged) {
     const result = permissionMessage(job);
     if (!result.ok) permissions.status = "fail";
     permissions.messages.push(result.message);
   }
-  noteJobEnvironments(environment, jobs);
+  noteJobEnvironments(environment, judged);
+}
+
+/**
+ * Calls of another repository's reusable workflows when every declared package is published
+ * here: a dependency review or a website deploy publishes nothing of the config, so the call is
+ * named and never judged.
+ */
+function noteUnreadCalls(found: Check, calls: readonly ExternalCall[]): void {
+  for (const call of calls) {
+    const where =
+      call.entryFile === call.file
+        ? `${call.file}: job ${call.job}`
+        : `${call.entryFile} → ${call.file}: job ${call.job}`;
+    found.messages.push(
+      `trust-policy: ${where}: not read: ${call.uses} (another repository's reusable workflow; every package of the config is published by a job here, so it is not judged)`,
+    );
+  }
 }
 
 /**

@@ -31,8 +31,9 @@ export async function runDoctor(options: {
     targets,
     options.config === null ? null : { file: configFile, packages },
   );
+  const published = packageSteps(packages, scan, configs, judgedRegistries(targets, env));
   const phases: Phase[] = [
-    localPhase(scan, configs),
+    localPhase(scan, configs, { packages: options.config === null ? null : published }),
     declaredPhase(root, packages, scan, env, configs),
   ];
   const registry = await registryPhase(packages, env, repository);
@@ -43,7 +44,7 @@ export async function runDoctor(options: {
   return {
     ok: phases.every((phase) => phase.status !== "fail"),
     phases,
-    packages: packageSteps(packages, scan, configs, judgedRegistries(targets, env)),
+    packages: published,
     note: CLOSING_NOTE,
   };
 }
