@@ -50,6 +50,21 @@ describe("pubtool.toml validation", { concurrency: true }, () => {
       message: /package #1 "a": key paths: /,
     },
     {
+      name: "a config that declares no package",
+      toml: "# nothing yet\n",
+      message: /^pubtool: pubtool\.toml: declares no package; add a \[\[package\]\] entry/m,
+    },
+    {
+      name: "dist_tag is for jsreg packages only",
+      toml: '[[package]]\nname = "a"\nkind = "pyreg"\ndist_tag = "beta"\n',
+      message: /package #1 "a": key dist_tag: only jsreg packages have dist-tags/,
+    },
+    {
+      name: "dist_tag must not look like a version",
+      toml: '[[package]]\nname = "a"\nkind = "jsreg"\ndist_tag = "1.2.0"\n',
+      message: /key dist_tag: must be a dist-tag name such as "next", not a version/,
+    },
+    {
       name: "name is required",
       toml: '[[package]]\nkind = "pyreg"\n',
       message: /package #1: key name: /,
@@ -77,6 +92,14 @@ describe("pubtool.toml validation", { concurrency: true }, () => {
   it("doctor validates the config too", async () => {
     const result = await withConfig('[[package]]\nname = "a"\nkind = "x"\n', ["doctor"]);
     assert.equal(result.code, 2);
+  });
+
+  it("a config that declares no package fails doctor and publish too, never a silent exit 0", async () => {
+    for (const args of [["doctor"], ["publish"], ["publish", "--dry-run"]]) {
+      const result = await withConfig("", args);
+      assert.equal(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
+      assert.match(result.stderr, /pubtool\.toml: declares no package/);
+    }
   });
 
   it("an explicit --config that does not exist", async () => {

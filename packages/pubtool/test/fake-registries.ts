@@ -225,6 +225,8 @@ export interface JsregOthers {
  */
 export interface FakeJsreg extends FakeServer {
   publishes: { name: string; versions: string[]; authorization: string | undefined }[];
+  /** The dist-tags of each package, as publishes set them (`{ next: "0.2.0-rc.1" }`). */
+  tags: Map<string, Record<string, string>>;
   /** Published tarballs by URL path (`/dirq/-/dirq-0.1.0.tgz`). */
   tarballs: Map<string, Buffer>;
 }
@@ -235,9 +237,16 @@ interface PublishBody {
   _attachments?: Record<string, { data: string }>;
 }
 
+/** How the fake refuses every publish, as the public registry answers some (E404, E403). */
+export interface JsregRefusal {
+  status: number;
+  error: string;
+}
+
 export async function startJsreg(
   existing: Record<string, string[]> = {},
   others?: JsregOthers,
+  refusal?: JsregRefusal,
 ): Promise<FakeJsreg> {
   const publishes: FakeJsreg["publishes"] = [];
   const manifests = new Map<string, Map<string, unknown>>();
@@ -273,6 +282,8 @@ export async function startJsreg(
         : sendJson(response, 404, { error: "not found" });
     }
     if (request.method === "PUT") {
+      if (refusal !== undefined)
+        return sendJson(response, refusal.status, { error: refusal.error });
       if (request.headers.authorization !== "Bearer js-token-value")
         return sendJson(response, 401, { error: "unauthorized" });
       const body = JSON.parse(request.body.toString("utf8")) as PublishBody;
@@ -305,5 +316,5 @@ export async function startJsreg(
     }
     sendJson(response, 404, {});
   });
-  return Object.assign(server, { publishes, tarballs });
+  return Object.assign(server, { publishes, tarballs, tags });
 }

@@ -56,6 +56,13 @@ export function parseConfig(text: string, file: string, shown = file): Config {
     });
     throw new PubtoolError("CONFIG_INVALID", messages.join("\n"));
   }
+  if (result.data.package.length === 0) {
+    // A config with nothing to publish would make `publish` succeed having done nothing.
+    throw new PubtoolError(
+      "CONFIG_INVALID",
+      `${shown}: declares no package; add a [[package]] entry with name, kind and path (see docs/config.md)`,
+    );
+  }
   const names = new Set<string>();
   for (const entry of result.data.package) {
     const id = `${entry.kind}:${entry.name}`;

@@ -28,12 +28,26 @@ const packageSchema = z.strictObject({
   kind: z.enum(REGISTRY_KINDS, { message: 'must be "rustreg", "pyreg" or "jsreg"' }),
   path: z.string().min(1, "must not be empty").default("."),
   paths: z.array(z.string().min(1, "must not be empty")).optional(),
+  /** jsreg: the dist-tag a prerelease version is published under (`next` when not given). */
+  dist_tag: z
+    .string()
+    .regex(/^(?!v?\d)[A-Za-z][A-Za-z0-9._-]*$/, {
+      message: 'must be a dist-tag name such as "next", not a version',
+    })
+    .optional(),
   trust_policy: trustPolicySchema.optional(),
 });
 
 /** The whole `pubtool.toml` file. */
 export const configSchema = z.strictObject({
-  package: z.array(packageSchema).default([]),
+  package: z
+    .array(
+      packageSchema.refine((entry) => entry.dist_tag === undefined || entry.kind === "jsreg", {
+        message: "only jsreg packages have dist-tags",
+        path: ["dist_tag"],
+      }),
+    )
+    .default([]),
 });
 
 export type TrustPolicy = z.infer<typeof trustPolicySchema>;

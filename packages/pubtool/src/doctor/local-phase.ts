@@ -250,6 +250,8 @@ interface LocalChecks {
 export interface DeclaredScope {
   /** The packages of doctor's config and the steps that publish each; `null` without a config. */
   packages: readonly PackageSteps[] | null;
+  /** What each registry gets of each declared version, when any manifest could be read. */
+  versions?: Check | null;
 }
 
 function publishesDeclared(job: PublishingJob, scope: DeclaredScope): boolean {
@@ -303,6 +305,7 @@ export function localPhase(
   if (token !== null) checks.push(token);
   const triggers = triggerCheck(scan.jobs, configs);
   if (triggers !== null) checks.push(triggers);
+  if (scope.versions) checks.push(scope.versions);
   return { id: "local", heading: "trust policy (local)", status: phaseStatus(checks), checks };
 }
 

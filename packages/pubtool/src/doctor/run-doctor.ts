@@ -7,6 +7,7 @@ import { judgedRegistries } from "../workflows/step-target.js";
 import { packageSteps } from "./package-steps.js";
 import { declaredPhase } from "./declared-phase.js";
 import { localPhase } from "./local-phase.js";
+import { versionsCheck } from "./versions-check.js";
 import { REGISTRY_PHASE_HEADING, registryPhase } from "./registry-phase.js";
 import { CLOSING_NOTE, type DoctorReport, neutralPhase, type Phase } from "./report.js";
 
@@ -33,7 +34,10 @@ export async function runDoctor(options: {
   );
   const published = packageSteps(packages, scan, configs, judgedRegistries(targets, env));
   const phases: Phase[] = [
-    localPhase(scan, configs, { packages: options.config === null ? null : published }),
+    localPhase(scan, configs, {
+      packages: options.config === null ? null : published,
+      versions: versionsCheck(options.config),
+    }),
     declaredPhase(root, packages, scan, env, configs),
   ];
   const registry = await registryPhase(packages, env, repository);

@@ -88,3 +88,33 @@ export function provenanceBlocker(env: NodeJS.ProcessEnv): string | null {
   }
   return null;
 }
+
+/** What npm's failed publish means, read from its output. */
+export type NpmFailure =
+  /** The transparency log refused a duplicate entry: a retried publish, maybe already through. */
+  { kind: "tlog-duplicate" } | { kind: "explained"; message: string };
+
+/**
+ * Explains npm's publish failures that its own words leave opaque. `oidc` is true when npm made
+ * the trusted-publishing exchange; `name` is the package. `null` when there is nothing to add.
+ */
+export function explainNpmFailure(tail: string, name: string, oidc: boolean): NpmFailure | null {
+  if (
+    /TLOG_CREATE_ENTRY_ERROR|equivalent entry already exists in the transparency log/i.test(tail)
+  ) {
+    return { kind: "tlog-duplicate" };
+  }
+  if (/too similar to existing package/i.test(tail)) {
+    return {
+      kind: "explained",
+      message: `the registry refuses the name ${name}: it is too similar to an existing package's (npm compares names with punctuation removed and case folded). No token or trusted publisher gets past this; rename the package or publish it under a scope (@owner/${name.replace(/^@[^/]+\//, "")})`,
+    };
+  }
+  if (/\bE404\b|404 Not Found - PUT/i.test(tail)) {
+    const why = oidc
+      ? `the registry did not accept this workflow as a trusted publisher of ${name}: the package's trusted publisher on the registry names another repository, workflow file or environment, or has none set up, or the package does not exist yet (its first version must be published with a token). Check the package's settings (Trusted publishing) on the registry`
+      : `the token may not publish ${name} (npm answers an unauthorized publish with E404, not E401 or E403): it belongs to a user who is not a maintainer, or it is read-only, or the package does not exist and the token cannot create it`;
+    return { kind: "explained", message: `npm answered E404: ${why}` };
+  }
+  return null;
+}

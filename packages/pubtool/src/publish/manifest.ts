@@ -4,6 +4,7 @@ import { parse as parseToml } from "smol-toml";
 import type { Config } from "../config/load-config.js";
 import type { PackageEntry, RegistryKind } from "../config/schema.js";
 import { PubtoolError } from "../errors.js";
+import { pep440 } from "./prerelease.js";
 
 /** The manifest file each kind reads. */
 export const MANIFEST_FILE: Record<RegistryKind, string> = {
@@ -18,6 +19,8 @@ export interface Manifest {
   file: string;
   name: string;
   version: string;
+  /** The version as the manifest spells it, when the registry gets another form (pyreg's PEP 440). */
+  declared?: string;
   /** Names of the package's runtime dependencies (any registry). */
   dependencies: string[];
 }
@@ -80,7 +83,10 @@ function readPyproject(entry: PackageEntry, dir: string, file: string): Manifest
     .filter((value): value is string => typeof value === "string")
     .map((requirement) => /^\s*([A-Za-z0-9][A-Za-z0-9._-]*)/.exec(requirement)?.[1] ?? "")
     .filter((name) => name !== "");
-  return { dir, file, name: project.name, version: project.version, dependencies };
+  // Wheels, sdists and the registry carry the PEP 440 form (0.2.0-rc.1 is 0.2.0rc1 there).
+  const version = pep440(project.version) ?? project.version;
+  const declared = version === project.version ? {} : { declared: project.version };
+  return { dir, file, name: project.name, version, ...declared, dependencies };
 }
 
 function readPackageJson(entry: PackageEntry, dir: string, file: string): Manifest {

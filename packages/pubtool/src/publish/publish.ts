@@ -7,7 +7,12 @@ import type { PackageEntry } from "../config/schema.js";
 import { endpointsFrom, envValue } from "../endpoints.js";
 import { isPubtoolError, PubtoolError } from "../errors.js";
 import { authModeFor, type AuthMode, firstPublishAuth } from "./auth-mode.js";
-import { NPM_OIDC_VARIABLES, npmOidcProblem, provenanceBlocker } from "./jsreg-support.js";
+import {
+  explainNpmFailure,
+  NPM_OIDC_VARIABLES,
+  npmOidcProblem,
+  provenanceBlocker,
+} from "./jsreg-support.js";
 import { childEnv, runProgram } from "./child-env.js";
 import { readDistributionMetadata } from "./dist-metadata.js";
 import type { Manifest } from "./manifest.js";
@@ -18,6 +23,7 @@ import {
   mintPyregToken,
   uploadDistribution,
 } from "./pyreg-upload.js";
+import { describeRelease, registryRelease } from "./prerelease.js";
 import { readPublished } from "./registry-read.js";
 import { knownSecrets } from "./secret-mask.js";
 
@@ -61,7 +67,42 @@ async function runPublishTool(
     secrets: knownSecrets(context.env, [run.token]),
   });
   if (result.code === 0 || ALREADY_PUBLISHED[program].test(result.tail)) return;
-  throw new PubtoolError("PUBLISH_FAILED", `${program} publish exited with ${result.code}`);
+  const failed = `${program} publish exited with ${result.code}`;
+  if (program !== "npm") throw new PubtoolError("PUBLISH_FAILED", failed);
+  const explained = explainNpmFailure(result.tail, manifest.name, run.token === "");
+  if (explained?.kind === "explained") {
+    throw new PubtoolError("PUBLISH_FAILED", `${failed}: ${explained.message}`);
+  }
+  if (explained?.kind === "tlog-duplicate") {
+    await settleTlogDuplicate(manifest, context, failed);
+    return;
+  }
+  throw new PubtoolError("PUBLISH_FAILED", failed);
+}
+
+/**
+ * npm retries a publish whose answer got lost; the retry's provenance entry is then refused by
+ * the transparency log as a duplicate (409, TLOG_CREATE_ENTRY_ERROR). The 409 alone does not
+ * prove the first attempt reached the registry, so the registry decides, as `npm view` would.
+ */
+async function settleTlogDuplicate(
+  manifest: Manifest,
+  context: PublishContext,
+  failed: string,
+): Promise<void> {
+  const state = await readPublished("jsreg", manifest.name, manifest.version, context.env);
+  if (state.state === "published") {
+    context.out.write(
+      `    npm's retried publish was refused by the transparency log as a duplicate (409, TLOG_CREATE_ENTRY_ERROR), and the registry has ${manifest.name}@${manifest.version}: the first attempt went through, counted as published\n`,
+    );
+    return;
+  }
+  const seen =
+    state.state === "unknown" ? `could not be read (${state.reason})` : "does not have it";
+  throw new PubtoolError(
+    "PUBLISH_FAILED",
+    `${failed}: the transparency log refused npm's provenance entry as a duplicate (409, TLOG_CREATE_ENTRY_ERROR) and the registry ${seen}; run the release again, which makes a fresh provenance entry`,
+  );
 }
 
 async function publishRustreg(
@@ -128,6 +169,7 @@ async function publishPyreg(
 }
 
 async function publishJsreg(
+  entry: PackageEntry,
   manifest: Manifest,
   auth: AuthMode,
   context: PublishContext,
@@ -135,6 +177,9 @@ async function publishJsreg(
   const { env } = context;
   const registry = endpointsFrom(env).jsreg;
   const args = ["publish", "--registry", `${registry}/`];
+  // npm refuses a prerelease without --tag (it would otherwise move `latest` onto it).
+  const release = registryRelease(entry, manifest.version);
+  if (release.prerelease && release.distTag !== null) args.push("--tag", release.distTag);
   const extra: Record<string, string> = {};
   const names: (string | RegExp)[] = [];
   let scratch: string | null = null;
@@ -209,12 +254,13 @@ export async function runPublish(
         throw new PubtoolError("PUBLISH_FAILED", `no credentials: ${auth.detail}`);
       }
       const how = auth.mode === "none" ? "no credentials (dry run)" : auth.detail;
+      const gets = describeRelease(registryRelease(entry, manifest.declared ?? manifest.version));
       out.write(
-        `${label}: ${options.dryRun ? "dry run of" : "publishing"} ${manifest.version} with ${how}\n`,
+        `${label}: ${options.dryRun ? "dry run of" : "publishing"} ${manifest.version} with ${how}; ${entry.kind} gets ${gets}\n`,
       );
       if (entry.kind === "rustreg") await publishRustreg(manifest, auth, context);
       else if (entry.kind === "pyreg") await publishPyreg(entry, manifest, auth, context);
-      else await publishJsreg(manifest, auth, context);
+      else await publishJsreg(entry, manifest, auth, context);
       out.write(`${label}: ${options.dryRun ? "dry run ok" : `published ${manifest.version}`}\n`);
     } catch (caught) {
       if (!isPubtoolError(caught)) throw caught;
