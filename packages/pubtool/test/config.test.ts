@@ -95,7 +95,13 @@ describe("pubtool.toml validation", { concurrency: true }, () => {
   });
 
   it("a config that declares no package fails doctor and publish too, never a silent exit 0", async () => {
-    for (const args of [["doctor"], ["publish"], ["publish", "--dry-run"]]) {
+    for (const args of [
+      ["doctor"],
+      ["publish"],
+      ["publish", "--dry-run"],
+      ["status"],
+      ["verify"],
+    ]) {
       const result = await withConfig("", args);
       assert.equal(result.code, 2, `${args.join(" ")}: ${result.stderr}`);
       assert.match(result.stderr, /pubtool\.toml: declares no package/);
@@ -161,7 +167,14 @@ describe("-c on every command that --help says takes it", () => {
         .split("\n")
         .filter((line) => /^ {2}[a-z]/.test(line) && line.includes("-c <file>"))
         .map((line) => line.trim().split(/\s+\[/)[0] ?? "");
-      assert.deepEqual(commands, ["doctor", "preflight", "publish", "token list"]);
+      assert.deepEqual(commands, [
+        "doctor",
+        "preflight",
+        "publish",
+        "status",
+        "verify",
+        "token list",
+      ]);
       for (const command of commands) {
         const result = await runPubtool([...command.split(" "), "-c", "missing.toml"], {
           cwd: root,

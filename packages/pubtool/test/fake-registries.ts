@@ -24,7 +24,14 @@ function indexPath(name: string): string {
   return `${name.slice(0, 2)}/${name.slice(2, 4)}/${name}`;
 }
 
-export async function startRustreg(existing: Record<string, string[]> = {}): Promise<FakeRustreg> {
+/**
+ * `existing`: versions already on the registry, by crate. `trusted`: those of them published by
+ * trusted publishing, whose version record carries `trustpub_data` as crates.io's does.
+ */
+export async function startRustreg(
+  existing: Record<string, string[]> = {},
+  trusted: Record<string, string[]> = {},
+): Promise<FakeRustreg> {
   const published = new Map<string, { version: string; authorization: string | undefined }[]>();
   const lines = new Map<string, string[]>();
   const crates = new Map<string, Buffer>();
@@ -84,15 +91,31 @@ export async function startRustreg(existing: Record<string, string[]> = {}): Pro
     const crate = /^\/api\/v1\/crates\/([^/]+)$/.exec(url.pathname);
     if (crate && request.method === "GET") {
       const name = crate[1] ?? "";
-      return (existing[name] ?? []).length > 0 || published.has(name)
-        ? sendJson(response, 200, { crate: { name } })
+      const versions = [
+        ...(existing[name] ?? []),
+        ...(published.get(name) ?? []).map((p) => p.version),
+      ].reverse();
+      return versions.length > 0
+        ? sendJson(response, 200, {
+            crate: { name, max_version: versions[0] },
+            versions: versions.map((num) => ({ num })),
+          })
         : sendJson(response, 404, { errors: [{ detail: "Not Found" }] });
     }
     const read = /^\/api\/v1\/crates\/([^/]+)\/([^/]+)$/.exec(url.pathname);
     if (read) {
       const [, name = "", version = ""] = read;
+      const trustpub = (trusted[name] ?? []).includes(version)
+        ? { provider: "github", repository: "acme/widget", run_id: "4242", sha: "abc123" }
+        : null;
       return has(name, version)
-        ? sendJson(response, 200, { version: { num: version } })
+        ? sendJson(response, 200, {
+            version: {
+              num: version,
+              trustpub_data: trustpub,
+              published_by: trustpub ? null : { login: "octocat" },
+            },
+          })
         : sendJson(response, 404, { errors: [] });
     }
     sendJson(response, 404, {});
@@ -114,26 +137,58 @@ export interface FakePyreg extends FakeServer {
   }[];
 }
 
-export async function startPyreg(existing: Record<string, string[]> = {}): Promise<FakePyreg> {
+/**
+ * `existing`: versions already on the registry, by project. `provenance`: `<project>@<version>`
+ * → the trusted publisher whose PEP 740 provenance the integrity API serves for its files.
+ */
+export async function startPyreg(
+  existing: Record<string, string[]> = {},
+  provenance: Record<string, { repository: string; workflow: string; environment?: string }> = {},
+): Promise<FakePyreg> {
   const uploads: FakePyreg["uploads"] = [];
   const server = await startServer((request, response, base) => {
     const url = new URL(request.url, base);
     const project = /^\/pypi\/([^/]+)\/json$/.exec(url.pathname);
+    const versionsOf = (name: string) => [
+      ...new Set([
+        ...(existing[name] ?? []),
+        ...uploads.filter((u) => u.name === name).map((u) => u.version),
+      ]),
+    ];
     if (project) {
       const name = project[1] ?? "";
-      return (existing[name] ?? []).length > 0 || uploads.some((u) => u.name === name)
-        ? sendJson(response, 200, { info: { name } })
+      const versions = versionsOf(name);
+      return versions.length > 0
+        ? sendJson(response, 200, {
+            info: { name, version: versions[versions.length - 1] },
+            releases: Object.fromEntries(versions.map((v) => [v, []])),
+          })
         : sendJson(response, 404, { message: "Not Found" });
     }
     const read = /^\/pypi\/([^/]+)\/([^/]+)\/json$/.exec(url.pathname);
     if (read) {
       const [, name = "", version = ""] = read;
-      const known =
-        (existing[name] ?? []).includes(version) ||
-        uploads.some((u) => u.name === name && u.version === version);
+      const files = uploads.filter((u) => u.name === name && u.version === version);
+      const known = (existing[name] ?? []).includes(version) || files.length > 0;
+      const urls =
+        files.length > 0
+          ? files.map((u) => ({ filename: u.file }))
+          : [{ filename: `${name}-${version}.tar.gz` }];
       return known
-        ? sendJson(response, 200, { info: { version } })
+        ? sendJson(response, 200, { info: { version }, urls })
         : sendJson(response, 404, { message: "Not Found" });
+    }
+    const integrity = /^\/integrity\/([^/]+)\/([^/]+)\/([^/]+)\/provenance$/.exec(url.pathname);
+    if (integrity) {
+      const publisher = provenance[`${integrity[1] ?? ""}@${integrity[2] ?? ""}`];
+      return publisher
+        ? sendJson(response, 200, {
+            version: 1,
+            attestation_bundles: [
+              { publisher: { kind: "GitHub", ...publisher }, attestations: [{}] },
+            ],
+          })
+        : sendJson(response, 404, { message: "No provenance available" });
     }
     if (url.pathname === "/_/oidc/audience")
       return sendJson(response, 200, { audience: "pyreg-test" });
@@ -237,17 +292,45 @@ interface PublishBody {
   _attachments?: Record<string, { data: string }>;
 }
 
-/** How the fake refuses every publish, as the public registry answers some (E404, E403). */
-export interface JsregRefusal {
-  status: number;
-  error: string;
+/** What else the fake does besides the protocol's happy path. */
+export interface JsregOptions {
+  /** Every publish is refused with this, as the public registry answers some (E404, E403). */
+  refusal?: { status: number; error: string };
+  /** `<name>@<version>` → the repository whose workflow's provenance attestation it serves. */
+  attested?: Record<string, string>;
+}
+
+/** A SLSA provenance attestation as npm's attestations endpoint serves it (payload decoded). */
+function provenanceAttestation(repository: string): Record<string, unknown> {
+  const statement = {
+    _type: "https://in-toto.io/Statement/v1",
+    predicateType: "https://slsa.dev/provenance/v1",
+    predicate: {
+      buildDefinition: {
+        externalParameters: {
+          workflow: {
+            repository: `https://github.com/${repository}`,
+            path: ".github/workflows/release.yml",
+            ref: "refs/tags/v1.0.0",
+          },
+        },
+      },
+    },
+  };
+  return {
+    predicateType: "https://slsa.dev/provenance/v1",
+    bundle: {
+      dsseEnvelope: { payload: Buffer.from(JSON.stringify(statement)).toString("base64") },
+    },
+  };
 }
 
 export async function startJsreg(
   existing: Record<string, string[]> = {},
   others?: JsregOthers,
-  refusal?: JsregRefusal,
+  options: JsregOptions = {},
 ): Promise<FakeJsreg> {
+  const { refusal, attested = {} } = options;
   const publishes: FakeJsreg["publishes"] = [];
   const manifests = new Map<string, Map<string, unknown>>();
   const tags = new Map<string, Record<string, string>>();
@@ -255,6 +338,13 @@ export async function startJsreg(
   const server = await startServer((request, response, base) => {
     const path = decodeURIComponent(new URL(request.url, base).pathname);
     const name = path.slice(1);
+    const attestation = /^\/-\/npm\/v1\/attestations\/(.+)$/.exec(path);
+    if (request.method === "GET" && attestation) {
+      const repository = attested[attestation[1] ?? ""];
+      return repository
+        ? sendJson(response, 200, { attestations: [provenanceAttestation(repository)] })
+        : sendJson(response, 404, { error: "not found" });
+    }
     if (request.method === "GET" && path.includes("/-/")) {
       const own = tarballs.get(path);
       if (own) {

@@ -13,6 +13,8 @@ const COMMANDS = [
   "doctor",
   "preflight",
   "publish",
+  "status",
+  "verify",
   "token list",
   "auth login",
   "auth logout",

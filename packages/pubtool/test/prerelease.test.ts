@@ -233,7 +233,7 @@ describe("npm's publish failures, in plain words", { concurrency: true }, () => 
   };
 
   it("E404 on the publish: who may not publish, and where to look", async () => {
-    const jsreg = await startJsreg({}, undefined, { status: 404, error: "Not found" });
+    const jsreg = await startJsreg({}, undefined, { refusal: { status: 404, error: "Not found" } });
     closers.push(jsreg.close);
     const root = makeTree(files);
     trees.push(root);
@@ -250,9 +250,11 @@ describe("npm's publish failures, in plain words", { concurrency: true }, () => 
 
   it("E403 for a name too similar to another: rename or scope it", async () => {
     const jsreg = await startJsreg({}, undefined, {
-      status: 403,
-      error:
-        "Package name too similar to existing package demolib; try renaming your package to '@acme/demo-lib' and publishing with 'npm publish --access=public' instead",
+      refusal: {
+        status: 403,
+        error:
+          "Package name too similar to existing package demolib; try renaming your package to '@acme/demo-lib' and publishing with 'npm publish --access=public' instead",
+      },
     });
     closers.push(jsreg.close);
     const root = makeTree(files);

@@ -8,6 +8,8 @@ export type Command =
   | { name: "doctor"; json: boolean; config?: string }
   | { name: "preflight"; json: boolean; config?: string; packages: string[] }
   | { name: "publish"; dryRun: boolean; config?: string; packages: string[] }
+  | { name: "status"; json: boolean; config?: string; packages: string[] }
+  | { name: "verify"; json: boolean; config?: string; packages: string[] }
   | { name: "token-list"; secrets: boolean; config?: string }
   | { name: "auth-login"; clientId?: string }
   | { name: "auth-logout" }
@@ -20,6 +22,8 @@ export type CommandWords =
   | "doctor"
   | "preflight"
   | "publish"
+  | "status"
+  | "verify"
   | "token list"
   | "auth login"
   | "auth logout"
@@ -107,6 +111,42 @@ ${HELP_OPTION}
 exit codes: 0 published (or skipped), 1 a publish failed, 2 usage or config error
 `,
   },
+  status: {
+    options: ["config", "package", "json"],
+    help: `usage: pubtool status [-c <file>] [--package <name>]... [--json]
+
+The registries against the tags, read-only and without secrets: for each package, the
+version each git tag releases (its manifest at that tag), and whether its registry has it.
+A tagged version the registry lacks is a half-made release. See docs/commands.md.
+
+options:
+${CONFIG_OPTION}
+${PACKAGE_OPTION}
+  --json               print the report as JSON
+${HELP_OPTION}
+
+exit codes: 0 every tagged version is out (an unreachable registry is reported, not failed),
+1 a tagged version is missing from its registry, 2 usage or config error
+`,
+  },
+  verify: {
+    options: ["config", "package", "json"],
+    help: `usage: pubtool verify [-c <file>] [--package <name>]... [--json]
+
+Was each package's last release published by OIDC trusted publishing? Read from the
+registries' public provenance, without secrets: rustreg's trusted-publishing record on the
+version, jsreg's provenance attestation, pyreg's PEP 740 provenance. See docs/commands.md.
+
+options:
+${CONFIG_OPTION}
+${PACKAGE_OPTION}
+  --json               print the report as JSON
+${HELP_OPTION}
+
+exit codes: 0 no last release shows a token publish (unknown and unreachable are reported,
+not failed), 1 one does, 2 usage or config error
+`,
+  },
   "token list": {
     options: ["config", "secrets"],
     help: `usage: pubtool token list [-c <file>] [--secrets]
@@ -180,6 +220,12 @@ commands:
   publish [-c <file>] [--package <name>]... [--dry-run]
                                      publish every package (or only the named ones) in
                                      dependency order
+  status [-c <file>] [--package <name>]... [--json]
+                                     the registries against the tags: what is out, what
+                                     is missing
+  verify [-c <file>] [--package <name>]... [--json]
+                                     was each last release published by OIDC (public
+                                     provenance)
   token list [-c <file>] [--secrets] list registry credentials (names only, never values)
   auth login [--client-id <id>]      sign in to the workflow host (OAuth device flow)
   auth logout                        forget the stored login
@@ -190,7 +236,7 @@ options:
   -c, --config <file>  config file (default: the nearest pubtool.toml from the working
                        directory up to the repository root); token list looks for the
                        repository's origin remote in its folder
-  --package <name>     preflight and publish: only this package of the config (repeatable;
+  --package <name>     preflight, publish, status, verify: only this package of the config (repeatable;
                        <kind>:<name> when two kinds share a name)
   -h, --help           show this help; pubtool <command> --help shows the command's
   -V, --version        show the version
@@ -348,6 +394,14 @@ export function parseCommandLine(argv: readonly string[]): Command {
       return {
         name: "publish",
         dryRun: values["dry-run"] === true,
+        config: values.config,
+        packages: packageNames(topic, values.package),
+      };
+    case "status":
+    case "verify":
+      return {
+        name: topic,
+        json: values.json === true,
         config: values.config,
         packages: packageNames(topic, values.package),
       };

@@ -66,6 +66,28 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
       });
       return ok ? EXIT_OK : EXIT_FAILED;
     }
+    case "status": {
+      const config = selectPackages(
+        requireConfig(io.cwd, command.config),
+        command.packages,
+        io.cwd,
+      );
+      const { runStatus, renderStatus } = await import("../status/status.js");
+      const report = await runStatus(config, findRepositoryRoot(io.cwd), io.env);
+      io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
+      return report.ok ? EXIT_OK : EXIT_FAILED;
+    }
+    case "verify": {
+      const config = selectPackages(
+        requireConfig(io.cwd, command.config),
+        command.packages,
+        io.cwd,
+      );
+      const { runVerify, renderVerify } = await import("../status/verify.js");
+      const report = await runVerify(config, io.env);
+      io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : renderVerify(report));
+      return report.ok ? EXIT_OK : EXIT_FAILED;
+    }
     case "token-list": {
       const { runTokenList } = await import("../token/token-list.js");
       const config = command.config === undefined ? null : loadConfig(io.cwd, command.config);
