@@ -263,6 +263,37 @@ describe("publish", { concurrency: true }, () => {
     assert.equal(pyreg.uploads.length, 2);
   });
 
+  it("jsreg with paths: publishes the tarball the build packed, byte for byte, not the folder", async () => {
+    const { env, jsreg } = await registries();
+    const root = fixture(
+      '[[package]]\nname = "demo-lib"\nkind = "jsreg"\npath = "js/lib"\npaths = ["../../dist/*.tgz"]\n',
+    );
+    mkdirSync(join(root, "dist"));
+    execFileSync("npm", ["pack", "--pack-destination", join(root, "dist"), "./js/lib"], {
+      cwd: root,
+      stdio: "ignore",
+    });
+    // Changed after packing: a publish of the folder would carry this, the tarball does not.
+    writeFileSync(join(root, "js/lib/index.js"), "export const changed = true;\n");
+    const result = await runPubtool(["publish"], { cwd: root, env: { ...env, ...TOKENS } });
+    assert.equal(result.code, 0, result.stdout + result.stderr);
+    assert.match(result.stdout, /from \.\.\/\.\.\/dist\/demo-lib-1\.0\.0\.tgz/);
+    const packed = readFileSync(join(root, "dist/demo-lib-1.0.0.tgz"));
+    assert.deepEqual(jsreg.tarballs.get("/demo-lib/-/demo-lib-1.0.0.tgz"), packed);
+
+    const missing = await runPubtool(["publish"], {
+      cwd: fixture(
+        '[[package]]\nname = "demo-app"\nkind = "jsreg"\npath = "js/app"\npaths = ["*.tgz"]\n',
+      ),
+      env: { ...env, ...TOKENS },
+    });
+    assert.equal(missing.code, 1);
+    assert.match(
+      missing.stderr,
+      /no demo-app-1\.0\.0\.tgz matching \*\.tgz; pack it first \(npm pack\)/,
+    );
+  });
+
   it("pyreg: the OIDC-minted token wins over PYREG_API_TOKEN", async () => {
     // An existing project (a first publish uses the token; see below).
     const { env, pyreg } = await registries({ py: { "demo-py": ["1.0.0"] } });

@@ -1,5 +1,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
+import { basename } from "node:path";
+import { matchFiles } from "./pyreg-upload.js";
 import { childEnv } from "./child-env.js";
 
 /** The oldest npm that performs the trusted-publishing (OIDC) exchange itself. */
@@ -117,4 +119,24 @@ export function explainNpmFailure(tail: string, name: string, oidc: boolean): Np
     return { kind: "explained", message: `npm answered E404: ${why}` };
   }
   return null;
+}
+
+/** The file `npm pack` makes of `name` `version`: `dirq-1.0.0.tgz`, `acme-core-1.0.0.tgz` for `@acme/core`. */
+export function packedFileName(name: string, version: string): string {
+  return `${name.replace(/^@/, "").replace("/", "-")}-${version}.tgz`;
+}
+
+/**
+ * The packed tarball of `name` `version` among the files `globs` match under `dir` (a release
+ * built in another job publishes what it built, not the folder again); `null` when none does.
+ */
+export function findPackedTarball(
+  dir: string,
+  globs: readonly string[],
+  name: string,
+  version: string,
+): string | null {
+  const wanted = packedFileName(name, version);
+  const files = globs.flatMap((pattern) => matchFiles(dir, pattern));
+  return files.find((file) => basename(file) === wanted) ?? null;
 }

@@ -9,6 +9,8 @@ import { isPubtoolError, PubtoolError } from "../errors.js";
 import { authModeFor, type AuthMode, firstPublishAuth } from "./auth-mode.js";
 import {
   explainNpmFailure,
+  findPackedTarball,
+  packedFileName,
   NPM_OIDC_VARIABLES,
   npmOidcProblem,
   provenanceBlocker,
@@ -176,7 +178,12 @@ async function publishJsreg(
 ): Promise<void> {
   const { env } = context;
   const registry = endpointsFrom(env).jsreg;
-  const args = ["publish", "--registry", `${registry}/`];
+  const args = [
+    "publish",
+    ...packedTarball(entry, manifest, context),
+    "--registry",
+    `${registry}/`,
+  ];
   // npm refuses a prerelease without --tag (it would otherwise move `latest` onto it).
   const release = registryRelease(entry, manifest.version);
   if (release.prerelease && release.distTag !== null) args.push("--tag", release.distTag);
@@ -216,6 +223,23 @@ async function publishJsreg(
   } finally {
     if (scratch !== null) rmSync(scratch, { recursive: true, force: true });
   }
+}
+
+/**
+ * With `paths`, a jsreg package is published from the tarball the build packed (`npm publish
+ * <file>`), so a publishing job needs only the built files; without, npm packs the folder.
+ */
+function packedTarball(entry: PackageEntry, manifest: Manifest, context: PublishContext): string[] {
+  if (entry.paths === undefined) return [];
+  const file = findPackedTarball(manifest.dir, entry.paths, manifest.name, manifest.version);
+  if (file === null) {
+    throw new PubtoolError(
+      "PUBLISH_FAILED",
+      `no ${packedFileName(manifest.name, manifest.version)} matching ${entry.paths.join(", ")}; pack it first (npm pack)`,
+    );
+  }
+  context.out.write(`    from ${relative(manifest.dir, file)}\n`);
+  return [file];
 }
 
 /** `pubtool publish [--dry-run]`: every package in dependency order; stops at the first failure. */
