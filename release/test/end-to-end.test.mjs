@@ -137,7 +137,7 @@ describe("a release, published with pubtool and installed from local registries"
       rustreg.published.get("dirq")?.map((entry) => entry.version),
       [VERSION],
     );
-    // npm packed dirq again to publish it: the same bytes as the tarball the launchers pin.
+    // pubtool published the tarball the build packed: the bytes the launchers pin.
     const record = JSON.parse(readFileSync(join(RELEASE, "dirq-npm.json"), "utf8"));
     const tarball = jsreg.tarballs.get(`/dirq/-/dirq-${VERSION}.tgz`);
     assert.ok(tarball, "the registry holds dirq's tarball");

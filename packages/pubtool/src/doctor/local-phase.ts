@@ -439,7 +439,7 @@ function noteExternalCalls(
         ? `${call.file}: job ${call.job}`
         : `${call.entryFile} → ${call.file}: job ${call.job}`;
     found.messages.push(
-      `trust-policy: ${where} calls ${call.uses}, a reusable workflow in another repository; doctor cannot read it, so it cannot judge it locally. Check in that repository that its publishing job has an environment: and that the trusted publisher names the workflow the registry matches (rustreg and jsreg: ${call.entryFile}; pyreg: the called file)`,
+      `trust-policy: ${where} calls ${call.uses}, a reusable workflow in another repository; doctor cannot read it, so it cannot judge it locally. Check in that repository that its publishing job has an environment: and that the trusted publisher names the workflow the registry matches (rustreg and jsreg: ${call.entryFile}; pyreg: the called file). PyPI does not accept trusted publishing from another repository's reusable workflow (its token's repository and workflow do not match one publisher), so publish a pyreg package from a job of this repository`,
     );
     permissions.messages.push(`trust-policy: ${where} (calls ${call.uses}): ${grant.text}`);
     if (!grant.ok) permissions.status = "fail";
