@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import { homedir } from "node:os";
+import { join } from "node:path";
 import { type FakeServer, sendJson, startServer } from "./helpers.js";
 
 /**
@@ -407,4 +409,39 @@ export async function startJsreg(
     sendJson(response, 404, {});
   });
   return Object.assign(server, { publishes, tarballs, tags });
+}
+
+/** What the three fakes start with: versions on each, and their public provenance. */
+export interface RegistrySeed {
+  rust?: Record<string, string[]>;
+  /** Crate versions published by trusted publishing (`trustpub_data`). */
+  trusted?: Record<string, string[]>;
+  py?: Record<string, string[]>;
+  provenance?: Record<string, { repository: string; workflow: string; environment?: string }>;
+  js?: Record<string, string[]>;
+  attested?: Record<string, string>;
+}
+
+/**
+ * The three fakes on loopback, and the environment that points pubtool (and cargo) at them;
+ * `close` stops all three.
+ */
+export async function startRegistries(seed: RegistrySeed = {}) {
+  const [rustreg, pyreg, jsreg] = await Promise.all([
+    startRustreg(seed.rust, seed.trusted),
+    startPyreg(seed.py, seed.provenance),
+    startJsreg(seed.js, undefined, { attested: seed.attested }),
+  ]);
+  const env = {
+    PUBTOOL_RUSTREG_URL: rustreg.url,
+    PUBTOOL_RUSTREG_INDEX: rustreg.index,
+    PUBTOOL_PYREG_URL: pyreg.url,
+    PUBTOOL_JSREG_URL: jsreg.url,
+    CARGO_HOME: process.env.CARGO_HOME ?? join(homedir(), ".cargo"),
+    RUSTUP_HOME: process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"),
+  };
+  const close = async () => {
+    await Promise.all([rustreg.close(), pyreg.close(), jsreg.close()]);
+  };
+  return { rustreg, pyreg, jsreg, env, close };
 }

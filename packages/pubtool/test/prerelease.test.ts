@@ -1,12 +1,11 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync } from "node:fs";
-import { homedir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { strToU8, zipSync } from "fflate";
 import { pep440 } from "../src/publish/prerelease.js";
-import { startJsreg, startPyreg, startRustreg } from "./fake-registries.js";
+import { startJsreg, startRegistries } from "./fake-registries.js";
 import { makeTree, removeTree, runPubtool } from "./helpers.js";
 
 const trees: string[] = [];
@@ -141,20 +140,17 @@ function prereleaseTree(pyVersion = "0.2.0-rc.1"): string {
 }
 
 async function registries() {
-  const [rustreg, pyreg, jsreg] = await Promise.all([startRustreg(), startPyreg(), startJsreg()]);
-  closers.push(rustreg.close, pyreg.close, jsreg.close);
-  const env = {
-    PUBTOOL_RUSTREG_URL: rustreg.url,
-    PUBTOOL_RUSTREG_INDEX: `sparse+${rustreg.url}/index/`,
-    PUBTOOL_PYREG_URL: pyreg.url,
-    PUBTOOL_JSREG_URL: jsreg.url,
-    CARGO_HOME: process.env.CARGO_HOME ?? join(homedir(), ".cargo"),
-    RUSTUP_HOME: process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"),
-    RUST_REGISTRY_TOKEN: "rust-token-value",
-    PYREG_API_TOKEN: "pypi-fallback-token-value",
-    JSREG_AUTH_TOKEN: "js-token-value",
+  const started = await startRegistries();
+  closers.push(started.close);
+  return {
+    ...started,
+    env: {
+      ...started.env,
+      RUST_REGISTRY_TOKEN: "rust-token-value",
+      PYREG_API_TOKEN: "pypi-fallback-token-value",
+      JSREG_AUTH_TOKEN: "js-token-value",
+    },
   };
-  return { rustreg, pyreg, jsreg, env };
 }
 
 describe("prerelease publish, end to end", { concurrency: true }, () => {
@@ -232,43 +228,38 @@ describe("npm's publish failures, in plain words", { concurrency: true }, () => 
     "js/lib/index.js": "export {};\n",
   };
 
-  it("E404 on the publish: who may not publish, and where to look", async () => {
-    const jsreg = await startJsreg({}, undefined, { refusal: { status: 404, error: "Not found" } });
-    closers.push(jsreg.close);
-    const root = makeTree(files);
-    trees.push(root);
-    const result = await runPubtool(["publish"], {
-      cwd: root,
-      env: { PUBTOOL_JSREG_URL: jsreg.url, JSREG_AUTH_TOKEN: "js-token-value" },
-    });
-    assert.equal(result.code, 1);
-    assert.match(
-      result.stderr,
-      /pubtool: demo-lib \(jsreg\): npm publish exited with 1: npm answered E404: the token may not publish demo-lib/,
-    );
-  });
-
-  it("E403 for a name too similar to another: rename or scope it", async () => {
-    const jsreg = await startJsreg({}, undefined, {
+  const refusals = [
+    {
+      name: "E404 on the publish: who may not publish, and where to look",
+      refusal: { status: 404, error: "Not found" },
+      message:
+        /pubtool: demo-lib \(jsreg\): npm publish exited with 1: npm answered E404: the token may not publish demo-lib/,
+    },
+    {
+      name: "E403 for a name too similar to another: rename or scope it",
       refusal: {
         status: 403,
         error:
           "Package name too similar to existing package demolib; try renaming your package to '@acme/demo-lib' and publishing with 'npm publish --access=public' instead",
       },
+      message:
+        /the registry refuses the name demo-lib: it is too similar to an existing package's .* publish it under a scope \(@owner\/demo-lib\)/,
+    },
+  ];
+  for (const { name, refusal, message } of refusals) {
+    it(name, async () => {
+      const jsreg = await startJsreg({}, undefined, { refusal });
+      closers.push(jsreg.close);
+      const root = makeTree(files);
+      trees.push(root);
+      const result = await runPubtool(["publish"], {
+        cwd: root,
+        env: { PUBTOOL_JSREG_URL: jsreg.url, JSREG_AUTH_TOKEN: "js-token-value" },
+      });
+      assert.equal(result.code, 1);
+      assert.match(result.stderr, message);
     });
-    closers.push(jsreg.close);
-    const root = makeTree(files);
-    trees.push(root);
-    const result = await runPubtool(["publish"], {
-      cwd: root,
-      env: { PUBTOOL_JSREG_URL: jsreg.url, JSREG_AUTH_TOKEN: "js-token-value" },
-    });
-    assert.equal(result.code, 1);
-    assert.match(
-      result.stderr,
-      /the registry refuses the name demo-lib: it is too similar to an existing package's .* publish it under a scope \(@owner\/demo-lib\)/,
-    );
-  });
+  }
 
   // The transparency log's 409 comes from npm's provenance signing, which needs the workflow
   // host; a stand-in npm plays the retried publish: the real npm publishes (or not), then the

@@ -1,11 +1,11 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
+import { tmpdir } from "node:os";
 import { strToU8, zipSync } from "fflate";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
-import { startJsreg, startPyreg, startRustreg } from "./fake-registries.js";
+import { startRegistries } from "./fake-registries.js";
 import { makeTree, removeTree, runPubtool, sendJson, startServer } from "./helpers.js";
 
 const trees: string[] = [];
@@ -109,21 +109,9 @@ async function registries(
     js?: Record<string, string[]>;
   } = {},
 ) {
-  const [rustreg, pyreg, jsreg] = await Promise.all([
-    startRustreg(existing.rust),
-    startPyreg(existing.py),
-    startJsreg(existing.js),
-  ]);
-  closers.push(rustreg.close, pyreg.close, jsreg.close);
-  const env = {
-    PUBTOOL_RUSTREG_URL: rustreg.url,
-    PUBTOOL_RUSTREG_INDEX: `sparse+${rustreg.url}/index/`,
-    PUBTOOL_PYREG_URL: pyreg.url,
-    PUBTOOL_JSREG_URL: jsreg.url,
-    CARGO_HOME: process.env.CARGO_HOME ?? join(homedir(), ".cargo"),
-    RUSTUP_HOME: process.env.RUSTUP_HOME ?? join(homedir(), ".rustup"),
-  };
-  return { rustreg, pyreg, jsreg, env };
+  const started = await startRegistries(existing);
+  closers.push(started.close);
+  return started;
 }
 
 const TOKENS = {

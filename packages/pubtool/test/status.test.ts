@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { after, describe, it } from "node:test";
-import { startJsreg, startPyreg, startRustreg } from "./fake-registries.js";
+import { type RegistrySeed, startRegistries } from "./fake-registries.js";
 import {
   type FakeServer,
   makeTree,
@@ -74,26 +74,13 @@ function repository(): string {
   return root;
 }
 
-async function registries(options: {
-  js?: Record<string, string[]>;
-  attested?: Record<string, string>;
-  rust?: Record<string, string[]>;
-  trusted?: Record<string, string[]>;
-  py?: Record<string, string[]>;
-  provenance?: Record<string, { repository: string; workflow: string; environment?: string }>;
-}) {
-  const [rustreg, pyreg, jsreg] = await Promise.all([
-    startRustreg(options.rust, options.trusted),
-    startPyreg(options.py, options.provenance),
-    startJsreg(options.js, undefined, { attested: options.attested }),
-  ]);
-  closers.push(rustreg.close, pyreg.close, jsreg.close);
+async function registries(seed: RegistrySeed) {
+  const { rustreg, pyreg, jsreg, env, close } = await startRegistries(seed);
+  closers.push(close);
   return {
     servers: [rustreg, pyreg, jsreg] as FakeServer[],
     env: {
-      PUBTOOL_RUSTREG_URL: rustreg.url,
-      PUBTOOL_PYREG_URL: pyreg.url,
-      PUBTOOL_JSREG_URL: jsreg.url,
+      ...env,
       // Present, and never sent: both commands read public records only.
       RUST_REGISTRY_TOKEN: "rust-token-value",
       PYREG_API_TOKEN: "pypi-token-value",

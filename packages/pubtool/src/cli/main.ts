@@ -66,28 +66,9 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
       });
       return ok ? EXIT_OK : EXIT_FAILED;
     }
-    case "status": {
-      const config = selectPackages(
-        requireConfig(io.cwd, command.config),
-        command.packages,
-        io.cwd,
-      );
-      const { runStatus, renderStatus } = await import("../status/status.js");
-      const report = await runStatus(config, findRepositoryRoot(io.cwd), io.env);
-      io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : renderStatus(report));
-      return report.ok ? EXIT_OK : EXIT_FAILED;
-    }
-    case "verify": {
-      const config = selectPackages(
-        requireConfig(io.cwd, command.config),
-        command.packages,
-        io.cwd,
-      );
-      const { runVerify, renderVerify } = await import("../status/verify.js");
-      const report = await runVerify(config, io.env);
-      io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : renderVerify(report));
-      return report.ok ? EXIT_OK : EXIT_FAILED;
-    }
+    case "status":
+    case "verify":
+      return readOnlyReport(command, io);
     case "token-list": {
       const { runTokenList } = await import("../token/token-list.js");
       const config = command.config === undefined ? null : loadConfig(io.cwd, command.config);
@@ -114,6 +95,26 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
       return runStatus(io.env, io.stdout) ? EXIT_OK : EXIT_FAILED;
     }
   }
+}
+
+/** `status` and `verify`: read the registries' public records for the config's packages. */
+async function readOnlyReport(
+  command: Extract<Command, { name: "status" | "verify" }>,
+  io: CliIo,
+): Promise<number> {
+  const config = selectPackages(requireConfig(io.cwd, command.config), command.packages, io.cwd);
+  const report =
+    command.name === "status"
+      ? await import("../status/status.js").then(async ({ runStatus, renderStatus }) => {
+          const result = await runStatus(config, findRepositoryRoot(io.cwd), io.env);
+          return { ok: result.ok, json: result, text: () => renderStatus(result) };
+        })
+      : await import("../status/verify.js").then(async ({ runVerify, renderVerify }) => {
+          const result = await runVerify(config, io.env);
+          return { ok: result.ok, json: result, text: () => renderVerify(result) };
+        });
+  io.stdout.write(command.json ? `${JSON.stringify(report.json, null, 2)}\n` : report.text());
+  return report.ok ? EXIT_OK : EXIT_FAILED;
 }
 
 /** Runs the CLI; the only place that prints diagnostics and decides the exit status. */
