@@ -211,8 +211,8 @@ describe("pubtool doctor on the release workflow and its mutations", { concurren
       workflow: () =>
         replaced(
           WORKFLOW,
-          '      - run: node "$PUBTOOL_DIR/package/bin/pubtool.js" publish\n',
-          '      # - run: node "$PUBTOOL_DIR/package/bin/pubtool.js" publish\n      - run: "true"\n',
+          '      - run: node "$RUNNER_TEMP/pubtool/package/bin/pubtool.js" publish\n',
+          '      # - run: node "$RUNNER_TEMP/pubtool/package/bin/pubtool.js" publish\n      - run: "true"\n',
         ),
       check: "local/step-active",
       message: /is commented out/,

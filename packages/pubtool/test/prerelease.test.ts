@@ -283,6 +283,37 @@ process.exit(1);
     return root;
   }
 
+  it("E404 under OIDC: the registry did not take this workflow as the trusted publisher", async () => {
+    // Only the workflow host can make npm's OIDC exchange; a stand-in npm answers as npm does
+    // when the registry refuses it.
+    const stand = `#!/usr/bin/env node
+if (process.argv[2] === "--version") { console.log("11.6.0"); process.exit(0); }
+console.error("npm error code E404");
+console.error("npm error 404 Not Found - PUT https://registry.npmjs.org/demo-lib - Not found");
+process.exit(1);
+`;
+    const jsreg = await startJsreg({ "demo-lib": ["0.9.0"] });
+    closers.push(jsreg.close);
+    const root = makeTree({ ...files, "fakebin/npm": stand });
+    chmodSync(join(root, "fakebin/npm"), 0o755);
+    trees.push(root);
+    const result = await runPubtool(["publish"], {
+      cwd: root,
+      env: {
+        PUBTOOL_JSREG_URL: jsreg.url,
+        GITHUB_ACTIONS: "true",
+        ACTIONS_ID_TOKEN_REQUEST_URL: "http://127.0.0.1:9/token",
+        ACTIONS_ID_TOKEN_REQUEST_TOKEN: "request-token",
+        PATH: `${join(root, "fakebin")}:${process.env.PATH ?? ""}`,
+      },
+    });
+    assert.equal(result.code, 1, result.stdout);
+    assert.match(
+      result.stderr,
+      /npm answered E404: the registry did not accept this workflow as a trusted publisher of demo-lib: .*Check the package's settings \(Trusted publishing\)/,
+    );
+  });
+
   for (const landed of [true, false]) {
     it(`a retried publish refused by the transparency log (409): ${landed ? "on the registry, counted as published" : "not on the registry, fails with the remedy"}`, async () => {
       const jsreg = await startJsreg();
