@@ -392,11 +392,12 @@ function notePublishingJobs(
  * named and never judged.
  */
 function noteUnreadCalls(found: Check, calls: readonly ExternalCall[]): void {
+  // A workflow reached directly and through a caller makes the same call twice: named once.
+  const named = new Set<string>();
   for (const call of calls) {
-    const where =
-      call.entryFile === call.file
-        ? `${call.file}: job ${call.job}`
-        : `${call.entryFile} → ${call.file}: job ${call.job}`;
+    const where = `${call.file}: job ${call.job}`;
+    if (named.has(`${where} ${call.uses}`)) continue;
+    named.add(`${where} ${call.uses}`);
     found.messages.push(
       `trust-policy: ${where}: not read: ${call.uses} (another repository's reusable workflow; every package of the config is published by a job here, so it is not judged)`,
     );
