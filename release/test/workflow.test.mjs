@@ -170,6 +170,26 @@ describe("pubtool doctor on the release workflow and its mutations", { concurren
         /made by the step with id auth \(rust-lang\/crates-io-auth-action@\w+, line \d+\) in job build; a step's output reaches only later steps of its own job/,
     },
     {
+      name: "the token handed over through the build job's outputs",
+      workflow: () =>
+        replaced(
+          replaced(
+            replaced(
+              replaced(WORKFLOW, AUTH_STEP, ""),
+              "      - run: npm ci\n",
+              `      - run: npm ci\n\n${AUTH_STEP.replace(/ {8}if: .*\n/, "")}`,
+            ),
+            "  build:\n    runs-on: ubuntu-latest\n",
+            "  build:\n    runs-on: ubuntu-latest\n    outputs:\n      token: ${{ steps.auth.outputs.token }}\n",
+          ),
+          "RUST_REGISTRY_TOKEN: ${{ steps.auth.outputs.token }}",
+          "RUST_REGISTRY_TOKEN: ${{ needs.build.outputs.token }}",
+        ),
+      check: "local/rustreg-token",
+      message:
+        /reads RUST_REGISTRY_TOKEN from needs\.build\.outputs\.token, made by the step with id auth .* in job build; .*the host drops a masked token from job outputs/,
+    },
+    {
       name: "a workflow_run trigger",
       workflow: () =>
         replaced(

@@ -126,6 +126,8 @@ export function rustregTokenWiring(
       .slice(laterAuth.index + 1)
       .some((step) => JSON.stringify(step).includes(`steps.${laterAuth.id ?? ""}.outputs`));
   const problem = sourceProblem(all, index, references, others, servesLater ? null : laterAuth);
+  // Only a later auth step that serves a later publishing step: nothing to judge here.
+  if (auth === null && references.length === 0 && problem === null) return null;
   const publishLine = all[index]?.line ?? 0;
   return { authStepId: id, authStep: auth, publishLine, wiredAs, read, problem };
 }
