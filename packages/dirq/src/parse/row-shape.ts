@@ -1,4 +1,5 @@
 import { compileBashGlob } from "../scan/bash-glob.js";
+import { compileCaptures } from "../scan/path-selection.js";
 import { foldName } from "../shared/sql-names.js";
 import type { StoredValue } from "./exact-json.js";
 import type { ExtractOutcome, ExtractTarget, Extractor } from "./extractor.js";
@@ -67,20 +68,11 @@ function valueAt(row: HookRow, path: string): RowValue | undefined {
 
 /** The shaping of one table's rows, compiled once: `shape(path, rows)`. */
 export function rowShaper(shape: RowShape): (path: string, rows: HookRow[]) => HookRow[] {
-  const glob = compileBashGlob(shape.glob);
-  const captureNames = new Set(glob.captureNames);
+  const captureNames = new Set(compileBashGlob(shape.glob).captureNames);
+  const capturesOf = compileCaptures(shape.glob);
   // Folded name → the schema's spelling (SQLite compares column names without ASCII case).
   const schema =
     shape.schema === null ? null : new Map(shape.schema.map(([c]) => [foldName(c), c]));
-  const capturesOf = (path: string): Record<string, string> => {
-    const found = glob.fileCaptures(path);
-    if (found !== null) return found;
-    for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1)) {
-      const inFolder = glob.directoryCaptures(path.slice(0, slash));
-      if (inFolder !== null) return inFolder;
-    }
-    return {};
-  };
   const strictError = (row: number, problems: string[]) =>
     new StrictError(
       `row ${row} ${problems.join(" and ")} (strict = true in ${shape.origin}: every row has exactly the schema's keys)`,
