@@ -43,7 +43,8 @@ def test_path_captures_are_columns_of_every_row(tmp_path: Path) -> None:
 
 
 def test_columns_map_dot_paths_and_captures(tmp_path: Path) -> None:
-    write(tmp_path, "posts/2024/a.json", b'{"metadata":{"author":{"name":"Alice"}},"items":[{"n":1}]}')
+    post = b'{"metadata":{"author":{"name":"Alice"}},"items":[{"n":1}]}'
+    write(tmp_path, "posts/2024/a.json", post)
     table = dirq.Table(
         "posts",
         "posts/{year}/*.json",
