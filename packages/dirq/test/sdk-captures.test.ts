@@ -68,6 +68,53 @@ describe("SDK tables: captures, columns, strict, bytes", () => {
     });
   });
 
+  test("a config's captures, columns and strict (dirsql's from_config cases, through configs)", async () => {
+    const root = tempTree({
+      "comments/thread-1/index.jsonl": '{"body":"hello","author":"alice"}\n',
+      "comments/thread-2/index.jsonl": '{"body":"world","author":"bob"}\n',
+      "people/alice.json": JSON.stringify({ metadata: { author: { name: "Alice" } }, age: 30 }),
+      "items/a.json": '{"name":"apple","color":"red"}',
+      "c.toml": `[[table]]
+name = "comments"
+glob = "comments/{thread_id}/index.jsonl"
+format = "jsonl"
+schema = { thread_id = "TEXT", body = "TEXT", author = "TEXT" }
+
+[[table]]
+name = "people"
+glob = "people/*.json"
+format = "json"
+schema = { display_name = "TEXT", age = "INTEGER" }
+[table.columns]
+display_name = "metadata.author.name"
+age = "age"
+
+[[table]]
+name = "items"
+glob = "items/*.json"
+format = "json"
+schema = { name = "TEXT" }
+strict = true
+`,
+    });
+    const db = open({ root, progress: false, configs: [join(root, "c.toml")] });
+    await closing(db, async () => {
+      assert.deepEqual(await db.query("SELECT * FROM comments ORDER BY thread_id"), [
+        { thread_id: "thread-1", body: "hello", author: "alice" },
+        { thread_id: "thread-2", body: "world", author: "bob" },
+      ]);
+      assert.deepEqual(await db.query("SELECT * FROM people"), [
+        { display_name: "Alice", age: 30 },
+      ]);
+      // dirsql rejects the whole index; dirq skips the file and keeps the table.
+      assert.deepEqual(await db.query("SELECT * FROM items"), []);
+      assert.deepEqual(
+        db.skipped.map((file) => file.path),
+        ["items/a.json"],
+      );
+    });
+  });
+
   test("strict without a schema is an error naming the key", () => {
     assert.throws(
       () =>
