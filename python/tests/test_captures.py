@@ -99,3 +99,11 @@ def test_bytes_are_a_blob_in_rows_and_row_events(tmp_path: Path) -> None:
             event = events.get(WAIT)
         assert event["action"] == "insert"
         assert event["row"] == {"name": "b", "data": "ab", "mem": "0a"}
+    # Through persist: written by one index, read back by the next.
+    for _ in range(2):
+        with dirq.open(tmp_path, tables=[table], persist=True, progress=False) as db:
+            rows = db.query("SELECT name, data, typeof(data) AS t FROM blobs ORDER BY name")
+            assert rows == [
+                {"name": "a", "data": "0001ff", "t": "blob"},
+                {"name": "b", "data": "ab", "t": "blob"},
+            ]

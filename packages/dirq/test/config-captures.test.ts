@@ -124,6 +124,26 @@ on-file = "node -e 'const t=require(\\"fs\\").readFileSync(process.argv[1],\\"ut
   });
 });
 
+describe("in the REPL", () => {
+  it("answers from a config table's captures and columns", async () => {
+    const root = tempTree({
+      "posts/2024/a.json": '{"meta":{"title":"A"}}',
+      "c.toml": `[[table]]
+name = "posts"
+glob = "posts/{year}/*.json"
+format = "json"
+columns = { year = "year", title = "meta.title" }
+`,
+    });
+    const result = await runDirq(["-c", "c.toml"], {
+      cwd: root,
+      input: "SELECT * FROM posts;\n",
+    });
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout.trim(), '[{"year":"2024","title":"A"}]');
+  });
+});
+
 describe("[table.columns]", () => {
   it("maps dot paths into nested objects and arrays, and capture names (dirsql's example)", async () => {
     const root = tempTree({
