@@ -51,10 +51,11 @@ function capturesOf(selection: PathSelection): string[] {
  * written (stored: a statement reads it without calling anything).
  */
 function createTableSql(name: string, selection: PathSelection): string {
+  const pattern = selection.kind === "glob" ? quoteLiteral(selection.pattern) : "";
   const generated = capturesOf(selection).map(
     (capture) =>
       `, ${quoteIdentifier(capture)} TEXT GENERATED ALWAYS AS ` +
-      `(dirq_capture(${quoteLiteral((selection as { pattern: string }).pattern)}, ${quoteLiteral(capture)}, path)) STORED`,
+      `(dirq_capture(${pattern}, ${quoteLiteral(capture)}, path)) STORED`,
   );
   return `CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS}${generated.join("")}) STRICT`;
 }

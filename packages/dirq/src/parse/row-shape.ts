@@ -1,4 +1,4 @@
-import { compileBashGlob } from "../scan/bash-glob.js";
+import { captureNames as capturesIn } from "../scan/bash-glob.js";
 import { compileCaptures } from "../scan/path-selection.js";
 import { foldName } from "../shared/sql-names.js";
 import type { StoredValue } from "./exact-json.js";
@@ -27,9 +27,7 @@ export interface RowShape {
 
 /** Whether a table needs its rows shaped at all (no capture, mapping or strict: they pass). */
 export function needsShape(shape: RowShape): boolean {
-  return (
-    shape.strict || shape.columns !== null || compileBashGlob(shape.glob).captureNames.length > 0
-  );
+  return shape.strict || shape.columns !== null || capturesIn(shape.glob).length > 0;
 }
 
 /** A file's rows broke `strict`: the file's error (it is skipped), never the table's. */
@@ -68,7 +66,7 @@ function valueAt(row: HookRow, path: string): RowValue | undefined {
 
 /** The shaping of one table's rows, compiled once: `shape(path, rows)`. */
 export function rowShaper(shape: RowShape): (path: string, rows: HookRow[]) => HookRow[] {
-  const captureNames = new Set(compileBashGlob(shape.glob).captureNames);
+  const captureNames = new Set(capturesIn(shape.glob));
   const capturesOf = compileCaptures(shape.glob);
   // Folded name → the schema's spelling (SQLite compares column names without ASCII case).
   const schema =
