@@ -57,6 +57,14 @@ format = "json"
     ]);
   });
 
+  it("may be named as a path-table's column (path, dir, size): a config table has none", async () => {
+    const root = tempTree({
+      "logs/web/a.json": '{"n":1}',
+      "c.toml": `[[table]]\nname = "t"\nglob = "logs/{dir}/*.json"\nformat = "json"\n`,
+    });
+    assert.deepEqual(await rowsOf(root, "SELECT * FROM t"), [{ dir: "web", n: 1 }]);
+  });
+
   it("takes the schema's type, and replaces a key of the file with the same name", async () => {
     const root = tempTree({
       "data/2024/a.json": '{"year":1999,"n":1}',

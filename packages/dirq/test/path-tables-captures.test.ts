@@ -101,10 +101,21 @@ describe("path-table captures", () => {
     );
   });
 
-  it("is an error when named as a path-table column or used twice", async () => {
+  it("is an error when named as one of the seven columns or used twice", async () => {
     assertUserError(
       await runDirq(["SELECT * FROM './posts/{size}/*.md'"], { cwd: root }),
       "the capture {size} is named as a column every path-table has",
+    );
+    // With --parse the table has only the format's columns: the name is free.
+    assert.deepEqual(
+      await rows(root, "SELECT size, total FROM './data/{size}/*.json' ORDER BY size", [
+        "--parse",
+        "json",
+      ]),
+      [
+        { size: "eu", total: 3 },
+        { size: "us", total: 5 },
+      ],
     );
     assertUserError(
       await runDirq(["SELECT * FROM './{a}/{a}/*'"], { cwd: root }),

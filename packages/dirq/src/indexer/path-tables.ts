@@ -1,3 +1,4 @@
+import { DirqError } from "../errors.js";
 import type { ProgressReporter } from "../progress/reporter.js";
 import { loadNativeRows } from "../scan/native-fs.js";
 import { type EmptyTableListener, emptyTable } from "../scan/empty-selection.js";
@@ -43,6 +44,18 @@ const CREATE_COLUMNS =
 /** The `{name}` captures of a path-table's glob: its columns after the seven. */
 function capturesOf(selection: PathSelection): string[] {
   return selection.kind === "glob" ? captureNames(selection.pattern) : [];
+}
+
+/** A capture may not take the name of one of the seven columns (ASCII case ignored). */
+function checkCaptureNames(path: string, selection: PathSelection): void {
+  const clash = capturesOf(selection).find((capture) =>
+    (PATH_TABLE_COLUMNS as readonly string[]).includes(capture.toLowerCase()),
+  );
+  if (clash === undefined) return;
+  throw new DirqError(
+    "PATH_INVALID",
+    `path-table '${path}': the capture {${clash}} is named as a column every path-table has: give it another name`,
+  );
 }
 
 /**
@@ -232,6 +245,7 @@ export class PathTables {
   create(name: string, path: string = name): boolean {
     const selection = parsePathTableName(path, this.options.root);
     if (selection === null) return false;
+    checkCaptureNames(path, selection);
     this.dropStale(Date.now());
     const same = this.catalog.pathTableSelecting(selection);
     if (same !== undefined) {

@@ -2,7 +2,6 @@ import { lstatSync, statSync } from "node:fs";
 import { join, posix } from "node:path";
 import { DirqError } from "../errors.js";
 import {
-  captureNames,
   captureProblem,
   compileBashGlob,
   hasEscape,
@@ -38,23 +37,11 @@ function normalizeRelative(name: string, relative: string): string {
   return trimmed === "." ? "" : trimmed;
 }
 
-/** The columns every path-table has, which no capture may be named (ASCII case ignored). */
-const PATH_COLUMN_NAMES = new Set(["path", "basename", "dir", "ext", "size", "mtime", "ctime"]);
-
 /** `maxDepth` counts segments below `base`. A pattern ending in `/` keeps its slash. */
 function globSelection(name: string, relative: string, trailingSlash: boolean): PathSelection {
   const pattern = trailingSlash ? `${relative}/` : relative;
   const problem = captureProblem(pattern);
   if (problem !== null) throw new DirqError("PATH_INVALID", `path-table '${name}': ${problem}`);
-  const clash = captureNames(pattern).find((capture) =>
-    PATH_COLUMN_NAMES.has(capture.toLowerCase()),
-  );
-  if (clash !== undefined) {
-    throw new DirqError(
-      "PATH_INVALID",
-      `path-table '${name}': the capture {${clash}} is named as a column every path-table has: give it another name`,
-    );
-  }
   const glob = compileBashGlob(pattern);
   const baseDepth = glob.base === "" ? 0 : glob.base.split("/").length;
   const maxDepth = glob.maxDepth === null ? null : glob.maxDepth - baseDepth;
