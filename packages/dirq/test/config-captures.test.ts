@@ -10,6 +10,11 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { assertUserError, parseRows, runDirq, runOk, tempTree } from "./helpers.js";
 
+/** A config of one `[[table]]`: its name, glob and format, then any other keys as written. */
+function table(name: string, glob: string, format: string, rest = ""): string {
+  return `[[table]]\nname = "${name}"\nglob = "${glob}"\nformat = "${format}"\n${rest}`;
+}
+
 async function rowsOf(root: string, sql: string): Promise<Record<string, unknown>[]> {
   return parseRows(await runOk(root, ["-c", "c.toml", sql, "--format", "json"]));
 }
@@ -19,12 +24,13 @@ describe("path captures", () => {
     const root = tempTree({
       "_comments/abc123/index.jsonl": '{"body":"hi","author":"al"}\n{"body":"yo","author":"bo"}\n',
       "_comments/def456/index.jsonl": '{"body":"q","author":"cy"}\n',
-      "c.toml": `[[table]]
-name = "comments"
-glob = "_comments/{thread_id}/index.jsonl"
-format = "jsonl"
-schema = { thread_id = "TEXT", body = "TEXT", author = "TEXT" }
+      "c.toml": table(
+        "comments",
+        "_comments/{thread_id}/index.jsonl",
+        "jsonl",
+        `schema = { thread_id = "TEXT", body = "TEXT", author = "TEXT" }
 `,
+      ),
     });
     const rows = await rowsOf(root, "SELECT * FROM comments ORDER BY thread_id, body");
     assert.deepEqual(rows, [
@@ -39,11 +45,7 @@ schema = { thread_id = "TEXT", body = "TEXT", author = "TEXT" }
       "posts/2024/post-7.json": '{"title":"A"}',
       "posts/2025/post-12.json": '{"title":"B"}',
       "posts/2025/notes.json": '{"title":"not a post"}',
-      "c.toml": `[[table]]
-name = "posts"
-glob = "posts/{year}/post-{id}.json"
-format = "json"
-`,
+      "c.toml": table("posts", "posts/{year}/post-{id}.json", "json"),
     });
     const rows = await rowsOf(root, "SELECT * FROM posts ORDER BY year");
     assert.deepEqual(rows, [
@@ -68,12 +70,13 @@ format = "json"
   it("takes the schema's type, and replaces a key of the file with the same name", async () => {
     const root = tempTree({
       "data/2024/a.json": '{"year":1999,"n":1}',
-      "c.toml": `[[table]]
-name = "t"
-glob = "data/{year}/*.json"
-format = "json"
-schema = { year = "INTEGER", n = "INTEGER" }
+      "c.toml": table(
+        "t",
+        "data/{year}/*.json",
+        "json",
+        `schema = { year = "INTEGER", n = "INTEGER" }
 `,
+      ),
     });
     assert.deepEqual(await rowsOf(root, "SELECT year, typeof(year) AS type, n FROM t"), [
       { year: 2024, type: "integer", n: 1 },
@@ -85,12 +88,13 @@ schema = { year = "INTEGER", n = "INTEGER" }
       "a/x/1.json": '{"v":1}',
       "b/2.json": '{"v":2}',
       "c/3.json": '{"v":3}',
-      "c.toml": `[[table]]
-name = "t"
-glob = "{a/{slot},b}/*.json"
-format = "json"
-schema = { slot = "TEXT", v = "INTEGER" }
+      "c.toml": table(
+        "t",
+        "{a/{slot},b}/*.json",
+        "json",
+        `schema = { slot = "TEXT", v = "INTEGER" }
 `,
+      ),
     });
     assert.deepEqual(await rowsOf(root, "SELECT slot, v FROM t ORDER BY v"), [
       { slot: "x", v: 1 },
@@ -136,12 +140,13 @@ describe("in the REPL", () => {
   it("answers from a config table's captures and columns", async () => {
     const root = tempTree({
       "posts/2024/a.json": '{"meta":{"title":"A"}}',
-      "c.toml": `[[table]]
-name = "posts"
-glob = "posts/{year}/*.json"
-format = "json"
-columns = { year = "year", title = "meta.title" }
+      "c.toml": table(
+        "posts",
+        "posts/{year}/*.json",
+        "json",
+        `columns = { year = "year", title = "meta.title" }
 `,
+      ),
     });
     const result = await runDirq(["-c", "c.toml"], {
       cwd: root,
@@ -160,11 +165,11 @@ describe("[table.columns]", () => {
         body: "hello",
         items: [{ name: "first" }, { name: "second" }],
       }),
-      "c.toml": `[[table]]
-name = "posts"
-glob = "posts/{year}/*.json"
-format = "json"
-schema = { display_name = "TEXT", body = "TEXT", second = "TEXT", year = "INTEGER", items = "TEXT" }
+      "c.toml": table(
+        "posts",
+        "posts/{year}/*.json",
+        "json",
+        `schema = { display_name = "TEXT", body = "TEXT", second = "TEXT", year = "INTEGER", items = "TEXT" }
 
 [table.columns]
 display_name = "metadata.author.name"
@@ -173,6 +178,7 @@ second       = "items.1.name"
 year         = "year"
 items        = "items"
 `,
+      ),
     });
     assert.deepEqual(await rowsOf(root, "SELECT * FROM posts"), [
       {
@@ -188,15 +194,16 @@ items        = "items"
   it("is the whole projection: a column it does not list is NULL (dirsql's trap)", async () => {
     const root = tempTree({
       "one.json": '{"id": "a1", "body": "hello", "author": "Alice"}',
-      "c.toml": `[[table]]
-name = "comments"
-glob = "*.json"
-format = "json"
-schema = { id = "TEXT", body = "TEXT", display_name = "TEXT" }
+      "c.toml": table(
+        "comments",
+        "*.json",
+        "json",
+        `schema = { id = "TEXT", body = "TEXT", display_name = "TEXT" }
 
 [table.columns]
 display_name = "author"
 `,
+      ),
     });
     assert.deepEqual(await rowsOf(root, "SELECT * FROM comments"), [
       { id: null, body: null, display_name: "Alice" },
@@ -208,17 +215,18 @@ display_name = "author"
       "catalog/shop.json": JSON.stringify({
         data: { items: [{ spec: { name: "pen", price: 2.5 } }, { spec: { name: "ink" } }] },
       }),
-      "c.toml": `[[table]]
-name = "items"
-glob = "catalog/{shop}.json"
-format = "json"
-each = "data.items"
+      "c.toml": table(
+        "items",
+        "catalog/{shop}.json",
+        "json",
+        `each = "data.items"
 
 [table.columns]
 name  = "spec.name"
 price = "spec.price"
 shop  = "shop"
 `,
+      ),
     });
     assert.deepEqual(await rowsOf(root, "SELECT * FROM items"), [
       { name: "pen", price: 2.5, shop: "shop" },
@@ -228,13 +236,14 @@ shop  = "shop"
 
   it("names a column outside the schema as a config error", async () => {
     const root = tempTree({
-      "c.toml": `[[table]]
-name = "t"
-glob = "*.json"
-format = "json"
-schema = { a = "TEXT" }
+      "c.toml": table(
+        "t",
+        "*.json",
+        "json",
+        `schema = { a = "TEXT" }
 columns = { b = "x.y" }
 `,
+      ),
     });
     const result = await runDirq(["-c", "c.toml", "SELECT 1"], { cwd: root });
     assertUserError(result, "c.toml: table[0].columns.b: is not a column of the schema");
@@ -245,13 +254,14 @@ describe("strict", () => {
   const tree = (files: Record<string, string>, extra = "") =>
     tempTree({
       ...files,
-      "c.toml": `[[table]]
-name = "posts"
-glob = "posts/*.json"
-format = "json"
-schema = { title = "TEXT", author = "TEXT" }
+      "c.toml": table(
+        "posts",
+        "posts/*.json",
+        "json",
+        `schema = { title = "TEXT", author = "TEXT" }
 strict = true
 ${extra}`,
+      ),
     });
 
   it("accepts rows with exactly the schema's keys", async () => {
@@ -283,13 +293,14 @@ ${extra}`,
   it("counts a capture as one of the row's keys", async () => {
     const root = tempTree({
       "t/abc/index.json": '{"body":"b"}',
-      "c.toml": `[[table]]
-name = "comments"
-glob = "t/{thread_id}/index.json"
-format = "json"
-schema = { thread_id = "TEXT", body = "TEXT" }
+      "c.toml": table(
+        "comments",
+        "t/{thread_id}/index.json",
+        "json",
+        `schema = { thread_id = "TEXT", body = "TEXT" }
 strict = true
 `,
+      ),
     });
     assert.deepEqual(await rowsOf(root, "SELECT * FROM comments"), [
       { thread_id: "abc", body: "b" },
@@ -300,14 +311,15 @@ strict = true
     const root = tempTree({
       "a.json": '{"meta":{"name":"n"}}',
       "b.json": '{"meta":{}}',
-      "c.toml": `[[table]]
-name = "t"
-glob = "*.json"
-format = "json"
-schema = { name = "TEXT" }
+      "c.toml": table(
+        "t",
+        "*.json",
+        "json",
+        `schema = { name = "TEXT" }
 strict = true
 columns = { name = "meta.name" }
 `,
+      ),
     });
     const result = await runDirq(["-c", "c.toml", "SELECT * FROM t", "--format", "json"], {
       cwd: root,
