@@ -3,14 +3,18 @@
  * `shopt -s globstar nullglob` (no dotglob, no extglob): the regular files it expands to, and
  * for a pattern ending in `/`, every file under the directories it expands to. Generated
  * patterns over one generated tree, many patterns per dirq run. Seeded: DIRQ_TEST_SEED.
+ * A `{name}` capture, which bash leaves literal, matches what `*` matches: each pattern with
+ * some of its `*` written as captures selects what bash selects for the pattern with `*`.
  */
 import assert from "node:assert/strict";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { after, describe, it } from "node:test";
 import { harnessSeed, pick, reference, seededRandom } from "./differential.js";
 import { runDirq } from "./helpers.js";
+import { compileBashGlob } from "../src/scan/bash-glob.js";
+import { compileGlob } from "../src/scan/path-selection.js";
 
 const SEED = harnessSeed(4242);
 const PATTERNS = 400;
@@ -170,6 +174,36 @@ async function dirqSelections(root: string, patterns: readonly string[]): Promis
   return sets;
 }
 
+/**
+ * The pattern with some of its single `*` (outside brackets, escapes and globstars) written as
+ * captures `{c0}`, `{c1}`, ...; `null` when none was.
+ */
+function withCaptures(pattern: string, random: () => number): string | null {
+  let out = "";
+  let count = 0;
+  for (let i = 0; i < pattern.length; i++) {
+    const ch = pattern[i] as string;
+    const close = ch === "[" ? pattern.indexOf("]", i + 2) : -1;
+    if (ch === "\\" || (close !== -1 && !pattern.slice(i, close).includes("/"))) {
+      const end = ch === "\\" ? i + 1 : close;
+      out += pattern.slice(i, end + 1);
+      i = end;
+    } else if (ch === "*" && pattern[i + 1] !== "*" && pattern[i - 1] !== "*" && random() < 0.7) {
+      out += `{c${count++}}`;
+    } else {
+      out += ch;
+    }
+  }
+  return count === 0 ? null : out;
+}
+
+/** Every file of the tree, relative to it. */
+function treeFiles(root: string): string[] {
+  return (readdirSync(root, { recursive: true, withFileTypes: true }) as import("node:fs").Dirent[])
+    .filter((entry) => entry.isFile())
+    .map((entry) => `${entry.parentPath.slice(root.length + 1)}/${entry.name}`.replace(/^\//, ""));
+}
+
 describe(`globs select what bash globstar selects (seed ${SEED}, ${PATTERNS} patterns)`, () => {
   const random = seededRandom(SEED);
   const root = makeTree(random);
@@ -189,6 +223,40 @@ describe(`globs select what bash globstar selects (seed ${SEED}, ${PATTERNS} pat
         );
       }
     });
+    assert.deepEqual(failures, [], `seed ${SEED}, tree ${root}:\n${failures.join("\n")}`);
+  });
+
+  it("a capture selects what * selects, and captures what it matched", () => {
+    const files = treeFiles(root);
+    const failures: string[] = [];
+    let captured = 0;
+    patterns.forEach((pattern, i) => {
+      const written = withCaptures(pattern, random);
+      if (written === null) return;
+      captured++;
+      const selects = compileGlob(written);
+      const want = [...(expected[i] ?? [])].sort();
+      const got = files.filter((path) => selects(path)).sort();
+      if (JSON.stringify(want) !== JSON.stringify(got)) {
+        failures.push(
+          `'./${written}': bash (as *) ${JSON.stringify(want)}\n   dirq ${JSON.stringify(got)}`,
+        );
+      }
+      const glob = compileBashGlob(written);
+      for (const path of got) {
+        const values = glob.fileCaptures(path);
+        if (values === null) continue; // selected as a file under a matched folder
+        // Each value is what its `*` matched: the pattern with the values put back matches too.
+        const back = written.replace(/\{(c\d+)\}/g, (_, name: string) =>
+          (values[name] ?? "").replace(/[\\*?[\]{}]/g, "\\$&"),
+        );
+        const slash = Object.values(values).some((value) => value.includes("/"));
+        if (slash || !compileBashGlob(back).matchesFile(path)) {
+          failures.push(`'./${written}' on ${path}: captures ${JSON.stringify(values)}`);
+        }
+      }
+    });
+    assert.ok(captured >= PATTERNS / 4, `only ${captured} patterns had a * to capture`);
     assert.deepEqual(failures, [], `seed ${SEED}, tree ${root}:\n${failures.join("\n")}`);
   });
 

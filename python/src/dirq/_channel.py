@@ -8,6 +8,7 @@ asyncio task), events to their streams, and runs the ``extract`` functions the c
 """
 
 import asyncio
+import base64
 import datetime
 import json
 import os
@@ -50,9 +51,12 @@ def _json_default(value: object) -> object:
     if isinstance(value, (datetime.date, datetime.time)):
         # As the built-in formats store YAML and TOML dates: ISO-8601 text.
         return value.isoformat()
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        # A BLOB: dirq reads this tag in an extract's rows as the bytes it holds.
+        return {"$base64": base64.b64encode(bytes(value)).decode("ascii")}
     raise TypeError(
         f"a value of type {type(value).__name__} cannot be stored: give None, bool, int, "
-        "float, str, date or time, or lists and dicts of them"
+        "float, str, bytes, date or time, or lists and dicts of them"
     )
 
 

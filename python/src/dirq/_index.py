@@ -40,7 +40,10 @@ class Table:
     root, ``content`` the file's bytes; it returns the file's rows, a list of dicts. Raising
     skips that one file (its reason is in ``skipped()`` and, after a change, in an ``error``
     event). ``timeout`` (with ``on_file``) is the hook's time limit in seconds, as the config's
-    ``timeout`` (default 60, ``0`` for none)."""
+    ``timeout`` (default 60, ``0`` for none). ``columns`` maps each column to a dot path into the
+    row (``"metadata.author.name"``, ``"items.0.name"``) or a ``{capture}`` of the glob, as the
+    config's ``[table.columns]`` (the whole projection); ``strict`` makes a row whose keys differ
+    from ``schema``'s that file's error. A value of ``bytes`` an extract returns is a BLOB."""
 
     name: str
     glob: str
@@ -51,6 +54,8 @@ class Table:
     on_file: Optional[str] = None
     ddl: Optional[str] = None
     timeout: Optional[float] = None
+    columns: Optional[Mapping[str, str]] = None
+    strict: Optional[bool] = None
 
 
 def _function_digest(function: ExtractFunction) -> str:
@@ -78,6 +83,8 @@ def _table_request(table: Table) -> Dict[str, object]:
         ("onFile", table.on_file),
         ("ddl", table.ddl),
         ("timeout", table.timeout),
+        ("columns", None if table.columns is None else dict(table.columns)),
+        ("strict", table.strict),
     ):
         if value is not None:
             request[key] = value

@@ -90,6 +90,8 @@ export function loadConfigFile(path: string, cwd: string = process.cwd()): DirqC
       onFile: table["on-file"] ?? "",
       format: table.format ?? null,
       each: table.each ?? null,
+      columns: table.columns ? Object.entries(table.columns) : null,
+      strict: table.strict ?? false,
       baseDir,
       ddl: table.ddl ?? null,
       timeout: (table.timeout as number | undefined) ?? null,

@@ -3,6 +3,7 @@ import { FORMAT_LIST, FORMAT_NAMES } from "../parse/formats/format-names.js";
 import { hookTimeoutProblem } from "../parse/hook-timeout.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
+import { captureProblem } from "../scan/bash-glob.js";
 import { tomlKey } from "./toml-text.js";
 
 // Validated with valibot rather than zod: zod 4 is slow to load, a cost every dirq run with a
@@ -129,6 +130,22 @@ const eachPath = v.pipe(
   ),
 );
 
+/** A table's glob: its `{name}` captures each named once in one path. */
+const tableGlob = v.pipe(
+  nonEmptyString,
+  v.rawCheck(({ dataset, addIssue }) => {
+    if (!dataset.typed) return;
+    const problem = captureProblem(dataset.value);
+    if (problem !== null) addIssue({ message: problem });
+  }),
+);
+
+/** `[table.columns]`: column name → a dot path into the row (`a.b.0`) or a capture's name. */
+const columnMapping = v.pipe(
+  notAnArray("a table of column = source"),
+  v.record(columnName, eachPath, expected("a table of column = source")),
+);
+
 /** `timeout`: a hook's time limit in seconds, 0 for none. */
 const hookTimeout = v.rawCheck<unknown>(({ dataset, addIssue }) => {
   const problem = hookTimeoutProblem(dataset.value);
@@ -144,6 +161,42 @@ interface ParserKeys {
   format?: string;
   each?: string;
   timeout?: unknown;
+  schema?: Record<string, string>;
+  columns?: Record<string, string>;
+  strict?: boolean;
+}
+
+type IssueAt = Parameters<v.RawCheckContext<unknown>["addIssue"]>[0] & {};
+
+/** `strict` needs a schema; with one, `columns` names only its columns (strict: all of them). */
+function shapeKeys(table: ParserKeys, addIssue: (issue: IssueAt) => void): void {
+  if (table.strict === true && table.schema === undefined) {
+    addIssue({
+      message: `${KEYS_MARK}strict: needs a schema (strict compares each row's keys with the schema's columns): add schema = { column = "TYPE", ... } or remove strict`,
+    });
+  }
+  if (table.columns === undefined || table.schema === undefined) return;
+  const declared = new Set(Object.keys(table.schema).map(foldName));
+  const mapped = new Set(Object.keys(table.columns).map(foldName));
+  for (const column of Object.keys(table.columns)) {
+    if (declared.has(foldName(column))) continue;
+    const at = (key: string, input: Record<string, unknown>, value: unknown) =>
+      ({ type: "object", origin: "value", input, key, value }) as const;
+    addIssue({
+      message: "is not a column of the schema: add it to schema or remove it from columns",
+      path: [
+        at("columns", table as Record<string, unknown>, table.columns),
+        at(column, table.columns, table.columns[column]),
+      ],
+    });
+  }
+  if (table.strict !== true) return;
+  for (const column of Object.keys(table.schema)) {
+    if (mapped.has(foldName(column))) continue;
+    addIssue({
+      message: `${KEYS_MARK}columns: strict needs every schema column mapped; ${tomlKey(column)} is not (add ${tomlKey(column)} = "<dot path or capture>")`,
+    });
+  }
 }
 
 function tableKeys<T extends ParserKeys>({ dataset, addIssue }: v.RawCheckContext<T>) {
@@ -170,14 +223,17 @@ function tableKeys<T extends ParserKeys>({ dataset, addIssue }: v.RawCheckContex
       message: `${KEYS_MARK}each: applies only with format = "json", "jsonl", "yaml", "toml" or "auto" (it names the array inside each file that holds the rows)`,
     });
   }
+  shapeKeys(table, addIssue);
 }
 
 const tableEntry = v.pipe(
   strictTable(
     {
       name: identifier,
-      glob: nonEmptyString,
+      glob: tableGlob,
       schema: v.optional(columnSchema),
+      columns: v.optional(columnMapping),
+      strict: v.optional(v.boolean(expected("true or false"))),
       "on-file": v.optional(nonEmptyString),
       format: v.optional(formatName),
       each: v.optional(eachPath),

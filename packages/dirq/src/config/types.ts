@@ -14,6 +14,10 @@ export interface TableConfig {
   format: FormatName | null;
   /** Where the rows are inside each file (`each = "a.b"`), else `null`. */
   each: string | null;
+  /** Column → dot path into the row or capture name (`[table.columns]`), in order; the whole projection. */
+  columns?: [string, string][] | null;
+  /** A row whose keys differ from the schema's is its file's error (`strict = true`). */
+  strict?: boolean;
   /** Folder a relative hook program resolves against (the config file's folder). */
   baseDir: string;
   ddl: string | null;

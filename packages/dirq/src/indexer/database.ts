@@ -1,6 +1,7 @@
 import type BetterSqlite3 from "@rocicorp/zero-sqlite3";
 import { createRequire } from "node:module";
 import { provideNativeHost } from "../scan/native-fs.js";
+import { captureValue } from "../scan/path-selection.js";
 import { quoteIdentifier, quoteLiteral } from "../shared/sql-quote.js";
 import { readVersion } from "../version.js";
 
@@ -22,7 +23,11 @@ function loadSqlite(): typeof BetterSqlite3 {
 /** Opens a connection (better-sqlite3's API and options). */
 export function openSqlite(path: string, options: BetterSqlite3.Options = {}): SqliteDatabase {
   const Database = loadSqlite();
-  return new Database(path, options);
+  const db = new Database(path, options);
+  // A path-table's `{name}` capture is a column generated from `path` with it, so every
+  // connection that may write such a table has it (reading the stored value needs none).
+  db.function("dirq_capture", { deterministic: true }, captureValue);
+  return db;
 }
 
 // The native file system calls are a SQLite extension, in a connection of their own; scan/

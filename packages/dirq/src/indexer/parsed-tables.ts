@@ -50,6 +50,8 @@ export interface ParsedTableSpec {
   ddl: string | null;
   /** Where the spec came from, for messages (`config.toml: table[0]`). */
   origin: string;
+  /** How rows are shaped (`columns`, `strict`) as definition text; absent when they are not. */
+  shape?: string;
 }
 
 export interface ParsedTableOptions {

@@ -1,8 +1,10 @@
+import { DirqError } from "../errors.js";
 import type { ProgressReporter } from "../progress/reporter.js";
 import { loadNativeRows } from "../scan/native-fs.js";
 import { type EmptyTableListener, emptyTable } from "../scan/empty-selection.js";
 import { selectionMatcher } from "../scan/inclusion.js";
-import { type PathSelection, parsePathTableName } from "../scan/path-selection.js";
+import { captureNames } from "../scan/bash-glob.js";
+import { compileCaptures, type PathSelection, parsePathTableName } from "../scan/path-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
 import {
   directorySignature,
@@ -12,7 +14,7 @@ import {
 } from "../scan/tree-signature.js";
 import type { Catalog } from "./catalog.js";
 import { type CatalogStore, type CatalogTable, specText } from "./catalog-store.js";
-import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { cachedStatement, quoteIdentifier, quoteLiteral, type SqliteDatabase } from "./database.js";
 import {
   type ColumnGroups,
   type FillJob,
@@ -39,12 +41,36 @@ const CREATE_COLUMNS =
   "path TEXT NOT NULL, basename TEXT, dir TEXT, ext TEXT, " +
   "size INTEGER, mtime INTEGER, ctime INTEGER";
 
+/** The `{name}` captures of a path-table's glob: its columns after the seven. */
+function capturesOf(selection: PathSelection): string[] {
+  return selection.kind === "glob" ? captureNames(selection.pattern) : [];
+}
+
+/** A capture may not take the name of one of the seven columns (ASCII case ignored). */
+function checkCaptureNames(path: string, selection: PathSelection): void {
+  const clash = capturesOf(selection).find((capture) =>
+    (PATH_TABLE_COLUMNS as readonly string[]).includes(capture.toLowerCase()),
+  );
+  if (clash === undefined) return;
+  throw new DirqError(
+    "PATH_INVALID",
+    `path-table '${path}': the capture {${clash}} is named as a column every path-table has: give it another name`,
+  );
+}
+
 /**
  * A path-table's empty table. STRICT: SQLite enforces the column types, so the server's JSON
- * writer can trust them.
+ * writer can trust them. Each capture is a TEXT column generated from `path` when a row is
+ * written (stored: a statement reads it without calling anything).
  */
-function createTableSql(name: string): string {
-  return `CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS}) STRICT`;
+function createTableSql(name: string, selection: PathSelection): string {
+  const pattern = selection.kind === "glob" ? quoteLiteral(selection.pattern) : "";
+  const generated = capturesOf(selection).map(
+    (capture) =>
+      `, ${quoteIdentifier(capture)} TEXT GENERATED ALWAYS AS ` +
+      `(dirq_capture(${pattern}, ${quoteLiteral(capture)}, path)) STORED`,
+  );
+  return `CREATE TABLE ${quoteIdentifier(name)} (${CREATE_COLUMNS}${generated.join("")}) STRICT`;
 }
 
 export type { ColumnGroups };
@@ -77,6 +103,8 @@ export interface PathTable {
   restored: ColumnGroups | null;
   /** The name is a view over counted blank rows for now, not the table (see `countedFills`). */
   counted: boolean;
+  /** The glob's capture names, columns after the seven (generated from `path`). */
+  captures: readonly string[];
 }
 
 /**
@@ -116,6 +144,17 @@ function countedView(name: string, count: number): string {
   const columns =
     "'' AS path, NULL AS basename, NULL AS dir, NULL AS ext, NULL AS size, NULL AS mtime, NULL AS ctime";
   return `CREATE VIEW ${quoteIdentifier(name)} AS SELECT ${columns} FROM dirq_blank_rows(${count})`;
+}
+
+/** What a path-table's captures hold for a file's path (as its generated columns do). */
+const captureReaders = new WeakMap<PathTable, (path: string) => Record<string, string>>();
+function captured(table: PathTable, path: string): (string | null)[] {
+  if (table.captures.length === 0 || table.selection.kind !== "glob") return [];
+  let read = captureReaders.get(table);
+  if (read === undefined)
+    captureReaders.set(table, (read = compileCaptures(table.selection.pattern)));
+  const values = read(path);
+  return table.captures.map((name) => values[name] ?? null);
 }
 
 /** A file's row (unfilled column groups NULL). */
@@ -192,6 +231,7 @@ export class PathTables {
       lastUsed: Date.now(),
       restored: entry.filled === null ? null : (JSON.parse(entry.filled) as ColumnGroups),
       counted: false,
+      captures: capturesOf(selection),
     };
     // Already in the store: kept as it is.
     this.catalog.addPathTable(table, null);
@@ -205,6 +245,7 @@ export class PathTables {
   create(name: string, path: string = name): boolean {
     const selection = parsePathTableName(path, this.options.root);
     if (selection === null) return false;
+    checkCaptureNames(path, selection);
     this.dropStale(Date.now());
     const same = this.catalog.pathTableSelecting(selection);
     if (same !== undefined) {
@@ -217,7 +258,7 @@ export class PathTables {
       same.lastUsed = Date.now();
       return true;
     }
-    this.db.exec(createTableSql(name));
+    this.db.exec(createTableSql(name, selection));
     const table: PathTable = {
       name,
       label: path,
@@ -227,6 +268,7 @@ export class PathTables {
       lastUsed: Date.now(),
       restored: null,
       counted: false,
+      captures: capturesOf(selection),
     };
     const spec = this.specOf(name, path, selection);
     this.catalog.addPathTable(table, { name, kind: "path", spec, filled: null, objects: [] });
@@ -291,18 +333,19 @@ export class PathTables {
         table.filled = null;
         continue;
       }
-      const before = currentRows(this.db, table.name, PATH_TABLE_COLUMNS, {
-        column: "path",
-        value: path,
-      });
+      const columns = [...PATH_TABLE_COLUMNS, ...table.captures];
+      const before = currentRows(this.db, table.name, columns, { column: "path", value: path });
       const values = stat && table.matches(path) ? rowFor(path, stat, table.filled) : null;
-      const after = values ? [rowJson(PATH_TABLE_COLUMNS, values)] : [];
+      const after = values ? [rowJson(columns, [...values, ...captured(table, path)])] : [];
       if (before[0] === after[0]) continue;
       const quoted = quoteIdentifier(table.name);
       cachedStatement(this.db, `DELETE FROM ${quoted} WHERE path = ?`).run(path);
       if (values) {
         const placeholders = PATH_TABLE_COLUMNS.map(() => "?").join(", ");
-        cachedStatement(this.db, `INSERT INTO ${quoted} VALUES (${placeholders})`).run(values);
+        cachedStatement(
+          this.db,
+          `INSERT INTO ${quoted} (${PATH_TABLE_COLUMNS.join(", ")}) VALUES (${placeholders})`,
+        ).run(values);
       }
       changes.push(...diffRows(table.label, path, before, after));
     }
@@ -356,7 +399,9 @@ export class PathTables {
       names.some((column) => columns.has(PATH_TABLE_COLUMNS.indexOf(column as never)));
     const names = read(NAME_COLUMNS);
     const stat = read(STAT_COLUMNS);
-    return { paths: names || stat || read(["path"]), names, stat };
+    // A capture (a column after the seven) is made from the path.
+    const captures = [...columns].some((column) => column >= PATH_TABLE_COLUMNS.length);
+    return { paths: names || stat || captures || read(["path"]), names, stat };
   }
 
   /**
@@ -399,7 +444,7 @@ export class PathTables {
   private revert(table: PathTable): void {
     this.db.transaction(() => {
       this.db.exec(`DROP VIEW ${quoteIdentifier(table.name)}`);
-      this.db.exec(createTableSql(table.name));
+      this.db.exec(createTableSql(table.name, table.selection));
     })();
     table.counted = false;
     table.filled = null;

@@ -7,6 +7,7 @@ import { commandExtractor, DEFAULT_HOOK_TIME_LIMIT, type Extractor } from "../pa
 import type { HookTimeLimit } from "../parse/hook-timeout.js";
 import { formatExtractor, isReaderExtractor } from "../parse/format-extractor.js";
 import { parseHookCommand } from "../parse/hook-command.js";
+import { needsShape, type RowShape, shapedExtractor, shapeText } from "../parse/row-shape.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import { preciseStat } from "../scan/tree-signature.js";
 import {
@@ -58,13 +59,22 @@ export function configTableSpec(table: TableConfig, root: string): ParsedTableSp
   } catch (error) {
     throw isDirqError(error) ? inConfig(table, "on-file", error) : error;
   }
+  const shape: RowShape = {
+    glob: table.glob,
+    columns: table.columns ?? null,
+    strict: table.strict ?? false,
+    schema: table.schema,
+    origin: table.origin,
+  };
+  const shaped = needsShape(shape);
   return {
     name: table.name,
     selection,
-    extractor,
+    extractor: shaped ? shapedExtractor(extractor, shape) : extractor,
     schema: table.schema,
     ddl: table.ddl,
     origin: table.origin,
+    ...(shaped ? { shape: shapeText(shape) } : {}),
   };
 }
 
@@ -74,11 +84,16 @@ export function onFileSpec(
   selection: ParsedTableSpec["selection"],
   extractor: Extractor,
 ): ParsedTableSpec {
+  // A glob's captures are columns beside the format's or the hook's.
+  const shape: RowShape | null =
+    selection?.kind === "glob"
+      ? { glob: selection.pattern, columns: null, strict: false, schema: null, origin: path }
+      : null;
   return {
     name: path,
     label: path,
     selection,
-    extractor,
+    extractor: shape !== null && needsShape(shape) ? shapedExtractor(extractor, shape) : extractor,
     schema: null,
     ddl: null,
     origin: isReaderExtractor(extractor) ? "--parse" : "--on-file",
@@ -116,6 +131,7 @@ function programFile(word: string, root: string): string | null {
 /** Why each part of a definition moves, as the rebuild notice says it. */
 const DEFINITION_PARTS: Record<string, string> = {
   selection: "its glob changed",
+  shape: "its columns or strict changed",
   command: "how its files are parsed changed (its on-file command, format or each)",
   program: "its on-file program changed",
   schema: "its schema changed",
@@ -141,6 +157,8 @@ export function parsedSpecText(spec: ParsedTableSpec, context: DefinitionContext
     new RegExp(`(^|[^\\w$])${name.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}\\s*\\(`, "i").test(ddl);
   const parts: Record<string, unknown> = {
     selection: spec.selection,
+    // Only a table with captures, columns or strict has it: other tables' texts stay as they were.
+    ...(spec.shape === undefined ? {} : { shape: spec.shape }),
     command: spec.extractor.id,
     program: programs,
     schema: spec.schema,

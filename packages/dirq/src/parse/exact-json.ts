@@ -46,7 +46,7 @@ const INTEGER_LITERAL = /^-?\d+$/;
 /**
  * A JavaScript value as stored: a number that is a safe integer is taken for an integer
  * literal (the reader never leaves a whole-valued REAL as a plain number), booleans are 0/1,
- * nesting is JSON text. Also for values that come from JavaScript rather than JSON text.
+ * bytes a BLOB, nesting is JSON text. Also for values that come from JavaScript rather than JSON text.
  */
 export function toStoredValue(value: unknown): StoredValue {
   if (value === null || value === undefined) return null;
@@ -57,6 +57,8 @@ export function toStoredValue(value: unknown): StoredValue {
     return value >= INT64_MIN && value <= INT64_MAX ? value : Number(value);
   }
   if (typeof value === "string") return value;
+  // Bytes (a Buffer, any Uint8Array) are a BLOB, copied: the caller may reuse its buffer.
+  if (value instanceof Uint8Array) return Buffer.from(value);
   try {
     return JSON.stringify(value);
   } catch {

@@ -55,7 +55,9 @@ export type ExtractedRows = readonly Record<string, unknown>[];
  * An in-process extract function: the file's path relative to the root and its bytes, to its
  * rows (sync or async). Throwing skips the file with the error's message. The rows may also
  * come as JSON text (a string or bytes) holding an array of row objects, read as a hook's
- * output is: exact integers, and a number written with a fraction or exponent (`3.0`) a REAL.
+ * output is: exact integers, and a number written with a fraction or exponent (`3.0`) a REAL;
+ * there a value `{"$base64": "..."}` is a BLOB. A row value that is a `Uint8Array` (a `Buffer`)
+ * is a BLOB.
  */
 export type ExtractFunction = (
   path: string,
@@ -181,7 +183,7 @@ export function functionExtractor(
       }
       const source = { whole: "extract returned", row: "extract's result" };
       if (typeof result === "string" || result instanceof Uint8Array) {
-        return parseJsonExactRows(result, source);
+        return parseJsonExactRows(result, source, true);
       }
       return toRows(result, source);
     },

@@ -67,6 +67,7 @@ export function parseHookOutput(stdout: Buffer): ParsedOutput {
 export function parseJsonExactRows(
   text: string | Uint8Array,
   source: { whole: string; row: string },
+  taggedBytes = false,
 ): ParsedOutput {
   const bytes =
     typeof text === "string" ? null : Buffer.from(text.buffer, text.byteOffset, text.byteLength);
@@ -80,7 +81,22 @@ export function parseJsonExactRows(
       reason: `${source.whole} invalid JSON (${(error as Error).message}); output began: ${JSON.stringify(excerpt)}`,
     };
   }
-  return toRows(parsed.data, source, parsed.stored);
+  return toRows(parsed.data, source, taggedBytes ? withTaggedBytes(parsed.stored) : parsed.stored);
+}
+
+/**
+ * `stored`, and a value `{"$base64": "..."}` (nothing else in the object) a BLOB of those
+ * bytes: how an extract function that answers in JSON text (the Python SDK's) gives bytes.
+ */
+function withTaggedBytes(stored: (value: unknown) => StoredValue): (value: unknown) => StoredValue {
+  return (value) => {
+    if (value !== null && typeof value === "object" && !Array.isArray(value)) {
+      const keys = Object.keys(value);
+      const tag = (value as { $base64?: unknown }).$base64;
+      if (keys.length === 1 && typeof tag === "string") return Buffer.from(tag, "base64");
+    }
+    return stored(value);
+  };
 }
 
 /**

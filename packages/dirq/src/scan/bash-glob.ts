@@ -9,6 +9,8 @@
  * - `\x` is a literal `x`; every character outside `* ? [ ] { } \` is literal, so
  *   parentheses, `!`, `+` and `@` are just characters.
  * - A trailing `/` selects directories only.
+ * - `{name}` (one identifier between braces, which bash leaves as literal text) is a capture:
+ *   it matches what `*` matches there, and `captures` says what it matched.
  *
  * Written here rather than taken from a glob library because the libraries at hand
  * (picomatch, minimatch) follow other shells' rules for the cases above.
@@ -16,6 +18,9 @@
 
 /** One segment of a pattern: a globstar, or a regular expression for one name. */
 type Segment = { kind: "globstar" } | { kind: "name"; regex: RegExp; literalDot: boolean };
+
+/** A capture where it starts in a pattern: `{name}`, the name one SQL identifier. */
+const CAPTURE = /^\{([A-Za-z_][A-Za-z0-9_]*)\}/;
 
 /** One brace alternative of a pattern, compiled. */
 interface CompiledAlternative {
@@ -52,6 +57,72 @@ export interface BashGlob {
    */
   base: string;
   maxDepth: number | null;
+  /** The names of the pattern's `{name}` captures, in the order they are written. */
+  captureNames: readonly string[];
+  /**
+   * What each capture matched in this file path (the first alternative that matches decides;
+   * a capture of another alternative is absent), or `null` when the path does not match.
+   */
+  fileCaptures(path: string): Record<string, string> | null;
+  /** As `fileCaptures`, for a directory a trailing-`/` alternative matches. */
+  directoryCaptures(path: string): Record<string, string> | null;
+}
+
+/** The `{name}` captures at `i` in a pattern: the name and its length, or `null`. */
+function captureAt(text: string, i: number): { name: string; length: number } | null {
+  if (text[i] !== "{") return null;
+  const match = CAPTURE.exec(text.slice(i, i + 130));
+  return match === null ? null : { name: match[1] as string, length: match[0].length };
+}
+
+/**
+ * Calls `found` with each capture of a pattern (text without braces expanded), in order;
+ * escaped braces and braces inside a bracket expression are no capture.
+ */
+function eachCapture(text: string, found: (name: string) => void): void {
+  for (let i = 0; i < text.length; i++) {
+    if (text[i] === "\\") {
+      i++;
+      continue;
+    }
+    if (text[i] === "[") {
+      const close = bracketEnd(text, i);
+      if (close !== -1) i = close;
+      continue;
+    }
+    const capture = captureAt(text, i);
+    if (capture === null) continue;
+    found(capture.name);
+    i += capture.length - 1;
+  }
+}
+
+/** The capture names of a pattern, in order, each once. */
+export function captureNames(pattern: string): string[] {
+  const names: string[] = [];
+  eachCapture(pattern, (name) => {
+    if (!names.includes(name)) names.push(name);
+  });
+  return names;
+}
+
+/**
+ * What is wrong with a pattern's captures, or `null`: one name twice in one alternative (it
+ * could capture two things).
+ */
+export function captureProblem(pattern: string): string | null {
+  for (const alternative of expandBraces(pattern)) {
+    const names: string[] = [];
+    let twice: string | null = null;
+    eachCapture(alternative, (name) => {
+      if (names.includes(name)) twice ??= name;
+      names.push(name);
+    });
+    if (twice !== null) {
+      return `the capture {${twice}} appears twice in one path: give each capture its own name`;
+    }
+  }
+  return null;
 }
 
 /** Whether `text` has an unescaped `*`, `?`, a bracket expression or an expandable brace. */
@@ -65,7 +136,7 @@ export function hasGlobSyntax(text: string): boolean {
     if (ch === "*" || ch === "?") return true;
     if (ch === "[" && bracketEnd(text, i) !== -1) return true;
   }
-  return expandBraces(text).length > 1;
+  return expandBraces(text).length > 1 || captureNames(text).length > 0;
 }
 
 /** Whether the text has a backslash escape (then it must be read as a pattern). */
@@ -265,11 +336,19 @@ export function characterSource(
  * One path segment of a pattern as an anchored regular expression. It never matches a NUL
  * (no name has one), so the same source also finds whole names in a NUL-joined listing.
  */
-function segmentRegex(segment: string): Segment {
+function segmentRegex(segment: string, names: string[] = []): Segment {
   if (segment === "**") return { kind: "globstar" };
   let source = "";
   for (let i = 0; i < segment.length; i++) {
-    if (segment[i] === "*") {
+    const capture = captureAt(segment, i);
+    if (capture !== null) {
+      // What `*` matches, kept under the capture's name (a name used twice is refused by
+      // captureProblem; here the second is only matched).
+      const named = names.includes(capture.name) ? "" : `?<${capture.name}>`;
+      names.push(capture.name);
+      source += `(${named}[^/\\0]*)`;
+      i += capture.length - 1;
+    } else if (segment[i] === "*") {
       while (segment[i + 1] === "*") i++;
       source += "[^/\\0]*";
     } else {
@@ -297,8 +376,9 @@ function compileAlternative(pattern: string): CompiledAlternative {
   const trimmed = pattern.replace(/\/+$/, "");
   const parts = trimmed === "" ? [] : splitSegments(trimmed);
   const segments: Segment[] = [];
+  const names: string[] = [];
   for (const part of parts) {
-    const segment = segmentRegex(part);
+    const segment = segmentRegex(part, names);
     // `**/**` is the same as `**`.
     if (segment.kind === "globstar" && segments.at(-1)?.kind === "globstar") continue;
     segments.push(segment);
@@ -316,6 +396,7 @@ function matchFrom(
   names: string[],
   n: number,
   directory: boolean,
+  trail?: number[],
 ): boolean {
   if (s === segments.length) return n === names.length;
   const segment = segments[s] as Segment;
@@ -328,7 +409,8 @@ function matchFrom(
         if (names[k]?.startsWith(".") !== false) return false;
         continue;
       }
-      if (matchFrom(segments, s + 1, names, k, directory)) return true;
+      if (trail !== undefined) trail.fill(-1, n, k);
+      if (matchFrom(segments, s + 1, names, k, directory, trail)) return true;
       const name = names[k];
       if (name === undefined || name.startsWith(".")) return false;
     }
@@ -336,7 +418,32 @@ function matchFrom(
   }
   const name = names[n];
   if (name === undefined || !nameMatches(segment, name)) return false;
-  return matchFrom(segments, s + 1, names, n + 1, directory);
+  if (trail !== undefined) trail[n] = s;
+  return matchFrom(segments, s + 1, names, n + 1, directory, trail);
+}
+
+/**
+ * The captures of the first of `alternatives` that matches `names` (`null`: none does): each
+ * name matched by a segment with captures gives its named groups.
+ */
+function capturesIn(
+  alternatives: readonly CompiledAlternative[],
+  names: string[],
+  directory: boolean,
+): Record<string, string> | null {
+  for (const alt of alternatives) {
+    const trail = new Array<number>(names.length).fill(-1);
+    if (!matchFrom(alt.segments, 0, names, 0, directory, trail)) continue;
+    const found: Record<string, string> = {};
+    trail.forEach((s, n) => {
+      const segment = alt.segments[s];
+      if (segment?.kind !== "name") return;
+      const groups = segment.regex.exec(names[n] as string)?.groups;
+      if (groups !== undefined) Object.assign(found, groups);
+    });
+    return found;
+  }
+  return null;
 }
 
 /**
@@ -421,6 +528,10 @@ export function compileBashGlob(pattern: string): BashGlob {
   const base = commonPrefix(expanded.map(literalPrefix)).join("/");
   return {
     pattern,
+    captureNames: captureNames(pattern),
+    fileCaptures: (path) => capturesIn(fileAlternatives, path.split("/"), false),
+    directoryCaptures: (path) =>
+      capturesIn(directoryAlternatives, path === "" ? [] : path.split("/"), true),
     selectsDirectories: directoryAlternatives.length > 0,
     base,
     maxDepth:

@@ -1,7 +1,13 @@
 import { lstatSync, statSync } from "node:fs";
 import { join, posix } from "node:path";
 import { DirqError } from "../errors.js";
-import { compileBashGlob, hasEscape, hasGlobSyntax, unescapeGlob } from "./bash-glob.js";
+import {
+  captureProblem,
+  compileBashGlob,
+  hasEscape,
+  hasGlobSyntax,
+  unescapeGlob,
+} from "./bash-glob.js";
 
 /** What a path-table name selects, relative to the root (`/`-separated, no leading `./`). */
 export type PathSelection =
@@ -32,8 +38,10 @@ function normalizeRelative(name: string, relative: string): string {
 }
 
 /** `maxDepth` counts segments below `base`. A pattern ending in `/` keeps its slash. */
-function globSelection(relative: string, trailingSlash: boolean): PathSelection {
+function globSelection(name: string, relative: string, trailingSlash: boolean): PathSelection {
   const pattern = trailingSlash ? `${relative}/` : relative;
+  const problem = captureProblem(pattern);
+  if (problem !== null) throw new DirqError("PATH_INVALID", `path-table '${name}': ${problem}`);
   const glob = compileBashGlob(pattern);
   const baseDepth = glob.base === "" ? 0 : glob.base.split("/").length;
   const maxDepth = glob.maxDepth === null ? null : glob.maxDepth - baseDepth;
@@ -88,7 +96,7 @@ export function parsePathTableName(name: string, root: string): PathSelection | 
   }
   const withoutDot = name === "." ? "" : name.startsWith("./") ? name.slice(2) : name;
   const relative = normalizeRelative(name, withoutDot);
-  if (hasGlobCharacters(relative)) return globSelection(relative, /\/$/.test(withoutDot));
+  if (hasGlobCharacters(relative)) return globSelection(name, relative, /\/$/.test(withoutDot));
   // `'./\[x\].md'` names the file `[x].md`: escapes are removed from a literal path.
   const literal = hasEscape(relative) ? unescapeGlob(relative) : relative;
   return literalSelection(name, literal, root);
@@ -108,4 +116,41 @@ export function compileGlob(pattern: string): (relativePath: string) => boolean 
     }
     return false;
   };
+}
+
+/**
+ * What a glob's `{name}` captures matched in a file's path (relative): the first alternative
+ * that matches the file decides; under a trailing `/`, the matched folder above it. A capture
+ * the deciding alternative lacks is absent; no match: `{}`.
+ */
+export function compileCaptures(pattern: string): (relativePath: string) => Record<string, string> {
+  const glob = compileBashGlob(pattern);
+  return (path) => {
+    const found = glob.fileCaptures(path);
+    if (found !== null || !glob.selectsDirectories) return found ?? {};
+    for (let slash = path.lastIndexOf("/"); slash > 0; slash = path.lastIndexOf("/", slash - 1)) {
+      const inFolder = glob.directoryCaptures(path.slice(0, slash));
+      if (inFolder !== null) return inFolder;
+    }
+    return {};
+  };
+}
+
+/** Compiled capture readers by pattern: a path-table's generated columns call one per row. */
+const captureReaders = new Map<string, (relativePath: string) => Record<string, string>>();
+
+/**
+ * The SQL function a path-table's capture columns are generated with (`dirq_capture(pattern,
+ * name, path)`): what capture `name` of `pattern` matched in `path`, or NULL.
+ */
+export function captureValue(pattern: unknown, name: unknown, path: unknown): string | null {
+  if (typeof pattern !== "string" || typeof name !== "string" || typeof path !== "string") {
+    return null;
+  }
+  let read = captureReaders.get(pattern);
+  if (read === undefined) {
+    if (captureReaders.size >= 256) captureReaders.clear();
+    captureReaders.set(pattern, (read = compileCaptures(pattern)));
+  }
+  return read(path)[name] ?? null;
 }

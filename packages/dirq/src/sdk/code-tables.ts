@@ -18,6 +18,14 @@ export interface TableDefinition {
   /** SQL run once after the table is created (indexes, views, triggers). */
   ddl?: string;
   /**
+   * Column → where its value comes from: a dot path into each row (`"metadata.author.name"`,
+   * `"items.0.name"`) or the name of a `{capture}` of the glob. The whole projection: columns
+   * it does not list are NULL. As the config's `[table.columns]`.
+   */
+  columns?: Readonly<Record<string, string>>;
+  /** A row whose keys differ from `schema`'s is its file's error (needs `schema`). */
+  strict?: boolean;
+  /**
    * A built-in format dirq reads each file with, in-process: `json`, `jsonl`, `csv`, `tsv`,
    * `yaml`, `toml`, `markdown` or `auto` (by extension). Give one of `format`, `onFile`, `extract`.
    */
@@ -45,6 +53,8 @@ const KEYS = new Set([
   "glob",
   "schema",
   "ddl",
+  "columns",
+  "strict",
   "format",
   "each",
   "onFile",
@@ -92,6 +102,8 @@ function checkDefinition(definition: TableDefinition, origin: string): void {
     name: definition.name,
     glob: definition.glob,
     schema: definition.schema,
+    columns: definition.columns,
+    strict: definition.strict,
     ddl: definition.ddl,
     // The config schema requires a command or a format; an extract table has a function.
     "on-file": hasCommand ? definition.onFile : hasFunction ? "extract" : undefined,
@@ -127,6 +139,8 @@ export function codeTables(
       onFile: definition.onFile ?? "",
       format: definition.format ?? null,
       each: definition.each ?? null,
+      columns: definition.columns ? Object.entries(definition.columns) : null,
+      strict: definition.strict ?? false,
       baseDir,
       ddl: definition.ddl ?? null,
       timeout: definition.timeout ?? null,
