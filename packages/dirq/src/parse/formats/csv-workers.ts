@@ -1,5 +1,6 @@
 import type { MessagePort, Worker } from "node:worker_threads";
-import { inheritedExecArgv, os, workerThreads } from "../../lazy-module.js";
+import { os, workerThreads } from "../../lazy-module.js";
+import { startThread } from "../../node-options.js";
 import { CsvReader, type PackedRecords, type RecordBatch, unpackRecords } from "./csv-rows.js";
 import { RowsError } from "./document-rows.js";
 
@@ -74,7 +75,7 @@ function threadCount(): number {
 
 function startThreads(): CsvThread[] | null {
   if (threads !== undefined) return broken ? null : threads;
-  const { MessageChannel, Worker } = workerThreads();
+  const { MessageChannel } = workerThreads();
   const count = threadCount();
   signals = new Int32Array(new SharedArrayBuffer(4 * count));
   const started: CsvThread[] = [];
@@ -82,8 +83,7 @@ function startThreads(): CsvThread[] | null {
     for (let slot = 0; slot < count; slot++) {
       const { port1, port2 } = new MessageChannel();
       const workerData: CsvThreadData = { port: port2, signals, slot };
-      const worker = new Worker(new URL("./csv-worker-thread.js", import.meta.url), {
-        execArgv: inheritedExecArgv(),
+      const worker = startThread(new URL("./csv-worker-thread.js", import.meta.url), {
         workerData,
         transferList: [port2],
       });
