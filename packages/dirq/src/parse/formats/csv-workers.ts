@@ -24,6 +24,8 @@ export interface PieceJob {
   firstLine: number;
   names: readonly string[];
   delimiter: "," | "\t";
+  /** The columns whose fields are kept as their text (see `CsvReader`). */
+  textNames: readonly string[];
 }
 
 /** A thread's answer for one piece, or that it is ready for pieces. */
@@ -148,8 +150,9 @@ export function readPiecesOnThreads(
   delimiter: "," | "\t",
   firstPiece: (reader: CsvReader, bytes: Buffer, firstLine: number, isFirst: boolean) => void,
   onRecords: (batch: RecordBatch) => void,
+  textNames: readonly string[] = [],
 ): void {
-  const reader = new CsvReader(delimiter);
+  const reader = new CsvReader(delimiter, null, textNames);
   let all = startThreads();
   const out: { thread: CsvThread; id: number }[] = [];
   let turn = 0;
@@ -194,7 +197,14 @@ export function readPiecesOnThreads(
       const moved = new ArrayBuffer(bytes.length);
       new Uint8Array(moved).set(bytes);
       const thread = all[turn++ % all.length] as CsvThread;
-      const job: PieceJob = { id: nextId++, bytes: moved, firstLine, names, delimiter };
+      const job: PieceJob = {
+        id: nextId++,
+        bytes: moved,
+        firstLine,
+        names,
+        delimiter,
+        textNames,
+      };
       thread.port.postMessage(job, [moved]);
       out.push({ thread, id: job.id });
       while (out.length >= all.length * THREADS.piecesAhead) takeAnswer();
