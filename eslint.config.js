@@ -14,6 +14,7 @@ const DIRQ_LAYERS = [
     "shared",
     "errors.ts",
     "lazy-module.ts",
+    "node-options.ts",
     "package-files.ts",
     "version.ts",
     "child-start.ts",

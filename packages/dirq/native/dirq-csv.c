@@ -2,12 +2,15 @@
  * dirq_csv: the records of a piece of a CSV or TSV file as rows inside SQLite, so that a table
  * build inserts a piece with one `INSERT ... SELECT` and no field passes through JavaScript.
  *
- * SELECT c0, c1, ... FROM dirq_csv(piece, delimiter, width, first_line)
+ * SELECT c0, c1, ... FROM dirq_csv(piece, delimiter, width, first_line[, text_fields])
  *   piece       blob: UTF-8 text of whole records (the caller checked the encoding, left out a
  *               byte-order mark and the header record)
  *   delimiter   text: ',' or a tab
  *   width       the header's field count: every record must have exactly as many fields
  *   first_line  the file's line number of the piece's first line (for messages)
+ *   text_fields optional text, a '1' or '0' per field: a field marked '1' that is not empty is
+ *               its text as written, however it reads (it goes to a TEXT column, where sqlite3's
+ *               .import keeps `1.50` as it is written)
  * The rowid is the record's position in the piece, from 1.
  *
  * The rules are those of docs/formats.md, as the JavaScript reader applies them with csv-parse
@@ -34,11 +37,12 @@ SQLITE_EXTENSION_INIT3
 #include <xlocale.h>
 #endif
 
-#define DECLARED_COLUMNS 1996
+#define DECLARED_COLUMNS 1995
 #define ARG_PIECE (DECLARED_COLUMNS)
 #define ARG_DELIMITER (DECLARED_COLUMNS + 1)
 #define ARG_WIDTH (DECLARED_COLUMNS + 2)
 #define ARG_FIRST_LINE (DECLARED_COLUMNS + 3)
+#define ARG_TEXT_FIELDS (DECLARED_COLUMNS + 4)
 
 /* Parses reals in the C locale whatever the process's locale says the decimal point is. */
 static locale_t c_locale;
@@ -185,6 +189,7 @@ typedef struct {
   Field *fields;            /* `width` of them */
   unsigned char *unescaped; /* as large as the piece: unescaped text never outgrows it */
   int unescaped_used;
+  unsigned char *as_text; /* `width` flags, 1 for a field kept as its text; NULL for none */
 } Reader;
 
 /* A field's value as stored (see field_kind). */
@@ -226,6 +231,9 @@ static void record_values(const Reader *reader, Value *values) {
     const unsigned char *base = field->unescaped ? reader->unescaped : reader->data;
     Value *value = &values[i];
     field_value(base + field->start, field->length, value);
+    if (reader->as_text != NULL && reader->as_text[i] && value->kind != KIND_NULL) {
+      value->kind = KIND_TEXT;
+    }
     if (value->kind == KIND_TEXT) {
       value->as.text.start = field->start;
       value->as.text.length = field->length;
@@ -540,7 +548,8 @@ static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv
   sqlite3_str *schema = sqlite3_str_new(db);
   sqlite3_str_appendall(schema, "CREATE TABLE x(");
   for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
-  sqlite3_str_appendall(schema, "piece HIDDEN, delimiter HIDDEN, width HIDDEN, first_line HIDDEN)");
+  sqlite3_str_appendall(schema, "piece HIDDEN, delimiter HIDDEN, width HIDDEN, first_line HIDDEN, "
+                                "text_fields HIDDEN)");
   char *text = sqlite3_str_finish(schema);
   if (text == NULL) return SQLITE_NOMEM;
   int rc = dirq_connect_innocuous(db, text, table);
@@ -548,7 +557,7 @@ static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv
   return rc;
 }
 
-/* All four arguments are required, in order. */
+/* The first four arguments are required, in order; text_fields may follow. */
 static int csv_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
   (void)table;
   int seen = 0;
@@ -561,7 +570,7 @@ static int csv_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if (seen != 15) return SQLITE_CONSTRAINT;
+  if ((seen & 15) != 15) return SQLITE_CONSTRAINT;
   info->estimatedCost = 1000;
   info->estimatedRows = 10000;
   return SQLITE_OK;
@@ -582,6 +591,7 @@ static void csv_release(CsvCursor *csv) {
   sqlite3_free(csv->data);
   sqlite3_free(csv->reader.fields);
   sqlite3_free(csv->reader.unescaped);
+  sqlite3_free(csv->reader.as_text);
   sqlite3_free(csv->values);
   csv->data = NULL;
   csv->values = NULL;
@@ -676,6 +686,13 @@ static int csv_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_
     return SQLITE_NOMEM;
   }
   if (bytes > 0) memcpy(csv->data, piece, (size_t)bytes);
+  const unsigned char *marks = argc > 4 ? sqlite3_value_text(argv[4]) : NULL;
+  if (marks != NULL) {
+    int given = sqlite3_value_bytes(argv[4]);
+    reader->as_text = sqlite3_malloc64((sqlite3_uint64)width);
+    if (reader->as_text == NULL) return SQLITE_NOMEM;
+    for (int i = 0; i < width; i++) reader->as_text[i] = i < given && marks[i] == '1';
+  }
   reader->data = csv->data;
   reader->at = 0;
   reader->end = bytes;

@@ -26,10 +26,16 @@ export interface RunResult {
 /** Spawns `dirq` with `args` in `cwd` and collects its output. Progress is off unless asked. */
 export function runDirq(
   args: readonly string[],
-  options: { cwd: string; env?: Record<string, string | undefined>; input?: string },
+  options: {
+    cwd: string;
+    env?: Record<string, string | undefined>;
+    input?: string;
+    /** Node's own options, given before dirq's file: `node <node> dirq.cjs <args>`. */
+    node?: readonly string[];
+  },
 ): Promise<RunResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [DIRQ_BIN, ...args], {
+    const child = spawn(process.execPath, [...(options.node ?? []), DIRQ_BIN, ...args], {
       cwd: options.cwd,
       env: { ...process.env, DIRQ_PROGRESS: "never", ...options.env },
       stdio: ["pipe", "pipe", "pipe"],

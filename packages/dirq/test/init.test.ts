@@ -160,19 +160,24 @@ function walkOrder(root: string, folder: string, extension: string): string[] {
   return found;
 }
 
-type ColumnType = "INTEGER" | "REAL" | "TEXT";
+type ColumnType = "INTEGER" | "REAL" | "TEXT" | "BLOB";
 
 /** A value's SQLite type; a date and a nested array or object are stored as text. */
 function cellType(cell: Cell): ColumnType | null {
   if (cell === null) return null;
   if (cell[0] === "integer") return "INTEGER";
+  if (cell[0] === "blob") return "BLOB";
   return cell[0] === "real" ? "REAL" : "TEXT";
 }
 
-/** One type for values of both: numbers with a fraction make REAL, text makes TEXT. */
+/**
+ * One type for values of both: numbers with a fraction make REAL, bytes BLOB (which converts
+ * nothing), text TEXT.
+ */
 function widened(a: ColumnType | null, b: ColumnType | null): ColumnType | null {
   if (a === null || a === b) return b ?? a;
   if (b === null) return a;
+  if (a === "BLOB" || b === "BLOB") return "BLOB";
   return a === "TEXT" || b === "TEXT" ? "TEXT" : "REAL";
 }
 
@@ -799,6 +804,32 @@ describe("dirq init", { concurrency: true }, () => {
             version: 1,
             category: null,
           },
+        ]);
+      });
+    },
+  );
+
+  it(
+    "a YAML !!binary column is a BLOB, and stays one beside text (as PyYAML reads the files)",
+    { skip: NO_PYTHON },
+    async () => {
+      const tree: TreeSpec = {
+        "data/a.yaml": "name: one\nicon: !!binary R0lG\nnote: !!binary AAE=\n",
+        "data/b.yaml": "name: two\nicon: !!binary /w==\nnote: plain text\n",
+      };
+      await withTree(tree, async (root) => {
+        const text = await initText(root);
+        const paths = walkOrder(root, "data", "yaml");
+        assert.equal(schemaLine(text), expectedSchema(root, "yaml", paths));
+        assert.equal(schemaLine(text), 'schema = { name = "TEXT", icon = "BLOB", note = "BLOB" }');
+        const rows = await queryWith(
+          root,
+          ".dirq.toml",
+          "SELECT name, typeof(icon) AS i, hex(icon) AS icon, typeof(note) AS n, note FROM data ORDER BY name",
+        );
+        assert.deepEqual(rows, [
+          { name: "one", i: "blob", icon: "474946", n: "blob", note: "0001" },
+          { name: "two", i: "blob", icon: "FF", n: "text", note: "plain text" },
         ]);
       });
     },

@@ -44,6 +44,8 @@ export interface StartOptions {
   prefix?: readonly string[];
   /** Extra environment variables (progress is off unless set here). */
   env?: Record<string, string>;
+  /** Node's own options, given before dirq's file: `node <node> dirq.cjs server …`. */
+  node?: readonly string[];
 }
 
 /** What happened to a process that never printed `Running at`. */
@@ -66,11 +68,16 @@ function spawnServer(
   detached = false,
   env: Record<string, string> = {},
   prefix: readonly string[] = [],
+  node: readonly string[] = [],
 ): ChildProcess {
-  const [command, ...rest] = [...prefix, process.execPath, DIRQ_BIN, "server", ...args] as [
-    string,
-    ...string[],
-  ];
+  const [command, ...rest] = [
+    ...prefix,
+    process.execPath,
+    ...node,
+    DIRQ_BIN,
+    "server",
+    ...args,
+  ] as [string, ...string[]];
   return spawn(command, rest, {
     cwd,
     detached,
@@ -111,7 +118,14 @@ export async function startServer(
   args: readonly string[],
   options: StartOptions,
 ): Promise<ServerProcess> {
-  const child = spawnServer(args, options.cwd, options.detached, options.env, options.prefix);
+  const child = spawnServer(
+    args,
+    options.cwd,
+    options.detached,
+    options.env,
+    options.prefix,
+    options.node,
+  );
   let stdout = "";
   let stderr = "";
   child.stdout?.setEncoding("utf8").on("data", (chunk: string) => {

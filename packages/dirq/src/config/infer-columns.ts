@@ -14,29 +14,31 @@ import { foldName } from "../shared/sql-names.js";
  * that holds all of its values.
  */
 
-export type ColumnType = "INTEGER" | "REAL" | "TEXT";
+export type ColumnType = "INTEGER" | "REAL" | "TEXT" | "BLOB";
 
 /**
- * A stored value's type: an INTEGER is a bigint (booleans are 0/1 already), a REAL a number,
- * anything else text (nested arrays and objects are stored as their JSON text, dates as
- * ISO-8601 text). NULL says nothing about the column.
+ * A stored value's type: an INTEGER is a bigint (booleans are 0/1 already), a REAL a number, a
+ * BLOB bytes (YAML's `!!binary`), anything else text (nested arrays and objects are stored as
+ * their JSON text, dates as ISO-8601 text). NULL says nothing about the column.
  */
 function typeOfValue(value: RowValue): ColumnType | null {
   if (value === null) return null;
   if (typeof value === "bigint") return "INTEGER";
   if (typeof value === "number") return "REAL";
-  return "TEXT";
+  return value instanceof Uint8Array ? "BLOB" : "TEXT";
 }
 
 /**
  * The declared type that keeps values of both as they are: INTEGER and REAL make REAL (a REAL
- * column keeps an integer's value); anything with TEXT is TEXT, because a numeric column turns
- * text that reads as a number into that number (`"007"` would become 7, `"1.50"` 1.5), while a
- * TEXT column keeps every value's text.
+ * column keeps an integer's value); with BLOB, BLOB (a column declared BLOB converts nothing:
+ * bytes, text and numbers stay as they are); else anything with TEXT is TEXT, because a numeric
+ * column turns text that reads as a number into that number (`"007"` would become 7, `"1.50"`
+ * 1.5), while a TEXT column keeps every value's text.
  */
 export function widerType(a: ColumnType | null, b: ColumnType | null): ColumnType | null {
   if (a === null || a === b) return b ?? a;
   if (b === null) return a;
+  if (a === "BLOB" || b === "BLOB") return "BLOB";
   return a === "TEXT" || b === "TEXT" ? "TEXT" : "REAL";
 }
 

@@ -1,6 +1,6 @@
 import type { Worker } from "node:worker_threads";
 import { DirqError, type DirqErrorCode } from "../errors.js";
-import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
+import { startThread } from "../node-options.js";
 import type { FillJob, FillOutcome } from "./path-fill.js";
 
 /**
@@ -76,9 +76,7 @@ export class FillWorker {
   /** Starts the thread ahead of the first fill (it loads SQLite and the walk: tens of ms). */
   start(): void {
     if (this.worker !== null || this.closed) return;
-    const { Worker } = workerThreads();
-    const worker = new Worker(new URL("./fill-worker-thread.js", import.meta.url), {
-      execArgv: inheritedExecArgv(),
+    const worker = startThread(new URL("./fill-worker-thread.js", import.meta.url), {
       workerData: this.data,
       resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     });

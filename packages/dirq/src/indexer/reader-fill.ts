@@ -141,7 +141,7 @@ function recordInserter(
 }
 
 /** Fields a record may have for the native CSV table (native/dirq-csv.c, DECLARED_COLUMNS). */
-const NATIVE_CSV_MAX_WIDTH = 1996;
+const NATIVE_CSV_MAX_WIDTH = 1995;
 const NATIVE_CSV_ERROR = "dirq_csv: ";
 
 /**
@@ -154,6 +154,7 @@ function nativeCsvInsertSql(
   table: string,
   columns: readonly string[],
   names: readonly string[],
+  withTextFields: boolean,
 ): string {
   const field = new Map<string, number>();
   names.forEach((name, i) => {
@@ -166,8 +167,21 @@ function nativeCsvInsertSql(
   const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
   return (
     `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
-    `SELECT ${[...values, "?", "? + rowid - 1"].join(", ")} FROM dirq_csv(?, ?, ?, ?)`
+    `SELECT ${[...values, "?", "? + rowid - 1"].join(", ")} ` +
+    `FROM dirq_csv(?, ?, ?, ?${withTextFields ? ", ?" : ""})`
   );
+}
+
+/**
+ * The columns of a schema whose declared type gives them TEXT affinity (SQLite's rules: the
+ * type holds CHAR, CLOB or TEXT, and not INT), names folded: a CSV field that reads as a number
+ * is stored in one as it is written (`1.50`, `1e3`), as sqlite3's `.import` stores it, not as
+ * the number's text (`1.5`, `1000.0`).
+ */
+function textColumns(schema: readonly [string, string][] | null): string[] {
+  return (schema ?? [])
+    .filter(([, type]) => !/INT/i.test(type) && /CHAR|CLOB|TEXT/i.test(type))
+    .map(([column]) => foldName(column));
 }
 
 /** A record the native CSV table refused, as the file's error; any other error as it is. */
@@ -203,6 +217,8 @@ export class ReaderTableBuild {
 
   /** The table the rows go to. */
   private readonly table: string;
+  /** Its schema's TEXT columns, names folded (see `textColumns`). */
+  private readonly textNames: readonly string[];
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -215,6 +231,7 @@ export class ReaderTableBuild {
     this.table = into?.name ?? spec.name;
     this.columns = into ? [...into.columns] : (spec.schema?.map(([column]) => column) ?? []);
     this.nativeCsv = loadNativeRows(db);
+    this.textNames = textColumns(spec.schema);
     // A table with a schema is created before any file is read; one without, at its first rows
     // (its columns are theirs), or at the end when no file has any (finish).
     if (into !== null) this.created = true;
@@ -306,17 +323,24 @@ export class ReaderTableBuild {
     const reason = this.extractor.readRows({ path, root: this.root }, onRows, {
       onRecords,
       csvPieces,
+      textNames: this.textNames,
     });
     return { reason, rows: count };
   }
 
   /** Inserts a piece's records natively; how many. A record that breaks a rule: `RowsError`. */
   private insertCsvPiece(path: string, piece: CsvPiece, firstIndex: number): number {
-    const insert = this.prepare(nativeCsvInsertSql(this.table, this.columns, piece.names));
+    const withText = this.textNames.length > 0;
+    const sql = nativeCsvInsertSql(this.table, this.columns, piece.names, withText);
+    const insert = this.prepare(sql);
     try {
       const { records, delimiter, names, firstLine } = piece;
-      return insert.run(path, BigInt(firstIndex), records, delimiter, names.length, firstLine)
-        .changes;
+      const args = [path, BigInt(firstIndex), records, delimiter, names.length, firstLine];
+      if (withText) {
+        const text = new Set(this.textNames);
+        args.push(names.map((name) => (text.has(foldName(name)) ? "1" : "0")).join(""));
+      }
+      return insert.run(...args).changes;
     } catch (error) {
       throw nativeCsvError(error);
     }

@@ -71,6 +71,7 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
         records && {
           onRecords: guarded(records.onRecords),
           csvPieces: records.csvPieces && guardedPieces(records.csvPieces),
+          textNames: records.textNames,
         },
       );
       return null;

@@ -1,5 +1,6 @@
 import type { Worker } from "node:worker_threads";
-import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
+import { workerThreads } from "../lazy-module.js";
+import { startThread } from "../node-options.js";
 
 /**
  * Hooks are started on a thread of their own (spawn-thread.ts): Node's `spawn()` returns only
@@ -65,9 +66,8 @@ function spawnThread(): Worker {
   if (thread !== null) return thread;
   const threads = workerThreads();
   const shared = new Int32Array(new SharedArrayBuffer((FIRST_PID + PID_SLOTS) * 4));
-  const worker = new threads.Worker(new URL("./spawn-thread.js", import.meta.url), {
+  const worker = startThread(new URL("./spawn-thread.js", import.meta.url), {
     env: threads.SHARE_ENV,
-    execArgv: inheritedExecArgv(),
     workerData: { registry: shared },
   });
   worker.on("message", (answer: SpawnAnswer) => {

@@ -1,5 +1,5 @@
 import type { Worker } from "node:worker_threads";
-import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
+import { startThread } from "../node-options.js";
 import { type ParsedOutput, parseHookOutput } from "./hook-rows.js";
 import { movable, reviveLargeTexts } from "./large-text.js";
 
@@ -26,10 +26,7 @@ let nextId = 1;
 
 function outputThread(): Worker {
   if (thread !== null) return thread;
-  const { Worker } = workerThreads();
-  const worker = new Worker(new URL("./output-thread.js", import.meta.url), {
-    execArgv: inheritedExecArgv(),
-  });
+  const worker = startThread(new URL("./output-thread.js", import.meta.url), {});
   worker.on("message", ({ id, parsed }: OutputAnswer) => {
     if (parsed.ok) reviveLargeTexts(parsed.rows);
     pending.get(id)?.(parsed);

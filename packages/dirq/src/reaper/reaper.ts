@@ -1,6 +1,7 @@
 import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { rmSync } from "node:fs";
+import { childEnvironment, childExecArgv } from "../node-options.js";
 import { observeHookProcesses } from "../parse/run-hook.js";
 import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
 
@@ -33,6 +34,8 @@ export function startReaper(directory: string): void {
   const mark = `${process.pid}-${randomBytes(8).toString("hex")}`;
   const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory, mark], {
     stdio: ["ignore", "ignore", "ignore", "ipc"],
+    execArgv: childExecArgv(),
+    env: childEnvironment(),
     // Its own process group: a SIGKILL of this process's whole group (a cancelled CI job, a
     // container stop, `kill -9 -- -<pgid>`) must not take the reaper with it.
     detached: true,

@@ -4,7 +4,7 @@ import { availableParallelism } from "node:os";
 import { fileURLToPath } from "node:url";
 import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
-import { inheritedExecArgv } from "../lazy-module.js";
+import { childEnvironment, childExecArgv } from "../node-options.js";
 import { type BoundArguments, encodeArguments } from "../query/parameters.js";
 import {
   AnswerKind,
@@ -182,7 +182,8 @@ export class QueryPool {
       String(this.options.maxAnswerBytes),
       JSON.stringify(this.options.profile ?? EMPTY_PROFILE),
     ];
-    const child = spawn(process.execPath, [...inheritedExecArgv(), ...args], {
+    const child = spawn(process.execPath, [...childExecArgv(), ...args], {
+      env: childEnvironment(),
       // fd 3: the frames, both ways.
       stdio: ["ignore", "inherit", "inherit", "pipe"],
       // Its own process group: killing the group also stops the worker processes of its

@@ -1,5 +1,6 @@
 import type { MessagePort, Worker } from "node:worker_threads";
-import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
+import { workerThreads } from "../lazy-module.js";
+import { startThread } from "../node-options.js";
 import { nativeHostModule } from "./native-fs.js";
 
 /** What `start` adds to every helper thread's workerData. */
@@ -38,7 +39,7 @@ export class HelperThread {
    */
   start(data: object): void {
     if (this.worker !== null || this.broken) return;
-    const { MessageChannel, Worker } = workerThreads();
+    const { MessageChannel } = workerThreads();
     const channel = new MessageChannel();
     this.answers = channel.port1;
     const shared: HelperThreadData = {
@@ -46,8 +47,7 @@ export class HelperThread {
       answers: channel.port2,
       nativeHost: nativeHostModule(),
     };
-    this.worker = new Worker(this.script, {
-      execArgv: inheritedExecArgv(),
+    this.worker = startThread(this.script, {
       workerData: { ...data, ...shared },
       transferList: [channel.port2],
     });

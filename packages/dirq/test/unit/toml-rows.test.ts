@@ -19,6 +19,23 @@ const CASES = [
   "# 2100-02-29\nd = 2024-01-05",
   "2100-02-29 = 1",
   "\uFEFFa = 1",
+  // TOML 1.1, which smol-toml reads and TOML 1.0 (tomllib) does not; and 1.0 texts beside them.
+  "tm = 07:32",
+  "d = 1979-05-27T07:32Z",
+  "d = 1979-05-27 07:32:00.5+05:30",
+  's = "\\e[0m"',
+  's = "\\x41"',
+  's = """\na\\x41"""',
+  "s = '\\x41'",
+  's = "\\\\x41"',
+  '"k\\x41" = 1',
+  "t = { a = 1, }",
+  "t = { a = 1,\n b = 2 }",
+  "t = { a = 1 # note\n}",
+  "t = { a = [\n1,\n2,\n] }",
+  "a = [1, 2,]",
+  't = { s = """\nx""" }',
+  "[t]\na = 1\n[[u]]\nb = { c = 2 }",
 ];
 
 /** Whether tomllib reads each text (true) or refuses it (false). */
@@ -51,7 +68,7 @@ function dirqReads(text: string): boolean {
 }
 
 describe("TOML read as tomllib reads it", () => {
-  it("dates that do not exist and a second byte-order mark are refused; others read", () => {
+  it("dates that do not exist, a second byte-order mark and TOML 1.1 are refused; others read", () => {
     // dirq strips the file's first byte-order mark before the parser; tomllib gets none.
     const reference = tomllibReads(CASES.map((text) => text.replace(/^\uFEFF/, "\uFEFF\uFEFF")));
     assert.deepEqual(
@@ -67,5 +84,21 @@ describe("TOML read as tomllib reads it", () => {
       /^Error: line 3: 2100-02-29 is not a date \(not valid TOML\)$/,
     );
     assert.throws(() => tomlTable("\uFEFFa = 1"), /a second byte-order mark/);
+    assert.throws(
+      () => tomlTable("a = 1\ntm = 07:32"),
+      /^Error: line 2: the time 07:32 has no seconds, not valid TOML 1\.0, which dirq reads, as Python's tomllib \(write 07:32:00\)$/,
+    );
+    assert.throws(
+      () => tomlTable('a = 1\ns = """\n\\e"""'),
+      /^Error: line 3: the escape \\e is TOML 1\.1/,
+    );
+    assert.throws(
+      () => tomlTable("t = { a = 1,\n b = 2 }"),
+      /^Error: line 1: a line break inside an inline table/,
+    );
+    assert.throws(
+      () => tomlTable("\nt = { a = 1, }"),
+      /^Error: line 2: a comma after an inline table's last value/,
+    );
   });
 });

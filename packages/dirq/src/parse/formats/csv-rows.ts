@@ -234,10 +234,18 @@ function csvReason(error: CsvFailure, lineOffset: number): string {
  */
 export class CsvReader {
   private readonly options: CsvParseSync.Options;
+  /** Per header field: whether it is kept as its text (see `textNames`); set with the header. */
+  private asText: boolean[] | null = null;
 
+  /**
+   * `textNames`: the columns (names folded as SQLite compares them) whose fields are stored as
+   * written, however they read (a schema's TEXT columns: sqlite3's `.import` keeps `1.50` as
+   * it is written in one); an empty field is NULL still.
+   */
   constructor(
     delimiter: "," | "\t",
     private header: string[] | null = null,
+    private readonly textNames: readonly string[] = [],
   ) {
     this.options = {
       delimiter,
@@ -312,6 +320,14 @@ export class CsvReader {
     return first === 0 ? records : records.slice(first);
   }
 
+  /** Which header fields are kept as their text (none without `textNames`). */
+  private textFields(): boolean[] | null {
+    if (this.textNames.length === 0 || this.header === null) return null;
+    const names = new Set(this.textNames);
+    this.asText ??= this.header.map((name) => names.has(foldName(name)));
+    return this.asText;
+  }
+
   /** The records in `input` (see `records`) with their values as stored; `null` for none. */
   piece(input: Buffer | string, firstLine: number): RecordBatch | null {
     const records = this.records(input, firstLine);
@@ -319,9 +335,13 @@ export class CsvReader {
     if (records.length === 0 || names === null) return null;
     const width = names.length;
     const values = new Array<StoredValue>(records.length * width);
+    const asText = this.textFields();
     let at = 0;
     for (const record of records) {
-      for (let i = 0; i < width; i++) values[at++] = fieldValue(record[i] as string);
+      for (let i = 0; i < width; i++) {
+        const field = record[i] as string;
+        values[at++] = asText?.[i] === true && field !== "" ? field : fieldValue(field);
+      }
     }
     return { names, values, count: records.length };
   }
@@ -339,10 +359,11 @@ export class CsvReader {
     // faster than `join` over a piece's tens of thousands of fields.
     let text = "";
     let at = 0;
+    const asText = this.textFields();
     for (const record of records) {
       for (let i = 0; i < width; i++, at++) {
         const field = record[i] as string;
-        const kind = fieldKind(field);
+        const kind = asText?.[i] === true && field !== "" ? FieldKind.Text : fieldKind(field);
         kinds[at] = kind;
         if (kind === FieldKind.Integer || kind === FieldKind.Real) numbers[at] = Number(field);
         else if (kind !== FieldKind.Null) text += field;

@@ -23,7 +23,7 @@ function answer(message: PieceAnswer): void {
 function parsePiece(job: PieceJob): PieceAnswer {
   const { id, firstLine } = job;
   try {
-    const reader = new CsvReader(job.delimiter, [...job.names]);
+    const reader = new CsvReader(job.delimiter, [...job.names], job.textNames);
     const bytes = pieceBytes(Buffer.from(job.bytes), firstLine, false);
     const records = reader.packedPiece(bytes, firstLine);
     return records === null ? { id, kind: "none" } : { id, kind: "records", records };

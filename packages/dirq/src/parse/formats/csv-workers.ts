@@ -1,5 +1,6 @@
 import type { MessagePort, Worker } from "node:worker_threads";
-import { inheritedExecArgv, os, workerThreads } from "../../lazy-module.js";
+import { os, workerThreads } from "../../lazy-module.js";
+import { startThread } from "../../node-options.js";
 import { CsvReader, type PackedRecords, type RecordBatch, unpackRecords } from "./csv-rows.js";
 import { RowsError } from "./document-rows.js";
 
@@ -23,6 +24,8 @@ export interface PieceJob {
   firstLine: number;
   names: readonly string[];
   delimiter: "," | "\t";
+  /** The columns whose fields are kept as their text (see `CsvReader`). */
+  textNames: readonly string[];
 }
 
 /** A thread's answer for one piece, or that it is ready for pieces. */
@@ -74,7 +77,7 @@ function threadCount(): number {
 
 function startThreads(): CsvThread[] | null {
   if (threads !== undefined) return broken ? null : threads;
-  const { MessageChannel, Worker } = workerThreads();
+  const { MessageChannel } = workerThreads();
   const count = threadCount();
   signals = new Int32Array(new SharedArrayBuffer(4 * count));
   const started: CsvThread[] = [];
@@ -82,8 +85,7 @@ function startThreads(): CsvThread[] | null {
     for (let slot = 0; slot < count; slot++) {
       const { port1, port2 } = new MessageChannel();
       const workerData: CsvThreadData = { port: port2, signals, slot };
-      const worker = new Worker(new URL("./csv-worker-thread.js", import.meta.url), {
-        execArgv: inheritedExecArgv(),
+      const worker = startThread(new URL("./csv-worker-thread.js", import.meta.url), {
         workerData,
         transferList: [port2],
       });
@@ -148,8 +150,9 @@ export function readPiecesOnThreads(
   delimiter: "," | "\t",
   firstPiece: (reader: CsvReader, bytes: Buffer, firstLine: number, isFirst: boolean) => void,
   onRecords: (batch: RecordBatch) => void,
+  textNames: readonly string[] = [],
 ): void {
-  const reader = new CsvReader(delimiter);
+  const reader = new CsvReader(delimiter, null, textNames);
   let all = startThreads();
   const out: { thread: CsvThread; id: number }[] = [];
   let turn = 0;
@@ -194,7 +197,14 @@ export function readPiecesOnThreads(
       const moved = new ArrayBuffer(bytes.length);
       new Uint8Array(moved).set(bytes);
       const thread = all[turn++ % all.length] as CsvThread;
-      const job: PieceJob = { id: nextId++, bytes: moved, firstLine, names, delimiter };
+      const job: PieceJob = {
+        id: nextId++,
+        bytes: moved,
+        firstLine,
+        names,
+        delimiter,
+        textNames,
+      };
       thread.port.postMessage(job, [moved]);
       out.push({ thread, id: job.id });
       while (out.length >= all.length * THREADS.piecesAhead) takeAnswer();

@@ -181,6 +181,11 @@ export interface RecordSinks {
    * than the sink takes goes to `onRecords`.
    */
   csvPieces?: CsvPieceSink;
+  /**
+   * The columns (names folded as SQLite compares them) whose fields are kept as written: a
+   * schema's TEXT columns (see `CsvReader`).
+   */
+  textNames?: readonly string[];
 }
 
 /** What a file's rows are handed to: rows, and for CSV and TSV records as they come. */
@@ -198,7 +203,7 @@ function csvPieceReader(
   sink: RecordSinks,
   csvPieces: CsvPieceSink,
 ): PieceReader {
-  const reader = new CsvReader(delimiter);
+  const reader = new CsvReader(delimiter, null, sink.textNames);
   let parsedHere = false;
   return (bytes, firstLine, isFirst) => {
     let records = pieceBytes(bytes, firstLine, isFirst);
@@ -239,7 +244,7 @@ function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): P
       if (sink.records?.csvPieces !== undefined) {
         return csvPieceReader(delimiter, sink.records, sink.records.csvPieces);
       }
-      const reader = new CsvReader(delimiter);
+      const reader = new CsvReader(delimiter, null, sink.records?.textNames);
       const emit =
         sink.records?.onRecords ?? ((batch: RecordBatch) => sink.onRows(batchRows(batch)));
       return (bytes, firstLine, isFirst) => {
@@ -364,6 +369,7 @@ export function readFileRows(
           if (batch !== null) onRecords(batch);
         },
         onRecords,
+        records?.textNames,
       );
     } else {
       forEachPiece(fd, chosen !== "jsonl", read, true);
