@@ -24,7 +24,7 @@ import type { PathTables } from "./path-tables.js";
 import type { Catalog } from "./catalog.js";
 import type { RowChange } from "./row-changes.js";
 import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
-import { HookSlots } from "../parse/hook-slots.js";
+import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
 
 export interface RefreshOptions {
@@ -67,8 +67,8 @@ interface ParseJob {
   key: string;
   tables: LiveParsedTable[];
   scope: RefreshScope;
-  /** Aborted when a later refresh of the file supersedes this one (or the index closes). */
-  controller: AbortController;
+  /** The scheduler's record of it: its signal aborts when a later refresh supersedes it. */
+  scheduled: Job;
 }
 
 export interface StartOptions {
@@ -180,11 +180,8 @@ export class Refresher {
   private readonly fileSignatures = new Map<string, string>();
   /** Files whose last refresh failed to commit, to apply again (`unsettledFiles`). */
   private readonly unsettled = new Set<string>();
-  /** Files being parsed by a live refresh, to stop when a newer refresh of the file starts. */
-  private readonly inFlight = new Map<string, { controller: AbortController; stat: string }>();
-  /** Files being parsed and committed now, with the tables (lower case) they are parsed for. */
-  private readonly running = new Set<{ tables: string[]; finished: Promise<void> }>();
-  private slotsMade: HookSlots | undefined;
+  /** Files being parsed and committed now: when each one's extraction runs. */
+  private readonly scheduler: ExtractScheduler;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -194,14 +191,10 @@ export class Refresher {
     private readonly pathTables: PathTables,
     private readonly options: RefreshOptions,
     private readonly withWriter: WriterLock,
-  ) {}
-
-  /** Made on the first parse: a statement that parses nothing never asks how many CPUs. */
-  private get slots(): HookSlots {
-    this.slotsMade ??= new HookSlots(
-      Math.max(1, this.options.concurrency ?? os().availableParallelism()),
+  ) {
+    this.scheduler = new ExtractScheduler(
+      () => this.options.concurrency ?? os().availableParallelism(),
     );
-    return this.slotsMade;
   }
 
   /** Live tables with the column that holds each row's file. */
@@ -297,9 +290,10 @@ export class Refresher {
   /**
    * Starts a refresh and resolves once its first phase has committed: every path-table row,
    * and the rows of files that left a parsed table (deleted, renamed, no longer matching).
-   * Each file a parsed table still selects is then parsed on its own (hooks in parallel,
-   * bounded by `HookSlots`) and committed as soon as its hooks are done, so one slow hook
-   * never holds back another file's rows. `onCommit` gets the changes of every commit, in
+   * Each file a parsed table still selects is then parsed on its own (in the lanes of
+   * `ExtractScheduler`: hooks in parallel in theirs, formats and extract functions in the
+   * other) and committed as soon as its extraction is done, so one slow hook never holds back
+   * another file's rows. `onCommit` gets the changes of every commit, in
    * commit order; `done` resolves when every file is committed or superseded (a later
    * refresh of the same file stops its hooks: only the newest state is written).
    */
@@ -345,28 +339,15 @@ export class Refresher {
   }
 
   private track(job: ParseJob, withWriter: WriterLock, options: StartOptions): Promise<void> {
-    const entry = {
-      tables: job.tables.map((table) => table.spec.name.toLowerCase()),
-      finished: this.runJob(job, withWriter, options),
-    };
-    this.running.add(entry);
-    void entry.finished.finally(() => this.running.delete(entry)).catch(() => undefined);
-    return entry.finished;
+    return this.scheduler.run(job.scheduled, () => this.runJob(job, withWriter, options));
   }
 
   /**
    * Resolves once no file is being parsed or committed; with `tables` (SQL names), once no
    * file is for one of them (a statement waits only for the tables it reads).
    */
-  async idle(tables?: readonly string[]): Promise<void> {
-    const wanted = tables && new Set(tables.map((name) => name.toLowerCase()));
-    for (;;) {
-      const waiting = [...this.running].filter(
-        (entry) => wanted === undefined || entry.tables.some((name) => wanted.has(name)),
-      );
-      if (waiting.length === 0) return;
-      await Promise.allSettled(waiting.map((entry) => entry.finished));
-    }
+  idle(tables?: readonly string[]): Promise<void> {
+    return this.scheduler.idle(tables);
   }
 
   /** Files whose last refresh failed to commit (a full disk): refresh them again to retry. */
@@ -384,8 +365,7 @@ export class Refresher {
 
   /** Stops every running hook of live refreshes: nothing more they found is written. */
   abortAll(): void {
-    for (const { controller } of this.inFlight.values()) controller.abort();
-    this.inFlight.clear();
+    this.scheduler.abortAll();
   }
 
   private statAll(
@@ -408,7 +388,7 @@ export class Refresher {
       const key = stat ? stat.join(":") : MISSING;
       // Unchanged since its last commit, or its hooks run for this very state now.
       const handled =
-        this.fileSignatures.get(file) === key || this.inFlight.get(file)?.stat === key;
+        this.fileSignatures.get(file) === key || this.scheduler.currentKey(file) === key;
       if (onlyIfChanged && handled) continue;
       // Taken before the hooks read the file: an edit while they run is seen next time.
       const recorded =
@@ -457,10 +437,8 @@ export class Refresher {
         for (const [file, { stat, key: statKey, signature }] of stats) {
           if (scope === null) {
             this.isolated(changes, file, null, () => this.pathTables.refreshFile(file, stat));
-            const running = this.inFlight.get(file);
-            if (running !== undefined && keepUnchanged && running.stat === statKey) continue;
-            running?.controller.abort();
-            this.inFlight.delete(file);
+            if (keepUnchanged && this.scheduler.currentKey(file) === statKey) continue;
+            this.scheduler.supersede(file);
           }
           const wanted: LiveParsedTable[] = [];
           for (const table of parsedTables) {
@@ -476,9 +454,15 @@ export class Refresher {
             done.push([file, statKey]);
             continue;
           }
-          const controller = new AbortController();
-          if (scope === null) this.inFlight.set(file, { controller, stat: statKey });
-          jobs.push({ file, signature, key: statKey, tables: wanted, scope, controller });
+          // Registered now, in the commit that supersedes the file's older job: a refresh
+          // that follows finds it.
+          const scheduled = this.scheduler.add({
+            file,
+            key: statKey,
+            tables: wanted.map((table) => table.spec.name),
+            supersedable: scope === null,
+          });
+          jobs.push({ file, signature, key: statKey, tables: wanted, scope, scheduled });
         }
       })();
     } finally {
@@ -508,37 +492,37 @@ export class Refresher {
     return outcome.ok ? outcome.rows : outcome.reason;
   }
 
+  /**
+   * One table's output for a job's file, extracted in its extractor's lane; `null` when the
+   * job is superseded first. A large file of a built-in format is read when committed.
+   */
+  private async output(table: LiveParsedTable, job: ParseJob): Promise<ParseOutput | null> {
+    if (refreshesStaged(table, `${this.root}/${job.file}`)) return STAGED;
+    const { scheduled } = job;
+    const release = await this.scheduler.turn(laneOf(table.spec.extractor.kind), scheduled);
+    if (release === null) return null;
+    try {
+      return await this.extract(table, job.file, scheduled.signal);
+    } finally {
+      release();
+    }
+  }
+
   /** Parses one file for the tables that select it and commits its rows. */
   private async runJob(
     job: ParseJob,
     withWriter: WriterLock,
     options: StartOptions,
   ): Promise<void> {
-    const { signal } = job.controller;
-    const release = await this.slots.acquire(signal);
-    if (release === null) return;
-    let outputs: ParseOutput[];
-    try {
-      outputs = await Promise.all(
-        job.tables.map((table) =>
-          refreshesStaged(table, `${this.root}/${job.file}`)
-            ? STAGED
-            : this.extract(table, job.file, signal),
-        ),
-      );
-    } finally {
-      release();
-    }
+    const { signal } = job.scheduled;
+    const outputs = await Promise.all(job.tables.map((table) => this.output(table, job)));
     if (signal.aborted) return;
     const late = await withWriter(() => {
       // Superseded while it waited for the writer: a newer refresh owns this file now.
-      if (signal.aborted) return false;
-      if (this.inFlight.get(job.file)?.controller === job.controller) {
-        this.inFlight.delete(job.file);
-      }
+      if (!this.scheduler.retire(job.scheduled)) return false;
       let changes: RowChange[];
       try {
-        changes = this.applyParsed(job, outputs);
+        changes = this.applyParsed(job, outputs as ParseOutput[]);
       } catch (error) {
         this.unsettled.add(job.file);
         throw error;
