@@ -26,6 +26,8 @@ import type { RowChange } from "./row-changes.js";
 import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
 import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
+import type { ReaderExtractor } from "../parse/format-extractor.js";
+import type { StagedTable, StagingWorker } from "./staging-worker.js";
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -56,8 +58,38 @@ const MISSING = "missing";
 /** A file's output for one table read through the staging table when committed. */
 const STAGED = Symbol("staged");
 
-/** What committing a file's rows gets for one table: rows, why there are none, or `STAGED`. */
-type ParseOutput = HookRow[] | string | typeof STAGED;
+/** A large file's rows, read by the staging thread into `stage`, to swap in when committed. */
+class StagedOffThread {
+  constructor(
+    readonly stage: string,
+    readonly table: StagedTable,
+  ) {}
+}
+
+/** The changes the staging thread committed for one table of a file. */
+class SwappedOffThread {
+  constructor(readonly changes: RowChange[]) {}
+}
+
+/**
+ * What committing a file's rows gets for one table: rows, why there are none, `STAGED`, or a
+ * large file's rows read off this thread (`StagedOffThread`, then `SwappedOffThread`).
+ */
+type ParseOutput = HookRow[] | string | typeof STAGED | StagedOffThread | SwappedOffThread;
+
+/** What the staging thread needs of `table` (a built-in format's, see `refreshesStaged`). */
+function stagedTable(table: LiveParsedTable): StagedTable {
+  const { spec } = table;
+  const extractor = spec.extractor as ReaderExtractor;
+  return {
+    name: spec.name,
+    label: spec.label,
+    schema: spec.schema,
+    origin: spec.origin,
+    format: extractor.format,
+    each: extractor.each,
+  };
+}
 
 /** One file left to parse after a refresh's first phase, for the tables that select it. */
 interface ParseJob {
@@ -191,6 +223,8 @@ export class Refresher {
     private readonly pathTables: PathTables,
     private readonly options: RefreshOptions,
     private readonly withWriter: WriterLock,
+    /** The thread that reads large files of built-in formats, or `null`: this one. */
+    private readonly staging: () => StagingWorker | null = () => null,
   ) {
     this.scheduler = new ExtractScheduler(
       () => this.options.concurrency ?? os().availableParallelism(),
@@ -494,10 +528,24 @@ export class Refresher {
 
   /**
    * One table's output for a job's file, extracted in its extractor's lane; `null` when the
-   * job is superseded first. A large file of a built-in format is read when committed.
+   * job is superseded first. A large file of a built-in format is read by the staging thread
+   * (`staging`), or on this thread when committed (`STAGED`).
    */
-  private async output(table: LiveParsedTable, job: ParseJob): Promise<ParseOutput | null> {
-    if (refreshesStaged(table, `${this.root}/${job.file}`)) return STAGED;
+  private async output(
+    table: LiveParsedTable,
+    job: ParseJob,
+    staging: { worker: StagingWorker; stages: string[] } | null,
+  ): Promise<ParseOutput | null> {
+    if (refreshesStaged(table, `${this.root}/${job.file}`)) {
+      if (staging === null) return STAGED;
+      const stage = staging.worker.newStage();
+      staging.stages.push(stage);
+      const described = stagedTable(table);
+      const reason = await staging.worker
+        .stage(stage, described, job.file, this.root)
+        .catch((error: unknown) => `cannot read the file: ${messageOf(error)}`);
+      return reason ?? new StagedOffThread(stage, described);
+    }
     const { scheduled } = job;
     const release = await this.scheduler.turn(laneOf(table.spec.extractor.kind), scheduled);
     if (release === null) return null;
@@ -508,38 +556,95 @@ export class Refresher {
     }
   }
 
-  /** Parses one file for the tables that select it and commits its rows. */
+  /**
+   * Parses one file for the tables that select it and commits its rows. A large file of a
+   * built-in format holds the staging thread from its read to its commit.
+   */
   private async runJob(
     job: ParseJob,
     withWriter: WriterLock,
     options: StartOptions,
   ): Promise<void> {
-    const { signal } = job.scheduled;
-    const outputs = await Promise.all(job.tables.map((table) => this.output(table, job)));
-    if (signal.aborted) return;
-    const late = await withWriter(() => {
-      // Superseded while it waited for the writer: a newer refresh owns this file now.
-      if (!this.scheduler.retire(job.scheduled)) return false;
-      let changes: RowChange[];
-      try {
-        changes = this.applyParsed(job, outputs as ParseOutput[]);
-      } catch (error) {
-        this.unsettled.add(job.file);
-        throw error;
-      }
-      this.settled(job.file, job.key);
-      options.onCommit(changes);
-      // A table built while the hooks ran has no output for this file yet.
-      return this.catalog
-        .parsedTables()
-        .some(
-          (table) => job.scope === null && !job.tables.includes(table) && table.matches(job.file),
-        );
-    });
+    // A caller holding the writer (a table build) must not wait for the thread's turn.
+    const worker = options.writerHeld ? null : this.staging();
+    const offThread =
+      worker !== null &&
+      job.tables.some((table) => refreshesStaged(table, `${this.root}/${job.file}`));
+    const late = offThread
+      ? await worker.exclusive(() => this.parseAndCommit(job, withWriter, options, worker))
+      : await this.parseAndCommit(job, withWriter, options, null);
     if (late) {
       const again = await this.start([job.file], { ...options, onlyIfChanged: false });
       await again.done;
     }
+  }
+
+  /**
+   * Parses one job's file and commits its rows; whether a table that selects the file was
+   * built meanwhile (it has no rows of it yet).
+   */
+  private async parseAndCommit(
+    job: ParseJob,
+    withWriter: WriterLock,
+    options: StartOptions,
+    worker: StagingWorker | null,
+  ): Promise<boolean> {
+    const { signal } = job.scheduled;
+    const staging = worker && { worker, stages: [] as string[] };
+    try {
+      const outputs = await Promise.all(job.tables.map((t) => this.output(t, job, staging)));
+      if (signal.aborted) return false;
+      return await withWriter(async () => {
+        // Superseded while it waited for the writer: a newer refresh owns this file now.
+        if (!this.scheduler.retire(job.scheduled)) return false;
+        let changes: RowChange[];
+        try {
+          const swapped = worker ? await this.swapAll(worker, job.file, outputs) : outputs;
+          changes = this.applyParsed(job, swapped as ParseOutput[]);
+        } catch (error) {
+          this.unsettled.add(job.file);
+          throw error;
+        }
+        this.settled(job.file, job.key);
+        options.onCommit(changes);
+        return this.catalog
+          .parsedTables()
+          .some(
+            (table) => job.scope === null && !job.tables.includes(table) && table.matches(job.file),
+          );
+      });
+    } finally {
+      // What a superseded or failed job staged (a swap drops its own).
+      if (staging !== null) {
+        await Promise.all(staging.stages.map((stage) => worker?.drop(stage).catch(() => {})));
+      }
+    }
+  }
+
+  /**
+   * Has the staging thread write each staged table's changes (call under the writer): its own
+   * transaction, so this thread holds none across the wait. A failure of one table is that
+   * file's error for it; a failure of the index (a full disk) fails the commit.
+   */
+  private async swapAll(
+    worker: StagingWorker,
+    file: string,
+    outputs: readonly (ParseOutput | null)[],
+  ): Promise<(ParseOutput | null)[]> {
+    const swapped: (ParseOutput | null)[] = [];
+    for (const output of outputs) {
+      if (!(output instanceof StagedOffThread)) {
+        swapped.push(output);
+        continue;
+      }
+      try {
+        swapped.push(new SwappedOffThread(await worker.swap(output.stage, output.table, file)));
+      } catch (error) {
+        if (isCommitFailure(error)) throw error;
+        swapped.push(messageOf(error));
+      }
+    }
+    return swapped;
   }
 
   private applyParsed(job: ParseJob, outputs: readonly ParseOutput[]): RowChange[] {
@@ -549,10 +654,18 @@ export class Refresher {
         job.tables.forEach((table, i) => {
           const output = outputs[i] as ParseOutput;
           const label = table.spec.label ?? table.spec.name;
-          const stands =
-            output === STAGED
-              ? this.applyStaged(changes, job.file, table, label)
-              : this.applyRows(changes, job.file, table, label, output);
+          let stands: boolean;
+          if (output instanceof SwappedOffThread) {
+            // Committed by the staging thread already; its changes may be many (no spread).
+            for (const change of output.changes) changes.push(change);
+            stands = true;
+          } else if (output === STAGED) {
+            stands = this.applyStaged(changes, job.file, table, label);
+          } else if (output instanceof StagedOffThread) {
+            throw new Error("a staged file's rows were not swapped in");
+          } else {
+            stands = this.applyRows(changes, job.file, table, label, output);
+          }
           // A file whose rows stand is recorded; any other is parsed again next time.
           if (stands && job.signature !== null) {
             this.catalog.store?.recordFile(table.spec.name, job.file, job.signature);
