@@ -4,11 +4,12 @@
 //      until its refresh's event arrives, clients send a statement on another table (a fresh
 //      statement each time, so no cache answers it): p50 / p99 / max latency of POST /query,
 //      and the time from the write to the big table's event.
-//   2. 1,000 files of a hook table whose hook hangs (60 s limit), and meanwhile a JSON table's
+//   2. 1,000 files of a hook table whose hook hangs (its limit 60 s), and meanwhile a JSON table's
 //      file written again and again: p50 / p99 / max from each write to its row event.
 // Prints the load average with each.
 //
-//   node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--only big|hooks]
+//   node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40]
+//                             [--hook-timeout 60] [--only big|hooks]
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
@@ -19,11 +20,13 @@ import {
   log,
   parseOptions,
   percentile,
+  postQuery,
   requireDirqBuilt,
+  serverPort,
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--only big|hooks]";
+  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|hooks]";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -31,6 +34,7 @@ const values = parseOptions(
     clients: { type: "string", default: "4" },
     hooks: { type: "string", default: "1000" },
     writes: { type: "string", default: "40" },
+    "hook-timeout": { type: "string", default: "60" },
     only: { type: "string" },
   },
   USAGE,
@@ -61,15 +65,7 @@ async function startServer(root) {
     },
   );
   process.on("exit", () => child.kill("SIGKILL"));
-  let out = "";
-  const port = await new Promise((resolve, reject) => {
-    child.stdout.setEncoding("utf8").on("data", (chunk) => {
-      out += chunk;
-      const match = /Running at \S+:(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    child.once("exit", () => reject(new Error(`server exited: ${out}`)));
-  });
+  const port = await serverPort(child);
   const listeners = new Set();
   const events = await new Promise((resolve) => {
     const req = request({ host: "127.0.0.1", port, path: "/events" }, (res) => {
@@ -96,28 +92,6 @@ async function startServer(root) {
     await exited;
   };
   return { port, listeners, stop };
-}
-
-function post(port, sql) {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ sql });
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path: "/query",
-        method: "POST",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8").on("data", (chunk) => (text += chunk));
-        res.on("end", () => resolve({ status: res.statusCode, text }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
 }
 
 /** Resolves with the time (performance.now) of the first row event `match` accepts. */
@@ -156,7 +130,9 @@ async function bigRefresh() {
   const clients = Number(values.clients);
   for (let round = 0; round < 3; round++) {
     await Promise.all(
-      Array.from({ length: clients }, () => post(server.port, `SELECT v, ${++counter} FROM small`)),
+      Array.from({ length: clients }, () =>
+        postQuery(server.port, `SELECT v, ${++counter} FROM small`),
+      ),
     );
   }
   records[7] = record(7, "changed");
@@ -169,7 +145,7 @@ async function bigRefresh() {
   const client = async () => {
     while (refreshing) {
       const sent = performance.now();
-      const answer = await post(server.port, `SELECT v, ${++counter} FROM small`);
+      const answer = await postQuery(server.port, `SELECT v, ${++counter} FROM small`);
       if (answer.status !== 200) throw new Error(`answered ${answer.status}: ${answer.text}`);
       // Every statement sent during the refresh counts, however late its answer comes.
       latencies.push(performance.now() - sent);
@@ -199,7 +175,8 @@ async function hungHooks() {
   mkdirSync(join(root, "data"), { recursive: true });
   writeFileSync(
     join(root, "dirq.toml"),
-    '[[table]]\nname = "hung"\nglob = "hooks/*.txt"\ntimeout = 60\non-file = "sleep 1000"\n\n' +
+    `[[table]]\nname = "hung"\nglob = "hooks/*.txt"\ntimeout = ${values["hook-timeout"]}\n` +
+      'on-file = "sleep 1000"\n\n' +
       '[[table]]\nname = "items"\nglob = "data/*.json"\nformat = "json"\n',
   );
   writeFileSync(join(root, "data/a.json"), '[{"n": 0}]');
@@ -219,7 +196,7 @@ async function hungHooks() {
   rmSync(root, { recursive: true, force: true });
   process.stdout.write(
     [
-      `JSON table's row event beside ${hooks} hung hooks (write to event): ${spread(latencies)}`,
+      `JSON table's row event beside ${hooks} hung hooks (limit ${values["hook-timeout"]} s), write to event: ${spread(latencies)}`,
       `load average: ${loadAverage()}`,
       "",
     ].join("\n"),

@@ -5,10 +5,10 @@
  * events sent while it refreshes. Each case asserts an order of arrival, never a duration.
  */
 import assert from "node:assert/strict";
-import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { processesMarked, tempTree } from "./helpers.js";
+import { processesMarked, saveWhole, tempTree } from "./helpers.js";
 import {
   type EventStream,
   openReadyEvents,
@@ -17,13 +17,6 @@ import {
   type ServerProcess,
   startServer,
 } from "./server-support.js";
-
-/** Writes a file aside and renames it into place: the watcher sees it whole. */
-function writeWhole(root: string, name: string, text: string): void {
-  const aside = join(root, `.${name.replaceAll("/", "_")}.tmp`);
-  writeFileSync(aside, text);
-  renameSync(aside, join(root, name));
-}
 
 const opened: { server: ServerProcess; events: EventStream; root: string }[] = [];
 
@@ -71,7 +64,7 @@ describe("lanes", () => {
     // Every hook the lane lets start is running (and hangs) before the JSON file changes.
     await events.until(() => processesMarked(marker).length >= 4, "hung hooks running", 30_000);
     const from = events.rowCount();
-    writeWhole(root, "data/a.json", '[{"n": 2}]');
+    saveWhole(root, "data/a.json", '[{"n": 2}]');
     const row = await events.next((event) => event.table === "items", 25_000);
     assert.deepEqual([row.action, row.row, row.old_row], ["update", { n: 2 }, { n: 1 }]);
     // None of the hooks has ended: no event of their table came before the JSON file's.
@@ -105,11 +98,11 @@ describe("lanes", () => {
     });
     // One record changes: the whole file is read again and compared.
     records[7] = line(7, "changed");
-    writeWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
+    saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
     const from = events.rowCount();
     // The big file's refresh is under way (it reads tens of MB) when the small file changes.
     await new Promise((resolve) => setTimeout(resolve, 500));
-    writeWhole(root, "small.json", '[{"v": "after"}]');
+    saveWhole(root, "small.json", '[{"v": "after"}]');
     const small = await events.next((event) => event.table === "small", 60_000);
     assert.deepEqual(small.row, { v: "after" });
     const answer = await queryRows(server, "SELECT v FROM small");

@@ -96,7 +96,7 @@ export function swapStaged(
       db.exec(`ALTER TABLE ${name} ADD COLUMN ${quoteIdentifier(column)}`);
     }
   }
-  return swapIn(db, spec.label ?? spec.name, spec.name, path, stage, columns);
+  return swapIn(db, spec, path, stage, columns);
 }
 
 /** Drops the staging table `stage`, if it is there. */
@@ -128,13 +128,12 @@ export function replaceFileRowsStaged(
 /** The changes from the file's rows to the staged ones, written into the table. */
 function swapIn(
   db: SqliteDatabase,
-  label: string,
-  table: string,
+  spec: ParsedTableSpec,
   path: string,
   stage: string,
   columns: readonly string[],
 ): RowChange[] {
-  const name = quoteIdentifier(table);
+  const [name, label] = [quoteIdentifier(spec.name), spec.label ?? spec.name];
   const list = (alias: string) =>
     columns.length === 0 ? "NULL" : columns.map((c) => `${alias}.${quoteIdentifier(c)}`).join(", ");
   const same =
