@@ -11,6 +11,7 @@ import { after, describe, test } from "node:test";
 import { processesMarked, saveWhole, tempTree } from "./helpers.js";
 import {
   type EventStream,
+  eventually,
   openReadyEvents,
   queryRows,
   type RowEvent,
@@ -62,7 +63,7 @@ describe("lanes", () => {
     });
     for (let i = 0; i < HUNG; i++) writeFileSync(join(root, `hooks/h${i}.txt`), `${i}`);
     // Every hook the lane lets start is running (and hangs) before the JSON file changes.
-    await events.until(() => processesMarked(marker).length >= 4, "hung hooks running", 30_000);
+    await eventually(() => processesMarked(marker).length >= 4, "hung hooks running", 30_000);
     const from = events.rowCount();
     saveWhole(root, "data/a.json", '[{"n": 2}]');
     const row = await events.next((event) => event.table === "items", 25_000);
@@ -96,12 +97,11 @@ describe("lanes", () => {
       "big.csv": `id,name,pad\n${records.join("\n")}\n`,
       "small.json": '[{"v": "before"}]',
     });
+    const from = events.rowCount();
     // One record changes: the whole file is read again and compared.
     records[7] = line(7, "changed");
     saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
-    const from = events.rowCount();
-    // The big file's refresh is under way (it reads tens of MB) when the small file changes.
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Changed at once with it: its refresh starts beside the big file's, which reads tens of MB.
     saveWhole(root, "small.json", '[{"v": "after"}]');
     const small = await events.next((event) => event.table === "small", 60_000);
     assert.deepEqual(small.row, { v: "after" });

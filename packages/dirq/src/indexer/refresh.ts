@@ -538,6 +538,8 @@ export class Refresher {
   ): Promise<ParseOutput | null> {
     if (refreshesStaged(table, `${this.root}/${job.file}`)) {
       if (staging === null) return STAGED;
+      // Superseded while it waited for the thread: reading tens of megabytes is for nothing.
+      if (job.scheduled.signal.aborted) return null;
       const stage = staging.worker.newStage();
       staging.stages.push(stage);
       const described = stagedTable(table);
