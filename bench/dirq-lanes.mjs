@@ -13,7 +13,8 @@
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   DEFAULT_BENCH_DIR,
   DIRQ_BIN,
@@ -53,6 +54,8 @@ function writeWhole(root, name, text) {
   renameSync(aside, join(root, name));
 }
 
+const LOOP_DELAY = join(dirname(fileURLToPath(import.meta.url)), "server-loop-delay.cjs");
+
 /** Starts `dirq server` in `root`; resolves with its port, its process and its row events. */
 async function startServer(root) {
   const child = spawn(
@@ -60,13 +63,30 @@ async function startServer(root) {
     [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"],
     {
       cwd: root,
-      env: { ...process.env, DIRQ_PROGRESS: "never" },
-      stdio: ["ignore", "pipe", "inherit"],
+      env: {
+        ...process.env,
+        DIRQ_PROGRESS: "never",
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${LOOP_DELAY}`.trim(),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
     },
   );
   process.on("exit", () => child.kill("SIGKILL"));
   const port = await serverPort(child);
   const listeners = new Set();
+  // The longest event-loop delays of the server's main thread (see server-loop-delay.cjs).
+  const loopDelays = [];
+  let errors = "";
+  child.stderr.setEncoding("utf8").on("data", (chunk) => {
+    errors += chunk;
+    const lines = errors.split("\n");
+    errors = lines.pop() ?? "";
+    for (const line of lines) {
+      const match = /^dirq-loop-delay (\S+)$/.exec(line);
+      if (match) loopDelays.push(Number(match[1]));
+      else process.stderr.write(`${line}\n`);
+    }
+  });
   const events = await new Promise((resolve) => {
     const req = request({ host: "127.0.0.1", port, path: "/events" }, (res) => {
       let buffer = "";
@@ -91,7 +111,7 @@ async function startServer(root) {
     child.kill("SIGTERM");
     await exited;
   };
-  return { port, listeners, stop };
+  return { port, listeners, loopDelays, stop };
 }
 
 /** Resolves with the time (performance.now) of the first row event `match` accepts. */
@@ -137,6 +157,7 @@ async function bigRefresh() {
   }
   // The same load with nothing refreshing: on a shared machine, the floor.
   const idle = [];
+  server.loopDelays.length = 0;
   const idleUntil = performance.now() + 2000;
   await Promise.all(
     Array.from({ length: clients }, async () => {
@@ -147,6 +168,8 @@ async function bigRefresh() {
       }
     }),
   );
+  const idleDelay = Math.max(...server.loopDelays);
+  server.loopDelays.length = 0;
   records[7] = record(7, "changed");
   const text = `id,name,pad\n${records.join("\n")}\n`;
   const committed = eventWhen(server, (row) => row.table === "big");
@@ -165,6 +188,7 @@ async function bigRefresh() {
   };
   const running = Array.from({ length: clients }, client);
   const at = await committed;
+  const refreshDelay = Math.max(...server.loopDelays);
   refreshing = false;
   await Promise.all(running);
   await server.stop();
@@ -174,6 +198,7 @@ async function bigRefresh() {
       `${mb} MB CSV rewritten (one record changed): its event came ${((at - written) / 1000).toFixed(2)} s after the write`,
       `POST /query on another table meanwhile, ${clients} clients: ${spread(latencies)}`,
       `the same with nothing refreshing (2 s): ${spread(idle)}`,
+      `the server's main thread, longest event-loop delay: ${fmt(refreshDelay)} during the refresh, ${fmt(idleDelay)} with nothing refreshing`,
       `load average: ${loadAverage()}`,
       "",
     ].join("\n"),

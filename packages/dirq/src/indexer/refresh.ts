@@ -244,11 +244,26 @@ export class Refresher {
    * not the size of the table. Made on first refresh, so one-shot queries never pay for it
    * (and a table dropped and built again gets its index again).
    */
-  private ensureLookupIndexes(): void {
+  private async ensureLookupIndexes(withWriter: WriterLock, writerHeld: boolean): Promise<void> {
+    const exists = cachedStatement(
+      this.db,
+      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?",
+    ).pluck();
+    const missing: string[] = [];
     for (const [table, column] of this.liveTables()) {
-      const index = quoteIdentifier(`_dirq_lookup_${table}`);
-      this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
+      const name = `_dirq_lookup_${table}`;
+      if (exists.get(name) !== 0) continue;
+      const index = quoteIdentifier(name);
+      missing.push(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
     }
+    if (missing.length === 0) return;
+    const worker = writerHeld ? null : this.staging();
+    if (worker === null) {
+      await withWriter(() => this.db.exec(missing.join(";\n")));
+      return;
+    }
+    // Indexing a table of millions of rows takes seconds: on the staging thread, in its turn.
+    await worker.exclusive(() => withWriter(() => worker.exec(missing)));
   }
 
   /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
@@ -356,7 +371,7 @@ export class Refresher {
     options: StartOptions,
   ): Promise<ParseJob[]> {
     // Before the first look-up: without its index, finding a folder's rows scans the table.
-    await withWriter(() => this.ensureLookupIndexes());
+    await this.ensureLookupIndexes(withWriter, options.writerHeld ?? false);
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
     for (const path of paths) for (const file of this.filesFor(path, errors)) candidates.add(file);

@@ -40,6 +40,13 @@ function specOf(table: StagedTable): ParsedTableSpec {
 }
 
 function handle(request: StagingRequest): void {
+  if (request.kind === "exec") {
+    db.transaction(() => {
+      for (const statement of request.statements) db.exec(statement);
+    })();
+    post({ id: request.id, kind: "done" });
+    return;
+  }
   if (request.kind === "stage") {
     const read = stageFile(db, specOf(request.table), request.path, request.root, request.stage);
     if (typeof read === "string") {
@@ -75,7 +82,7 @@ parentPort?.on("message", (request: StagingRequest) => {
   try {
     handle(request);
   } catch (caught) {
-    if (request.kind !== "drop") {
+    if (request.kind === "stage" || request.kind === "swap") {
       staged.delete(request.stage);
       try {
         dropStage(db, request.stage);

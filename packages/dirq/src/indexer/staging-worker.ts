@@ -33,7 +33,8 @@ export interface StagedTable {
 export type StagingRequest =
   | { id: number; kind: "stage"; stage: string; table: StagedTable; path: string; root: string }
   | { id: number; kind: "swap"; stage: string; table: StagedTable; path: string }
-  | { id: number; kind: "drop"; stage: string };
+  | { id: number; kind: "drop"; stage: string }
+  | { id: number; kind: "exec"; statements: string[] };
 
 export type StagingAnswer =
   | { id: number; kind: "staged"; reason: string | null }
@@ -107,6 +108,11 @@ export class StagingWorker {
   /** Writes the staged rows' changes into the table (call under the writer); the changes. */
   async swap(stage: string, table: StagedTable, path: string): Promise<RowChange[]> {
     return (await this.send({ kind: "swap", stage, table, path })).changes;
+  }
+
+  /** Runs `statements` (schema changes: call under the writer) in one transaction. */
+  async exec(statements: readonly string[]): Promise<void> {
+    await this.send({ kind: "exec", statements });
   }
 
   async drop(stage: string): Promise<void> {
