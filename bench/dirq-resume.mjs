@@ -22,6 +22,7 @@ import {
   positiveInteger,
   requireDirqBuilt,
   seededRandom,
+  serverPort,
 } from "./lib.mjs";
 
 const USAGE = `usage: node bench/dirq-resume.mjs [--runs 20] [--changes 5000] [--seconds 20] [--away 10] [--files 500] [--seed 1] [--json]`;
@@ -61,15 +62,7 @@ async function startServer(root) {
     [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"],
     { cwd: root, env: DIRQ_ENV, stdio: ["ignore", "pipe", "inherit"] },
   );
-  let out = "";
-  const port = await new Promise((resolve, reject) => {
-    child.stdout.setEncoding("utf8").on("data", (chunk) => {
-      out += chunk;
-      const match = /Running at \S+:(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    child.once("exit", () => reject(new Error(`server exited: ${out}`)));
-  });
+  const port = await serverPort(child);
   return { child, url: `http://127.0.0.1:${port}` };
 }
 

@@ -8,7 +8,14 @@ import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
-import { DEFAULT_BENCH_DIR, DIRQ_BIN, DIRQ_ENV, log, requireDirqBuilt } from "./lib.mjs";
+import {
+  DEFAULT_BENCH_DIR,
+  DIRQ_BIN,
+  DIRQ_ENV,
+  log,
+  requireDirqBuilt,
+  serverPort,
+} from "./lib.mjs";
 
 const { values } = parseArgs({
   options: {
@@ -45,15 +52,7 @@ async function startServer(bin) {
       stdio: ["ignore", "pipe", "inherit"],
     },
   );
-  let out = "";
-  const port = await new Promise((resolve, reject) => {
-    child.stdout.setEncoding("utf8").on("data", (chunk) => {
-      out += chunk;
-      const match = /Running at \S+:(\d+)/.exec(out);
-      if (match) resolve(Number(match[1]));
-    });
-    child.once("exit", () => reject(new Error(`server exited: ${out}`)));
-  });
+  const port = await serverPort(child);
   return { child, url: `http://127.0.0.1:${port}` };
 }
 

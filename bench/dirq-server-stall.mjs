@@ -20,6 +20,8 @@ import {
   markerMatches,
   percentile,
   requireDirqBuilt,
+  postQuery,
+  serverPort,
 } from "./lib.mjs";
 
 const { values } = parseArgs({
@@ -63,38 +65,10 @@ const child = spawn(process.execPath, [DIRQ_BIN, "server", "--host", "127.0.0.1"
 // A bench that fails half-way must not leave its server running.
 process.on("exit", () => child.kill("SIGKILL"));
 const started = performance.now();
-let out = "";
-const port = await new Promise((resolve, reject) => {
-  child.stdout.setEncoding("utf8").on("data", (chunk) => {
-    out += chunk;
-    const match = /Running at \S+:(\d+)/.exec(out);
-    if (match) resolve(Number(match[1]));
-  });
-  child.once("exit", () => reject(new Error(`server exited: ${out}`)));
-});
+const port = await serverPort(child);
 log(`server ready in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 
-function post(sql) {
-  return new Promise((resolve, reject) => {
-    const body = JSON.stringify({ sql });
-    const req = request(
-      {
-        host: "127.0.0.1",
-        port,
-        path: "/query",
-        method: "POST",
-        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8").on("data", (chunk) => (text += chunk));
-        res.on("end", () => resolve({ status: res.statusCode, text }));
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
+const post = (sql) => postQuery(port, sql);
 
 /** Peak resident memory of the server process (VmHWM), in MB. */
 function peakRssMb() {

@@ -2,6 +2,7 @@
 // timing (warm-up + round-robin runs, medians, percentiles), tables and targets. Plain Node, no
 // dependencies.
 import { spawnSync } from "node:child_process";
+import { request } from "node:http";
 import {
   accessSync,
   constants,
@@ -434,4 +435,40 @@ export function resultToJson(result, extra = {}) {
     ...extra,
     warning: result.warning ?? undefined,
   };
+}
+
+/** The port a `dirq server --port 0` child prints in its `Running at host:port` line. */
+export function serverPort(child) {
+  let out = "";
+  return new Promise((resolve, reject) => {
+    child.stdout.setEncoding("utf8").on("data", (chunk) => {
+      out += chunk;
+      const match = /Running at \S+:(\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once("exit", () => reject(new Error(`server exited: ${out}`)));
+  });
+}
+
+/** POST /query to a server on loopback; resolves with the status and the body's text. */
+export function postQuery(port, sql) {
+  return new Promise((resolve, reject) => {
+    const body = JSON.stringify({ sql });
+    const req = request(
+      {
+        host: "127.0.0.1",
+        port,
+        path: "/query",
+        method: "POST",
+        headers: { "content-type": "application/json", "content-length": Buffer.byteLength(body) },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8").on("data", (chunk) => (text += chunk));
+        res.on("end", () => resolve({ status: res.statusCode, text }));
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
 }

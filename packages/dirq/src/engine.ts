@@ -18,6 +18,7 @@ import { IndexWriter } from "./indexer/index-writer.js";
 import { ParsedTableRegistry } from "./indexer/parsed-table-registry.js";
 import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path-tables.js";
 import { Refresher } from "./indexer/refresh.js";
+import { StagingWorker } from "./indexer/staging-worker.js";
 import type { RowChange } from "./indexer/row-changes.js";
 import { TableGenerations, tablesTouchedBy } from "./indexer/table-generations.js";
 import { CaseVariants } from "./query/case-variants.js";
@@ -79,6 +80,7 @@ export class DirqIndex {
   private readonly catalog: Catalog;
   /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
   private readonly fillWorker: FillWorker | null;
+  private staging: StagingWorker | null = null;
   private readonly pathTables: PathTables;
   private readonly parsed: ParsedTableRegistry;
   private readonly refresher: Refresher;
@@ -167,6 +169,7 @@ export class DirqIndex {
       this.pathTables,
       tableOptions,
       (task) => this.writer.run(task),
+      () => this.stagingWorker(),
     );
     this.preparer = new StatementPreparer(this.preparerHost());
   }
@@ -393,9 +396,23 @@ export class DirqIndex {
     };
   }
 
+  /**
+   * The thread that reads large files for live refreshes (the server's, the REPL's, the
+   * SDK's), made at the first; `null` for an index in memory, which no other connection opens.
+   */
+  private stagingWorker(): StagingWorker | null {
+    if (this.databasePath === null) return null;
+    this.staging ??= new StagingWorker({
+      databasePath: this.databasePath,
+      synchronous: this.db.pragma("synchronous", { simple: true }) as number,
+    });
+    return this.staging;
+  }
+
   close(): void {
     // Hooks of live refreshes are stopped; nothing they found is written any more.
     this.refresher.abortAll();
+    void this.staging?.close();
     this.closing?.abort();
     void this.fillWorker?.close();
     this.functions.close();

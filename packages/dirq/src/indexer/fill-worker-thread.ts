@@ -1,6 +1,11 @@
 import { parentPort, workerData } from "node:worker_threads";
 import { openSqlite } from "./database.js";
-import type { FillAnswer, FillRequest, FillWorkerData } from "./fill-worker.js";
+import {
+  type FillAnswer,
+  type FillRequest,
+  type FillWorkerData,
+  failureOf,
+} from "./fill-worker.js";
 import { fillRows } from "./path-fill.js";
 import { monotonicMs } from "../shared/clock.js";
 
@@ -42,17 +47,7 @@ async function fill({ id, job }: FillRequest): Promise<void> {
     );
     post({ id, kind: "done", outcome });
   } catch (caught) {
-    const error = caught as Error & { code?: unknown };
-    post({
-      id,
-      kind: "failed",
-      error: {
-        name: error?.name ?? "Error",
-        message: error?.message ?? String(caught),
-        code: typeof error?.code === "string" ? error.code : undefined,
-        stack: error?.stack,
-      },
-    });
+    post({ id, kind: "failed", error: failureOf(caught) });
   }
 }
 

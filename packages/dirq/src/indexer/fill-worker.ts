@@ -53,7 +53,19 @@ interface Pending {
   progress: (found: number) => void;
 }
 
-function rebuildError(failure: FillFailure): Error {
+/** An error as data, to post from a thread (see `rebuildError`). */
+export function failureOf(caught: unknown): FillFailure {
+  const error = caught as Error & { code?: unknown };
+  return {
+    name: error?.name ?? "Error",
+    message: error?.message ?? String(caught),
+    code: typeof error?.code === "string" ? error.code : undefined,
+    stack: error?.stack,
+  };
+}
+
+/** The error a thread posted as data, with its code. */
+export function rebuildError(failure: FillFailure): Error {
   if (failure.name === "DirqError" && failure.code !== undefined) {
     return new DirqError(failure.code as DirqErrorCode, failure.message);
   }

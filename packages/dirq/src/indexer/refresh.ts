@@ -24,8 +24,10 @@ import type { PathTables } from "./path-tables.js";
 import type { Catalog } from "./catalog.js";
 import type { RowChange } from "./row-changes.js";
 import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
-import { HookSlots } from "../parse/hook-slots.js";
+import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
+import type { ReaderExtractor } from "../parse/format-extractor.js";
+import type { StagedTable, StagingWorker } from "./staging-worker.js";
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -56,8 +58,38 @@ const MISSING = "missing";
 /** A file's output for one table read through the staging table when committed. */
 const STAGED = Symbol("staged");
 
-/** What committing a file's rows gets for one table: rows, why there are none, or `STAGED`. */
-type ParseOutput = HookRow[] | string | typeof STAGED;
+/** A large file's rows, read by the staging thread into `stage`, to swap in when committed. */
+class StagedOffThread {
+  constructor(
+    readonly stage: string,
+    readonly table: StagedTable,
+  ) {}
+}
+
+/** The changes the staging thread committed for one table of a file. */
+class SwappedOffThread {
+  constructor(readonly changes: RowChange[]) {}
+}
+
+/**
+ * What committing a file's rows gets for one table: rows, why there are none, `STAGED`, or a
+ * large file's rows read off this thread (`StagedOffThread`, then `SwappedOffThread`).
+ */
+type ParseOutput = HookRow[] | string | typeof STAGED | StagedOffThread | SwappedOffThread;
+
+/** What the staging thread needs of `table` (a built-in format's, see `refreshesStaged`). */
+function stagedTable(table: LiveParsedTable): StagedTable {
+  const { spec } = table;
+  const extractor = spec.extractor as ReaderExtractor;
+  return {
+    name: spec.name,
+    label: spec.label,
+    schema: spec.schema,
+    origin: spec.origin,
+    format: extractor.format,
+    each: extractor.each,
+  };
+}
 
 /** One file left to parse after a refresh's first phase, for the tables that select it. */
 interface ParseJob {
@@ -67,8 +99,8 @@ interface ParseJob {
   key: string;
   tables: LiveParsedTable[];
   scope: RefreshScope;
-  /** Aborted when a later refresh of the file supersedes this one (or the index closes). */
-  controller: AbortController;
+  /** The scheduler's record of it: its signal aborts when a later refresh supersedes it. */
+  scheduled: Job;
 }
 
 export interface StartOptions {
@@ -180,11 +212,8 @@ export class Refresher {
   private readonly fileSignatures = new Map<string, string>();
   /** Files whose last refresh failed to commit, to apply again (`unsettledFiles`). */
   private readonly unsettled = new Set<string>();
-  /** Files being parsed by a live refresh, to stop when a newer refresh of the file starts. */
-  private readonly inFlight = new Map<string, { controller: AbortController; stat: string }>();
-  /** Files being parsed and committed now, with the tables (lower case) they are parsed for. */
-  private readonly running = new Set<{ tables: string[]; finished: Promise<void> }>();
-  private slotsMade: HookSlots | undefined;
+  /** Files being parsed and committed now: when each one's extraction runs. */
+  private readonly scheduler: ExtractScheduler;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -194,14 +223,12 @@ export class Refresher {
     private readonly pathTables: PathTables,
     private readonly options: RefreshOptions,
     private readonly withWriter: WriterLock,
-  ) {}
-
-  /** Made on the first parse: a statement that parses nothing never asks how many CPUs. */
-  private get slots(): HookSlots {
-    this.slotsMade ??= new HookSlots(
-      Math.max(1, this.options.concurrency ?? os().availableParallelism()),
+    /** The thread that reads large files of built-in formats, or `null`: this one. */
+    private readonly staging: () => StagingWorker | null = () => null,
+  ) {
+    this.scheduler = new ExtractScheduler(
+      () => this.options.concurrency ?? os().availableParallelism(),
     );
-    return this.slotsMade;
   }
 
   /** Live tables with the column that holds each row's file. */
@@ -217,11 +244,26 @@ export class Refresher {
    * not the size of the table. Made on first refresh, so one-shot queries never pay for it
    * (and a table dropped and built again gets its index again).
    */
-  private ensureLookupIndexes(): void {
+  private async ensureLookupIndexes(withWriter: WriterLock, writerHeld: boolean): Promise<void> {
+    const exists = cachedStatement(
+      this.db,
+      "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?",
+    ).pluck();
+    const missing: string[] = [];
     for (const [table, column] of this.liveTables()) {
-      const index = quoteIdentifier(`_dirq_lookup_${table}`);
-      this.db.exec(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
+      const name = `_dirq_lookup_${table}`;
+      if (exists.get(name) !== 0) continue;
+      const index = quoteIdentifier(name);
+      missing.push(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
     }
+    if (missing.length === 0) return;
+    const worker = writerHeld ? null : this.staging();
+    if (worker === null) {
+      await withWriter(() => this.db.exec(missing.join(";\n")));
+      return;
+    }
+    // Indexing a table of millions of rows takes seconds: on the staging thread, in its turn.
+    await worker.exclusive(() => withWriter(() => worker.exec(missing)));
   }
 
   /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
@@ -297,9 +339,10 @@ export class Refresher {
   /**
    * Starts a refresh and resolves once its first phase has committed: every path-table row,
    * and the rows of files that left a parsed table (deleted, renamed, no longer matching).
-   * Each file a parsed table still selects is then parsed on its own (hooks in parallel,
-   * bounded by `HookSlots`) and committed as soon as its hooks are done, so one slow hook
-   * never holds back another file's rows. `onCommit` gets the changes of every commit, in
+   * Each file a parsed table still selects is then parsed on its own (in the lanes of
+   * `ExtractScheduler`: hooks in parallel in theirs, formats and extract functions in the
+   * other) and committed as soon as its extraction is done, so one slow hook never holds back
+   * another file's rows. `onCommit` gets the changes of every commit, in
    * commit order; `done` resolves when every file is committed or superseded (a later
    * refresh of the same file stops its hooks: only the newest state is written).
    */
@@ -328,7 +371,7 @@ export class Refresher {
     options: StartOptions,
   ): Promise<ParseJob[]> {
     // Before the first look-up: without its index, finding a folder's rows scans the table.
-    await withWriter(() => this.ensureLookupIndexes());
+    await this.ensureLookupIndexes(withWriter, options.writerHeld ?? false);
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
     for (const path of paths) for (const file of this.filesFor(path, errors)) candidates.add(file);
@@ -345,28 +388,15 @@ export class Refresher {
   }
 
   private track(job: ParseJob, withWriter: WriterLock, options: StartOptions): Promise<void> {
-    const entry = {
-      tables: job.tables.map((table) => table.spec.name.toLowerCase()),
-      finished: this.runJob(job, withWriter, options),
-    };
-    this.running.add(entry);
-    void entry.finished.finally(() => this.running.delete(entry)).catch(() => undefined);
-    return entry.finished;
+    return this.scheduler.run(job.scheduled, () => this.runJob(job, withWriter, options));
   }
 
   /**
    * Resolves once no file is being parsed or committed; with `tables` (SQL names), once no
    * file is for one of them (a statement waits only for the tables it reads).
    */
-  async idle(tables?: readonly string[]): Promise<void> {
-    const wanted = tables && new Set(tables.map((name) => name.toLowerCase()));
-    for (;;) {
-      const waiting = [...this.running].filter(
-        (entry) => wanted === undefined || entry.tables.some((name) => wanted.has(name)),
-      );
-      if (waiting.length === 0) return;
-      await Promise.allSettled(waiting.map((entry) => entry.finished));
-    }
+  idle(tables?: readonly string[]): Promise<void> {
+    return this.scheduler.idle(tables);
   }
 
   /** Files whose last refresh failed to commit (a full disk): refresh them again to retry. */
@@ -384,8 +414,7 @@ export class Refresher {
 
   /** Stops every running hook of live refreshes: nothing more they found is written. */
   abortAll(): void {
-    for (const { controller } of this.inFlight.values()) controller.abort();
-    this.inFlight.clear();
+    this.scheduler.abortAll();
   }
 
   private statAll(
@@ -408,7 +437,7 @@ export class Refresher {
       const key = stat ? stat.join(":") : MISSING;
       // Unchanged since its last commit, or its hooks run for this very state now.
       const handled =
-        this.fileSignatures.get(file) === key || this.inFlight.get(file)?.stat === key;
+        this.fileSignatures.get(file) === key || this.scheduler.currentKey(file) === key;
       if (onlyIfChanged && handled) continue;
       // Taken before the hooks read the file: an edit while they run is seen next time.
       const recorded =
@@ -457,10 +486,8 @@ export class Refresher {
         for (const [file, { stat, key: statKey, signature }] of stats) {
           if (scope === null) {
             this.isolated(changes, file, null, () => this.pathTables.refreshFile(file, stat));
-            const running = this.inFlight.get(file);
-            if (running !== undefined && keepUnchanged && running.stat === statKey) continue;
-            running?.controller.abort();
-            this.inFlight.delete(file);
+            if (keepUnchanged && this.scheduler.currentKey(file) === statKey) continue;
+            this.scheduler.supersede(file);
           }
           const wanted: LiveParsedTable[] = [];
           for (const table of parsedTables) {
@@ -476,9 +503,15 @@ export class Refresher {
             done.push([file, statKey]);
             continue;
           }
-          const controller = new AbortController();
-          if (scope === null) this.inFlight.set(file, { controller, stat: statKey });
-          jobs.push({ file, signature, key: statKey, tables: wanted, scope, controller });
+          // Registered now, in the commit that supersedes the file's older job: a refresh
+          // that follows finds it.
+          const scheduled = this.scheduler.add({
+            file,
+            key: statKey,
+            tables: wanted.map((table) => table.spec.name),
+            supersedable: scope === null,
+          });
+          jobs.push({ file, signature, key: statKey, tables: wanted, scope, scheduled });
         }
       })();
     } finally {
@@ -508,54 +541,127 @@ export class Refresher {
     return outcome.ok ? outcome.rows : outcome.reason;
   }
 
-  /** Parses one file for the tables that select it and commits its rows. */
+  /**
+   * One table's output for a job's file, extracted in its extractor's lane; `null` when the
+   * job is superseded first. A large file of a built-in format is read by the staging thread
+   * (`staging`), or on this thread when committed (`STAGED`).
+   */
+  private async output(
+    table: LiveParsedTable,
+    job: ParseJob,
+    staging: { worker: StagingWorker; stages: string[] } | null,
+  ): Promise<ParseOutput | null> {
+    if (refreshesStaged(table, `${this.root}/${job.file}`)) {
+      if (staging === null) return STAGED;
+      // Superseded while it waited for the thread: reading tens of megabytes is for nothing.
+      if (job.scheduled.signal.aborted) return null;
+      const stage = staging.worker.newStage();
+      staging.stages.push(stage);
+      const described = stagedTable(table);
+      const reason = await staging.worker
+        .stage(stage, described, job.file, this.root)
+        .catch((error: unknown) => `cannot read the file: ${messageOf(error)}`);
+      return reason ?? new StagedOffThread(stage, described);
+    }
+    const { scheduled } = job;
+    const release = await this.scheduler.turn(laneOf(table.spec.extractor.kind), scheduled);
+    if (release === null) return null;
+    try {
+      return await this.extract(table, job.file, scheduled.signal);
+    } finally {
+      release();
+    }
+  }
+
+  /**
+   * Parses one file for the tables that select it and commits its rows. A large file of a
+   * built-in format holds the staging thread from its read to its commit.
+   */
   private async runJob(
     job: ParseJob,
     withWriter: WriterLock,
     options: StartOptions,
   ): Promise<void> {
-    const { signal } = job.controller;
-    const release = await this.slots.acquire(signal);
-    if (release === null) return;
-    let outputs: ParseOutput[];
-    try {
-      outputs = await Promise.all(
-        job.tables.map((table) =>
-          refreshesStaged(table, `${this.root}/${job.file}`)
-            ? STAGED
-            : this.extract(table, job.file, signal),
-        ),
-      );
-    } finally {
-      release();
-    }
-    if (signal.aborted) return;
-    const late = await withWriter(() => {
-      // Superseded while it waited for the writer: a newer refresh owns this file now.
-      if (signal.aborted) return false;
-      if (this.inFlight.get(job.file)?.controller === job.controller) {
-        this.inFlight.delete(job.file);
-      }
-      let changes: RowChange[];
-      try {
-        changes = this.applyParsed(job, outputs);
-      } catch (error) {
-        this.unsettled.add(job.file);
-        throw error;
-      }
-      this.settled(job.file, job.key);
-      options.onCommit(changes);
-      // A table built while the hooks ran has no output for this file yet.
-      return this.catalog
-        .parsedTables()
-        .some(
-          (table) => job.scope === null && !job.tables.includes(table) && table.matches(job.file),
-        );
-    });
+    // A caller holding the writer (a table build) must not wait for the thread's turn.
+    const worker = options.writerHeld ? null : this.staging();
+    const offThread =
+      worker !== null &&
+      job.tables.some((table) => refreshesStaged(table, `${this.root}/${job.file}`));
+    const late = offThread
+      ? await worker.exclusive(() => this.parseAndCommit(job, withWriter, options, worker))
+      : await this.parseAndCommit(job, withWriter, options, null);
     if (late) {
       const again = await this.start([job.file], { ...options, onlyIfChanged: false });
       await again.done;
     }
+  }
+
+  /**
+   * Parses one job's file and commits its rows; whether a table that selects the file was
+   * built meanwhile (it has no rows of it yet).
+   */
+  private async parseAndCommit(
+    job: ParseJob,
+    withWriter: WriterLock,
+    options: StartOptions,
+    worker: StagingWorker | null,
+  ): Promise<boolean> {
+    const { signal } = job.scheduled;
+    const staging = worker && { worker, stages: [] as string[] };
+    try {
+      const outputs = await Promise.all(job.tables.map((t) => this.output(t, job, staging)));
+      if (signal.aborted) return false;
+      return await withWriter(async () => {
+        // Superseded while it waited for the writer: a newer refresh owns this file now.
+        if (!this.scheduler.retire(job.scheduled)) return false;
+        let changes: RowChange[];
+        try {
+          const swapped = worker ? await this.swapAll(worker, job.file, outputs) : outputs;
+          changes = this.applyParsed(job, swapped as ParseOutput[]);
+        } catch (error) {
+          this.unsettled.add(job.file);
+          throw error;
+        }
+        this.settled(job.file, job.key);
+        options.onCommit(changes);
+        return this.catalog
+          .parsedTables()
+          .some(
+            (table) => job.scope === null && !job.tables.includes(table) && table.matches(job.file),
+          );
+      });
+    } finally {
+      // What a superseded or failed job staged (a swap drops its own).
+      if (staging !== null) {
+        await Promise.all(staging.stages.map((stage) => worker?.drop(stage).catch(() => {})));
+      }
+    }
+  }
+
+  /**
+   * Has the staging thread write each staged table's changes (call under the writer): its own
+   * transaction, so this thread holds none across the wait. A failure of one table is that
+   * file's error for it; a failure of the index (a full disk) fails the commit.
+   */
+  private async swapAll(
+    worker: StagingWorker,
+    file: string,
+    outputs: readonly (ParseOutput | null)[],
+  ): Promise<(ParseOutput | null)[]> {
+    const swapped: (ParseOutput | null)[] = [];
+    for (const output of outputs) {
+      if (!(output instanceof StagedOffThread)) {
+        swapped.push(output);
+        continue;
+      }
+      try {
+        swapped.push(new SwappedOffThread(await worker.swap(output.stage, output.table, file)));
+      } catch (error) {
+        if (isCommitFailure(error)) throw error;
+        swapped.push(messageOf(error));
+      }
+    }
+    return swapped;
   }
 
   private applyParsed(job: ParseJob, outputs: readonly ParseOutput[]): RowChange[] {
@@ -565,10 +671,18 @@ export class Refresher {
         job.tables.forEach((table, i) => {
           const output = outputs[i] as ParseOutput;
           const label = table.spec.label ?? table.spec.name;
-          const stands =
-            output === STAGED
-              ? this.applyStaged(changes, job.file, table, label)
-              : this.applyRows(changes, job.file, table, label, output);
+          let stands: boolean;
+          if (output instanceof SwappedOffThread) {
+            // Committed by the staging thread already; its changes may be many (no spread).
+            for (const change of output.changes) changes.push(change);
+            stands = true;
+          } else if (output === STAGED) {
+            stands = this.applyStaged(changes, job.file, table, label);
+          } else if (output instanceof StagedOffThread) {
+            throw new Error("a staged file's rows were not swapped in");
+          } else {
+            stands = this.applyRows(changes, job.file, table, label, output);
+          }
           // A file whose rows stand is recorded; any other is parsed again next time.
           if (stands && job.signature !== null) {
             this.catalog.store?.recordFile(table.spec.name, job.file, job.signature);

@@ -2,7 +2,7 @@ import { statSync } from "node:fs";
 import { isReaderExtractor } from "../parse/format-extractor.js";
 import { FILE_PATH_COLUMN, HIDDEN_COLUMNS, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
-import type { LiveParsedTable } from "./parsed-tables.js";
+import type { LiveParsedTable, ParsedTableSpec } from "./parsed-tables.js";
 import { ReaderTableBuild } from "./reader-fill.js";
 import { type RowChange, rowJson } from "./row-changes.js";
 
@@ -19,6 +19,7 @@ import { type RowChange, rowJson } from "./row-changes.js";
 /** Files from this size on are refreshed through the staging table. */
 export const STAGED_REFRESH_BYTES = 1 << 20;
 
+/** The staging table of a refresh on the index's own connection (one at a time there). */
 const STAGE = "_dirq_stage";
 
 /**
@@ -35,7 +36,7 @@ export function refreshesStaged(table: LiveParsedTable, absolute: string): boole
 }
 
 /** The staging table: the table's columns with their declared types, rows keyed by position. */
-function createStage(db: SqliteDatabase, table: string): string[] {
+function createStage(db: SqliteDatabase, table: string, stage: string): string[] {
   const visible = (
     db.prepare("SELECT name, type FROM pragma_table_info(?)").all(table) as {
       name: string;
@@ -45,9 +46,62 @@ function createStage(db: SqliteDatabase, table: string): string[] {
   const columns = visible.map(({ name }) => name);
   const definitions = visible.map(({ name, type }) => `${quoteIdentifier(name)} ${type}`.trim());
   definitions.push(`${FILE_PATH_COLUMN} TEXT NOT NULL`, `${ROW_INDEX_COLUMN} INTEGER PRIMARY KEY`);
-  db.exec(`DROP TABLE IF EXISTS temp.${STAGE}`);
-  db.exec(`CREATE TEMP TABLE ${STAGE} (${definitions.join(", ")})`);
+  db.exec(`DROP TABLE IF EXISTS temp.${stage}`);
+  db.exec(`CREATE TEMP TABLE ${stage} (${definitions.join(", ")})`);
   return columns;
+}
+
+/**
+ * Reads the file at `path` into the staging table `stage` (made anew, in the connection's
+ * temporary schema: nothing of the index is written) as a build reads it. Returns the staged
+ * columns, or the reason the file has no rows.
+ */
+export function stageFile(
+  db: SqliteDatabase,
+  spec: ParsedTableSpec,
+  path: string,
+  root: string,
+  stage: string,
+): string[] | string {
+  if (!isReaderExtractor(spec.extractor)) throw new Error(`${spec.name} has no built-in format`);
+  const before = createStage(db, spec.name, stage);
+  const build = new ReaderTableBuild(db, spec, spec.extractor, root, false, {
+    name: stage,
+    columns: before,
+  });
+  const { reason } = build.fillFile(path);
+  return reason ?? build.columns;
+}
+
+/**
+ * Writes the changes from the rows of `path` in the table to the staged ones: keys the file
+ * brought that the table does not have yet become columns (a table without a schema). Call
+ * inside a transaction.
+ */
+export function swapStaged(
+  db: SqliteDatabase,
+  spec: ParsedTableSpec,
+  path: string,
+  stage: string,
+  columns: readonly string[],
+): RowChange[] {
+  const name = quoteIdentifier(spec.name);
+  const present = new Set(
+    (db.prepare("SELECT name FROM pragma_table_info(?)").pluck().all(spec.name) as string[]).map(
+      (column) => column.toLowerCase(),
+    ),
+  );
+  for (const column of columns) {
+    if (!present.has(column.toLowerCase())) {
+      db.exec(`ALTER TABLE ${name} ADD COLUMN ${quoteIdentifier(column)}`);
+    }
+  }
+  return swapIn(db, spec, path, stage, columns);
+}
+
+/** Drops the staging table `stage`, if it is there. */
+export function dropStage(db: SqliteDatabase, stage: string): void {
+  db.exec(`DROP TABLE IF EXISTS temp.${stage}`);
 }
 
 /**
@@ -62,34 +116,24 @@ export function replaceFileRowsStaged(
   root: string,
 ): RowChange[] | string {
   const { spec } = table;
-  if (!isReaderExtractor(spec.extractor)) throw new Error(`${spec.name} has no built-in format`);
-  const before = createStage(db, spec.name);
   try {
-    const build = new ReaderTableBuild(db, spec, spec.extractor, root, false, {
-      name: STAGE,
-      columns: before,
-    });
-    const { reason } = build.fillFile(path);
-    if (reason !== null) return reason;
-    // Keys the file brought that the table did not have yet (a table without a schema).
-    for (const column of build.columns.slice(before.length)) {
-      db.exec(`ALTER TABLE ${quoteIdentifier(spec.name)} ADD COLUMN ${quoteIdentifier(column)}`);
-    }
-    return swapIn(db, spec.label ?? spec.name, spec.name, path, build.columns);
+    const staged = stageFile(db, spec, path, root, STAGE);
+    if (typeof staged === "string") return staged;
+    return swapStaged(db, spec, path, STAGE, staged);
   } finally {
-    db.exec(`DROP TABLE IF EXISTS temp.${STAGE}`);
+    dropStage(db, STAGE);
   }
 }
 
 /** The changes from the file's rows to the staged ones, written into the table. */
 function swapIn(
   db: SqliteDatabase,
-  label: string,
-  table: string,
+  spec: ParsedTableSpec,
   path: string,
+  stage: string,
   columns: readonly string[],
 ): RowChange[] {
-  const name = quoteIdentifier(table);
+  const [name, label] = [quoteIdentifier(spec.name), spec.label ?? spec.name];
   const list = (alias: string) =>
     columns.length === 0 ? "NULL" : columns.map((c) => `${alias}.${quoteIdentifier(c)}`).join(", ");
   const same =
@@ -110,14 +154,14 @@ function swapIn(
         .get(...parameters),
     );
   const oldCount = count(`SELECT count(*) FROM ${name} WHERE ${FILE_PATH_COLUMN} = ?`, path);
-  const newCount = count(`SELECT count(*) FROM ${STAGE}`);
+  const newCount = count(`SELECT count(*) FROM ${stage}`);
   const width = Math.max(columns.length, 1);
   const json = (values: unknown[]) => rowJson(columns, values);
   const change = (action: "insert" | "update" | "delete", row: string, old: string | null) =>
     ({ action, table: label, file_path: path, row, old_row: old }) as RowChange;
   const changes: RowChange[] = [];
   const updated = rows(
-    `SELECT ${list("o")}, ${list("s")} FROM ${name} AS o JOIN ${STAGE} AS s ` +
+    `SELECT ${list("o")}, ${list("s")} FROM ${name} AS o JOIN ${stage} AS s ` +
       `ON s.${ROW_INDEX_COLUMN} = o.${ROW_INDEX_COLUMN} ` +
       `WHERE o.${FILE_PATH_COLUMN} = ? AND NOT (${same}) ORDER BY o.${ROW_INDEX_COLUMN}`,
     path,
@@ -126,7 +170,7 @@ function swapIn(
     changes.push(change("update", json(values.slice(width)), json(values.slice(0, width))));
   }
   const added = rows(
-    `SELECT ${list("s")} FROM ${STAGE} AS s WHERE s.${ROW_INDEX_COLUMN} >= ? ORDER BY s.${ROW_INDEX_COLUMN}`,
+    `SELECT ${list("s")} FROM ${stage} AS s WHERE s.${ROW_INDEX_COLUMN} >= ? ORDER BY s.${ROW_INDEX_COLUMN}`,
     oldCount,
   );
   for (const values of added) changes.push(change("insert", json(values), null));
@@ -142,7 +186,7 @@ function swapIn(
   if (updated.length > 0) {
     const assigned = columns.map(quoteIdentifier).join(", ");
     db.prepare(
-      `UPDATE ${name} AS o SET (${assigned}) = (${list("s")}) FROM ${STAGE} AS s ` +
+      `UPDATE ${name} AS o SET (${assigned}) = (${list("s")}) FROM ${stage} AS s ` +
         `WHERE o.${FILE_PATH_COLUMN} = ? AND s.${ROW_INDEX_COLUMN} = o.${ROW_INDEX_COLUMN} AND NOT (${same})`,
     ).run(path);
   }
@@ -156,7 +200,7 @@ function swapIn(
       .map(quoteIdentifier)
       .join(", ");
     db.prepare(
-      `INSERT INTO ${name} (${targets}) SELECT ${targets} FROM ${STAGE} ` +
+      `INSERT INTO ${name} (${targets}) SELECT ${targets} FROM ${stage} ` +
         `WHERE ${ROW_INDEX_COLUMN} >= ? ORDER BY ${ROW_INDEX_COLUMN}`,
     ).run(oldCount);
   }

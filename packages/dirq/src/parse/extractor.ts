@@ -9,6 +9,9 @@ import { runHook } from "./run-hook.js";
 /** One file's rows, or why the file is skipped (its other tables' rows and other files stand). */
 export type ExtractOutcome = { ok: true; rows: HookRow[] } | { ok: false; reason: string };
 
+/** What turns a file into rows: a hook process, an extract function, or a built-in format. */
+export type ExtractorKind = "hook" | "function" | "format";
+
 /** The file to extract rows from: its path relative to the root, and the root. */
 export interface ExtractTarget {
   path: string;
@@ -35,10 +38,13 @@ export interface Extractor {
   /** Files extracted at once unless the index says otherwise. */
   readonly concurrency: number;
   /**
-   * An extraction that runs long stops counting against `concurrency` (a hook, one process per
-   * file: the rule of `HookSlots`); without it, `concurrency` extractions are in flight.
+   * What does the work, which decides where it waits its turn: `hook`, one process per file
+   * (a hook that runs long stops counting against `concurrency`: the rule of `HookSlots`),
+   * `function`, an extract function of a program (in this process or the SDK's), `format`, a
+   * built-in reader. A live refresh runs hooks in a lane of their own, so files of the other
+   * kinds never wait behind hook processes (see `ExtractScheduler`).
    */
-  readonly slowFreesSlot?: boolean;
+  readonly kind: ExtractorKind;
   /**
    * Rows of one file, or the reason it is skipped: never rejects for one bad file. Rejects (a
    * `DirqError`) only when no file can be extracted at all, such as a hook program that cannot
@@ -124,7 +130,7 @@ export function commandExtractor(
     inputs: hookProgram(command.argv),
     // A hook is a process: more at once than cores only adds contention.
     concurrency: Math.max(1, os().availableParallelism()),
-    slowFreesSlot: true,
+    kind: "hook",
     async extract(file, signal) {
       const outcome = await runHook(
         command,
@@ -162,6 +168,7 @@ export function functionExtractor(
   const digest = crypto().createHash("sha256").update(String(extract)).digest("hex").slice(0, 16);
   return {
     id: `function:${name}:${digest}`,
+    kind: "function",
     inputs: [],
     concurrency,
     async extract(file) {

@@ -85,6 +85,7 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
   };
   return {
     id: each === null ? `format:${format}` : `format:${format} each:${each}`,
+    kind: "format",
     inputs: [],
     // Reading is synchronous work in this thread: more at once only interleaves it.
     concurrency: 1,

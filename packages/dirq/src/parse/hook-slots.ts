@@ -61,7 +61,8 @@ export class HookSlots {
 
   constructor(
     private readonly limit: number,
-    private readonly slowAfterMs = SLOW_HOOK_AFTER_MS,
+    /** `null`: a holder never stops counting (work in this process, which no wait frees). */
+    private readonly slowAfterMs: number | null = SLOW_HOOK_AFTER_MS,
     private readonly hardCap = defaultHardCap(limit),
   ) {}
 
@@ -111,11 +112,14 @@ export class HookSlots {
         counted = false;
         this.young--;
       };
-      const timer = setTimeout(() => {
-        uncount();
-        this.pump();
-      }, this.slowAfterMs);
-      timer.unref();
+      const timer =
+        this.slowAfterMs === null
+          ? undefined
+          : setTimeout(() => {
+              uncount();
+              this.pump();
+            }, this.slowAfterMs);
+      timer?.unref();
       let released = false;
       waiter.grant(() => {
         if (released) return;

@@ -43,7 +43,7 @@ async function extractInto(
 
 /**
  * Extracts every file's rows, `concurrency` at a time (default: the extractor's). For a hook
- * (`slowFreesSlot`) the slot rule of `HookSlots` applies: a file whose hook has run for a while
+ * (kind `hook`) the slot rule of `HookSlots` applies: a file whose hook has run for a while
  * stops counting, so a slow or hung hook never holds back the files after it, within a bound
  * on how many run at once in all. A failure is isolated to its file. Rejects only when the
  * extractor cannot work at all (a hook program that cannot be started). `signal` stops the
@@ -67,7 +67,7 @@ export async function parseFiles(
     report();
   };
   report();
-  if (extractor.slowFreesSlot === true) {
+  if (extractor.kind === "hook") {
     await inSlots(paths.length, new HookSlots(concurrency), extractOne);
   } else {
     await inLanes(paths.length, concurrency, extractOne);

@@ -1,0 +1,245 @@
+#!/usr/bin/env node
+// Does one table's work hold up another's? Two runs of `dirq server`:
+//   1. A large CSV file (default 100 MB, one table) is rewritten with one record changed, and
+//      until its refresh's event arrives, clients send a statement on another table (a fresh
+//      statement each time, so no cache answers it): p50 / p99 / max latency of POST /query,
+//      and the time from the write to the big table's event.
+//   2. 1,000 files of a hook table whose hook hangs (its limit 60 s), and meanwhile a JSON table's
+//      file written again and again: p50 / p99 / max from each write to its row event.
+// Prints the load average with each.
+//
+//   node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40]
+//                             [--hook-timeout 60] [--only big|hooks]
+import { spawn } from "node:child_process";
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
+import { request } from "node:http";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import {
+  DEFAULT_BENCH_DIR,
+  DIRQ_BIN,
+  log,
+  parseOptions,
+  percentile,
+  postQuery,
+  requireDirqBuilt,
+  serverPort,
+} from "./lib.mjs";
+
+const USAGE =
+  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|hooks]";
+const values = parseOptions(
+  process.argv.slice(2),
+  {
+    mb: { type: "string", default: "100" },
+    clients: { type: "string", default: "4" },
+    hooks: { type: "string", default: "1000" },
+    writes: { type: "string", default: "40" },
+    "hook-timeout": { type: "string", default: "60" },
+    only: { type: "string" },
+  },
+  USAGE,
+);
+requireDirqBuilt();
+
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const fmt = (ms) => (ms === undefined ? "n/a" : `${ms.toFixed(1)} ms`);
+const spread = (samples) =>
+  `${samples.length} samples, p50 ${fmt(percentile(samples, 50))}, p99 ${fmt(percentile(samples, 99))}, max ${fmt(Math.max(...samples))}`;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function writeWhole(root, name, text) {
+  const aside = join(root, `.${name.replaceAll("/", "_")}.tmp`);
+  writeFileSync(aside, text);
+  renameSync(aside, join(root, name));
+}
+
+const LOOP_DELAY = join(dirname(fileURLToPath(import.meta.url)), "server-loop-delay.cjs");
+
+/** Starts `dirq server` in `root`; resolves with its port, its process and its row events. */
+async function startServer(root) {
+  const child = spawn(
+    process.execPath,
+    [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        DIRQ_PROGRESS: "never",
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${LOOP_DELAY}`.trim(),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  process.on("exit", () => child.kill("SIGKILL"));
+  const port = await serverPort(child);
+  const listeners = new Set();
+  // The longest event-loop delays of the server's main thread (see server-loop-delay.cjs).
+  const loopDelays = [];
+  let errors = "";
+  child.stderr.setEncoding("utf8").on("data", (chunk) => {
+    errors += chunk;
+    const lines = errors.split("\n");
+    errors = lines.pop() ?? "";
+    for (const line of lines) {
+      const match = /^dirq-loop-delay (\S+)$/.exec(line);
+      if (match) loopDelays.push(Number(match[1]));
+      else process.stderr.write(`${line}\n`);
+    }
+  });
+  const events = await new Promise((resolve) => {
+    const req = request({ host: "127.0.0.1", port, path: "/events" }, (res) => {
+      let buffer = "";
+      res.setEncoding("utf8").on("data", (chunk) => {
+        buffer += chunk;
+        const lines = buffer.split("\n");
+        buffer = lines.pop() ?? "";
+        const now = performance.now();
+        for (const line of lines) {
+          if (!line.startsWith("data: {")) continue;
+          const row = JSON.parse(line.slice(6));
+          for (const listener of listeners) listener(row, now);
+        }
+      });
+      resolve(req);
+    });
+    req.end();
+  });
+  const stop = async () => {
+    events.destroy();
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  };
+  return { port, listeners, loopDelays, stop };
+}
+
+/** Resolves with the time (performance.now) of the first row event `match` accepts. */
+function eventWhen(server, match) {
+  return new Promise((resolve) => {
+    const listener = (row, at) => {
+      if (!match(row)) return;
+      server.listeners.delete(listener);
+      resolve(at);
+    };
+    server.listeners.add(listener);
+  });
+}
+
+const record = (i, tag) => `${i},${tag} ${i},${"p".repeat(90)}`;
+
+async function bigRefresh() {
+  const mb = Number(values.mb);
+  const root = join(DEFAULT_BENCH_DIR, `lanes-big-${mb}`);
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root, { recursive: true });
+  const count = Math.ceil((mb * 1e6) / (record(500_000, "row").length + 1));
+  const records = Array.from({ length: count }, (_, i) => record(i, "row"));
+  writeFileSync(
+    join(root, "dirq.toml"),
+    '[[table]]\nname = "big"\nglob = "big.csv"\nformat = "csv"\n\n' +
+      '[[table]]\nname = "small"\nglob = "small.json"\nformat = "json"\n',
+  );
+  writeFileSync(join(root, "big.csv"), `id,name,pad\n${records.join("\n")}\n`);
+  writeFileSync(join(root, "small.json"), '[{"v": 1}]');
+  log(
+    `big: ${count.toLocaleString("en-US")} records (${mb} MB); starting the server (it builds both tables)`,
+  );
+  const server = await startServer(root);
+  let counter = 0;
+  const clients = Number(values.clients);
+  for (let round = 0; round < 3; round++) {
+    await Promise.all(
+      Array.from({ length: clients }, () =>
+        postQuery(server.port, `SELECT v, ${++counter} FROM small`),
+      ),
+    );
+  }
+  // The same load with nothing refreshing: on a shared machine, the floor.
+  const idle = [];
+  server.loopDelays.length = 0;
+  const idleUntil = performance.now() + 2000;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < idleUntil) {
+        const sent = performance.now();
+        await postQuery(server.port, `SELECT v, ${++counter} FROM small`);
+        idle.push(performance.now() - sent);
+      }
+    }),
+  );
+  const idleDelay = Math.max(...server.loopDelays);
+  server.loopDelays.length = 0;
+  records[7] = record(7, "changed");
+  const text = `id,name,pad\n${records.join("\n")}\n`;
+  const committed = eventWhen(server, (row) => row.table === "big");
+  let refreshing = true;
+  const written = performance.now();
+  writeWhole(root, "big.csv", text);
+  const latencies = [];
+  const client = async () => {
+    while (refreshing) {
+      const sent = performance.now();
+      const answer = await postQuery(server.port, `SELECT v, ${++counter} FROM small`);
+      if (answer.status !== 200) throw new Error(`answered ${answer.status}: ${answer.text}`);
+      // Every statement sent during the refresh counts, however late its answer comes.
+      latencies.push(performance.now() - sent);
+    }
+  };
+  const running = Array.from({ length: clients }, client);
+  const at = await committed;
+  const refreshDelay = Math.max(...server.loopDelays);
+  refreshing = false;
+  await Promise.all(running);
+  await server.stop();
+  rmSync(root, { recursive: true, force: true });
+  process.stdout.write(
+    [
+      `${mb} MB CSV rewritten (one record changed): its event came ${((at - written) / 1000).toFixed(2)} s after the write`,
+      `POST /query on another table meanwhile, ${clients} clients: ${spread(latencies)}`,
+      `the same with nothing refreshing (2 s): ${spread(idle)}`,
+      `the server's main thread, longest event-loop delay: ${fmt(refreshDelay)} during the refresh, ${fmt(idleDelay)} with nothing refreshing`,
+      `load average: ${loadAverage()}`,
+      "",
+    ].join("\n"),
+  );
+}
+
+async function hungHooks() {
+  const hooks = Number(values.hooks);
+  const root = join(DEFAULT_BENCH_DIR, `lanes-hooks-${hooks}`);
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(join(root, "hooks"), { recursive: true });
+  mkdirSync(join(root, "data"), { recursive: true });
+  writeFileSync(
+    join(root, "dirq.toml"),
+    `[[table]]\nname = "hung"\nglob = "hooks/*.txt"\ntimeout = ${values["hook-timeout"]}\n` +
+      'on-file = "sleep 1000"\n\n' +
+      '[[table]]\nname = "items"\nglob = "data/*.json"\nformat = "json"\n',
+  );
+  writeFileSync(join(root, "data/a.json"), '[{"n": 0}]');
+  const server = await startServer(root);
+  for (let i = 0; i < hooks; i++) writeFileSync(join(root, `hooks/h${i}.txt`), `${i}`);
+  log(`hooks: ${hooks} hung hook files written; waiting 2 s for the hooks to start`);
+  await sleep(2000);
+  const latencies = [];
+  for (let n = 1; n <= Number(values.writes); n++) {
+    const arrived = eventWhen(server, (row) => row.table === "items" && row.row?.n === n);
+    const written = performance.now();
+    writeWhole(root, "data/a.json", `[{"n": ${n}}]`);
+    latencies.push((await arrived) - written);
+    await sleep(100);
+  }
+  await server.stop();
+  rmSync(root, { recursive: true, force: true });
+  process.stdout.write(
+    [
+      `JSON table's row event beside ${hooks} hung hooks (limit ${values["hook-timeout"]} s), write to event: ${spread(latencies)}`,
+      `load average: ${loadAverage()}`,
+      "",
+    ].join("\n"),
+  );
+}
+
+if (values.only !== "hooks") await bigRefresh();
+if (values.only !== "big") await hungHooks();

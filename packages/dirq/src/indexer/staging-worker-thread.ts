@@ -1,0 +1,95 @@
+import { parentPort, workerData } from "node:worker_threads";
+import { formatExtractor } from "../parse/format-extractor.js";
+import { openSqlite } from "./database.js";
+import { type FillWorkerData, failureOf } from "./fill-worker.js";
+import type { ParsedTableSpec } from "./parsed-tables.js";
+import { dropStage, stageFile, swapStaged } from "./staged-refresh.js";
+import {
+  CHANGES_PER_MESSAGE,
+  type StagedTable,
+  type StagingAnswer,
+  type StagingRequest,
+} from "./staging-worker.js";
+
+/**
+ * The thread of `StagingWorker`: its own connection to the index file, the staging tables in
+ * that connection's temporary schema, one request at a time in the order they come.
+ */
+const { databasePath, synchronous } = workerData as FillWorkerData;
+
+const db = openSqlite(databasePath);
+db.pragma(`synchronous = ${Number(synchronous)}`);
+
+/** The columns each staging table holds, as its file brought them. */
+const staged = new Map<string, string[]>();
+
+function post(answer: StagingAnswer): void {
+  parentPort?.postMessage(answer);
+}
+
+function specOf(table: StagedTable): ParsedTableSpec {
+  return {
+    name: table.name,
+    label: table.label,
+    selection: null,
+    extractor: formatExtractor(table.format, table.each),
+    schema: table.schema,
+    ddl: null,
+    origin: table.origin,
+  };
+}
+
+function handle(request: StagingRequest): void {
+  if (request.kind === "exec") {
+    db.transaction(() => {
+      for (const statement of request.statements) db.exec(statement);
+    })();
+    post({ id: request.id, kind: "done" });
+    return;
+  }
+  if (request.kind === "stage") {
+    const read = stageFile(db, specOf(request.table), request.path, request.root, request.stage);
+    if (typeof read === "string") {
+      dropStage(db, request.stage);
+      post({ id: request.id, kind: "staged", reason: read });
+      return;
+    }
+    staged.set(request.stage, read);
+    post({ id: request.id, kind: "staged", reason: null });
+    return;
+  }
+  if (request.kind === "swap") {
+    const columns = staged.get(request.stage);
+    if (columns === undefined) throw new Error(`no staging table ${request.stage}`);
+    const spec = specOf(request.table);
+    const changes = db
+      .transaction(() => swapStaged(db, spec, request.path, request.stage, columns))
+      .immediate();
+    for (let at = 0; at < changes.length; at += CHANGES_PER_MESSAGE) {
+      post({
+        id: request.id,
+        kind: "changes",
+        changes: changes.slice(at, at + CHANGES_PER_MESSAGE),
+      });
+    }
+  }
+  staged.delete(request.stage);
+  dropStage(db, request.stage);
+  post({ id: request.id, kind: "done" });
+}
+
+parentPort?.on("message", (request: StagingRequest) => {
+  try {
+    handle(request);
+  } catch (caught) {
+    if (request.kind === "stage" || request.kind === "swap") {
+      staged.delete(request.stage);
+      try {
+        dropStage(db, request.stage);
+      } catch {
+        // The connection's own failure: the request's error says it.
+      }
+    }
+    post({ id: request.id, kind: "failed", error: failureOf(caught) });
+  }
+});

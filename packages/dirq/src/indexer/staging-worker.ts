@@ -1,0 +1,174 @@
+import type { Worker } from "node:worker_threads";
+import { DirqError } from "../errors.js";
+import type { FormatName } from "../parse/formats/format-names.js";
+import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
+import { type FillFailure, type FillWorkerData, rebuildError } from "./fill-worker.js";
+import type { RowChange } from "./row-changes.js";
+
+/**
+ * A thread that reads large files of built-in formats for a live refresh (see
+ * staged-refresh.ts) on a connection of its own to the index file, so that the thread that
+ * serves requests stays free while tens of megabytes are parsed and compared: statements on
+ * other tables are answered and their events sent meanwhile.
+ *
+ * A refresh asks it twice. `stage` reads the file into a staging table of the thread's
+ * temporary schema: nothing of the index is written, so it runs without the writer and other
+ * files commit meanwhile. `swap` then writes the changes from the table's rows to the staged
+ * ones, in one transaction of the thread's, under the index's writer lock (one writer still:
+ * the index's own connection writes nothing meanwhile), and sends them back a slice at a time.
+ * One refresh holds the thread from its first `stage` to its last `swap` (`exclusive`), so a
+ * `swap` never waits behind another file's `stage` while it holds the writer.
+ */
+
+/** What the thread needs of a table: enough to read a file as the table's build reads it. */
+export interface StagedTable {
+  name: string;
+  label?: string;
+  schema: [string, string][] | null;
+  origin: string;
+  format: FormatName;
+  each: string | null;
+}
+
+export type StagingRequest =
+  | { id: number; kind: "stage"; stage: string; table: StagedTable; path: string; root: string }
+  | { id: number; kind: "swap"; stage: string; table: StagedTable; path: string }
+  | { id: number; kind: "drop"; stage: string }
+  | { id: number; kind: "exec"; statements: string[] };
+
+export type StagingAnswer =
+  | { id: number; kind: "staged"; reason: string | null }
+  | { id: number; kind: "changes"; changes: RowChange[] }
+  | { id: number; kind: "done" }
+  | { id: number; kind: "failed"; error: FillFailure };
+
+/** Changes sent back in one message: the receiving thread takes each as one short task. */
+export const CHANGES_PER_MESSAGE = 2_000;
+
+interface Pending {
+  resolve: (reason: string | null) => void;
+  reject: (error: Error) => void;
+  changes: RowChange[];
+}
+
+export class StagingWorker {
+  private worker: Worker | null = null;
+  private readonly pending = new Map<number, Pending>();
+  private nextId = 1;
+  private nextStage = 1;
+  private closed = false;
+  /** The refresh that holds the thread now (see `exclusive`). */
+  private holder: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly data: FillWorkerData) {}
+
+  private started(): Worker {
+    if (this.worker !== null) return this.worker;
+    const { Worker } = workerThreads();
+    const worker = new Worker(new URL("./staging-worker-thread.js", import.meta.url), {
+      execArgv: inheritedExecArgv(),
+      workerData: this.data,
+    });
+    worker.on("message", (answer: StagingAnswer) => this.answer(answer));
+    // A thread that fails or exits fails what it had; the next request starts a new one.
+    const lost = (error: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = null;
+      this.failAll(error);
+    };
+    worker.on("error", lost);
+    worker.on("exit", (code) => lost(new Error(`the staging thread exited (code ${code})`)));
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+
+  /** Runs `task` once no other refresh holds the thread, and holds it until `task` ends. */
+  exclusive<T>(task: () => Promise<T>): Promise<T> {
+    const run = this.holder.then(task);
+    this.holder = run.catch(() => undefined);
+    return run;
+  }
+
+  /** A staging table's name, unique in the thread. */
+  newStage(): string {
+    return `_dirq_stage_${this.nextStage++}`;
+  }
+
+  /** Reads `path` into `stage`; `null`, or the reason the file has no rows. */
+  async stage(
+    stage: string,
+    table: StagedTable,
+    path: string,
+    root: string,
+  ): Promise<string | null> {
+    return (await this.send({ kind: "stage", stage, table, path, root })).reason;
+  }
+
+  /** Writes the staged rows' changes into the table (call under the writer); the changes. */
+  async swap(stage: string, table: StagedTable, path: string): Promise<RowChange[]> {
+    return (await this.send({ kind: "swap", stage, table, path })).changes;
+  }
+
+  /** Runs `statements` (schema changes: call under the writer) in one transaction. */
+  async exec(statements: readonly string[]): Promise<void> {
+    await this.send({ kind: "exec", statements });
+  }
+
+  async drop(stage: string): Promise<void> {
+    if (this.worker === null) return;
+    await this.send({ kind: "drop", stage });
+  }
+
+  private send(
+    request: { kind: StagingRequest["kind"] } & Record<string, unknown>,
+  ): Promise<{ reason: string | null; changes: RowChange[] }> {
+    if (this.closed) {
+      return Promise.reject(new DirqError("INDEX_CLOSED", "the index was closed"));
+    }
+    const worker = this.started();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const entry: Pending = {
+        resolve: (reason) => resolve({ reason, changes: entry.changes }),
+        reject,
+        changes: [],
+      };
+      this.pending.set(id, entry);
+      // Keeps the process alive while a request runs; an idle thread does not.
+      worker.ref();
+      worker.postMessage({ ...request, id } as StagingRequest);
+    });
+  }
+
+  private answer(answer: StagingAnswer): void {
+    const request = this.pending.get(answer.id);
+    if (request === undefined) return;
+    if (answer.kind === "changes") {
+      for (const change of answer.changes) request.changes.push(change);
+      return;
+    }
+    this.pending.delete(answer.id);
+    if (this.pending.size === 0) this.worker?.unref();
+    if (answer.kind === "failed") request.reject(rebuildError(answer.error));
+    else request.resolve(answer.kind === "staged" ? answer.reason : null);
+  }
+
+  private failAll(error: Error): void {
+    const pending = [...this.pending.values()];
+    this.pending.clear();
+    for (const request of pending) request.reject(error);
+  }
+
+  /** Stops the thread; what it was doing fails (its transaction rolls back). */
+  async close(): Promise<void> {
+    this.closed = true;
+    const worker = this.worker;
+    this.worker = null;
+    this.failAll(new DirqError("INDEX_CLOSED", "the index was closed while a file was refreshing"));
+    if (worker !== null) {
+      worker.removeAllListeners("exit");
+      await worker.terminate();
+    }
+  }
+}
