@@ -65,4 +65,30 @@ words = "words"
       stream.close();
     }
   });
+
+  it("shapes the rows of a large file, which a thread of its own reads", async () => {
+    const stream = await openReadyEvents(server);
+    try {
+      mkdirSync(join(root, "posts/2026"));
+      const rows = Array.from({ length: 30_000 }, (_, i) => ({
+        meta: { title: `t${i}` },
+        words: i,
+      }));
+      const text = JSON.stringify(rows);
+      assert.ok(text.length > 1 << 20, "large enough to be read off the main thread");
+      writeFileSync(join(root, "posts/2026/big.json"), text);
+      await stream.next(
+        (row) => row.action === "insert" && row.file_path === "posts/2026/big.json",
+      );
+      assert.deepEqual(
+        await queryRows(
+          server,
+          "SELECT count(*) AS n, min(year) AS year, sum(title IS NULL) AS untitled FROM posts WHERE year = 2026",
+        ),
+        [{ n: 30_000, year: 2026, untitled: 0 }],
+      );
+    } finally {
+      stream.close();
+    }
+  });
 });

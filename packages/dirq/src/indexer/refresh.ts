@@ -27,6 +27,7 @@ import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
 import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
 import type { ReaderExtractor } from "../parse/format-extractor.js";
+import { shapeOf } from "../parse/row-shape.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
 
 export interface RefreshOptions {
@@ -88,6 +89,7 @@ function stagedTable(table: LiveParsedTable): StagedTable {
     origin: spec.origin,
     format: extractor.format,
     each: extractor.each,
+    shape: shapeOf(extractor),
   };
 }
 

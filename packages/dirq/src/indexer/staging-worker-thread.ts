@@ -1,5 +1,7 @@
 import { parentPort, workerData } from "node:worker_threads";
+import type { Extractor } from "../parse/extractor.js";
 import { formatExtractor } from "../parse/format-extractor.js";
+import { shapedExtractor } from "../parse/row-shape.js";
 import { openSqlite } from "./database.js";
 import { type FillWorkerData, failureOf } from "./fill-worker.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
@@ -27,12 +29,17 @@ function post(answer: StagingAnswer): void {
   parentPort?.postMessage(answer);
 }
 
+function extractorOf(table: StagedTable): Extractor {
+  const reader = formatExtractor(table.format, table.each);
+  return table.shape === null ? reader : shapedExtractor(reader, table.shape);
+}
+
 function specOf(table: StagedTable): ParsedTableSpec {
   return {
     name: table.name,
     label: table.label,
     selection: null,
-    extractor: formatExtractor(table.format, table.each),
+    extractor: extractorOf(table),
     schema: table.schema,
     ddl: null,
     origin: table.origin,

@@ -1,7 +1,8 @@
 import type { Worker } from "node:worker_threads";
 import { DirqError } from "../errors.js";
 import type { FormatName } from "../parse/formats/format-names.js";
-import { inheritedExecArgv, workerThreads } from "../lazy-module.js";
+import type { RowShape } from "../parse/row-shape.js";
+import { startThread } from "../node-options.js";
 import { type FillFailure, type FillWorkerData, rebuildError } from "./fill-worker.js";
 import type { RowChange } from "./row-changes.js";
 
@@ -28,6 +29,8 @@ export interface StagedTable {
   origin: string;
   format: FormatName;
   each: string | null;
+  /** Captures, `columns` and `strict` the table's rows take (see row-shape.ts). */
+  shape: RowShape | null;
 }
 
 export type StagingRequest =
@@ -64,9 +67,7 @@ export class StagingWorker {
 
   private started(): Worker {
     if (this.worker !== null) return this.worker;
-    const { Worker } = workerThreads();
-    const worker = new Worker(new URL("./staging-worker-thread.js", import.meta.url), {
-      execArgv: inheritedExecArgv(),
+    const worker = startThread(new URL("./staging-worker-thread.js", import.meta.url), {
       workerData: this.data,
     });
     worker.on("message", (answer: StagingAnswer) => this.answer(answer));

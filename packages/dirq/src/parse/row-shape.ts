@@ -137,6 +137,14 @@ export function shapeText(shape: RowShape): string {
   return JSON.stringify({ columns: shape.columns, strict: shape.strict });
 }
 
+/** The shape each shaped extractor applies, so a thread that reads for it can apply it too. */
+const shapes = new WeakMap<Extractor, RowShape>();
+
+/** The shape `extractor` applies to its rows, `null` when it is not a shaped one. */
+export function shapeOf(extractor: Extractor): RowShape | null {
+  return shapes.get(extractor) ?? null;
+}
+
 /**
  * `inner`, its rows shaped: captures added, `columns` applied, `strict` checked (a file that
  * breaks it is skipped with the reason). A built-in format stays one (its rows come as rows,
@@ -155,7 +163,7 @@ export function shapedExtractor(inner: Extractor, shape: RowShape): Extractor {
       throw error;
     }
   };
-  if (!isReaderExtractor(inner)) return { ...wrapperOf(inner), id, extract };
+  if (!isReaderExtractor(inner)) return remember({ ...wrapperOf(inner), id, extract }, shape);
   const reader: ReaderExtractor = {
     ...wrapperOf(inner),
     id,
@@ -171,13 +179,18 @@ export function shapedExtractor(inner: Extractor, shape: RowShape): Extractor {
       }
     },
   };
-  return reader;
+  return remember(reader, shape);
+}
+
+function remember<T extends Extractor>(extractor: T, shape: RowShape): T {
+  shapes.set(extractor, shape);
+  return extractor;
 }
 
 function wrapperOf(inner: Extractor): Omit<Extractor, "id" | "extract"> {
   return {
     inputs: inner.inputs,
     concurrency: inner.concurrency,
-    ...(inner.slowFreesSlot === undefined ? {} : { slowFreesSlot: inner.slowFreesSlot }),
+    kind: inner.kind,
   };
 }
