@@ -11,6 +11,7 @@ import {
   formatOfPath,
   NESTED_FORMATS,
 } from "./format-names.js";
+import { NotStreamable, readJsonArrayPieces } from "./json-array-stream.js";
 import { jsonLinesRows, jsonRows } from "./json-rows.js";
 import { markdownRows } from "./markdown-rows.js";
 import { tomlRows } from "./toml-rows.js";
@@ -322,6 +323,31 @@ function forEachPiece(
   }
 }
 
+/**
+ * A large JSON file, read element by element when it is an array of objects (see
+ * json-array-stream.ts), else whole. A file the streamed reader gives up on part way is read
+ * whole, which must refuse it (naming its error as for any JSON file): the rows handed over
+ * before are then the caller's to discard.
+ */
+function readLargeJson(fd: number, size: number, onRows: (rows: HookRow[]) => void): void {
+  let handedOver = false;
+  try {
+    readJsonArrayPieces(fd, PIECE_BYTES, (rows) => {
+      handedOver = true;
+      onRows(rows);
+    });
+    return;
+  } catch (error) {
+    if (!(error instanceof NotStreamable)) throw error;
+    const rows: HookRow[] = [];
+    jsonRows(pieceText(readWhole(fd, size), 1, true), null, rows);
+    if (handedOver) {
+      throw new Error(`the streamed JSON reader stopped (${error.message}) on a file JSON reads`);
+    }
+    onRows(rows);
+  }
+}
+
 /** CSV and TSV files from this size on are parsed on worker threads (see csv-workers.ts). */
 export const THREADED_BYTES = 8 * PIECE_BYTES;
 
@@ -353,7 +379,9 @@ export function readFileRows(
   try {
     const size = fstatSync(fd).size;
     const csv = chosen === "csv" || chosen === "tsv";
-    if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
+    if (chosen === "json" && each === null && size > PIECE_BYTES) {
+      readLargeJson(fd, size, onRows);
+    } else if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
       read(readWhole(fd, size), 1, true);
     } else if (csv && onRecords !== undefined && size >= THREADED_BYTES) {
       readPiecesOnThreads(
