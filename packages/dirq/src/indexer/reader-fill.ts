@@ -204,6 +204,10 @@ export class ReaderTableBuild {
   /** The table the rows go to. */
   private readonly table: string;
 
+  /**
+   * `namedColumns` (folded names): only keys of these names become columns, the rest of each
+   * row is left out; `null` keeps every key.
+   */
   constructor(
     private readonly db: SqliteDatabase,
     private readonly spec: ParsedTableSpec,
@@ -211,6 +215,7 @@ export class ReaderTableBuild {
     private readonly root: string,
     private readonly persisted: boolean,
     into: ExistingTable | null = null,
+    private readonly namedColumns: ReadonlySet<string> | null = null,
   ) {
     this.table = into?.name ?? spec.name;
     this.columns = into ? [...into.columns] : (spec.schema?.map(([column]) => column) ?? []);
@@ -330,8 +335,10 @@ export class ReaderTableBuild {
   }
 
   /** Creates or widens the table for `keys`; whether its columns changed. */
-  private takeKeys(keys: readonly string[]): boolean {
-    if (this.spec.schema === null) refuseUnnameableKeys(keys);
+  private takeKeys(allKeys: readonly string[]): boolean {
+    if (this.spec.schema === null) refuseUnnameableKeys(allKeys);
+    const named = this.namedColumns;
+    const keys = named === null ? allKeys : allKeys.filter((key) => named.has(foldName(key)));
     let changed = false;
     asColumns(() => {
       if (this.created) {
@@ -380,18 +387,36 @@ function skippedFile(
   return { path, reason, noFormat };
 }
 
+/**
+ * Fills a table dirq reads itself from `paths`. `persisted`: the catalog the build is recorded
+ * in; `namedColumns`: load only the keys of these names (see `ReaderTableBuild`).
+ */
 export async function fillFromReader(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
   extractor: ReaderExtractor,
   paths: readonly string[],
   options: ParsedTableOptions,
-  persisted: { store: CatalogStore; spec: string } | null,
+  {
+    persisted,
+    namedColumns,
+  }: {
+    persisted: { store: CatalogStore; spec: string } | null;
+    namedColumns: ReadonlySet<string> | null;
+  },
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const phase = options.progress.start();
   const skipped: SkippedPath[] = [];
   const before = persisted ? schemaObjects(db) : null;
-  const build = new ReaderTableBuild(db, spec, extractor, options.root, persisted !== null);
+  const build = new ReaderTableBuild(
+    db,
+    spec,
+    extractor,
+    options.root,
+    persisted !== null,
+    null,
+    spec.schema === null ? namedColumns : null,
+  );
   let next = 0;
   const report = () => {
     const percent = paths.length === 0 ? 100 : Math.floor((next * 100) / paths.length);
