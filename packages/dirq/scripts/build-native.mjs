@@ -28,7 +28,7 @@ try {
 }
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
-const sources = ["dirq-fs.c", "dirq-csv.c"].map((name) => join(packageDir, "native", name));
+const sources = ["dirq-fs.c", "dirq-csv.c", "dirq-jsonl.c"].map((name) => join(packageDir, "native", name));
 const outDir = options.out ? resolve(options.out) : join(packageDir, "native", "build");
 const library = join(outDir, process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so");
 // Why the build failed, for the CLI to say once (src/cli/native-notice.ts).

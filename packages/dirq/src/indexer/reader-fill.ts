@@ -4,7 +4,7 @@ import type { ReaderExtractor } from "../parse/format-extractor.js";
 import { isOwnName, type RecordBatch } from "../parse/formats/csv-rows.js";
 import { RowsError } from "../parse/formats/document-rows.js";
 import { extensionOf, formatOfPath } from "../parse/formats/format-names.js";
-import type { CsvPiece, CsvPieceSink } from "../parse/formats/read-file-rows.js";
+import type { CsvPiece, CsvPieceSink, JsonlPieceSink } from "../parse/formats/read-file-rows.js";
 import { loadNativeRows } from "../scan/native-fs.js";
 import type { SkippedPath } from "../scan/walk.js";
 import {
@@ -180,6 +180,25 @@ function nativeCsvError(error: unknown): unknown {
   return error;
 }
 
+/** Columns the native JSON Lines table returns at most (native/dirq-jsonl.c). */
+const NATIVE_JSONL_MAX_WIDTH = 1996;
+/** Separates names in the native JSON Lines functions' arguments and answers. */
+const NAME_SEPARATOR = "\u001f";
+
+/**
+ * The statement that inserts a JSON Lines piece's rows with the native `dirq_jsonl` table,
+ * value `i` into column `i`. Parameters: the path, the index of the piece's first row in the
+ * file, the piece, the columns' folded names.
+ */
+function nativeJsonlInsertSql(table: string, columns: readonly string[]): string {
+  const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
+  const values = [...columns.map((_, i) => `c${i}`), "?", "? + rowid - 1"];
+  return (
+    `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
+    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?)`
+  );
+}
+
 /** A table that already exists, which a build fills instead of creating `spec`'s. */
 export interface ExistingTable {
   name: string;
@@ -308,9 +327,20 @@ export class ReaderTableBuild {
           },
         }
       : undefined;
+    const jsonlPieces: JsonlPieceSink | undefined =
+      this.nativeCsv && this.spec.schema === null
+        ? {
+            take: (piece) => {
+              const inserted = this.insertJsonlPiece(path, piece, count);
+              if (inserted !== null) count += inserted;
+              return inserted !== null;
+            },
+          }
+        : undefined;
     const reason = this.extractor.readRows({ path, root: this.root }, onRows, {
       onRecords,
       csvPieces,
+      jsonlPieces,
     });
     return { reason, rows: count };
   }
@@ -325,6 +355,28 @@ export class ReaderTableBuild {
     } catch (error) {
       throw nativeCsvError(error);
     }
+  }
+
+  /**
+   * Inserts a JSON Lines piece's rows natively; how many, or `null` when the native reader
+   * leaves the piece to the JavaScript one (nothing of it inserted then).
+   */
+  private insertJsonlPiece(path: string, piece: Buffer, firstIndex: number): number | null {
+    // The columns go to the native table joined by the separator: none may hold it.
+    if (this.columns.some((column) => column.includes(NAME_SEPARATOR))) return null;
+    const named =
+      this.namedColumns === null
+        ? null
+        : [...this.namedColumns]
+            .filter((name) => !name.includes(NAME_SEPARATOR))
+            .join(NAME_SEPARATOR);
+    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?)").pluck().get(piece, named);
+    if (typeof keys !== "string") return null;
+    this.takeKeys(keys === "" ? [] : keys.split(NAME_SEPARATOR));
+    if (this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
+    const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
+    const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
+    return insert.run(path, BigInt(firstIndex), piece, columns).changes;
   }
 
   /** `keys`: the first rows' keys, in order, one spelling per name as SQLite compares them. */

@@ -173,6 +173,15 @@ export interface CsvPieceSink {
   take(piece: CsvPiece): void;
 }
 
+/**
+ * A consumer that reads JSON Lines pieces itself (natively): `take` a piece of whole lines
+ * (UTF-8 checked, no byte-order mark), whose first line is `firstLine`; `false` when it leaves
+ * the piece to be read here (then nothing of it was taken).
+ */
+export interface JsonlPieceSink {
+  take(piece: Buffer, firstLine: number): boolean;
+}
+
 /** Where a CSV or TSV file's records go, when not as rows. */
 export interface RecordSinks {
   /** Records parsed here, without a `Map` per row (a large file's on worker threads). */
@@ -182,6 +191,8 @@ export interface RecordSinks {
    * than the sink takes goes to `onRecords`.
    */
   csvPieces?: CsvPieceSink;
+  /** With it, a JSON Lines file's pieces (without `each`) go here first. */
+  jsonlPieces?: JsonlPieceSink;
 }
 
 /** What a file's rows are handed to: rows, and for CSV and TSV records as they come. */
@@ -232,8 +243,15 @@ function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): P
   switch (format) {
     case "json":
       return whole((text, _line, rows) => jsonRows(text, each, rows));
-    case "jsonl":
-      return whole((text, line, rows) => jsonLinesRows(text, line, each, rows));
+    case "jsonl": {
+      const parse = whole((text, line, rows) => jsonLinesRows(text, line, each, rows));
+      const native = sink.records?.jsonlPieces;
+      if (native === undefined || each !== null) return parse;
+      return (bytes, firstLine, isFirst) => {
+        const lines = pieceBytes(bytes, firstLine, isFirst);
+        if (!native.take(lines, firstLine)) parse(lines, firstLine, false);
+      };
+    }
     case "csv":
     case "tsv": {
       const delimiter = format === "csv" ? "," : "\t";
