@@ -21,6 +21,7 @@ import {
   readMarkerFile,
   requireDirqBuilt,
   requireDuckdb,
+  resultToJson,
   round,
   sectionTable,
   seededRandom,
@@ -471,17 +472,13 @@ function printJson(report) {
       name: section.name,
       title: section.title,
       runs: section.runs,
-      commands: section.results.map((result) => ({
-        command: result.command.label,
-        status: result.status,
-        medianMs: round(result.medianMs),
-        minMs: round(result.minMs),
-        samplesMs: result.samples.map(round),
-        ratio: round(result.ratio),
-        ratioTo: result.refLabel ?? undefined,
-        peakRssMb: round(result.peakRssMb),
-        answer: result.rows,
-      })),
+      commands: section.results.map((result) =>
+        resultToJson(result, {
+          ratioTo: result.refLabel ?? undefined,
+          peakRssMb: round(result.peakRssMb),
+          answer: result.rows,
+        }),
+      ),
     })),
     targets: report.targets.map(({ name, value, limit, met }) => ({
       name,

@@ -2,7 +2,7 @@
  * dirq_jsonl: the rows of a piece of a JSON Lines file inside SQLite, so that a table build
  * inserts a piece with one `INSERT ... SELECT` and no value passes through JavaScript.
  *
- * dirq_jsonl_keys(piece, named)
+ * dirq_jsonl_keys(piece, named, elements)
  *   The keys the piece's rows bring, in first-seen order, one spelling per name as SQLite
  *   compares them (ASCII case ignored), joined by U+001F; of the names in `named` (folded,
  *   joined by U+001F) only, or all keys when `named` is NULL. NULL when the piece holds
@@ -12,7 +12,7 @@
  *   escape, a key that is an array index or holds U+001F, two keys of one line that name one
  *   column, a nested array or object under a key that is kept, a string with a lone surrogate.
  *
- * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns)
+ * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, elements)
  *   One row per line that holds an object (blank lines are skipped), value `i` the value of
  *   the key naming column `i` of `columns` (folded, joined by U+001F), or NULL. Values are
  *   stored as the JavaScript reader stores them (src/parse/exact-json.ts): an integer literal
@@ -20,7 +20,9 @@
  *   and false 1 and 0; a string its text. Call it only on a piece dirq_jsonl_keys accepted.
  *
  * `piece` is UTF-8 (checked by the caller, byte-order mark left out); only lines that end in a
- * newline are read, as the JavaScript reader leaves a last line without one unread.
+ * newline are read, as the JavaScript reader leaves a last line without one unread. With
+ * `elements` 1, the piece is instead some whole elements of a JSON array of objects, separated
+ * by commas (src/parse/formats/json-array-stream.ts), each element a record as a line is.
  */
 #define _GNU_SOURCE
 #include <sqlite3ext.h>
@@ -65,6 +67,9 @@ typedef struct {
   /* Decoded strings go here (never longer than the piece). */
   unsigned char *decoded;
   int decoded_used;
+  /* Records are a JSON array's elements (separated by commas), not lines. */
+  int elements;
+  int records;
 } Parser;
 
 static int is_space(unsigned char c) {
@@ -332,12 +337,13 @@ static int is_own_name(const unsigned char *s, int n) {
 }
 
 /*
- * One line's object (at `p->at`, up to `p->end`): each key in `wanted` (or every key when
- * `wanted` is NULL) is handed to `take` with its value. 0 when the line is left to JavaScript.
+ * One record's object (at `p->at`, up to `p->end`): each key in `wanted` (or every key when
+ * `wanted` is NULL) is handed to `take` with its value. 0 when the record is left to
+ * JavaScript. A line must hold nothing else; an element ends at its `}`.
  */
 typedef int (*TakeKey)(void *context, const unsigned char *key, int n, Value *value);
 
-static int read_line(Parser *p, const Names *wanted, TakeKey take, void *context) {
+static int read_record(Parser *p, const Names *wanted, TakeKey take, void *context) {
   if (p->s[p->at] != '{') return 0;
   p->at++;
   skip_spaces(p);
@@ -376,6 +382,7 @@ static int read_line(Parser *p, const Names *wanted, TakeKey take, void *context
       skip_spaces(p);
     }
   }
+  if (p->elements) return 1;
   skip_spaces(p);
   return p->at == p->end;
 }
@@ -409,21 +416,48 @@ static void free_names(Names *names) {
 }
 
 /*
- * Calls `line` for each line of the piece that is not blank (`p->at`..`p->end` its bytes);
- * stops at the first that returns 0 and returns 0.
+ * Finds the next record from `*next`: a line that is not blank (`p->at`..`p->end`, and
+ * `*next` moves past its newline), or an element after the comma that follows the last one
+ * (`p->end` the piece's end; the caller moves `*next` past it). 1 found, 0 at the end, -1 for
+ * elements that are not separated by one comma (a missing element).
  */
-static int each_line(Parser *p, int bytes, int (*line)(Parser *p, void *context),
-                     void *context) {
-  int start = 0;
+static int next_record(Parser *p, int bytes, int *next) {
+  if (p->elements) {
+    p->at = *next;
+    p->end = bytes;
+    skip_spaces(p);
+    if (p->records > 0) {
+      if (p->at == bytes) return 0;
+      if (p->s[p->at] != ',') return -1;
+      p->at++;
+      skip_spaces(p);
+    }
+    if (p->at == bytes) return -1;
+    p->records++;
+    return 1;
+  }
   for (;;) {
-    const unsigned char *newline = memchr(p->s + start, '\n', (size_t)(bytes - start));
-    if (newline == NULL) return 1;
+    int start = *next;
+    const unsigned char *newline =
+        start < bytes ? memchr(p->s + start, '\n', (size_t)(bytes - start)) : NULL;
+    if (newline == NULL) return 0;
     p->at = start;
     p->end = (int)(newline - p->s);
-    start = p->end + 1;
+    *next = p->end + 1;
     skip_spaces(p);
-    if (p->at == p->end) continue;
-    if (!line(p, context)) return 0;
+    if (p->at < p->end) return 1;
+  }
+}
+
+/* Calls `record` for each record of the piece; 0 at the first that returns 0 (or is amiss). */
+static int each_record(Parser *p, int bytes, int (*record)(Parser *p, void *context),
+                       void *context) {
+  int next = 0;
+  for (;;) {
+    int found = next_record(p, bytes, &next);
+    if (found <= 0) return found == 0;
+    if (!record(p, context)) return 0;
+    if (p->elements) next = p->at;
   }
 }
 
@@ -453,7 +487,7 @@ static int take_key(void *context, const unsigned char *key, int n, Value *value
 static int keys_line(Parser *p, void *context) {
   KeysContext *keys = context;
   keys->line_keys.count = 0;
-  return read_line(p, keys->wanted, take_key, keys);
+  return read_record(p, keys->wanted, take_key, keys);
 }
 
 /* Keys tracked per piece and per line at most: more is left to JavaScript. */
@@ -478,9 +512,8 @@ static void jsonl_keys(sqlite3_context *context, int argc, sqlite3_value **argv)
   if (!ok) {
     sqlite3_result_error_nomem(context);
   } else {
-    Parser p = {piece, 0, 0, decoded, 0};
-    /* Per line: a line's keys are at most the found ones, so MAX_KEYS bounds both lists. */
-    if (bytes > 0 && each_line(&p, bytes, keys_line, &keys)) {
+    Parser p = {piece, 0, 0, decoded, 0, argc > 2 && sqlite3_value_int(argv[2]) != 0, 0};
+    if (bytes > 0 && each_record(&p, bytes, keys_line, &keys)) {
       sqlite3_str *out = sqlite3_str_new(NULL);
       for (int i = 0; i < keys.found.count; i++) {
         if (i > 0) sqlite3_str_appendchar(out, 1, SEPARATOR);
@@ -492,7 +525,7 @@ static void jsonl_keys(sqlite3_context *context, int argc, sqlite3_value **argv)
       if (text == NULL && length > 0) sqlite3_result_error_nomem(context);
       else if (text == NULL) sqlite3_result_text(context, "", 0, SQLITE_STATIC);
       else sqlite3_result_text(context, text, length, sqlite3_free);
-    } else if (bytes == 0) {
+    } else if (bytes == 0 && !p.elements) {
       sqlite3_result_text(context, "", 0, SQLITE_STATIC);
     } /* else NULL: left to JavaScript */
   }
@@ -514,7 +547,7 @@ typedef struct {
   unsigned char *columns_text;
   Parser parser;
   Value *values;
-  int next_line; /* where the next line starts */
+  int next_line; /* where the search for the next record starts */
   sqlite3_int64 row;
   int eof;
 } JsonlCursor;
@@ -535,7 +568,7 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   sqlite3_str *schema = sqlite3_str_new(db);
   sqlite3_str_appendall(schema, "CREATE TABLE x(");
   for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
-  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN)");
+  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, elements HIDDEN)");
   char *text = sqlite3_str_finish(schema);
   if (text == NULL) return SQLITE_NOMEM;
   int rc = dirq_connect_innocuous(db, text, table);
@@ -543,7 +576,7 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   return rc;
 }
 
-/* Both arguments are required, in order. */
+/* All three arguments are required, in order. */
 static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
   (void)table;
   int seen = 0;
@@ -556,7 +589,7 @@ static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if (seen != 3) return SQLITE_CONSTRAINT;
+  if (seen != 7) return SQLITE_CONSTRAINT;
   info->estimatedCost = 1000;
   info->estimatedRows = 10000;
   return SQLITE_OK;
@@ -599,27 +632,19 @@ static int jsonl_fail(JsonlCursor *jsonl, const char *message) {
 static int jsonl_next(sqlite3_vtab_cursor *cursor) {
   JsonlCursor *jsonl = (JsonlCursor *)cursor;
   Parser *p = &jsonl->parser;
-  for (;;) {
-    int start = jsonl->next_line;
-    const unsigned char *newline =
-        start < jsonl->bytes ? memchr(p->s + start, '\n', (size_t)(jsonl->bytes - start)) : NULL;
-    if (newline == NULL) {
-      jsonl->eof = 1;
-      return SQLITE_OK;
-    }
-    p->at = start;
-    p->end = (int)(newline - p->s);
-    jsonl->next_line = p->end + 1;
-    skip_spaces(p);
-    if (p->at == p->end) continue;
-    p->decoded_used = 0;
-    for (int i = 0; i < jsonl->columns.count; i++) jsonl->values[i].kind = KIND_NULL;
-    if (!read_line(p, &jsonl->columns, take_value, jsonl)) {
-      return jsonl_fail(jsonl, "a line dirq_jsonl_keys leaves to JavaScript");
-    }
-    jsonl->row++;
+  int found = next_record(p, jsonl->bytes, &jsonl->next_line);
+  if (found == 0) {
+    jsonl->eof = 1;
     return SQLITE_OK;
   }
+  p->decoded_used = 0;
+  for (int i = 0; i < jsonl->columns.count; i++) jsonl->values[i].kind = KIND_NULL;
+  if (found < 0 || !read_record(p, &jsonl->columns, take_value, jsonl)) {
+    return jsonl_fail(jsonl, "a record dirq_jsonl_keys leaves to JavaScript");
+  }
+  if (p->elements) jsonl->next_line = p->at;
+  jsonl->row++;
+  return SQLITE_OK;
 }
 
 static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
@@ -631,7 +656,7 @@ static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *id
   jsonl_release(jsonl);
   jsonl->base.pVtab = table;
   jsonl->eof = 1;
-  if (argc < 2) return SQLITE_OK;
+  if (argc < 3) return SQLITE_OK;
   int bytes = sqlite3_value_bytes(argv[0]);
   const void *piece = sqlite3_value_blob(argv[0]);
   int columns_bytes = sqlite3_value_bytes(argv[1]);
@@ -650,6 +675,7 @@ static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *id
   if (jsonl->values == NULL) return SQLITE_NOMEM;
   jsonl->bytes = bytes;
   jsonl->parser.s = jsonl->data;
+  jsonl->parser.elements = sqlite3_value_int(argv[2]) != 0;
   jsonl->eof = 0;
   return jsonl_next(cursor);
 }
@@ -706,7 +732,7 @@ static sqlite3_module jsonl_module = {
 int dirq_register_jsonl(sqlite3 *db) {
   int rc = sqlite3_create_module(db, "dirq_jsonl", &jsonl_module, NULL);
   if (rc != SQLITE_OK) return rc;
-  return sqlite3_create_function(db, "dirq_jsonl_keys", 2,
+  return sqlite3_create_function(db, "dirq_jsonl_keys", 3,
                                  SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
                                  jsonl_keys, NULL, NULL);
 }

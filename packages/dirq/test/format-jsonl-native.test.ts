@@ -72,6 +72,16 @@ function line(random: () => number): string {
   return `${random() < 0.2 ? " " : ""}{${pairs.join(random() < 0.5 ? ", " : ",")}}`;
 }
 
+/** Whether `text` is one JSON object (the elements of the array are). */
+function isObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
 function files(random: () => number): Record<string, string> {
   const tree: Record<string, string> = {};
   for (let f = 0; f < 6; f++) {
@@ -95,12 +105,29 @@ function files(random: () => number): Record<string, string> {
   }
   big.splice(Math.floor(big.length * 0.9), 0, '{"a": "\\ud800 alone in a large file"}');
   tree["data/big.jsonl"] = `${big.join("\n")}\n`;
+  // A JSON array larger than a piece (read element by element, the elements natively), whole
+  // and cut short at a few line boundaries.
+  const elements: string[] = [];
+  for (let size = 0; size < 3 << 19;) {
+    const text = line(random);
+    if (!isObject(text)) continue;
+    const pad = `"pad": "${"p".repeat(Math.floor(random() * 200))}"`;
+    elements.push(text.trim() === "{}" ? `{${pad}}` : text.replace("{", `{${pad}, `));
+    size += text.length + 220;
+  }
+  const array = `[\n${elements.join(",\n")}\n]\n`;
+  tree["arrays/whole.json"] = array;
+  const lines = array.split("\n");
+  for (const at of [0.6, 0.9, 0.99]) {
+    const cut = lines.slice(0, Math.floor(lines.length * at)).join("\n");
+    tree[`arrays/cut-${at}.json`] = `${cut}\n`;
+  }
   return tree;
 }
 
-async function answer(root: string, sql: string, native: boolean) {
+async function answer(root: string, sql: string, native: boolean, format = "jsonl") {
   const env = native ? {} : { DIRQ_NATIVE_FS: "0" };
-  const result = await runDirq([sql, "--parse", "jsonl", "--format", "json"], { cwd: root, env });
+  const result = await runDirq([sql, "--parse", format, "--format", "json"], { cwd: root, env });
   assert.ok(result.code === 0 || result.code === 23, result.stderr);
   const skipped = result.stderr
     .split("\n")
@@ -120,6 +147,18 @@ describe(`the native JSON Lines reader reads what the JavaScript one reads (seed
     const sql = `SELECT _dirq_file_path, _dirq_row_index, ${typed} FROM './data' ORDER BY 1, 2`;
     const javascript = await answer(root, sql, false);
     const native = await answer(root, sql, true);
+    assert.ok(javascript.rows.length > 1000);
+    assert.deepEqual(native.skipped, javascript.skipped);
+    assert.deepEqual(native.rows, javascript.rows);
+  });
+
+  it("a JSON array larger than a piece, whole and cut short", async () => {
+    const sql =
+      "SELECT _dirq_file_path, _dirq_row_index, a, typeof(a), b, typeof(b), name, typeof(name) " +
+      "FROM './arrays' ORDER BY 1, 2";
+    const javascript = await answer(root, sql, false, "json");
+    const native = await answer(root, sql, true, "json");
+    assert.equal(javascript.skipped.length, 3, javascript.skipped.join("\n"));
     assert.ok(javascript.rows.length > 1000);
     assert.deepEqual(native.skipped, javascript.skipped);
     assert.deepEqual(native.rows, javascript.rows);

@@ -186,16 +186,16 @@ const NATIVE_JSONL_MAX_WIDTH = 1996;
 const NAME_SEPARATOR = "\u001f";
 
 /**
- * The statement that inserts a JSON Lines piece's rows with the native `dirq_jsonl` table,
- * value `i` into column `i`. Parameters: the path, the index of the piece's first row in the
- * file, the piece, the columns' folded names.
+ * The statement that inserts a JSON Lines piece's rows (or a JSON array's elements) with the
+ * native `dirq_jsonl` table, value `i` into column `i`. Parameters: the path, the index of the
+ * piece's first row in the file, the piece, the columns' folded names, whether it is elements.
  */
 function nativeJsonlInsertSql(table: string, columns: readonly string[]): string {
   const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
   const values = [...columns.map((_, i) => `c${i}`), "?", "? + rowid - 1"];
   return (
     `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
-    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?)`
+    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?)`
   );
 }
 
@@ -330,8 +330,8 @@ export class ReaderTableBuild {
     const jsonlPieces: JsonlPieceSink | undefined =
       this.nativeCsv && this.spec.schema === null
         ? {
-            take: (piece) => {
-              const inserted = this.insertJsonlPiece(path, piece, count);
+            take: (piece, _firstLine, elements) => {
+              const inserted = this.insertJsonlPiece(path, piece, count, elements);
               if (inserted !== null) count += inserted;
               return inserted !== null;
             },
@@ -358,10 +358,15 @@ export class ReaderTableBuild {
   }
 
   /**
-   * Inserts a JSON Lines piece's rows natively; how many, or `null` when the native reader
-   * leaves the piece to the JavaScript one (nothing of it inserted then).
+   * Inserts a JSON Lines piece's rows (or a JSON array's `elements`) natively; how many, or
+   * `null` when the native reader leaves the piece to the JavaScript one (nothing inserted).
    */
-  private insertJsonlPiece(path: string, piece: Buffer, firstIndex: number): number | null {
+  private insertJsonlPiece(
+    path: string,
+    piece: Buffer,
+    firstIndex: number,
+    elements: boolean,
+  ): number | null {
     // The columns go to the native table joined by the separator: none may hold it.
     if (this.columns.some((column) => column.includes(NAME_SEPARATOR))) return null;
     const named =
@@ -370,13 +375,14 @@ export class ReaderTableBuild {
         : [...this.namedColumns]
             .filter((name) => !name.includes(NAME_SEPARATOR))
             .join(NAME_SEPARATOR);
-    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?)").pluck().get(piece, named);
+    const flag = elements ? 1 : 0;
+    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(piece, named, flag);
     if (typeof keys !== "string") return null;
     this.takeKeys(keys === "" ? [] : keys.split(NAME_SEPARATOR));
     if (this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
     const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
     const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
-    return insert.run(path, BigInt(firstIndex), piece, columns).changes;
+    return insert.run(path, BigInt(firstIndex), piece, columns, flag).changes;
   }
 
   /** `keys`: the first rows' keys, in order, one spelling per name as SQLite compares them. */

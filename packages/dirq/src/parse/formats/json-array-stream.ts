@@ -141,13 +141,22 @@ function firstPiece(
 /**
  * Reads the JSON file open at `fd` as an array of objects, `pieceBytes` at a time (positional
  * reads: the file's offset is left at 0 for a whole read after), handing each piece's rows to
- * `onRows`. Throws `NotStreamable` for a file that must be read whole instead.
+ * `onRows`; with `takeElements`, each piece's elements (the bytes between two cuts) go there
+ * first, and only those it leaves (`false`) are parsed here. Throws `NotStreamable` for a
+ * file that must be read whole instead.
  */
 export function readJsonArrayPieces(
   fd: number,
   pieceBytes: number,
   onRows: (rows: HookRow[]) => void,
+  takeElements?: (elements: Buffer) => boolean,
 ): void {
+  const handOver = (elements: Buffer) => {
+    if (takeElements?.(elements) === true) return;
+    const rows: HookRow[] = [];
+    elementRows(elements, rows);
+    onRows(rows);
+  };
   let { buffer, filled, start } = firstPiece(fd, pieceBytes);
   let position = filled;
   const state: ScanState = { inString: false, depth: 1, closedAt: -1 };
@@ -157,9 +166,7 @@ export function readJsonArrayPieces(
     const comma = scan(buffer, scanned, filled, state);
     scanned = state.closedAt === -1 ? filled : state.closedAt + 1;
     if (comma !== -1) {
-      const rows: HookRow[] = [];
-      elementRows(buffer.subarray(start, comma), rows);
-      onRows(rows);
+      handOver(buffer.subarray(start, comma));
       commas++;
       start = comma + 1;
     }
@@ -183,7 +190,7 @@ export function readJsonArrayPieces(
     buffer,
     { start, end: state.closedAt, after: scanned, filled, position },
     commas,
-    onRows,
+    handOver,
   );
 }
 
@@ -193,14 +200,10 @@ function finishArray(
   buffer: Buffer,
   at: { start: number; end: number; after: number; filled: number; position: number },
   commas: number,
-  onRows: (rows: HookRow[]) => void,
+  handOver: (elements: Buffer) => void,
 ): void {
   const last = buffer.subarray(at.start, at.end);
-  if (commas > 0 || last.some((byte) => !isSpace(byte))) {
-    const rows: HookRow[] = [];
-    elementRows(last, rows);
-    onRows(rows);
-  }
+  if (commas > 0 || last.some((byte) => !isSpace(byte))) handOver(last);
   let rest = buffer.subarray(at.after, at.filled);
   let position = at.position;
   for (;;) {

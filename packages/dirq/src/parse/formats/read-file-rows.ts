@@ -175,11 +175,12 @@ export interface CsvPieceSink {
 
 /**
  * A consumer that reads JSON Lines pieces itself (natively): `take` a piece of whole lines
- * (UTF-8 checked, no byte-order mark), whose first line is `firstLine`; `false` when it leaves
- * the piece to be read here (then nothing of it was taken).
+ * (UTF-8 checked, no byte-order mark), whose first line is `firstLine`, or with `elements`
+ * some whole elements of a large JSON array, separated by commas; `false` when it leaves the
+ * piece to be read here (then nothing of it was taken).
  */
 export interface JsonlPieceSink {
-  take(piece: Buffer, firstLine: number): boolean;
+  take(piece: Buffer, firstLine: number, elements: boolean): boolean;
 }
 
 /** Where a CSV or TSV file's records go, when not as rows. */
@@ -249,7 +250,7 @@ function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): P
       if (native === undefined || each !== null) return parse;
       return (bytes, firstLine, isFirst) => {
         const lines = pieceBytes(bytes, firstLine, isFirst);
-        if (!native.take(lines, firstLine)) parse(lines, firstLine, false);
+        if (!native.take(lines, firstLine, false)) parse(lines, firstLine, false);
       };
     }
     case "csv":
@@ -347,13 +348,28 @@ function forEachPiece(
  * whole, which must refuse it (naming its error as for any JSON file): the rows handed over
  * before are then the caller's to discard.
  */
-function readLargeJson(fd: number, size: number, onRows: (rows: HookRow[]) => void): void {
+function readLargeJson(
+  fd: number,
+  size: number,
+  onRows: (rows: HookRow[]) => void,
+  native: JsonlPieceSink | undefined,
+): void {
   let handedOver = false;
   try {
-    readJsonArrayPieces(fd, PIECE_BYTES, (rows) => {
-      handedOver = true;
-      onRows(rows);
-    });
+    readJsonArrayPieces(
+      fd,
+      PIECE_BYTES,
+      (rows) => {
+        handedOver = true;
+        onRows(rows);
+      },
+      native &&
+        ((elements) => {
+          const taken = isUtf8(elements) && native.take(elements, 1, true);
+          handedOver ||= taken;
+          return taken;
+        }),
+    );
     return;
   } catch (error) {
     if (!(error instanceof NotStreamable)) throw error;
@@ -398,7 +414,7 @@ export function readFileRows(
     const size = fstatSync(fd).size;
     const csv = chosen === "csv" || chosen === "tsv";
     if (chosen === "json" && each === null && size > PIECE_BYTES) {
-      readLargeJson(fd, size, onRows);
+      readLargeJson(fd, size, onRows, records?.jsonlPieces);
     } else if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
       read(readWhole(fd, size), 1, true);
     } else if (csv && onRecords !== undefined && size >= THREADED_BYTES) {
