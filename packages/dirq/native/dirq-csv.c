@@ -534,15 +534,16 @@ static int ahead_start(CsvCursor *csv) {
 int dirq_connect_innocuous(sqlite3 *db, const char *schema, sqlite3_vtab **table);
 int dirq_disconnect(sqlite3_vtab *table);
 
-/*
- * Connects a table of `columns` value columns c0, c1, ... followed by the hidden arguments
- * `hidden` ("piece HIDDEN, ..."): dirq_csv's and dirq_jsonl's shape.
- */
-int dirq_connect_wide(sqlite3 *db, int columns, const char *hidden, sqlite3_vtab **table) {
+static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                       sqlite3_vtab **table, char **error) {
+  (void)aux;
+  (void)argc;
+  (void)argv;
+  (void)error;
   sqlite3_str *schema = sqlite3_str_new(db);
   sqlite3_str_appendall(schema, "CREATE TABLE x(");
-  for (int i = 0; i < columns; i++) sqlite3_str_appendf(schema, "c%d,", i);
-  sqlite3_str_appendf(schema, "%s)", hidden);
+  for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
+  sqlite3_str_appendall(schema, "piece HIDDEN, delimiter HIDDEN, width HIDDEN, first_line HIDDEN)");
   char *text = sqlite3_str_finish(schema);
   if (text == NULL) return SQLITE_NOMEM;
   int rc = dirq_connect_innocuous(db, text, table);
@@ -550,38 +551,23 @@ int dirq_connect_wide(sqlite3 *db, int columns, const char *hidden, sqlite3_vtab
   return rc;
 }
 
-/* The `arguments` hidden columns after `columns` value ones are all required, in order. */
-int dirq_best_index_arguments(sqlite3_index_info *info, int columns, int arguments) {
+/* All four arguments are required, in order. */
+static int csv_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
   int seen = 0;
   for (int i = 0; i < info->nConstraint; i++) {
     const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
-    int argument = constraint->iColumn - columns;
+    int argument = constraint->iColumn - ARG_PIECE;
     if (argument < 0 || constraint->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
     if (!constraint->usable) return SQLITE_CONSTRAINT;
     info->aConstraintUsage[i].argvIndex = argument + 1;
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if (seen != (1 << arguments) - 1) return SQLITE_CONSTRAINT;
+  if (seen != 15) return SQLITE_CONSTRAINT;
   info->estimatedCost = 1000;
   info->estimatedRows = 10000;
   return SQLITE_OK;
-}
-
-static int csv_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
-                       sqlite3_vtab **table, char **error) {
-  (void)aux;
-  (void)argc;
-  (void)argv;
-  (void)error;
-  return dirq_connect_wide(db, DECLARED_COLUMNS,
-                           "piece HIDDEN, delimiter HIDDEN, width HIDDEN, first_line HIDDEN",
-                           table);
-}
-
-static int csv_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
-  (void)table;
-  return dirq_best_index_arguments(info, ARG_PIECE, 4);
 }
 
 static int csv_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {

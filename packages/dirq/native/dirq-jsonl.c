@@ -37,10 +37,8 @@ SQLITE_EXTENSION_INIT3
 /* In dirq-csv.c: number literals read as JavaScript's Number and BigInt read them. */
 double dirq_literal_double(const unsigned char *s, int n);
 int dirq_literal_int64(const unsigned char *s, int n, sqlite3_int64 *value);
-/* In dirq-csv.c: a table of value columns and required hidden arguments, as dirq_csv is. */
-int dirq_connect_wide(sqlite3 *db, int columns, const char *hidden, sqlite3_vtab **table);
-int dirq_best_index_arguments(sqlite3_index_info *info, int columns, int arguments);
-/* In dirq-fs.c: disconnecting a table that reads only its arguments. */
+/* In dirq-fs.c: connecting and disconnecting a table that reads only its arguments. */
+int dirq_connect_innocuous(sqlite3 *db, const char *schema, sqlite3_vtab **table);
 int dirq_disconnect(sqlite3_vtab *table);
 
 enum { KIND_NULL, KIND_TEXT, KIND_INTEGER, KIND_REAL };
@@ -567,13 +565,34 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   (void)argc;
   (void)argv;
   (void)error;
-  return dirq_connect_wide(db, DECLARED_COLUMNS, "piece HIDDEN, columns HIDDEN, elements HIDDEN",
-                           table);
+  sqlite3_str *schema = sqlite3_str_new(db);
+  sqlite3_str_appendall(schema, "CREATE TABLE x(");
+  for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
+  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, elements HIDDEN)");
+  char *text = sqlite3_str_finish(schema);
+  if (text == NULL) return SQLITE_NOMEM;
+  int rc = dirq_connect_innocuous(db, text, table);
+  sqlite3_free(text);
+  return rc;
 }
 
+/* All three arguments are required, in order. */
 static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
   (void)table;
-  return dirq_best_index_arguments(info, DECLARED_COLUMNS, 3);
+  int seen = 0;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
+    int argument = constraint->iColumn - DECLARED_COLUMNS;
+    if (argument < 0 || constraint->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!constraint->usable) return SQLITE_CONSTRAINT;
+    info->aConstraintUsage[i].argvIndex = argument + 1;
+    info->aConstraintUsage[i].omit = 1;
+    seen |= 1 << argument;
+  }
+  if (seen != 7) return SQLITE_CONSTRAINT;
+  info->estimatedCost = 1000;
+  info->estimatedRows = 10000;
+  return SQLITE_OK;
 }
 
 static int jsonl_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
