@@ -26,7 +26,6 @@ import {
   fail,
   findExecutable,
   formatNumber,
-  formatRatio,
   log,
   markerMatches,
   median,
@@ -36,9 +35,16 @@ import {
   requireDirqBuilt,
   round,
   seededRandom,
-  table,
   verdict,
   writeMarker,
+  dirqCommand,
+  duckdbCommand,
+  memoryMeters,
+  ratioOf,
+  requireDuckdb,
+  timeSection,
+  loadText,
+  sectionTable,
 } from "./lib.mjs";
 
 /** Bump when a generator changes, so trees built by an older version are rebuilt. */
@@ -357,56 +363,6 @@ function ensureMarkdown(baseDir, files) {
 // The engines. Every command prints its answer; `read(stdout)` turns it into rows (arrays of
 // values, in column order) that the section checks against what the generator knows.
 
-/** dirq prints a JSON array of objects when stdout is not a terminal. */
-function dirqRows(stdout) {
-  return JSON.parse(stdout).map((row) => Object.values(row));
-}
-
-function dirqCommand(id, sql, extraArgs, ref) {
-  const shown = extraArgs.length > 0 ? ` ${extraArgs.join(" ")}` : "";
-  return {
-    id,
-    label: `dirq "${sql}"${shown}`,
-    role: "dirq",
-    ref,
-    executable: process.execPath,
-    args: [DIRQ_BIN, sql, ...extraArgs],
-    env: DIRQ_ENV,
-    read: dirqRows,
-  };
-}
-
-/**
- * DuckDB in a fresh Node process, as small as it can be (no bench code loaded): import, an
- * in-memory instance, one statement, its rows as JSON. `url` is where @duckdb/node-api is
- * (resolved from here: the child runs in the tree, which has no node_modules).
- */
-const DUCKDB_CHILD = `
-const [url, sql] = process.argv.slice(1);
-const { DuckDBInstance } = await import(url);
-const instance = await DuckDBInstance.create(":memory:");
-const connection = await instance.connect();
-const reader = await connection.runAndReadAll(sql);
-const rows = reader.getRowsJS();
-connection.closeSync();
-instance.closeSync();
-process.stdout.write(
-  JSON.stringify(rows, (_key, value) => (typeof value === "bigint" ? Number(value) : value)),
-);
-`;
-
-function duckdbCommand(id, label, sql, duckdb) {
-  return {
-    id,
-    label,
-    role: "reference",
-    executable: duckdb === null ? null : process.execPath,
-    args: ["--input-type=module", "-e", DUCKDB_CHILD, duckdb?.url ?? "", sql],
-    env: process.env,
-    read: (stdout) => JSON.parse(stdout),
-  };
-}
-
 /** Python references print a JSON array of rows too. */
 const PYTHON_JSON = `
 import json, os
@@ -469,23 +425,6 @@ function pythonCommand(id, label, code, python, role, ref) {
   };
 }
 
-/** `{ url, version }` of @duckdb/node-api, or the hint of dirq-sdk-ingest.mjs and exit 2. */
-async function requireDuckdb() {
-  try {
-    const url = import.meta.resolve("@duckdb/node-api");
-    await import(url);
-    const pkg = JSON.parse(readFileSync(new URL("../package.json", url), "utf8"));
-    return { url, version: pkg.version };
-  } catch {
-    console.error(
-      "bench: DuckDB is not installed. Run `npm install` at the repository root first " +
-        "(@duckdb/node-api is a devDependency of packages/dirq), or " +
-        "`npm install --no-save @duckdb/node-api`.",
-    );
-    process.exit(2);
-  }
-}
-
 /** python3 and whether it has PyYAML (the markdown reference needs it). */
 function detectPython() {
   const python = findExecutable("python3");
@@ -507,167 +446,6 @@ function formatsBuilt() {
     env: DIRQ_ENV,
   });
   return help.stdout.includes("--parse");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Peak memory (as bench/dirq-walk.mjs): GNU time's %M when /usr/bin/time works, else a preload
-// that records the Node process's own maxRSS at exit (none for Python then). It is taken on the
-// warm-up run, whose output is kept for the answer check; timed runs are bare.
-
-const MAX_RSS_PRELOAD = `
-import { writeFileSync } from "node:fs";
-process.on("exit", () => {
-  writeFileSync(process.env.DIRQ_BENCH_RSS_FILE, String(process.resourceUsage().maxRSS));
-});
-`;
-
-function readKilobytes(file) {
-  try {
-    // GNU time writes "Command exited with non-zero status N" before %M on failure.
-    const lines = readFileSync(file, "utf8").trim().split("\n");
-    const value = Number(lines[lines.length - 1]);
-    return Number.isFinite(value) && value > 0 ? value : null;
-  } catch {
-    return null;
-  }
-}
-
-function memoryMeters(scratch) {
-  const outFile = join(scratch, "max-rss.txt");
-  const preload = join(scratch, "max-rss-preload.mjs");
-  writeFileSync(preload, MAX_RSS_PRELOAD);
-  const gnuTime = {
-    name: "/usr/bin/time -f %M",
-    wrap: (command) => ({
-      executable: "/usr/bin/time",
-      args: ["-f", "%M", "-o", outFile, command.executable, ...command.args],
-      env: command.env,
-    }),
-  };
-  const inProcess = {
-    name: "in-process process.resourceUsage().maxRSS",
-    wrap: (command) =>
-      command.executable === process.execPath
-        ? {
-            executable: command.executable,
-            args: ["--import", preload, ...command.args],
-            env: { ...command.env, DIRQ_BENCH_RSS_FILE: outFile },
-          }
-        : null,
-  };
-  const candidates = existsSync("/usr/bin/time") ? [gnuTime, inProcess] : [inProcess];
-  for (const meter of candidates) {
-    rmSync(outFile, { force: true });
-    const probe = meter.wrap({ executable: process.execPath, args: ["-e", "0"], env: {} });
-    spawnSync(probe.executable, probe.args, { env: probe.env, stdio: "ignore" });
-    if (readKilobytes(outFile) !== null) return { ...meter, outFile };
-  }
-  return null;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Timing: a warm-up per command (answer checked, peak RSS), then round-robin runs, each the
-// whole process's wall clock with stdout to /dev/null.
-
-function describeFailure(result) {
-  if (result.error) return result.error.message;
-  const lines = (result.stderr ?? "").toString().trim().split("\n").filter(Boolean);
-  const status = result.status === null ? `signal ${result.signal}` : `exit ${result.status}`;
-  return lines.length > 0 ? `${status}: ${lines.slice(-2).join(" | ")}` : status;
-}
-
-function warmUp(command, cwd, meter) {
-  const wrapped = meter?.wrap(command) ?? null;
-  const run = wrapped ?? command;
-  if (wrapped) rmSync(meter.outFile, { force: true });
-  const result = spawnSync(run.executable, run.args, {
-    cwd,
-    env: run.env,
-    encoding: "utf8",
-    maxBuffer: 256 * 1024 * 1024,
-  });
-  if (result.error || result.status !== 0) return { error: describeFailure(result) };
-  const kilobytes = wrapped ? readKilobytes(meter.outFile) : null;
-  try {
-    return { rows: command.read(result.stdout), peakRssMb: kilobytes && kilobytes / 1024 };
-  } catch (error) {
-    return {
-      error: `could not read its output (${error.message}): ${result.stdout.slice(0, 200)}`,
-    };
-  }
-}
-
-function timeOnce(command, cwd) {
-  const started = process.hrtime.bigint();
-  const result = spawnSync(command.executable, command.args, {
-    cwd,
-    env: command.env,
-    stdio: ["ignore", "ignore", "pipe"],
-  });
-  const ms = Number(process.hrtime.bigint() - started) / 1e6;
-  if (result.error || result.status !== 0) return { error: describeFailure(result) };
-  return { ms };
-}
-
-/**
- * Runs a section's commands. `check(rows)` (the command's own, else the section's) returns
- * null or what is wrong with an answer: a wrong answer is said loudly at once, the command is
- * not timed (its time would mean nothing) and the script exits 1 at the end.
- */
-function timeSection(section, cwd, runs, meter, failures) {
-  const results = section.commands.map((command) => ({ command, samples: [], status: "ok" }));
-  for (const result of results) {
-    const { command } = result;
-    if (command.executable === null) {
-      result.status = "not installed";
-      continue;
-    }
-    log(`${section.name}: warm-up: ${command.label}`);
-    const warm = warmUp(command, cwd, meter);
-    if (warm.error) {
-      result.status = `failed (${warm.error})`;
-    } else {
-      result.rows = warm.rows;
-      result.peakRssMb = warm.peakRssMb;
-      const wrong = (command.check ?? section.check)(warm.rows);
-      if (wrong !== null) result.status = `WRONG ANSWER: ${wrong}`;
-    }
-    if (result.status !== "ok") {
-      log(`${section.name}: ${command.label}: ${result.status}`);
-      failures.push(`${section.name}: ${command.label}: ${result.status}`);
-    }
-  }
-  for (let run = 1; run <= runs; run++) {
-    for (const result of results) {
-      if (result.status !== "ok") continue;
-      const timing = timeOnce(result.command, cwd);
-      if (timing.error) {
-        result.status = `failed (${timing.error})`;
-        failures.push(`${section.name}: ${result.command.label}: ${result.status}`);
-      } else {
-        result.samples.push(timing.ms);
-      }
-      const outcome = timing.error ? result.status : `${(timing.ms / 1000).toFixed(2)} s`;
-      log(`${section.name}: run ${run}/${runs}: ${result.command.label}: ${outcome}`);
-    }
-  }
-  for (const result of results) {
-    if (result.status !== "ok") continue;
-    result.medianMs = median(result.samples);
-    result.minMs = Math.min(...result.samples);
-  }
-  for (const result of results) {
-    const ref = results.find((other) => other.command.id === result.command.ref);
-    result.refLabel = ref?.command.label ?? null;
-    result.ratio =
-      result.status === "ok" && ref?.status === "ok" ? result.medianMs / ref.medianMs : null;
-  }
-  return results;
-}
-
-/** The ratio of the dirq command `id` to its reference, or null when either failed. */
-function ratioOf(results, id) {
-  return results.find((result) => result.command.id === id)?.ratio ?? null;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1130,35 +908,6 @@ async function serverSection(options, failures) {
 }
 // ---------------------------------------------------------------------------------------------
 // Report
-
-function loadText(load) {
-  return load.map((value) => value.toFixed(2)).join(" ");
-}
-
-function answerText(rows) {
-  if (rows === undefined) return "";
-  if (rows.length === 1) return rows[0].map((value) => String(value)).join(", ");
-  return `${rows.length} groups`;
-}
-
-function sectionTable(section) {
-  const rows = section.results.map((result) =>
-    result.status === "ok"
-      ? [
-          result.command.label,
-          formatNumber(result.medianMs, 0),
-          formatNumber(result.minMs, 0),
-          result.command.ref ? formatRatio(result.ratio) : "",
-          formatNumber(result.peakRssMb, 1),
-          answerText(result.rows),
-        ]
-      : { label: result.command.label, text: result.status },
-  );
-  return table(
-    ["command", "median ms", "min ms", `vs ${section.refName}`, "peak RSS MB", "answer"],
-    rows,
-  );
-}
 
 function printText(report) {
   const { versions } = report;

@@ -472,3 +472,272 @@ export function postQuery(port, sql) {
     req.end(body);
   });
 }
+
+// ---------------------------------------------------------------------------------------------
+// Engines and sections (dirq-formats, dirq-bigfiles): a command is `{ id, label, role, ref,
+// executable, args, env, read(stdout) -> rows }`; each section's commands are checked on a
+// warm-up run (peak RSS taken there), then timed round-robin.
+
+/** dirq prints a JSON array of objects when stdout is not a terminal. */
+export function dirqRows(stdout) {
+  return JSON.parse(stdout).map((row) => Object.values(row));
+}
+
+/** `bin`: another build of dirq (its bin/dirq.cjs), for a before-and-after comparison. */
+export function dirqCommand(id, sql, extraArgs, ref, bin = DIRQ_BIN) {
+  const shown = extraArgs.length > 0 ? ` ${extraArgs.join(" ")}` : "";
+  return {
+    id,
+    label: `dirq "${sql}"${shown}`,
+    role: "dirq",
+    ref,
+    executable: process.execPath,
+    args: [bin, sql, ...extraArgs],
+    env: DIRQ_ENV,
+    read: dirqRows,
+  };
+}
+
+/**
+ * DuckDB in a fresh Node process, as small as it can be (no bench code loaded): import, an
+ * in-memory instance, one statement, its rows as JSON. `url` is where @duckdb/node-api is
+ * (resolved from here: the child runs in the tree, which has no node_modules).
+ */
+const DUCKDB_CHILD = `
+const [url, sql] = process.argv.slice(1);
+const { DuckDBInstance } = await import(url);
+const instance = await DuckDBInstance.create(":memory:");
+const connection = await instance.connect();
+const reader = await connection.runAndReadAll(sql);
+const rows = reader.getRowsJS();
+connection.closeSync();
+instance.closeSync();
+process.stdout.write(
+  JSON.stringify(rows, (_key, value) => (typeof value === "bigint" ? Number(value) : value)),
+);
+`;
+
+export function duckdbCommand(id, label, sql, duckdb) {
+  return {
+    id,
+    label,
+    role: "reference",
+    executable: duckdb === null ? null : process.execPath,
+    args: ["--input-type=module", "-e", DUCKDB_CHILD, duckdb?.url ?? "", sql],
+    env: process.env,
+    read: (stdout) => JSON.parse(stdout),
+  };
+}
+
+/** `{ url, version }` of @duckdb/node-api, or the hint of dirq-sdk-ingest.mjs and exit 2. */
+export async function requireDuckdb() {
+  try {
+    const url = import.meta.resolve("@duckdb/node-api");
+    await import(url);
+    const pkg = JSON.parse(readFileSync(new URL("../package.json", url), "utf8"));
+    return { url, version: pkg.version };
+  } catch {
+    console.error(
+      "bench: DuckDB is not installed. Run `npm install` at the repository root first " +
+        "(@duckdb/node-api is a devDependency of packages/dirq), or " +
+        "`npm install --no-save @duckdb/node-api`.",
+    );
+    process.exit(2);
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Peak memory (as bench/dirq-walk.mjs): GNU time's %M when /usr/bin/time works, else a preload
+// that records the Node process's own maxRSS at exit (none for Python then). It is taken on the
+// warm-up run, whose output is kept for the answer check; timed runs are bare.
+
+const MAX_RSS_PRELOAD = `
+import { writeFileSync } from "node:fs";
+process.on("exit", () => {
+  writeFileSync(process.env.DIRQ_BENCH_RSS_FILE, String(process.resourceUsage().maxRSS));
+});
+`;
+
+export function readKilobytes(file) {
+  try {
+    // GNU time writes "Command exited with non-zero status N" before %M on failure.
+    const lines = readFileSync(file, "utf8").trim().split("\n");
+    const value = Number(lines[lines.length - 1]);
+    return Number.isFinite(value) && value > 0 ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+export function memoryMeters(scratch) {
+  const outFile = join(scratch, "max-rss.txt");
+  const preload = join(scratch, "max-rss-preload.mjs");
+  writeFileSync(preload, MAX_RSS_PRELOAD);
+  const gnuTime = {
+    name: "/usr/bin/time -f %M",
+    wrap: (command) => ({
+      executable: "/usr/bin/time",
+      args: ["-f", "%M", "-o", outFile, command.executable, ...command.args],
+      env: command.env,
+    }),
+  };
+  const inProcess = {
+    name: "in-process process.resourceUsage().maxRSS",
+    wrap: (command) =>
+      command.executable === process.execPath
+        ? {
+            executable: command.executable,
+            args: ["--import", preload, ...command.args],
+            env: { ...command.env, DIRQ_BENCH_RSS_FILE: outFile },
+          }
+        : null,
+  };
+  const candidates = existsSync("/usr/bin/time") ? [gnuTime, inProcess] : [inProcess];
+  for (const meter of candidates) {
+    rmSync(outFile, { force: true });
+    const probe = meter.wrap({ executable: process.execPath, args: ["-e", "0"], env: {} });
+    spawnSync(probe.executable, probe.args, { env: probe.env, stdio: "ignore" });
+    if (readKilobytes(outFile) !== null) return { ...meter, outFile };
+  }
+  return null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing: a warm-up per command (answer checked, peak RSS), then round-robin runs, each the
+// whole process's wall clock with stdout to /dev/null.
+
+function describeLastLines(result) {
+  if (result.error) return result.error.message;
+  const lines = (result.stderr ?? "").toString().trim().split("\n").filter(Boolean);
+  const status = result.status === null ? `signal ${result.signal}` : `exit ${result.status}`;
+  return lines.length > 0 ? `${status}: ${lines.slice(-2).join(" | ")}` : status;
+}
+
+function measuredWarmUp(command, cwd, meter) {
+  const wrapped = meter?.wrap(command) ?? null;
+  const run = wrapped ?? command;
+  if (wrapped) rmSync(meter.outFile, { force: true });
+  const result = spawnSync(run.executable, run.args, {
+    cwd,
+    env: run.env,
+    encoding: "utf8",
+    maxBuffer: 256 * 1024 * 1024,
+  });
+  if (result.error || result.status !== 0) return { error: describeLastLines(result) };
+  const kilobytes = wrapped ? readKilobytes(meter.outFile) : null;
+  try {
+    return { rows: command.read(result.stdout), peakRssMb: kilobytes && kilobytes / 1024 };
+  } catch (error) {
+    return {
+      error: `could not read its output (${error.message}): ${result.stdout.slice(0, 200)}`,
+    };
+  }
+}
+
+function timeBareRun(command, cwd) {
+  const started = process.hrtime.bigint();
+  const result = spawnSync(command.executable, command.args, {
+    cwd,
+    env: command.env,
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  const ms = Number(process.hrtime.bigint() - started) / 1e6;
+  if (result.error || result.status !== 0) return { error: describeLastLines(result) };
+  return { ms };
+}
+
+/**
+ * Runs a section's commands. `check(rows)` (the command's own, else the section's) returns
+ * null or what is wrong with an answer: a wrong answer is said loudly at once, the command is
+ * not timed (its time would mean nothing) and the script exits 1 at the end.
+ */
+export function timeSection(section, cwd, runs, meter, failures) {
+  const results = section.commands.map((command) => ({ command, samples: [], status: "ok" }));
+  for (const result of results) {
+    const { command } = result;
+    if (command.executable === null) {
+      result.status = "not installed";
+      continue;
+    }
+    log(`${section.name}: warm-up: ${command.label}`);
+    const warm = measuredWarmUp(command, cwd, meter);
+    if (warm.error) {
+      result.status = `failed (${warm.error})`;
+    } else {
+      result.rows = warm.rows;
+      result.peakRssMb = warm.peakRssMb;
+      const wrong = (command.check ?? section.check)(warm.rows);
+      if (wrong !== null) result.status = `WRONG ANSWER: ${wrong}`;
+    }
+    if (result.status !== "ok") {
+      log(`${section.name}: ${command.label}: ${result.status}`);
+      failures.push(`${section.name}: ${command.label}: ${result.status}`);
+    }
+  }
+  for (let run = 1; run <= runs; run++) {
+    for (const result of results) {
+      if (result.status !== "ok") continue;
+      const timing = timeBareRun(result.command, cwd);
+      if (timing.error) {
+        result.status = `failed (${timing.error})`;
+        failures.push(`${section.name}: ${result.command.label}: ${result.status}`);
+      } else {
+        result.samples.push(timing.ms);
+      }
+      const outcome = timing.error ? result.status : `${(timing.ms / 1000).toFixed(2)} s`;
+      log(`${section.name}: run ${run}/${runs}: ${result.command.label}: ${outcome}`);
+    }
+  }
+  for (const result of results) {
+    if (result.status !== "ok") continue;
+    result.medianMs = median(result.samples);
+    result.minMs = Math.min(...result.samples);
+  }
+  for (const result of results) {
+    const ref = results.find((other) => other.command.id === result.command.ref);
+    result.refLabel = ref?.command.label ?? null;
+    result.ratio =
+      result.status === "ok" && ref?.status === "ok" ? result.medianMs / ref.medianMs : null;
+  }
+  return results;
+}
+
+/** The ratio of the dirq command `id` to its reference, or null when either failed. */
+export function ratioOf(results, id) {
+  return results.find((result) => result.command.id === id)?.ratio ?? null;
+}
+
+/** A load average as `1.00 0.80 0.70`. */
+export function loadText(load) {
+  return load.map((value) => value.toFixed(2)).join(" ");
+}
+
+export function answerText(rows) {
+  if (rows === undefined) return "";
+  if (rows.length === 1) return rows[0].map((value) => String(value)).join(", ");
+  return `${rows.length} groups`;
+}
+
+export function sectionTable(section) {
+  const rows = section.results.map((result) =>
+    result.status === "ok"
+      ? [
+          result.command.label,
+          formatNumber(result.medianMs, 0),
+          formatNumber(result.minMs, 0),
+          result.command.ref ? formatRatio(result.ratio) : "",
+          formatNumber(result.peakRssMb, 1),
+          answerText(result.rows),
+        ]
+      : { label: result.command.label, text: result.status },
+  );
+  return table(
+    ["command", "median ms", "min ms", `vs ${section.refName}`, "peak RSS MB", "answer"],
+    rows,
+  );
+}
+
+/** What a marker written by `writeMarker` holds. */
+export function readMarkerFile(marker) {
+  return JSON.parse(readFileSync(marker, "utf8"));
+}

@@ -122,8 +122,11 @@ static int short_decimal(const unsigned char *s, int n, double *value) {
   return 1;
 }
 
-/* The nearest double to a number literal of `n` bytes, as JavaScript's Number reads it. */
-static double literal_double(const unsigned char *s, int n) {
+/*
+ * The nearest double to a number literal of `n` bytes, as JavaScript's Number reads it (also
+ * for dirq-jsonl.c).
+ */
+double dirq_literal_double(const unsigned char *s, int n) {
   double quick;
   if (short_decimal(s, n, &quick)) return quick;
   char small[64];
@@ -137,8 +140,8 @@ static double literal_double(const unsigned char *s, int n) {
   return value;
 }
 
-/* An integer literal's value when it fits in 64 bits (returns 1), else 0. */
-static int literal_int64(const unsigned char *s, int n, sqlite3_int64 *value) {
+/* An integer literal's value when it fits in 64 bits (returns 1), else 0 (also dirq-jsonl.c). */
+int dirq_literal_int64(const unsigned char *s, int n, sqlite3_int64 *value) {
   int negative = s[0] == '-';
   /* Accumulated as a negative number, whose range is one wider than the positive one. */
   sqlite3_int64 total = 0;
@@ -209,17 +212,17 @@ static void field_value(const unsigned char *s, int n, Value *value) {
     value->as.integer = s[0] == '-' ? -integer : integer;
     break;
   case KIND_LONG_INTEGER:
-    if (literal_int64(s, n, &integer)) {
+    if (dirq_literal_int64(s, n, &integer)) {
       value->kind = KIND_INTEGER;
       value->as.integer = integer;
     } else {
       value->kind = KIND_REAL;
-      value->as.real = literal_double(s, n);
+      value->as.real = dirq_literal_double(s, n);
     }
     break;
   case KIND_REAL:
     value->kind = KIND_REAL;
-    value->as.real = literal_double(s, n);
+    value->as.real = dirq_literal_double(s, n);
     break;
   }
 }

@@ -50,6 +50,7 @@ SQLITE_EXTENSION_INIT1
 
 /* dirq_csv, in dirq-csv.c: a CSV piece's records as rows. */
 int dirq_register_csv(sqlite3 *db);
+int dirq_register_jsonl(sqlite3 *db);
 
 /* Stats `count` NUL-separated paths (each after `prefix`) into `out`: FIELDS doubles each. */
 static void stat_into(const char *prefix, int prefix_bytes, const char *paths, int paths_bytes,
@@ -982,6 +983,7 @@ int sqlite3_dirqrows_init(sqlite3 *db, char **error, const sqlite3_api_routines 
   int rc = sqlite3_create_module(db, "dirq_rows", &rows_module, NULL);
   if (rc == SQLITE_OK) rc = sqlite3_create_module(db, "dirq_blank_rows", &blank_module, NULL);
   if (rc == SQLITE_OK) rc = dirq_register_csv(db);
+  if (rc == SQLITE_OK) rc = dirq_register_jsonl(db);
   return rc;
 }
 

@@ -1,12 +1,12 @@
 #!/usr/bin/env node
 // Compiles dirq's SQLite extension (native/dirq-fs.c: file system calls and fill rows;
-// native/dirq-csv.c: CSV records as rows) into native/build/
-// (or the folder given with --out). `npm run build` runs it, and so does dirq's first query,
-// REPL or server run after an install (src/cli/native-notice.ts): the package has no install
-// script, so npm's install-script approvals (npm 11) never concern it. The extension is
-// optional: without a C compiler (or on Windows) dirq lists folders and stats files with
-// Node's fs and reads CSV with csv-parse, with the same results and more CPU (bench/notes/walk.md,
-// "Native file system calls"; bench/notes/formats.md).
+// native/dirq-csv.c: CSV records as rows; native/dirq-jsonl.c: JSON Lines lines as rows) into
+// native/build/ (or the folder given with --out). `npm run build` runs it, and so does dirq's first
+// query, REPL or server run after an install (src/cli/native-notice.ts): the package has no install
+// script, so npm's install-script approvals (npm 11) never concern it. The extension is optional:
+// without a C compiler (or on Windows) dirq lists folders and stats files with Node's fs and reads
+// CSV with csv-parse and JSON Lines in JavaScript, with the same results and more CPU
+// (bench/notes/walk.md, "Native file system calls"; bench/notes/formats.md).
 // So a failure here warns, leaves its reason in not-built.txt beside where the library would
 // be, and exits 0. Nothing is downloaded: the headers are SQLite's own, inside
 // @rocicorp/zero-sqlite3.
@@ -28,7 +28,9 @@ try {
 }
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..");
-const sources = ["dirq-fs.c", "dirq-csv.c"].map((name) => join(packageDir, "native", name));
+const sources = ["dirq-fs.c", "dirq-csv.c", "dirq-jsonl.c"].map((name) =>
+  join(packageDir, "native", name),
+);
 const outDir = options.out ? resolve(options.out) : join(packageDir, "native", "build");
 const library = join(outDir, process.platform === "darwin" ? "dirq_fs.dylib" : "dirq_fs.so");
 // Why the build failed, for the CLI to say once (src/cli/native-notice.ts).

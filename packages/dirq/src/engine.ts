@@ -202,7 +202,7 @@ export class DirqIndex {
       buildConfigTables: () => parsed.buildConfigTables(),
       pathTableNames: () => this.catalog.names(),
       tableExists: (name) => this.tableExists(name),
-      createMissingTable: (name) => this.createMissingTable(name),
+      createMissingTable: (name, columns) => this.createMissingTable(name, columns),
       missingTableError: (name, error) => this.missingTableError(name, error),
       needsFill: (table, columns) =>
         parsed.needsReconcile(table) || pathTables.needsFill(table, this.groupsFor(columns)),
@@ -245,10 +245,19 @@ export class DirqIndex {
    * extractor, or a plain one (filled later, with only the columns the statement reads).
    * Returns the files skipped; `null` when the name is not a path-table.
    */
-  private async createMissingTable(name: string): Promise<SkippedPath[] | null> {
+  private async createMissingTable(
+    name: string,
+    columns: ReadonlySet<string> | null,
+  ): Promise<SkippedPath[] | null> {
     if (name.toLowerCase() === "files") throw removedFilesTable();
     const path = this.caseVariants.pathOf(name);
-    if (this.settings.onFile !== null) return this.parsed.buildPathTable(name, path);
+    if (this.settings.onFile !== null) {
+      return this.parsed.buildPathTable(
+        name,
+        path,
+        this.settings.readNamedColumns ? columns : null,
+      );
+    }
     const before = this.pathTables.names();
     const created = this.pathTables.create(name, path);
     // Making room drops idle path-tables: the watcher no longer keeps their rows current.

@@ -830,6 +830,37 @@ function largeJsonl(random: Random): string {
   return `${lines.join("")}{"unterminated": `;
 }
 
+/** `value` with each object's repeated keys left out (the first stands). */
+function uniqueKeys(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(uniqueKeys);
+  if (value === null || typeof value !== "object" || !("pairs" in value)) return value;
+  const seen = new Set<string>();
+  const pairs = value.pairs.filter(([key]) => !seen.has(key) && seen.add(key) !== undefined);
+  return { pairs: pairs.map(([key, item]): Pair => [key, uniqueKeys(item)]) };
+}
+
+/**
+ * A JSON array larger than a piece (read element by element); with `error`, cut short at a
+ * line boundary in its second half (read whole for its error). The cut file's objects repeat
+ * no key: dirq's syntax error would name a repeated key before the real error (its position
+ * comes from lossless-json, which refuses repeated keys), where Python names the real one.
+ */
+function largeJson(random: Random, error: boolean): string {
+  const style = jsonStyle(random);
+  const items: string[] = [];
+  for (let size = 0; size < LARGE_BYTES;) {
+    const object = jsonObject(random, 2, true);
+    object.pairs.push(["filler", filler(random)]);
+    const text = jsonText(error ? uniqueKeys(object) : object, style, random, 1);
+    items.push(text);
+    size += Buffer.byteLength(text);
+  }
+  const text = `${chance(random, 0.5) ? BOM : ""}[${style.eol}${items.join(`,${style.eol}`)}${style.eol}]${style.eol}`;
+  if (!error) return text;
+  const cut = text.indexOf("\n", Math.floor(text.length / 2 + random() * (text.length / 3)));
+  return text.slice(0, cut + 1);
+}
+
 function largeCsv(random: Random, error: boolean): string {
   const header = ["id", "text", "n", "x y"];
   const records: string[][] = [header];
@@ -874,7 +905,11 @@ function writeFiles(root: string, folder: string, files: Record<string, string>)
 /** Files of one format, or of several for `auto`, by folder. */
 function generate(root: string, random: Random): Record<Format, string[]> {
   const paths = {
-    json: writeFiles(root, "json", jsonFiles(random, 120)),
+    json: writeFiles(root, "json", {
+      ...jsonFiles(random, 120),
+      "large.json": largeJson(random, false),
+      "large-error.json": largeJson(random, true),
+    }),
     jsonl: writeFiles(root, "jsonl", {
       ...jsonlFiles(random, 80),
       "large.jsonl": largeJsonl(random),

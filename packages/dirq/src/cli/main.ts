@@ -227,6 +227,8 @@ async function runQueryToEnd(
     // native extension not even rows (a view of as many blank rows as files).
     pathlessFills: true,
     countedFills: true,
+    // ... and a table read by --parse needs only the columns that statement names.
+    readNamedColumns: true,
     tellEmptyTables: true,
     // Every fill of a table reports its progress: the one place that says a table was filled.
     progress: {

@@ -89,6 +89,13 @@ export interface OpenIndexOptions {
    */
   countedFills?: boolean;
   /**
+   * A path-table read by a built-in format (`parse`) loads only the columns the statement that
+   * builds it may name (every word and string in it; all for `SELECT *`), not every key of its
+   * files. For an in-memory index that runs one statement (the one-shot CLI): a live or
+   * persisted index keeps every column, for the statements that come later.
+   */
+  readNamedColumns?: boolean;
+  /**
    * Find out why each path-table a statement builds that lists no file is empty, for
    * `PreparedStatement.emptyTables` (the CLI and the REPL tell it on stderr). Off by default:
    * finding out may list folders the walk skips (up to 50,000 entries), on the calling thread,
@@ -124,6 +131,8 @@ export interface IndexSettings {
   userIgnores: readonly string[];
   tableOptions: TableOptions;
   fillAllColumns: boolean;
+  /** See `OpenIndexOptions.readNamedColumns`: never with `fillAllColumns` or `persist`. */
+  readNamedColumns: boolean;
   profile: ConnectionProfile;
 }
 
@@ -204,6 +213,7 @@ export function indexSettings(
     userIgnores,
     tableOptions,
     fillAllColumns,
+    readNamedColumns: options.readNamedColumns === true && !fillAllColumns && persist === undefined,
     profile,
   };
 }

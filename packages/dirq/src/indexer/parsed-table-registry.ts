@@ -117,11 +117,15 @@ export class ParsedTableRegistry {
    * Builds the path-table `name` (the path `path`) with the index's extractor. Returns the
    * files skipped; `null` when the name is not a path-table.
    */
-  async buildPathTable(name: string, path: string): Promise<SkippedPath[] | null> {
+  async buildPathTable(
+    name: string,
+    path: string,
+    columns: ReadonlySet<string> | null = null,
+  ): Promise<SkippedPath[] | null> {
     const { onFile, root } = this.context;
     const selection = onFile === null ? null : parsePathTableName(path, root);
     if (onFile === null || selection === null) return null;
-    return this.build({ ...onFileSpec(path, selection, onFile), name });
+    return this.build({ ...onFileSpec(path, selection, onFile), name }, columns);
   }
 
   /**
@@ -188,8 +192,14 @@ export class ParsedTableRegistry {
     }
   }
 
-  /** Builds a parsed table; returns the files skipped. */
-  private async build(spec: ParsedTableSpec): Promise<SkippedPath[]> {
+  /**
+   * Builds a parsed table; returns the files skipped. `columns`: load only the keys of these
+   * names (folded), `null` all (see `buildParsedTable`).
+   */
+  private async build(
+    spec: ParsedTableSpec,
+    columns: ReadonlySet<string> | null = null,
+  ): Promise<SkippedPath[]> {
     const { db, catalog, options } = this.context;
     const store = catalog.store;
     const matches = spec.selection ? selectionMatcher(spec.selection) : () => false;
@@ -204,8 +214,8 @@ export class ParsedTableRegistry {
     }
     if (store !== null && stored !== undefined) store.dropTable(stored);
     const persisted = store !== null && definition !== null ? { store, spec: definition } : null;
-    const { skipped, columns } = await buildParsedTable(db, spec, options, persisted);
-    catalog.addParsedTable({ spec, columns, matches });
-    return skipped;
+    const built = await buildParsedTable(db, spec, options, persisted, columns);
+    catalog.addParsedTable({ spec, columns: built.columns, matches });
+    return built.skipped;
   }
 }

@@ -255,13 +255,15 @@ export function walkTableFiles(
 /**
  * Builds a parsed table: walks its files, runs the hook on each (in parallel), creates the
  * table (schema, or columns inferred from the output), runs its `ddl`, inserts the rows.
- * Files whose hook failed are returned as skipped; the other rows stand.
+ * Files whose hook failed are returned as skipped; the other rows stand. With `namedColumns`
+ * (folded names), a table dirq reads itself loads only the keys of those names.
  */
 export async function buildParsedTable(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
   options: ParsedTableOptions,
   persisted: { store: CatalogStore; spec: string } | null = null,
+  namedColumns: ReadonlySet<string> | null = null,
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const scan = options.progress.start();
   const walked = walkTableFiles(spec, options, (found) => scan.update(`scanning ${found} files`));
@@ -275,7 +277,10 @@ export async function buildParsedTable(
   }));
   const paths = walked.paths.filter((path) => !walked.rawPaths.has(path));
   if (isReaderExtractor(spec.extractor)) {
-    const read = await fillFromReader(db, spec, spec.extractor, paths, options, persisted);
+    const read = await fillFromReader(db, spec, spec.extractor, paths, options, {
+      persisted,
+      namedColumns,
+    });
     return { skipped: [...walked.skipped, ...unnameable, ...read.skipped], columns: read.columns };
   }
   // A persisted index records each file's state as it was before its hook read it.

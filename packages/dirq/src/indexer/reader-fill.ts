@@ -4,7 +4,7 @@ import type { ReaderExtractor } from "../parse/format-extractor.js";
 import { isOwnName, type RecordBatch } from "../parse/formats/csv-rows.js";
 import { RowsError } from "../parse/formats/document-rows.js";
 import { extensionOf, formatOfPath } from "../parse/formats/format-names.js";
-import type { CsvPiece, CsvPieceSink } from "../parse/formats/read-file-rows.js";
+import type { CsvPiece, CsvPieceSink, JsonlPieceSink } from "../parse/formats/read-file-rows.js";
 import { loadNativeRows } from "../scan/native-fs.js";
 import type { SkippedPath } from "../scan/walk.js";
 import {
@@ -194,6 +194,25 @@ function nativeCsvError(error: unknown): unknown {
   return error;
 }
 
+/** Columns the native JSON Lines table returns at most (native/dirq-jsonl.c). */
+const NATIVE_JSONL_MAX_WIDTH = 1996;
+/** Separates names in the native JSON Lines functions' arguments and answers. */
+const NAME_SEPARATOR = "\u001f";
+
+/**
+ * The statement that inserts a JSON Lines piece's rows (or a JSON array's elements) with the
+ * native `dirq_jsonl` table, value `i` into column `i`. Parameters: the path, the index of the
+ * piece's first row in the file, the piece, the columns' folded names, whether it is elements.
+ */
+function nativeJsonlInsertSql(table: string, columns: readonly string[]): string {
+  const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
+  const values = [...columns.map((_, i) => `c${i}`), "?", "? + rowid - 1"];
+  return (
+    `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
+    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?)`
+  );
+}
+
 /** A table that already exists, which a build fills instead of creating `spec`'s. */
 export interface ExistingTable {
   name: string;
@@ -220,6 +239,10 @@ export class ReaderTableBuild {
   /** Its schema's TEXT columns, names folded (see `textColumns`). */
   private readonly textNames: readonly string[];
 
+  /**
+   * `namedColumns` (folded names): only keys of these names become columns, the rest of each
+   * row is left out; `null` keeps every key.
+   */
   constructor(
     private readonly db: SqliteDatabase,
     private readonly spec: ParsedTableSpec,
@@ -227,6 +250,7 @@ export class ReaderTableBuild {
     private readonly root: string,
     private readonly persisted: boolean,
     into: ExistingTable | null = null,
+    private readonly namedColumns: ReadonlySet<string> | null = null,
   ) {
     this.table = into?.name ?? spec.name;
     this.columns = into ? [...into.columns] : (spec.schema?.map(([column]) => column) ?? []);
@@ -320,10 +344,21 @@ export class ReaderTableBuild {
           },
         }
       : undefined;
+    const jsonlPieces: JsonlPieceSink | undefined =
+      this.nativeCsv && this.spec.schema === null
+        ? {
+            take: (piece, _firstLine, elements) => {
+              const inserted = this.insertJsonlPiece(path, piece, count, elements);
+              if (inserted !== null) count += inserted;
+              return inserted !== null;
+            },
+          }
+        : undefined;
     const reason = this.extractor.readRows({ path, root: this.root }, onRows, {
       onRecords,
       csvPieces,
       textNames: this.textNames,
+      jsonlPieces,
     });
     return { reason, rows: count };
   }
@@ -346,6 +381,34 @@ export class ReaderTableBuild {
     }
   }
 
+  /**
+   * Inserts a JSON Lines piece's rows (or a JSON array's `elements`) natively; how many, or
+   * `null` when the native reader leaves the piece to the JavaScript one (nothing inserted).
+   */
+  private insertJsonlPiece(
+    path: string,
+    piece: Buffer,
+    firstIndex: number,
+    elements: boolean,
+  ): number | null {
+    // The columns go to the native table joined by the separator: none may hold it.
+    if (this.columns.some((column) => column.includes(NAME_SEPARATOR))) return null;
+    const named =
+      this.namedColumns === null
+        ? null
+        : [...this.namedColumns]
+            .filter((name) => !name.includes(NAME_SEPARATOR))
+            .join(NAME_SEPARATOR);
+    const flag = elements ? 1 : 0;
+    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(piece, named, flag);
+    if (typeof keys !== "string") return null;
+    this.takeKeys(keys === "" ? [] : keys.split(NAME_SEPARATOR));
+    if (this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
+    const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
+    const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
+    return insert.run(path, BigInt(firstIndex), piece, columns, flag).changes;
+  }
+
   /** `keys`: the first rows' keys, in order, one spelling per name as SQLite compares them. */
   private create(keys: readonly string[]): void {
     if (this.spec.schema === null) this.columns = [...keys];
@@ -354,8 +417,10 @@ export class ReaderTableBuild {
   }
 
   /** Creates or widens the table for `keys`; whether its columns changed. */
-  private takeKeys(keys: readonly string[]): boolean {
-    if (this.spec.schema === null) refuseUnnameableKeys(keys);
+  private takeKeys(allKeys: readonly string[]): boolean {
+    if (this.spec.schema === null) refuseUnnameableKeys(allKeys);
+    const named = this.namedColumns;
+    const keys = named === null ? allKeys : allKeys.filter((key) => named.has(foldName(key)));
     let changed = false;
     asColumns(() => {
       if (this.created) {
@@ -404,18 +469,36 @@ function skippedFile(
   return { path, reason, noFormat };
 }
 
+/**
+ * Fills a table dirq reads itself from `paths`. `persisted`: the catalog the build is recorded
+ * in; `namedColumns`: load only the keys of these names (see `ReaderTableBuild`).
+ */
 export async function fillFromReader(
   db: SqliteDatabase,
   spec: ParsedTableSpec,
   extractor: ReaderExtractor,
   paths: readonly string[],
   options: ParsedTableOptions,
-  persisted: { store: CatalogStore; spec: string } | null,
+  {
+    persisted,
+    namedColumns,
+  }: {
+    persisted: { store: CatalogStore; spec: string } | null;
+    namedColumns: ReadonlySet<string> | null;
+  },
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const phase = options.progress.start();
   const skipped: SkippedPath[] = [];
   const before = persisted ? schemaObjects(db) : null;
-  const build = new ReaderTableBuild(db, spec, extractor, options.root, persisted !== null);
+  const build = new ReaderTableBuild(
+    db,
+    spec,
+    extractor,
+    options.root,
+    persisted !== null,
+    null,
+    spec.schema === null ? namedColumns : null,
+  );
   let next = 0;
   const report = () => {
     const percent = paths.length === 0 ? 100 : Math.floor((next * 100) / paths.length);

@@ -2,7 +2,12 @@ import type { HookRow } from "./hook-rows.js";
 import type { ExtractOutcome, ExtractTarget, Extractor } from "./extractor.js";
 import { RowsError } from "./formats/document-rows.js";
 import type { FormatName } from "./formats/format-names.js";
-import { type CsvPieceSink, readFileRows, type RecordSinks } from "./formats/read-file-rows.js";
+import {
+  type CsvPieceSink,
+  type JsonlPieceSink,
+  readFileRows,
+  type RecordSinks,
+} from "./formats/read-file-rows.js";
 
 /**
  * An extractor that reads files itself, in dirq's own process: a built-in format. Besides
@@ -56,6 +61,16 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
       }
     },
   });
+  /** A native JSON Lines consumer's errors are its own, as those of `onRows`. */
+  const guardedLines = (sink: JsonlPieceSink): JsonlPieceSink => ({
+    take: (piece, firstLine, elements) => {
+      try {
+        return sink.take(piece, firstLine, elements);
+      } catch (error) {
+        throw new ConsumerError(error);
+      }
+    },
+  });
   const readRows = (
     file: ExtractTarget,
     onRows: (rows: HookRow[]) => void,
@@ -72,6 +87,7 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
           onRecords: guarded(records.onRecords),
           csvPieces: records.csvPieces && guardedPieces(records.csvPieces),
           textNames: records.textNames,
+          jsonlPieces: records.jsonlPieces && guardedLines(records.jsonlPieces),
         },
       );
       return null;

@@ -60,9 +60,13 @@ export interface PreparerHost {
   tableExists(name: string): boolean;
   /**
    * Creates the path-table a statement names; `null` when the name is not a path-table, else
-   * the files skipped while building it.
+   * the files skipped while building it. `columns`: the names the statement may read columns
+   * by (see `StatementAnalysis.namedColumns`), `null` for every column.
    */
-  createMissingTable(name: string): Promise<SkippedPath[] | null>;
+  createMissingTable(
+    name: string,
+    columns: ReadonlySet<string> | null,
+  ): Promise<SkippedPath[] | null>;
   /** SQLite's "no such table" for a name that is not a path-table, with a hint where one helps. */
   missingTableError(name: string, error: unknown): unknown;
   /** Whether reading these columns of the table needs a fill first (`false`: not a path-table). */
@@ -353,7 +357,7 @@ export class StatementPreparer {
     const runnable = runnableAnalysis.sql;
     for (const name of runnableAnalysis.describedTables) {
       if (!this.host.tableExists(name))
-        skipped.push(...((await this.host.createMissingTable(name)) ?? []));
+        skipped.push(...((await this.host.createMissingTable(name, null)) ?? []));
     }
     const statement = await this.compileCreatingTables(runnableAnalysis, skipped);
     if (!statement.readonly) throw notReadOnly();
@@ -403,7 +407,7 @@ export class StatementPreparer {
         const missing = NO_SUCH_TABLE.exec(message)?.[1];
         if (missing === undefined) throw sqlError(error);
         if (created++ >= MAX_PATH_TABLES_PER_STATEMENT) throw tooManyPathTables();
-        const built = await this.host.createMissingTable(missing);
+        const built = await this.host.createMissingTable(missing, analysis.namedColumns);
         if (built === null) throw this.host.missingTableError(missing, error);
         skipped.push(...built);
       }

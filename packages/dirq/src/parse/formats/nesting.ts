@@ -25,6 +25,9 @@ function singleQuotedEnd(text: string, open: number): number {
  * strings and comments are skipped too. One pass, before the parser runs.
  */
 export function refuseDeepNesting(text: string, firstLine: number, yaml: boolean): void {
+  // Each level takes a bracket: a text of no more characters than the limit cannot pass it
+  // (a JSON Lines line, typically), and is not scanned.
+  if (text.length <= MAX_NESTING) return;
   let depth = 0;
   for (let i = 0; i < text.length; i++) {
     const code = text.charCodeAt(i);

@@ -11,6 +11,7 @@ import {
   formatOfPath,
   NESTED_FORMATS,
 } from "./format-names.js";
+import { NotStreamable, readJsonArrayPieces } from "./json-array-stream.js";
 import { jsonLinesRows, jsonRows } from "./json-rows.js";
 import { markdownRows } from "./markdown-rows.js";
 import { tomlRows } from "./toml-rows.js";
@@ -172,6 +173,16 @@ export interface CsvPieceSink {
   take(piece: CsvPiece): void;
 }
 
+/**
+ * A consumer that reads JSON Lines pieces itself (natively): `take` a piece of whole lines
+ * (UTF-8 checked, no byte-order mark), whose first line is `firstLine`, or with `elements`
+ * some whole elements of a large JSON array, separated by commas; `false` when it leaves the
+ * piece to be read here (then nothing of it was taken).
+ */
+export interface JsonlPieceSink {
+  take(piece: Buffer, firstLine: number, elements: boolean): boolean;
+}
+
 /** Where a CSV or TSV file's records go, when not as rows. */
 export interface RecordSinks {
   /** Records parsed here, without a `Map` per row (a large file's on worker threads). */
@@ -186,6 +197,8 @@ export interface RecordSinks {
    * schema's TEXT columns (see `CsvReader`).
    */
   textNames?: readonly string[];
+  /** With it, a JSON Lines file's pieces (without `each`) go here first. */
+  jsonlPieces?: JsonlPieceSink;
 }
 
 /** What a file's rows are handed to: rows, and for CSV and TSV records as they come. */
@@ -236,8 +249,15 @@ function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): P
   switch (format) {
     case "json":
       return whole((text, _line, rows) => jsonRows(text, each, rows));
-    case "jsonl":
-      return whole((text, line, rows) => jsonLinesRows(text, line, each, rows));
+    case "jsonl": {
+      const parse = whole((text, line, rows) => jsonLinesRows(text, line, each, rows));
+      const native = sink.records?.jsonlPieces;
+      if (native === undefined || each !== null) return parse;
+      return (bytes, firstLine, isFirst) => {
+        const lines = pieceBytes(bytes, firstLine, isFirst);
+        if (!native.take(lines, firstLine, false)) parse(lines, firstLine, false);
+      };
+    }
     case "csv":
     case "tsv": {
       const delimiter = format === "csv" ? "," : "\t";
@@ -327,6 +347,46 @@ function forEachPiece(
   }
 }
 
+/**
+ * A large JSON file, read element by element when it is an array of objects (see
+ * json-array-stream.ts), else whole. A file the streamed reader gives up on part way is read
+ * whole, which must refuse it (naming its error as for any JSON file): the rows handed over
+ * before are then the caller's to discard.
+ */
+function readLargeJson(
+  fd: number,
+  size: number,
+  onRows: (rows: HookRow[]) => void,
+  native: JsonlPieceSink | undefined,
+): void {
+  let handedOver = false;
+  try {
+    readJsonArrayPieces(
+      fd,
+      PIECE_BYTES,
+      (rows) => {
+        handedOver = true;
+        onRows(rows);
+      },
+      native &&
+        ((elements) => {
+          const taken = isUtf8(elements) && native.take(elements, 1, true);
+          handedOver ||= taken;
+          return taken;
+        }),
+    );
+    return;
+  } catch (error) {
+    if (!(error instanceof NotStreamable)) throw error;
+    const rows: HookRow[] = [];
+    jsonRows(pieceText(readWhole(fd, size), 1, true), null, rows);
+    if (handedOver) {
+      throw new Error(`the streamed JSON reader stopped (${error.message}) on a file JSON reads`);
+    }
+    onRows(rows);
+  }
+}
+
 /** CSV and TSV files from this size on are parsed on worker threads (see csv-workers.ts). */
 export const THREADED_BYTES = 8 * PIECE_BYTES;
 
@@ -358,7 +418,9 @@ export function readFileRows(
   try {
     const size = fstatSync(fd).size;
     const csv = chosen === "csv" || chosen === "tsv";
-    if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
+    if (chosen === "json" && each === null && size > PIECE_BYTES) {
+      readLargeJson(fd, size, onRows, records?.jsonlPieces);
+    } else if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
       read(readWhole(fd, size), 1, true);
     } else if (csv && onRecords !== undefined && size >= THREADED_BYTES) {
       readPiecesOnThreads(

@@ -1,0 +1,738 @@
+/*
+ * dirq_jsonl: the rows of a piece of a JSON Lines file inside SQLite, so that a table build
+ * inserts a piece with one `INSERT ... SELECT` and no value passes through JavaScript.
+ *
+ * dirq_jsonl_keys(piece, named, elements)
+ *   The keys the piece's rows bring, in first-seen order, one spelling per name as SQLite
+ *   compares them (ASCII case ignored), joined by U+001F; of the names in `named` (folded,
+ *   joined by U+001F) only, or all keys when `named` is NULL. NULL when the piece holds
+ *   anything this reader leaves to the JavaScript one (src/parse/formats/json-rows.ts), which
+ *   then reads the piece and names its errors:
+ *   a line that is not exactly one JSON object, nesting past 512 levels, a key written with an
+ *   escape, a key that is an array index or holds U+001F, two keys of one line that name one
+ *   column, a nested array or object under a key that is kept, a string with a lone surrogate.
+ *
+ * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, elements)
+ *   One row per line that holds an object (blank lines are skipped), value `i` the value of
+ *   the key naming column `i` of `columns` (folded, joined by U+001F), or NULL. Values are
+ *   stored as the JavaScript reader stores them (src/parse/exact-json.ts): an integer literal
+ *   an INTEGER while it fits in 64 bits, else the nearest REAL; any other number a REAL; true
+ *   and false 1 and 0; a string its text. Call it only on a piece dirq_jsonl_keys accepted.
+ *
+ * `piece` is UTF-8 (checked by the caller, byte-order mark left out); only lines that end in a
+ * newline are read, as the JavaScript reader leaves a last line without one unread. With
+ * `elements` 1, the piece is instead some whole elements of a JSON array of objects, separated
+ * by commas (src/parse/formats/json-array-stream.ts), each element a record as a line is.
+ */
+#define _GNU_SOURCE
+#include <sqlite3ext.h>
+SQLITE_EXTENSION_INIT3
+
+#include <string.h>
+
+#define DECLARED_COLUMNS 1996
+#define MAX_DEPTH 512
+#define SEPARATOR '\x1f'
+
+/* In dirq-csv.c: number literals read as JavaScript's Number and BigInt read them. */
+double dirq_literal_double(const unsigned char *s, int n);
+int dirq_literal_int64(const unsigned char *s, int n, sqlite3_int64 *value);
+/* In dirq-fs.c: connecting and disconnecting a table that reads only its arguments. */
+int dirq_connect_innocuous(sqlite3 *db, const char *schema, sqlite3_vtab **table);
+int dirq_disconnect(sqlite3_vtab *table);
+
+enum { KIND_NULL, KIND_TEXT, KIND_INTEGER, KIND_REAL };
+
+typedef struct {
+  int kind;
+  union {
+    sqlite3_int64 integer;
+    double real;
+    struct {
+      int start, length, decoded;
+    } text;
+  } as;
+} Value;
+
+/* A list of names: pointers into a separated text, with their lengths. */
+typedef struct {
+  const unsigned char **names;
+  int *lengths;
+  int count;
+} Names;
+
+typedef struct {
+  const unsigned char *s;
+  int at, end;
+  /* Decoded strings go here (never longer than the piece). */
+  unsigned char *decoded;
+  int decoded_used;
+  /* Records are a JSON array's elements (separated by commas), not lines. */
+  int elements;
+  int records;
+} Parser;
+
+static int is_space(unsigned char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static void skip_spaces(Parser *p) {
+  while (p->at < p->end && is_space(p->s[p->at])) p->at++;
+}
+
+static int lower(unsigned char c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+static int same_name(const unsigned char *a, int an, const unsigned char *b, int bn) {
+  if (an != bn) return 0;
+  for (int i = 0; i < an; i++)
+    if (lower(a[i]) != lower(b[i])) return 0;
+  return 1;
+}
+
+/* The index of the name `s` (ASCII case ignored) in `names`, or -1. */
+static int find_name(const Names *names, const unsigned char *s, int n) {
+  for (int i = 0; i < names->count; i++)
+    if (same_name(names->names[i], names->lengths[i], s, n)) return i;
+  return -1;
+}
+
+static int hex(unsigned char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') return (c | 0x20) - 'a' + 10;
+  return -1;
+}
+
+static int read_hex4(Parser *p, int at) {
+  if (at + 4 > p->end) return -1;
+  int value = 0;
+  for (int i = 0; i < 4; i++) {
+    int digit = hex(p->s[at + i]);
+    if (digit < 0) return -1;
+    value = value * 16 + digit;
+  }
+  return value;
+}
+
+static void put_utf8(Parser *p, unsigned int code) {
+  unsigned char *out = p->decoded + p->decoded_used;
+  if (code < 0x80) {
+    out[0] = (unsigned char)code;
+    p->decoded_used += 1;
+  } else if (code < 0x800) {
+    out[0] = (unsigned char)(0xc0 | (code >> 6));
+    out[1] = (unsigned char)(0x80 | (code & 0x3f));
+    p->decoded_used += 2;
+  } else if (code < 0x10000) {
+    out[0] = (unsigned char)(0xe0 | (code >> 12));
+    out[1] = (unsigned char)(0x80 | ((code >> 6) & 0x3f));
+    out[2] = (unsigned char)(0x80 | (code & 0x3f));
+    p->decoded_used += 3;
+  } else {
+    out[0] = (unsigned char)(0xf0 | (code >> 18));
+    out[1] = (unsigned char)(0x80 | ((code >> 12) & 0x3f));
+    out[2] = (unsigned char)(0x80 | ((code >> 6) & 0x3f));
+    out[3] = (unsigned char)(0x80 | (code & 0x3f));
+    p->decoded_used += 4;
+  }
+}
+
+/* One escape after a backslash at `p->at`, decoded when `decode`; 0 when it is not one. */
+static int read_escape(Parser *p, int decode, int *lone_surrogate) {
+  if (p->at + 1 >= p->end) return 0;
+  unsigned char c = p->s[p->at + 1];
+  const char *simple = strchr("\"\\/bfnrt", c);
+  if (c != 0 && simple != NULL) {
+    static const char out[] = "\"\\/\b\f\n\r\t";
+    if (decode) p->decoded[p->decoded_used++] = (unsigned char)out[simple - "\"\\/bfnrt"];
+    p->at += 2;
+    return 1;
+  }
+  if (c != 'u') return 0;
+  int code = read_hex4(p, p->at + 2);
+  if (code < 0) return 0;
+  p->at += 6;
+  if (code >= 0xd800 && code <= 0xdbff && p->at + 1 < p->end && p->s[p->at] == '\\' &&
+      p->s[p->at + 1] == 'u') {
+    int low = read_hex4(p, p->at + 2);
+    if (low >= 0xdc00 && low <= 0xdfff) {
+      p->at += 6;
+      if (decode) put_utf8(p, 0x10000 + ((unsigned)(code - 0xd800) << 10) + (low - 0xdc00));
+      return 1;
+    }
+  }
+  if (code >= 0xd800 && code <= 0xdfff) *lone_surrogate = 1;
+  else if (decode) put_utf8(p, (unsigned)code);
+  return 1;
+}
+
+/*
+ * A string at `p->at` (its opening quote). With `value`, its text is kept (decoded when it has
+ * escapes); `escapes` tells whether it had any. 0 when it is not a valid JSON string, or (with
+ * `value`) holds a lone surrogate.
+ */
+static int read_string(Parser *p, Value *value, int *escapes) {
+  int start = ++p->at;
+  int decoded_start = p->decoded_used;
+  int lone = 0;
+  *escapes = 0;
+  for (;;) {
+    if (p->at >= p->end) return 0;
+    unsigned char c = p->s[p->at];
+    if (c == '"') break;
+    if (c < 0x20) return 0;
+    if (c == '\\') {
+      if (!*escapes && value != NULL) {
+        /* The text so far goes to the decoded buffer first. */
+        memcpy(p->decoded + p->decoded_used, p->s + start, (size_t)(p->at - start));
+        p->decoded_used += p->at - start;
+      }
+      *escapes = 1;
+      if (!read_escape(p, value != NULL, &lone)) return 0;
+      continue;
+    }
+    if (*escapes && value != NULL) p->decoded[p->decoded_used++] = c;
+    p->at++;
+  }
+  int end = p->at++;
+  if (value == NULL) return 1;
+  if (lone) return 0;
+  value->kind = KIND_TEXT;
+  if (*escapes) {
+    value->as.text.start = decoded_start;
+    value->as.text.length = p->decoded_used - decoded_start;
+    value->as.text.decoded = 1;
+  } else {
+    value->as.text.start = start;
+    value->as.text.length = end - start;
+    value->as.text.decoded = 0;
+  }
+  return 1;
+}
+
+static int is_digit(unsigned char c) {
+  return c >= '0' && c <= '9';
+}
+
+/* A number literal as RFC 8259 writes one; its value into `value` when given. */
+static int read_number(Parser *p, Value *value) {
+  int start = p->at, at = p->at, integer = 1;
+  if (at < p->end && p->s[at] == '-') at++;
+  if (at < p->end && p->s[at] == '0') at++;
+  else if (at < p->end && p->s[at] >= '1' && p->s[at] <= '9')
+    while (at < p->end && is_digit(p->s[at])) at++;
+  else return 0;
+  if (at < p->end && p->s[at] == '.') {
+    integer = 0;
+    if (++at >= p->end || !is_digit(p->s[at])) return 0;
+    while (at < p->end && is_digit(p->s[at])) at++;
+  }
+  if (at < p->end && (p->s[at] == 'e' || p->s[at] == 'E')) {
+    integer = 0;
+    at++;
+    if (at < p->end && (p->s[at] == '+' || p->s[at] == '-')) at++;
+    if (at >= p->end || !is_digit(p->s[at])) return 0;
+    while (at < p->end && is_digit(p->s[at])) at++;
+  }
+  p->at = at;
+  if (value == NULL) return 1;
+  const unsigned char *text = p->s + start;
+  if (integer && dirq_literal_int64(text, at - start, &value->as.integer)) {
+    value->kind = KIND_INTEGER;
+  } else {
+    value->kind = KIND_REAL;
+    value->as.real = dirq_literal_double(text, at - start);
+  }
+  return 1;
+}
+
+static int read_word(Parser *p, const char *word) {
+  int n = (int)strlen(word);
+  if (p->end - p->at < n || memcmp(p->s + p->at, word, (size_t)n) != 0) return 0;
+  p->at += n;
+  return 1;
+}
+
+static int skip_value(Parser *p, int depth);
+
+/* An array or object at `p->at`, skipped; `depth` is its own level. */
+static int skip_nested(Parser *p, int depth) {
+  if (depth > MAX_DEPTH) return 0;
+  unsigned char close = p->s[p->at] == '[' ? ']' : '}';
+  p->at++;
+  skip_spaces(p);
+  if (p->at < p->end && p->s[p->at] == close) {
+    p->at++;
+    return 1;
+  }
+  for (;;) {
+    if (close == '}') {
+      int escapes;
+      if (p->at >= p->end || p->s[p->at] != '"' || !read_string(p, NULL, &escapes)) return 0;
+      skip_spaces(p);
+      if (p->at >= p->end || p->s[p->at] != ':') return 0;
+      p->at++;
+      skip_spaces(p);
+    }
+    if (!skip_value(p, depth)) return 0;
+    skip_spaces(p);
+    if (p->at >= p->end) return 0;
+    if (p->s[p->at] == close) {
+      p->at++;
+      return 1;
+    }
+    if (p->s[p->at] != ',') return 0;
+    p->at++;
+    skip_spaces(p);
+  }
+}
+
+/* Any JSON value at `p->at` (spaces before it already skipped), checked and skipped. */
+static int skip_value(Parser *p, int depth) {
+  if (p->at >= p->end) return 0;
+  unsigned char c = p->s[p->at];
+  int escapes;
+  if (c == '"') return read_string(p, NULL, &escapes);
+  if (c == '[' || c == '{') return skip_nested(p, depth + 1);
+  if (c == 't') return read_word(p, "true");
+  if (c == 'f') return read_word(p, "false");
+  if (c == 'n') return read_word(p, "null");
+  return read_number(p, NULL);
+}
+
+/* A kept value: a string, number or literal; 0 for a nested one (or an invalid one). */
+static int read_value(Parser *p, Value *value) {
+  if (p->at >= p->end) return 0;
+  unsigned char c = p->s[p->at];
+  int escapes;
+  if (c == '"') return read_string(p, value, &escapes);
+  if (c == 't' || c == 'f') {
+    value->kind = KIND_INTEGER;
+    value->as.integer = c == 't';
+    return read_word(p, c == 't' ? "true" : "false");
+  }
+  if (c == 'n') {
+    value->kind = KIND_NULL;
+    return read_word(p, "null");
+  }
+  if (c == '[' || c == '{') return 0;
+  return read_number(p, value);
+}
+
+/* Whether a key is one JavaScript orders first (an array index), or names dirq's own. */
+static int key_left_to_javascript(const unsigned char *s, int n) {
+  int index = n > 0 && n <= 10;
+  for (int i = 0; index && i < n; i++) index = is_digit(s[i]);
+  if (index && (n == 1 || s[0] != '0')) {
+    unsigned long long number = 0;
+    for (int i = 0; i < n; i++) number = number * 10 + (unsigned)(s[i] - '0');
+    if (number < 4294967295ULL) return 1;
+  }
+  return memchr(s, SEPARATOR, (size_t)n) != NULL;
+}
+
+static int is_own_name(const unsigned char *s, int n) {
+  return n >= 6 && same_name(s, 6, (const unsigned char *)"_dirq_", 6);
+}
+
+/*
+ * One record's object (at `p->at`, up to `p->end`): each key in `wanted` (or every key when
+ * `wanted` is NULL) is handed to `take` with its value. 0 when the record is left to
+ * JavaScript. A line must hold nothing else; an element ends at its `}`.
+ */
+typedef int (*TakeKey)(void *context, const unsigned char *key, int n, Value *value);
+
+static int read_record(Parser *p, const Names *wanted, TakeKey take, void *context) {
+  if (p->s[p->at] != '{') return 0;
+  p->at++;
+  skip_spaces(p);
+  if (p->at < p->end && p->s[p->at] == '}') {
+    p->at++;
+  } else {
+    for (;;) {
+      int escapes;
+      Value key;
+      if (p->at >= p->end || p->s[p->at] != '"') return 0;
+      int saved = p->decoded_used;
+      if (!read_string(p, &key, &escapes) || escapes) return 0;
+      p->decoded_used = saved;
+      const unsigned char *name = p->s + key.as.text.start;
+      int n = key.as.text.length;
+      if (key_left_to_javascript(name, n)) return 0;
+      skip_spaces(p);
+      if (p->at >= p->end || p->s[p->at] != ':') return 0;
+      p->at++;
+      skip_spaces(p);
+      int kept = !is_own_name(name, n) && (wanted == NULL || find_name(wanted, name, n) >= 0);
+      if (kept) {
+        Value value;
+        if (!read_value(p, &value) || !take(context, name, n, &value)) return 0;
+      } else if (!skip_value(p, 1)) {
+        return 0;
+      }
+      skip_spaces(p);
+      if (p->at >= p->end) return 0;
+      if (p->s[p->at] == '}') {
+        p->at++;
+        break;
+      }
+      if (p->s[p->at] != ',') return 0;
+      p->at++;
+      skip_spaces(p);
+    }
+  }
+  if (p->elements) return 1;
+  skip_spaces(p);
+  return p->at == p->end;
+}
+
+/* The names of a U+001F-separated text (NULL: none); 0 when out of memory. */
+static int split_names(const unsigned char *text, int bytes, Names *names) {
+  names->count = 0;
+  names->names = NULL;
+  names->lengths = NULL;
+  if (text == NULL) return 1;
+  int count = 1;
+  for (int i = 0; i < bytes; i++) count += text[i] == SEPARATOR;
+  if (bytes == 0) count = 0;
+  names->names = sqlite3_malloc64(sizeof(char *) * (sqlite3_uint64)(count + 1));
+  names->lengths = sqlite3_malloc64(sizeof(int) * (sqlite3_uint64)(count + 1));
+  if (names->names == NULL || names->lengths == NULL) return 0;
+  int start = 0;
+  for (int i = 0; i <= bytes && count > 0; i++) {
+    if (i == bytes || text[i] == SEPARATOR) {
+      names->names[names->count] = text + start;
+      names->lengths[names->count++] = i - start;
+      start = i + 1;
+    }
+  }
+  return 1;
+}
+
+static void free_names(Names *names) {
+  sqlite3_free(names->names);
+  sqlite3_free(names->lengths);
+}
+
+/*
+ * Finds the next record from `*next`: a line that is not blank (`p->at`..`p->end`, and
+ * `*next` moves past its newline), or an element after the comma that follows the last one
+ * (`p->end` the piece's end; the caller moves `*next` past it). 1 found, 0 at the end, -1 for
+ * elements that are not separated by one comma (a missing element).
+ */
+static int next_record(Parser *p, int bytes, int *next) {
+  if (p->elements) {
+    p->at = *next;
+    p->end = bytes;
+    skip_spaces(p);
+    if (p->records > 0) {
+      if (p->at == bytes) return 0;
+      if (p->s[p->at] != ',') return -1;
+      p->at++;
+      skip_spaces(p);
+    }
+    if (p->at == bytes) return -1;
+    p->records++;
+    return 1;
+  }
+  for (;;) {
+    int start = *next;
+    const unsigned char *newline =
+        start < bytes ? memchr(p->s + start, '\n', (size_t)(bytes - start)) : NULL;
+    if (newline == NULL) return 0;
+    p->at = start;
+    p->end = (int)(newline - p->s);
+    *next = p->end + 1;
+    skip_spaces(p);
+    if (p->at < p->end) return 1;
+  }
+}
+
+/* Calls `record` for each record of the piece; 0 at the first that returns 0 (or is amiss). */
+static int each_record(Parser *p, int bytes, int (*record)(Parser *p, void *context),
+                       void *context) {
+  int next = 0;
+  for (;;) {
+    int found = next_record(p, bytes, &next);
+    if (found <= 0) return found == 0;
+    if (!record(p, context)) return 0;
+    if (p->elements) next = p->at;
+  }
+}
+
+/* ---- dirq_jsonl_keys ---------------------------------------------------------------------- */
+
+typedef struct {
+  const Names *wanted;
+  Names found;      /* keys seen, one spelling per folded name */
+  Names line_keys;  /* the keys of the current line */
+  int capacity;
+} KeysContext;
+
+static int take_key(void *context, const unsigned char *key, int n, Value *value) {
+  (void)value;
+  KeysContext *keys = context;
+  if (find_name(&keys->line_keys, key, n) >= 0) return 0; /* one column named twice */
+  if (keys->line_keys.count == keys->capacity) return 0;
+  keys->line_keys.names[keys->line_keys.count] = key;
+  keys->line_keys.lengths[keys->line_keys.count++] = n;
+  if (find_name(&keys->found, key, n) >= 0) return 1;
+  if (keys->found.count == keys->capacity) return 0;
+  keys->found.names[keys->found.count] = key;
+  keys->found.lengths[keys->found.count++] = n;
+  return 1;
+}
+
+static int keys_line(Parser *p, void *context) {
+  KeysContext *keys = context;
+  keys->line_keys.count = 0;
+  return read_record(p, keys->wanted, take_key, keys);
+}
+
+/* Keys tracked per piece and per line at most: more is left to JavaScript. */
+#define MAX_KEYS 4000
+
+static void jsonl_keys(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  int bytes = sqlite3_value_bytes(argv[0]);
+  const unsigned char *piece = sqlite3_value_blob(argv[0]);
+  const unsigned char *named = sqlite3_value_text(argv[1]);
+  Names wanted;
+  KeysContext keys = {NULL, {NULL, NULL, 0}, {NULL, NULL, 0}, MAX_KEYS};
+  unsigned char *decoded = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  int ok = split_names(named, sqlite3_value_bytes(argv[1]), &wanted) && decoded != NULL;
+  keys.wanted = named == NULL ? NULL : &wanted;
+  keys.found.names = sqlite3_malloc64(sizeof(char *) * MAX_KEYS);
+  keys.found.lengths = sqlite3_malloc64(sizeof(int) * MAX_KEYS);
+  keys.line_keys.names = sqlite3_malloc64(sizeof(char *) * MAX_KEYS);
+  keys.line_keys.lengths = sqlite3_malloc64(sizeof(int) * MAX_KEYS);
+  ok = ok && keys.found.names && keys.found.lengths && keys.line_keys.names &&
+       keys.line_keys.lengths;
+  if (!ok) {
+    sqlite3_result_error_nomem(context);
+  } else {
+    Parser p = {piece, 0, 0, decoded, 0, argc > 2 && sqlite3_value_int(argv[2]) != 0, 0};
+    if (bytes > 0 && each_record(&p, bytes, keys_line, &keys)) {
+      sqlite3_str *out = sqlite3_str_new(NULL);
+      for (int i = 0; i < keys.found.count; i++) {
+        if (i > 0) sqlite3_str_appendchar(out, 1, SEPARATOR);
+        sqlite3_str_append(out, (const char *)keys.found.names[i], keys.found.lengths[i]);
+      }
+      int length = sqlite3_str_length(out);
+      char *text = sqlite3_str_finish(out);
+      /* No key: sqlite3_str_finish gives NULL for the empty text. */
+      if (text == NULL && length > 0) sqlite3_result_error_nomem(context);
+      else if (text == NULL) sqlite3_result_text(context, "", 0, SQLITE_STATIC);
+      else sqlite3_result_text(context, text, length, sqlite3_free);
+    } else if (bytes == 0 && !p.elements) {
+      sqlite3_result_text(context, "", 0, SQLITE_STATIC);
+    } /* else NULL: left to JavaScript */
+  }
+  free_names(&wanted);
+  sqlite3_free(keys.found.names);
+  sqlite3_free(keys.found.lengths);
+  sqlite3_free(keys.line_keys.names);
+  sqlite3_free(keys.line_keys.lengths);
+  sqlite3_free(decoded);
+}
+
+/* ---- dirq_jsonl --------------------------------------------------------------------------- */
+
+typedef struct {
+  sqlite3_vtab_cursor base;
+  unsigned char *data;
+  int bytes;
+  Names columns;
+  unsigned char *columns_text;
+  Parser parser;
+  Value *values;
+  int next_line; /* where the search for the next record starts */
+  sqlite3_int64 row;
+  int eof;
+} JsonlCursor;
+
+static int take_value(void *context, const unsigned char *key, int n, Value *value) {
+  JsonlCursor *cursor = context;
+  int column = find_name(&cursor->columns, key, n);
+  if (column >= 0) cursor->values[column] = *value;
+  return 1;
+}
+
+static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                         sqlite3_vtab **table, char **error) {
+  (void)aux;
+  (void)argc;
+  (void)argv;
+  (void)error;
+  sqlite3_str *schema = sqlite3_str_new(db);
+  sqlite3_str_appendall(schema, "CREATE TABLE x(");
+  for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
+  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, elements HIDDEN)");
+  char *text = sqlite3_str_finish(schema);
+  if (text == NULL) return SQLITE_NOMEM;
+  int rc = dirq_connect_innocuous(db, text, table);
+  sqlite3_free(text);
+  return rc;
+}
+
+/* All three arguments are required, in order. */
+static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
+  int seen = 0;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
+    int argument = constraint->iColumn - DECLARED_COLUMNS;
+    if (argument < 0 || constraint->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    if (!constraint->usable) return SQLITE_CONSTRAINT;
+    info->aConstraintUsage[i].argvIndex = argument + 1;
+    info->aConstraintUsage[i].omit = 1;
+    seen |= 1 << argument;
+  }
+  if (seen != 7) return SQLITE_CONSTRAINT;
+  info->estimatedCost = 1000;
+  info->estimatedRows = 10000;
+  return SQLITE_OK;
+}
+
+static int jsonl_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
+  (void)table;
+  JsonlCursor *jsonl = sqlite3_malloc(sizeof(JsonlCursor));
+  if (jsonl == NULL) return SQLITE_NOMEM;
+  memset(jsonl, 0, sizeof *jsonl);
+  jsonl->eof = 1;
+  *cursor = &jsonl->base;
+  return SQLITE_OK;
+}
+
+static void jsonl_release(JsonlCursor *jsonl) {
+  sqlite3_free(jsonl->data);
+  sqlite3_free(jsonl->parser.decoded);
+  sqlite3_free(jsonl->values);
+  sqlite3_free(jsonl->columns_text);
+  free_names(&jsonl->columns);
+  memset(jsonl, 0, sizeof *jsonl);
+}
+
+static int jsonl_close(sqlite3_vtab_cursor *cursor) {
+  jsonl_release((JsonlCursor *)cursor);
+  sqlite3_free(cursor);
+  return SQLITE_OK;
+}
+
+static int jsonl_fail(JsonlCursor *jsonl, const char *message) {
+  sqlite3_vtab *table = jsonl->base.pVtab;
+  sqlite3_free(table->zErrMsg);
+  table->zErrMsg = sqlite3_mprintf("dirq_jsonl: %s", message);
+  jsonl->eof = 1;
+  return SQLITE_ERROR;
+}
+
+/* The next line that holds an object: its values, or the end. */
+static int jsonl_next(sqlite3_vtab_cursor *cursor) {
+  JsonlCursor *jsonl = (JsonlCursor *)cursor;
+  Parser *p = &jsonl->parser;
+  int found = next_record(p, jsonl->bytes, &jsonl->next_line);
+  if (found == 0) {
+    jsonl->eof = 1;
+    return SQLITE_OK;
+  }
+  p->decoded_used = 0;
+  for (int i = 0; i < jsonl->columns.count; i++) jsonl->values[i].kind = KIND_NULL;
+  if (found < 0 || !read_record(p, &jsonl->columns, take_value, jsonl)) {
+    return jsonl_fail(jsonl, "a record dirq_jsonl_keys leaves to JavaScript");
+  }
+  if (p->elements) jsonl->next_line = p->at;
+  jsonl->row++;
+  return SQLITE_OK;
+}
+
+static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
+                        sqlite3_value **argv) {
+  (void)idx_num;
+  (void)idx_text;
+  JsonlCursor *jsonl = (JsonlCursor *)cursor;
+  sqlite3_vtab *table = jsonl->base.pVtab;
+  jsonl_release(jsonl);
+  jsonl->base.pVtab = table;
+  jsonl->eof = 1;
+  if (argc < 3) return SQLITE_OK;
+  int bytes = sqlite3_value_bytes(argv[0]);
+  const void *piece = sqlite3_value_blob(argv[0]);
+  int columns_bytes = sqlite3_value_bytes(argv[1]);
+  const unsigned char *columns = sqlite3_value_text(argv[1]);
+  jsonl->data = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  jsonl->parser.decoded = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  jsonl->columns_text = sqlite3_malloc64((sqlite3_uint64)columns_bytes + 1);
+  if (jsonl->data == NULL || jsonl->parser.decoded == NULL || jsonl->columns_text == NULL)
+    return SQLITE_NOMEM;
+  if (bytes > 0) memcpy(jsonl->data, piece, (size_t)bytes);
+  if (columns_bytes > 0) memcpy(jsonl->columns_text, columns, (size_t)columns_bytes);
+  if (!split_names(columns == NULL ? NULL : jsonl->columns_text, columns_bytes, &jsonl->columns))
+    return SQLITE_NOMEM;
+  if (jsonl->columns.count > DECLARED_COLUMNS) return jsonl_fail(jsonl, "too many columns");
+  jsonl->values = sqlite3_malloc64(sizeof(Value) * (sqlite3_uint64)(jsonl->columns.count + 1));
+  if (jsonl->values == NULL) return SQLITE_NOMEM;
+  jsonl->bytes = bytes;
+  jsonl->parser.s = jsonl->data;
+  jsonl->parser.elements = sqlite3_value_int(argv[2]) != 0;
+  jsonl->eof = 0;
+  return jsonl_next(cursor);
+}
+
+static int jsonl_eof(sqlite3_vtab_cursor *cursor) {
+  return ((JsonlCursor *)cursor)->eof;
+}
+
+static int jsonl_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, int column) {
+  JsonlCursor *jsonl = (JsonlCursor *)cursor;
+  if (column >= jsonl->columns.count) return SQLITE_OK; /* the arguments read as NULL */
+  const Value *value = &jsonl->values[column];
+  switch (value->kind) {
+  case KIND_TEXT: {
+    const unsigned char *base = value->as.text.decoded ? jsonl->parser.decoded : jsonl->data;
+    sqlite3_result_text(context, (const char *)base + value->as.text.start,
+                        value->as.text.length, SQLITE_TRANSIENT);
+    break;
+  }
+  case KIND_INTEGER:
+    sqlite3_result_int64(context, value->as.integer);
+    break;
+  case KIND_REAL:
+    sqlite3_result_double(context, value->as.real);
+    break;
+  default:
+    break; /* NULL */
+  }
+  return SQLITE_OK;
+}
+
+static int jsonl_rowid(sqlite3_vtab_cursor *cursor, sqlite3_int64 *rowid) {
+  *rowid = ((JsonlCursor *)cursor)->row;
+  return SQLITE_OK;
+}
+
+static sqlite3_module jsonl_module = {
+    0,                /* iVersion */
+    NULL,             /* xCreate: eponymous only */
+    jsonl_connect,    /* xConnect */
+    jsonl_best_index, /* xBestIndex */
+    dirq_disconnect,  /* xDisconnect */
+    NULL,             /* xDestroy */
+    jsonl_open,       /* xOpen */
+    jsonl_close,      /* xClose */
+    jsonl_filter,     /* xFilter */
+    jsonl_next,       /* xNext */
+    jsonl_eof,        /* xEof */
+    jsonl_column,     /* xColumn */
+    jsonl_rowid,      /* xRowid */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
+/* Registers dirq_jsonl and dirq_jsonl_keys in `db` (from sqlite3_dirqrows_init). */
+int dirq_register_jsonl(sqlite3 *db) {
+  int rc = sqlite3_create_module(db, "dirq_jsonl", &jsonl_module, NULL);
+  if (rc != SQLITE_OK) return rc;
+  return sqlite3_create_function(db, "dirq_jsonl_keys", 3,
+                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
+                                 jsonl_keys, NULL, NULL);
+}

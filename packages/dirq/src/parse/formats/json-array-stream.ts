@@ -1,0 +1,216 @@
+import { isUtf8 } from "node:buffer";
+import { readSync } from "node:fs";
+import { parseExactJson } from "../exact-json.js";
+import type { HookRow } from "../hook-rows.js";
+import { documentRows, RowsError } from "./document-rows.js";
+import { MAX_NESTING } from "./nesting.js";
+
+/**
+ * A large JSON file that is one array, read element by element: memory holds a piece of the
+ * file and the element being read, never the whole file or all its rows. The bytes are cut
+ * after the last element that ends in what has been read (at a comma between two elements,
+ * outside strings), and the elements before the cut are parsed together, as one array, by the
+ * exact-number reader. A file that is anything else, or that breaks a rule of JSON or of rows
+ * anywhere, is not read here: the caller reads it whole, which names the error exactly as
+ * for any JSON file (the rows handed over before are the caller's to discard).
+ */
+
+/** Not an array of objects read in pieces: read the file whole instead. */
+export class NotStreamable extends Error {}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COMMA = 0x2c;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_ARRAY = 0x5d;
+const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
+
+function isSpace(byte: number): boolean {
+  return byte === 0x20 || byte === 0x0a || byte === 0x0d || byte === 0x09;
+}
+
+/**
+ * Where the scan of the bytes read so far stands: inside a string or not, how deep, and (once
+ * found) where the top array closes. Kept across reads, so each byte is scanned once.
+ */
+interface ScanState {
+  inString: boolean;
+  /** 1 inside the top array, as `refuseDeepNesting` counts. */
+  depth: number;
+  /** Index of the top array's `]` in the buffer, once found. */
+  closedAt: number;
+}
+
+/** The index after the closing quote of a string that is open at `from`, or -1. */
+function stringClose(buffer: Buffer, from: number, to: number): number {
+  // Searched in a view that ends at `to`: the bytes after it are not read yet.
+  const read = buffer.subarray(0, to);
+  for (
+    let quote = read.indexOf(QUOTE, from);
+    quote !== -1;
+    quote = read.indexOf(QUOTE, quote + 1)
+  ) {
+    // The string opened after the last cut, so its backslashes are all in the buffer.
+    let backslashes = 0;
+    while (read[quote - 1 - backslashes] === BACKSLASH) backslashes++;
+    if (backslashes % 2 === 0) return quote + 1;
+  }
+  return -1;
+}
+
+/**
+ * Scans `buffer[from, to)` on from `state`; returns the index of the last comma between two
+ * elements of the top array in it, or -1. Stops at the top array's `]`.
+ */
+function scan(buffer: Buffer, from: number, to: number, state: ScanState): number {
+  let lastComma = -1;
+  let i = from;
+  while (i < to) {
+    if (state.inString) {
+      const close = stringClose(buffer, i, to);
+      if (close === -1) return lastComma;
+      state.inString = false;
+      i = close;
+      continue;
+    }
+    const byte = buffer[i] as number;
+    if (byte === QUOTE) {
+      state.inString = true;
+    } else if (byte === OPEN_ARRAY || byte === OPEN_OBJECT) {
+      if (++state.depth > MAX_NESTING) throw new NotStreamable("nested too deep");
+    } else if (byte === CLOSE_ARRAY || byte === CLOSE_OBJECT) {
+      if (--state.depth === 0) {
+        state.closedAt = i;
+        return lastComma;
+      }
+    } else if (byte === COMMA && state.depth === 1) {
+      lastComma = i;
+    }
+    i++;
+  }
+  return lastComma;
+}
+
+/** The rows of some whole elements of the array (the bytes between two cuts). */
+function elementRows(bytes: Buffer, rows: HookRow[]): void {
+  if (!isUtf8(bytes)) throw new NotStreamable("not UTF-8");
+  const text = bytes.toString("utf8");
+  if (text.trim() === "") throw new NotStreamable("no element between two commas");
+  try {
+    const parsed = parseExactJson(`[${text}]`);
+    documentRows(parsed.data, null, parsed.stored, rows);
+  } catch (error) {
+    if (error instanceof SyntaxError || error instanceof RowsError) {
+      throw new NotStreamable(error.message);
+    }
+    throw error;
+  }
+}
+
+/**
+ * Where the top array opens: the index after its `[`, past a byte-order mark and spaces; -1
+ * when the file holds something else first, `null` when the bytes so far are only spaces.
+ */
+function arrayStart(buffer: Buffer): number | null {
+  let at = buffer[0] === 0xef && buffer[1] === 0xbb && buffer[2] === 0xbf ? 3 : 0;
+  while (at < buffer.length && isSpace(buffer[at] as number)) at++;
+  if (at >= buffer.length) return null;
+  return buffer[at] === OPEN_ARRAY ? at + 1 : -1;
+}
+
+/** The first bytes of the file, up to the `[` that opens the array and a piece after it. */
+function firstPiece(
+  fd: number,
+  pieceBytes: number,
+): { buffer: Buffer; filled: number; start: number } {
+  let buffer = Buffer.allocUnsafe(Math.max(pieceBytes, 3));
+  let filled = 0;
+  for (;;) {
+    const read = readSync(fd, buffer, filled, buffer.length - filled, filled);
+    filled += read;
+    const start = arrayStart(buffer.subarray(0, filled));
+    if (start === -1 || (start === null && read === 0)) throw new NotStreamable("not an array");
+    if (start !== null) return { buffer, filled, start };
+    const grown = Buffer.allocUnsafe(filled + pieceBytes);
+    buffer.copy(grown, 0, 0, filled);
+    buffer = grown;
+  }
+}
+
+/**
+ * Reads the JSON file open at `fd` as an array of objects, `pieceBytes` at a time (positional
+ * reads: the file's offset is left at 0 for a whole read after), handing each piece's rows to
+ * `onRows`; with `takeElements`, each piece's elements (the bytes between two cuts) go there
+ * first, and only those it leaves (`false`) are parsed here. Throws `NotStreamable` for a
+ * file that must be read whole instead.
+ */
+export function readJsonArrayPieces(
+  fd: number,
+  pieceBytes: number,
+  onRows: (rows: HookRow[]) => void,
+  takeElements?: (elements: Buffer) => boolean,
+): void {
+  const handOver = (elements: Buffer) => {
+    if (takeElements?.(elements) === true) return;
+    const rows: HookRow[] = [];
+    elementRows(elements, rows);
+    onRows(rows);
+  };
+  let { buffer, filled, start } = firstPiece(fd, pieceBytes);
+  let position = filled;
+  const state: ScanState = { inString: false, depth: 1, closedAt: -1 };
+  let scanned = start;
+  let commas = 0;
+  for (;;) {
+    const comma = scan(buffer, scanned, filled, state);
+    scanned = state.closedAt === -1 ? filled : state.closedAt + 1;
+    if (comma !== -1) {
+      handOver(buffer.subarray(start, comma));
+      commas++;
+      start = comma + 1;
+    }
+    if (state.closedAt !== -1) break;
+    // The element being read goes to the start of the buffer, which grows for a large one.
+    const carry = filled - start;
+    const next =
+      carry + pieceBytes > buffer.length ? Buffer.allocUnsafe(carry + pieceBytes) : buffer;
+    buffer.copy(next, 0, start, filled);
+    buffer = next;
+    scanned -= start;
+    start = 0;
+    filled = carry;
+    const read = readSync(fd, buffer, filled, pieceBytes, position);
+    if (read === 0) throw new NotStreamable("the array does not close");
+    position += read;
+    filled += read;
+  }
+  finishArray(
+    fd,
+    buffer,
+    { start, end: state.closedAt, after: scanned, filled, position },
+    commas,
+    handOver,
+  );
+}
+
+/** The last elements (before the `]`), then only spaces to the end of the file. */
+function finishArray(
+  fd: number,
+  buffer: Buffer,
+  at: { start: number; end: number; after: number; filled: number; position: number },
+  commas: number,
+  handOver: (elements: Buffer) => void,
+): void {
+  const last = buffer.subarray(at.start, at.end);
+  if (commas > 0 || last.some((byte) => !isSpace(byte))) handOver(last);
+  let rest = buffer.subarray(at.after, at.filled);
+  let position = at.position;
+  for (;;) {
+    if (rest.some((byte) => !isSpace(byte))) throw new NotStreamable("text after the array");
+    const read = readSync(fd, buffer, 0, buffer.length, position);
+    if (read === 0) return;
+    position += read;
+    rest = buffer.subarray(0, read);
+  }
+}

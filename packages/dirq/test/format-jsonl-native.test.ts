@@ -1,0 +1,176 @@
+/**
+ * The native JSON Lines reader (native/dirq-jsonl.c) against the JavaScript one
+ * (`DIRQ_NATIVE_FS=0`), end to end: seeded files with the lines a native parser gets wrong
+ * (escapes, surrogate pairs and lone surrogates, `\u0000`, integers past 2^53 and 64 bits,
+ * `-0`, `3.0`, `1e400`, nested values, keys that are array indices, escaped, repeated or
+ * differ only in case, dirq's own names, blank and whitespace-only lines, CRLF, lines that
+ * are not objects or not JSON), each file also cut at every line boundary (a file per cut),
+ * and one file larger than a piece. Every row, value and SQLite type, and every file's error,
+ * must be the same; with a statement that names a few columns too.
+ *
+ * Seeded: DIRQ_TEST_SEED replays a run.
+ */
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+import { harnessSeed, pick, seededRandom } from "./differential.js";
+import { parseRows, runDirq, tempTree } from "./helpers.js";
+
+const SEED = harnessSeed(6971);
+
+const VALUES = [
+  "0",
+  "-0",
+  "17",
+  "-9007199254740993",
+  "9223372036854775807",
+  "9223372036854775808",
+  "-9223372036854775809",
+  "3.0",
+  "2.50",
+  "1e5",
+  "1E400",
+  "-0.0",
+  "1.5e-7",
+  "true",
+  "false",
+  "null",
+  '"plain"',
+  '""',
+  '"tab\\t \\"quoted\\" back\\\\slash \\/"',
+  '"\\u00e9\\u20ac \\ud83d\\ude00"',
+  '"lone \\ud800 surrogate"',
+  '"nul \\u0000 inside"',
+  '"raw ünï 😀"',
+  "[1, 2.0, 9007199254740993]",
+  '{"in": {"deep": [true]}}',
+  "[]",
+  "{}",
+];
+const KEYS = ['"a"', '"A"', '"b"', '"name"', '"1"', '"_dirq_x"', '"k\\u0065y"', '"x y"', '"B"'];
+const ODD_LINES = [
+  "",
+  "   ",
+  "\t \r",
+  "\u00a0",
+  "[1, 2]",
+  "42",
+  '"text"',
+  "null",
+  '{"a": 1,}',
+  '{"a": 01}',
+  '{"a": 1} {"b": 2}',
+  '{"a": "raw\ttab"}',
+];
+
+function line(random: () => number): string {
+  if (random() < 0.08) return pick(random, ODD_LINES);
+  const count = Math.floor(random() * 5);
+  const pairs = Array.from(
+    { length: count },
+    () => `${pick(random, KEYS)}: ${pick(random, VALUES)}`,
+  );
+  return `${random() < 0.2 ? " " : ""}{${pairs.join(random() < 0.5 ? ", " : ",")}}`;
+}
+
+/** Whether `text` is one JSON object (the elements of the array are). */
+function isObject(text: string): boolean {
+  try {
+    const value: unknown = JSON.parse(text);
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+  } catch {
+    return false;
+  }
+}
+
+function files(random: () => number): Record<string, string> {
+  const tree: Record<string, string> = {};
+  for (let f = 0; f < 6; f++) {
+    const lines = Array.from({ length: 12 }, () => line(random));
+    const eol = random() < 0.3 ? "\r\n" : "\n";
+    const text = lines.map((l) => l + eol).join("");
+    // Every cut at a line boundary, as its own file (a file being appended to, read now).
+    for (let k = 0; k <= lines.length; k++) {
+      tree[`data/f${f}-cut${String(k).padStart(2, "0")}.jsonl`] = lines
+        .slice(0, k)
+        .map((l) => l + eol)
+        .join("");
+    }
+    tree[`data/f${f}-partial.jsonl`] = `${text}{"a": 1, "b`;
+  }
+  const big: string[] = [];
+  for (let size = 0; size < 3 << 20;) {
+    const text = `{"a": ${size}, "name": "${"n".repeat(Math.floor(random() * 300))}", "b": 1.5}`;
+    big.push(text);
+    size += text.length + 1;
+  }
+  big.splice(Math.floor(big.length * 0.9), 0, '{"a": "\\ud800 alone in a large file"}');
+  tree["data/big.jsonl"] = `${big.join("\n")}\n`;
+  // A JSON array larger than a piece (read element by element, the elements natively), whole
+  // and cut short at a few line boundaries.
+  const elements: string[] = [];
+  for (let size = 0; size < 3 << 19;) {
+    const text = line(random);
+    if (!isObject(text)) continue;
+    const pad = `"pad": "${"p".repeat(Math.floor(random() * 200))}"`;
+    elements.push(text.trim() === "{}" ? `{${pad}}` : text.replace("{", `{${pad}, `));
+    size += text.length + 220;
+  }
+  const array = `[\n${elements.join(",\n")}\n]\n`;
+  tree["arrays/whole.json"] = array;
+  const lines = array.split("\n");
+  for (const at of [0.6, 0.9, 0.99]) {
+    const cut = lines.slice(0, Math.floor(lines.length * at)).join("\n");
+    tree[`arrays/cut-${at}.json`] = `${cut}\n`;
+  }
+  return tree;
+}
+
+async function answer(root: string, sql: string, native: boolean, format = "jsonl") {
+  const env = native ? {} : { DIRQ_NATIVE_FS: "0" };
+  const result = await runDirq([sql, "--parse", format, "--format", "json"], { cwd: root, env });
+  assert.ok(result.code === 0 || result.code === 23, result.stderr);
+  const skipped = result.stderr
+    .split("\n")
+    .filter((l) => l.startsWith("dirq: skipped"))
+    .sort();
+  return { rows: result.stdout === "" ? [] : parseRows(result.stdout), skipped };
+}
+
+describe(`the native JSON Lines reader reads what the JavaScript one reads (seed ${SEED})`, () => {
+  const root = tempTree(files(seededRandom(SEED)));
+
+  it("every row, value and type, and every file's error, over every cut", async () => {
+    const columns = await answer(root, "SELECT * FROM './data' LIMIT 1", false);
+    const names = Object.keys(columns.rows[0] ?? {});
+    assert.ok(names.length >= 4, names.join(", "));
+    const typed = names.map((name) => `"${name}", typeof("${name}")`).join(", ");
+    const sql = `SELECT _dirq_file_path, _dirq_row_index, ${typed} FROM './data' ORDER BY 1, 2`;
+    const javascript = await answer(root, sql, false);
+    const native = await answer(root, sql, true);
+    assert.ok(javascript.rows.length > 1000);
+    assert.deepEqual(native.skipped, javascript.skipped);
+    assert.deepEqual(native.rows, javascript.rows);
+  });
+
+  it("a JSON array larger than a piece, whole and cut short", async () => {
+    const sql =
+      "SELECT _dirq_file_path, _dirq_row_index, a, typeof(a), b, typeof(b), name, typeof(name) " +
+      "FROM './arrays' ORDER BY 1, 2";
+    const javascript = await answer(root, sql, false, "json");
+    const native = await answer(root, sql, true, "json");
+    assert.equal(javascript.skipped.length, 3, javascript.skipped.join("\n"));
+    assert.ok(javascript.rows.length > 1000);
+    assert.deepEqual(native.skipped, javascript.skipped);
+    assert.deepEqual(native.rows, javascript.rows);
+  });
+
+  it("a statement that names a few columns", async () => {
+    const sql =
+      "SELECT _dirq_file_path, _dirq_row_index, a, typeof(a), name, typeof(name) " +
+      "FROM './data' ORDER BY 1, 2";
+    const javascript = await answer(root, sql, false);
+    const native = await answer(root, sql, true);
+    assert.deepEqual(native.skipped, javascript.skipped);
+    assert.deepEqual(native.rows, javascript.rows);
+  });
+});
