@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { type Agent, request as httpRequestRaw } from "node:http";
 import { connect, type Socket } from "node:net";
 import { after } from "node:test";
-import { DIRQ_BIN, makeTree, removeTree } from "./helpers.js";
+import { DIRQ_BIN, makeTree, removeTree, withoutCommit } from "./helpers.js";
 
 /* ------------------------------------------------------------------------------------------ */
 /* A `dirq server` process, started as a user would start it.                                  */
@@ -421,7 +421,7 @@ export async function openEvents(server: { url: string }): Promise<EventStream> 
     if (frame.event !== "row") return null;
     let row = parsed.get(frame);
     if (row === undefined) {
-      row = JSON.parse(frame.data) as RowEvent;
+      row = withoutCommit(JSON.parse(frame.data) as RowEvent & { commit?: unknown });
       parsed.set(frame, row);
     }
     return row;
