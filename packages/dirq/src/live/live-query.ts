@@ -95,6 +95,8 @@ export class LiveQuery {
   /** Row texts of each file (the incremental way only). */
   private byFile = new Map<string, string[]>();
   private commit = 0;
+  /** The newest commit handed to this query (its runs read at least that one). */
+  private seen = 0;
   private stamp = "";
   private version = 0;
   private readonly frames: KeptFrame[] = [];
@@ -154,6 +156,7 @@ export class LiveQuery {
       if (!this.columns.includes(column)) throw keyError(column, this.columns);
     }
     this.commit = session.commitSeq;
+    this.seen = this.commit;
     this.stamp = session.tableStamp(prepared.tables);
     // Commits during the first run are taken in after it, as one more run.
     this.running = true;
@@ -247,6 +250,7 @@ export class LiveQuery {
 
   private onCommit(commit: Commit): void {
     if (this.isClosed) return;
+    this.seen = Math.max(this.seen, commit.seq);
     if (this.session.tableStamp(this.prepared.tables) === this.stamp) return;
     for (const change of commit.changes) this.changedFiles?.add(change.file_path);
     this.pending = true;
@@ -267,7 +271,9 @@ export class LiveQuery {
   }
 
   private async evaluate(): Promise<void> {
-    const commit = this.session.commitSeq;
+    // Commits reach listeners in order, after they are made: what a run reads is at least
+    // the newest one handed over (the one `/events` frames have carried so far).
+    const commit = this.seen;
     const stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();
