@@ -107,6 +107,8 @@ export class LiveQuery {
   private changedFiles: Set<string> | null = new Set();
   private readonly waiters = new Set<() => void>();
   private readonly stops: (() => void)[] = [];
+  /** The names (lower case) of the tables it reads, as written and as SQLite has them. */
+  private readonly tableNames: Set<string>;
   private isClosed = false;
 
   private constructor(
@@ -119,6 +121,8 @@ export class LiveQuery {
     eligible: boolean,
   ) {
     this.ordered = !eligible;
+    const written = prepared.analysis.tableNames.map((name) => name.token.value);
+    this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
   }
 
   /** Checks and prepares the statement, runs it once, and starts following commits. */
@@ -251,10 +255,28 @@ export class LiveQuery {
   private onCommit(commit: Commit): void {
     if (this.isClosed) return;
     this.seen = Math.max(this.seen, commit.seq);
-    if (this.session.tableStamp(this.prepared.tables) === this.stamp) return;
-    for (const change of commit.changes) this.changedFiles?.add(change.file_path);
+    if (this.plan !== null && this.changedFiles !== null) {
+      // File by file, each commit's own files count: the stamp may already include later
+      // commits, not handed over yet, whose files must still be read when they are.
+      const files = this.changedFiles;
+      let touched = false;
+      for (const change of commit.changes) {
+        if (change.table !== null && !this.reads(change.table)) continue;
+        files.add(change.file_path);
+        touched = true;
+      }
+      if (!touched) return;
+    } else if (this.session.tableStamp(this.prepared.tables) === this.stamp) {
+      return;
+    }
     this.pending = true;
     if (!this.running) void this.followCommits();
+  }
+
+  /** Whether a row change's table (the name it was written with) is the one this reads. */
+  private reads(table: string): boolean {
+    const name = table.toLowerCase();
+    return this.tableNames.has(name);
   }
 
   /** Runs until no commit is left to take in: one run at a time, commits meanwhile folded. */
