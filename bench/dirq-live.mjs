@@ -23,7 +23,8 @@ import {
   requireDirqBuilt,
 } from "./lib.mjs";
 
-const USAGE = "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--json]";
+const USAGE =
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--json]";
 const options = parseOptions(
   process.argv.slice(2),
   {
@@ -202,7 +203,9 @@ async function main() {
   for (let file = 0; file < FILES; file++) writeFile(root, file, false);
   const server = await startServer(root);
   try {
-    log(`${FILES * ROWS} rows in ${FILES} files; ${CHANGES} changes per phase (each made and undone)`);
+    log(
+      `${FILES * ROWS} rows in ${FILES} files; ${CHANGES} changes per phase (each made and undone)`,
+    );
     const latency = await phase(root, server, { filter: FILTER, groupBy: GROUP_BY });
     const baseline = await phase(root, server, {});
     const incremental = await phase(root, server, { filter: FILTER });
