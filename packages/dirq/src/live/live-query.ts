@@ -16,6 +16,7 @@ import {
   unorderedDiff,
 } from "./live-diff.js";
 import type { LiveSession } from "./live-session.js";
+import { Waiters } from "./waiters.js";
 
 /** One live query: a statement, the values of its parameters and the key its rows pair by. */
 export interface LiveQueryRequest {
@@ -105,7 +106,7 @@ export class LiveQuery {
   private pending = false;
   /** Files changed since the last run; `null`: the next run must be whole. */
   private changedFiles: Set<string> | null = new Set();
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Waiters();
   private readonly stops: (() => void)[] = [];
   /** The names (lower case) of the tables it reads, as written and as SQLite has them. */
   private readonly tableNames: Set<string>;
@@ -227,16 +228,7 @@ export class LiveQuery {
 
   /** Resolves at the next frame, after `ms`, or at close. */
   waitForFrame(ms: number): Promise<void> {
-    if (this.isClosed) return Promise.resolve();
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-    });
+    return this.isClosed ? Promise.resolve() : this.waiters.wait(ms);
   }
 
   /** Stops following commits and wakes every waiting reader. */
@@ -249,7 +241,7 @@ export class LiveQuery {
 
   /** Wakes every reader waiting for a frame (a subscription that closes re-checks). */
   wake(): void {
-    for (const wake of [...this.waiters]) wake();
+    this.waiters.wakeAll();
   }
 
   private onCommit(commit: Commit): void {
