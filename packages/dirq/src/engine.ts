@@ -19,7 +19,7 @@ import { ParsedTableRegistry } from "./indexer/parsed-table-registry.js";
 import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path-tables.js";
 import { Refresher } from "./indexer/refresh.js";
 import { StagingWorker } from "./indexer/staging-worker.js";
-import type { RowChange } from "./indexer/row-changes.js";
+import type { Commit, RowChange } from "./indexer/row-changes.js";
 import { TableGenerations, tablesTouchedBy } from "./indexer/table-generations.js";
 import { CaseVariants } from "./query/case-variants.js";
 import { type SqlValue, sqlError } from "./query/execute.js";
@@ -48,6 +48,13 @@ export type { PreparedStatement, PrepareOptions };
 /** Checks values for a statement's parameters (the SDK checks them before anything runs). */
 export { bindArguments };
 export type { IndexQueryOptions, QueryResult };
+export type { Commit };
+
+/** Rows a statement read on the index's own connection (`DirqIndex.readRows`). */
+export interface RawRows {
+  columns: string[];
+  rows: SqlValue[][];
+}
 
 function removedFilesTable(): DirqError {
   return new DirqError(
@@ -101,6 +108,8 @@ export class DirqIndex {
   private closing: AbortController | null = null;
   /** Path-tables built since the statement being prepared began that list no file. */
   private emptyTables: EmptyPathTable[] = [];
+  /** The sequence number of the newest commit of a refresh (0 before the first). */
+  private commits = 0;
 
   constructor(options: OpenIndexOptions = {}) {
     this.settings = indexSettings(
@@ -180,6 +189,35 @@ export class DirqIndex {
    */
   tableGenerations(tables: readonly string[]): string {
     return this.generations.stamp(tables);
+  }
+
+  /** The sequence number of the newest refresh commit (see `Commit`); 0 before the first. */
+  get commitSeq(): number {
+    return this.commits;
+  }
+
+  /**
+   * Keeps the path-tables among `tables` from being dropped as idle or least recently used
+   * until the returned call (a live query holds its tables while it has subscribers).
+   */
+  pinTables(tables: readonly string[]): () => void {
+    return this.pathTables.pin(tables);
+  }
+
+  /**
+   * Runs a statement the caller built over checked parts (a live query's restriction of a
+   * prepared statement to some files) on the index's own connection, synchronously: what
+   * it reads is the newest commit. For small reads only: it holds the main thread.
+   */
+  readRows(sql: string, args: readonly unknown[] = []): RawRows {
+    try {
+      const statement = this.db.prepare(sql);
+      const columns = statement.columns().map((column) => column.name);
+      const rows = statement.raw(true).all(...args) as SqlValue[][];
+      return { columns, rows };
+    } catch (error) {
+      throw sqlError(error);
+    }
   }
 
   /** SQLite's schema version, remembered between write tasks (see `IndexWriter`). */
@@ -339,6 +377,11 @@ export class DirqIndex {
     return resultColumnsOf(this.db, prepared);
   }
 
+  /** The names of the columns a prepared statement answers with (see `resultColumns`). */
+  columnsOf(prepared: PreparedStatement): string[] {
+    return resultColumnsOf(this.db, prepared);
+  }
+
   /** Runs a statement and collects its rows as objects keyed by column name. */
   async queryObjects(sql: string): Promise<Record<string, SqlValue>[]> {
     const result = await this.query(sql);
@@ -352,7 +395,8 @@ export class DirqIndex {
    * or directories, existing or not) and resolves once the first commit is made (path-table
    * rows, files gone from parsed tables).
    * Each file a parsed table selects is then parsed and committed on its own: `onCommit` gets
-   * every commit's changes as it is made, and `done` resolves when the last one is. A later
+   * every commit, numbered (`Commit.seq`), as it is made, and `done` resolves when the last
+   * one is. A later
    * refresh of a file stops the hooks an earlier one still runs for it.
    */
   async startRefresh(
@@ -361,7 +405,7 @@ export class DirqIndex {
       onlyIfChanged?: boolean;
       /** Leave a file whose hooks still run for the same size and times to them. */
       keepUnchanged?: boolean;
-      onCommit: (changes: RowChange[]) => void;
+      onCommit: (commit: Commit) => void;
     },
   ): Promise<{ done: Promise<void> }> {
     // A refresh that fails part way may have committed some of its files: every cached
@@ -374,10 +418,10 @@ export class DirqIndex {
       .start(paths, {
         onlyIfChanged: options.onlyIfChanged,
         keepUnchanged: options.keepUnchanged,
-        onCommit: (changes) => {
+        onCommit: (changes: RowChange[]) => {
           // After the commit: an answer computed before it was right until now.
           this.tablesChanged(tablesTouchedBy(this.db, changes));
-          options.onCommit(changes);
+          options.onCommit({ seq: ++this.commits, changes });
         },
       })
       .catch(failed);

@@ -14,6 +14,7 @@ export {
   type WatchOptions,
 } from "./sdk/dirq.js";
 export type { RowEventStream } from "./sdk/row-event-stream.js";
+export type { LiveChange, LiveOptions, LiveRows } from "./sdk/live-rows.js";
 export type { ResetEvent, Row, RowEvent, RowValue, WatchEvent } from "./sdk/types.js";
 export type { ParameterValue, QueryParameters } from "./query/parameters.js";
 export type { ExtractedRows, ExtractFunction } from "./parse/extractor.js";

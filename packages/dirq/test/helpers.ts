@@ -24,6 +24,18 @@ export interface RunResult {
 }
 
 /** Spawns `dirq` with `args` in `cwd` and collects its output. Progress is off unless asked. */
+/**
+ * A row event without its `commit` (the number of the commit that made it, which every row
+ * event carries: checked here to be a number, 0 before the first commit), for comparing events' contents.
+ */
+export function withoutCommit<T extends { commit?: unknown }>(event: T): Omit<T, "commit"> {
+  const { commit, ...rest } = event;
+  if (!Number.isSafeInteger(commit) || (commit as number) < 0) {
+    throw new Error(`a row event's commit is not a number: ${JSON.stringify(event)}`);
+  }
+  return rest;
+}
+
 export function runDirq(
   args: readonly string[],
   options: {

@@ -50,6 +50,8 @@ class RowChange(TypedDict):
     row: Row
     # The previous row of an update; None otherwise.
     old_row: Optional[Row]
+    # The number of the index's commit that made it (live queries' frames carry it too).
+    commit: int
 
 
 class RowError(TypedDict):
@@ -60,6 +62,8 @@ class RowError(TypedDict):
     table: Optional[str]
     file_path: str
     error: str
+    # The number of the newest commit when it was found.
+    commit: int
 
 
 RowEvent = Union[RowChange, RowError]

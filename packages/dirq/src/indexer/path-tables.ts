@@ -179,6 +179,8 @@ function rowFor(
 export class PathTables {
   /** Tables that are counted views now (see `revertCounted`). */
   private countedTables = 0;
+  /** Pins per table (SQLite name, lower case): a pinned table is never dropped as stale. */
+  private readonly pins = new Map<string, number>();
 
   private readonly runFill: FillRunner;
 
@@ -281,6 +283,8 @@ export class PathTables {
     let count = byAge.length;
     for (const table of byAge) {
       if (count < MAX_LIVE_PATH_TABLES && now - table.lastUsed < PATH_TABLE_IDLE_MS) break;
+      // A live query reads it: dropping it would stop the watcher keeping its rows current.
+      if (this.pins.has(table.name.toLowerCase())) continue;
       this.drop(table);
       count--;
     }
@@ -294,6 +298,25 @@ export class PathTables {
     );
     if (table.counted) this.countedTables--;
     this.catalog.removePathTable(table);
+  }
+
+  /**
+   * Keeps the path-tables among `names` (SQLite names) from being dropped as stale until the
+   * returned call: a live query pins what it reads, for as long as it is subscribed to.
+   */
+  pin(names: Iterable<string>): () => void {
+    const keys = [...names].map((name) => name.toLowerCase());
+    for (const key of keys) this.pins.set(key, (this.pins.get(key) ?? 0) + 1);
+    let pinned = true;
+    return () => {
+      if (!pinned) return;
+      pinned = false;
+      for (const key of keys) {
+        const left = (this.pins.get(key) ?? 1) - 1;
+        if (left === 0) this.pins.delete(key);
+        else this.pins.set(key, left);
+      }
+    };
   }
 
   /** Marks the path-tables (or their aliases) among `names` as just used. */

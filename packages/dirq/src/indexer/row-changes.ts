@@ -33,6 +33,16 @@ export type RowText = string | EncodedJson;
 /** One row-level change, as the event stream sends it. Rows are JSON object text. */
 export type RowChange = RowChangeOf<RowText>;
 
+/**
+ * One commit of the index: the row changes it made, numbered. Sequence numbers are consecutive
+ * per index from 1; `/events` row frames and `/live` frames carry them, so a client can tell
+ * which commit an answer is as of.
+ */
+export interface Commit {
+  readonly seq: number;
+  readonly changes: readonly RowChange[];
+}
+
 /** A row as JSON object text, values serialized exactly like query results. */
 export function rowJson(columns: readonly string[], values: readonly unknown[]): string {
   const fields = columns.map(
@@ -60,13 +70,17 @@ export function rowText(columns: readonly string[], values: readonly RowValue[])
   return new EncodedJson(pieces);
 }
 
-/** The event's JSON text, fields in the order of the spec's table. */
-export function rowChangeJson(change: RowChange): RowText {
+/**
+ * The event's JSON text, fields in the order of the spec's table, then the number of the
+ * commit that made it (`commit`, when given).
+ */
+export function rowChangeJson(change: RowChange, commit?: number): RowText {
   const head = `{"action":"${change.action}","table":${JSON.stringify(change.table)},"file_path":${JSON.stringify(change.file_path)}`;
-  if (change.action === "error") return `${head},"error":${JSON.stringify(change.error)}}`;
+  const tail = commit === undefined ? "}" : `,"commit":${commit}}`;
+  if (change.action === "error") return `${head},"error":${JSON.stringify(change.error)}${tail}`;
   const { row, old_row: old } = change;
   if (typeof row === "string" && !(old instanceof EncodedJson)) {
-    return `${head},"row":${row},"old_row":${old ?? "null"}}`;
+    return `${head},"row":${row},"old_row":${old ?? "null"}${tail}`;
   }
   const piecesOf = (text: RowText) => (typeof text === "string" ? [text] : text.pieces);
   return new EncodedJson([
@@ -74,7 +88,7 @@ export function rowChangeJson(change: RowChange): RowText {
     ...piecesOf(row),
     `,"old_row":`,
     ...(old === null ? ["null"] : piecesOf(old)),
-    "}",
+    tail,
   ]);
 }
 

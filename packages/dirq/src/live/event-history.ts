@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { Waiters } from "./waiters.js";
 
 /** How much of the recent past an event history keeps: both bounds hold. */
 export interface HistoryBounds {
@@ -65,7 +66,7 @@ export class EventHistory {
   private start = 0;
   private keptBytes = 0;
   private last = 0;
-  private readonly waiters = new Set<() => void>();
+  private readonly waiters = new Waiters();
   private readonly appendListeners = new Set<(frame: HistoryFrame) => void>();
 
   constructor(readonly bounds: HistoryBounds = { frames: HISTORY_FRAMES, bytes: HISTORY_BYTES }) {}
@@ -146,22 +147,12 @@ export class EventHistory {
 
   /** @internal Resolves at the next append, or after `ms`. */
   waitForAppend(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = (): void => {
-        clearTimeout(timer);
-        this.waiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.waiters.add(done);
-    });
+    return this.waiters.wait(ms);
   }
 
   /** Wakes every waiting reader (a closing stream re-checks whether it is closed). */
   wakeAll(): void {
-    const waiting = [...this.waiters];
-    this.waiters.clear();
-    for (const wake of waiting) wake();
+    this.waiters.wakeAll();
   }
 
   private evict(): void {

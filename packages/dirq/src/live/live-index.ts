@@ -1,11 +1,11 @@
 import type { DirqIndex, PreparedStatement, PrepareOptions } from "../engine.js";
-import type { RowChange } from "../indexer/row-changes.js";
+import type { Commit } from "../indexer/row-changes.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
 
 export interface LiveIndexOptions {
-  /** Row changes of each commit, in commit order (`error` changes included). */
-  onChanges: (changes: readonly RowChange[]) => void;
+  /** Each commit with row changes, in commit order (`error` changes included). */
+  onChanges: (commit: Commit) => void;
   /** What the watcher could not do (a watch limit reached): reported, never fatal. */
   onError: (error: unknown) => void;
 }
@@ -76,9 +76,9 @@ export class LiveIndex {
   /** Starts watching `index`'s tree; resolves once the watcher sees the whole tree. */
   static async watch(index: DirqIndex, options: LiveIndexOptions): Promise<LiveIndex> {
     const retry = new CommitRetry(index, options.onError);
-    const onCommit = (changes: RowChange[]) => {
+    const onCommit = (commit: Commit) => {
       retry.committed();
-      if (changes.length > 0) options.onChanges(changes);
+      if (commit.changes.length > 0) options.onChanges(commit);
     };
     const watcher = watchTree(index.root, {
       ignoredFolders: () => {

@@ -8,7 +8,7 @@ import {
   type PreparedStatement,
 } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
-import { type RowChange, rowChangeJson } from "../indexer/row-changes.js";
+import { type Commit, type RowChange, rowChangeJson } from "../indexer/row-changes.js";
 import { type AnswerFormat, QueryPool } from "../runner/query-pool.js";
 
 export { stoppingError } from "../runner/query-pool.js";
@@ -72,7 +72,8 @@ export interface SessionRunOptions {
   args?: BoundArguments;
 }
 
-type ChangeListener = (changes: readonly RowChange[]) => void | Promise<void>;
+/** Gets a commit's changes, and the commit (its sequence number) they belong to. */
+type ChangeListener = (changes: readonly RowChange[], commit: Commit) => void | Promise<void>;
 
 /** Changes numbered into the history between two turns of the event loop, at most... */
 const HISTORY_SLICE = 64;
@@ -179,14 +180,41 @@ export class LiveSession {
     return this.history;
   }
 
-  /** Hands changes to the history and every listener, after those published before. */
+  /**
+   * Hands changes that no commit made (files a build skipped, a watcher error) to the history
+   * and every listener, after those published before: they carry the newest commit's number.
+   */
   publish(changes: readonly RowChange[]): Promise<void> {
-    if (changes.length === 0) return this.delivered;
+    return this.publishCommit({ seq: this.index.commitSeq, changes });
+  }
+
+  /** Hands a commit to the history and every listener, after those published before. */
+  private publishCommit(commit: Commit): Promise<void> {
+    if (commit.changes.length === 0) return this.delivered;
     this.delivered = this.delivered.then(async () => {
-      await this.record(changes);
-      for (const listener of this.listeners) await listener(changes);
+      await this.record(commit);
+      for (const listener of this.listeners) await listener(commit.changes, commit);
     });
     return this.delivered;
+  }
+
+  /** The sequence number of the newest commit (see `Commit`). */
+  get commitSeq(): number {
+    return this.index.commitSeq;
+  }
+
+  /**
+   * A stamp of the rows of `tables` (SQLite names, as a prepared statement lists them): it
+   * differs from an earlier one once any of them may have changed. The one source of stamps
+   * for the server's result cache and for live queries.
+   */
+  tableStamp(tables: readonly string[]): string {
+    return this.index.tableGenerations(tables);
+  }
+
+  /** Keeps the path-tables among `tables` from being dropped until the returned call. */
+  pinTables(tables: readonly string[]): () => void {
+    return this.index.pinTables(tables);
   }
 
   /**
@@ -194,13 +222,13 @@ export class LiveSession {
    * before the next: a large change set must not push frames out of the history before a
    * reader that keeps up has read them.
    */
-  private async record(changes: readonly RowChange[]): Promise<void> {
+  private async record(commit: Commit): Promise<void> {
     const history = this.history;
     if (history === null) return;
     let frames = 0;
     let bytes = 0;
-    for (const change of changes) {
-      const data = rowChangeJson(change);
+    for (const change of commit.changes) {
+      const data = rowChangeJson(change, commit.seq);
       history.append(typeof data === "string" ? data : data.utf8());
       frames++;
       bytes += data.length;
@@ -215,7 +243,7 @@ export class LiveSession {
   /** Starts the watcher (once); resolves when it sees the whole tree. */
   watch(): Promise<void> {
     this.live ??= LiveIndex.watch(this.index, {
-      onChanges: (changes) => void this.publish(changes),
+      onChanges: (commit) => void this.publishCommit(commit),
       onError: (error) => {
         if (!this.stopping) this.options.onWatchError(error);
       },

@@ -10,6 +10,8 @@ import { codeTables, type TableDefinition, withCodeTables } from "./code-tables.
 import { toRows } from "./row-values.js";
 import type { Row } from "./types.js";
 import { RowEventStream } from "./row-event-stream.js";
+import { type LiveOptions, LiveRows } from "./live-rows.js";
+import { LiveQueries } from "../live/live-queries.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import type { QueryParameters } from "../query/parameters.js";
 import { parseJsonExact } from "../parse/hook-rows.js";
@@ -164,6 +166,9 @@ export class Dirq implements AsyncDisposable {
   private readonly session: LiveSession;
   private readonly index: DirqIndex;
   private readonly streams = new Set<RowEventStream>();
+  private readonly lives = new Set<LiveRows>();
+  /** The live queries of `live()`, made at the first. */
+  private liveQueries: LiveQueries | null = null;
   private readonly skippedFiles: SkippedFile[] = [];
   /** The watcher's start, once `live` or `watch()` asked for it. */
   private watching: Promise<void> | null = null;
@@ -390,12 +395,41 @@ export class Dirq implements AsyncDisposable {
   }
 
   /**
-   * Stops the watcher, ends every `watch()` iteration, waits for work in progress and closes
-   * the database. Calling it again returns the same promise.
+   * A live query: `rows` holds the statement's current answer (after `await live.ready`), in
+   * its order, and iterating gives each change as files change (see docs/live-queries.md).
+   * Starts the watcher. One evaluator serves every `live()` of the same statement, values and
+   * key. End it with `break`, `signal` or `close()`.
+   */
+  live(sql: string, parameters?: QueryParameters, options: LiveOptions = {}): LiveRows {
+    this.checkOpen();
+    const opened = (async () => {
+      await this.ready;
+      await this.startWatcher();
+      this.checkOpen();
+      // In one process nothing reconnects: a query nobody follows stops at once.
+      this.liveQueries ??= new LiveQueries(this.session, {
+        timeoutMs: Number.POSITIVE_INFINITY,
+        lingerMs: 0,
+      });
+      return this.liveQueries.open({ sql, params: parameters, key: options.key, settle: true });
+    })();
+    const rows = new LiveRows(opened, (ended) => this.lives.delete(ended));
+    this.lives.add(rows);
+    const { signal } = options;
+    if (signal?.aborted) rows.close();
+    else signal?.addEventListener("abort", () => rows.close(), { once: true });
+    return rows;
+  }
+
+  /**
+   * Stops the watcher, ends every `watch()` and `live()` iteration, waits for work in
+   * progress and closes the database. Calling it again returns the same promise.
    */
   close(): Promise<void> {
     this.closing ??= (async () => {
       for (const stream of [...this.streams]) stream.end();
+      for (const live of [...this.lives]) live.close();
+      this.liveQueries?.close();
       // A table still being built finishes (or fails) before its database closes.
       await this.ready.catch(() => undefined);
       await Promise.allSettled([...this.running]);

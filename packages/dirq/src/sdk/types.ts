@@ -17,9 +17,10 @@ export type Row = Record<string, RowValue>;
 
 /**
  * A row-level change: the data of the server's SSE `row` event, parsed. `row` and `old_row`
- * hold the values a query would return.
+ * hold the values a query would return; `commit` is the number of the index's commit that
+ * made it (a live query's frames carry the same numbers).
  */
-export type RowEvent = RowChangeOf<Row>;
+export type RowEvent = RowChangeOf<Row> & { commit: number };
 
 /**
  * Events were lost to a `watch()` stream: it fell more than its buffer behind, or resumed from

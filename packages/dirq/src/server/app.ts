@@ -4,6 +4,7 @@ import type { Socket } from "node:net";
 import { DirqError, type DirqErrorCode, isDirqError } from "../errors.js";
 import { isConsolePath, serveConsole } from "./console.js";
 import type { EventHub } from "./event-hub.js";
+import type { LiveQueryRequest, LiveSubscription } from "../live/live-queries.js";
 import {
   BodyTooLargeError,
   EventStreamResponse,
@@ -31,6 +32,14 @@ export interface ServerState {
   /** Whether a Host header names this server (a loopback name or the bound address). */
   allowsHost: (host: string | undefined) => boolean;
   events: EventHub;
+  /**
+   * Subscribes to a live query, after the frame `lastEventId` names when it can; rejects with
+   * a DirqError for the user (a statement that cannot run, a key not in its answer).
+   */
+  openLive: (
+    request: LiveQueryRequest,
+    lastEventId: string | undefined,
+  ) => Promise<LiveSubscription>;
   /** Logs an internal fault (its details never reach the client). */
   logFault: (error: unknown) => void;
 }
@@ -198,6 +207,28 @@ function lastEventIdOf(request: IncomingMessage): string | undefined {
   return new URLSearchParams(query).get("last_event_id")?.trim() ?? undefined;
 }
 
+/** What an event stream sends: frames as they come, a keep-alive comment when idle. */
+interface FrameSource {
+  /** The next frame, `null` after `idleMs` without one, `undefined` at the end. */
+  next(
+    idleMs: number,
+  ): Promise<{ event: string; data: string | readonly Buffer[]; id: string } | null | undefined>;
+  close(): void;
+}
+
+/** Sends a subscription's frames until it or the client ends, then ends the stream. */
+async function sendFrames(stream: EventStreamResponse, subscription: FrameSource): Promise<void> {
+  const keepAlive = keepAliveMs();
+  for (;;) {
+    const frame = await subscription.next(keepAlive);
+    if (frame === undefined || stream.closed) break;
+    if (frame === null) await stream.comment("keep-alive");
+    else await stream.send(frame.event, frame.data, frame.id);
+  }
+  subscription.close();
+  stream.end();
+}
+
 async function handleEvents(
   state: ServerState,
   request: IncomingMessage,
@@ -217,22 +248,77 @@ async function handleEvents(
     await stream.send("ready", "{}");
     await stream.send("reset", "{}", start.resetId);
   }
-  const keepAlive = keepAliveMs();
-  for (;;) {
-    const frame = await subscription.next(keepAlive);
-    if (frame === undefined || stream.closed) break;
-    if (frame === null) await stream.comment("keep-alive");
-    else await stream.send(frame.event, frame.data, frame.id);
+  await sendFrames(stream, subscription);
+}
+
+/** What `GET /live?sql=...&params=...&key=...` asks for, or what is wrong with it. */
+export function liveRequestOf(url: string): LiveQueryRequest | { problem: string } {
+  const query = new URLSearchParams(url.split("?")[1] ?? "");
+  const sql = query.get("sql");
+  if (sql === null || sql.trim() === "") {
+    return {
+      problem: `"sql" ${sql === null ? "is missing" : "is empty"}: send GET /live?sql=<one read-only statement>`,
+    };
   }
-  subscription.close();
-  stream.end();
+  const request: LiveQueryRequest = { sql };
+  const params = query.get("params");
+  if (params !== null) {
+    let values: unknown;
+    try {
+      values = JSON.parse(params);
+    } catch (error) {
+      return {
+        problem: `"params" is not valid JSON: ${(error as Error).message}; send a JSON array (or object) of values`,
+      };
+    }
+    if (values === null || typeof values !== "object") {
+      return {
+        problem: `"params" must be a JSON array of values (or an object for named parameters), got ${params}`,
+      };
+    }
+    request.params = values as LiveQueryRequest["params"];
+  }
+  const key = query.get("key");
+  if (key !== null) {
+    const columns = key.split(",").map((column) => column.trim());
+    if (columns.some((column) => column === "")) {
+      return {
+        problem: `"key" must be one or more column names separated by commas, got ${JSON.stringify(key)}`,
+      };
+    }
+    request.key = columns;
+  }
+  return request;
+}
+
+async function handleLive(
+  state: ServerState,
+  request: IncomingMessage,
+  response: ServerResponse,
+): Promise<void> {
+  await state.ready;
+  const degraded = state.degraded();
+  if (degraded !== null) return sendJson(response, 503, errorBody(degraded));
+  const parsed = liveRequestOf(request.url ?? "");
+  if ("problem" in parsed) return sendJson(response, 400, errorBody(parsed.problem));
+  let subscription: LiveSubscription;
+  try {
+    subscription = await state.openLive(parsed, lastEventIdOf(request));
+  } catch (error) {
+    if (!isDirqError(error)) throw error;
+    return sendJson(response, STATUS_BY_CODE[error.code] ?? 400, errorBody(error.message));
+  }
+  if (request.socket.destroyed) return subscription.close();
+  const stream = new EventStreamResponse(response);
+  response.once("close", () => subscription.close());
+  await sendFrames(stream, subscription);
 }
 
 /** Routes and the method each allows. */
-const ROUTES: Record<string, string> = { "/query": "POST", "/events": "GET" };
+const ROUTES: Record<string, string> = { "/query": "POST", "/events": "GET", "/live": "GET" };
 
 /**
- * The HTTP API: `POST /query` and `GET /events`. Every error is `{"error": ...}` JSON except
+ * The HTTP API: `POST /query`, `GET /events` and `GET /live`. Every error is `{"error": ...}` JSON except
  * 405, which is plain text as the spec says. Plain node:http: the web-stream adapters of HTTP
  * frameworks cost most of the throughput on this path.
  */
@@ -248,13 +334,15 @@ export function createRequestHandler(state: ServerState) {
     } else if (isConsolePath(path)) {
       handled = Promise.resolve(serveConsole(request, response, path));
     } else if (allowed === undefined) {
-      const message = `no such endpoint: ${request.method} ${path}. The endpoints are POST /query and GET /events`;
+      const message = `no such endpoint: ${request.method} ${path}. The endpoints are POST /query, GET /events and GET /live`;
       handled = Promise.resolve(sendJson(response, 404, errorBody(message)));
     } else if (request.method !== allowed) {
       const text = `Method Not Allowed: use ${allowed} ${path}\n`;
       handled = Promise.resolve(sendText(response, 405, text, { allow: allowed }));
     } else if (path === "/query") {
       handled = handleQuery(state, request, response);
+    } else if (path === "/live") {
+      handled = handleLive(state, request, response);
     } else {
       handled = handleEvents(state, request, response);
     }

@@ -8,6 +8,7 @@ import { isDirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { LiveSession, stoppingError } from "../live/live-session.js";
+import { LiveQueries, type LiveQueryRequest, type LiveSubscription } from "../live/live-queries.js";
 import { stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
 import {
@@ -46,6 +47,12 @@ export function queryTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   const fromEnv = Number(env.DIRQ_QUERY_TIMEOUT_MS);
   return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : QUERY_TIMEOUT_MS;
 }
+/** `DIRQ_LIVE_LINGER_MS`: how long a live query nobody follows goes on (benchmarks shorten it). */
+function lingerMsFromEnv(): number | undefined {
+  const fromEnv = Number(process.env.DIRQ_LIVE_LINGER_MS);
+  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : undefined;
+}
+
 /** Largest answer the server sends (bytes of JSON); past it, 413 naming the limit. */
 export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** Total size of the answers kept for repeated statements (characters). */
@@ -77,6 +84,8 @@ interface Live {
   session: LiveSession;
   /** Aborted at shutdown: statements still waiting for their tables are answered then. */
   statements: AbortController;
+  /** The live queries of `GET /live`. */
+  queries: LiveQueries;
 }
 
 /** `signal` aborts when the client goes away: the statement is stopped. */
@@ -123,7 +132,7 @@ async function startLive(
     (sql, answer) => RESULT_ENTRY_OVERHEAD + sql.length + answer.length,
   );
   // An answer holds while the tables it read and the schema stay as they were.
-  const stampOf = (tables: readonly string[]) => session.index.tableGenerations(tables);
+  const stampOf = (tables: readonly string[]) => session.tableStamp(tables);
   const statements = new AbortController();
   // Every statement waiting for its tables listens on it, for as long as it waits.
   setMaxListeners(0, statements.signal);
@@ -150,7 +159,17 @@ async function startLive(
     }
     return body;
   };
-  return { live: { session, statements }, query };
+  const queries = new LiveQueries(session, { timeoutMs, lingerMs: lingerMsFromEnv() });
+  return { live: { session, statements, queries }, query };
+}
+
+function openLive(
+  live: Live | null,
+  request: LiveQueryRequest,
+  lastEventId: string | undefined,
+): Promise<LiveSubscription> {
+  if (live === null) return Promise.reject(new Error("not serving"));
+  return live.queries.open(request, lastEventId);
 }
 
 async function stopLive(live: Live): Promise<void> {
@@ -185,6 +204,7 @@ function stopStatements(live: Live): void {
 async function shutdown(server: Server, events: EventHub, live: Live | null): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
   events.closeAll();
+  live?.queries.close();
   server.closeIdleConnections();
   // A connection whose answer is out is closed then; node does not on its own after close().
   const drained = setInterval(() => server.closeIdleConnections(), DRAIN_CHECK_MS);
@@ -221,6 +241,7 @@ export async function runServer(options: ServerOptions): Promise<number> {
         : live.session.index.resultColumns(sql),
     allowsHost: hostChecker(options.host),
     events,
+    openLive: (request, lastEventId) => openLive(live, request, lastEventId),
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
   });
   const server = createServer(SERVER_LIMIT_OPTIONS, handler);

@@ -13,7 +13,7 @@ describe("LiveIndex", () => {
     const index = openIndex({ root, progress: false, fillAllColumns: true });
     const seen: RowChange[] = [];
     const live = await LiveIndex.watch(index, {
-      onChanges: (changes) => seen.push(...changes),
+      onChanges: (commit) => seen.push(...commit.changes),
       onError: (error) => assert.fail(String(error)),
     });
     try {

@@ -3,7 +3,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { openIndex } from "../../src/engine.js";
-import type { RowChange } from "../../src/indexer/row-changes.js";
+import type { Commit, RowChange } from "../../src/indexer/row-changes.js";
 import { makeTree, removeTree } from "../helpers.js";
 
 /** Prints the file's JSON as one row; waits while the file says `wait` until `go` exists. */
@@ -34,7 +34,7 @@ test("refresh: a newer change of a file stops its older hook; only the newest ro
   try {
     await index.query("SELECT * FROM './data'");
     const commits: RowChange[][] = [];
-    const onCommit = (changes: RowChange[]) => commits.push(changes);
+    const onCommit = (commit: Commit) => commits.push([...commit.changes]);
     writeFileSync(join(root, "data/a.json"), '{"v":2,"wait":true}');
     const older = await index.startRefresh(["data/a.json"], { onCommit });
     await until(() => existsSync(join(root, "started")));
@@ -65,7 +65,7 @@ test("refresh: the first commit holds path-table rows; a waiting hook holds back
     writeFileSync(join(root, "notes/m.json"), '{"v":8}');
     const commits: RowChange[][] = [];
     const run = await index.startRefresh(["data/a.json", "notes/m.json"], {
-      onCommit: (changes) => commits.push(changes),
+      onCommit: (commit) => commits.push([...commit.changes]),
     });
     await until(() => existsSync(join(root, "started")));
     // The parsed `./notes` table has its new file although `./data`'s hook still runs.
@@ -93,7 +93,7 @@ test("refresh: closing the index stops the hooks its refreshes still run", async
   writeFileSync(join(root, "data/a.json"), '{"v":2,"wait":true}');
   const commits: RowChange[][] = [];
   const run = await index.startRefresh(["data/a.json"], {
-    onCommit: (changes) => commits.push(changes),
+    onCommit: (commit) => commits.push([...commit.changes]),
   });
   await until(() => existsSync(join(root, "started")));
   index.close();

@@ -1,0 +1,206 @@
+import { DirqError } from "../errors.js";
+import {
+  LiveQuery,
+  type LiveFrame,
+  type LiveQueryLimits,
+  type LiveQueryRequest,
+} from "./live-query.js";
+import type { LiveSession } from "./live-session.js";
+
+export type { LiveFrame, LiveQueryLimits, LiveQueryRequest };
+
+/** Diff frames a live query keeps for clients that resume. */
+export const LIVE_HISTORY_FRAMES = 1024;
+/** Bytes of diff frames a live query keeps. */
+export const LIVE_HISTORY_BYTES = 16 * 1024 * 1024;
+/**
+ * How long a live query nobody subscribes to any more goes on: a client that reconnects
+ * meanwhile resumes from its history instead of getting a new snapshot.
+ */
+export const LIVE_LINGER_MS = 30_000;
+
+export interface LiveQueriesOptions extends Partial<LiveQueryLimits> {
+  timeoutMs: number;
+  /** See `LIVE_LINGER_MS`. */
+  lingerMs?: number;
+}
+
+interface Entry {
+  query: Promise<LiveQuery>;
+  subscribers: number;
+  linger: NodeJS.Timeout | null;
+}
+
+/** `<run>-<n>`: the live query's run and the number of the last frame read. */
+function parseId(id: string | undefined): { run: string; n: number } | null {
+  if (id === undefined) return null;
+  const dash = id.lastIndexOf("-");
+  const digits = id.slice(dash + 1);
+  if (dash === -1 || !/^\d{1,15}$/.test(digits)) return null;
+  return { run: id.slice(0, dash), n: Number(digits) };
+}
+
+/**
+ * One client's place in a live query: it reads the frames after the last one it read, or a
+ * new snapshot when it starts, resumes too late, or falls behind the history. It holds a
+ * number, not frames: memory is the query's history's, however slowly it reads.
+ */
+export class LiveSubscription {
+  private after: number;
+  private needsSnapshot: boolean;
+  private first: LiveFrame | null;
+  private isClosed = false;
+
+  constructor(
+    readonly query: LiveQuery,
+    lastEventId: string | undefined,
+    private readonly onClose: () => void,
+  ) {
+    const resume = parseId(lastEventId);
+    if (resume !== null && resume.run === query.run && query.canResumeAfter(resume.n)) {
+      this.after = resume.n;
+      this.needsSnapshot = false;
+      this.first = query.ready(resume.n);
+    } else {
+      this.after = query.head;
+      this.needsSnapshot = true;
+      this.first = null;
+    }
+  }
+
+  get closed(): boolean {
+    return this.isClosed || this.query.closed;
+  }
+
+  /**
+   * The next frame; `null` when `idleMs` passed without one (time for a keep-alive);
+   * `undefined` once closed.
+   */
+  async next(idleMs: number): Promise<LiveFrame | null | undefined> {
+    let frame = this.take();
+    if (frame === null && !this.closed) {
+      await this.query.waitForFrame(idleMs);
+      frame = this.take();
+    }
+    return this.closed ? undefined : frame;
+  }
+
+  private take(): LiveFrame | null {
+    if (this.first !== null) {
+      const first = this.first;
+      this.first = null;
+      return first;
+    }
+    if (!this.needsSnapshot && this.after < this.query.head) {
+      const frame = this.query.frameAfter(this.after);
+      if (frame !== undefined) {
+        this.after++;
+        return frame;
+      }
+      // Fell behind the history: what it missed is gone, the whole answer replaces it.
+      this.needsSnapshot = true;
+    }
+    if (!this.needsSnapshot) return null;
+    this.needsSnapshot = false;
+    this.after = this.query.head;
+    return this.query.snapshot();
+  }
+
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    this.onClose();
+    this.query.wake();
+  }
+}
+
+/**
+ * The live queries of one session: one evaluator per distinct statement, parameter values,
+ * key and way, shared by every subscriber; it stops `lingerMs` after its last subscriber left.
+ */
+export class LiveQueries {
+  private readonly entries = new Map<string, Entry>();
+  private readonly limits: LiveQueryLimits;
+  private readonly lingerMs: number;
+  private isClosed = false;
+
+  constructor(
+    private readonly session: LiveSession,
+    options: LiveQueriesOptions,
+  ) {
+    this.limits = {
+      timeoutMs: options.timeoutMs,
+      historyFrames: options.historyFrames ?? LIVE_HISTORY_FRAMES,
+      historyBytes: options.historyBytes ?? LIVE_HISTORY_BYTES,
+    };
+    this.lingerMs = options.lingerMs ?? LIVE_LINGER_MS;
+  }
+
+  /** Live queries running now (distinct statements, values and keys). */
+  get size(): number {
+    return this.entries.size;
+  }
+
+  /**
+   * A subscription to the live query `request` asks for, from a new snapshot, or after the
+   * frame `lastEventId` names when its query still keeps what followed. Rejects with a
+   * `DirqError` when the statement cannot run (its first run failed, a key column is not in
+   * its answer), as `POST /query` would.
+   */
+  async open(request: LiveQueryRequest, lastEventId?: string): Promise<LiveSubscription> {
+    if (this.isClosed)
+      throw new DirqError("INDEX_CLOSED", "the index is closing: no new live query");
+    const name = JSON.stringify([
+      request.sql,
+      request.params ?? null,
+      request.key ?? null,
+      request.incremental !== false,
+    ]);
+    let entry = this.entries.get(name);
+    if (entry === undefined) {
+      const started = LiveQuery.start(this.session, request, this.limits);
+      const made: Entry = { query: started, subscribers: 0, linger: null };
+      entry = made;
+      this.entries.set(name, made);
+      started.catch(() => {
+        if (this.entries.get(name) === made) this.entries.delete(name);
+      });
+    }
+    entry.subscribers++;
+    if (entry.linger !== null) clearTimeout(entry.linger);
+    entry.linger = null;
+    const held = entry;
+    let query: LiveQuery;
+    try {
+      query = await held.query;
+    } catch (error) {
+      held.subscribers--;
+      throw error;
+    }
+    return new LiveSubscription(query, lastEventId, () => this.left(name, held));
+  }
+
+  private left(name: string, entry: Entry): void {
+    entry.subscribers--;
+    if (entry.subscribers > 0 || this.isClosed) return;
+    entry.linger = setTimeout(() => {
+      if (entry.subscribers > 0 || this.entries.get(name) !== entry) return;
+      this.entries.delete(name);
+      void entry.query.then((query) => query.close());
+    }, this.lingerMs);
+    entry.linger.unref();
+  }
+
+  /** Stops every live query (their subscriptions end). */
+  close(): void {
+    this.isClosed = true;
+    for (const entry of this.entries.values()) {
+      if (entry.linger !== null) clearTimeout(entry.linger);
+      void entry.query.then(
+        (query) => query.close(),
+        () => undefined,
+      );
+    }
+    this.entries.clear();
+  }
+}

@@ -1,0 +1,411 @@
+import { randomBytes } from "node:crypto";
+import type { PreparedStatement } from "../engine.js";
+import { DirqError, isDirqError } from "../errors.js";
+import type { Commit } from "../indexer/row-changes.js";
+import { type BoundArguments, bindArguments, type QueryParameters } from "../query/parameters.js";
+import { answerRows, splitFirstField } from "./answer-rows.js";
+import { type IncrementalPlan, incrementalPlan, FILE_ALIAS, rowsOfFiles } from "./incremental.js";
+import {
+  type AnswerDiff,
+  applyDiff,
+  isEmptyDiff,
+  orderedDiff,
+  pairByKey,
+  type RowDelta,
+  rowDelta,
+  unorderedDiff,
+} from "./live-diff.js";
+import type { LiveSession } from "./live-session.js";
+import { Waiters } from "./waiters.js";
+
+/** One live query: a statement, the values of its parameters and the key its rows pair by. */
+export interface LiveQueryRequest {
+  sql: string;
+  /** Values of the statement's parameters (an array, or an object for named ones). */
+  params?: QueryParameters;
+  /** Columns whose values identify a row: a row that left and one that joined with the same key are an `update`. */
+  key?: readonly string[];
+  /** `false`: re-run the whole statement after every commit even when it could go file by file. */
+  incremental?: boolean;
+  /**
+   * With the watcher running, take in every change made before the first run (default
+   * `false`; the SDK asks for it, so that a program that wrote a file sees it).
+   */
+  settle?: boolean;
+}
+
+/** How a live query runs and what it keeps. */
+export interface LiveQueryLimits {
+  /** Time limit of each run of the statement (ms). */
+  timeoutMs: number;
+  /** Diff frames kept for clients that resume, at most... */
+  historyFrames: number;
+  /** ...and at most this many bytes of them (the newest frame is always kept). */
+  historyBytes: number;
+}
+
+/** A frame of a live query's stream (its `data` is JSON text, see docs/live-queries.md). */
+export interface LiveFrame {
+  event: "snapshot" | "diff" | "error" | "ready";
+  id: string;
+  data: string;
+}
+
+/** A numbered frame kept in a live query's history. */
+interface KeptFrame {
+  n: number;
+  event: "snapshot" | "diff" | "error";
+  data: string;
+}
+
+/** What a re-evaluation found: rows that left and joined, or the whole new answer. */
+type Outcome = { delta: RowDelta } | { rows: string[]; columns: string[] };
+
+/** The JSON text of a diff, rows as their texts. */
+function diffJson(commit: number, diff: AnswerDiff): string {
+  const placed = (list: { at: number; row: string }[]) =>
+    list.map((row) => `{"at":${row.at},"row":${row.row}}`).join(",");
+  const updated = diff.updated
+    .map((u) => `{"from":${u.from},"at":${u.at},"old_row":${u.oldRow},"row":${u.row}}`)
+    .join(",");
+  return `{"commit":${commit},"removed":[${placed(diff.removed)}],"added":[${placed(diff.added)}],"updated":[${updated}]}`;
+}
+
+function keyError(column: string, columns: readonly string[]): DirqError {
+  return new DirqError(
+    "REQUEST_INVALID",
+    `key column ${JSON.stringify(column)} is not a column of the answer (its columns: ${columns.join(", ") || "none"}): name columns the statement selects`,
+  );
+}
+
+/**
+ * One evaluator of a live query, shared by every subscriber to the same statement, values
+ * and key. It holds the current answer (row texts in the order clients hold them) and a
+ * bounded history of numbered frames. After a commit that moved the stamp of a table the
+ * statement reads it evaluates again: over the rows of the changed files (`incremental.ts`)
+ * when the statement allows, else the whole statement in a query process. At most one run is
+ * in flight; commits meanwhile are folded into the next. A failing run is an `error` frame,
+ * and the next good answer is diffed against the last good one.
+ */
+export class LiveQuery {
+  readonly run = randomBytes(8).toString("hex");
+  /** Whether the answer keeps the statement's order (else rows join at the end). */
+  readonly ordered: boolean;
+  private rows: string[] = [];
+  private columns: string[] = [];
+  /** Row texts of each file (the incremental way only). */
+  private byFile = new Map<string, string[]>();
+  private commit = 0;
+  /** The newest commit handed to this query (its runs read at least that one). */
+  private seen = 0;
+  private stamp = "";
+  private version = 0;
+  private readonly frames: KeptFrame[] = [];
+  private keptBytes = 0;
+  private running = false;
+  private pending = false;
+  /** Files changed since the last run; `null`: the next run must be whole. */
+  private changedFiles: Set<string> | null = new Set();
+  private readonly waiters = new Waiters();
+  private readonly stops: (() => void)[] = [];
+  /** The names (lower case) of the tables it reads, as written and as SQLite has them. */
+  private readonly tableNames: Set<string>;
+  private isClosed = false;
+
+  private constructor(
+    private readonly session: LiveSession,
+    private readonly request: LiveQueryRequest,
+    private readonly limits: LiveQueryLimits,
+    private readonly prepared: PreparedStatement,
+    private readonly args: BoundArguments,
+    private readonly plan: IncrementalPlan | null,
+    eligible: boolean,
+  ) {
+    this.ordered = !eligible;
+    const written = prepared.analysis.tableNames.map((name) => name.token.value);
+    this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
+  }
+
+  /** Checks and prepares the statement, runs it once, and starts following commits. */
+  static async start(
+    session: LiveSession,
+    request: LiveQueryRequest,
+    limits: LiveQueryLimits,
+  ): Promise<LiveQuery> {
+    const args = bindArguments(request.sql, request.params);
+    const deadline = deadlineOf(limits.timeoutMs);
+    const prepared = await session.prepare(request.sql, {
+      parameters: true,
+      deadline,
+      settle: request.settle === true,
+    });
+    const read = (sql: string, values?: readonly unknown[]) => session.index.readRows(sql, values);
+    const plan = incrementalPlan(prepared, read, args);
+    const used = request.incremental === false ? null : plan;
+    const query = new LiveQuery(session, request, limits, prepared, args, used, plan !== null);
+    try {
+      await query.begin();
+    } catch (error) {
+      query.close();
+      throw error;
+    }
+    return query;
+  }
+
+  private async begin(): Promise<void> {
+    const { session, prepared } = this;
+    this.stops.push(session.pinTables(prepared.tables));
+    this.stops.push(session.subscribe((_, commit) => this.onCommit(commit)));
+    this.columns = session.index.columnsOf(prepared);
+    for (const column of this.request.key ?? []) {
+      if (!this.columns.includes(column)) throw keyError(column, this.columns);
+    }
+    this.commit = session.commitSeq;
+    this.seen = this.commit;
+    this.stamp = session.tableStamp(prepared.tables);
+    // Commits during the first run are taken in after it, as one more run.
+    this.running = true;
+    try {
+      this.rows = (await this.wholeAnswer()).rows;
+    } finally {
+      this.running = false;
+    }
+    if (this.pending) void this.followCommits();
+  }
+
+  get closed(): boolean {
+    return this.isClosed;
+  }
+
+  /** Whether rows come file by file after each commit (else the whole statement re-runs). */
+  get incremental(): boolean {
+    return this.plan !== null;
+  }
+
+  /** The number of the newest frame (0 before the first diff). */
+  get head(): number {
+    return this.version;
+  }
+
+  /** The SSE id of frame `n`. */
+  idOf(n: number): string {
+    return `${this.run}-${n}`;
+  }
+
+  /** Whether a client that read up to frame `n` can be given every frame after it. */
+  canResumeAfter(n: number): boolean {
+    const oldest = this.frames[0]?.n ?? this.version + 1;
+    return n <= this.version && n >= oldest - 1;
+  }
+
+  /** The frame after `n`; `undefined` when there is none yet or it is no longer kept. */
+  frameAfter(n: number): LiveFrame | undefined {
+    const oldest = this.frames[0]?.n;
+    if (oldest === undefined || n + 1 < oldest) return undefined;
+    const frame = this.frames[n + 1 - oldest];
+    return frame && { event: frame.event, id: this.idOf(frame.n), data: frame.data };
+  }
+
+  /** The whole current answer, as of the newest frame. */
+  snapshot(): LiveFrame {
+    return { event: "snapshot", id: this.idOf(this.version), data: this.snapshotJson() };
+  }
+
+  /** The `ready` frame of a client that resumes after frame `n`. */
+  ready(n: number): LiveFrame {
+    return { event: "ready", id: this.idOf(n), data: `{"commit":${this.commit}}` };
+  }
+
+  /** The current answer's columns and rows (row texts), in the order clients hold them. */
+  get answer(): { columns: readonly string[]; rows: readonly string[]; commit: number } {
+    return { columns: this.columns, rows: this.rows, commit: this.commit };
+  }
+
+  private snapshotJson(): string {
+    const key = this.request.key === undefined ? "null" : JSON.stringify(this.request.key);
+    return `{"commit":${this.commit},"columns":${JSON.stringify(this.columns)},"key":${key},"ordered":${this.ordered},"incremental":${this.incremental},"rows":[${this.rows.join(",")}]}`;
+  }
+
+  /** Resolves at the next frame, after `ms`, or at close. */
+  waitForFrame(ms: number): Promise<void> {
+    return this.isClosed ? Promise.resolve() : this.waiters.wait(ms);
+  }
+
+  /** Stops following commits and wakes every waiting reader. */
+  close(): void {
+    if (this.isClosed) return;
+    this.isClosed = true;
+    for (const stop of this.stops.splice(0)) stop();
+    this.wake();
+  }
+
+  /** Wakes every reader waiting for a frame (a subscription that closes re-checks). */
+  wake(): void {
+    this.waiters.wakeAll();
+  }
+
+  private onCommit(commit: Commit): void {
+    if (this.isClosed) return;
+    this.seen = Math.max(this.seen, commit.seq);
+    if (this.plan !== null && this.changedFiles !== null) {
+      // File by file, each commit's own files count: the stamp may already include later
+      // commits, not handed over yet, whose files must still be read when they are.
+      const files = this.changedFiles;
+      let touched = false;
+      for (const change of commit.changes) {
+        if (change.table !== null && !this.reads(change.table)) continue;
+        files.add(change.file_path);
+        touched = true;
+      }
+      if (!touched) return;
+    } else if (this.session.tableStamp(this.prepared.tables) === this.stamp) {
+      return;
+    }
+    this.pending = true;
+    if (!this.running) void this.followCommits();
+  }
+
+  /** Whether a row change's table (the name it was written with) is the one this reads. */
+  private reads(table: string): boolean {
+    const name = table.toLowerCase();
+    return this.tableNames.has(name);
+  }
+
+  /** Runs until no commit is left to take in: one run at a time, commits meanwhile folded. */
+  private async followCommits(): Promise<void> {
+    this.running = true;
+    try {
+      while (this.pending && !this.isClosed) {
+        this.pending = false;
+        await this.evaluate();
+      }
+    } finally {
+      this.running = false;
+    }
+  }
+
+  private async evaluate(): Promise<void> {
+    // Commits reach listeners in order, after they are made: what a run reads is at least
+    // the newest one handed over (the one `/events` frames have carried so far).
+    const commit = this.seen;
+    const stamp = this.session.tableStamp(this.prepared.tables);
+    const files = this.changedFiles;
+    this.changedFiles = new Set();
+    let outcome: Outcome;
+    try {
+      outcome =
+        this.plan !== null && files !== null
+          ? { delta: this.changedRows([...files]) }
+          : await this.wholeAnswer();
+    } catch (error) {
+      if (this.isClosed) return;
+      // Rows of files changed meanwhile were not taken in: the next run reads them all.
+      this.changedFiles = null;
+      this.stamp = "";
+      this.append("error", `{"commit":${commit},"error":${JSON.stringify(messageOf(error))}}`);
+      return;
+    }
+    if (this.isClosed) return;
+    this.stamp = stamp;
+    this.take(commit, outcome);
+  }
+
+  /** Moves to a new answer: a diff frame (none when nothing changed), or a new snapshot. */
+  private take(commit: number, outcome: Outcome): void {
+    if ("columns" in outcome && outcome.columns.join("\0") !== this.columns.join("\0")) {
+      this.columns = outcome.columns;
+      this.rows = outcome.rows;
+      this.commit = commit;
+      this.append("snapshot", this.snapshotJson());
+      return;
+    }
+    const diff = this.diffTo(outcome);
+    this.commit = commit;
+    if (isEmptyDiff(diff)) return;
+    this.rows =
+      "rows" in outcome && this.ordered ? outcome.rows : applyDiff(this.rows, diff, String);
+    this.append("diff", diffJson(commit, diff));
+  }
+
+  private diffTo(outcome: Outcome): AnswerDiff {
+    const diff = this.ordered
+      ? orderedDiff(this.rows, (outcome as { rows: string[] }).rows)
+      : unorderedDiff(
+          this.rows,
+          "delta" in outcome ? outcome.delta : rowDelta(this.rows, outcome.rows),
+        );
+    const key = this.request.key;
+    if (key === undefined || key.length === 0) return diff;
+    const keyOf = (row: string) => {
+      const values = JSON.parse(row) as Record<string, unknown>;
+      return JSON.stringify(key.map((column) => values[column]));
+    };
+    return pairByKey(diff, keyOf, !this.ordered, this.rows.length);
+  }
+
+  /** Reads the rows of `files` again; what left and joined, and each file's rows kept. */
+  private changedRows(files: string[]): RowDelta {
+    const read = (sql: string, values?: readonly unknown[]) =>
+      this.session.index.readRows(sql, values);
+    const fresh = rowsOfFiles(this.plan as IncrementalPlan, files, read, this.args);
+    const gone: string[] = [];
+    const joined: string[] = [];
+    for (const [file, rows] of fresh) {
+      const delta = rowDelta(this.byFile.get(file) ?? [], rows);
+      gone.push(...delta.gone);
+      joined.push(...delta.joined);
+      if (rows.length === 0) this.byFile.delete(file);
+      else this.byFile.set(file, rows);
+    }
+    return { gone, joined };
+  }
+
+  /** Runs the whole statement in a query process; with the incremental way, by file too. */
+  private async wholeAnswer(): Promise<{ rows: string[]; columns: string[] }> {
+    const sql = this.plan?.withFiles ?? this.prepared.sql;
+    const body = await this.session.run(
+      { ...this.prepared, sql },
+      {
+        // Without values the query process writes the answer in SQLite, the fast way.
+        args: this.args.length === 0 ? undefined : this.args,
+        deadline: deadlineOf(this.limits.timeoutMs),
+      },
+    );
+    const columns = this.session.index.columnsOf(this.prepared);
+    const texts = answerRows(body);
+    if (this.plan === null) return { rows: texts, columns };
+    const byFile = new Map<string, string[]>();
+    const rows = texts.map((text) => {
+      const { value, row } = splitFirstField(text, FILE_ALIAS);
+      const list = byFile.get(value);
+      if (list === undefined) byFile.set(value, [row]);
+      else list.push(row);
+      return row;
+    });
+    this.byFile = byFile;
+    return { rows, columns };
+  }
+
+  private append(event: KeptFrame["event"], data: string): void {
+    const n = ++this.version;
+    this.frames.push({ n, event, data });
+    this.keptBytes += data.length;
+    while (
+      this.frames.length > 1 &&
+      (this.frames.length > this.limits.historyFrames || this.keptBytes > this.limits.historyBytes)
+    ) {
+      this.keptBytes -= (this.frames.shift() as KeptFrame).data.length;
+    }
+    this.wake();
+  }
+}
+
+/** When a run started now must have answered; none without a limit. */
+function deadlineOf(timeoutMs: number): number | undefined {
+  return Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : undefined;
+}
+
+function messageOf(error: unknown): string {
+  if (isDirqError(error)) return error.message;
+  return error instanceof Error ? error.message : String(error);
+}
