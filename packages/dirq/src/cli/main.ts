@@ -367,7 +367,14 @@ async function runCommand(
     }
     case "watch": {
       const { runWatch } = await import("../watch-command/run-watch.js");
-      return runWatch(command, { ...io.streams(), cwd: io.cwd, stop: stopSignal(["SIGHUP"]) });
+      const code = await runWatch(command, {
+        ...io.streams(),
+        cwd: io.cwd,
+        stop: stopSignal(["SIGHUP"]),
+      });
+      // Ended before its tables were built, a hook may still run: nothing is wanted of it,
+      // and the process's exit stops it (the reaper).
+      return process.exit(code);
     }
     case "repl": {
       const { runRepl } = await import("../repl/run-repl.js");

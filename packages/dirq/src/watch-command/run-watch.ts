@@ -5,7 +5,7 @@ import type { WatchCommand } from "../cli/args.js";
 import { EMPTY_CONFIG } from "../config/types.js";
 import { DirqError } from "../errors.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
-import { LiveQueries, type LiveFrame } from "../live/live-queries.js";
+import { LiveQueries, type LiveFrame, type LiveSubscription } from "../live/live-queries.js";
 import { LiveSession } from "../live/live-session.js";
 import { escapeControlCharacters } from "../output/escape.js";
 import { flagTimeLimit } from "../parse/hook-timeout.js";
@@ -91,15 +91,16 @@ function frameWriter(command: WatchCommand, io: WatchIo): (frame: LiveFrame) => 
   };
 }
 
-/**
- * `dirq watch "<sql>"`: a live query of the core (`LiveQueries`), its frames shown as they
- * come until the user ends it; the session then closes, and its hooks and query process end.
- * A statement that cannot run is the usual error (exit 1) before anything is shown.
- */
-export async function runWatch(command: WatchCommand, io: WatchIo): Promise<number> {
+interface OpenWatch {
+  session: LiveSession;
+  queries: LiveQueries;
+  subscription: LiveSubscription;
+}
+
+/** The session and the live query on it; a statement that cannot run closes the session. */
+async function openWatch(command: WatchCommand, io: WatchIo): Promise<OpenWatch> {
   const session = await openSession(command, io);
   const queries = new LiveQueries(session, { timeoutMs: Number.POSITIVE_INFINITY, lingerMs: 0 });
-  let outputError: Error | null = null;
   try {
     const subscription = await queries.open({
       sql: command.sql,
@@ -107,27 +108,54 @@ export async function runWatch(command: WatchCommand, io: WatchIo): Promise<numb
       key: command.key ?? undefined,
       settle: true,
     });
-    void io.stop.then(() => subscription.close());
-    // A reader that went away (`| head -1`) ends the watch as Ctrl-C does.
-    io.stdout.on("error", (error: Error) => {
-      outputError = error;
-      subscription.close();
-    });
-    const show = frameWriter(command, io);
-    for (;;) {
-      const frame = await subscription.next(IDLE_WAIT_MS);
-      if (frame === undefined) break;
-      if (frame !== null) await Promise.race([show(frame), io.stop]);
-    }
-    if (outputError !== null && (outputError as NodeJS.ErrnoException).code !== "EPIPE") {
-      throw new DirqError(
-        "OUTPUT_FAILED",
-        `cannot write the output: ${(outputError as Error).message}`,
-      );
-    }
-    return 0;
-  } finally {
+    return { session, queries, subscription };
+  } catch (error) {
     queries.close();
     await session.close();
+    throw error;
+  }
+}
+
+/** Shows the frames until the subscription ends (Ctrl-C, or a reader gone); the exit code. */
+async function follow(command: WatchCommand, io: WatchIo, subscription: LiveSubscription) {
+  let outputError: NodeJS.ErrnoException | null = null;
+  void io.stop.then(() => subscription.close());
+  // A reader that went away (`| head -1`) ends the watch as Ctrl-C does.
+  io.stdout.on("error", (error: NodeJS.ErrnoException) => {
+    outputError = error;
+    subscription.close();
+  });
+  const show = frameWriter(command, io);
+  for (;;) {
+    const frame = await subscription.next(IDLE_WAIT_MS);
+    if (frame === undefined) break;
+    if (frame !== null) await Promise.race([show(frame), io.stop]);
+  }
+  const failed = outputError as NodeJS.ErrnoException | null;
+  if (failed !== null && failed.code !== "EPIPE") {
+    throw new DirqError("OUTPUT_FAILED", `cannot write the output: ${failed.message}`);
+  }
+}
+
+/**
+ * `dirq watch "<sql>"`: a live query of the core (`LiveQueries`), its frames shown as they
+ * come until the user ends it; the session then closes, and its hooks and query process end.
+ * A statement that cannot run is the usual error (exit 1) before anything is shown. Ended
+ * while the tables are still being built (a slow hook), it returns at once: the caller ends
+ * the process, and the reaper stops what it started.
+ */
+export async function runWatch(command: WatchCommand, io: WatchIo): Promise<number> {
+  const opening = openWatch(command, io);
+  const opened = await Promise.race([opening, io.stop.then(() => null)]);
+  if (opened === null) {
+    opening.catch(() => undefined);
+    return 0;
+  }
+  try {
+    await follow(command, io, opened.subscription);
+    return 0;
+  } finally {
+    opened.queries.close();
+    await opened.session.close();
   }
 }
