@@ -414,7 +414,10 @@ describe("web console in Chromium", { skip }, () => {
       const box = await control.boundingBox();
       assert.ok(box !== null && box.x >= 0 && box.x + box.width <= 391, "inside the window");
     }
-    assert.equal(await page.getByRole("checkbox", { name: /Live: keep the answer current/ }).count(), 1);
+    assert.equal(
+      await page.getByRole("checkbox", { name: /Live: keep the answer current/ }).count(),
+      1,
+    );
     assert.equal(await page.getByRole("button", { name: "Pause" }).count(), 1);
     assert.equal(await page.getByRole("list", { name: /Row changes/ }).count(), 1);
     await page.screenshot({ path: testOutputPath("console-narrow.png"), fullPage: true });
