@@ -16,7 +16,7 @@ import {
 import { dirname, join } from "node:path";
 import { describe, it } from "node:test";
 import { isDirqError, open, type WatchEvent as SdkRowEvent } from "../src/index.js";
-import { DIRQ_BIN, python3, runDirq, type RunResult, shellHook } from "./helpers.js";
+import { DIRQ_BIN, python3, runDirq, type RunResult, shellHook, withoutCommit } from "./helpers.js";
 import {
   assertJsonError,
   type EventStream,
@@ -714,7 +714,8 @@ describe("format tables in the SDK", { concurrency: true }, () => {
           while (!done()) {
             const next = await iterator.next();
             if (next.done) throw new Error(`the stream ended early: ${JSON.stringify(events)}`);
-            events.push(next.value);
+            const event = next.value;
+            events.push("commit" in event ? (withoutCommit(event) as SdkRowEvent) : event);
           }
         } finally {
           clearTimeout(timer);

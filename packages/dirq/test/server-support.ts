@@ -526,6 +526,186 @@ export async function openEvents(server: { url: string }): Promise<EventStream> 
   return stream;
 }
 
+/** What `GET /live` asks for. */
+export interface LiveAsk {
+  sql: string;
+  params?: unknown;
+  key?: readonly string[];
+}
+
+/** A `/live` frame's data, parsed. */
+export type LiveData = Record<string, unknown> & { commit: number };
+
+/**
+ * A `GET /live` stream and the answer its frames make: the last snapshot's rows with every diff
+ * after it applied, by the steps docs/live-queries.md gives (this is their reference client).
+ */
+export interface LiveStream {
+  status: number;
+  /** The body of a refused request. */
+  error: string;
+  frames: (SseFrame & { id: string | undefined })[];
+  comments: string[];
+  rows: Record<string, unknown>[];
+  /** The last snapshot's data (without its rows). */
+  snapshot: LiveData | null;
+  /** The SSE id of the last frame that had one. */
+  lastId: string | undefined;
+  /** The commit of the last frame. */
+  commit: number;
+  ended: Promise<void>;
+  /** Waits until `done()` holds (checked at every frame and comment). */
+  until(done: () => boolean, what: string, timeoutMs?: number): Promise<void>;
+  close(): void;
+}
+
+/** The documented steps: out at `removed[].at` and `updated[].from`, highest first; then in. */
+export function applyLiveDiff(rows: Record<string, unknown>[], diff: LiveData): void {
+  const removed = diff.removed as { at: number }[];
+  const added = diff.added as { at: number; row: Record<string, unknown> }[];
+  const updated = diff.updated as { from: number; at: number; row: Record<string, unknown> }[];
+  const out = [...removed.map((r) => r.at), ...updated.map((u) => u.from)].sort((a, b) => b - a);
+  for (const at of out) rows.splice(at, 1);
+  for (const { at, row } of [...added, ...updated].sort((a, b) => a.at - b.at)) {
+    rows.splice(at, 0, row);
+  }
+}
+
+function liveUrl(server: { url: string }, ask: LiveAsk): string {
+  const query = new URLSearchParams({ sql: ask.sql });
+  if (ask.params !== undefined) query.set("params", JSON.stringify(ask.params));
+  if (ask.key !== undefined) query.set("key", ask.key.join(","));
+  return `${server.url}/live?${query}`;
+}
+
+/** Takes one `/live` frame into the stream's answer. */
+function takeLiveFrame(stream: LiveStream, frame: SseFrame): void {
+  const idLine = frame.lines.find((line) => line.startsWith("id:"));
+  const id = idLine?.slice(3).trim();
+  stream.frames.push({ ...frame, id });
+  if (id !== undefined) stream.lastId = id;
+  const data = JSON.parse(frame.data) as LiveData;
+  stream.commit = data.commit;
+  if (frame.event === "snapshot") {
+    const { rows, ...rest } = data;
+    stream.rows = rows as Record<string, unknown>[];
+    stream.snapshot = rest as LiveData;
+  } else if (frame.event === "diff") {
+    applyLiveDiff(stream.rows, data);
+  }
+}
+
+/** Where a `/live` client resumes: the id it read last, and the answer it held then. */
+export interface LiveResume {
+  lastId: string;
+  rows?: Record<string, unknown>[];
+  snapshot?: LiveData | null;
+}
+
+/** Opens `GET /live` (resuming when told where) and reads it in the background. */
+export async function openLive(
+  server: { url: string },
+  ask: LiveAsk,
+  resume?: LiveResume,
+): Promise<LiveStream> {
+  const controller = new AbortController();
+  const headers: Record<string, string> = resume ? { "last-event-id": resume.lastId } : {};
+  const response = await fetch(liveUrl(server, ask), { signal: controller.signal, headers });
+  let waiters: (() => void)[] = [];
+  let ended = false;
+  const notify = () => {
+    const current = waiters;
+    waiters = [];
+    for (const wake of current) wake();
+  };
+  const stream: LiveStream = {
+    status: response.status,
+    error: response.status === 200 ? "" : await response.text(),
+    frames: [],
+    comments: [],
+    rows: resume?.rows?.map((row) => ({ ...row })) ?? [],
+    snapshot: resume?.snapshot ?? null,
+    lastId: undefined,
+    commit: -1,
+    ended: Promise.resolve(),
+    until: (done, what, timeoutMs = WAIT_MS) =>
+      new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          const last = stream.frames.slice(-20).map((f) => `  ${f.event} ${f.data.slice(0, 300)}`);
+          reject(new Error(`timed out waiting for ${what}; last frames:\n${last.join("\n")}`));
+        }, timeoutMs);
+        const check = () => {
+          if (done()) {
+            clearTimeout(timer);
+            resolve();
+          } else if (ended) {
+            clearTimeout(timer);
+            reject(new Error(`the /live stream ended while waiting for ${what}`));
+          } else waiters.push(check);
+        };
+        check();
+      }),
+    close: () => controller.abort(),
+  };
+  if (response.status !== 200 || !response.body) return stream;
+  const parser = new SseParser(
+    (frame) => {
+      takeLiveFrame(stream, frame);
+      notify();
+    },
+    (comment) => {
+      stream.comments.push(comment);
+      notify();
+    },
+  );
+  const reader = response.body.getReader();
+  const decoder = new TextDecoder();
+  stream.ended = (async () => {
+    try {
+      for (let read = await reader.read(); !read.done; read = await reader.read()) {
+        parser.push(decoder.decode(read.value, { stream: true }));
+      }
+    } catch {
+      // Aborted by `close()`, or the server went away: the stream ends either way.
+    }
+    ended = true;
+    notify();
+  })();
+  return stream;
+}
+
+/** Rows sorted by their JSON: the answer of a statement without an order, as a multiset. */
+export function multiset(rows: readonly unknown[]): string[] {
+  return rows.map((row) => JSON.stringify(row)).sort();
+}
+
+/**
+ * Waits until the stream's answer is a fresh `POST /query` answer: the same rows in the same
+ * order when the snapshot says `ordered`, the same multiset of rows otherwise.
+ */
+export async function untilLiveCurrent(server: { url: string }, stream: LiveStream, sql: string) {
+  let fresh: unknown[] = [];
+  const same = () =>
+    stream.snapshot?.ordered === true
+      ? JSON.stringify(stream.rows) === JSON.stringify(fresh)
+      : JSON.stringify(multiset(stream.rows)) === JSON.stringify(multiset(fresh));
+  for (let tries = 0; ; tries++) {
+    // The files may be between two states (a broken one being fixed): ask again then.
+    const answer = await postQuery(server, sql);
+    if (answer.status !== 200 && tries < 30) {
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      continue;
+    }
+    fresh = JSON.parse(answer.text) as unknown[];
+    try {
+      await stream.until(same, `the live answer of ${sql} to be ${JSON.stringify(fresh)}`, 2_000);
+      return;
+    } catch (error) {
+      if (tries === 30) throw error;
+    }
+  }
+}
+
 /** Opens `/events` and waits for its `ready` frame. */
 export async function openReadyEvents(server: { url: string }): Promise<EventStream> {
   const stream = await openEvents(server);

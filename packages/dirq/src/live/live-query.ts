@@ -95,6 +95,8 @@ export class LiveQuery {
   /** Row texts of each file (the incremental way only). */
   private byFile = new Map<string, string[]>();
   private commit = 0;
+  /** The newest commit handed to this query (its runs read at least that one). */
+  private seen = 0;
   private stamp = "";
   private version = 0;
   private readonly frames: KeptFrame[] = [];
@@ -105,6 +107,8 @@ export class LiveQuery {
   private changedFiles: Set<string> | null = new Set();
   private readonly waiters = new Set<() => void>();
   private readonly stops: (() => void)[] = [];
+  /** The names (lower case) of the tables it reads, as written and as SQLite has them. */
+  private readonly tableNames: Set<string>;
   private isClosed = false;
 
   private constructor(
@@ -117,6 +121,8 @@ export class LiveQuery {
     eligible: boolean,
   ) {
     this.ordered = !eligible;
+    const written = prepared.analysis.tableNames.map((name) => name.token.value);
+    this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
   }
 
   /** Checks and prepares the statement, runs it once, and starts following commits. */
@@ -154,6 +160,7 @@ export class LiveQuery {
       if (!this.columns.includes(column)) throw keyError(column, this.columns);
     }
     this.commit = session.commitSeq;
+    this.seen = this.commit;
     this.stamp = session.tableStamp(prepared.tables);
     // Commits during the first run are taken in after it, as one more run.
     this.running = true;
@@ -247,10 +254,29 @@ export class LiveQuery {
 
   private onCommit(commit: Commit): void {
     if (this.isClosed) return;
-    if (this.session.tableStamp(this.prepared.tables) === this.stamp) return;
-    for (const change of commit.changes) this.changedFiles?.add(change.file_path);
+    this.seen = Math.max(this.seen, commit.seq);
+    if (this.plan !== null && this.changedFiles !== null) {
+      // File by file, each commit's own files count: the stamp may already include later
+      // commits, not handed over yet, whose files must still be read when they are.
+      const files = this.changedFiles;
+      let touched = false;
+      for (const change of commit.changes) {
+        if (change.table !== null && !this.reads(change.table)) continue;
+        files.add(change.file_path);
+        touched = true;
+      }
+      if (!touched) return;
+    } else if (this.session.tableStamp(this.prepared.tables) === this.stamp) {
+      return;
+    }
     this.pending = true;
     if (!this.running) void this.followCommits();
+  }
+
+  /** Whether a row change's table (the name it was written with) is the one this reads. */
+  private reads(table: string): boolean {
+    const name = table.toLowerCase();
+    return this.tableNames.has(name);
   }
 
   /** Runs until no commit is left to take in: one run at a time, commits meanwhile folded. */
@@ -267,7 +293,9 @@ export class LiveQuery {
   }
 
   private async evaluate(): Promise<void> {
-    const commit = this.session.commitSeq;
+    // Commits reach listeners in order, after they are made: what a run reads is at least
+    // the newest one handed over (the one `/events` frames have carried so far).
+    const commit = this.seen;
     const stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();

@@ -1,0 +1,245 @@
+// Live queries: `dirq server` over a table of `--files` JSON files of `--rows` rows each
+// (100,000 rows by default). One file changes at a time (one row's `v` crosses the filter's
+// threshold); the time from the write to the `diff` frame on `GET /live` is measured for
+//   - a filter read file by file (incremental):  SELECT ... FROM items WHERE v > 90
+//   - a GROUP BY (the whole statement re-runs):  SELECT grp, count(*), sum(v) ... GROUP BY grp
+// and the CPU per change (server and query processes together, less what the same changes cost
+// with no live query) of the incremental filter against the same filter re-run whole
+// (`LIMIT -1`, which answers the same and is not read file by file). Prints p50/p99 and the
+// load average.
+//
+//   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--json]
+import { spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import {
+  DIRQ_BIN,
+  DIRQ_ENV,
+  log,
+  parseOptions,
+  percentile,
+  positiveInteger,
+  requireDirqBuilt,
+} from "./lib.mjs";
+
+const USAGE =
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--json]";
+const options = parseOptions(
+  process.argv.slice(2),
+  {
+    files: { type: "string", default: "1000" },
+    rows: { type: "string", default: "100" },
+    changes: { type: "string", default: "100" },
+    json: { type: "boolean", default: false },
+  },
+  USAGE,
+);
+const FILES = positiveInteger(options.files, "--files");
+const ROWS = positiveInteger(options.rows, "--rows");
+const CHANGES = positiveInteger(options.changes, "--changes");
+requireDirqBuilt();
+
+const CONFIG = `[[table]]
+name = "items"
+glob = "data/*.json"
+format = "json"
+schema = { id = "INTEGER", grp = "TEXT", v = "INTEGER", name = "TEXT" }
+`;
+const FILTER = "SELECT id, name, v FROM items WHERE v > 90";
+const FILTER_WHOLE = `${FILTER} LIMIT -1`;
+const GROUP_BY = "SELECT grp, count(*) AS n, sum(v) AS s FROM items GROUP BY grp";
+
+function fileRows(file, hot) {
+  return Array.from({ length: ROWS }, (_, i) => ({
+    id: file * ROWS + i,
+    grp: `g${(file + i) % 20}`,
+    // Row 0 of each file is the one that moves; the others never pass the filter's threshold.
+    v: i === 0 && hot ? 95 : (i * 7 + file) % 90,
+    name: `n${i}`,
+  }));
+}
+
+function writeFile(root, file, hot) {
+  writeFileSync(join(root, "data", `f${file}.json`), JSON.stringify(fileRows(file, hot)));
+}
+
+async function startServer(root) {
+  const args = [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"];
+  const child = spawn(process.execPath, args, {
+    cwd: root,
+    env: DIRQ_ENV,
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let out = "";
+  const port = await new Promise((resolve, reject) => {
+    child.stdout.setEncoding("utf8").on("data", (chunk) => {
+      out += chunk;
+      const match = /Running at \S+:(\d+)/.exec(out);
+      if (match) resolve(Number(match[1]));
+    });
+    child.once("exit", () => reject(new Error(`server exited: ${out}`)));
+  });
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+/** One `/live` stream: `onFrame(event, data)` for each frame; resolves at its snapshot. */
+async function subscribe(url, sql, onFrame) {
+  const controller = new globalThis.AbortController();
+  const response = await globalThis.fetch(`${url}/live?sql=${encodeURIComponent(sql)}`, {
+    signal: controller.signal,
+  });
+  if (response.status !== 200) throw new Error(`/live ${sql}: ${await response.text()}`);
+  let snapshot;
+  const ready = new Promise((resolve) => (snapshot = resolve));
+  void (async () => {
+    const decoder = new globalThis.TextDecoder();
+    let buffer = "";
+    try {
+      for await (const chunk of response.body) {
+        buffer += decoder.decode(chunk, { stream: true });
+        for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
+          const lines = buffer.slice(0, end).split("\n");
+          buffer = buffer.slice(end + 2);
+          const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
+          const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
+          if (event === "snapshot") snapshot();
+          if (event !== undefined) onFrame(event, data);
+        }
+      }
+    } catch {
+      // Aborted at the end of a phase.
+    }
+  })();
+  await ready;
+  return { close: () => controller.abort() };
+}
+
+const TICKS = 100;
+
+/** CPU seconds of a process and its children (the query processes), from /proc. */
+function treeCpuSeconds(pid) {
+  let total = 0;
+  const visit = (id) => {
+    try {
+      const fields = readFileSync(`/proc/${id}/stat`, "utf8").split(") ")[1].split(" ");
+      total += Number(fields[11]) + Number(fields[12]);
+      const children = readFileSync(`/proc/${id}/task/${id}/children`, "utf8").trim();
+      for (const child of children ? children.split(" ") : []) visit(Number(child));
+    } catch {
+      // A process that ended meanwhile.
+    }
+  };
+  visit(pid);
+  return total / TICKS;
+}
+
+/**
+ * Makes `CHANGES` changes one after another, each waiting for `settled()` (the diff frames of
+ * the live queries subscribed, or a quiet moment without any); the latencies and CPU seconds.
+ */
+async function changes(root, server, waitFor) {
+  const latencies = new Map();
+  const cpuBefore = treeCpuSeconds(server.child.pid);
+  for (let n = 0; n < CHANGES; n++) {
+    const file = (n * 7919) % FILES;
+    const started = performance.now();
+    const arrived = waitFor();
+    writeFile(root, file, true);
+    for (const [name, at] of Object.entries(await arrived)) {
+      if (!latencies.has(name)) latencies.set(name, []);
+      latencies.get(name).push(at - started);
+    }
+    // The file goes back, so that every change moves the answer.
+    const back = waitFor();
+    writeFile(root, file, false);
+    await back;
+  }
+  return { latencies, cpu: (treeCpuSeconds(server.child.pid) - cpuBefore) / (2 * CHANGES) };
+}
+
+/** Waits for the next diff frame of every stream in `names`; their arrival times. */
+function diffWaiter(streams) {
+  return () =>
+    new Promise((resolve) => {
+      const times = {};
+      for (const [name, stream] of streams) {
+        stream.next = () => {
+          times[name] = performance.now();
+          stream.next = null;
+          if (Object.keys(times).length === streams.size) resolve(times);
+        };
+      }
+    });
+}
+
+/** A phase with the live queries `named` subscribed (none: the changes' own cost). */
+async function phase(root, server, named) {
+  const streams = new Map();
+  const closers = [];
+  for (const [name, sql] of Object.entries(named)) {
+    const stream = { next: null };
+    streams.set(name, stream);
+    const sub = await subscribe(server.url, sql, (event) => event === "diff" && stream.next?.());
+    closers.push(sub);
+  }
+  const waitFor =
+    streams.size > 0
+      ? diffWaiter(streams)
+      : () => new Promise((resolve) => setTimeout(() => resolve({}), 300));
+  const result = await changes(root, server, waitFor);
+  for (const sub of closers) sub.close();
+  return result;
+}
+
+function summary(values) {
+  return { p50: percentile(values, 50), p99: percentile(values, 99), n: values.length };
+}
+
+async function main() {
+  const root = mkdtempSync(join(tmpdir(), "dirq-live-bench-"));
+  mkdirSync(join(root, "data"));
+  writeFileSync(join(root, "dirq.toml"), CONFIG);
+  for (let file = 0; file < FILES; file++) writeFile(root, file, false);
+  const server = await startServer(root);
+  try {
+    log(
+      `${FILES * ROWS} rows in ${FILES} files; ${CHANGES} changes per phase (each made and undone)`,
+    );
+    const latency = await phase(root, server, { filter: FILTER, groupBy: GROUP_BY });
+    const baseline = await phase(root, server, {});
+    const incremental = await phase(root, server, { filter: FILTER });
+    const whole = await phase(root, server, { whole: FILTER_WHOLE });
+    const cpuIncremental = Math.max(0, incremental.cpu - baseline.cpu);
+    const cpuWhole = Math.max(0, whole.cpu - baseline.cpu);
+    const result = {
+      rows: FILES * ROWS,
+      filterLatencyMs: summary(latency.latencies.get("filter")),
+      groupByLatencyMs: summary(latency.latencies.get("groupBy")),
+      cpuPerChangeMs: {
+        baseline: baseline.cpu * 1000,
+        incremental: cpuIncremental * 1000,
+        whole: cpuWhole * 1000,
+        ratio: cpuIncremental > 0 ? cpuWhole / cpuIncremental : null,
+      },
+      loadAverage: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" "),
+    };
+    if (options.json) console.log(JSON.stringify(result, null, 2));
+    else {
+      const ms = (s) => `p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms (${s.n} changes)`;
+      console.log(`filter (incremental), write -> diff frame: ${ms(result.filterLatencyMs)}`);
+      console.log(`GROUP BY (whole re-run), write -> diff frame: ${ms(result.groupByLatencyMs)}`);
+      const cpu = result.cpuPerChangeMs;
+      console.log(
+        `CPU per change beyond the refresh (${cpu.baseline.toFixed(1)} ms): incremental ${cpu.incremental.toFixed(2)} ms, whole re-run ${cpu.whole.toFixed(2)} ms (${cpu.ratio === null ? "n/a" : `${cpu.ratio.toFixed(1)}x`})`,
+      );
+      console.log(`load average: ${result.loadAverage}`);
+    }
+  } finally {
+    server.child.kill("SIGTERM");
+    await new Promise((resolve) => server.child.once("exit", resolve));
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+await main();

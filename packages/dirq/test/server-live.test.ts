@@ -1,0 +1,289 @@
+import assert from "node:assert/strict";
+import { renameSync, rmSync, writeFileSync } from "node:fs";
+import { connect } from "node:net";
+import { join } from "node:path";
+import { describe, it } from "node:test";
+import {
+  type LiveAsk,
+  type LiveStream,
+  openLive,
+  untilLiveCurrent,
+  multiset,
+  openReadyEvents,
+  postQuery,
+  queryRows,
+  request,
+  type ServerProcess,
+  serverFixtures,
+} from "./server-support.js";
+
+/** `GET /live`: snapshot, diffs, keys, resuming, errors and limits (docs/live-queries.md). */
+
+const { tree, serve } = serverFixtures();
+
+const CONFIG = `[[table]]
+name = "items"
+glob = "data/*.json"
+format = "json"
+schema = { id = "INTEGER", name = "TEXT", v = "INTEGER" }
+
+[[table]]
+name = "docs"
+glob = "docs/*.json"
+format = "json"
+schema = { id = "INTEGER", doc = "TEXT" }
+`;
+
+function items(...rows: [number, string, number][]): string {
+  return JSON.stringify(rows.map(([id, name, v]) => ({ id, name, v })));
+}
+
+function liveTree(): string {
+  return tree({
+    ".dirq.toml": CONFIG,
+    "data/a.json": items([1, "one", 10], [2, "two", 60]),
+    "data/b.json": items([3, "three", 70]),
+    "docs/d.json": JSON.stringify([{ id: 1, doc: '{"x":1}' }]),
+  });
+}
+
+async function start(): Promise<{ root: string; server: ServerProcess }> {
+  const root = liveTree();
+  const server = await serve(root, ["-c", ".dirq.toml"]);
+  return { root, server };
+}
+
+describe("GET /live", () => {
+  it("sends a snapshot, then diffs that keep it equal to POST /query, with keys as updates", async () => {
+    const { root, server } = await start();
+    const filter: LiveAsk = { sql: "SELECT id, name FROM items WHERE v > 50", key: ["id"] };
+    const ordered: LiveAsk = { sql: "SELECT id, v FROM items ORDER BY v DESC, id" };
+    const live = await openLive(server, filter);
+    const sorted = await openLive(server, ordered);
+    const events = await openReadyEvents(server);
+    try {
+      assert.equal(live.status, 200);
+      await live.until(() => live.snapshot !== null, "the snapshot");
+      assert.equal(live.frames[0]?.event, "snapshot");
+      assert.deepEqual(live.snapshot?.columns, ["id", "name"]);
+      assert.equal(live.snapshot?.incremental, true);
+      assert.deepEqual(
+        multiset(live.rows),
+        multiset([
+          { id: 2, name: "two" },
+          { id: 3, name: "three" },
+        ]),
+      );
+      await sorted.until(() => sorted.snapshot !== null, "the ordered snapshot");
+      assert.equal(sorted.snapshot?.ordered, true);
+
+      // An edit that keeps the key is one update in place.
+      writeFileSync(join(root, "data/a.json"), items([1, "one", 10], [2, "TWO", 65]));
+      await live.until(() => live.frames.some((f) => f.event === "diff"), "a diff");
+      const diff = JSON.parse(live.frames.find((f) => f.event === "diff")?.data ?? "{}");
+      assert.deepEqual(diff.removed, []);
+      assert.deepEqual(diff.added, []);
+      assert.deepEqual(diff.updated, [
+        { from: 0, at: 0, old_row: { id: 2, name: "two" }, row: { id: 2, name: "TWO" } },
+      ]);
+      // Its commit is the one /events numbered the change with.
+      const row = await events.next((change) => change.file_path === "data/a.json");
+      assert.equal(row.action, "update");
+      const rowFrame = events.frames.find((f) => f.event === "row" && f.data.includes('"TWO"'));
+      const rowCommit = JSON.parse(rowFrame?.data ?? "{}").commit as number;
+      assert.ok(rowCommit > 0 && diff.commit >= rowCommit, `${rowCommit} ${diff.commit}`);
+
+      // A new file, an atomic rewrite and a removal, each taken in.
+      writeFileSync(join(root, "data/c.json"), items([4, "four", 99], [5, "five", 1]));
+      writeFileSync(join(root, "data/.b.tmp"), items([3, "three", 5], [6, "six", 80]));
+      renameSync(join(root, "data/.b.tmp"), join(root, "data/b.json"));
+      rmSync(join(root, "data/a.json"));
+      await untilLiveCurrent(server, live, filter.sql);
+      await untilLiveCurrent(server, sorted, ordered.sql);
+      const commits = [...live.frames, ...sorted.frames].map((f) => JSON.parse(f.data).commit);
+      assert.ok(
+        commits.every((n) => Number.isSafeInteger(n) && n >= 0),
+        String(commits),
+      );
+      const ids = live.frames.map((f) => f.id);
+      assert.ok(
+        ids.every((id) => /^[0-9a-f]+-\d+$/.test(id ?? "")),
+        ids.join(" "),
+      );
+    } finally {
+      live.close();
+      sorted.close();
+      events.close();
+    }
+  });
+
+  it("shares one evaluator among the subscribers of a statement", async () => {
+    const { root, server } = await start();
+    const ask = { sql: "SELECT name FROM items ORDER BY name" };
+    const first = await openLive(server, ask);
+    const second = await openLive(server, ask);
+    try {
+      await first.until(() => first.snapshot !== null, "the first snapshot");
+      await second.until(() => second.snapshot !== null, "the second snapshot");
+      const run = (stream: LiveStream) => stream.lastId?.replace(/-\d+$/, "");
+      assert.equal(run(first), run(second));
+      writeFileSync(join(root, "data/b.json"), items([3, "zz", 70]));
+      await untilLiveCurrent(server, first, ask.sql);
+      await untilLiveCurrent(server, second, ask.sql);
+      assert.equal(first.frames.at(-1)?.data, second.frames.at(-1)?.data);
+    } finally {
+      first.close();
+      second.close();
+    }
+  });
+
+  it("resumes after Last-Event-ID with the diffs missed, else with a new snapshot", async () => {
+    const { root, server } = await start();
+    const ask = { sql: "SELECT id, name, v FROM items ORDER BY id" };
+    const before = await openLive(server, ask);
+    await before.until(() => before.snapshot !== null, "the snapshot");
+    writeFileSync(join(root, "data/b.json"), items([3, "three", 71]));
+    await untilLiveCurrent(server, before, ask.sql);
+    const lastId = before.lastId as string;
+    const held = before.rows;
+    before.close();
+    await before.ended;
+
+    writeFileSync(join(root, "data/c.json"), items([9, "nine", 9]));
+    rmSync(join(root, "data/a.json"));
+    // Another subscriber keeps the evaluator busy with the same changes meanwhile.
+    const watcher = await openLive(server, ask);
+    await untilLiveCurrent(server, watcher, ask.sql);
+    watcher.close();
+
+    const resumed = await openLive(server, ask, { lastId, rows: held, snapshot: before.snapshot });
+    try {
+      await resumed.until(() => resumed.frames.length > 0, "the first frame");
+      assert.equal(resumed.frames[0]?.event, "ready");
+      assert.equal(resumed.frames[0]?.id, lastId);
+      await untilLiveCurrent(server, resumed, ask.sql);
+      assert.ok(!resumed.frames.some((f) => f.event === "snapshot"));
+    } finally {
+      resumed.close();
+    }
+    for (const stale of ["nonsense", `${lastId.replace(/-\d+$/, "")}-999999`, "0000-1"]) {
+      const fresh = await openLive(server, ask, { lastId: stale });
+      try {
+        await fresh.until(() => fresh.frames.length > 0, "the first frame");
+        assert.equal(fresh.frames[0]?.event, "snapshot", stale);
+      } finally {
+        fresh.close();
+      }
+    }
+  });
+
+  it("sends an error frame when a later run fails, and diffs the next good answer against the last good one", async () => {
+    const { root, server } = await start();
+    for (const sql of [
+      "SELECT id, json(doc) AS j FROM docs ORDER BY id",
+      "SELECT id, json(doc) AS j FROM docs",
+    ]) {
+      writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 1, doc: '{"x":1}' }]));
+      for (let tries = 0; (await queryRows(server, "SELECT id FROM docs")).length !== 1; tries++) {
+        assert.ok(tries < 600, "docs/d.json was not taken in");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      const live = await openLive(server, { sql });
+      try {
+        await live.until(() => live.snapshot !== null, "the snapshot");
+        writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 1, doc: "{broken" }]));
+        await live.until(() => live.frames.some((f) => f.event === "error"), "an error frame");
+        const error = JSON.parse(live.frames.find((f) => f.event === "error")?.data ?? "{}");
+        assert.match(error.error, /malformed JSON/);
+        assert.deepEqual(live.rows, [{ id: 1, j: '{"x":1}' }]);
+        writeFileSync(
+          join(root, "docs/d.json"),
+          JSON.stringify([
+            { id: 1, doc: '{"x":1}' },
+            { id: 2, doc: "[2]" },
+          ]),
+        );
+        await untilLiveCurrent(server, live, sql);
+        const last = JSON.parse(live.frames.at(-1)?.data ?? "{}");
+        assert.deepEqual(
+          last.added.map((a: { row: unknown }) => a.row),
+          [{ id: 2, j: "[2]" }],
+        );
+        assert.deepEqual(last.removed, []);
+      } finally {
+        live.close();
+      }
+    }
+  });
+
+  it("refuses what POST /query refuses, before the stream starts", async () => {
+    const { server } = await start();
+    const cases: [LiveAsk | string, number, RegExp][] = [
+      ["", 400, /"sql" is missing/],
+      ["?sql=%20", 400, /"sql" is empty/],
+      [{ sql: "DELETE FROM items" }, 400, /read-only|not allowed|only/i],
+      [{ sql: "SELECT * FROM nowhere" }, 400, /no such table: nowhere/],
+      [{ sql: "SELECT id FROM items", key: ["nope"] }, 400, /key column "nope" is not a column/],
+      [{ sql: "SELECT id FROM items WHERE v > ?" }, 400, /parameter/],
+      [{ sql: "SELECT id FROM items WHERE v > ?", params: [1, 2] }, 400, /parameter/],
+      ["?sql=SELECT%201&params=%7Bbroken", 400, /"params" is not valid JSON/],
+      ["?sql=SELECT%201&key=a,,b", 400, /"key" must be/],
+    ];
+    for (const [ask, status, pattern] of cases) {
+      const answer =
+        typeof ask === "string"
+          ? await request(`${server.url}/live${ask}`)
+          : await openLive(server, ask).then((s) => ({ status: s.status, text: s.error }));
+      assert.equal(answer.status, status, `${JSON.stringify(ask)}: ${answer.text}`);
+      assert.match(JSON.parse(answer.text).error, pattern, JSON.stringify(ask));
+    }
+    const withParams = await openLive(server, {
+      sql: "SELECT id FROM items WHERE v > ? ORDER BY id",
+      params: [50],
+    });
+    await withParams.until(() => withParams.snapshot !== null, "the snapshot");
+    assert.deepEqual(withParams.rows, [{ id: 2 }, { id: 3 }]);
+    withParams.close();
+    const post = await request(`${server.url}/live?sql=SELECT%201`, { method: "POST" });
+    assert.equal(post.status, 405);
+    // fetch sends its own Host: a raw request names another one.
+    const refused = await new Promise<string>((resolve, reject) => {
+      const socket = connect(server.port, "127.0.0.1", () =>
+        socket.end(
+          "GET /live?sql=SELECT%201 HTTP/1.1\r\nHost: evil.example\r\nConnection: close\r\n\r\n",
+        ),
+      );
+      let text = "";
+      socket.setEncoding("utf8").on("data", (chunk: string) => (text += chunk));
+      socket.once("close", () => resolve(text));
+      socket.once("error", reject);
+    });
+    assert.match(refused, /^HTTP\/1\.1 403 /);
+    assert.equal((await postQuery(server, "SELECT 1 AS one")).status, 200);
+  });
+
+  it("runs a volatile statement again on commits of its tables only, and keeps idle streams alive", async () => {
+    const root = liveTree();
+    const server = await serve(root, ["-c", ".dirq.toml"], { DIRQ_KEEP_ALIVE_MS: "200" });
+    const live = await openLive(server, { sql: "SELECT id, random() AS r FROM docs" });
+    const other = await openLive(server, { sql: "SELECT id FROM items ORDER BY id" });
+    try {
+      await live.until(() => live.snapshot !== null, "the snapshot");
+      await other.until(() => other.snapshot !== null, "the other snapshot");
+      assert.equal(live.snapshot?.incremental, false);
+      writeFileSync(join(root, "data/z.json"), items([7, "seven", 7]));
+      await untilLiveCurrent(server, other, "SELECT id FROM items ORDER BY id");
+      const comments = live.comments.length;
+      await live.until(() => live.comments.length >= comments + 2, "two keep-alive comments");
+      assert.deepEqual(
+        live.frames.map((f) => f.event),
+        ["snapshot"],
+      );
+      writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 1, doc: "{}" }]));
+      await live.until(() => live.frames.some((f) => f.event === "diff"), "a diff of docs");
+    } finally {
+      live.close();
+      other.close();
+    }
+  });
+});
