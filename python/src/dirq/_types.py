@@ -50,6 +50,8 @@ class RowChange(TypedDict):
     row: Row
     # The previous row of an update; None otherwise.
     old_row: Optional[Row]
+    # The number of the index's commit that made it (a live query's changes carry the same).
+    commit: int
 
 
 class RowError(TypedDict):
@@ -60,6 +62,7 @@ class RowError(TypedDict):
     table: Optional[str]
     file_path: str
     error: str
+    commit: int
 
 
 RowEvent = Union[RowChange, RowError]
