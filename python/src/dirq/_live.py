@@ -36,9 +36,7 @@ class LiveQuery:
     evaluator's history gets a new snapshot (a change with ``snapshot`` true). End it with
     ``close()`` (or a ``with`` block), or with the index's ``close()``."""
 
-    def __init__(
-        self, channel: "Channel", stream_id: int, request: Dict[str, object]
-    ) -> None:
+    def __init__(self, channel: "Channel", stream_id: int, request: Dict[str, object]) -> None:
         self._channel = channel
         self._id = stream_id
         self._request = request
@@ -89,7 +87,8 @@ class LiveQuery:
         try:
             return self._take(payload)
         except StopIteration:
-            raise DirqError("INDEX_CLOSED", "the live query ended before its first answer") from None
+            ended = "the live query ended before its first answer"
+            raise DirqError("INDEX_CLOSED", ended) from None
 
     def _check_not_ended(self) -> None:
         if self._ended:
