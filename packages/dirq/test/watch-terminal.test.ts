@@ -28,6 +28,10 @@ describe(
         const added = await watch.waitFor("(3 rows)");
         assert.match(added, /changed: \+1 -0 rows\n/);
         assert.match(added, /c\.txt +3\n/);
+        // As `watch -d`: the row that joined is marked (bold), the others are not.
+        const screen = watch.output.slice(watch.output.lastIndexOf("\x1b[2J"));
+        assert.match(screen, /\x1b\[1mc\.txt +3\x1b\[0m/);
+        assert.doesNotMatch(screen, /\x1b\[1m[ab]\.txt/);
         saveWhole(tree, "d/a.txt", "aaaaa");
         const updated = await watch.waitFor(/changed: \+0 -0 ~1 rows\n[\s\S]*\(3 rows\)/);
         assert.match(updated, /a\.txt +5\n/);
