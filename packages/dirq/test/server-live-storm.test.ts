@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { seededRandom } from "./differential.js";
 import {
   type LiveStream,
   openLive,
@@ -48,18 +49,6 @@ const STATEMENTS: { sql: string; key?: string[] }[] = [
 
 const CHANGES = 200;
 const FOLDERS = ["d0", "d1", "d2", "d3"];
-
-/** A small seeded generator (mulberry32). */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** One subscriber: its stream while connected, what it held when it left, when it comes back. */
 interface Subscriber {
@@ -166,7 +155,7 @@ describe("live query storms", () => {
           { grp: "g1", label: "one" },
         ]),
       });
-      const random = seeded(seed);
+      const random = seededRandom(seed);
       const storm = new Storm(root, random);
       for (let i = 0; i < 20; i++) storm.change();
       const server = await serve(root, ["-c", ".dirq.toml"]);

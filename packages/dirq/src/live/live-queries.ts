@@ -1,3 +1,4 @@
+import { DirqError } from "../errors.js";
 import {
   LiveQuery,
   type LiveFrame,
@@ -147,7 +148,8 @@ export class LiveQueries {
    * its answer), as `POST /query` would.
    */
   async open(request: LiveQueryRequest, lastEventId?: string): Promise<LiveSubscription> {
-    if (this.isClosed) throw new Error("live queries are closed");
+    if (this.isClosed)
+      throw new DirqError("INDEX_CLOSED", "the index is closing: no new live query");
     const name = JSON.stringify([
       request.sql,
       request.params ?? null,

@@ -373,7 +373,11 @@ export class LiveQuery {
     const sql = this.plan?.withFiles ?? this.prepared.sql;
     const body = await this.session.run(
       { ...this.prepared, sql },
-      { args: this.args, deadline: deadlineOf(this.limits.timeoutMs) },
+      {
+        // Without values the query process writes the answer in SQLite, the fast way.
+        args: this.args.length === 0 ? undefined : this.args,
+        deadline: deadlineOf(this.limits.timeoutMs),
+      },
     );
     const columns = this.session.index.columnsOf(this.prepared);
     const texts = answerRows(body);

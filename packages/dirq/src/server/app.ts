@@ -207,6 +207,28 @@ function lastEventIdOf(request: IncomingMessage): string | undefined {
   return new URLSearchParams(query).get("last_event_id")?.trim() ?? undefined;
 }
 
+/** What an event stream sends: frames as they come, a keep-alive comment when idle. */
+interface FrameSource {
+  /** The next frame, `null` after `idleMs` without one, `undefined` at the end. */
+  next(
+    idleMs: number,
+  ): Promise<{ event: string; data: string | readonly Buffer[]; id: string } | null | undefined>;
+  close(): void;
+}
+
+/** Sends a subscription's frames until it or the client ends, then ends the stream. */
+async function sendFrames(stream: EventStreamResponse, subscription: FrameSource): Promise<void> {
+  const keepAlive = keepAliveMs();
+  for (;;) {
+    const frame = await subscription.next(keepAlive);
+    if (frame === undefined || stream.closed) break;
+    if (frame === null) await stream.comment("keep-alive");
+    else await stream.send(frame.event, frame.data, frame.id);
+  }
+  subscription.close();
+  stream.end();
+}
+
 async function handleEvents(
   state: ServerState,
   request: IncomingMessage,
@@ -226,15 +248,7 @@ async function handleEvents(
     await stream.send("ready", "{}");
     await stream.send("reset", "{}", start.resetId);
   }
-  const keepAlive = keepAliveMs();
-  for (;;) {
-    const frame = await subscription.next(keepAlive);
-    if (frame === undefined || stream.closed) break;
-    if (frame === null) await stream.comment("keep-alive");
-    else await stream.send(frame.event, frame.data, frame.id);
-  }
-  subscription.close();
-  stream.end();
+  await sendFrames(stream, subscription);
 }
 
 /** What `GET /live?sql=...&params=...&key=...` asks for, or what is wrong with it. */
@@ -297,15 +311,7 @@ async function handleLive(
   if (request.socket.destroyed) return subscription.close();
   const stream = new EventStreamResponse(response);
   response.once("close", () => subscription.close());
-  const keepAlive = keepAliveMs();
-  for (;;) {
-    const frame = await subscription.next(keepAlive);
-    if (frame === undefined || stream.closed) break;
-    if (frame === null) await stream.comment("keep-alive");
-    else await stream.send(frame.event, frame.data, frame.id);
-  }
-  subscription.close();
-  stream.end();
+  await sendFrames(stream, subscription);
 }
 
 /** Routes and the method each allows. */

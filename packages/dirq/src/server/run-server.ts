@@ -47,6 +47,12 @@ export function queryTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   const fromEnv = Number(env.DIRQ_QUERY_TIMEOUT_MS);
   return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : QUERY_TIMEOUT_MS;
 }
+/** `DIRQ_LIVE_LINGER_MS`: how long a live query nobody follows goes on (benchmarks shorten it). */
+function lingerMsFromEnv(): number | undefined {
+  const fromEnv = Number(process.env.DIRQ_LIVE_LINGER_MS);
+  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : undefined;
+}
+
 /** Largest answer the server sends (bytes of JSON); past it, 413 naming the limit. */
 export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** Total size of the answers kept for repeated statements (characters). */
@@ -153,7 +159,7 @@ async function startLive(
     }
     return body;
   };
-  const queries = new LiveQueries(session, { timeoutMs });
+  const queries = new LiveQueries(session, { timeoutMs, lingerMs: lingerMsFromEnv() });
   return { live: { session, statements, queries }, query };
 }
 

@@ -2,6 +2,7 @@ import assert from "node:assert/strict";
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { seededRandom } from "../differential.js";
 import { tempTree } from "../helpers.js";
 import { loadConfigs } from "../../src/config/load-config.js";
 import { answerRows } from "../../src/live/answer-rows.js";
@@ -27,18 +28,6 @@ const STATEMENTS: { sql: string; key?: string[] }[] = [
   { sql: "SELECT id, v * 2 + 1 AS w, upper(name) AS n, grp || '-' || id AS g FROM items" },
   { sql: "SELECT path, size FROM './data' WHERE size > 40" },
 ];
-
-/** A small seeded generator (mulberry32): the same seed, the same changes. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Every frame the subscription has for now. */
 async function drain(subscription: LiveSubscription): Promise<string[]> {
@@ -97,7 +86,7 @@ describe("LiveQuery", () => {
   it("gives the same frames incrementally as re-running the whole statement", async () => {
     const root = tempTree({ ".dirq.toml": CONFIG, "tmp/.keep": "" });
     mkdirSync(join(root, "data"));
-    const random = seeded(65);
+    const random = seededRandom(65);
     let id = 0;
     const model = new Map<string, number[]>();
     for (let i = 0; i < 12; i++) {
