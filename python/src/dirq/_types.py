@@ -50,7 +50,7 @@ class RowChange(TypedDict):
     row: Row
     # The previous row of an update; None otherwise.
     old_row: Optional[Row]
-    # The number of the index's commit that made it (a live query's changes carry the same).
+    # The number of the index's commit that made it (live queries' frames carry it too).
     commit: int
 
 
@@ -62,37 +62,12 @@ class RowError(TypedDict):
     table: Optional[str]
     file_path: str
     error: str
+    # The number of the newest commit when it was found.
     commit: int
 
 
 RowEvent = Union[RowChange, RowError]
 """What ``watch()`` yields: the data of the server's SSE ``row`` event, parsed."""
-
-
-class PlacedRow(TypedDict):
-    """A row that left (``at``: its place before the change) or joined (its place after)."""
-
-    at: int
-    row: Row
-
-
-# ``from`` is a keyword: the functional form keeps the frame's own key names.
-UpdatedRow = TypedDict("UpdatedRow", {"from": int, "at": int, "old_row": Row, "row": Row})
-"""With a key: a row whose key stayed, its place before (``from``) and after (``at``)."""
-
-
-class LiveChange(TypedDict):
-    """What ``Dirq.live()`` yields: one change of the answer, already applied to ``rows``."""
-
-    # The index's commit the answer is (at least) as of.
-    commit: int
-    removed: List[PlacedRow]
-    added: List[PlacedRow]
-    updated: List[UpdatedRow]
-    # True: the whole answer was replaced (resumed past the history, or its columns changed).
-    snapshot: bool
-    # A later run of the statement failed: ``rows`` stay the last good answer.
-    error: Optional[str]
 
 
 class ColumnInfo(TypedDict):
