@@ -619,7 +619,8 @@ export const SERVER_HELP_TEXT = `Usage: dirq server [-c <config>]... [--host <ad
                    [--persist[=<path>]] [--extension <path>[::<entrypoint>]]...
 
 Serves the current directory over HTTP: POST /query runs one read-only statement, GET /events
-streams changes (Server-Sent Events), GET / is a web console. Prints "Running at
+streams changes (Server-Sent Events), GET /live streams a statement's answer as it changes
+(docs/live-queries.md), GET / is a web console. Prints "Running at
 <host>:<port>" when it listens; Ctrl-C stops it. See docs/http.md.
 
 Options:
@@ -712,6 +713,8 @@ Environment:
   DIRQ_EVENT_HISTORY_BYTES=<n>      dirq server: the bytes of them it keeps (default 32 MiB)
   DIRQ_EVENT_STALL_MS=<ms>          dirq server: how long an /events client that far behind
                                     may read nothing before it is cut off (default 5000)
+  DIRQ_LIVE_LINGER_MS=<ms>          dirq server: how long a /live query nobody follows goes
+                                    on, for clients that resume (default 30000)
 The launchers (Python, Rust; docs/install.md):
   DIRQ_BIN=<file>                   the dirq CLI to run instead of the npm release
   DIRQ_NODE=<file>                  the Node.js that runs it (default: node on PATH)
