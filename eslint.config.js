@@ -36,7 +36,7 @@ const DIRQ_LAYERS = [
   ["runner", "reaper"],
   ["live"],
   // The clients (their own rule, below, limits them to the documented internal API).
-  ["cli", "server", "repl", "sdk", "sdk-stdio", "index.ts"],
+  ["cli", "server", "repl", "watch-command", "sdk", "sdk-stdio", "index.ts"],
   ["launcher"],
 ];
 const DIRQ_SRC = fileURLToPath(new URL("packages/dirq/src", import.meta.url));
@@ -76,7 +76,7 @@ export default tseslint.config(
     // documented internal API only (packages/dirq/docs/internals.md): the engine, the live
     // session, config, extensions, output, progress, the parse seam
     // and the row-change format. Types may come from anywhere.
-    files: ["packages/dirq/src/{cli,server,repl,sdk,sdk-stdio}/**/*.ts"],
+    files: ["packages/dirq/src/{cli,server,repl,watch-command,sdk,sdk-stdio}/**/*.ts"],
     rules: {
       "@typescript-eslint/no-restricted-imports": [
         "error",
@@ -113,7 +113,7 @@ export default tseslint.config(
     // The same rule for `import()`, which no-restricted-imports does not see. The CLI is the one
     // client that loads others: it dispatches to the server, the REPL and the stdio SDK by their
     // entry modules, and starts (and stops) worker functions before a statement runs.
-    files: ["packages/dirq/src/{cli,server,repl,sdk,sdk-stdio}/**/*.ts"],
+    files: ["packages/dirq/src/{cli,server,repl,watch-command,sdk,sdk-stdio}/**/*.ts"],
     rules: {
       "no-restricted-syntax": [
         "error",

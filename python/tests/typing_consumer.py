@@ -26,6 +26,25 @@ def describe(event: dirq.RowEvent) -> str:
     return f"{event['action']} {event['table']} {event['row']} {old}"
 
 
+def follow(db: dirq.Dirq) -> List[dirq.Row]:
+    with db.live("SELECT path, words FROM texts ORDER BY words", key=["path"]) as live:
+        live.ready()
+        change: dirq.LiveChange = live.get(timeout=1.0)
+        added: List[dirq.PlacedRow] = change["added"]
+        moved: List[int] = [update["from"] for update in change["updated"]]
+        failed: Optional[str] = change["error"]
+        commit: int = live.commit + len(added) + len(moved) + len(failed or "")
+        return live.rows if commit >= 0 else []
+
+
+async def follow_async(db: dirq.Dirq) -> int:
+    live: dirq.LiveQuery = db.live("SELECT count(*) AS n FROM texts")
+    await live.aready()
+    async for change in live:
+        return change["commit"]
+    return 0
+
+
 def columns(db: dirq.Dirq) -> Dict[str, List[str]]:
     tables: List[dirq.TableInfo] = db.tables()
     return {table["name"]: [column["name"] for column in table["columns"]] for table in tables}

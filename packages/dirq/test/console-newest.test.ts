@@ -8,12 +8,12 @@ import { makeTree, removeTree } from "./helpers.js";
 import { delay, type ServerProcess, startServer } from "./server-support.js";
 
 /*
- * The web console's newest statement always wins: with "Re-run the query when rows
- * change" on, a statement the user runs while an automatic re-run of the statement before it
- * is pending (its 250 ms timer) or under way must be the one whose answer stays on screen,
- * rows or error. Statement A is slow (a recursive CTE of 400,000 steps, some hundred
- * milliseconds) and reads the table that changes, so the result cache never answers its re-run
- * and a stale answer has time to arrive after B's.
+ * The web console's newest statement always wins: with "Live" on, a statement the user runs
+ * while the server is working out the change of the live statement before it (its evaluator
+ * re-runs it after a file change) must be the one whose answer stays on screen, rows or error:
+ * the diff of the older statement arriving later never lands on the newer one's rows. Statement
+ * A is slow (a recursive CTE of 400,000 steps, some hundred milliseconds) and reads the table
+ * that changes, so its diff has time to arrive after B's answer.
  */
 
 const CONFIG = `[[table]]
@@ -46,11 +46,10 @@ const FAILING_B: Newer = {
 };
 
 /**
- * From a file change until A's re-run has started: its timer fires 250 ms after the change
- * reaches the page (itself some 50 to 150 ms). A re-run then under way is waited for (the Run
- * button is busy), so its answer, stale or not, is recorded.
+ * From a file change until A's diff has surely reached the page, had it been sent: the
+ * server's evaluator sees the commit, runs A again (some hundred milliseconds) and sends it.
  */
-const SETTLE_MS = 800;
+const SETTLE_MS = 2_500;
 
 /**
  * Starts recording, in the page, each answer shown from now on: `rows: <columns>` for a table,
@@ -74,24 +73,8 @@ const RECORD_SHOWN = `(() => {
   });
 })()`;
 
-/**
- * Clicks Run (B is in the editor) the moment A's re-run starts, recording from then on: the
- * status line says so as the re-run sends its request.
- */
-const RUN_DURING_RERUN = `new Promise((resolve) => {
-  const status = document.getElementById("result-status");
-  const observer = new MutationObserver(() => {
-    if (status.textContent !== "re-running…") return;
-    observer.disconnect();
-    ${RECORD_SHOWN};
-    document.getElementById("run").click();
-    resolve();
-  });
-  observer.observe(status, { subtree: true, childList: true, characterData: true });
-})`;
-
-/** When B is run: milliseconds after the file change, or once A's re-run is under way. */
-type When = number | "during the re-run";
+/** When B is run: milliseconds after the file change. */
+type When = number;
 
 const roots: string[] = [];
 const servers: ServerProcess[] = [];
@@ -109,91 +92,96 @@ function staleAnswer(newer: Newer, recorded: string[]): string | null {
   return later === undefined ? null : `${JSON.stringify(later)} replaced B's answer`;
 }
 
-describe("web console: the newest statement wins over re-runs", { skip: browserMissing() }, () => {
-  let browser: Browser;
-  let page: Page;
-  let root: string;
-  let changes = 0;
-  const problems: string[] = [];
+describe(
+  "web console: the newest statement wins over live changes",
+  { skip: browserMissing() },
+  () => {
+    let browser: Browser;
+    let page: Page;
+    let root: string;
+    let changes = 0;
+    const problems: string[] = [];
 
-  before(async () => {
-    root = makeTree({ "dirq.toml": CONFIG, "data/a.json": '{"name":"a"}' });
-    roots.push(root);
-    const server = await startServer(["-c", "dirq.toml", "--port", "0"], { cwd: root });
-    servers.push(server);
-    browser = await launchChromium();
-    page = await browser.newPage();
-    page.setDefaultTimeout(20_000);
-    page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
-    page.on("console", (message) => {
-      // Chromium logs the 400 of FAILING_B itself.
-      if (message.type() === "error" && !/status of 400\b/.test(message.text())) {
-        problems.push(`console: ${message.text()}`);
-      }
+    before(async () => {
+      root = makeTree({ "dirq.toml": CONFIG, "data/a.json": '{"name":"a"}' });
+      roots.push(root);
+      const server = await startServer(["-c", "dirq.toml", "--port", "0"], { cwd: root });
+      servers.push(server);
+      browser = await launchChromium();
+      page = await browser.newPage();
+      page.setDefaultTimeout(20_000);
+      page.on("pageerror", (error) => problems.push(`pageerror: ${error.message}`));
+      page.on("console", (message) => {
+        // Chromium logs the 400 of FAILING_B itself.
+        if (message.type() === "error" && !/status of 400\b/.test(message.text())) {
+          problems.push(`console: ${message.text()}`);
+        }
+      });
+      await page.goto(`${server.url}/`);
+      await page.locator("#connection[data-state=live]").waitFor();
+      await page.getByRole("checkbox", { name: /Live: keep the answer current/ }).check();
     });
-    await page.goto(`${server.url}/`);
-    await page.locator("#connection[data-state=live]").waitFor();
-    await page.getByRole("checkbox", { name: /Re-run the query/ }).check();
-  });
 
-  after(async () => {
-    await browser?.close();
-  });
+    after(async () => {
+      await browser?.close();
+    });
 
-  /** A is run and shown; a file changes; B is run `when`. What was shown from B's run on. */
-  async function race(newer: Newer, when: When): Promise<string[]> {
-    await runSql(page, SLOW_A);
-    await typeSql(page, newer.sql);
-    const changed = Date.now();
-    changes++;
-    writeFileSync(join(root, "data", `${changes}.json`), JSON.stringify({ name: `n${changes}` }));
-    if (when === "during the re-run") {
-      await page.evaluate(RUN_DURING_RERUN);
-    } else {
+    /** A is run and shown; a file changes; B is run `when`. What was shown from B's run on. */
+    async function race(newer: Newer, when: When): Promise<string[]> {
+      await runSql(page, SLOW_A);
+      // A is followed: its snapshot came, so its evaluator runs on the next change.
+      await waitUntil(
+        page,
+        `document.body.dataset.live === "on" && "liveCommit" in document.body.dataset`,
+      );
+      await typeSql(page, newer.sql);
+      const changed = Date.now();
+      changes++;
+      writeFileSync(join(root, "data", `${changes}.json`), JSON.stringify({ name: `n${changes}` }));
       await delay(changed + when - Date.now());
       await page.evaluate(RECORD_SHOWN);
       await page.keyboard.press("Control+Enter");
+      await delay(changed + SETTLE_MS - Date.now());
+      await waitUntil(page, `!document.getElementById("run").hasAttribute("aria-busy")`);
+      return (await page.evaluate("window.dirqShown")) as string[];
     }
-    await delay(changed + SETTLE_MS - Date.now());
-    await waitUntil(page, `!document.getElementById("run").hasAttribute("aria-busy")`);
-    return (await page.evaluate("window.dirqShown")) as string[];
-  }
 
-  /** Races A's re-run with B at each of `times`; every failing time is reported at once. */
-  async function assertNewestWins(newer: Newer, times: When[]): Promise<void> {
-    const failures: string[] = [];
-    for (const when of times) {
-      const wrong = staleAnswer(newer, await race(newer, when));
-      if (wrong !== null)
-        failures.push(
-          `B run ${when}${typeof when === "number" ? " ms after the change" : ""}: ${wrong}`,
-        );
+    /** Races A's re-run with B at each of `times`; every failing time is reported at once. */
+    async function assertNewestWins(newer: Newer, times: When[]): Promise<void> {
+      const failures: string[] = [];
+      for (const when of times) {
+        const wrong = staleAnswer(newer, await race(newer, when));
+        if (wrong !== null) failures.push(`B run ${when} ms after the change: ${wrong}`);
+      }
+      assert.deepEqual(failures, []);
     }
-    assert.deepEqual(failures, []);
-  }
 
-  it("shows B's rows when B is run 0 to 250 ms after a change, or during A's re-run", async () => {
-    await assertNewestWins(QUICK_B, [0, 100, 150, 200, 250, "during the re-run"]);
-  });
+    it("shows B's rows when B is run 0 to 600 ms after a change (A's diff under way)", async () => {
+      await assertNewestWins(QUICK_B, [0, 100, 200, 300, 400, 600]);
+    });
 
-  it("shows B's error when B fails, run 100 to 200 ms after a change, or during A's re-run", async () => {
-    await assertNewestWins(FAILING_B, [100, 200, "during the re-run"]);
-  });
+    it("shows B's error when B fails, run 100 to 400 ms after a change", async () => {
+      await assertNewestWins(FAILING_B, [100, 200, 400]);
+    });
 
-  it("shows the second of two statements run back to back, though the first answers later", async () => {
-    await runSql(page, "SELECT 1 AS start");
-    // Not run before, so not answered from the result cache.
-    await typeSql(page, slowStatement(400_001));
-    await page.keyboard.press("Control+Enter");
-    await typeSql(page, QUICK_B.sql);
-    await page.evaluate(RECORD_SHOWN);
-    await page.keyboard.press("Control+Enter");
-    await delay(SETTLE_MS);
-    await waitUntil(page, `!document.getElementById("run").hasAttribute("aria-busy")`);
-    assert.equal(staleAnswer(QUICK_B, (await page.evaluate("window.dirqShown")) as string[]), null);
-  });
+    it("shows the second of two statements run back to back, though the first answers later", async () => {
+      await runSql(page, "SELECT 1 AS start");
+      // Not run before, so not answered from the result cache.
+      await typeSql(page, slowStatement(400_001));
+      await page.keyboard.press("Control+Enter");
+      await typeSql(page, QUICK_B.sql);
+      await page.evaluate(RECORD_SHOWN);
+      await page.keyboard.press("Control+Enter");
+      await delay(SETTLE_MS);
+      await waitUntil(page, `!document.getElementById("run").hasAttribute("aria-busy")`);
+      assert.equal(
+        staleAnswer(QUICK_B, (await page.evaluate("window.dirqShown")) as string[]),
+        null,
+      );
+    });
 
-  it("raised no error in the page", () => {
-    assert.deepEqual(problems, []);
-  });
-});
+    it("raised no error in the page", () => {
+      assert.deepEqual(problems, []);
+    });
+  },
+);

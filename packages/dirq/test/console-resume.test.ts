@@ -6,7 +6,10 @@ import { browserMissing, launchChromium, runSql, tableRows, waitUntil } from "./
 import { makeTree, removeTree } from "./helpers.js";
 import { type ServerProcess, startServer } from "./server-support.js";
 
-/** The web console's event feed resumes, and queries again after a `reset` (docs/console.md). */
+/**
+ * The web console's event feed resumes, and so does a live answer: across a restart of the
+ * server (another run) the live stream gets a new snapshot (docs/console.md).
+ */
 
 const CONFIG = `[[table]]
 name = "items"
@@ -35,7 +38,7 @@ async function serve(root: string, port: number): Promise<ServerProcess> {
 }
 
 describe("web console: resuming the event feed", { skip: browserMissing() }, () => {
-  it("after a restart of the server (another run: reset) it queries again by itself", async () => {
+  it("after a restart of the server (another run: reset) the live answer is current again", async () => {
     const root = makeTree({ "dirq.toml": CONFIG, "data/a.json": '{"name":"a"}' });
     roots.push(root);
     const first = await serve(root, 0);
@@ -45,18 +48,16 @@ describe("web console: resuming the event feed", { skip: browserMissing() }, () 
       page.setDefaultTimeout(20_000);
       await page.goto(`${first.url}/`);
       await page.locator("#connection[data-state=live]").waitFor();
-      // Re-running on changes is off: only the reset makes it query again.
-      assert.equal(
-        await page.getByRole("checkbox", { name: /Re-run the query/ }).isChecked(),
-        false,
-      );
+      await page.getByRole("checkbox", { name: /Live: keep the answer current/ }).check();
       await runSql(page, "SELECT name FROM items ORDER BY name");
+      await page.locator("body[data-live=on][data-live-commit]").waitFor();
       assert.deepEqual(await tableRows(page), [["a"]]);
       // The server goes away; a change happens meanwhile; a new run comes up on the same port.
       assert.deepEqual(await first.stop(), { code: 0, signal: null });
       writeFileSync(join(root, "data", "b.json"), '{"name":"b"}');
       await serve(root, first.port);
-      // The EventSource reconnects with the old run's id: reset, and the statement runs again.
+      // Both EventSources reconnect with the old run's ids: /events says reset, and /live
+      // sends a new snapshot, which holds b.
       await waitUntil(
         page,
         `[...document.querySelectorAll("table.grid tr.row")].some((row) => row.cells[1]?.textContent === "b")`,

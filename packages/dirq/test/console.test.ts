@@ -292,12 +292,13 @@ describe("web console in Chromium", { skip }, () => {
     );
   });
 
-  it("streams changes, re-runs the query when rows change, and pauses", async () => {
+  it("streams changes, keeps the answer live as rows change, and pauses", async () => {
     const { page } = await open(server);
     await page.locator("#connection[data-state=live]").waitFor();
-    await page.getByRole("checkbox", { name: /Re-run the query/ }).check();
+    await page.getByRole("checkbox", { name: /Live: keep the answer current/ }).check();
     await runSql(page, "SELECT title, stars FROM notes ORDER BY title");
     assert.equal((await tableRows(page)).length, 2);
+    await page.locator("body[data-live=on][data-live-commit]").waitFor();
 
     writeFileSync(join(root, "notes", "c.json"), JSON.stringify({ title: "gamma", stars: 1 }));
     const insert = page.locator("#event-list li.insert", { hasText: "notes/c.json" });
@@ -333,7 +334,7 @@ describe("web console in Chromium", { skip }, () => {
     await failure.waitFor();
     assert.match(await failure.locator(".event-detail").innerText(), /\S/);
 
-    // Paused: changes wait (and the query is not re-run); on resume they show and it re-runs.
+    // Paused: changes wait (and the live answer is not redrawn); on resume both show.
     await page.getByRole("button", { name: "Pause" }).click();
     assert.equal(
       await page.getByRole("button", { name: "Resume" }).getAttribute("aria-pressed"),
@@ -344,7 +345,7 @@ describe("web console in Chromium", { skip }, () => {
     assert.equal(await page.locator("#event-list li.delete").count(), 0);
     assert.ok(
       (await tableRows(page)).some((row) => row[0] === "gamma"),
-      "not re-run while paused",
+      "not redrawn while paused",
     );
     await page.getByRole("button", { name: "Resume" }).click();
     await page.locator("#event-list li.delete", { hasText: "notes/c.json" }).waitFor();
@@ -413,7 +414,10 @@ describe("web console in Chromium", { skip }, () => {
       const box = await control.boundingBox();
       assert.ok(box !== null && box.x >= 0 && box.x + box.width <= 391, "inside the window");
     }
-    assert.equal(await page.getByRole("checkbox", { name: /Re-run the query/ }).count(), 1);
+    assert.equal(
+      await page.getByRole("checkbox", { name: /Live: keep the answer current/ }).count(),
+      1,
+    );
     assert.equal(await page.getByRole("button", { name: "Pause" }).count(), 1);
     assert.equal(await page.getByRole("list", { name: /Row changes/ }).count(), 1);
     await page.screenshot({ path: testOutputPath("console-narrow.png"), fullPage: true });

@@ -78,7 +78,7 @@ describe("dirq completion", () => {
   const CASES: [string[], string[]][] = [
     [
       ["dirq", ""],
-      ["completion", "init", "query", "repl", "server"],
+      ["completion", "init", "query", "repl", "server", "watch"],
     ],
     [["dirq", "repl", "--for"], ["--format"]],
     [
@@ -143,7 +143,14 @@ describe("dirq completion", () => {
             .map((line) => line.split("\t")[0] as string)
             .join("\n"),
         );
-      assert.deepEqual(await offers("dirq "), ["completion", "init", "query", "repl", "server"]);
+      assert.deepEqual(await offers("dirq "), [
+        "completion",
+        "init",
+        "query",
+        "repl",
+        "server",
+        "watch",
+      ]);
       assert.deepEqual(await offers("dirq repl --for"), ["--format"]);
       assert.deepEqual(await offers("dirq --for"), ["--format"]);
       assert.deepEqual(await offers("dirq x --format "), ["auto", "csv", "json", "table"]);

@@ -26,6 +26,10 @@ const DOCS = [
 /** Examples that cannot run in a test, by file and first line, with why. */
 const SKIPPED = new Map<string, string>([
   [
+    `packages/dirq/docs/cli.md: dirq watch "SELECT basename, size FROM './notes/*.md' ORDER BY size DESC" --key basename`,
+    "runs until Ctrl-C: test/watch-piped.test.ts and test/watch-terminal.test.ts run it",
+  ],
+  [
     "README.md: npm ci && npx dirq \"SELECT path, size FROM './' ORDER BY size DESC LIMIT 5\"",
     "installs the whole repository: scripts/test/quick-start.test.mjs runs it in a fresh copy",
   ],

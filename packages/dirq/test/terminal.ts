@@ -58,6 +58,11 @@ export class TerminalSession {
     this.exited = new Promise((resolve) => this.child.on("close", (code) => resolve(code)));
   }
 
+  /** Everything shown so far, escape sequences kept (to check what is bold, say). */
+  get output(): string {
+    return this.raw;
+  }
+
   /** Everything shown so far, as plain text. */
   get text(): string {
     return plainText(this.raw);

@@ -104,7 +104,7 @@ export class EventFeed {
     });
     source.addEventListener("reset", () => {
       this.options.note.textContent =
-        "Some changes were missed (the connection was away too long or fell behind); the result was queried again.";
+        "Some changes were missed here (the connection was away too long or fell behind); a live result is current again by itself.";
       this.options.onReset();
     });
     source.addEventListener("error", () => {

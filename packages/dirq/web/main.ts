@@ -3,6 +3,7 @@ import { type QueryFailure, type QueryResult, runQuery } from "./api.js";
 import { createEditor } from "./editor.js";
 import { type ConnectionState, EventFeed } from "./event-feed.js";
 import { count, milliseconds, toCsv, toJsonText } from "./format.js";
+import { LiveAnswer, type LiveUpdate } from "./live-answer.js";
 import { ResultTable } from "./result-table.js";
 import { loadSchema, renderSchema, type Schema, tableReference } from "./schema.js";
 
@@ -14,8 +15,6 @@ const HISTORY_SIZE = 50;
 /** The URL fragment that carries a statement: `#sql=<percent-encoded>`. */
 const LINK_PREFIX = "#sql=";
 const DEFAULT_SQL = "SELECT path, size, mtime FROM './' ORDER BY mtime DESC LIMIT 100";
-/** Row changes come in bursts: one re-run after the burst settles. */
-const RERUN_DELAY_MS = 250;
 
 function element<T extends HTMLElement>(id: string): T {
   const found = document.getElementById(id);
@@ -35,7 +34,7 @@ const degradedBanner = element("degraded");
 const connection = element("connection");
 const schemaBody = element("schema-body");
 const pauseButton = element<HTMLButtonElement>("events-pause");
-const autoRerun = element<HTMLInputElement>("auto-rerun");
+const liveToggle = element<HTMLInputElement>("auto-rerun");
 const dialog = element<HTMLDialogElement>("cell-dialog");
 
 function storedText(key: string): string | null {
@@ -151,23 +150,24 @@ renderHistory();
 /*
  * The newest statement always wins. A statement the user runs (Run, Ctrl-Enter, a link)
  * becomes the current statement and supersedes every older run: the run under way is abandoned
- * (the server stops its statement) and a re-run that is pending or queued is dropped. Only the
- * newest run's answer, rows or error, is ever shown. An automatic re-run runs the current
- * statement, not the editor's text (which may be half typed), and never abandons the run under
- * way: it follows that run's answer, so steady changes cannot starve a slow statement.
+ * (the server stops its statement) and the live answer of the statement before it is closed.
+ * Only the newest run's answer, rows or error, is ever shown. With "live" on, the current
+ * statement's answer, once shown, is followed with `GET /live` (live-answer.ts): the server
+ * sends its changes and the page applies them; it never runs the statement again itself.
  */
 
-/** The statement the user ran last: what an automatic re-run runs. */
+/** The statement the user ran last: what "live" follows. */
 let currentSql: string | null = null;
 /** The number of the newest run; the answer of any older run is dropped unseen. */
 let newestRun = 0;
 /** The newest run's request, while it waits for its answer. */
 let inFlight: AbortController | null = null;
-/** The statement whose rows the table shows: a re-run of it keeps the reader's place. */
+/** The statement whose rows the table shows (after its own run, not an older one's). */
 let shownSql: string | null = null;
-let rerunTimer = 0;
-/** A re-run came due while a run was under way: it starts once that run has its answer. */
-let rerunQueued = false;
+/** The live answer of the current statement, while "live" is on and its answer shown. */
+let live: LiveAnswer | null = null;
+/** A live update that came while the feed was paused: shown on Resume. */
+let heldUpdate: LiveUpdate | null = null;
 
 function showDegraded(message: string | null): void {
   degradedBanner.hidden = message === null;
@@ -220,7 +220,7 @@ function setRunning(running: boolean): void {
 
 /** Runs a statement the user asked for; it also goes into the history and the address bar. */
 function runStatement(sql: string): void {
-  dropReruns();
+  stopLive();
   if (sql.trim() === "") {
     // Nothing to run, and no older answer may replace the message.
     supersede();
@@ -231,31 +231,58 @@ function runStatement(sql: string): void {
   currentSql = sql;
   remember(sql);
   if (linkedSql() !== sql) history.replaceState(null, "", linkFor(sql));
-  void run(sql, false);
+  void run(sql);
 }
 
-/** Runs the current statement again now, or once the run under way has its answer. */
-function rerunCurrent(): void {
-  clearTimeout(rerunTimer);
-  if (currentSql === null) return;
-  if (inFlight !== null) {
-    rerunQueued = true;
-    return;
-  }
-  void run(currentSql, true);
+/** Follows the current statement's answer, if "live" is on and that answer is shown. */
+function startLive(): void {
+  stopLive();
+  const sql = currentSql;
+  if (!liveToggle.checked || sql === null || shownSql !== sql || inFlight !== null) return;
+  const following: LiveAnswer = new LiveAnswer(sql, {
+    onUpdate(update) {
+      if (live !== following) return;
+      if (feed.isPaused()) heldUpdate = update;
+      else showLiveUpdate(update);
+    },
+    onError(message) {
+      if (live !== following) return;
+      resultStatus.textContent = `live: the statement failed on a later run (${message}); the rows are its last good answer`;
+    },
+    onClosed() {
+      if (live !== following) return;
+      live = null;
+      document.body.dataset.live = "closed";
+      resultStatus.textContent += " · no longer live (the stream closed)";
+    },
+  });
+  live = following;
+  document.body.dataset.live = "on";
 }
 
-/** Re-runs the current statement when a burst of row changes has settled. */
-function scheduleRerun(): void {
-  if (currentSql === null) return;
-  clearTimeout(rerunTimer);
-  rerunTimer = window.setTimeout(rerunCurrent, RERUN_DELAY_MS);
+function stopLive(): void {
+  live?.close();
+  live = null;
+  heldUpdate = null;
+  delete document.body.dataset.live;
 }
 
-/** Drops a re-run that is pending (its timer) or queued behind the run under way. */
-function dropReruns(): void {
-  clearTimeout(rerunTimer);
-  rerunQueued = false;
+/** Shows the rows a live update holds, in place: the reader's place and sort are kept. */
+function showLiveUpdate(update: LiveUpdate): void {
+  heldUpdate = null;
+  showDegraded(null);
+  queryError.hidden = true;
+  table.setStale(false);
+  table.show(update.columns, update.rows, true);
+  csvButton.disabled = false;
+  jsonButton.disabled = false;
+  const rows = update.rows.length;
+  const change =
+    update.change === null
+      ? ""
+      : ` · +${update.change.added} −${update.change.removed}${update.change.updated > 0 ? ` ~${update.change.updated}` : ""} at ${new Date().toLocaleTimeString()}`;
+  resultStatus.textContent = `${count(rows)} row${rows === 1 ? "" : "s"} · live, commit ${update.commit}${change}`;
+  document.body.dataset.liveCommit = String(update.commit);
 }
 
 /** Abandons the run under way, if any (its answer will be dropped); numbers the next run. */
@@ -267,14 +294,14 @@ function supersede(): number {
 }
 
 /** Runs `sql` as the newest run and shows its answer, unless a newer run comes first. */
-async function run(sql: string, rerun: boolean): Promise<void> {
+async function run(sql: string): Promise<void> {
   const id = supersede();
   const controller = new AbortController();
   inFlight = controller;
   const started = performance.now();
   const mark = `dirq:run-start:${id}`;
   performance.mark(mark);
-  resultStatus.textContent = rerun ? "re-running…" : "running…";
+  resultStatus.textContent = "running…";
   setRunning(true);
   const answer = await runQuery(sql, controller.signal);
   if (id !== newestRun) {
@@ -286,33 +313,25 @@ async function run(sql: string, rerun: boolean): Promise<void> {
   setRunning(false);
   // Only the Cancel button aborts the newest run (a newer run aborts the ones before it).
   if (controller.signal.aborted) showCancelled(performance.now() - started);
-  else showAnswer(answer, sql, rerun, mark);
+  else showAnswer(answer, sql, mark);
   performance.clearMarks(mark);
   document.body.dataset.runs = String(id);
-  if (rerunQueued) {
-    rerunQueued = false;
-    rerunCurrent();
-  }
+  if (answer.ok) startLive();
 }
 
-function showAnswer(
-  answer: QueryResult | QueryFailure,
-  sql: string,
-  rerun: boolean,
-  startMark: string,
-): void {
+function showAnswer(answer: QueryResult | QueryFailure, sql: string, startMark: string): void {
   if (answer.ok) {
-    // A re-run of the statement on screen keeps the reader's place and sort.
-    showResult(answer, rerun && shownSql === sql);
+    showResult(answer, false);
     shownSql = sql;
   } else {
+    shownSql = null;
     showFailure(answer);
   }
   // For the benchmark and curious users: from the keypress to the rows on screen.
   performance.clearMeasures("dirq:run");
   performance.measure("dirq:run", startMark);
   // A statement may have built a path-table: the schema and the live panel name it.
-  if (answer.ok && !rerun) scheduleSchemaRefresh(300);
+  if (answer.ok) scheduleSchemaRefresh(300);
 }
 
 function showCancelled(elapsedMs: number): void {
@@ -324,8 +343,6 @@ function showCancelled(elapsedMs: number): void {
 cancelButton.addEventListener("click", () => {
   const running = inFlight;
   if (running === null) return;
-  // The user stopped the current statement: no re-run due now starts it again.
-  dropReruns();
   inFlight = null;
   setRunning(false);
   running.abort();
@@ -436,13 +453,11 @@ const feed = new EventFeed({
     connection.dataset.state = state;
   },
   onRowsChanged() {
-    if (autoRerun.checked) scheduleRerun();
     // A change can add columns to a table without a schema.
     scheduleSchemaRefresh(2_000);
   },
   onReset() {
-    // The feed cannot say what changed meanwhile: the rows shown are queried again.
-    rerunCurrent();
+    // The rows shown follow their own live stream, which resumes by itself.
     scheduleSchemaRefresh(0);
   },
 });
@@ -452,10 +467,15 @@ pauseButton.addEventListener("click", () => {
   pauseButton.setAttribute("aria-pressed", String(paused));
   pauseButton.textContent = paused ? "Resume" : "Pause";
   feed.setPaused(paused);
+  if (!paused && heldUpdate !== null) showLiveUpdate(heldUpdate);
 });
 element("events-clear").addEventListener("click", () => feed.clear());
-autoRerun.checked = storedText(STORED_RERUN) === "1";
-autoRerun.addEventListener("change", () => store(STORED_RERUN, autoRerun.checked ? "1" : "0"));
+liveToggle.checked = storedText(STORED_RERUN) === "1";
+liveToggle.addEventListener("change", () => {
+  store(STORED_RERUN, liveToggle.checked ? "1" : "0");
+  if (liveToggle.checked) startLive();
+  else stopLive();
+});
 
 /* Start ------------------------------------------------------------------------------------ */
 

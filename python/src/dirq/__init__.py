@@ -7,18 +7,22 @@ TypeScript SDK, with tables defined in Python. See packages/dirq/docs/python.md.
 from dirq._errors import DirqError
 from dirq._events import RowEventStream
 from dirq._index import Dirq, Table, open
+from dirq._live import LiveQuery
 from dirq._types import (
     ColumnInfo,
     ExtractFunction,
     FormatName,
+    LiveChange,
     Param,
     Params,
+    PlacedRow,
     Row,
     RowChange,
     RowError,
     RowEvent,
     SkippedFile,
     TableInfo,
+    UpdatedRow,
     Value,
 )
 from dirq_launcher import __version__
@@ -29,8 +33,11 @@ __all__ = [
     "DirqError",
     "ExtractFunction",
     "FormatName",
+    "LiveChange",
+    "LiveQuery",
     "Param",
     "Params",
+    "PlacedRow",
     "Row",
     "RowChange",
     "RowError",
@@ -39,6 +46,7 @@ __all__ = [
     "SkippedFile",
     "Table",
     "TableInfo",
+    "UpdatedRow",
     "Value",
     "__version__",
     "open",

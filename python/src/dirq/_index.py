@@ -16,6 +16,7 @@ from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Un
 from dirq._channel import Channel
 from dirq._errors import DirqError
 from dirq._events import RowEventStream
+from dirq._live import LiveQuery, key_request
 from dirq._types import (
     ExtractFunction,
     FormatName,
@@ -263,6 +264,24 @@ class Dirq:
             lambda payload, error: stream.set_ready(error),
         )
         return stream
+
+    def live(
+        self,
+        sql: str,
+        params: Optional[Params] = None,
+        key: Union[str, Sequence[str], None] = None,
+    ) -> LiveQuery:
+        """A live query: call its ``ready()`` (or ``await live.aready()``) for the statement's
+        answer in ``rows``, then iterate for each change as files change (docs/live-queries.md).
+        ``key`` names columns whose values identify a row: a row changed in place is one
+        ``updated`` entry. Starts the index's file watcher; one evaluator in the dirq process
+        serves every ``live()`` of the same statement, values and key."""
+        request = self._query_request(sql, params, True)
+        del request["op"], request["settle"]
+        names = key_request(key)
+        if names is not None:
+            request["key"] = names
+        return LiveQuery(self._channel, next(self._stream_ids), request)
 
     # Closing
 

@@ -70,6 +70,32 @@ RowEvent = Union[RowChange, RowError]
 """What ``watch()`` yields: the data of the server's SSE ``row`` event, parsed."""
 
 
+class PlacedRow(TypedDict):
+    """A row that left (``at``: its place before the change) or joined (its place after)."""
+
+    at: int
+    row: Row
+
+
+# ``from`` is a keyword: the functional form keeps the frame's own key names.
+UpdatedRow = TypedDict("UpdatedRow", {"from": int, "at": int, "old_row": Row, "row": Row})
+"""With a key: a row whose key stayed, its place before (``from``) and after (``at``)."""
+
+
+class LiveChange(TypedDict):
+    """What ``Dirq.live()`` yields: one change of the answer, already applied to ``rows``."""
+
+    # The index's commit the answer is (at least) as of.
+    commit: int
+    removed: List[PlacedRow]
+    added: List[PlacedRow]
+    updated: List[UpdatedRow]
+    # True: the whole answer was replaced (resumed past the history, or its columns changed).
+    snapshot: bool
+    # A later run of the statement failed: ``rows`` stay the last good answer.
+    error: Optional[str]
+
+
 class ColumnInfo(TypedDict):
     name: str
     # The declared type (TEXT, INTEGER, ...); "" when the table has no schema.

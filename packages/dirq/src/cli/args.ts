@@ -2,6 +2,7 @@ import { type ParseArgsConfig, parseArgs } from "node:util";
 import { DirqError } from "../errors.js";
 import { FORMAT_LIST, type FormatName, isFormatName } from "../parse/formats/format-names.js";
 import { hookTimeoutProblem } from "../parse/hook-timeout.js";
+import { parseJsonExact } from "../parse/hook-rows.js";
 
 export type OutputFormat = "auto" | "table" | "json" | "csv";
 
@@ -48,7 +49,20 @@ export interface ServerCommand {
   persist: Persist;
 }
 
-export type HelpTopic = "dirq" | "query" | "repl" | "init" | "server" | "completion";
+/** `dirq watch "<sql>"`: a live query in the terminal, or JSON Lines of its frames. */
+export interface WatchCommand extends Omit<QueryCommand, "kind" | "format"> {
+  kind: "watch";
+  /** `table`: redrawn on a terminal; `json`: one line per frame; `auto`: as stdout is. */
+  format: "auto" | "table" | "json";
+  /** `--params '<JSON>'`: an array for `?`, an object for named parameters. */
+  params: unknown[] | Record<string, unknown> | null;
+  /** `--key <column>[,<column>]`: rows with the same key change in place. */
+  key: string[] | null;
+  /** `--root <dir>`: the directory to index (default: the current one). */
+  root: string | null;
+}
+
+export type HelpTopic = "dirq" | "query" | "repl" | "init" | "server" | "completion" | "watch";
 
 export const COMPLETION_SHELLS = ["bash", "zsh", "fish"] as const;
 export type CompletionShell = (typeof COMPLETION_SHELLS)[number];
@@ -63,6 +77,7 @@ export type Command =
   | { kind: "sdk-stdio" }
   | QueryCommand
   | ReplCommand
+  | WatchCommand
   | InitCommand
   | ServerCommand;
 
@@ -232,6 +247,9 @@ function rethrowParseError(error: unknown): never {
 
 /** Options of `query` that take a value (the next argument, unless written `--x=value`). */
 const QUERY_VALUE_OPTIONS = new Set([
+  "--params",
+  "--key",
+  "--root",
   "-c",
   "--config",
   "--format",
@@ -325,7 +343,16 @@ function queryOptions(values: ReturnType<typeof parseFlags<typeof QUERY_FLAGS>>[
 }
 
 /** The subcommands: after options that belong to a mode, one is an error, never SQL. */
-const SUBCOMMANDS = new Set(["query", "repl", "server", "init", "completion", "sdk-stdio", "help"]);
+const SUBCOMMANDS = new Set([
+  "query",
+  "repl",
+  "watch",
+  "server",
+  "init",
+  "completion",
+  "sdk-stdio",
+  "help",
+]);
 
 function optionBeforeSubcommand(argv: readonly string[], subcommand: string): DirqError {
   const flag = flagName(argv[0] as string);
@@ -385,6 +412,55 @@ function parseQuery(args: string[], usage: string): QueryCommand | HelpCommand {
   return { kind: "query", sql, ...queryOptions(parsed.values), persist };
 }
 
+const WATCH_FLAGS = {
+  ...QUERY_FLAGS,
+  params: { type: "string" },
+  key: { type: "string" },
+  root: { type: "string" },
+} as const;
+
+/** `--params '<JSON>'`: the statement's parameter values, as `GET /live` takes them. */
+function parseParams(text: string | undefined): WatchCommand["params"] {
+  if (text === undefined) return null;
+  let value: unknown;
+  try {
+    value = parseJsonExact(text);
+  } catch (error) {
+    throw usageError(`invalid --params: ${(error as Error).message}; give a JSON array or object`);
+  }
+  if (value === null || typeof value !== "object") {
+    throw usageError("invalid --params: give a JSON array (for ?) or object (for :name)");
+  }
+  return value as WatchCommand["params"];
+}
+
+function parseWatch(args: string[]): WatchCommand | HelpCommand {
+  const { persist, rest } = takePersist(args, true);
+  const parsed = parseFlags(sqlAfterDoubleDash(rest), WATCH_FLAGS);
+  if (parsed.values.help) return { kind: "help", topic: "watch" };
+  const [sql, ...extra] = parsed.positionals;
+  if (sql === undefined) throw usageError(`missing SQL: dirq watch "<sql>"`);
+  if (extra.length > 0) {
+    throw usageError(`unexpected argument '${extra[0]}' after the SQL: quote the whole statement`);
+  }
+  const { format, ...options } = queryOptions(parsed.values);
+  if (format === "csv")
+    throw usageError("invalid --format 'csv' for dirq watch: expected auto, table or json");
+  const key = parsed.values.key?.split(",").map((name) => name.trim());
+  if (key?.some((name) => name === ""))
+    throw usageError("invalid --key: give column names, comma-separated");
+  return {
+    kind: "watch",
+    sql,
+    ...options,
+    format,
+    persist,
+    params: parseParams(parsed.values.params),
+    key: key ?? null,
+    root: parsed.values.root ?? null,
+  };
+}
+
 function parseInit(args: string[]): InitCommand | HelpCommand {
   const parsed = parseFlags(args, {
     root: { type: "string" },
@@ -442,6 +518,7 @@ export function parseCommandLine(argv: readonly string[]): Command {
   if (first === "completion") return parseCompletion(rest);
   if (first === "sdk-stdio") return parseSdkStdio(rest);
   if (first === "repl") return parseRepl(rest);
+  if (first === "watch") return parseWatch(rest);
   // SQL may start with a comment (`-- note`); no option contains whitespace.
   if (first.startsWith("-") && first !== "-" && first !== "--" && !/\s/.test(first)) {
     const flag = flagName(first);
@@ -497,6 +574,28 @@ ${SOURCE_OPTIONS_HELP}
                            load a SQLite extension (repeatable); when given, the
                            config's [[dirq.extension]] entries are not loaded
 ${FORMAT_OPTION_HELP}
+  -h, --help               print this help
+`;
+
+export const WATCH_HELP_TEXT = `Usage: dirq watch "<sql>" [options]
+
+Runs one read-only statement as a live query and follows its answer as files change: on a
+terminal, the answer as a table, redrawn at each change under a line that says what changed
+(+ rows that joined, - rows that left, ~ rows changed in place); otherwise JSON Lines, one
+per frame: a snapshot, then a diff per change (docs/live-queries.md). Ctrl-C ends it.
+
+Options:
+${SOURCE_OPTIONS_HELP}
+  --root <dir>             the directory to index (default: the current one)
+  --params <json>          parameter values: a JSON array for ?, an object for :name
+  --key <column>[,<column>]
+                           columns that identify a row: a row changed in place is one
+                           update (~), not a row that left and one that joined
+  --persist[=<path>]       keep the index in a cache file (default .dirq/cache.db)
+  --extension <path>[::<entrypoint>]
+                           load a SQLite extension (repeatable)
+  --format <auto|table|json>
+                           auto (default): a table on a terminal, JSON Lines otherwise
   -h, --help               print this help
 `;
 
@@ -558,6 +657,8 @@ Usage:
   dirq [options] "<sql>" [options]
                                  run one statement and print the rows
   dirq query "<sql>" [options]   the same, explicitly
+  dirq watch "<sql>" [options]   follow one statement's answer as files change (a live
+                                 query): a table redrawn, or JSON Lines when piped
   dirq init [--root <dir>] [--output <path>] [--force]
                                  write a starter .dirq.toml
   dirq server [-c <config>]... [--host <addr>] [--port <n>] [--no-ignore]

@@ -63,6 +63,7 @@ function grammar(): Grammar {
       repl: optionSpecs(HELP_TEXTS.repl),
       init: optionSpecs(HELP_TEXTS.init),
       server: optionSpecs(HELP_TEXTS.server),
+      watch: optionSpecs(HELP_TEXTS.watch),
       completion: optionSpecs(HELP_TEXTS.completion),
     },
   };
@@ -116,6 +117,7 @@ ${unique.join("\n")}
     server) COMPREPLY=($(compgen -W "${words(g.options.server)}" -- "$cur")) ;;
     query) COMPREPLY=($(compgen -W "${words(g.options.query)}" -- "$cur")) ;;
     repl) COMPREPLY=($(compgen -W "${words(g.options.repl)}" -- "$cur")) ;;
+    watch) COMPREPLY=($(compgen -W "${words(g.options.watch)}" -- "$cur")) ;;
     *)
       if [[ "$cur" == -* ]]; then COMPREPLY=($(compgen -W "${words(g.options.dirq)}" -- "$cur"))
       elif [ "$COMP_CWORD" -eq 1 ]; then COMPREPLY=($(compgen -W "${g.subcommands.join(" ")}" -- "$cur"))
@@ -150,6 +152,7 @@ function fishScript(g: Grammar): string {
     repl: "__fish_seen_subcommand_from repl",
     init: "__fish_seen_subcommand_from init",
     server: "__fish_seen_subcommand_from server",
+    watch: "__fish_seen_subcommand_from watch",
     completion: "__fish_seen_subcommand_from completion",
   };
   for (const [topic, specs] of Object.entries(g.options) as [

@@ -6,6 +6,7 @@ import {
   QUERY_HELP_TEXT,
   REPL_HELP_TEXT,
   SERVER_HELP_TEXT,
+  WATCH_HELP_TEXT,
 } from "./args.js";
 
 /**
@@ -16,6 +17,7 @@ export const HELP_TEXTS: Readonly<Record<HelpTopic, string>> = {
   dirq: HELP_TEXT,
   query: QUERY_HELP_TEXT,
   repl: REPL_HELP_TEXT,
+  watch: WATCH_HELP_TEXT,
   init: INIT_HELP_TEXT,
   server: SERVER_HELP_TEXT,
   completion: COMPLETION_HELP_TEXT,

@@ -311,11 +311,12 @@ function quoteForShell(path: string): string {
   return /^[\w./-]+$/.test(path) ? path : `'${path.replaceAll("'", `'"'"'`)}'`;
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
-function stopSignal(): Promise<void> {
+/** Resolves on the first SIGINT or SIGTERM, or one of `more`. */
+function stopSignal(more: readonly NodeJS.Signals[] = []): Promise<void> {
   return new Promise((resolve) => {
-    process.once("SIGINT", () => resolve());
-    process.once("SIGTERM", () => resolve());
+    for (const signal of ["SIGINT", "SIGTERM", ...more] as const) {
+      process.once(signal, () => resolve());
+    }
   });
 }
 
@@ -366,6 +367,17 @@ async function runCommand(
       // hung hook, with no time limit): it ends now, and its exit stops the hooks.
       return process.exit(code);
     }
+    case "watch": {
+      const { runWatch } = await import("../watch-command/run-watch.js");
+      const code = await runWatch(command, {
+        ...io.streams(),
+        cwd: io.cwd,
+        stop: stopSignal(["SIGHUP"]),
+      });
+      // Ended before its tables were built, a hook may still run: nothing is wanted of it,
+      // and the process's exit stops it (the reaper).
+      return process.exit(code);
+    }
     case "repl": {
       const { runRepl } = await import("../repl/run-repl.js");
       return runRepl(command, { ...io, ...io.streams(), stdin: io.stdin ?? process.stdin });
@@ -385,7 +397,7 @@ export async function run(
 ): Promise<number> {
   try {
     const command = parseCommandLine(argv);
-    if (command.kind === "query" || command.kind === "repl" || command.kind === "server") {
+    if (["query", "repl", "server", "watch"].includes(command.kind)) {
       const notice = nativeNotice(process.env);
       if (notice !== null) io.stderr.write(`dirq: ${notice}\n`);
     }

@@ -9,6 +9,7 @@ import {
   type RowEventStream,
   type TableDefinition,
 } from "../index.js";
+import type { LiveSubscription } from "../live/live-queries.js";
 import { exactJson } from "./exact-json.js";
 import { type Frame, FrameError, FrameReader, frameHead } from "./frames.js";
 
@@ -16,7 +17,7 @@ import { type Frame, FrameError, FrameReader, frameHead } from "./frames.js";
  * `dirq sdk-stdio`: the Python SDK's (or any other language's) way into the core. One index
  * per process, driven by frames on stdin and answered on stdout (docs/python.md, "The
  * protocol"). Every operation is the public TypeScript SDK's, as plain data: `open`, `query`,
- * `watch`, `ready`, `skipped`, `close`, and `tables`, a query of the index's schema. A table's
+ * `watch`, `live`, `ready`, `skipped`, `close`, and `tables`, a query of the index's schema. A table's
  * `extract` runs on the other side: the function the SDK is given forwards each file there and
  * hands the rows it gets back, as JSON text, to dirq's hook-output reader.
  *
@@ -68,6 +69,10 @@ WHERE name NOT LIKE '\_dirq\_%' ESCAPE '\' ORDER BY cid`;
  * (and for its answers to leave in few writes).
  */
 const EXTRACTS_IN_FLIGHT = 128;
+
+function isStringList(value: unknown): value is string[] {
+  return Array.isArray(value) && value.every((item) => typeof item === "string");
+}
 
 function requestError(message: string): DirqError {
   return new DirqError("REQUEST_INVALID", `sdk-stdio: ${message}`);
@@ -132,6 +137,7 @@ interface PendingExtract {
 class SdkStdioSession {
   private db: Dirq | null = null;
   private readonly streams = new Map<number, RowEventStream>();
+  private readonly lives = new Map<number, LiveSubscription>();
   private readonly extracts = new Map<number, PendingExtract>();
   private nextExtract = 1;
   /** Set when the peer is gone: an extract asked for now fails at once. */
@@ -215,6 +221,10 @@ class SdkStdioSession {
       case "close":
         await db.close();
         return null;
+      case "live":
+      case "live_next":
+      case "unlive":
+        return this.runLive(db, op, header);
       default:
         throw requestError(`unknown op '${op}'`);
     }
@@ -298,9 +308,52 @@ class SdkStdioSession {
     await stream.ready;
   }
 
+  /**
+   * A live query, pulled frame by frame: `live` opens it (rejecting as `query` would), each
+   * `live_next` answers the next frame as it is (its JSON text untouched), `null` when `wait`
+   * ms passed without one, or `{"end": true}`; `unlive` ends it. The peer asks when it is
+   * ready for more, so one that reads slowly holds no frames here: it gets a new snapshot when
+   * it fell behind the history, as an SSE client does (docs/live-queries.md).
+   */
+  private async runLive(
+    db: Dirq,
+    op: string,
+    header: Record<string, unknown>,
+  ): Promise<string | null> {
+    const streamId = numberField(header, "stream");
+    if (op === "unlive") {
+      this.lives.get(streamId)?.close();
+      this.lives.delete(streamId);
+      return null;
+    }
+    if (op === "live") {
+      if (this.lives.has(streamId)) throw requestError(`live query ${streamId} exists already`);
+      const key = header.key;
+      if (key !== undefined && key !== null && !isStringList(key)) {
+        throw requestError("'key' must be a list of column names");
+      }
+      const params = parameterValues(header.params);
+      const sql = stringField(header, "sql");
+      const request = { sql, params, ...(isStringList(key) ? { key } : {}) };
+      this.lives.set(streamId, await db.liveSubscription(request));
+      return null;
+    }
+    const subscription = this.lives.get(streamId);
+    const frame = await subscription?.next(numberField(header, "wait"));
+    if (frame === null) return null;
+    if (frame === undefined) {
+      this.lives.delete(streamId);
+      return '{"end":true}';
+    }
+    const head = JSON.stringify({ event: frame.event, id: frame.id });
+    return `${head.slice(0, -1)},"data":${frame.data}}`;
+  }
+
   /** The peer is gone or the process must stop: close the index, failing what waits on it. */
   async shutdown(): Promise<void> {
     this.peerGone = true;
+    for (const subscription of this.lives.values()) subscription.close();
+    this.lives.clear();
     for (const pending of this.extracts.values()) {
       pending.reject(new Error("the SDK's process is gone"));
     }

@@ -11,7 +11,7 @@ import { toRows } from "./row-values.js";
 import type { Row } from "./types.js";
 import { RowEventStream } from "./row-event-stream.js";
 import { type LiveOptions, LiveRows } from "./live-rows.js";
-import { LiveQueries } from "../live/live-queries.js";
+import { LiveQueries, type LiveQueryRequest, type LiveSubscription } from "../live/live-queries.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import type { QueryParameters } from "../query/parameters.js";
 import { parseJsonExact } from "../parse/hook-rows.js";
@@ -402,23 +402,30 @@ export class Dirq implements AsyncDisposable {
    */
   live(sql: string, parameters?: QueryParameters, options: LiveOptions = {}): LiveRows {
     this.checkOpen();
-    const opened = (async () => {
-      await this.ready;
-      await this.startWatcher();
-      this.checkOpen();
-      // In one process nothing reconnects: a query nobody follows stops at once.
-      this.liveQueries ??= new LiveQueries(this.session, {
-        timeoutMs: Number.POSITIVE_INFINITY,
-        lingerMs: 0,
-      });
-      return this.liveQueries.open({ sql, params: parameters, key: options.key, settle: true });
-    })();
+    const opened = this.liveSubscription({ sql, params: parameters, key: options.key });
     const rows = new LiveRows(opened, (ended) => this.lives.delete(ended));
     this.lives.add(rows);
     const { signal } = options;
     if (signal?.aborted) rows.close();
     else signal?.addEventListener("abort", () => rows.close(), { once: true });
     return rows;
+  }
+
+  /**
+   * @internal A live query's frames as the core makes them, for the adapters that forward
+   * them as they are (`dirq sdk-stdio`, `dirq watch`). Starts the watcher.
+   */
+  async liveSubscription(request: LiveQueryRequest): Promise<LiveSubscription> {
+    this.checkOpen();
+    await this.ready;
+    await this.startWatcher();
+    this.checkOpen();
+    // In one process nothing reconnects: a query nobody follows stops at once.
+    this.liveQueries ??= new LiveQueries(this.session, {
+      timeoutMs: Number.POSITIVE_INFINITY,
+      lingerMs: 0,
+    });
+    return this.liveQueries.open({ ...request, settle: true });
   }
 
   /**
