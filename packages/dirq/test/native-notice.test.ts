@@ -74,7 +74,7 @@ describe(
       assert.equal(first.stdout, '[{"n":1}]\n');
       assert.match(
         first.stderr,
-        /^dirq: note: dirq's native file system extension could not be built \(compiling .*dirq-fs\.c and \S*dirq-csv\.c with false failed.*\)\. dirq works without it; .*install a C compiler .* and run node \S+build-native\.mjs\. This note is shown once\n$/,
+        /^dirq: note: dirq's native file system extension could not be built \(compiling .*dirq-fs\.c and \S*dirq-csv\.c and \S*dirq-jsonl\.c with false failed.*\)\. dirq works without it; .*install a C compiler .* and run node \S+build-native\.mjs\. This note is shown once\n$/,
       );
       const second = await dirq(["SELECT count(*) AS n FROM './'"]);
       assert.equal(second.stdout, '[{"n":1}]\n');

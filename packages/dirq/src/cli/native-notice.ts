@@ -151,7 +151,7 @@ function noticeOnce(
   const out = failed.folder === packageNativeFolder() ? "" : ` --out ${failed.folder}`;
   return (
     `note: dirq's native file system extension could not be built (${failed.reason}). ` +
-    "dirq works without it; listing and statting large trees and reading CSV files cost more CPU. To build it, " +
+    "dirq works without it; listing and statting large trees and reading CSV and JSON Lines files cost more CPU. To build it, " +
     "install a C compiler (cc: e.g. apt-get install gcc, or xcode-select --install) and run " +
     `node ${packageFile("scripts", "build-native.mjs")}${out}. This note is shown once`
   );
