@@ -206,6 +206,7 @@ async function startDirq(limit) {
   const runningMs = performance.now() - started;
   const listeners = new Set();
   let events = 0;
+  let cutOff = "";
   const stream = await new Promise((resolve) => {
     const req = request({ host: "127.0.0.1", port, path: "/events" }, (res) => {
       let buffer = "";
@@ -215,13 +216,17 @@ async function startDirq(limit) {
         buffer = frames.pop() ?? "";
         const now = performance.now();
         for (const frame of frames) {
+          if (frame.includes("event: reset")) cutOff ||= "a reset frame";
           if (!frame.includes("event: row")) continue;
           events++;
           for (const listener of listeners) listener(frame, now);
         }
       });
+      res.on("error", (error) => (cutOff ||= error.message));
+      res.on("end", () => (cutOff ||= "the stream ended"));
       resolve(req);
     });
+    req.on("error", (error) => (cutOff ||= error.message));
     req.end();
   });
   const stop = async () => {
@@ -236,6 +241,7 @@ async function startDirq(limit) {
     runningMs,
     listeners,
     events: () => events,
+    cutOff: () => cutOff,
     stderr: () => stderr,
     stop,
   };
@@ -322,7 +328,11 @@ async function checkout(server, settleTimeoutMs) {
   const check = `SELECT (SELECT count(*) FROM './' WHERE path GLOB '${prefix}[0-9]*/*') || ',' || (SELECT count(*) FROM './') AS c`;
   let equalAt;
   while (performance.now() - started < settleTimeoutMs) {
-    const { text } = await timedQuery(server, check);
+    // A server frozen past Node's header timeout resets the connection: ask again.
+    const text = await timedQuery(server, check).then(
+      (answer) => answer.text,
+      () => "",
+    );
     if (text.includes(`${expectedMoved},${FILES}`)) {
       equalAt = performance.now() - started;
       break;
@@ -388,7 +398,7 @@ async function runDirq(label, limit) {
     );
     const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
     report(
-      `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events)`,
+      `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,
     );
     report(`${label}: POST /query during the burst: ${spread(burst.probeSamples)}`);
     report(

@@ -352,6 +352,8 @@ export class DirqIndex {
       onlyIfChanged?: boolean;
       /** Leave a file whose hooks still run for the same size and times to them. */
       keepUnchanged?: boolean;
+      /** `paths` are folders, each read by its own listing only (not what is under it). */
+      shallow?: boolean;
       onCommit: (changes: RowChange[]) => void;
     },
   ): Promise<{ done: Promise<void> }> {
@@ -365,6 +367,7 @@ export class DirqIndex {
       .start(paths, {
         onlyIfChanged: options.onlyIfChanged,
         keepUnchanged: options.keepUnchanged,
+        shallow: options.shallow,
         onCommit: (changes) => {
           // After the commit: an answer computed before it was right until now.
           this.tablesChanged(tablesTouchedBy(this.db, changes));

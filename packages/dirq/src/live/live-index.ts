@@ -56,6 +56,15 @@ class CommitRetry {
   }
 }
 
+/**
+ * `DIRQ_MAX_WATCHES`: a cap on the watcher's folder watches below the system's own limit, so
+ * the fallback past the limit can be seen (and tested) without changing the machine's.
+ */
+function watchCap(): number | undefined {
+  const value = Number(process.env.DIRQ_MAX_WATCHES ?? "");
+  return Number.isInteger(value) && value >= 0 && process.env.DIRQ_MAX_WATCHES ? value : undefined;
+}
+
 /** Lets the loop run once more: an event of a change made before now is then delivered. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -96,6 +105,11 @@ export class LiveIndex {
           started(await index.startRefresh([""], { onCommit, keepUnchanged: true }));
           return;
         }
+        if (batch.folders.size > 0) {
+          // Folders without a watch: their own files, re-read only where they changed.
+          const listed = { shallow: true, onlyIfChanged: true, keepUnchanged: true, onCommit };
+          started(await index.startRefresh(batch.folders, listed));
+        }
         // An empty refresh is skipped: its commit of nothing would tell a full disk is fine.
         if (batch.paths.size > 0) started(await index.startRefresh(batch.paths, { onCommit }));
         if (batch.recheck.size > 0) {
@@ -104,6 +118,7 @@ export class LiveIndex {
         }
       },
       onError: (error) => retry.failed(error),
+      maxWatches: watchCap(),
     });
     retry.recheck = (files) => watcher.recheck(files);
     await watcher.ready;
