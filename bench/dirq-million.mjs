@@ -174,7 +174,11 @@ function cpuSeconds(pid) {
 // ---------------------------------------------------------------------------------------------
 // dirq's server
 
-/** Starts `dirq server`, under a watch limit when `limit` is given. */
+/**
+ * Starts `dirq server`, under a watch limit when `limit` is given: the user namespace's own
+ * (`/proc/sys/user/max_inotify_watches`). Never `fs.inotify.max_user_watches`: that one is
+ * the machine's, even written from inside a namespace.
+ */
 async function startDirq(limit) {
   const started = performance.now();
   const args = [BIN, "server", "--host", "127.0.0.1", "--port", "0"];
@@ -190,7 +194,7 @@ async function startDirq(limit) {
             "--map-root-user",
             "sh",
             "-c",
-            `echo ${limit} > /proc/sys/fs/inotify/max_user_watches && exec "$0" "$@"`,
+            `echo ${limit} > /proc/sys/user/max_inotify_watches && exec "$0" "$@"`,
             process.execPath,
             ...args,
           ],

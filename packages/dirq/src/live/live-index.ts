@@ -85,6 +85,7 @@ export class LiveIndex {
   /** Starts watching `index`'s tree; resolves once the watcher sees the whole tree. */
   static async watch(index: DirqIndex, options: LiveIndexOptions): Promise<LiveIndex> {
     const retry = new CommitRetry(index, options.onError);
+    let checking: Promise<void> | null = null;
     const onCommit = (changes: RowChange[]) => {
       retry.committed();
       if (changes.length > 0) options.onChanges(changes);
@@ -105,10 +106,15 @@ export class LiveIndex {
           started(await index.startRefresh([""], { onCommit, keepUnchanged: true }));
           return;
         }
-        if (batch.folders.size > 0) {
-          // Folders without a watch: their own files, re-read only where they changed.
+        if (batch.folders.size > 0 && checking === null) {
+          // Folders without a watch: their own files, re-read only where they changed. Beside
+          // the watched folders' batches, so their changes never wait for a check; one check
+          // at a time (one still running makes the next one skip).
           const listed = { shallow: true, onlyIfChanged: true, keepUnchanged: true, onCommit };
-          started(await index.startRefresh(batch.folders, listed));
+          checking = index
+            .startRefresh(batch.folders, listed)
+            .then(started, (error: unknown) => retry.failed(error))
+            .finally(() => (checking = null));
         }
         // An empty refresh is skipped: its commit of nothing would tell a full disk is fine.
         if (batch.paths.size > 0) started(await index.startRefresh(batch.paths, { onCommit }));
