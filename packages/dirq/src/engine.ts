@@ -169,7 +169,7 @@ export class DirqIndex {
       this.pathTables,
       tableOptions,
       (task) => this.writer.run(task),
-      () => this.stagingWorker(options),
+      () => this.stagingWorker(),
     );
     this.preparer = new StatementPreparer(this.preparerHost());
   }
@@ -400,11 +400,11 @@ export class DirqIndex {
   }
 
   /**
-   * The thread that reads large files for live refreshes, made at the first: an index that
-   * serves requests from this thread (`fillOnThread`) and has a file the thread can open.
+   * The thread that reads large files for live refreshes (the server's, the REPL's, the
+   * SDK's), made at the first; `null` for an index in memory, which no other connection opens.
    */
-  private stagingWorker(options: OpenIndexOptions): StagingWorker | null {
-    if (!options.fillOnThread || this.databasePath === null) return null;
+  private stagingWorker(): StagingWorker | null {
+    if (this.databasePath === null) return null;
     this.staging ??= new StagingWorker({
       databasePath: this.databasePath,
       synchronous: this.db.pragma("synchronous", { simple: true }) as number,
