@@ -70,11 +70,6 @@ class Slices {
 
   async yield(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
-    this.restart();
-  }
-
-  /** A new slice starts now (after a wait that was no work of this thread). */
-  restart(): void {
     this.started = performance.now();
   }
 
@@ -433,24 +428,19 @@ export class Refresher {
       await slices.yieldIfDue();
     }
     const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
-    const entries = [...stats];
-    const jobs: ParseJob[] = [];
-    let at = 0;
-    // The writer is taken for each slice: another refresh's commit (a watched folder's change
-    // beside a check of unwatched ones) never waits for the whole of a big one.
-    do {
-      const applied = await withWriter(() => {
-        slices.restart();
-        const slice = this.applyStats(entries, at, options, slices);
-        // In commit order: told before the writer goes to another refresh.
-        options.onCommit(at === 0 ? [...errors, ...slice.changes] : slice.changes);
-        return slice;
-      });
-      jobs.push(...applied.jobs);
-      at = applied.next;
-      if (at < entries.length) await slices.yield();
-    } while (at < entries.length);
-    return jobs;
+    return withWriter(async () => {
+      const entries = [...stats];
+      const jobs: ParseJob[] = [];
+      let at = 0;
+      do {
+        const applied = this.applyStats(entries, at, options, slices);
+        jobs.push(...applied.jobs);
+        options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
+        at = applied.next;
+        if (at < entries.length) await slices.yield();
+      } while (at < entries.length);
+      return jobs;
+    });
   }
 
   private track(job: ParseJob, withWriter: WriterLock, options: StartOptions): Promise<void> {
