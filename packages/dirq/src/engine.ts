@@ -405,6 +405,8 @@ export class DirqIndex {
       onlyIfChanged?: boolean;
       /** Leave a file whose hooks still run for the same size and times to them. */
       keepUnchanged?: boolean;
+      /** `paths` are folders, each read by its own listing only (not what is under it). */
+      shallow?: boolean;
       onCommit: (commit: Commit) => void;
     },
   ): Promise<{ done: Promise<void> }> {
@@ -418,6 +420,7 @@ export class DirqIndex {
       .start(paths, {
         onlyIfChanged: options.onlyIfChanged,
         keepUnchanged: options.keepUnchanged,
+        shallow: options.shallow,
         onCommit: (changes: RowChange[]) => {
           // After the commit: an answer computed before it was right until now.
           this.tablesChanged(tablesTouchedBy(this.db, changes));

@@ -53,6 +53,32 @@ interface Gathered {
   signature: FileSignature | null;
 }
 
+/**
+ * How long a refresh's first phase works on the main thread before it lets other work run
+ * (requests, event streams): a burst of a hundred thousand moved files is found, stated and
+ * committed in slices of about this length, each slice its own commit, so statements are
+ * answered from the last commit throughout.
+ */
+const SLICE_MS = 12;
+
+/** Times slices of synchronous work: `due()` says when to yield, `yield()` does. */
+class Slices {
+  private started = performance.now();
+
+  due(): boolean {
+    return performance.now() - this.started >= SLICE_MS;
+  }
+
+  async yield(): Promise<void> {
+    await new Promise<void>((resolve) => setImmediate(resolve));
+    this.started = performance.now();
+  }
+
+  async yieldIfDue(): Promise<void> {
+    if (this.due()) await this.yield();
+  }
+}
+
 /** The stat key of a path that is not a file row. */
 const MISSING = "missing";
 
@@ -115,6 +141,8 @@ export interface StartOptions {
    * rescan, which looks at every file, must not restart every slow hook).
    */
   keepUnchanged?: boolean;
+  /** The paths are folders, each read by its own listing (not what is under its subfolders). */
+  shallow?: boolean;
   /** Changes of each commit, as it commits. */
   onCommit: (changes: RowChange[]) => void;
 }
@@ -319,6 +347,25 @@ export class Refresher {
   }
 
   /**
+   * The files directly in the folder `dir`: those some table holds, and those its listing
+   * shows now (not what is under its subfolders).
+   */
+  private filesIn(dir: string): Set<string> {
+    const prefix = dir === "" ? "" : `${dir}/`;
+    const files = new Set<string>();
+    for (const file of this.indexedFilesUnder(dir)) {
+      if (!file.includes("/", prefix.length)) files.add(file);
+    }
+    try {
+      const entries = readdirSync(`${this.root}/${dir}`, { withFileTypes: true });
+      for (const entry of entries) if (!entry.isDirectory()) files.add(`${prefix}${entry.name}`);
+    } catch {
+      // Gone: its files are the indexed ones, read as gone.
+    }
+    return files;
+  }
+
+  /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
    * A file whose hook fails has no rows (as a fresh scan would show) and yields an `error`
@@ -376,15 +423,24 @@ export class Refresher {
     await this.ensureLookupIndexes(withWriter, options.writerHeld ?? false);
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
-    for (const path of paths) for (const file of this.filesFor(path, errors)) candidates.add(file);
-    const stats = this.statAll(candidates, options.onlyIfChanged ?? false, errors);
-    return withWriter(() => {
-      const { changes, jobs } = this.applyStats(
-        stats,
-        options.scope ?? null,
-        options.keepUnchanged ?? false,
-      );
-      options.onCommit([...errors, ...changes]);
+    const slices = new Slices();
+    for (const path of paths) {
+      const files = options.shallow ? this.filesIn(path) : this.filesFor(path, errors);
+      for (const file of files) candidates.add(file);
+      await slices.yieldIfDue();
+    }
+    const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
+    return withWriter(async () => {
+      const entries = [...stats];
+      const jobs: ParseJob[] = [];
+      let at = 0;
+      do {
+        const applied = this.applyStats(entries, at, options, slices);
+        jobs.push(...applied.jobs);
+        options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
+        at = applied.next;
+        if (at < entries.length) await slices.yield();
+      } while (at < entries.length);
       return jobs;
     });
   }
@@ -419,14 +475,16 @@ export class Refresher {
     this.scheduler.abortAll();
   }
 
-  private statAll(
+  private async statAll(
     candidates: Set<string>,
     onlyIfChanged: boolean,
     errors: RowChange[],
-  ): Map<string, Gathered> {
+    slices: Slices,
+  ): Promise<Map<string, Gathered>> {
     const inclusion = new InclusionCheck(this.root, this.options);
     const gathered = new Map<string, Gathered>();
     for (const file of candidates) {
+      await slices.yieldIfDue();
       let stat: FileStat | null;
       try {
         stat = fileRowStat(this.root, file);
@@ -470,22 +528,29 @@ export class Refresher {
   }
 
   /**
-   * The first phase's commit: path-table rows of every file, and no rows in a parsed table
+   * One slice of the first phase, its own commit (from `from` until the slice is due): path-table
+   * rows of each file, and no rows in a parsed table
    * for a file it no longer selects. Returns the files left to parse. A file parsed by an
    * earlier refresh still running is superseded here (its hooks are stopped).
    */
   private applyStats(
-    stats: Map<string, Gathered>,
-    scope: RefreshScope,
-    keepUnchanged: boolean,
-  ): { changes: RowChange[]; jobs: ParseJob[] } {
+    entries: readonly [string, Gathered][],
+    from: number,
+    options: StartOptions,
+    slices: Slices,
+  ): { changes: RowChange[]; jobs: ParseJob[]; next: number } {
+    const scope = options.scope ?? null;
+    const keepUnchanged = options.keepUnchanged ?? false;
     const changes: RowChange[] = [];
     const jobs: ParseJob[] = [];
     const parsedTables = [...(scope ?? this.catalog.parsedTables())];
     const done: [file: string, key: string][] = [];
+    let next = from;
     try {
       this.db.transaction(() => {
-        for (const [file, { stat, key: statKey, signature }] of stats) {
+        // One slice: at least one file, then as many as fit in its time.
+        for (; next < entries.length && (next === from || !slices.due()); next++) {
+          const [file, { stat, key: statKey, signature }] = entries[next] as [string, Gathered];
           if (scope === null) {
             this.isolated(changes, file, null, () => this.pathTables.refreshFile(file, stat));
             if (keepUnchanged && this.scheduler.currentKey(file) === statKey) continue;
@@ -521,7 +586,7 @@ export class Refresher {
     }
     // Committed: a file with hooks to run is recorded when their rows are.
     for (const [file, key] of done) this.settled(file, key);
-    return { changes, jobs };
+    return { changes, jobs, next };
   }
 
   private rereadColumns(): void {

@@ -56,6 +56,15 @@ class CommitRetry {
   }
 }
 
+/**
+ * `DIRQ_MAX_WATCHES`: a cap on the watcher's folder watches below the system's own limit, so
+ * the fallback past the limit can be seen (and tested) without changing the machine's.
+ */
+function watchCap(): number | undefined {
+  const value = Number(process.env.DIRQ_MAX_WATCHES ?? "");
+  return Number.isInteger(value) && value >= 0 && process.env.DIRQ_MAX_WATCHES ? value : undefined;
+}
+
 /** Lets the loop run once more: an event of a change made before now is then delivered. */
 const nextTurn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -76,6 +85,7 @@ export class LiveIndex {
   /** Starts watching `index`'s tree; resolves once the watcher sees the whole tree. */
   static async watch(index: DirqIndex, options: LiveIndexOptions): Promise<LiveIndex> {
     const retry = new CommitRetry(index, options.onError);
+    let checking: Promise<void> | null = null;
     const onCommit = (commit: Commit) => {
       retry.committed();
       if (commit.changes.length > 0) options.onChanges(commit);
@@ -96,6 +106,16 @@ export class LiveIndex {
           started(await index.startRefresh([""], { onCommit, keepUnchanged: true }));
           return;
         }
+        if (batch.folders.size > 0 && checking === null) {
+          // Folders without a watch: their own files, re-read only where they changed. Beside
+          // the watched folders' batches, so their changes never wait for a check; one check
+          // at a time (one still running makes the next one skip).
+          const listed = { shallow: true, onlyIfChanged: true, keepUnchanged: true, onCommit };
+          checking = index
+            .startRefresh(batch.folders, listed)
+            .then(started, (error: unknown) => retry.failed(error))
+            .finally(() => (checking = null));
+        }
         // An empty refresh is skipped: its commit of nothing would tell a full disk is fine.
         if (batch.paths.size > 0) started(await index.startRefresh(batch.paths, { onCommit }));
         if (batch.recheck.size > 0) {
@@ -104,6 +124,7 @@ export class LiveIndex {
         }
       },
       onError: (error) => retry.failed(error),
+      maxWatches: watchCap(),
     });
     retry.recheck = (files) => watcher.recheck(files);
     await watcher.ready;

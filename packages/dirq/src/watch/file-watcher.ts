@@ -4,11 +4,14 @@ import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
 
 /**
  * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
- * `recheck` for paths handled a moment ago, to re-read only if they changed again.
+ * `recheck` for paths handled a moment ago, to re-read only if they changed again; `folders`
+ * for folders without a watch (past the system's limit), each to check by its own listing and
+ * its files' stats (not what is under its subfolders, which have watches or are listed too).
  */
 export interface ChangeBatch {
   paths: Set<string>;
   recheck: Set<string>;
+  folders: Set<string>;
   rescan: boolean;
 }
 
@@ -21,34 +24,48 @@ const RECHECK_AFTER_MS = 75;
 
 /**
  * Once the system refuses more watches (inotify's `max_user_watches`, or too many open files),
- * the whole tree is rescanned this often, and at least four times as long as a rescan takes:
- * changes are found late, never lost.
+ * the folders left without a watch are checked this often, and at least four times as long as
+ * checking them takes: their changes are found late, never lost. Watched folders stay immediate.
  */
 export const POLL_INTERVAL_MS = 2_000;
 
 /** Errors that mean the system will not give the watcher another watch. */
 const WATCH_LIMIT_CODES = new Set(["ENOSPC", "EMFILE", "ENFILE"]);
 
-/** The one report of a watch limit reached: from then on the tree is polled. */
+/**
+ * The one report of a watch limit reached: from then on the folders without a watch are
+ * checked by listing them.
+ */
 export class WatchLimitError extends Error {
-  constructor(cause: NodeJS.ErrnoException) {
+  constructor(cause: NodeJS.ErrnoException, unwatched: number, watched: number) {
     const limit =
       cause.code === "ENOSPC"
         ? "the system limit on inotify watches (fs.inotify.max_user_watches)"
         : "the limit on open files";
     super(
-      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): changes are now found by rescanning the tree every ${POLL_INTERVAL_MS / 1000} s or more; raise the limit for immediate updates`,
+      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by listing those folders every ${POLL_INTERVAL_MS / 1000} s (longer when listing them takes over a quarter of that), so they arrive up to that late; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
     );
   }
 }
 
+/** The error a watch past `WatchOptions.maxWatches` fails with, as the system's own limit. */
+function refusedWatch(path: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(`ENOSPC: watch limit reached, watch '${path}'`), {
+    code: "ENOSPC",
+    path,
+  });
+}
+
 function emptyBatch(): ChangeBatch {
-  return { paths: new Set(), recheck: new Set(), rescan: false };
+  return { paths: new Set(), recheck: new Set(), folders: new Set(), rescan: false };
 }
 
 function hasAny(batch: ChangeBatch): boolean {
-  return batch.paths.size > 0 || batch.recheck.size > 0;
+  return batch.paths.size > 0 || batch.recheck.size > 0 || batch.folders.size > 0;
 }
+
+/** What became of a folder asked to be watched. */
+type WatchOutcome = "watched" | "refused" | "failed";
 
 export interface WatchOptions {
   /** Handles one batch at a time; the next batch waits until it resolves. */
@@ -64,6 +81,11 @@ export interface WatchOptions {
    * of thousands of files). Default: only the built-in skips.
    */
   ignoredFolders?: () => (path: string) => boolean;
+  /**
+   * Watches at most this many folders, refusing more as the system refuses past its limit
+   * (for tests of the fallback; default: only the system's limit).
+   */
+  maxWatches?: number;
 }
 
 export interface TreeWatcher {
@@ -137,7 +159,13 @@ class FolderWatches implements TreeWatcher {
   private running: Promise<void> | null = null;
   private closed = false;
   private polling = false;
+  /** The first refusal of a watch, said once the folders are counted (`warnLimit`). */
+  private refusal: NodeJS.ErrnoException | null = null;
+  private warned = false;
+  private opened = false;
   private pollTimer: NodeJS.Timeout | null = null;
+  /** Folders the system gave no watch: each one's subfolder names at its last listing. */
+  private readonly unwatched = new Map<string, Set<string>>();
   private ignoredFolder: (path: string) => boolean = () => false;
   private readonly watches = new Map<string, FSWatcher>();
   private readonly links: SymlinkTargets;
@@ -224,7 +252,8 @@ class FolderWatches implements TreeWatcher {
     this.running = this.handle(batch, appeared, atTargets);
     await this.running;
     this.running = null;
-    if (batch.rescan && this.polling) this.schedulePoll(Date.now() - started);
+    if (this.unwatched.size > 0)
+      this.schedulePoll(batch.folders.size > 0 ? Date.now() - started : 0);
     // A rescan that the reopening itself asked for has no new rules to pick up.
     if (batch.rescan && !batch.paths.has("") && !this.closed) void this.reopen();
     if (batch.paths.size > 0) this.recheckLater(batch.paths);
@@ -237,6 +266,7 @@ class FolderWatches implements TreeWatcher {
     atTargets: Set<string>,
   ): Promise<void> {
     try {
+      this.listUnwatched(batch, appeared);
       // Before the handler reads them: a new folder's later changes are then seen too.
       await this.resync(appeared);
       this.followLinks(batch, atTargets);
@@ -252,34 +282,103 @@ class FolderWatches implements TreeWatcher {
     }, RECHECK_AFTER_MS).unref();
   }
 
-  /** The next rescan of a watcher past the system's limit. */
-  private schedulePoll(lastRescanMs: number): void {
+  /** The next check of the folders without a watch, past the system's limit. */
+  private schedulePoll(lastCheckMs: number): void {
     if (this.closed || this.pollTimer !== null) return;
     this.pollTimer = setTimeout(
       () => {
         this.pollTimer = null;
-        if (this.closed) return;
-        this.pending.rescan = true;
-        this.pending.paths.add("");
+        if (this.closed || this.unwatched.size === 0) return;
+        for (const folder of this.unwatched.keys()) this.pending.folders.add(folder);
         this.schedule();
       },
-      Math.max(POLL_INTERVAL_MS, 4 * lastRescanMs),
+      Math.max(POLL_INTERVAL_MS, 4 * lastCheckMs),
     );
     this.pollTimer.unref();
   }
 
-  /** A watch the system refused: say so once, and poll from then on (never go stale). */
+  /** A watch the system refused: its folder is polled from then on (never goes stale). */
   private onWatchError(error: unknown): void {
     const code = (error as NodeJS.ErrnoException | null)?.code ?? "";
     if (!WATCH_LIMIT_CODES.has(code)) {
       this.options.onError?.(error);
       return;
     }
+    this.refusal ??= error as NodeJS.ErrnoException;
+    // What changed in folders nobody watches is found by the next check.
+    this.schedulePoll(0);
     if (this.polling) return;
     this.polling = true;
-    this.options.onError?.(new WatchLimitError(error as NodeJS.ErrnoException));
-    // What changed in folders nobody watches is found by the first rescan.
-    this.schedulePoll(0);
+    if (this.opened) this.warnLimit();
+  }
+
+  /** Says once that the limit is reached, with how many folders it leaves without a watch. */
+  private warnLimit(): void {
+    if (this.warned || this.refusal === null) return;
+    this.warned = true;
+    const error = new WatchLimitError(this.refusal, this.unwatched.size, this.watches.size);
+    this.options.onError?.(error);
+  }
+
+  /**
+   * Lists the batch's folders that have no watch: their files are checked by the handler, a
+   * subfolder that appeared is watched (or listed) and read whole, one that went away is read
+   * as gone. A folder that can be watched now gets its watch, and is checked once more.
+   */
+  private listUnwatched(batch: ChangeBatch, appeared: Set<string>): void {
+    for (const folder of batch.folders) {
+      const before = this.unwatched.get(folder);
+      if (before === undefined) {
+        batch.folders.delete(folder);
+        continue;
+      }
+      const now = this.listFolders(folder);
+      if (now === null) {
+        this.forgetUnwatched(folder);
+        batch.folders.delete(folder);
+        batch.paths.add(reported(folder));
+        continue;
+      }
+      for (const name of now) {
+        if (before.has(name)) continue;
+        const child = childKey(folder, name);
+        appeared.add(child);
+        batch.paths.add(reported(child));
+      }
+      for (const name of before) {
+        if (now.has(name)) continue;
+        const child = childKey(folder, name);
+        appeared.add(child);
+        batch.paths.add(reported(child));
+      }
+      this.unwatched.set(folder, now);
+      if (this.watchFolder(folder) === "watched") this.unwatched.delete(folder);
+    }
+  }
+
+  /** The names of a folder's subfolders; `null` when it cannot be listed (gone). */
+  private listFolders(folder: string): Set<string> | null {
+    try {
+      const entries = readdirSync(this.absolute(folder), {
+        withFileTypes: true,
+        encoding: "buffer",
+      });
+      const names = new Set<string>();
+      for (const entry of entries)
+        if (entry.isDirectory()) names.add(entry.name.toString("latin1"));
+      return names;
+    } catch {
+      return null;
+    }
+  }
+
+  /** Forgets the folders without a watch at and under `key` (gone, or watched again). */
+  private forgetUnwatched(key: string): void {
+    if (this.unwatched.size === 0) return;
+    const prefix = `${key}/`;
+    for (const each of [...this.unwatched.keys()]) {
+      if (each === key || key === "" || each.startsWith(prefix)) this.unwatched.delete(each);
+    }
   }
 
   private onEvent(folder: string, event: string, name: Buffer | string | null): void {
@@ -306,21 +405,26 @@ class FolderWatches implements TreeWatcher {
 
   // Folders
 
-  /** Watches one folder; `false` when it cannot be (gone, unreadable, or past the limit). */
-  private watchFolder(key: string): boolean {
-    if (this.watches.has(key)) return true;
+  /** Watches one folder: `refused` past the limit, `failed` when gone or unreadable. */
+  private watchFolder(key: string): WatchOutcome {
+    if (this.watches.has(key)) return "watched";
     try {
+      const { maxWatches } = this.options;
+      if (maxWatches !== undefined && this.watches.size >= maxWatches) {
+        throw refusedWatch(this.absolute(key).toString());
+      }
       const watcher = watch(this.absolute(key), { encoding: "buffer" }, (event, name) =>
         this.onEvent(key, event, name),
       );
       // Its folder was removed or became unreadable: the parent's event says what happened.
       watcher.on("error", () => this.unwatch(key));
       this.watches.set(key, watcher);
-      return true;
+      return "watched";
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
-      if (WATCH_LIMIT_CODES.has(code)) this.onWatchError(error);
-      return false;
+      if (!WATCH_LIMIT_CODES.has(code)) return "failed";
+      this.onWatchError(error);
+      return "refused";
     }
   }
 
@@ -331,6 +435,7 @@ class FolderWatches implements TreeWatcher {
 
   /** Stops watching a folder and every folder under it. */
   private unwatchTree(key: string): void {
+    this.forgetUnwatched(key);
     if (!this.watches.has(key)) return;
     const prefix = `${key}/`;
     for (const each of [...this.watches.keys()]) {
@@ -341,15 +446,18 @@ class FolderWatches implements TreeWatcher {
   /**
    * Watches a folder and every folder under it that is not ignored: each is watched before it
    * is listed, so an entry made meanwhile is either listed or reported. Symlinked folders are
-   * not followed (a directory entry's own type decides). Yields between slices.
+   * not followed (a directory entry's own type decides). A folder the system gives no watch is
+   * listed all the same and checked by polling. Yields between slices.
    */
   private async watchTreeFrom(start: string): Promise<void> {
     const stack = [start];
     let handled = 0;
-    while (stack.length > 0 && !this.closed && !this.polling) {
+    while (stack.length > 0 && !this.closed) {
       const key = stack.pop() as string;
       if (key !== "" && (isSkipped(key) || this.ignoredFolder(reported(key)))) continue;
-      if (!this.watchFolder(key)) continue;
+      const outcome = this.watchFolder(key);
+      if (outcome === "failed") continue;
+      if (outcome === "refused") this.unwatched.set(key, new Set());
       let entries;
       try {
         entries = readdirSync(this.absolute(key), { withFileTypes: true, encoding: "buffer" });
@@ -358,8 +466,10 @@ class FolderWatches implements TreeWatcher {
       }
       for (const entry of entries) {
         const child = childKey(key, entry.name.toString("latin1"));
-        if (entry.isDirectory()) stack.push(child);
-        else if (entry.isSymbolicLink() && !isSkipped(child)) this.links.update(child);
+        if (entry.isDirectory()) {
+          stack.push(child);
+          this.unwatched.get(key)?.add(entry.name.toString("latin1"));
+        } else if (entry.isSymbolicLink() && !isSkipped(child)) this.links.update(child);
       }
       if (++handled % FOLDERS_PER_SLICE === 0) await new Promise(setImmediate);
     }
@@ -380,13 +490,15 @@ class FolderWatches implements TreeWatcher {
         // gone
       }
       if (stats?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
-      if (stats?.isDirectory() && !this.polling) await this.watchTreeFrom(key);
+      if (stats?.isDirectory()) await this.watchTreeFrom(key);
     }
   }
 
   private unwatchAll(): void {
     for (const watcher of this.watches.values()) watcher.close();
     this.watches.clear();
+    this.unwatched.clear();
+    this.polling = false;
     for (const watcher of this.targetFolders.values()) watcher.close();
     this.targetFolders.clear();
     this.links.clear();
@@ -395,7 +507,10 @@ class FolderWatches implements TreeWatcher {
   private async open(): Promise<void> {
     this.ignoredFolder = this.options.ignoredFolders?.() ?? (() => false);
     await this.watchTreeFrom("");
-    if (!this.closed) this.syncTargetFolders();
+    this.opened = true;
+    if (this.closed) return;
+    this.syncTargetFolders();
+    if (this.polling) this.warnLimit();
   }
 
   /**

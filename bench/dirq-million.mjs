@@ -1,0 +1,524 @@
+#!/usr/bin/env node
+// A big tree, live: `dirq server` (and watchman beside it when installed) on N files in N/100
+// folders, fully watched and then under a lowered inotify watch limit set in a user namespace
+// (`unshare --user --map-root-user`, so the machine's own limit is untouched). For each:
+//   - start: the time until "Running at" (watchman: until its first query answers) and the
+//     first `SELECT count(*)`;
+//   - writes: one file rewritten every 50 ms in spread folders, write → its row event p50/p99/max;
+//   - a checkout: --renames folders renamed at once (like `git checkout`), with POST /query
+//     probes beside it (p50/p99/max), the time until the live index equals a fresh one-shot
+//     scan (count and path list), the time until the last row event, and memory before, at
+//     its peak and after;
+//   - idle: CPU used over 20 s with nothing changing (a rescan costs here) and probes meanwhile.
+// Prints the load average with each part.
+//
+//   node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100]
+//                               [--watch-limit N] [--only full|limited|watchman]
+//                               [--bin another build's bin/dirq.cjs, to compare]
+import { spawn, spawnSync } from "node:child_process";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  writeFileSync,
+} from "node:fs";
+import { request } from "node:http";
+import { join, resolve } from "node:path";
+import {
+  DEFAULT_BENCH_DIR,
+  DIRQ_BIN,
+  findExecutable,
+  log,
+  parseOptions,
+  percentile,
+  postQuery,
+  requireDirqBuilt,
+  serverPort,
+} from "./lib.mjs";
+
+const USAGE =
+  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--bin path/to/dirq.cjs]\n";
+const values = parseOptions(
+  process.argv.slice(2),
+  {
+    files: { type: "string", default: "1000000" },
+    renames: { type: "string", default: "1000" },
+    writes: { type: "string", default: "100" },
+    "watch-limit": { type: "string" },
+    only: { type: "string" },
+    bin: { type: "string" },
+  },
+  USAGE,
+);
+requireDirqBuilt();
+
+const PER_FOLDER = 100;
+const FILES = Number(values.files);
+const FOLDERS = Math.ceil(FILES / PER_FOLDER);
+const RENAMES = Math.min(Number(values.renames), FOLDERS);
+const WRITES = Number(values.writes);
+// About half the folders get a watch, as in a tree twice the size of the limit.
+const WATCH_LIMIT = Number(values["watch-limit"] ?? Math.max(16, Math.floor(FOLDERS / 2)));
+const root = join(DEFAULT_BENCH_DIR, `million-${FILES}`);
+const BIN = values.bin ? resolve(values.bin) : DIRQ_BIN;
+
+const loadAverage = () => readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" ");
+const fmt = (ms) => (ms === undefined ? "n/a" : `${ms.toFixed(1)} ms`);
+const spread = (samples) =>
+  samples.length === 0
+    ? "no samples"
+    : `${samples.length} samples, p50 ${fmt(percentile(samples, 50))}, p99 ${fmt(percentile(samples, 99))}, max ${fmt(Math.max(...samples))}`;
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const mb = (bytes) => `${(bytes / 1e6).toFixed(0)} MB`;
+const report = (line) => console.log(`${line}   [load ${loadAverage()}]`);
+
+// ---------------------------------------------------------------------------------------------
+// The tree: folders d0..d{FOLDERS-1}; a checkout renames d{i} to m{i} (and back next run).
+
+function folderName(i) {
+  const moved = existsSync(join(root, `m${i}`));
+  return moved ? `m${i}` : `d${i}`;
+}
+
+function generateTree() {
+  // Beside the tree, not in it: a file in it would be a row.
+  const marker = `${root}.done`;
+  if (existsSync(marker)) return;
+  log(`generating ${FILES.toLocaleString("en-US")} files in ${FOLDERS} folders under ${root}`);
+  for (let d = 0; d < FOLDERS; d++) {
+    const dir = join(root, `d${d}`);
+    mkdirSync(dir, { recursive: true });
+    for (let f = 0; f < PER_FOLDER && d * PER_FOLDER + f < FILES; f++) {
+      writeFileSync(join(dir, `f${f}.txt`), `file ${d}/${f}\n`);
+    }
+  }
+  writeFileSync(marker, "");
+}
+
+/** Every file path of a fresh one-shot scan, sorted, and how long the scan took. */
+function oneShotPaths() {
+  const started = performance.now();
+  const result = spawnSync(
+    process.execPath,
+    [BIN, "query", "--format", "csv", "SELECT path FROM './' ORDER BY path"],
+    {
+      cwd: root,
+      encoding: "utf8",
+      maxBuffer: 1 << 30,
+      env: { ...process.env, DIRQ_PROGRESS: "never" },
+    },
+  );
+  const ms = performance.now() - started;
+  if (result.status !== 0) throw new Error(`one-shot query failed: ${result.stderr}`);
+  const lines = result.stdout.trim().split("\n").slice(1);
+  return { paths: lines.map((line) => line.replace(/^"|"$/g, "")), ms };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Memory and CPU of a process and its children (the server's query processes count too)
+
+function processTree(pid) {
+  const children = new Map();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      if (!children.has(ppid)) children.set(ppid, []);
+      children.get(ppid).push(Number(entry));
+    } catch {
+      // gone
+    }
+  }
+  const all = [];
+  const stack = [pid];
+  while (stack.length > 0) {
+    const each = stack.pop();
+    all.push(each);
+    stack.push(...(children.get(each) ?? []));
+  }
+  return all;
+}
+
+/** Resident memory of `pid` alone (the server) and with its children. */
+function memory(pid) {
+  const rss = (each) => {
+    try {
+      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${each}/status`, "utf8"));
+      return match ? Number(match[1]) * 1024 : 0;
+    } catch {
+      return 0;
+    }
+  };
+  const tree = processTree(pid);
+  return { own: rss(pid), tree: tree.reduce((sum, each) => sum + rss(each), 0) };
+}
+
+/** CPU seconds used so far by `pid`'s tree (user + system). */
+function cpuSeconds(pid) {
+  let ticks = 0;
+  for (const each of processTree(pid)) {
+    try {
+      const stat = readFileSync(`/proc/${each}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone
+    }
+  }
+  return ticks / 100;
+}
+
+// ---------------------------------------------------------------------------------------------
+// dirq's server
+
+/**
+ * Starts `dirq server`, under a watch limit when `limit` is given: the user namespace's own
+ * (`/proc/sys/user/max_inotify_watches`). Never `fs.inotify.max_user_watches`: that one is
+ * the machine's, even written from inside a namespace.
+ */
+async function startDirq(limit) {
+  const started = performance.now();
+  const args = [BIN, "server", "--host", "127.0.0.1", "--port", "0"];
+  // A frozen server's statements are measured, not cut off at the usual 30 s.
+  const env = { ...process.env, DIRQ_PROGRESS: "never", DIRQ_QUERY_TIMEOUT_MS: "600000" };
+  const child =
+    limit === undefined
+      ? spawn(process.execPath, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
+      : spawn(
+          "unshare",
+          [
+            "--user",
+            "--map-root-user",
+            "sh",
+            "-c",
+            `echo ${limit} > /proc/sys/user/max_inotify_watches && exec "$0" "$@"`,
+            process.execPath,
+            ...args,
+          ],
+          { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] },
+        );
+  process.on("exit", () => child.kill("SIGKILL"));
+  let stderr = "";
+  child.once("exit", (code, signal) => (stderr += `[server exited: ${signal ?? code}]\n`));
+  child.stderr.setEncoding("utf8").on("data", (chunk) => (stderr += chunk));
+  const port = await serverPort(child).catch((error) => {
+    throw new Error(`${error.message}\n${stderr}`);
+  });
+  const runningMs = performance.now() - started;
+  const listeners = new Set();
+  let events = 0;
+  let cutOff = "";
+  const stream = await new Promise((resolve) => {
+    const req = request({ host: "127.0.0.1", port, path: "/events" }, (res) => {
+      let buffer = "";
+      res.setEncoding("utf8").on("data", (chunk) => {
+        buffer += chunk;
+        const frames = buffer.split("\n\n");
+        buffer = frames.pop() ?? "";
+        const now = performance.now();
+        for (const frame of frames) {
+          if (frame.includes("event: reset")) cutOff ||= "a reset frame";
+          if (!frame.includes("event: row")) continue;
+          events++;
+          for (const listener of listeners) listener(frame, now);
+        }
+      });
+      res.on("error", (error) => (cutOff ||= error.message));
+      res.on("end", () => (cutOff ||= "the stream ended"));
+      resolve(req);
+    });
+    req.on("error", (error) => (cutOff ||= error.message));
+    req.end();
+  });
+  const stop = async () => {
+    stream.destroy();
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.kill("SIGTERM");
+    await exited;
+  };
+  return {
+    pid: child.pid,
+    port,
+    runningMs,
+    listeners,
+    events: () => events,
+    cutOff: () => cutOff,
+    stderr: () => stderr,
+    stop,
+  };
+}
+
+async function timedQuery(server, sql) {
+  const started = performance.now();
+  const { status, text } = await postQuery(server.port, sql);
+  if (status !== 200) throw new Error(`POST /query ${status}: ${text}`);
+  return { ms: performance.now() - started, text };
+}
+
+/** Sends fresh probe statements one after another until `stop()`; returns their latencies. */
+function probe(server) {
+  const samples = [];
+  let running = true;
+  let n = 0;
+  const loop = (async () => {
+    while (running) {
+      const started = performance.now();
+      await postQuery(server.port, `SELECT ${n++} AS probe`).catch(() => {});
+      samples.push(performance.now() - started);
+      await sleep(10);
+    }
+  })();
+  return {
+    samples,
+    stop: async () => {
+      running = false;
+      await loop;
+      return samples;
+    },
+  };
+}
+
+/** Rewrites WRITES files in spread folders, 50 ms apart; latencies from write to row event. */
+async function writes(server, timeoutMs) {
+  const latencies = [];
+  const pending = new Map();
+  const listener = (frame, at) => {
+    for (const [path, wroteAt] of pending) {
+      if (!frame.includes(`"${path}"`)) continue;
+      latencies.push(at - wroteAt);
+      pending.delete(path);
+    }
+  };
+  server.listeners.add(listener);
+  for (let i = 0; i < WRITES; i++) {
+    const d = Math.floor((i * FOLDERS) / WRITES);
+    const path = `${folderName(d)}/f${i % PER_FOLDER}.txt`;
+    pending.set(path, performance.now());
+    writeFileSync(join(root, path), `written ${Date.now()} ${i}\n`);
+    await sleep(50);
+  }
+  const deadline = performance.now() + timeoutMs;
+  while (pending.size > 0 && performance.now() < deadline) await sleep(50);
+  server.listeners.delete(listener);
+  return { latencies, missing: pending.size };
+}
+
+/** Renames RENAMES folders at once; probes beside it; waits until the index equals a scan. */
+async function checkout(server, settleTimeoutMs) {
+  const before = memory(server.pid);
+  const eventsBefore = server.events();
+  let lastEventAt = 0;
+  const listener = (_frame, at) => (lastEventAt = at);
+  server.listeners.add(listener);
+  let peak = before.own;
+  const sampler = setInterval(() => (peak = Math.max(peak, memory(server.pid).own)), 100);
+  const probes = probe(server);
+  await sleep(200);
+  const started = performance.now();
+  const targets = [];
+  for (let i = 0; i < RENAMES; i++) {
+    const from = folderName(i);
+    const to = from.startsWith("d") ? `m${i}` : `d${i}`;
+    renameSync(join(root, from), join(root, to));
+    targets.push(to);
+  }
+  const renameMs = performance.now() - started;
+  const expectedMoved = String(Math.min(FILES, targets.length * PER_FOLDER));
+  const prefix = targets[0]?.[0] ?? "m";
+  // The index has every moved file under its new name and the total unchanged.
+  const check = `SELECT (SELECT count(*) FROM './' WHERE path GLOB '${prefix}[0-9]*/*') || ',' || (SELECT count(*) FROM './') AS c`;
+  let equalAt;
+  while (performance.now() - started < settleTimeoutMs) {
+    // A server frozen past Node's header timeout resets the connection: ask again.
+    const text = await timedQuery(server, check).then(
+      (answer) => answer.text,
+      () => "",
+    );
+    if (text.includes(`${expectedMoved},${FILES}`)) {
+      equalAt = performance.now() - started;
+      break;
+    }
+    await sleep(25);
+  }
+  const probeSamples = await probes.stop();
+  await sleep(1000);
+  server.listeners.delete(listener);
+  clearInterval(sampler);
+  const live = await timedQuery(server, "SELECT path FROM './' ORDER BY path");
+  const fresh = oneShotPaths();
+  const parsed = JSON.parse(live.text);
+  const livePaths = (Array.isArray(parsed) ? parsed : parsed.rows).map((row) => row.path);
+  const same =
+    livePaths.length === fresh.paths.length && livePaths.every((p, i) => p === fresh.paths[i]);
+  await sleep(4000);
+  return {
+    renameMs,
+    equalAt,
+    lastEventMs: lastEventAt > started ? lastEventAt - started : undefined,
+    events: server.events() - eventsBefore,
+    probeSamples,
+    memory: { before: before.own, peak, after: memory(server.pid).own },
+    oneShotMs: fresh.ms,
+    same,
+    livePaths: livePaths.length,
+  };
+}
+
+async function idle(server, seconds) {
+  const cpuBefore = cpuSeconds(server.pid);
+  const probes = probe(server);
+  await sleep(seconds * 1000);
+  const samples = await probes.stop();
+  return {
+    cpuShare: (cpuSeconds(server.pid) - cpuBefore) / seconds,
+    samples,
+    memory: memory(server.pid),
+  };
+}
+
+async function runDirq(label, limit) {
+  const server = await startDirq(limit);
+  try {
+    report(`${label}: "Running at" after ${fmt(server.runningMs)}`);
+    const first = await timedQuery(server, "SELECT count(*) AS n FROM './'");
+    report(
+      `${label}: first SELECT count(*) ${fmt(first.ms)} (${first.text.trim()}); memory ${mb(memory(server.pid).own)} (with query processes ${mb(memory(server.pid).tree)})`,
+    );
+    if (limit !== undefined) {
+      const warned = /inotify|watch/.exec(server.stderr()) ? server.stderr().trim() : "no warning";
+      report(`${label}: stderr: ${warned}`);
+    }
+    const written = await writes(server, limit === undefined ? 10_000 : 120_000);
+    const slow = written.latencies.filter((ms) => ms > 1000).length;
+    report(
+      `${label}: write → row event: ${spread(written.latencies)}; over 1 s ${slow}; never arrived ${written.missing}`,
+    );
+    const idled = await idle(server, 20);
+    report(
+      `${label}: idle 20 s: CPU ${(idled.cpuShare * 100).toFixed(1)}% of a core; probes ${spread(idled.samples)}; memory ${mb(idled.memory.own)}`,
+    );
+    const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
+    report(
+      `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,
+    );
+    report(`${label}: POST /query during the burst: ${spread(burst.probeSamples)}`);
+    report(
+      `${label}: memory before ${mb(burst.memory.before)}, peak ${mb(burst.memory.peak)}, 5 s after ${mb(burst.memory.after)}`,
+    );
+  } catch (error) {
+    log(`${label}: ${error.message}; the server's stderr:\n${server.stderr()}`);
+    throw error;
+  } finally {
+    await server.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// watchman, beside it
+
+function watchmanCommand(sock, command) {
+  const result = spawnSync("watchman", ["--sockname", sock, "--no-spawn", "-j"], {
+    input: JSON.stringify(command),
+    encoding: "utf8",
+    maxBuffer: 1 << 30,
+  });
+  return JSON.parse(result.stdout || "{}");
+}
+
+async function runWatchman() {
+  const dir = join(DEFAULT_BENCH_DIR, "watchman-state");
+  mkdirSync(dir, { recursive: true });
+  const sock = join(dir, "sock");
+  const started = performance.now();
+  const daemon = spawn(
+    "watchman",
+    [
+      "--foreground",
+      "--sockname",
+      sock,
+      "--statefile",
+      join(dir, "state"),
+      "--logfile",
+      join(dir, "log"),
+    ],
+    { stdio: "ignore" },
+  );
+  process.on("exit", () => daemon.kill("SIGKILL"));
+  try {
+    while (!existsSync(sock)) await sleep(20);
+    watchmanCommand(sock, ["watch", root]);
+    const first = watchmanCommand(sock, [
+      "query",
+      root,
+      { expression: ["type", "f"], fields: ["name"] },
+    ]);
+    report(
+      `watchman: first query after ${fmt(performance.now() - started)} (${first.files?.length ?? first.error} files); memory ${mb(memory(daemon.pid).own)}`,
+    );
+    const sub = spawn(
+      "watchman",
+      ["--sockname", sock, "--no-spawn", "--persistent", "-j", "--server-encoding=json"],
+      {
+        stdio: ["pipe", "pipe", "ignore"],
+      },
+    );
+    const listeners = new Set();
+    let buffer = "";
+    sub.stdout.setEncoding("utf8").on("data", (chunk) => {
+      buffer += chunk;
+      const lines = buffer.split("\n");
+      buffer = lines.pop() ?? "";
+      const now = performance.now();
+      for (const line of lines) for (const listener of listeners) listener(line, now);
+    });
+    sub.stdin.write(
+      `${JSON.stringify(["subscribe", root, "bench", { expression: ["type", "f"], fields: ["name"] }])}\n`,
+    );
+    await sleep(2000);
+    const server = { listeners, pid: daemon.pid, events: () => 0 };
+    const written = await writes(server, 10_000);
+    report(
+      `watchman: write → subscription: ${spread(written.latencies)}; never arrived ${written.missing}`,
+    );
+    let moved = 0;
+    let lastAt = 0;
+    listeners.add((line, at) => {
+      const hits = line.match(/"[dm]\d+\/f\d+\.txt"/g);
+      if (hits) {
+        moved += hits.length;
+        lastAt = at;
+      }
+    });
+    const before = memory(daemon.pid).own;
+    const begun = performance.now();
+    for (let i = 0; i < RENAMES; i++) {
+      const from = folderName(i);
+      renameSync(join(root, from), join(root, from.startsWith("d") ? `m${i}` : `d${i}`));
+    }
+    while (moved < 2 * RENAMES * PER_FOLDER && performance.now() - begun < 60_000) await sleep(50);
+    report(
+      `watchman: ${RENAMES} folders renamed: ${moved} names delivered, the last after ${fmt(lastAt - begun)}; memory before ${mb(before)}, after ${mb(memory(daemon.pid).own)}`,
+    );
+    sub.kill("SIGTERM");
+  } finally {
+    daemon.kill("SIGTERM");
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+generateTree();
+report(
+  `${FILES.toLocaleString("en-US")} files in ${FOLDERS} folders; ${RENAMES} folders renamed per checkout; watch limit ${WATCH_LIMIT}`,
+);
+const only = values.only;
+if (!only || only === "full") await runDirq("dirq, every folder watched");
+if (!only || only === "limited") await runDirq(`dirq, ${WATCH_LIMIT} watches`, WATCH_LIMIT);
+if (!only || only === "watchman") {
+  if (findExecutable("watchman")) await runWatchman();
+  else report("watchman: not installed (apt-get install watchman)");
+}
+process.exit(0);

@@ -1,0 +1,140 @@
+import assert from "node:assert/strict";
+import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { makeTree, removeTree } from "./helpers.js";
+import {
+  delay,
+  eventually,
+  openEvents,
+  queryRows,
+  type ServerProcess,
+  startServer,
+} from "./server-support.js";
+
+/** `folders` folders `d0`.. of `perFolder` files each under a new temporary root. */
+function bigTree(folders: number, perFolder: number): string {
+  const root = makeTree({});
+  for (let d = 0; d < folders; d++) {
+    mkdirSync(join(root, `d${d}`));
+    for (let f = 0; f < perFolder; f++) writeFileSync(join(root, `d${d}`, `f${f}.txt`), `${f}`);
+  }
+  return root;
+}
+
+async function count(server: ServerProcess, where = ""): Promise<number> {
+  const rows = await queryRows(server, `SELECT count(*) AS n FROM './' ${where}`);
+  return rows[0]?.n as number;
+}
+
+describe("a checkout in a big tree", () => {
+  const FOLDERS = 1_000;
+  const PER_FOLDER = 100;
+  let root = "";
+  let server: ServerProcess | undefined;
+  before(() => {
+    root = bigTree(FOLDERS, PER_FOLDER);
+  });
+  after(async () => {
+    await server?.kill();
+    removeTree(root);
+  });
+
+  it("answers statements while a burst of moved folders is applied, from its partial commits", async () => {
+    server = await startServer(["--host", "127.0.0.1", "--port", "0"], { cwd: root });
+    const total = FOLDERS * PER_FOLDER;
+    assert.equal(await count(server), total);
+    const events = await openEvents(server);
+    for (let d = 0; d < FOLDERS; d++) renameSync(join(root, `d${d}`), join(root, `m${d}`));
+    // Every answer while the burst is applied: how many files the index has under new names.
+    const seen: number[] = [];
+    const moved = "WHERE path GLOB 'm[0-9]*/*'";
+    await eventually(
+      async () => {
+        seen.push(await count(server as ServerProcess, moved));
+        return seen.at(-1) === total;
+      },
+      "every moved file under its new name",
+      120_000,
+    );
+    // A statement was answered between the burst's first commit and its last.
+    const partial = seen.filter((n) => n > 0 && n < total);
+    assert.ok(partial.length > 0, `answers seen: ${seen.join(", ")}`);
+    assert.equal(await count(server), total);
+    await events.until(
+      () => events.rowCount() >= 2 * total,
+      "a delete and an insert for every moved file",
+      120_000,
+    );
+    events.close();
+  });
+});
+
+describe("the watcher past its watch limit", () => {
+  const FOLDERS = 200;
+  const CAP = 150;
+  const root = bigTree(FOLDERS, 5);
+  let server: ServerProcess | undefined;
+  after(async () => {
+    await server?.kill();
+    removeTree(root);
+  });
+
+  const folders = () => ["", ...readdirSync(root).filter((name) => name.startsWith("d"))];
+
+  /**
+   * Changes every folder (a file made and removed), so that the next listing of a folder moves
+   * its access time past its modification time (Linux's `relatime`).
+   */
+  function touchAll(): void {
+    for (const name of folders()) {
+      writeFileSync(join(root, name, ".touch"), "");
+      unlinkSync(join(root, name, ".touch"));
+    }
+  }
+
+  /** The folders listed since `touchAll`. */
+  function listed(): string[] {
+    return folders().filter((name) => {
+      const { atimeMs, mtimeMs } = statSync(join(root, name));
+      return atimeMs >= mtimeMs;
+    });
+  }
+
+  it("checks only the folders that have no watch, by listing them; watched ones stay immediate", async () => {
+    server = await startServer(["--host", "127.0.0.1", "--port", "0"], {
+      cwd: root,
+      env: { DIRQ_MAX_WATCHES: String(CAP) },
+    });
+    assert.equal(await count(server), FOLDERS * 5);
+    await eventually(() => /watch/.test((server as ServerProcess).stderr()), "the warning");
+    const warning = server
+      .stderr()
+      .split("\n")
+      .filter((line) => line.includes("watch"));
+    assert.equal(warning.length, 1, server.stderr());
+    const unwatched = FOLDERS + 1 - CAP;
+    assert.match(
+      warning[0] as string,
+      new RegExp(`${unwatched} of ${FOLDERS + 1} folders have no watch`),
+    );
+    touchAll();
+    // A check lists every folder without a watch, and nothing else.
+    await eventually(() => listed().length >= unwatched, "a check of the unwatched folders");
+    await delay(3_000);
+    const seen = listed();
+    // A folder whose own change a watch reported (the root, for one) may be listed once more.
+    assert.ok(seen.length <= unwatched + 2, `listed ${seen.length}: ${seen.join(" ")}`);
+    const watched = folders().filter((name) => name !== "" && !seen.includes(name));
+    const unwatchedFolder = seen.find((name) => name !== "") as string;
+    const events = await openEvents(server);
+    // A new file in a watched folder arrives by its watch, one in an unwatched folder by a check.
+    writeFileSync(join(root, watched[0] as string, "new.txt"), "new");
+    writeFileSync(join(root, unwatchedFolder, "new.txt"), "new");
+    for (const folder of [watched[0], unwatchedFolder]) {
+      await events.next((row) => row.action === "insert" && row.file_path === `${folder}/new.txt`);
+    }
+    assert.equal(await count(server), FOLDERS * 5 + 2);
+    events.close();
+  });
+});
