@@ -74,7 +74,8 @@ function value(random: Random, depth: number): string {
 function object(random: Random, depth: number): string {
   const keys = 1 + int(random, 5);
   const fields = Array.from({ length: keys }, (_, i) => {
-    const key = i === 0 ? "id" : JSON.stringify(`${STRINGS[int(random, STRINGS.length)] ?? ""}${i}`);
+    const key =
+      i === 0 ? "id" : JSON.stringify(`${STRINGS[int(random, STRINGS.length)] ?? ""}${i}`);
     return `${key}:${random() < 0.3 ? " " : ""}${value(random, depth)}`;
   });
   return `{${fields.join(",")}}`;

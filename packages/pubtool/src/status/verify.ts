@@ -76,7 +76,8 @@ async function jsregEvidence(
   if (got.status === 404 || provenance === undefined) {
     return {
       verdict: "token",
-      detail: "no provenance attestation: published with a token (a trusted publish always has one)",
+      detail:
+        "no provenance attestation: published with a token (a trusted publish always has one)",
     };
   }
   const workflow = provenanceWorkflow(provenance);
