@@ -26,6 +26,14 @@ const DOCS = [
 /** Examples that cannot run in a test, by file and first line, with why. */
 const SKIPPED = new Map<string, string>([
   [
+    "packages/dirq/docs/http.md: curl -N 'http://localhost:7117/live?sql=SELECT%20id,title%20FROM%20posts&key=id'",
+    "a stream that never ends: test/server-live.test.ts follows /live",
+  ],
+  [
+    "packages/dirq/docs/live-queries.md: dirq server -c .dirq.toml &",
+    "a server and a stream that never end: test/server-live.test.ts follows /live",
+  ],
+  [
     `packages/dirq/docs/cli.md: dirq watch "SELECT basename, size FROM './notes/*.md' ORDER BY size DESC" --key basename`,
     "runs until Ctrl-C: test/watch-piped.test.ts and test/watch-terminal.test.ts run it",
   ],
