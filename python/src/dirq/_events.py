@@ -3,9 +3,9 @@
 import asyncio
 import collections
 import threading
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Deque, List, Optional, Tuple, Type
+from typing import TYPE_CHECKING, Any, Deque, List, Optional, Tuple
 
+from dirq._closing import ClosesOnExit
 from dirq._errors import DirqError
 from dirq._types import RowEvent
 
@@ -18,7 +18,7 @@ def _wake(future: "asyncio.Future[None]") -> None:
         future.set_result(None)
 
 
-class RowEventStream:
+class RowEventStream(ClosesOnExit):
     """Row changes as files change: ``for event in stream`` or ``async for event in stream``.
 
     Made by ``Dirq.watch()``. Events held for a consumer that has not caught up are bounded by
@@ -155,27 +155,6 @@ class RowEventStream:
             self._channel.remove_stream(self._id)
             self._channel.notify({"op": "unwatch", "stream": self._id})
 
-    def __enter__(self) -> "RowEventStream":
-        return self
-
-    def __exit__(
-        self,
-        kind: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "RowEventStream":
-        return self
-
-    async def __aexit__(
-        self,
-        kind: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self.close()
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, future: "asyncio.Future[None]") -> None:

@@ -10,10 +10,10 @@ import math
 import os
 import weakref
 from dataclasses import dataclass
-from types import TracebackType
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Type, Union, cast
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union, cast
 
 from dirq._channel import Channel
+from dirq._closing import ClosesOnExit
 from dirq._errors import DirqError
 from dirq._events import RowEventStream
 from dirq._live import LiveQuery, key_request
@@ -157,7 +157,7 @@ def _cli_command() -> Tuple[List[str], Dict[str, str]]:
     return command, env
 
 
-class Dirq:
+class Dirq(ClosesOnExit):
     """A directory tree as a read-only SQLite database, kept current as files change. Made by
     ``dirq.open``; runs the same core as the CLI, the server and the TypeScript SDK, in one
     dirq process that lives as long as this object."""
@@ -318,26 +318,7 @@ class Dirq:
     def closed(self) -> bool:
         return self._closed
 
-    def __enter__(self) -> "Dirq":
-        return self
-
-    def __exit__(
-        self,
-        kind: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "Dirq":
-        return self
-
-    async def __aexit__(
-        self,
-        kind: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
+    async def _close_on_async_exit(self) -> None:
         await self.aclose()
 
 

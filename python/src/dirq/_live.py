@@ -2,9 +2,9 @@
 
 import json
 import time
-from types import TracebackType
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Type
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 
+from dirq._closing import ClosesOnExit
 from dirq._errors import DirqError
 from dirq._types import LiveChange, Row
 
@@ -26,7 +26,7 @@ def apply_diff(rows: List[Row], diff: Dict[str, Any]) -> None:
         rows.insert(entry["at"], entry["row"])
 
 
-class LiveQuery:
+class LiveQuery(ClosesOnExit):
     """A live query: ``rows`` is the statement's current answer (in its order), and iterating
     (``for change in live`` or ``async for change in live``) gives each change as files change,
     ``rows`` already updated by it. Made by ``Dirq.live()``.
@@ -180,27 +180,6 @@ class LiveQuery:
         if self._opened:
             self._channel.notify({"op": "unlive", "stream": self._id})
 
-    def __enter__(self) -> "LiveQuery":
-        return self
-
-    def __exit__(
-        self,
-        kind: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self.close()
-
-    async def __aenter__(self) -> "LiveQuery":
-        return self
-
-    async def __aexit__(
-        self,
-        kind: Optional[Type[BaseException]],
-        error: Optional[BaseException],
-        traceback: Optional[TracebackType],
-    ) -> None:
-        self.close()
 
 
 def key_request(key: Optional[Sequence[str]]) -> Optional[List[str]]:

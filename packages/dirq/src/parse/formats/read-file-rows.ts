@@ -46,8 +46,8 @@ function countByte(buffer: Buffer, byte: number, from: number, to: number): numb
 /**
  * What `lastRecordEnd` already read of a buffer in which it found no record end, for the next
  * call on the same bytes with more after them: the first `scanned` bytes hold `quotes` quotes and
- * no record end. Without it a quote left open (a file cut short) made every read look at the
- * whole carried-over part again: hours for a 100 MB file.
+ * no record end. Without it a quote left open (a file cut short) would make every read look at
+ * the whole carried-over part again: time growing with the square of the file's size.
  */
 export interface RecordScan {
   scanned: number;
