@@ -3,6 +3,7 @@ import { readSync } from "node:fs";
 import { parseExactJson } from "../exact-json.js";
 import type { HookRow } from "../hook-rows.js";
 import { documentRows, RowsError } from "./document-rows.js";
+import { brokenArrayError } from "./json-array-errors.js";
 import { MAX_NESTING } from "./nesting.js";
 
 /**
@@ -10,12 +11,13 @@ import { MAX_NESTING } from "./nesting.js";
  * file and the element being read, never the whole file or all its rows. The bytes are cut
  * after the last element that ends in what has been read (at a comma between two elements,
  * outside strings), and the elements before the cut are parsed together, as one array, by the
- * exact-number reader. A file that is anything else, or that breaks a rule of JSON or of rows
- * anywhere, is not read here: the caller reads it whole, which names the error exactly as
- * for any JSON file (the rows handed over before are the caller's to discard).
+ * exact-number reader. A file that is not an array is not read here: the caller reads it
+ * whole. An array that breaks a rule of JSON or of rows part way is refused here, with the
+ * error the whole-file reader gives it (see json-array-errors.ts), at about the cost of
+ * reading a well-formed one (the rows handed over before are the caller's to discard).
  */
 
-/** Not an array of objects read in pieces: read the file whole instead. */
+/** Not an array read in pieces: read the file whole instead. */
 export class NotStreamable extends Error {}
 
 const QUOTE = 0x22;
@@ -40,6 +42,8 @@ interface ScanState {
   depth: number;
   /** Index of the top array's `]` in the buffer, once found. */
   closedAt: number;
+  /** Commas between two elements of the top array scanned so far. */
+  commas: number;
 }
 
 /** The index after the closing quote of a string that is open at `from`, or -1. */
@@ -86,24 +90,50 @@ function scan(buffer: Buffer, from: number, to: number, state: ScanState): numbe
       }
     } else if (byte === COMMA && state.depth === 1) {
       lastComma = i;
+      state.commas++;
     }
     i++;
   }
   return lastComma;
 }
 
-/** The rows of some whole elements of the array (the bytes between two cuts). */
-function elementRows(bytes: Buffer, rows: HookRow[]): void {
+/** The text of some whole elements of the array (the bytes between two cuts). */
+function elementsText(bytes: Buffer): string {
   if (!isUtf8(bytes)) throw new NotStreamable("not UTF-8");
   const text = bytes.toString("utf8");
   if (text.trim() === "") throw new NotStreamable("no element between two commas");
+  return text;
+}
+
+/**
+ * The rows of some whole elements of the array. A syntax error is `NotStreamable`; an element
+ * that is no row is the `RowsError` the whole reader gives it, once `before` elements precede.
+ */
+function elementRows(bytes: Buffer, rows: HookRow[], before: number): void {
+  let parsed: ReturnType<typeof parseExactJson>;
   try {
-    const parsed = parseExactJson(`[${text}]`);
+    parsed = parseExactJson(`[${elementsText(bytes)}]`);
+  } catch (error) {
+    if (error instanceof SyntaxError) throw new NotStreamable(error.message);
+    throw error;
+  }
+  try {
     documentRows(parsed.data, null, parsed.stored, rows);
   } catch (error) {
-    if (error instanceof SyntaxError || error instanceof RowsError) {
-      throw new NotStreamable(error.message);
-    }
+    if (!(error instanceof RowsError)) throw error;
+    const item = /^item (\d+) of the array /.exec(error.message);
+    if (item === null) throw error;
+    const index = before + Number(item[1]);
+    throw new RowsError(`item ${index} of the array ${error.message.slice(item[0].length)}`);
+  }
+}
+
+/** Checks that some whole elements of the array are JSON (their rows are not wanted). */
+function checkElements(bytes: Buffer): void {
+  try {
+    JSON.parse(`[${elementsText(bytes)}]`);
+  } catch (error) {
+    if (error instanceof SyntaxError) throw new NotStreamable(error.message);
     throw error;
   }
 }
@@ -143,7 +173,10 @@ function firstPiece(
  * reads: the file's offset is left at 0 for a whole read after), handing each piece's rows to
  * `onRows`; with `takeElements`, each piece's elements (the bytes between two cuts) go there
  * first, and only those it leaves (`false`) are parsed here. Throws `NotStreamable` for a
- * file that must be read whole instead.
+ * file that must be read whole instead, and the whole reader's `RowsError` for an array that
+ * breaks a rule. After an element that is no row, the rest is only checked: an error of
+ * encoding, nesting or syntax anywhere in the file is named before it, as the whole reader
+ * names it.
  */
 export function readJsonArrayPieces(
   fd: number,
@@ -151,45 +184,92 @@ export function readJsonArrayPieces(
   onRows: (rows: HookRow[]) => void,
   takeElements?: (elements: Buffer) => boolean,
 ): void {
+  let rowsError: RowsError | null = null;
+  let handed = 0;
   const handOver = (elements: Buffer) => {
+    if (rowsError !== null) return checkElements(elements);
     if (takeElements?.(elements) === true) return;
     const rows: HookRow[] = [];
-    elementRows(elements, rows);
+    try {
+      elementRows(elements, rows, handed);
+    } catch (error) {
+      if (!(error instanceof RowsError)) throw error;
+      rowsError = error;
+      return;
+    }
     onRows(rows);
   };
-  let { buffer, filled, start } = firstPiece(fd, pieceBytes);
-  let position = filled;
-  const state: ScanState = { inString: false, depth: 1, closedAt: -1 };
-  let scanned = start;
-  let commas = 0;
+  const first = firstPiece(fd, pieceBytes);
+  const bom = first.buffer[0] === 0xef && first.buffer[1] === 0xbb && first.buffer[2] === 0xbf;
+  const reading = { ...first, position: first.filled, commas: 0 };
+  try {
+    readPieces(fd, pieceBytes, reading, handOver, (commas) => (handed = commas));
+  } catch (error) {
+    if (!(error instanceof NotStreamable)) throw error;
+    const offset = reading.position - reading.filled + reading.start;
+    throw (
+      brokenArrayError(fd, { offset, afterOpen: reading.commas === 0, bom: bom ? 3 : 0 }) ?? error
+    );
+  }
+  if (rowsError !== null) throw rowsError;
+}
+
+/** Where the reading stands: the buffer, its bytes, the first not handed over, the file's. */
+interface Reading {
+  buffer: Buffer;
+  filled: number;
+  start: number;
+  /** The file offset after the buffer's bytes. */
+  position: number;
+  /** Cuts made so far. */
+  commas: number;
+}
+
+/** The loop of `readJsonArrayPieces`: `cut` learns the elements handed over after each cut. */
+function readPieces(
+  fd: number,
+  pieceBytes: number,
+  at: Reading,
+  handOver: (elements: Buffer) => void,
+  cut: (elements: number) => void,
+): void {
+  const state: ScanState = { inString: false, depth: 1, closedAt: -1, commas: 0 };
+  let scanned = at.start;
   for (;;) {
-    const comma = scan(buffer, scanned, filled, state);
-    scanned = state.closedAt === -1 ? filled : state.closedAt + 1;
+    const comma = scan(at.buffer, scanned, at.filled, state);
+    scanned = state.closedAt === -1 ? at.filled : state.closedAt + 1;
     if (comma !== -1) {
-      handOver(buffer.subarray(start, comma));
-      commas++;
-      start = comma + 1;
+      handOver(at.buffer.subarray(at.start, comma));
+      at.commas++;
+      at.start = comma + 1;
+      cut(state.commas);
     }
     if (state.closedAt !== -1) break;
     // The element being read goes to the start of the buffer, which grows for a large one.
-    const carry = filled - start;
+    const carry = at.filled - at.start;
     const next =
-      carry + pieceBytes > buffer.length ? Buffer.allocUnsafe(carry + pieceBytes) : buffer;
-    buffer.copy(next, 0, start, filled);
-    buffer = next;
-    scanned -= start;
-    start = 0;
-    filled = carry;
-    const read = readSync(fd, buffer, filled, pieceBytes, position);
+      carry + pieceBytes > at.buffer.length ? Buffer.allocUnsafe(carry + pieceBytes) : at.buffer;
+    at.buffer.copy(next, 0, at.start, at.filled);
+    at.buffer = next;
+    scanned -= at.start;
+    at.start = 0;
+    at.filled = carry;
+    const read = readSync(fd, at.buffer, at.filled, pieceBytes, at.position);
     if (read === 0) throw new NotStreamable("the array does not close");
-    position += read;
-    filled += read;
+    at.position += read;
+    at.filled += read;
   }
   finishArray(
     fd,
-    buffer,
-    { start, end: state.closedAt, after: scanned, filled, position },
-    commas,
+    at.buffer,
+    {
+      start: at.start,
+      end: state.closedAt,
+      after: scanned,
+      filled: at.filled,
+      position: at.position,
+    },
+    at.commas,
     handOver,
   );
 }

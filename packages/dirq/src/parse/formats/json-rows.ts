@@ -19,22 +19,33 @@ export function lineAndColumn(text: string, offset: number): string {
 }
 
 /**
+ * lossless-json's objection to `text`: its reason and the position it names (`null` when it
+ * names none), or `null` when it reads the text. Keys repeated with other values are read as
+ * JSON.parse reads them (the last stands), so the objection is to the syntax only.
+ */
+export function losslessObjection(
+  text: string,
+): { reason: string; position: number | null } | null {
+  try {
+    losslessJson().parse(text, null, { onDuplicateKey: ({ newValue }) => newValue });
+  } catch (error) {
+    const message = (error as Error).message;
+    const position = /\s*at position (\d+)$/.exec(message);
+    if (position === null) return { reason: message, position: null };
+    return { reason: message.slice(0, position.index), position: Number(position[1]) };
+  }
+  return null;
+}
+
+/**
  * Why `text` is not JSON, with its line and column. V8's messages name no position on newer
  * Node versions, so the reason is lossless-json's (only on this failure path).
  */
 function syntaxReason(text: string, v8Error: unknown): string {
-  try {
-    losslessJson().parse(text);
-  } catch (error) {
-    const message = (error as Error).message;
-    const position = /\s*at position (\d+)$/.exec(message);
-    if (position !== null) {
-      const where = lineAndColumn(text, Number(position[1]));
-      return `${where}: ${message.slice(0, position.index)} (not valid JSON)`;
-    }
-    return `not valid JSON: ${message}`;
-  }
-  return `not valid JSON: ${(v8Error as Error).message}`;
+  const objection = losslessObjection(text);
+  if (objection === null) return `not valid JSON: ${(v8Error as Error).message}`;
+  if (objection.position === null) return `not valid JSON: ${objection.reason}`;
+  return `${lineAndColumn(text, objection.position)}: ${objection.reason} (not valid JSON)`;
 }
 
 /** A JSON file's rows: exactly one JSON text (an empty or all-blank file is an error). */

@@ -348,10 +348,11 @@ function forEachPiece(
 }
 
 /**
- * A large JSON file, read element by element when it is an array of objects (see
- * json-array-stream.ts), else whole. A file the streamed reader gives up on part way is read
- * whole, which must refuse it (naming its error as for any JSON file): the rows handed over
- * before are then the caller's to discard.
+ * A large JSON file, read element by element when it is an array (see json-array-stream.ts),
+ * else whole. A broken array is refused by the streamed reader itself, with the error the
+ * whole reader names; only in a case it cannot name (the rest of the file is JSON to
+ * lossless-json but not to V8) is the file read whole, which must refuse it. The rows handed
+ * over before are then the caller's to discard.
  */
 function readLargeJson(
   fd: number,
