@@ -4,15 +4,20 @@
 //      until its refresh's event arrives, clients send a statement on another table (a fresh
 //      statement each time, so no cache answers it): p50 / p99 / max latency of POST /query,
 //      and the time from the write to the big table's event.
-//   2. 1,000 files of a hook table whose hook hangs (its limit 60 s), and meanwhile a JSON table's
+//   2. The same two tables at the server's start: the big table's first build reads the CSV
+//      while clients send statements on the small table and subscribe to /events: p50 / p99 /
+//      max of POST /query sent during the build, the time until the event stream opens, beside
+//      the same statements once the server is idle.
+//   3. 1,000 files of a hook table whose hook hangs (its limit 60 s), and meanwhile a JSON table's
 //      file written again and again: p50 / p99 / max from each write to its row event.
 // Prints the load average with each.
 //
 //   node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40]
-//                             [--hook-timeout 60] [--only big|hooks]
+//                             [--hook-timeout 60] [--only big|start|hooks]
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
-import { request } from "node:http";
+import { createServer, request } from "node:http";
+import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import {
@@ -27,7 +32,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|hooks]";
+  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|start|hooks]";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -205,6 +210,150 @@ async function bigRefresh() {
   );
 }
 
+/** A port free now (the server is given it, so that clients can connect before it is ready). */
+function freePort() {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.listen(0, "127.0.0.1", () => {
+      const { port } = probe.address();
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+/** Resolves once something accepts connections on `port` (loopback). */
+async function portBound(port) {
+  for (;;) {
+    const open = await new Promise((resolve) => {
+      const socket = connect(port, "127.0.0.1");
+      socket.once("connect", () => {
+        socket.destroy();
+        resolve(true);
+      });
+      socket.once("error", () => resolve(false));
+    });
+    if (open) return;
+    await sleep(5);
+  }
+}
+
+/** POST /query, retried while the port is not bound yet; the time from the first send. */
+async function timedQuery(port, sql) {
+  const sent = performance.now();
+  for (;;) {
+    try {
+      const answer = await postQuery(port, sql);
+      if (answer.status !== 200) throw new Error(`answered ${answer.status}: ${answer.text}`);
+      return performance.now() - sent;
+    } catch (error) {
+      if (error.code !== "ECONNREFUSED") throw error;
+      await sleep(5);
+    }
+  }
+}
+
+async function startBuild() {
+  const mb = Number(values.mb);
+  const root = join(DEFAULT_BENCH_DIR, `lanes-start-${mb}`);
+  rmSync(root, { recursive: true, force: true });
+  mkdirSync(root, { recursive: true });
+  const count = Math.ceil((mb * 1e6) / (record(500_000, "row").length + 1));
+  writeFileSync(
+    join(root, "dirq.toml"),
+    '[[table]]\nname = "big"\nglob = "big.csv"\nformat = "csv"\n\n' +
+      '[[table]]\nname = "small"\nglob = "small.json"\nformat = "json"\n',
+  );
+  const records = Array.from({ length: count }, (_, i) => record(i, "row"));
+  writeFileSync(join(root, "big.csv"), `id,name,pad\n${records.join("\n")}\n`);
+  records.length = 0;
+  writeFileSync(join(root, "small.json"), '[{"v": 1}]');
+  const port = await freePort();
+  log(`start: ${count.toLocaleString("en-US")} records (${mb} MB); the server builds both tables`);
+  const started = performance.now();
+  const child = spawn(
+    process.execPath,
+    [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", String(port)],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        DIRQ_PROGRESS: "never",
+        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${LOOP_DELAY}`.trim(),
+      },
+      stdio: ["ignore", "pipe", "pipe"],
+    },
+  );
+  // The longest event-loop delays of the server's main thread (see server-loop-delay.cjs).
+  const loopDelays = [];
+  child.stderr.setEncoding("utf8").on("data", (chunk) => {
+    for (const line of chunk.split("\n")) {
+      const match = /^dirq-loop-delay (\S+)$/.exec(line);
+      if (match) loopDelays.push({ at: performance.now(), ms: Number(match[1]) });
+      else if (line !== "") process.stderr.write(`${line}\n`);
+    }
+  });
+  process.on("exit", () => child.kill("SIGKILL"));
+  let ready = false;
+  const running = serverPort(child).then(() => {
+    ready = true;
+    return performance.now();
+  });
+  let counter = 0;
+  // The port is bound before the start-up build begins: statements sent from here on count.
+  await portBound(port);
+  const bound = performance.now();
+  const latencies = [];
+  const clients = Number(values.clients);
+  const client = async () => {
+    while (!ready) latencies.push(await timedQuery(port, `SELECT v, ${++counter} FROM small`));
+  };
+  const querying = Array.from({ length: clients }, client);
+  // A subscriber that comes during the build: when its stream opens (its `ready` frame).
+  const eventsReq = request({ host: "127.0.0.1", port, path: "/events" });
+  const eventsSent = performance.now();
+  const eventsOpen = new Promise((resolve) => {
+    eventsReq.on("response", (res) => {
+      let buffer = "";
+      res.setEncoding("utf8").on("data", (chunk) => {
+        buffer += chunk;
+        if (buffer.includes("event: ready")) resolve(performance.now());
+      });
+    });
+  });
+  eventsReq.end();
+  const readyAt = await running;
+  const buildDelay = Math.max(
+    ...loopDelays.filter(({ at }) => at <= readyAt + 500).map(({ ms }) => ms),
+  );
+  await Promise.all(querying);
+  const eventsAt = await eventsOpen;
+  const idle = [];
+  const idleUntil = performance.now() + 2000;
+  await Promise.all(
+    Array.from({ length: clients }, async () => {
+      while (performance.now() < idleUntil) {
+        idle.push(await timedQuery(port, `SELECT v, ${++counter} FROM small`));
+      }
+    }),
+  );
+  eventsReq.destroy();
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+  rmSync(root, { recursive: true, force: true });
+  process.stdout.write(
+    [
+      `server start with a ${mb} MB CSV table and a small JSON table: port bound ${((bound - started) / 1000).toFixed(2)} s after spawn, ready ${((readyAt - started) / 1000).toFixed(2)} s after spawn`,
+      `POST /query on the small table during the start-up build, ${clients} clients: ${spread(latencies)}`,
+      `GET /events sent at once: its stream opened ${((eventsAt - eventsSent) / 1000).toFixed(2)} s after the request`,
+      `the same statements once idle (2 s): ${spread(idle)}`,
+      `the server's main thread, longest event-loop delay during the start-up build: ${fmt(buildDelay)}`,
+      `load average: ${loadAverage()}`,
+      "",
+    ].join("\n"),
+  );
+}
+
 async function hungHooks() {
   const hooks = Number(values.hooks);
   const root = join(DEFAULT_BENCH_DIR, `lanes-hooks-${hooks}`);
@@ -241,5 +390,7 @@ async function hungHooks() {
   );
 }
 
-if (values.only !== "hooks") await bigRefresh();
-if (values.only !== "big") await hungHooks();
+const only = values.only;
+if (only === undefined || only === "big") await bigRefresh();
+if (only === undefined || only === "start") await startBuild();
+if (only === undefined || only === "hooks") await hungHooks();

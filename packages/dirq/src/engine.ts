@@ -155,6 +155,8 @@ export class DirqIndex {
         catalog: this.catalog,
         refresher: () => this.refresher,
         tableExists: (name) => this.tableExists(name),
+        // Where big tables fill off this thread (the server), so do the large files of a build.
+        staging: () => (this.fillWorker === null ? null : this.stagingWorker()),
       });
       // Only tables this index would build the same way are kept.
       this.parsed.restorePersisted(

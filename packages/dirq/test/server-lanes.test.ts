@@ -2,18 +2,22 @@
  * No refresh holds up another table. Hook processes take their turns in a lane of their own,
  * so a format table's file never waits behind hung hooks; a large file is read and compared
  * off the thread that serves requests, so other tables' statements are answered and their
- * events sent while it refreshes. Each case asserts an order of arrival, never a duration.
+ * events sent while it refreshes; a large file of a table's first build is read off that
+ * thread too. Each case asserts an order of arrival, never a duration.
  */
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { rmSync, writeFileSync } from "node:fs";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, describe, test } from "node:test";
-import { processesMarked, saveWhole, tempTree } from "./helpers.js";
+import { DIRQ_BIN, processesMarked, saveWhole, tempTree } from "./helpers.js";
 import {
   type EventStream,
   eventually,
   openReadyEvents,
   queryRows,
+  request,
   type RowEvent,
   type ServerProcess,
   startServer,
@@ -36,6 +40,17 @@ after(async () => {
     rmSync(root, { recursive: true, force: true });
   }
 });
+
+/** A port nothing listens on now (a server started on it can be reached before it is ready). */
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
+    });
+  });
+}
 
 /** Hung hooks: more than the hook lane's bound, each stopped only by its 30-second limit. */
 const HUNG = 40;
@@ -114,5 +129,86 @@ describe("lanes", () => {
     assert.deepEqual(bigBefore, [], "the small table's answer came before the big one's commit");
     const big = await events.next((event) => event.table === "big", 120_000);
     assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
+  });
+
+  test("while a large file is read for a table's first build, the server's thread answers", async () => {
+    const line = (i: number) => `${i},row ${i},${"p".repeat(80)}`;
+    const records = Array.from({ length: 250_000 }, (_, i) => line(i));
+    const config = [
+      "[[table]]",
+      'name = "big"',
+      'glob = "big.csv"',
+      'format = "csv"',
+      "",
+      "[[table]]",
+      'name = "small"',
+      'glob = "small.json"',
+      'format = "json"',
+      "",
+      // Shaped rows (a capture, columns, strict) from files large enough for the thread too.
+      "[[table]]",
+      'name = "shaped"',
+      'glob = "parts/{part}/rows.jsonl"',
+      'format = "jsonl"',
+      'schema = { part = "TEXT", n = "INTEGER", who = "TEXT" }',
+      "strict = true",
+      'columns = { part = "part", n = "id", who = "meta.who" }',
+      "",
+    ].join("\n");
+    const jsonl = (count: number, extra: string) =>
+      Array.from(
+        { length: count },
+        (_, i) =>
+          `{"id": ${i}, "meta": {"who": "w${i % 3}"${extra}}, "pad": "${"q".repeat(40)}"}\n`,
+      ).join("");
+    const root = tempTree({
+      "dirq.toml": config,
+      "big.csv": `id,name,pad\n${records.join("\n")}\n`,
+      "small.json": '[{"v": 1}]',
+      "parts/a/rows.jsonl": jsonl(20_000, ""),
+      // Row 19,999 has no `meta.who`: strict makes it its file's error, the other file stands.
+      "parts/b/rows.jsonl": jsonl(19_999, "") + '{"id": 1, "meta": {}}\n',
+    });
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", String(port)],
+      { cwd: root, env: { ...process.env, DIRQ_PROGRESS: "always" }, stdio: "pipe" },
+    );
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      let stderr = "";
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+      // The big table (the first in the config) starts reading its one file.
+      await eventually(
+        () => stderr.includes("indexing 0/1 files"),
+        "the big table's build",
+        60_000,
+      );
+      const page = await request(`http://127.0.0.1:${port}/`);
+      assert.equal(page.status, 200);
+      // What the server wrote before its answer has reached this process by now.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.doesNotMatch(stderr, /indexed 1 files/, "the answer came before the build's end");
+      await eventually(
+        () => /indexed 1 files[^]*indexed 1 files/.test(stderr),
+        "both built",
+        120_000,
+      );
+      const rows = await queryRows(
+        { url: `http://127.0.0.1:${port}` },
+        "SELECT count(*) AS n, sum(id) AS s FROM big",
+      );
+      assert.deepEqual(rows, [{ n: 250_000, s: 31_249_875_000 }]);
+      const shaped = await queryRows(
+        { url: `http://127.0.0.1:${port}` },
+        "SELECT part, count(*) AS n, sum(n) AS s, count(DISTINCT who) AS w, typeof(n) AS t FROM shaped GROUP BY part",
+      );
+      assert.deepEqual(shaped, [{ part: "a", n: 20_000, s: 199_990_000, w: 3, t: "integer" }]);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 });

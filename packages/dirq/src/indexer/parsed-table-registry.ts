@@ -1,6 +1,7 @@
 import type { DirqConfig } from "../config/types.js";
 import type { ConnectionProfile } from "../connection/profile.js";
 import type { Extractor } from "../parse/extractor.js";
+import { isReaderExtractor } from "../parse/format-extractor.js";
 import { selectionMatcher } from "../scan/inclusion.js";
 import { parsePathTableName } from "../scan/path-selection.js";
 import type { SkippedPath } from "../scan/walk.js";
@@ -16,8 +17,11 @@ import {
 } from "./parsed-tables.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
+import type { OffThreadFiller } from "./reader-fill.js";
 import type { Refresher } from "./refresh.js";
 import type { RowChange } from "./row-changes.js";
+import { readsOffThread, stagedTableOf } from "./staged-refresh.js";
+import type { StagingWorker } from "./staging-worker.js";
 import {
   configTableSpec,
   definitionChange,
@@ -42,6 +46,8 @@ export interface ParsedTableContext {
   /** The index's refresher, which brings a persisted table up to date. */
   refresher: () => Refresher;
   tableExists: (name: string) => boolean;
+  /** The thread a build's large files of built-in formats are read on, or `null`: this one. */
+  staging?: () => StagingWorker | null;
 }
 
 /** Files a refresh could not bring in (a hook failed, a rule broke), as skipped paths. */
@@ -192,6 +198,18 @@ export class ParsedTableRegistry {
     }
   }
 
+  /** Where a build of `spec` reads its large files, when not on this thread. */
+  private offThread(spec: ParsedTableSpec): OffThreadFiller | null {
+    const worker = this.context.staging?.() ?? null;
+    if (worker === null || !isReaderExtractor(spec.extractor) || spec.ddl !== null) return null;
+    const { root } = this.context;
+    const table = stagedTableOf(spec);
+    return {
+      takes: (path) => readsOffThread(spec, `${root}/${path}`),
+      fill: (path) => worker.fill(table, path, root),
+    };
+  }
+
   /**
    * Builds a parsed table; returns the files skipped. `columns`: load only the keys of these
    * names (folded), `null` all (see `buildParsedTable`).
@@ -214,7 +232,14 @@ export class ParsedTableRegistry {
     }
     if (store !== null && stored !== undefined) store.dropTable(stored);
     const persisted = store !== null && definition !== null ? { store, spec: definition } : null;
-    const built = await buildParsedTable(db, spec, options, persisted, columns);
+    const built = await buildParsedTable(
+      db,
+      spec,
+      options,
+      persisted,
+      columns,
+      this.offThread(spec),
+    );
     catalog.addParsedTable({ spec, columns: built.columns, matches });
     return built.skipped;
   }

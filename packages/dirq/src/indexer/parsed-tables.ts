@@ -1,7 +1,7 @@
 import { DirqError } from "../errors.js";
 import type { Extractor } from "../parse/extractor.js";
 import { isReaderExtractor } from "../parse/format-extractor.js";
-import { fillFromReader } from "./reader-fill.js";
+import { fillFromReader, type OffThreadFiller } from "./reader-fill.js";
 import {
   createTable,
   insertFileRows,
@@ -256,7 +256,8 @@ export function walkTableFiles(
  * Builds a parsed table: walks its files, runs the hook on each (in parallel), creates the
  * table (schema, or columns inferred from the output), runs its `ddl`, inserts the rows.
  * Files whose hook failed are returned as skipped; the other rows stand. With `namedColumns`
- * (folded names), a table dirq reads itself loads only the keys of those names.
+ * (folded names), a table dirq reads itself loads only the keys of those names; `offThread`
+ * reads its large files, if not this thread.
  */
 export async function buildParsedTable(
   db: SqliteDatabase,
@@ -264,6 +265,7 @@ export async function buildParsedTable(
   options: ParsedTableOptions,
   persisted: { store: CatalogStore; spec: string } | null = null,
   namedColumns: ReadonlySet<string> | null = null,
+  offThread: OffThreadFiller | null = null,
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const scan = options.progress.start();
   const walked = walkTableFiles(spec, options, (found) => scan.update(`scanning ${found} files`));
@@ -280,6 +282,7 @@ export async function buildParsedTable(
     const read = await fillFromReader(db, spec, spec.extractor, paths, options, {
       persisted,
       namedColumns,
+      offThread,
     });
     return { skipped: [...walked.skipped, ...unnameable, ...read.skipped], columns: read.columns };
   }

@@ -17,6 +17,7 @@ import { quoteIdentifier, type SqliteDatabase } from "./database.js";
 import type { ParsedTableOptions, ParsedTableSpec } from "./parsed-tables.js";
 import { FILE_PATH_COLUMN, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
+import type { FilledOffThread } from "./staging-worker.js";
 import { createTable, recordBuiltTable, rowInserter, ruleBroken } from "./table-rows.js";
 
 /** A file whose keys cannot be columns (SQLite refused the name, or too many): skipped. */
@@ -305,6 +306,18 @@ export class ReaderTableBuild {
     return read;
   }
 
+  /**
+   * Takes in a file another connection filled into the table (see `OffThreadFiller`):
+   * `signature` is its state from before it was read.
+   */
+  tookFile(path: string, filled: FilledOffThread, signature: FileSignature | null): void {
+    if (filled.columns !== null) {
+      this.columns = filled.columns;
+      this.created = true;
+    }
+    if (filled.reason === null && signature !== null) this.recorded.push([path, signature]);
+  }
+
   /** Inserts a file's rows as the extractor reads them, a piece at a time. */
   private readFile(path: string): { reason: string | null; rows: number } {
     let count = 0;
@@ -470,8 +483,20 @@ function skippedFile(
 }
 
 /**
+ * Reads a table build's large files on another thread (the server's staging thread), each
+ * into the table in a transaction of that thread's own: the thread that serves requests stays
+ * free while tens of megabytes are parsed and inserted.
+ */
+export interface OffThreadFiller {
+  /** Whether the file `path` (relative to the root) is read there. */
+  takes(path: string): boolean;
+  fill(path: string): Promise<FilledOffThread>;
+}
+
+/**
  * Fills a table dirq reads itself from `paths`. `persisted`: the catalog the build is recorded
- * in; `namedColumns`: load only the keys of these names (see `ReaderTableBuild`).
+ * in; `namedColumns`: load only the keys of these names (see `ReaderTableBuild`); `offThread`:
+ * where its large files are read, if not on this thread.
  */
 export async function fillFromReader(
   db: SqliteDatabase,
@@ -482,14 +507,17 @@ export async function fillFromReader(
   {
     persisted,
     namedColumns,
+    offThread = null,
   }: {
     persisted: { store: CatalogStore; spec: string } | null;
     namedColumns: ReadonlySet<string> | null;
+    offThread?: OffThreadFiller | null;
   },
 ): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
   const phase = options.progress.start();
   const skipped: SkippedPath[] = [];
   const before = persisted ? schemaObjects(db) : null;
+  const named = spec.schema === null ? namedColumns : null;
   const build = new ReaderTableBuild(
     db,
     spec,
@@ -497,8 +525,13 @@ export async function fillFromReader(
     options.root,
     persisted !== null,
     null,
-    spec.schema === null ? namedColumns : null,
+    named,
   );
+  // Only the keys of some names are kept on this thread's reads alone.
+  const thread = named === null ? offThread : null;
+  const skip = (path: string, reason: string | null) => {
+    if (reason !== null) skipped.push(skippedFile(spec, extractor, path, reason));
+  };
   let next = 0;
   const report = () => {
     const percent = paths.length === 0 ? 100 : Math.floor((next * 100) / paths.length);
@@ -507,17 +540,16 @@ export async function fillFromReader(
   report();
   while (next < paths.length) {
     if (options.signal?.aborted) break;
-    const started = Date.now();
-    let rows = 0;
-    db.transaction(() => {
-      while (next < paths.length && rows < SLICE_ROWS && Date.now() - started < SLICE_MS) {
-        const path = paths[next] as string;
-        next++;
-        const filled = build.fillFile(path);
-        if (filled.reason !== null) skipped.push(skippedFile(spec, extractor, path, filled.reason));
-        rows += filled.rows;
-      }
-    })();
+    const path = paths[next] as string;
+    if (thread?.takes(path)) {
+      next++;
+      const signature = persisted ? fileSignature(`${options.root}/${path}`) : null;
+      const filled = await thread.fill(path);
+      build.tookFile(path, filled, signature);
+      skip(path, filled.reason);
+    } else {
+      next = fillSlice(db, build, paths, next, thread, skip);
+    }
     report();
     if (next < paths.length) await yieldToEventLoop();
   }
@@ -527,4 +559,32 @@ export async function fillFromReader(
   })();
   phase.finish((duration) => `indexed ${paths.length} files in ${duration}`);
   return { skipped, columns: build.columns };
+}
+
+/**
+ * Fills files from `paths[next]` on in one transaction, up to a slice's rows or time, or to a
+ * file `thread` takes; the index of the first file left.
+ */
+function fillSlice(
+  db: SqliteDatabase,
+  build: ReaderTableBuild,
+  paths: readonly string[],
+  next: number,
+  thread: OffThreadFiller | null,
+  skip: (path: string, reason: string | null) => void,
+): number {
+  const started = Date.now();
+  let rows = 0;
+  let at = next;
+  db.transaction(() => {
+    while (at < paths.length && rows < SLICE_ROWS && Date.now() - started < SLICE_MS) {
+      const path = paths[at] as string;
+      if (at > next && thread?.takes(path)) break;
+      at++;
+      const filled = build.fillFile(path);
+      skip(path, filled.reason);
+      rows += filled.rows;
+    }
+  })();
+  return at;
 }

@@ -23,11 +23,9 @@ import {
 import type { PathTables } from "./path-tables.js";
 import type { Catalog } from "./catalog.js";
 import type { RowChange } from "./row-changes.js";
-import { refreshesStaged, replaceFileRowsStaged } from "./staged-refresh.js";
+import { refreshesStaged, replaceFileRowsStaged, stagedTableOf } from "./staged-refresh.js";
 import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
-import type { ReaderExtractor } from "../parse/format-extractor.js";
-import { shapeOf } from "../parse/row-shape.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
 
 export interface RefreshOptions {
@@ -103,21 +101,6 @@ class SwappedOffThread {
  * large file's rows read off this thread (`StagedOffThread`, then `SwappedOffThread`).
  */
 type ParseOutput = HookRow[] | string | typeof STAGED | StagedOffThread | SwappedOffThread;
-
-/** What the staging thread needs of `table` (a built-in format's, see `refreshesStaged`). */
-function stagedTable(table: LiveParsedTable): StagedTable {
-  const { spec } = table;
-  const extractor = spec.extractor as ReaderExtractor;
-  return {
-    name: spec.name,
-    label: spec.label,
-    schema: spec.schema,
-    origin: spec.origin,
-    format: extractor.format,
-    each: extractor.each,
-    shape: shapeOf(extractor),
-  };
-}
 
 /** One file left to parse after a refresh's first phase, for the tables that select it. */
 interface ParseJob {
@@ -624,7 +607,7 @@ export class Refresher {
       if (job.scheduled.signal.aborted) return null;
       const stage = staging.worker.newStage();
       staging.stages.push(stage);
-      const described = stagedTable(table);
+      const described = stagedTableOf(table.spec);
       const reason = await staging.worker
         .stage(stage, described, job.file, this.root)
         .catch((error: unknown) => `cannot read the file: ${messageOf(error)}`);

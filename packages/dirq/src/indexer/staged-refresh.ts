@@ -1,8 +1,10 @@
 import { statSync } from "node:fs";
-import { isReaderExtractor } from "../parse/format-extractor.js";
+import { isReaderExtractor, type ReaderExtractor } from "../parse/format-extractor.js";
+import { shapeOf } from "../parse/row-shape.js";
 import { FILE_PATH_COLUMN, HIDDEN_COLUMNS, ROW_INDEX_COLUMN } from "../shared/reserved-names.js";
 import { quoteIdentifier, type SqliteDatabase } from "./database.js";
-import type { LiveParsedTable, ParsedTableSpec } from "./parsed-tables.js";
+import { type LiveParsedTable, type ParsedTableSpec, storedColumns } from "./parsed-tables.js";
+import type { FilledOffThread, StagedTable } from "./staging-worker.js";
 import { ReaderTableBuild } from "./reader-fill.js";
 import { type RowChange, rowJson } from "./row-changes.js";
 
@@ -27,12 +29,57 @@ const STAGE = "_dirq_stage";
  * (its triggers and constraints belong to the table, not to a copy), and a large file.
  */
 export function refreshesStaged(table: LiveParsedTable, absolute: string): boolean {
-  if (!isReaderExtractor(table.spec.extractor) || table.spec.ddl !== null) return false;
+  return readsOffThread(table.spec, absolute);
+}
+
+/**
+ * Whether a file of the table at `absolute` is one the staging thread reads: a built-in
+ * format, no `ddl` (kept on the index's own connection, where the table's build ran it), and
+ * a large file.
+ */
+export function readsOffThread(spec: ParsedTableSpec, absolute: string): boolean {
+  if (!isReaderExtractor(spec.extractor) || spec.ddl !== null) return false;
   try {
     return statSync(absolute).size >= STAGED_REFRESH_BYTES;
   } catch {
-    return false; // the ordinary refresh reports a file that cannot be read
+    return false; // the ordinary read reports a file that cannot be read
   }
+}
+
+/** What the staging thread needs of a table of a built-in format (see `StagedTable`). */
+export function stagedTableOf(spec: ParsedTableSpec): StagedTable {
+  const extractor = spec.extractor as ReaderExtractor;
+  return {
+    name: spec.name,
+    label: spec.label,
+    schema: spec.schema,
+    origin: spec.origin,
+    format: extractor.format,
+    each: extractor.each,
+    shape: shapeOf(extractor),
+  };
+}
+
+/**
+ * Reads the file at `path` into the table `spec` names, as its build reads each file (under a
+ * savepoint: a file that fails leaves nothing): the staging thread's part of a table build.
+ * The table is created by its first rows when it has none yet (a table without a schema).
+ * Call inside a transaction.
+ */
+export function fillOneFile(
+  db: SqliteDatabase,
+  spec: ParsedTableSpec,
+  path: string,
+  root: string,
+): FilledOffThread {
+  if (!isReaderExtractor(spec.extractor)) throw new Error(`${spec.name} has no built-in format`);
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?");
+  const existing = exists.get(spec.name) === undefined ? null : storedColumns(db, spec.name);
+  const into = existing === null ? null : { name: spec.name, columns: existing };
+  const build = new ReaderTableBuild(db, spec, spec.extractor, root, false, into);
+  const { reason, rows } = build.fillFile(path);
+  const created = existing !== null || exists.get(spec.name) !== undefined;
+  return { reason, rows, columns: created ? build.columns : null };
 }
 
 /** The staging table: the table's columns with their declared types, rows keyed by position. */

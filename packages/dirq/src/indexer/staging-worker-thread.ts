@@ -5,7 +5,7 @@ import { shapedExtractor } from "../parse/row-shape.js";
 import { openSqlite } from "./database.js";
 import { type FillWorkerData, failureOf } from "./fill-worker.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
-import { dropStage, stageFile, swapStaged } from "./staged-refresh.js";
+import { dropStage, fillOneFile, stageFile, swapStaged } from "./staged-refresh.js";
 import {
   CHANGES_PER_MESSAGE,
   type StagedTable,
@@ -46,7 +46,16 @@ function specOf(table: StagedTable): ParsedTableSpec {
   };
 }
 
+/** Fills one file of a table build into the table, in one transaction (see `fillOneFile`). */
+function fill(request: Extract<StagingRequest, { kind: "fill" }>): void {
+  const filled = db
+    .transaction(() => fillOneFile(db, specOf(request.table), request.path, request.root))
+    .immediate();
+  post({ id: request.id, kind: "filled", ...filled });
+}
+
 function handle(request: StagingRequest): void {
+  if (request.kind === "fill") return fill(request);
   if (request.kind === "exec") {
     db.transaction(() => {
       for (const statement of request.statements) db.exec(statement);

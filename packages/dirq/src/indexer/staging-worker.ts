@@ -10,7 +10,8 @@ import type { RowChange } from "./row-changes.js";
  * A thread that reads large files of built-in formats for a live refresh (see
  * staged-refresh.ts) on a connection of its own to the index file, so that the thread that
  * serves requests stays free while tens of megabytes are parsed and compared: statements on
- * other tables are answered and their events sent meanwhile.
+ * other tables are answered and their events sent meanwhile. A server's table build has it
+ * read its large files too (`fill`), each into the table in one transaction of the thread's.
  *
  * A refresh asks it twice. `stage` reads the file into a staging table of the thread's
  * temporary schema: nothing of the index is written, so it runs without the writer and other
@@ -35,12 +36,22 @@ export interface StagedTable {
 
 export type StagingRequest =
   | { id: number; kind: "stage"; stage: string; table: StagedTable; path: string; root: string }
+  | { id: number; kind: "fill"; table: StagedTable; path: string; root: string }
   | { id: number; kind: "swap"; stage: string; table: StagedTable; path: string }
   | { id: number; kind: "drop"; stage: string }
   | { id: number; kind: "exec"; statements: string[] };
 
+/** What a table build's file filled on the thread left (see `ReaderTableBuild.fillFile`). */
+export interface FilledOffThread {
+  reason: string | null;
+  rows: number;
+  /** The table's visible columns after the file, or `null` while the table is not created. */
+  columns: string[] | null;
+}
+
 export type StagingAnswer =
   | { id: number; kind: "staged"; reason: string | null }
+  | ({ id: number; kind: "filled" } & FilledOffThread)
   | { id: number; kind: "changes"; changes: RowChange[] }
   | { id: number; kind: "done" }
   | { id: number; kind: "failed"; error: FillFailure };
@@ -48,8 +59,14 @@ export type StagingAnswer =
 /** Changes sent back in one message: the receiving thread takes each as one short task. */
 export const CHANGES_PER_MESSAGE = 2_000;
 
+interface Answered {
+  reason: string | null;
+  changes: RowChange[];
+  filled: FilledOffThread | null;
+}
+
 interface Pending {
-  resolve: (reason: string | null) => void;
+  resolve: (answered: Answered) => void;
   reject: (error: Error) => void;
   changes: RowChange[];
 }
@@ -106,6 +123,14 @@ export class StagingWorker {
     return (await this.send({ kind: "stage", stage, table, path, root })).reason;
   }
 
+  /**
+   * Fills the file at `path` into the table (a table build's: call under the writer, with no
+   * transaction open on the index's own connection), in one transaction of the thread's.
+   */
+  async fill(table: StagedTable, path: string, root: string): Promise<FilledOffThread> {
+    return (await this.send({ kind: "fill", table, path, root })).filled as FilledOffThread;
+  }
+
   /** Writes the staged rows' changes into the table (call under the writer); the changes. */
   async swap(stage: string, table: StagedTable, path: string): Promise<RowChange[]> {
     return (await this.send({ kind: "swap", stage, table, path })).changes;
@@ -123,18 +148,14 @@ export class StagingWorker {
 
   private send(
     request: { kind: StagingRequest["kind"] } & Record<string, unknown>,
-  ): Promise<{ reason: string | null; changes: RowChange[] }> {
+  ): Promise<Answered> {
     if (this.closed) {
       return Promise.reject(new DirqError("INDEX_CLOSED", "the index was closed"));
     }
     const worker = this.started();
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      const entry: Pending = {
-        resolve: (reason) => resolve({ reason, changes: entry.changes }),
-        reject,
-        changes: [],
-      };
+      const entry: Pending = { resolve, reject, changes: [] };
       this.pending.set(id, entry);
       // Keeps the process alive while a request runs; an idle thread does not.
       worker.ref();
@@ -151,8 +172,12 @@ export class StagingWorker {
     }
     this.pending.delete(answer.id);
     if (this.pending.size === 0) this.worker?.unref();
-    if (answer.kind === "failed") request.reject(rebuildError(answer.error));
-    else request.resolve(answer.kind === "staged" ? answer.reason : null);
+    if (answer.kind === "failed") return request.reject(rebuildError(answer.error));
+    request.resolve({
+      reason: answer.kind === "staged" ? answer.reason : null,
+      changes: request.changes,
+      filled: answer.kind === "filled" ? answer : null,
+    });
   }
 
   private failAll(error: Error): void {
