@@ -52,6 +52,20 @@ function freePort(): Promise<number> {
   });
 }
 
+/** A table over one large CSV file and one over a small JSON file. */
+const BIG_AND_SMALL = [
+  "[[table]]",
+  'name = "big"',
+  'glob = "big.csv"',
+  'format = "csv"',
+  "",
+  "[[table]]",
+  'name = "small"',
+  'glob = "small.json"',
+  'format = "json"',
+  "",
+];
+
 /** Hung hooks: more than the hook lane's bound, each stopped only by its 30-second limit. */
 const HUNG = 40;
 
@@ -95,18 +109,7 @@ describe("lanes", () => {
   test("while a large file refreshes, another table's events and statements are answered", async () => {
     const line = (i: number, tag: string) => `${i},${tag} ${i},${"p".repeat(80)}`;
     const records = Array.from({ length: 250_000 }, (_, i) => line(i, "row"));
-    const config = [
-      "[[table]]",
-      'name = "big"',
-      'glob = "big.csv"',
-      'format = "csv"',
-      "",
-      "[[table]]",
-      'name = "small"',
-      'glob = "small.json"',
-      'format = "json"',
-      "",
-    ].join("\n");
+    const config = BIG_AND_SMALL.join("\n");
     const { root, server, events } = await serve({
       "dirq.toml": config,
       "big.csv": `id,name,pad\n${records.join("\n")}\n`,
@@ -135,16 +138,7 @@ describe("lanes", () => {
     const line = (i: number) => `${i},row ${i},${"p".repeat(80)}`;
     const records = Array.from({ length: 250_000 }, (_, i) => line(i));
     const config = [
-      "[[table]]",
-      'name = "big"',
-      'glob = "big.csv"',
-      'format = "csv"',
-      "",
-      "[[table]]",
-      'name = "small"',
-      'glob = "small.json"',
-      'format = "json"',
-      "",
+      ...BIG_AND_SMALL,
       // Shaped rows (a capture, columns, strict) from files large enough for the thread too.
       "[[table]]",
       'name = "shaped"',
