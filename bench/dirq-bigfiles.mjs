@@ -265,8 +265,24 @@ function sumSection(context, kind, bytes) {
   const { path, expected } = ensureBigFile(options.dir, kind, bytes);
   const file = path.slice(options.dir.length + 1);
   const name = `${kind} ${sizeText(bytes)}`;
+  const dirq = dirqCommand(
+    "dirq",
+    SUM_SQL(`'./${file}'`),
+    ["--parse", kind],
+    "duckdb",
+    options.dirq,
+  );
+  // The native JSON Lines reader parses on threads beside SQLite's; the same build on SQLite's
+  // thread alone shows what they bring.
+  const oneThread = {
+    ...dirq,
+    id: "dirq-one-thread",
+    label: `${dirq.label} (DIRQ_JSONL_THREADS=0)`,
+    env: { ...dirq.env, DIRQ_JSONL_THREADS: "0" },
+  };
   const commands = [
-    dirqCommand("dirq", SUM_SQL(`'./${file}'`), ["--parse", kind], "duckdb", options.dirq),
+    dirq,
+    ...(kind === "jsonl" ? [oneThread] : []),
     duckdbCommand(
       "duckdb",
       `DuckDB read_json('${file}')`,
@@ -276,7 +292,7 @@ function sumSection(context, kind, bytes) {
   ];
   const section = { name, commands, check: checkSum(expected) };
   const results = timeSection(section, options.dir, options.runs, meter, failures);
-  const dirq = results.find((result) => result.command.id === "dirq");
+  const dirqResult = results.find((result) => result.command.id === "dirq");
   const duck = results.find((result) => result.command.id === "duckdb");
   const targets = [
     {
@@ -285,7 +301,8 @@ function sumSection(context, kind, bytes) {
     },
   ];
   if (kind === "json") {
-    const memory = dirq?.peakRssMb && duck?.peakRssMb ? dirq.peakRssMb / duck.peakRssMb : null;
+    const memory =
+      dirqResult?.peakRssMb && duck?.peakRssMb ? dirqResult.peakRssMb / duck.peakRssMb : null;
     targets.push({ name: `${name}: dirq peak RSS at most DuckDB's`, ...verdict(memory, 1, "x") });
   }
   return {

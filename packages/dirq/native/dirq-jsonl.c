@@ -12,16 +12,20 @@
  *   escape, a key that is an array index or holds U+001F, two keys of one line that name one
  *   column, a nested array or object under a key that is kept, a string with a lone surrogate.
  *
- * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, elements)
+ * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, flags, named)
  *   One row per line that holds an object (blank lines are skipped), value `i` the value of
  *   the key naming column `i` of `columns` (folded, joined by U+001F), or NULL. Values are
  *   stored as the JavaScript reader stores them (src/parse/exact-json.ts): an integer literal
  *   an INTEGER while it fits in 64 bits, else the nearest REAL; any other number a REAL; true
- *   and false 1 and 0; a string its text. Call it only on a piece dirq_jsonl_keys accepted.
+ *   and false 1 and 0; a string its text. Call it on a piece dirq_jsonl_keys accepted, or
+ *   with FLAG_CHECKED on any piece: then it also does what dirq_jsonl_keys would (the keys of
+ *   `named`, all keys when NULL) and fails, naming no line, where dirq_jsonl_keys would give
+ *   NULL or a key that is not one of `columns`: the caller then undoes the rows inserted and
+ *   takes the long way. One parse instead of two for every piece that brings no new key.
  *
  * `piece` is UTF-8 (checked by the caller, byte-order mark left out); only lines that end in a
  * newline are read, as the JavaScript reader leaves a last line without one unread. With
- * `elements` 1, the piece is instead some whole elements of a JSON array of objects, separated
+ * `elements` 1 (FLAG_ELEMENTS in `flags`), the piece is instead some whole elements of a JSON array of objects, separated
  * by commas (src/parse/formats/json-array-stream.ts), each element a record as a line is.
  */
 #define _GNU_SOURCE
@@ -36,6 +40,8 @@ SQLITE_EXTENSION_INIT3
 #define DECLARED_COLUMNS 1996
 #define MAX_DEPTH 512
 #define SEPARATOR '\x1f'
+#define FLAG_ELEMENTS 1
+#define FLAG_CHECKED 2
 
 /* In dirq-csv.c: number literals read as JavaScript's Number and BigInt read them. */
 double dirq_literal_double(const unsigned char *s, int n);
@@ -692,6 +698,7 @@ typedef struct {
   int cell_count, cell_capacity;
   int *row_ends; /* the index in `cells` after each row's last */
   int row_count, row_capacity;
+  int *stamps;   /* checked: per column, 1 + the row that last gave it a value */
   int ok;        /* parsed to its end: 1; a record left to JavaScript: 0; out of memory: -1 */
   int parsed;    /* guarded by the cursor's mutex */
 } Range;
@@ -702,6 +709,10 @@ typedef struct {
   int bytes;
   Names columns;
   unsigned char *columns_text;
+  Names named; /* checked: the keys read, unless `has_named` is 0 (all keys) */
+  unsigned char *named_text;
+  int has_named;
+  int checked;
   Value *values;
   Range *ranges;
   int range_count;
@@ -719,13 +730,20 @@ typedef struct {
 typedef struct {
   Range *range;
   const Names *columns;
+  const Names *named; /* checked: the keys read, NULL for all */
+  int checked;
 } RangeTarget;
 
 static int take_cell(void *context, const unsigned char *key, int n, Value *value) {
   RangeTarget *target = context;
   Range *range = target->range;
   int column = find_name(target->columns, key, n);
-  if (column < 0) return 1;
+  if (column < 0) return !target->checked; /* checked: a new key */
+  if (target->checked) {
+    /* Two keys of one line that name one column: dirq_jsonl_keys leaves it to JavaScript. */
+    if (range->stamps[column] == range->row_count + 1) return 0;
+    range->stamps[column] = range->row_count + 1;
+  }
   if (range->cell_count == range->cell_capacity) {
     int capacity = range->cell_capacity < 64 ? 64 : range->cell_capacity * 2;
     Cell *grown = realloc(range->cells, sizeof(Cell) * (size_t)capacity);
@@ -741,7 +759,8 @@ static int take_cell(void *context, const unsigned char *key, int n, Value *valu
 static int range_row(Parser *p, void *context) {
   RangeTarget *target = context;
   Range *range = target->range;
-  if (!read_record(p, target->columns, take_cell, target)) return 0;
+  const Names *wanted = target->checked ? target->named : target->columns;
+  if (!read_record(p, wanted, take_cell, target)) return 0;
   if (range->row_count == range->row_capacity) {
     int capacity = range->row_capacity < 64 ? 64 : range->row_capacity * 2;
     int *grown = realloc(range->row_ends, sizeof(int) * (size_t)capacity);
@@ -761,7 +780,15 @@ static void parse_range(JsonlCursor *jsonl, Range *range) {
     range->ok = -1;
     return;
   }
-  RangeTarget target = {range, &jsonl->columns};
+  RangeTarget target = {range, &jsonl->columns, jsonl->has_named ? &jsonl->named : NULL,
+                       jsonl->checked};
+  if (jsonl->checked) {
+    range->stamps = calloc((size_t)jsonl->columns.count + 1, sizeof(int));
+    if (range->stamps == NULL) {
+      range->ok = -1;
+      return;
+    }
+  }
   range->ok = 1;
   if (!each_record(&range->parser, range->end - range->start, range_row, &target) &&
       range->ok == 1)
@@ -854,6 +881,7 @@ static void free_ranges(JsonlCursor *jsonl) {
     free(jsonl->ranges[r].cells);
     free(jsonl->ranges[r].row_ends);
     free(jsonl->ranges[r].parser.decoded);
+    free(jsonl->ranges[r].stamps);
   }
   free(jsonl->ranges);
   jsonl->ranges = NULL;
@@ -869,7 +897,7 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   sqlite3_str *schema = sqlite3_str_new(db);
   sqlite3_str_appendall(schema, "CREATE TABLE x(");
   for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
-  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, elements HIDDEN)");
+  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, flags HIDDEN, named HIDDEN)");
   char *text = sqlite3_str_finish(schema);
   if (text == NULL) return SQLITE_NOMEM;
   int rc = dirq_connect_innocuous(db, text, table);
@@ -877,7 +905,7 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   return rc;
 }
 
-/* All three arguments are required, in order. */
+/* All four arguments are required, in order. */
 static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
   (void)table;
   int seen = 0;
@@ -890,7 +918,7 @@ static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if (seen != 7) return SQLITE_CONSTRAINT;
+  if (seen != 15) return SQLITE_CONSTRAINT;
   info->estimatedCost = 1000;
   info->estimatedRows = 10000;
   return SQLITE_OK;
@@ -911,7 +939,9 @@ static void jsonl_release(JsonlCursor *jsonl) {
   sqlite3_free(jsonl->data);
   sqlite3_free(jsonl->values);
   sqlite3_free(jsonl->columns_text);
+  sqlite3_free(jsonl->named_text);
   free_names(&jsonl->columns);
+  free_names(&jsonl->named);
   memset(jsonl, 0, sizeof *jsonl);
 }
 
@@ -970,6 +1000,18 @@ static int jsonl_next(sqlite3_vtab_cursor *cursor) {
   }
 }
 
+/* A names argument, copied (NULL: `*given` 0); 0 when out of memory. */
+static int copy_names(sqlite3_value *value, unsigned char **text, Names *names, int *given) {
+  const unsigned char *source = sqlite3_value_text(value);
+  int bytes = sqlite3_value_bytes(value);
+  *given = source != NULL;
+  if (source == NULL) return split_names(NULL, 0, names);
+  *text = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  if (*text == NULL) return 0;
+  memcpy(*text, source, (size_t)bytes);
+  return split_names(*text, bytes, names);
+}
+
 static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
                         sqlite3_value **argv) {
   (void)idx_num;
@@ -979,7 +1021,7 @@ static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *id
   jsonl_release(jsonl);
   jsonl->base.pVtab = table;
   jsonl->eof = 1;
-  if (argc < 3) return SQLITE_OK;
+  if (argc < 4) return SQLITE_OK;
   int bytes = sqlite3_value_bytes(argv[0]);
   const void *piece = sqlite3_value_blob(argv[0]);
   int columns_bytes = sqlite3_value_bytes(argv[1]);
@@ -991,11 +1033,16 @@ static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *id
   if (columns_bytes > 0) memcpy(jsonl->columns_text, columns, (size_t)columns_bytes);
   if (!split_names(columns == NULL ? NULL : jsonl->columns_text, columns_bytes, &jsonl->columns))
     return SQLITE_NOMEM;
+  int flags = sqlite3_value_int(argv[2]);
+  jsonl->checked = (flags & FLAG_CHECKED) != 0;
+  if (jsonl->checked && !copy_names(argv[3], &jsonl->named_text, &jsonl->named,
+                                    &jsonl->has_named))
+    return SQLITE_NOMEM;
   if (jsonl->columns.count > DECLARED_COLUMNS) return jsonl_fail(jsonl, "too many columns");
   jsonl->values = sqlite3_malloc64(sizeof(Value) * (sqlite3_uint64)(jsonl->columns.count + 1));
   if (jsonl->values == NULL) return SQLITE_NOMEM;
   jsonl->bytes = bytes;
-  if (!start_ranges(jsonl, sqlite3_value_int(argv[2]) != 0)) return SQLITE_NOMEM;
+  if (!start_ranges(jsonl, (flags & FLAG_ELEMENTS) != 0)) return SQLITE_NOMEM;
   jsonl->eof = 0;
   int rc = jsonl_ready(jsonl);
   return rc == SQLITE_OK ? jsonl_next(cursor) : rc;
