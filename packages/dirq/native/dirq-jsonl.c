@@ -705,7 +705,8 @@ typedef struct {
 
 typedef struct {
   sqlite3_vtab_cursor base;
-  unsigned char *data;
+  const unsigned char *data; /* the piece: a bound parameter's bytes, or `owned` */
+  unsigned char *owned;
   int bytes;
   Names columns;
   unsigned char *columns_text;
@@ -936,7 +937,7 @@ static int jsonl_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
 
 static void jsonl_release(JsonlCursor *jsonl) {
   free_ranges(jsonl);
-  sqlite3_free(jsonl->data);
+  sqlite3_free(jsonl->owned);
   sqlite3_free(jsonl->values);
   sqlite3_free(jsonl->columns_text);
   sqlite3_free(jsonl->named_text);
@@ -1026,10 +1027,20 @@ static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *id
   const void *piece = sqlite3_value_blob(argv[0]);
   int columns_bytes = sqlite3_value_bytes(argv[1]);
   const unsigned char *columns = sqlite3_value_text(argv[1]);
-  jsonl->data = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  /*
+   * A bound parameter is read where SQLite keeps it, unchanged until the statement is reset:
+   * a copy would cost the piece's size again (a 100 MB line). Any other value is copied.
+   */
+  if (sqlite3_value_frombind(argv[0]) && sqlite3_value_type(argv[0]) == SQLITE_BLOB) {
+    jsonl->data = (unsigned char *)piece;
+  } else {
+    jsonl->owned = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+    if (jsonl->owned == NULL) return SQLITE_NOMEM;
+    if (bytes > 0) memcpy(jsonl->owned, piece, (size_t)bytes);
+    jsonl->data = jsonl->owned;
+  }
   jsonl->columns_text = sqlite3_malloc64((sqlite3_uint64)columns_bytes + 1);
-  if (jsonl->data == NULL || jsonl->columns_text == NULL) return SQLITE_NOMEM;
-  if (bytes > 0) memcpy(jsonl->data, piece, (size_t)bytes);
+  if (jsonl->columns_text == NULL) return SQLITE_NOMEM;
   if (columns_bytes > 0) memcpy(jsonl->columns_text, columns, (size_t)columns_bytes);
   if (!split_names(columns == NULL ? NULL : jsonl->columns_text, columns_bytes, &jsonl->columns))
     return SQLITE_NOMEM;

@@ -192,3 +192,35 @@ describe(`the native JSON Lines reader reads what the JavaScript one reads (seed
     }
   });
 });
+
+describe("a line or field many pieces long", () => {
+  const small = (i: number) => `{"id": ${i}, "amount": ${i % 7}, "note": "w${i}"}`;
+  const longNote = "ab\\ncd ".repeat(900_000);
+  const rows = Array.from({ length: 300 }, (_, i) => small(i));
+  const csvRows = Array.from({ length: 300 }, (_, i) => `${i},${i % 7},w${i}`);
+  const longField = 'x ""quoted"" and\nnewline '.repeat(250_000);
+  const root = tempTree({
+    "long/line.jsonl": `${[...rows, `{"id": -1, "amount": 5, "note": "${longNote}"}`, ...rows].join("\n")}\n`,
+    "csv/field.csv": `id,amount,note\n${[...csvRows, `-1,5,"${longField}"`, ...csvRows].join("\n")}\n`,
+  });
+  const sql = (from: string) =>
+    `SELECT _dirq_row_index, id, amount, length(note), substr(note, 1, 30) FROM '${from}' ORDER BY 1`;
+
+  it("JSON Lines: every reader gives the long line's value whole", async () => {
+    const javascript = await answer(root, sql("./long"), "javascript");
+    assert.deepEqual(javascript.skipped, []);
+    assert.equal(javascript.rows.length, 601);
+    assert.equal(javascript.rows[300]?.["length(note)"], longNote.length - 900_000);
+    for (const reader of ["native-one-thread", "native-parallel"] as const) {
+      assert.deepEqual(await answer(root, sql("./long"), reader), javascript, reader);
+    }
+  });
+
+  it("CSV: a quoted field with quotes and newlines, whole", async () => {
+    const javascript = await answer(root, sql("./csv"), "javascript", "csv");
+    assert.deepEqual(javascript.skipped, []);
+    assert.equal(javascript.rows.length, 601);
+    assert.equal(javascript.rows[300]?.["length(note)"], longField.length - 2 * 250_000);
+    assert.deepEqual(await answer(root, sql("./csv"), "native-one-thread", "csv"), javascript);
+  });
+});
