@@ -735,6 +735,16 @@ typedef struct {
   int checked;
 } RangeTarget;
 
+/* Doubles an array's room (C library memory: any thread); 0 when out of memory. */
+static int grow(void **items, int *capacity, size_t size) {
+  int room = *capacity < 64 ? 64 : *capacity * 2;
+  void *grown = realloc(*items, size * (size_t)room);
+  if (grown == NULL) return 0;
+  *items = grown;
+  *capacity = room;
+  return 1;
+}
+
 static int take_cell(void *context, const unsigned char *key, int n, Value *value) {
   RangeTarget *target = context;
   Range *range = target->range;
@@ -745,13 +755,9 @@ static int take_cell(void *context, const unsigned char *key, int n, Value *valu
     if (range->stamps[column] == range->row_count + 1) return 0;
     range->stamps[column] = range->row_count + 1;
   }
-  if (range->cell_count == range->cell_capacity) {
-    int capacity = range->cell_capacity < 64 ? 64 : range->cell_capacity * 2;
-    Cell *grown = realloc(range->cells, sizeof(Cell) * (size_t)capacity);
-    if (grown == NULL) return range->ok = -1, 0;
-    range->cells = grown;
-    range->cell_capacity = capacity;
-  }
+  if (range->cell_count == range->cell_capacity &&
+      !grow((void **)&range->cells, &range->cell_capacity, sizeof(Cell)))
+    return range->ok = -1, 0;
   range->cells[range->cell_count].column = column;
   range->cells[range->cell_count++].value = *value;
   return 1;
@@ -762,13 +768,9 @@ static int range_row(Parser *p, void *context) {
   Range *range = target->range;
   const Names *wanted = target->checked ? target->named : target->columns;
   if (!read_record(p, wanted, take_cell, target)) return 0;
-  if (range->row_count == range->row_capacity) {
-    int capacity = range->row_capacity < 64 ? 64 : range->row_capacity * 2;
-    int *grown = realloc(range->row_ends, sizeof(int) * (size_t)capacity);
-    if (grown == NULL) return range->ok = -1, 0;
-    range->row_ends = grown;
-    range->row_capacity = capacity;
-  }
+  if (range->row_count == range->row_capacity &&
+      !grow((void **)&range->row_ends, &range->row_capacity, sizeof(int)))
+    return range->ok = -1, 0;
   range->row_ends[range->row_count++] = range->cell_count;
   return 1;
 }
