@@ -31,6 +31,7 @@ import {
   queryInProcess,
   resultColumnsOf,
 } from "./query/in-process.js";
+import type { StatementAnalysis } from "./query/statement-analysis.js";
 import { ROWID } from "./query/statement-plan.js";
 import {
   type PreparedStatement,
@@ -241,6 +242,8 @@ export class DirqIndex {
       pathTableNames: () => this.catalog.names(),
       tableExists: (name) => this.tableExists(name),
       createMissingTable: (name, columns) => this.createMissingTable(name, columns),
+      needsWidening: (analysis) => this.tablesToWiden(analysis).length > 0,
+      widenTables: (analysis) => this.widenTables(analysis),
       missingTableError: (name, error) => this.missingTableError(name, error),
       needsFill: (table, columns) =>
         parsed.needsReconcile(table) || pathTables.needsFill(table, this.groupsFor(columns)),
@@ -302,6 +305,27 @@ export class DirqIndex {
     const kept = new Set(this.pathTables.names());
     this.tablesChanged(before.filter((table) => !kept.has(table)));
     return created ? [] : null;
+  }
+
+  /**
+   * The path-tables a statement names that were built with only the columns earlier statements
+   * named (`readNamedColumns`) and lack some this one may read.
+   */
+  private tablesToWiden(analysis: StatementAnalysis): string[] {
+    if (!this.settings.readNamedColumns) return [];
+    const names = new Set(analysis.tableNames.map((name) => name.token.value));
+    return [...names].filter((name) => this.parsed.needsWidening(name, analysis.namedColumns));
+  }
+
+  /** Builds the tables `tablesToWiden` names again, with this statement's columns too. */
+  private async widenTables(analysis: StatementAnalysis): Promise<SkippedPath[]> {
+    const skipped: SkippedPath[] = [];
+    for (const name of this.tablesToWiden(analysis)) {
+      const path = this.caseVariants.pathOf(name);
+      skipped.push(...((await this.parsed.widen(name, path, analysis.namedColumns)) ?? []));
+      this.tablesChanged([name]);
+    }
+    return skipped;
   }
 
   /**

@@ -123,6 +123,44 @@ describe("REPL with piped input", () => {
     );
   });
 
+  it("--parse: each statement answers as a one-shot run of it does, whichever columns came before", async () => {
+    const tree = makeTree({
+      "data/d.csv": "id,city,amount,note\n1,Oslo,10,a\n2,Rome,20,b\n3,Oslo,30,\n",
+      "data/e.jsonl": '{"a":1,"b":"x"}\n{"a":2,"b":"y","c":true}\n{"a":3,"d":[1]}\n',
+    });
+    // Each one names a column the ones before did not, reads them all, or asks the schema.
+    const statements = [
+      "SELECT sum(amount) AS s FROM './data/d.csv'",
+      "SELECT city, count(*) AS n FROM './data/d.csv' WHERE amount > 15 GROUP BY city",
+      "SELECT a FROM './data/e.jsonl' ORDER BY a",
+      "SELECT b, c FROM './data/e.jsonl' WHERE a > 1 ORDER BY a",
+      "SELECT d FROM './data/e.jsonl' WHERE d IS NOT NULL",
+      "SELECT * FROM './data/d.csv' WHERE id = 2",
+      "SELECT note, city FROM './data/d.csv' ORDER BY id",
+      "SELECT name FROM pragma_table_info('./data/e.jsonl')",
+    ];
+    try {
+      const repl = await runDirq(["--parse", "auto"], {
+        cwd: tree,
+        input: statements.map((sql) => `${sql};\n`).join(""),
+      });
+      assert.equal(repl.code, 0, repl.stderr);
+      const oneShot: string[] = [];
+      for (const sql of statements) {
+        const result = await runDirq([sql, "--parse", "auto"], { cwd: tree });
+        assert.equal(result.code, 0, result.stderr);
+        oneShot.push(result.stdout);
+      }
+      assert.equal(repl.stdout, oneShot.join(""));
+      assert.ok(
+        repl.stdout.includes('[{"b":"y","c":1},{"b":null,"c":null}]\n[{"d":"[1]"}]\n'),
+        repl.stdout,
+      );
+    } finally {
+      removeTree(tree);
+    }
+  });
+
   it("--no-ignore applies", async () => {
     writeFileSync(join(root, ".gitignore"), "a.txt\n");
     try {

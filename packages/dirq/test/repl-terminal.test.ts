@@ -4,6 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
+import { seededRandom } from "./differential.js";
 import { makeTree, python3, removeTree } from "./helpers.js";
 import { clockTicks, cpuTicks } from "./server-support.js";
 import { descendants, KEY, plainText, TerminalSession } from "./terminal.js";
@@ -281,6 +282,76 @@ console.log(JSON.stringify([{ file: p.split("/").pop() }]));`,
     } finally {
       rmSync(hook);
       rmSync(config);
+    }
+  });
+
+  test("--parse: a later statement naming a column the first did not load gets it, after a file changes too", async () => {
+    const random = seededRandom(69);
+    const cities = ["Oslo", "Rome", "Lima", "Kyiv"];
+    const rows = Array.from({ length: 300 }, (_, i) => ({
+      id: i + 1,
+      city: cities[Math.floor(random() * cities.length)] as string,
+      amount: Math.floor(random() * 1000),
+    }));
+    const csv = (part: typeof rows, extra: boolean) =>
+      `id,city,amount${extra ? ",extra" : ""}\n` +
+      part.map((r) => `${r.id},${r.city},${r.amount}${extra ? `,x${r.id}` : ""}`).join("\n") +
+      "\n";
+    const tree = makeTree({
+      "a.csv": csv(rows.slice(0, 200), false),
+      "b.csv": csv(rows.slice(200), false),
+    });
+    /** The table the REPL prints for a GROUP BY city of `part`, ordered by city. */
+    const grouped = (part: typeof rows) => {
+      const sums = new Map<string, number>();
+      for (const r of part) sums.set(r.city, (sums.get(r.city) ?? 0) + r.amount);
+      return [...sums].sort(([a], [b]) => (a < b ? -1 : 1));
+    };
+    try {
+      const repl = new TerminalSession(["--parse", "csv"], {
+        cwd: tree,
+        env: { XDG_DATA_HOME: dataHome },
+      });
+      sessions.push(repl);
+      await repl.waitFor("dirq> ");
+      // Loads `amount` alone.
+      repl.type(`SELECT sum(amount) AS total FROM './*.csv';${KEY.enter}`);
+      const total = rows.reduce((sum, r) => sum + r.amount, 0);
+      assert.match(await repl.waitFor("(1 row)"), new RegExp(`total\\n-+\\n\\s*${total}\\n`));
+      repl.type(`SELECT sql FROM sqlite_schema WHERE name = './*.csv';${KEY.enter}`);
+      assert.match(await repl.waitFor("(1 row)"), /CREATE TABLE "\.\/\*\.csv" \("amount", _dirq/);
+      // Names `city`, which the first statement did not.
+      repl.type(
+        `SELECT city, sum(amount) AS s FROM './*.csv' GROUP BY city ORDER BY city;${KEY.enter}`,
+      );
+      const shown = await repl.waitFor(`(${grouped(rows).length} rows)`);
+      for (const [city, sum] of grouped(rows))
+        assert.match(shown, new RegExp(`\\n${city}\\s+${sum}\\n`));
+      // A file gains a key: the watcher writes its rows with it; the other file's rows still
+      // have their cities when a statement names the new key.
+      writeFileSync(join(tree, "b.csv"), csv(rows.slice(200), true));
+      const expected = `(${rows.length - 200} rows)`;
+      const counts = new RegExp(
+        `e\\s+c\\n-+\\s+-+\\n\\s*${rows.length - 200}\\s+${rows.length}\\n`,
+      );
+      // The watcher applies the change a moment later: asked again until it has.
+      for (let attempt = 0; ; attempt++) {
+        repl.type(`SELECT count(extra) AS e, count(city) AS c FROM './*.csv';${KEY.enter}`);
+        const answer = await repl.waitFor("(1 row)");
+        if (counts.test(answer) || attempt >= 50) {
+          assert.match(answer, counts);
+          break;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      repl.type(
+        `SELECT city, extra FROM './*.csv' WHERE extra IS NOT NULL ORDER BY _dirq_row_index;${KEY.enter}`,
+      );
+      assert.match(await repl.waitFor(expected), /city\s+extra\n/);
+      repl.type(KEY.ctrlD);
+      assert.equal(await repl.exited, 0);
+    } finally {
+      removeTree(tree);
     }
   });
 });

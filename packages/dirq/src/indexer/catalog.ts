@@ -98,6 +98,11 @@ export class Catalog {
     this.entries.set(name.toLowerCase(), { kind: "parsed", name, live });
   }
 
+  /** Forgets a built parsed table (it is about to be dropped and built again). */
+  removeParsedTable(name: string): void {
+    if (this.hasParsedTable(name)) this.entries.delete(name.toLowerCase());
+  }
+
   /** Keeps a persisted parsed table whose files the first statement that reads it compares. */
   keepUnreconciled(name: string): void {
     this.entries.set(name.toLowerCase(), { kind: "parsed", name, live: null });

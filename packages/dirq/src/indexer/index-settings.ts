@@ -91,8 +91,9 @@ export interface OpenIndexOptions {
   /**
    * A path-table read by a built-in format (`parse`) loads only the columns the statement that
    * builds it may name (every word and string in it; all for `SELECT *`), not every key of its
-   * files. For an in-memory index that runs one statement (the one-shot CLI): a live or
-   * persisted index keeps every column, for the statements that come later.
+   * files; a later statement that may read a key it left out builds it again with that key
+   * (`ParsedTableRegistry.widen`). For the one-shot CLI and the REPL: a persisted index keeps
+   * every column, and so do the server and the SDK, whose statements come from many clients.
    */
   readNamedColumns?: boolean;
   /**

@@ -150,6 +150,43 @@ export class ParsedTableRegistry {
     return true;
   }
 
+  /**
+   * Whether the parsed table `name` was built with only the keys statements named, and a
+   * statement naming `names` (`null`: every column, see `StatementAnalysis.namedColumns`) may
+   * read a key it left out: one its files hold, or may hold when that is not known.
+   */
+  needsWidening(name: string, names: ReadonlySet<string> | null): boolean {
+    const partial = this.context.catalog.parsedTable(name)?.partial;
+    if (partial === undefined) return false;
+    if (names === null) return true;
+    const columns = new Set(this.context.catalog.parsedTable(name)?.columns.map(foldName));
+    for (const named of names) {
+      if (partial.named.has(named)) continue;
+      // A refresh wrote some rows' keys as columns: the other rows lack them.
+      if (partial.keys === null || partial.keys.has(named) || columns.has(named)) return true;
+    }
+    return false;
+  }
+
+  /**
+   * Builds the path-table `name` (the path `path`) again when a statement naming `names` needs
+   * keys it left out (`needsWidening`), with those names added (every key for `null`). Returns
+   * the files skipped, or `null` when it needed nothing.
+   */
+  async widen(
+    name: string,
+    path: string,
+    names: ReadonlySet<string> | null,
+  ): Promise<SkippedPath[] | null> {
+    const live = this.context.catalog.parsedTable(name);
+    if (live?.partial === undefined || !this.needsWidening(name, names)) return null;
+    const union = names === null ? null : new Set([...live.partial.named, ...names]);
+    // Forgotten first: a build that fails part way leaves no table for the refresher to keep.
+    this.context.catalog.removeParsedTable(name);
+    this.context.db.exec(`DROP TABLE ${quoteIdentifier(live.spec.name)}`);
+    return this.buildPathTable(live.spec.name, path, union);
+  }
+
   /** Whether `table` is kept from a persisted index and not yet compared with the tree. */
   needsReconcile(table: string): boolean {
     return this.context.catalog.isUnreconciled(table);
@@ -215,7 +252,7 @@ export class ParsedTableRegistry {
     if (store !== null && stored !== undefined) store.dropTable(stored);
     const persisted = store !== null && definition !== null ? { store, spec: definition } : null;
     const built = await buildParsedTable(db, spec, options, persisted, columns);
-    catalog.addParsedTable({ spec, columns: built.columns, matches });
+    catalog.addParsedTable({ spec, columns: built.columns, matches, partial: built.partial });
     return built.skipped;
   }
 }

@@ -256,7 +256,8 @@ export function walkTableFiles(
  * Builds a parsed table: walks its files, runs the hook on each (in parallel), creates the
  * table (schema, or columns inferred from the output), runs its `ddl`, inserts the rows.
  * Files whose hook failed are returned as skipped; the other rows stand. With `namedColumns`
- * (folded names), a table dirq reads itself loads only the keys of those names.
+ * (folded names), a table dirq reads itself loads only the keys of those names, and says so
+ * (`partial`).
  */
 export async function buildParsedTable(
   db: SqliteDatabase,
@@ -264,7 +265,7 @@ export async function buildParsedTable(
   options: ParsedTableOptions,
   persisted: { store: CatalogStore; spec: string } | null = null,
   namedColumns: ReadonlySet<string> | null = null,
-): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
+): Promise<{ skipped: SkippedPath[]; columns: string[]; partial?: PartialColumns }> {
   const scan = options.progress.start();
   const walked = walkTableFiles(spec, options, (found) => scan.update(`scanning ${found} files`));
   scan.finish((duration) => `scanned ${walked.paths.length} files in ${duration}`);
@@ -281,7 +282,10 @@ export async function buildParsedTable(
       persisted,
       namedColumns,
     });
-    return { skipped: [...walked.skipped, ...unnameable, ...read.skipped], columns: read.columns };
+    const skipped = [...walked.skipped, ...unnameable, ...read.skipped];
+    // A schema's columns are all loaded (see `fillFromReader`).
+    if (namedColumns === null || spec.schema !== null) return { skipped, columns: read.columns };
+    return { skipped, columns: read.columns, partial: { named: namedColumns, keys: read.keys } };
   }
   // A persisted index records each file's state as it was before its hook read it.
   const signatures = persisted
@@ -344,6 +348,18 @@ export interface LiveParsedTable {
    */
   columns: string[];
   matches: (path: string) => boolean;
+  /**
+   * Set when the table was built with only the keys statements named (`readNamedColumns`):
+   * the names they named, folded, and every key its files brought (`null`: not known). Rows a
+   * refresh writes later bring all their keys as columns.
+   */
+  partial?: PartialColumns;
+}
+
+/** What a table built with only the named keys holds (see `LiveParsedTable.partial`). */
+export interface PartialColumns {
+  named: ReadonlySet<string>;
+  keys: ReadonlySet<string> | null;
 }
 
 /** A parsed table's visible columns as SQLite has them now (the source of truth). */

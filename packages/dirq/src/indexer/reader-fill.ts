@@ -246,6 +246,12 @@ export class ReaderTableBuild {
   private readonly table: string;
   /** Its schema's TEXT columns, names folded (see `textColumns`). */
   private readonly textNames: readonly string[];
+  /**
+   * Every key the files brought, folded, the ones left out by `namedColumns` too: a later
+   * statement that names one of those needs the table built again with it. `null` once a file
+   * was read by code that gives only the named keys (the native JSON Lines reader).
+   */
+  keys: Set<string> | null = new Set();
 
   /**
    * `namedColumns` (folded names): only keys of these names become columns, the rest of each
@@ -412,6 +418,7 @@ export class ReaderTableBuild {
     if (checked !== null) return checked;
     const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(piece, named, flag);
     if (typeof keys !== "string") return null;
+    if (named !== null) this.keys = null;
     this.takeKeys(keys === "" ? [] : keys.split(NAME_SEPARATOR));
     if (this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
     const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
@@ -459,6 +466,7 @@ export class ReaderTableBuild {
   /** Creates or widens the table for `keys`; whether its columns changed. */
   private takeKeys(allKeys: readonly string[]): boolean {
     if (this.spec.schema === null) refuseUnnameableKeys(allKeys);
+    for (const key of allKeys) this.keys?.add(foldName(key));
     const named = this.namedColumns;
     const keys = named === null ? allKeys : allKeys.filter((key) => named.has(foldName(key)));
     let changed = false;
@@ -526,7 +534,7 @@ export async function fillFromReader(
     persisted: { store: CatalogStore; spec: string } | null;
     namedColumns: ReadonlySet<string> | null;
   },
-): Promise<{ skipped: SkippedPath[]; columns: string[] }> {
+): Promise<{ skipped: SkippedPath[]; columns: string[]; keys: ReadonlySet<string> | null }> {
   const phase = options.progress.start();
   const skipped: SkippedPath[] = [];
   const before = persisted ? schemaObjects(db) : null;
@@ -566,5 +574,5 @@ export async function fillFromReader(
     if (persisted && before) recordBuiltTable(db, spec, persisted, before, build.recorded);
   })();
   phase.finish((duration) => `indexed ${paths.length} files in ${duration}`);
-  return { skipped, columns: build.columns };
+  return { skipped, columns: build.columns, keys: build.keys };
 }

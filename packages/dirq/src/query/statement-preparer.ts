@@ -67,6 +67,13 @@ export interface PreparerHost {
     name: string,
     columns: ReadonlySet<string> | null,
   ): Promise<SkippedPath[] | null>;
+  /**
+   * Whether a table the statement names was built with only the columns earlier statements
+   * named and must be built again for this one (see `ParsedTableRegistry.needsWidening`).
+   */
+  needsWidening(analysis: StatementAnalysis): boolean;
+  /** Builds those tables again with the columns this statement names; the files skipped. */
+  widenTables(analysis: StatementAnalysis): Promise<SkippedPath[]>;
   /** SQLite's "no such table" for a name that is not a path-table, with a hint where one helps. */
   missingTableError(name: string, error: unknown): unknown;
   /** Whether reading these columns of the table needs a fill first (`false`: not a path-table). */
@@ -276,6 +283,7 @@ export class StatementPreparer {
       for (const name of runnableAnalysis.describedTables) {
         if (!this.host.tableExists(name)) return null;
       }
+      if (this.host.needsWidening(runnableAnalysis)) return null;
       const args = options.parameters === true ? nullArguments(runnableAnalysis) : [];
       const plan = planStatement(this.host.db, runnable, this.rootPages.at(schemaVersion), args);
       if (!plan.readonly) return null;
@@ -359,6 +367,7 @@ export class StatementPreparer {
       if (!this.host.tableExists(name))
         skipped.push(...((await this.host.createMissingTable(name, null)) ?? []));
     }
+    skipped.push(...(await this.host.widenTables(runnableAnalysis)));
     const statement = await this.compileCreatingTables(runnableAnalysis, skipped);
     if (!statement.readonly) throw notReadOnly();
     if (runnableAnalysis.isExplain) {

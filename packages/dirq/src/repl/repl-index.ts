@@ -68,6 +68,9 @@ export async function openReplIndex(options: ReplIndexOptions): Promise<ReplInde
       // Only the columns a statement reads, as one-shot runs do: `SELECT count(*)` on a big
       // tree stats nothing, and a later statement that reads `size` fills the stats then.
       // Rows the watcher updates keep the table's groups (PathTables.refreshFile).
+      // A table read by --parse loads the keys the statement names; a later statement that
+      // names another builds it again (ParsedTableRegistry.widen).
+      readNamedColumns: true,
     },
     folderPrefix: "dirq-repl-",
     reaper: true,
