@@ -35,10 +35,10 @@ import {
 const FILES_FORMAT = 1;
 const MB = 1_000_000;
 /** Full sizes; `--scale` multiplies them (a smoke run: `--scale 0.01`). */
-const SIZES = { bytes: 200 * MB, bigBytes: 1000 * MB, smallFiles: 10_000 };
-const SECTIONS = ["jsonl", "json", "csv", "small"];
+const SIZES = { bytes: 200 * MB, bigBytes: 1000 * MB, smallFiles: 10_000, longBytes: 100 * MB };
+const SECTIONS = ["jsonl", "json", "csv", "small", "long"];
 /** The issue's targets: ratios to the reference named beside each. */
-const TARGETS = { jsonl: 2, json: 2, csvCount: 2, csvGroupVsSqlite: 0.4, small: 1 };
+const TARGETS = { jsonl: 2, json: 2, csvCount: 2, csvGroupVsSqlite: 0.4, small: 1, long: 2 };
 const DEFAULT_RUNS = 3;
 
 const SUM_SQL = (from) => `SELECT count(*), sum(amount) FROM ${from}`;
@@ -48,8 +48,8 @@ const USAGE = `Usage: node bench/dirq-bigfiles.mjs [options]
 
 Times one-shot dirq statements over one big file against DuckDB (read_json, read_csv) and the
 sqlite3 shell (.import --csv) on the same generated files in the same run, with each one's
-peak RSS: 200 MB of JSON Lines, the same rows as one JSON array, a 200 MB CSV file, and
-10,000 small JSON files.
+peak RSS: 200 MB of JSON Lines, the same rows as one JSON array, a 200 MB CSV file,
+10,000 small JSON files, and (long) the peak RSS a 100 MB JSON Lines line or CSV field costs.
 
   --runs N        timed runs per command after one warm-up (default ${DEFAULT_RUNS})
   --only LIST     sections to run, comma-separated: ${SECTIONS.join(", ")} (default all)
@@ -199,6 +199,33 @@ function ensureBigFile(dir, kind, bytes) {
   });
 }
 
+/** Rows around the long one of `ensureLongFile`, before it and after it. */
+const LONG_AROUND = 1000;
+
+/**
+ * A JSON Lines or CSV file (`kind`) of 2 x LONG_AROUND small rows and, with `long`, one row
+ * between them whose `note` is `long` bytes: the long line or field, and the same file without.
+ */
+function ensureLongFile(dir, kind, long) {
+  const name = `long-${long}.${kind}`;
+  return generated(dir, name, { format: FILES_FORMAT, kind, long }, (path) => {
+    const csv = kind === "csv";
+    const line = (id, amount, note) =>
+      csv ? `${id},${amount},"${note}"\n` : `{"id":${id},"amount":${amount},"note":"${note}"}\n`;
+    const amounts = Array.from({ length: LONG_AROUND }, (_, i) => i % 7);
+    const around = amounts.map((amount, i) => line(i, amount, `w${i}`)).join("");
+    const fd = openSync(path, "w");
+    writeSync(fd, `${csv ? "id,amount,note\n" : ""}${around}`);
+    writeSync(fd, csv ? '-1,5,"' : '{"id":-1,"amount":5,"note":"');
+    const chunk = "x".repeat(MB);
+    for (let left = long; left > 0; left -= MB) writeSync(fd, chunk.slice(0, Math.min(MB, left)));
+    writeSync(fd, `${csv ? '"' : '"}'}\n${around}`);
+    closeSync(fd);
+    const amount = 2 * amounts.reduce((sum, value) => sum + value, 0) + 5;
+    return { rows: 2 * LONG_AROUND + 1, amount, cities: {} };
+  });
+}
+
 /** `files` small JSON files, one row each, 100 to a folder. */
 function ensureSmallFiles(dir, files) {
   return generated(dir, `small-${files}`, { format: FILES_FORMAT, files }, (path) => {
@@ -265,8 +292,24 @@ function sumSection(context, kind, bytes) {
   const { path, expected } = ensureBigFile(options.dir, kind, bytes);
   const file = path.slice(options.dir.length + 1);
   const name = `${kind} ${sizeText(bytes)}`;
+  const dirq = dirqCommand(
+    "dirq",
+    SUM_SQL(`'./${file}'`),
+    ["--parse", kind],
+    "duckdb",
+    options.dirq,
+  );
+  // The native JSON Lines reader parses on threads beside SQLite's; the same build on SQLite's
+  // thread alone shows what they bring.
+  const oneThread = {
+    ...dirq,
+    id: "dirq-one-thread",
+    label: `${dirq.label} (DIRQ_JSONL_THREADS=0)`,
+    env: { ...dirq.env, DIRQ_JSONL_THREADS: "0" },
+  };
   const commands = [
-    dirqCommand("dirq", SUM_SQL(`'./${file}'`), ["--parse", kind], "duckdb", options.dirq),
+    dirq,
+    ...(kind === "jsonl" ? [oneThread] : []),
     duckdbCommand(
       "duckdb",
       `DuckDB read_json('${file}')`,
@@ -276,7 +319,7 @@ function sumSection(context, kind, bytes) {
   ];
   const section = { name, commands, check: checkSum(expected) };
   const results = timeSection(section, options.dir, options.runs, meter, failures);
-  const dirq = results.find((result) => result.command.id === "dirq");
+  const dirqResult = results.find((result) => result.command.id === "dirq");
   const duck = results.find((result) => result.command.id === "duckdb");
   const targets = [
     {
@@ -285,7 +328,8 @@ function sumSection(context, kind, bytes) {
     },
   ];
   if (kind === "json") {
-    const memory = dirq?.peakRssMb && duck?.peakRssMb ? dirq.peakRssMb / duck.peakRssMb : null;
+    const memory =
+      dirqResult?.peakRssMb && duck?.peakRssMb ? dirqResult.peakRssMb / duck.peakRssMb : null;
     targets.push({ name: `${name}: dirq peak RSS at most DuckDB's`, ...verdict(memory, 1, "x") });
   }
   return {
@@ -404,6 +448,48 @@ function smallSection(context) {
   };
 }
 
+/**
+ * The peak RSS one long line (JSON Lines) or field (CSV) costs: dirq on the file with it, and
+ * on the same file with the long value empty (Node's and dirq's own baseline); the target is
+ * the difference at most TARGETS.long times the value's size. Times are shown, not targeted.
+ */
+function longSection(context) {
+  const { options, failures, meter } = context;
+  const long = options.sizes.longBytes;
+  const results = [];
+  const targets = [];
+  for (const kind of ["jsonl", "csv"]) {
+    const withLong = ensureLongFile(options.dir, kind, long);
+    const without = ensureLongFile(options.dir, kind, 0);
+    const command = (id, file) =>
+      dirqCommand(id, SUM_SQL(`'./${file}'`), ["--parse", kind], null, options.dirq);
+    const section = {
+      name: `long ${kind}`,
+      commands: [
+        { ...command(`${kind}-long`, `long-${long}.${kind}`), check: checkSum(withLong.expected) },
+        { ...command(`${kind}-base`, `long-0.${kind}`), check: checkSum(without.expected) },
+      ],
+      check: () => null,
+    };
+    const timed = timeSection(section, options.dir, options.runs, meter, failures);
+    results.push(...timed);
+    const [longRss, baseRss] = timed.map((result) => result.peakRssMb ?? null);
+    const cost = longRss !== null && baseRss !== null ? (longRss - baseRss) / (long / MB) : null;
+    targets.push({
+      name: `one ${sizeText(long)} ${kind === "csv" ? "CSV field" : "JSON Lines line"}: peak RSS above the same file without it at most ${TARGETS.long}x its size`,
+      ...verdict(cost, TARGETS.long, "x"),
+    });
+  }
+  return {
+    name: "long",
+    title: `one ${sizeText(long)} line or field among ${2 * LONG_AROUND} short rows, and the same files without it`,
+    refName: "ref",
+    runs: options.runs,
+    results,
+    targets,
+  };
+}
+
 /** The sections to run, each `{ run(context), generate(options) }`, in the report's order. */
 function plannedSections(options) {
   const wants = (name) => options.only.includes(name);
@@ -422,6 +508,16 @@ function plannedSections(options) {
     planned.push({
       run: csvSection,
       generate: () => ensureBigFile(options.dir, "csv", options.sizes.bytes),
+    });
+  }
+  if (wants("long")) {
+    planned.push({
+      run: longSection,
+      generate: () =>
+        ["jsonl", "csv"].forEach((kind) => {
+          ensureLongFile(options.dir, kind, options.sizes.longBytes);
+          ensureLongFile(options.dir, kind, 0);
+        }),
     });
   }
   if (wants("small")) {

@@ -12,27 +12,36 @@
  *   escape, a key that is an array index or holds U+001F, two keys of one line that name one
  *   column, a nested array or object under a key that is kept, a string with a lone surrogate.
  *
- * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, elements)
+ * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, flags, named)
  *   One row per line that holds an object (blank lines are skipped), value `i` the value of
  *   the key naming column `i` of `columns` (folded, joined by U+001F), or NULL. Values are
  *   stored as the JavaScript reader stores them (src/parse/exact-json.ts): an integer literal
  *   an INTEGER while it fits in 64 bits, else the nearest REAL; any other number a REAL; true
- *   and false 1 and 0; a string its text. Call it only on a piece dirq_jsonl_keys accepted.
+ *   and false 1 and 0; a string its text. Call it on a piece dirq_jsonl_keys accepted, or
+ *   with FLAG_CHECKED on any piece: then it also does what dirq_jsonl_keys would (the keys of
+ *   `named`, all keys when NULL) and fails, naming no line, where dirq_jsonl_keys would give
+ *   NULL or a key that is not one of `columns`: the caller then undoes the rows inserted and
+ *   takes the long way. One parse instead of two for every piece that brings no new key.
  *
  * `piece` is UTF-8 (checked by the caller, byte-order mark left out); only lines that end in a
  * newline are read, as the JavaScript reader leaves a last line without one unread. With
- * `elements` 1, the piece is instead some whole elements of a JSON array of objects, separated
+ * `elements` 1 (FLAG_ELEMENTS in `flags`), the piece is instead some whole elements of a JSON array of objects, separated
  * by commas (src/parse/formats/json-array-stream.ts), each element a record as a line is.
  */
 #define _GNU_SOURCE
 #include <sqlite3ext.h>
 SQLITE_EXTENSION_INIT3
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define DECLARED_COLUMNS 1996
 #define MAX_DEPTH 512
 #define SEPARATOR '\x1f'
+#define FLAG_ELEMENTS 1
+#define FLAG_CHECKED 2
 
 /* In dirq-csv.c: number literals read as JavaScript's Number and BigInt read them. */
 double dirq_literal_double(const unsigned char *s, int n);
@@ -461,6 +470,64 @@ static int each_record(Parser *p, int bytes, int (*record)(Parser *p, void *cont
   }
 }
 
+/* ---- Ranges: a piece split at line ends, parsed side by side ------------------------------ */
+
+/*
+ * A piece of lines is split into ranges that end at a newline, parsed on threads beside
+ * SQLite's: for dirq_jsonl_keys one range per thread; for dirq_jsonl ranges of RANGE_BYTES,
+ * which a helper thread parses ahead while SQLite inserts the rows of those already parsed
+ * (the inserts and the parse share the cores). A JSON array's elements are one range, parsed
+ * where they are read. DIRQ_JSONL_THREADS (helper threads, 0 for none) and
+ * DIRQ_JSONL_RANGE_BYTES set both for tests that compare the two ways on small files.
+ */
+#define RANGE_BYTES (128 * 1024)
+#define MOST_THREADS 3
+#define MOST_RANGES 4096
+
+typedef struct {
+  int threads;
+  int range_bytes;
+} Split;
+
+static Split split_settings(void) {
+  static int threads = -1, range_bytes = RANGE_BYTES;
+  if (threads < 0) {
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int count = cores > 1 ? (int)(cores - 1) : 0;
+    if (count > MOST_THREADS) count = MOST_THREADS;
+    const char *set = getenv("DIRQ_JSONL_THREADS");
+    if (set != NULL && *set != '\0') count = atoi(set) < 0 ? 0 : atoi(set);
+    if (count > MOST_THREADS) count = MOST_THREADS;
+    /* Threads need SQLite's allocator to be thread-safe (dirq_literal_double uses it). */
+    if (!sqlite3_threadsafe()) count = 0;
+    const char *bytes = getenv("DIRQ_JSONL_RANGE_BYTES");
+    if (bytes != NULL && atoi(bytes) > 0) range_bytes = atoi(bytes);
+    threads = count;
+  }
+  Split split = {threads, range_bytes};
+  return split;
+}
+
+/*
+ * Cuts `bytes` of lines into at most `most` ranges of about `bytes / most` each, every one but
+ * the last ending after a newline: their ends into `ends`; how many.
+ */
+static int cut_ranges(const unsigned char *s, int bytes, int most, int *ends) {
+  int count = 0, from = 0;
+  for (int k = 1; k < most && from < bytes; k++) {
+    sqlite3_int64 target = (sqlite3_int64)bytes * k / most;
+    if (target <= from) continue;
+    const unsigned char *newline = memchr(s + target - 1, '\n', (size_t)(bytes - target + 1));
+    if (newline == NULL) break;
+    int end = (int)(newline - s) + 1;
+    if (end >= bytes) break;
+    ends[count++] = end;
+    from = end;
+  }
+  ends[count++] = bytes;
+  return count;
+}
+
 /* ---- dirq_jsonl_keys ---------------------------------------------------------------------- */
 
 typedef struct {
@@ -493,70 +560,335 @@ static int keys_line(Parser *p, void *context) {
 /* Keys tracked per piece and per line at most: more is left to JavaScript. */
 #define MAX_KEYS 4000
 
+/* One range's keys pass: its parser, its keys, whether it read to its end. */
+typedef struct {
+  Parser parser;
+  int bytes;
+  KeysContext keys;
+  int ok;
+  pthread_t thread;
+  int started;
+} KeysRange;
+
+static int keys_range_init(KeysRange *range, const unsigned char *s, int bytes,
+                           const Names *wanted, int elements) {
+  memset(range, 0, sizeof *range);
+  range->parser.s = s;
+  range->parser.elements = elements;
+  range->bytes = bytes;
+  range->keys.wanted = wanted;
+  range->keys.capacity = MAX_KEYS;
+  range->parser.decoded = malloc((size_t)bytes + 1);
+  range->keys.found.names = malloc(sizeof(char *) * MAX_KEYS);
+  range->keys.found.lengths = malloc(sizeof(int) * MAX_KEYS);
+  range->keys.line_keys.names = malloc(sizeof(char *) * MAX_KEYS);
+  range->keys.line_keys.lengths = malloc(sizeof(int) * MAX_KEYS);
+  return range->parser.decoded && range->keys.found.names && range->keys.found.lengths &&
+         range->keys.line_keys.names && range->keys.line_keys.lengths;
+}
+
+static void keys_range_free(KeysRange *range) {
+  free(range->parser.decoded);
+  free(range->keys.found.names);
+  free(range->keys.found.lengths);
+  free(range->keys.line_keys.names);
+  free(range->keys.line_keys.lengths);
+}
+
+static void *keys_range_read(void *argument) {
+  KeysRange *range = argument;
+  range->ok = each_record(&range->parser, range->bytes, keys_line, &range->keys);
+  return NULL;
+}
+
+/* The ranges' keys in order, one spelling per name, into `out`; 0 past MAX_KEYS. */
+static int merge_keys(KeysRange *ranges, int count, Names *out) {
+  for (int r = 0; r < count; r++) {
+    const Names *found = &ranges[r].keys.found;
+    for (int i = 0; i < found->count; i++) {
+      if (find_name(out, found->names[i], found->lengths[i]) >= 0) continue;
+      if (out->count == MAX_KEYS) return 0;
+      out->names[out->count] = found->names[i];
+      out->lengths[out->count++] = found->lengths[i];
+    }
+  }
+  return 1;
+}
+
+static void result_keys(sqlite3_context *context, const Names *keys) {
+  sqlite3_str *out = sqlite3_str_new(NULL);
+  for (int i = 0; i < keys->count; i++) {
+    if (i > 0) sqlite3_str_appendchar(out, 1, SEPARATOR);
+    sqlite3_str_append(out, (const char *)keys->names[i], keys->lengths[i]);
+  }
+  int length = sqlite3_str_length(out);
+  char *text = sqlite3_str_finish(out);
+  /* No key: sqlite3_str_finish gives NULL for the empty text. */
+  if (text == NULL && length > 0) sqlite3_result_error_nomem(context);
+  else if (text == NULL) sqlite3_result_text(context, "", 0, SQLITE_STATIC);
+  else sqlite3_result_text(context, text, length, sqlite3_free);
+}
+
+/*
+ * Reads the ranges' keys, the first here and the others on threads of their own: -1 out of
+ * memory, 0 a record left to JavaScript, 1 read.
+ */
+static int read_keys(KeysRange *ranges, int count) {
+  for (int r = 1; r < count; r++)
+    ranges[r].started = pthread_create(&ranges[r].thread, NULL, keys_range_read, &ranges[r]) == 0;
+  keys_range_read(&ranges[0]);
+  int ok = ranges[0].ok;
+  for (int r = 1; r < count; r++) {
+    if (ranges[r].started) pthread_join(ranges[r].thread, NULL);
+    else keys_range_read(&ranges[r]);
+    ok = ok && ranges[r].ok;
+  }
+  return ok;
+}
+
 static void jsonl_keys(sqlite3_context *context, int argc, sqlite3_value **argv) {
-  (void)argc;
   int bytes = sqlite3_value_bytes(argv[0]);
   const unsigned char *piece = sqlite3_value_blob(argv[0]);
   const unsigned char *named = sqlite3_value_text(argv[1]);
-  Names wanted;
-  KeysContext keys = {NULL, {NULL, NULL, 0}, {NULL, NULL, 0}, MAX_KEYS};
-  unsigned char *decoded = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
-  int ok = split_names(named, sqlite3_value_bytes(argv[1]), &wanted) && decoded != NULL;
-  keys.wanted = named == NULL ? NULL : &wanted;
-  keys.found.names = sqlite3_malloc64(sizeof(char *) * MAX_KEYS);
-  keys.found.lengths = sqlite3_malloc64(sizeof(int) * MAX_KEYS);
-  keys.line_keys.names = sqlite3_malloc64(sizeof(char *) * MAX_KEYS);
-  keys.line_keys.lengths = sqlite3_malloc64(sizeof(int) * MAX_KEYS);
-  ok = ok && keys.found.names && keys.found.lengths && keys.line_keys.names &&
-       keys.line_keys.lengths;
-  if (!ok) {
-    sqlite3_result_error_nomem(context);
-  } else {
-    Parser p = {piece, 0, 0, decoded, 0, argc > 2 && sqlite3_value_int(argv[2]) != 0, 0};
-    if (bytes > 0 && each_record(&p, bytes, keys_line, &keys)) {
-      sqlite3_str *out = sqlite3_str_new(NULL);
-      for (int i = 0; i < keys.found.count; i++) {
-        if (i > 0) sqlite3_str_appendchar(out, 1, SEPARATOR);
-        sqlite3_str_append(out, (const char *)keys.found.names[i], keys.found.lengths[i]);
-      }
-      int length = sqlite3_str_length(out);
-      char *text = sqlite3_str_finish(out);
-      /* No key: sqlite3_str_finish gives NULL for the empty text. */
-      if (text == NULL && length > 0) sqlite3_result_error_nomem(context);
-      else if (text == NULL) sqlite3_result_text(context, "", 0, SQLITE_STATIC);
-      else sqlite3_result_text(context, text, length, sqlite3_free);
-    } else if (bytes == 0 && !p.elements) {
-      sqlite3_result_text(context, "", 0, SQLITE_STATIC);
-    } /* else NULL: left to JavaScript */
+  int elements = argc > 2 && sqlite3_value_int(argv[2]) != 0;
+  if (bytes == 0) {
+    if (!elements) sqlite3_result_text(context, "", 0, SQLITE_STATIC);
+    return; /* else NULL: left to JavaScript */
   }
+  Split split = split_settings();
+  int ends[MOST_THREADS + 1];
+  int count = elements || bytes < 2 * split.range_bytes
+                  ? (ends[0] = bytes, 1)
+                  : cut_ranges(piece, bytes, split.threads + 1, ends);
+  KeysRange ranges[MOST_THREADS + 1];
+  Names wanted, merged = {NULL, NULL, 0};
+  int ok = split_names(named, sqlite3_value_bytes(argv[1]), &wanted);
+  int made = 0;
+  for (int r = 0; ok && r < count; r++, made++) {
+    int from = r == 0 ? 0 : ends[r - 1];
+    ok = keys_range_init(&ranges[r], piece + from, ends[r] - from,
+                         named == NULL ? NULL : &wanted, elements);
+  }
+  merged.names = malloc(sizeof(char *) * MAX_KEYS);
+  merged.lengths = malloc(sizeof(int) * MAX_KEYS);
+  if (!ok || merged.names == NULL || merged.lengths == NULL) {
+    sqlite3_result_error_nomem(context);
+  } else if (read_keys(ranges, count) && merge_keys(ranges, count, &merged)) {
+    result_keys(context, &merged);
+  } /* else NULL: left to JavaScript */
+  for (int r = 0; r < made; r++) keys_range_free(&ranges[r]);
+  free(merged.names);
+  free(merged.lengths);
   free_names(&wanted);
-  sqlite3_free(keys.found.names);
-  sqlite3_free(keys.found.lengths);
-  sqlite3_free(keys.line_keys.names);
-  sqlite3_free(keys.line_keys.lengths);
-  sqlite3_free(decoded);
 }
 
 /* ---- dirq_jsonl --------------------------------------------------------------------------- */
 
+/* A value of a row, and the column it goes to. */
+typedef struct {
+  int column;
+  Value value;
+} Cell;
+
+/* A range of the piece and, once parsed, its rows: each a run of cells. */
+typedef struct {
+  int start, end;
+  Parser parser;
+  Cell *cells;
+  int cell_count, cell_capacity;
+  int *row_ends; /* the index in `cells` after each row's last */
+  int row_count, row_capacity;
+  int *stamps;   /* checked: per column, 1 + the row that last gave it a value */
+  int ok;        /* parsed to its end: 1; a record left to JavaScript: 0; out of memory: -1 */
+  int parsed;    /* guarded by the cursor's mutex */
+} Range;
+
 typedef struct {
   sqlite3_vtab_cursor base;
-  unsigned char *data;
+  const unsigned char *data; /* the piece: a bound parameter's bytes, or `owned` */
+  unsigned char *owned;
   int bytes;
   Names columns;
   unsigned char *columns_text;
-  Parser parser;
+  Names named; /* checked: the keys read, unless `has_named` is 0 (all keys) */
+  unsigned char *named_text;
+  int has_named;
+  int checked;
   Value *values;
-  int next_line; /* where the search for the next record starts */
+  Range *ranges;
+  int range_count;
+  int current;      /* the range whose rows are being returned */
+  int current_row;  /* the next of its rows to return */
+  int next_claim;   /* the next range no thread has taken: guarded by the mutex */
+  pthread_t threads[MOST_THREADS];
+  int thread_count;
+  pthread_mutex_t mutex;
+  pthread_cond_t cond;
   sqlite3_int64 row;
   int eof;
 } JsonlCursor;
 
-static int take_value(void *context, const unsigned char *key, int n, Value *value) {
-  JsonlCursor *cursor = context;
-  int column = find_name(&cursor->columns, key, n);
-  if (column >= 0) cursor->values[column] = *value;
+typedef struct {
+  Range *range;
+  const Names *columns;
+  const Names *named; /* checked: the keys read, NULL for all */
+  int checked;
+} RangeTarget;
+
+/* Doubles an array's room (C library memory: any thread); 0 when out of memory. */
+static int grow(void **items, int *capacity, size_t size) {
+  int room = *capacity < 64 ? 64 : *capacity * 2;
+  void *grown = realloc(*items, size * (size_t)room);
+  if (grown == NULL) return 0;
+  *items = grown;
+  *capacity = room;
   return 1;
+}
+
+static int take_cell(void *context, const unsigned char *key, int n, Value *value) {
+  RangeTarget *target = context;
+  Range *range = target->range;
+  int column = find_name(target->columns, key, n);
+  if (column < 0) return !target->checked; /* checked: a new key */
+  if (target->checked) {
+    /* Two keys of one line that name one column: dirq_jsonl_keys leaves it to JavaScript. */
+    if (range->stamps[column] == range->row_count + 1) return 0;
+    range->stamps[column] = range->row_count + 1;
+  }
+  if (range->cell_count == range->cell_capacity &&
+      !grow((void **)&range->cells, &range->cell_capacity, sizeof(Cell)))
+    return range->ok = -1, 0;
+  range->cells[range->cell_count].column = column;
+  range->cells[range->cell_count++].value = *value;
+  return 1;
+}
+
+static int range_row(Parser *p, void *context) {
+  RangeTarget *target = context;
+  Range *range = target->range;
+  const Names *wanted = target->checked ? target->named : target->columns;
+  if (!read_record(p, wanted, take_cell, target)) return 0;
+  if (range->row_count == range->row_capacity &&
+      !grow((void **)&range->row_ends, &range->row_capacity, sizeof(int)))
+    return range->ok = -1, 0;
+  range->row_ends[range->row_count++] = range->cell_count;
+  return 1;
+}
+
+/* Parses one range's rows (on any thread: it allocates with the C library only). */
+static void parse_range(JsonlCursor *jsonl, Range *range) {
+  range->parser.s = jsonl->data + range->start;
+  range->parser.decoded = malloc((size_t)(range->end - range->start) + 1);
+  if (range->parser.decoded == NULL) {
+    range->ok = -1;
+    return;
+  }
+  RangeTarget target = {range, &jsonl->columns, jsonl->has_named ? &jsonl->named : NULL,
+                       jsonl->checked};
+  if (jsonl->checked) {
+    range->stamps = calloc((size_t)jsonl->columns.count + 1, sizeof(int));
+    if (range->stamps == NULL) {
+      range->ok = -1;
+      return;
+    }
+  }
+  range->ok = 1;
+  if (!each_record(&range->parser, range->end - range->start, range_row, &target) &&
+      range->ok == 1)
+    range->ok = 0;
+}
+
+/* A helper thread: takes the next range no one has taken, parses it, until none is left. */
+static void *parse_ahead(void *argument) {
+  JsonlCursor *jsonl = argument;
+  for (;;) {
+    pthread_mutex_lock(&jsonl->mutex);
+    int r = jsonl->next_claim < jsonl->range_count ? jsonl->next_claim++ : -1;
+    pthread_mutex_unlock(&jsonl->mutex);
+    if (r < 0) return NULL;
+    parse_range(jsonl, &jsonl->ranges[r]);
+    pthread_mutex_lock(&jsonl->mutex);
+    jsonl->ranges[r].parsed = 1;
+    pthread_cond_broadcast(&jsonl->cond);
+    pthread_mutex_unlock(&jsonl->mutex);
+  }
+}
+
+/*
+ * Range `r` parsed: here when no thread took it yet (the first is never theirs), else once its
+ * thread is done.
+ */
+static void await_range(JsonlCursor *jsonl, int r) {
+  Range *range = &jsonl->ranges[r];
+  if (jsonl->thread_count == 0 || r == 0) {
+    parse_range(jsonl, range);
+    return;
+  }
+  pthread_mutex_lock(&jsonl->mutex);
+  int mine = jsonl->next_claim == r;
+  if (mine) jsonl->next_claim++;
+  while (!mine && !range->parsed) pthread_cond_wait(&jsonl->cond, &jsonl->mutex);
+  pthread_mutex_unlock(&jsonl->mutex);
+  if (mine) parse_range(jsonl, range);
+}
+
+/* Stops the helper threads (no range is taken any more) and waits for them. */
+static void stop_threads(JsonlCursor *jsonl) {
+  if (jsonl->thread_count == 0) return;
+  pthread_mutex_lock(&jsonl->mutex);
+  jsonl->next_claim = jsonl->range_count;
+  pthread_mutex_unlock(&jsonl->mutex);
+  for (int i = 0; i < jsonl->thread_count; i++) pthread_join(jsonl->threads[i], NULL);
+  jsonl->thread_count = 0;
+  pthread_mutex_destroy(&jsonl->mutex);
+  pthread_cond_destroy(&jsonl->cond);
+}
+
+/* Cuts the piece into ranges and starts the helper threads: 0 when out of memory. */
+static int start_ranges(JsonlCursor *jsonl, int elements) {
+  Split split = split_settings();
+  int most = elements || split.threads == 0 ? 1 : jsonl->bytes / split.range_bytes;
+  if (most < 1) most = 1;
+  if (most > MOST_RANGES) most = MOST_RANGES;
+  int ends[MOST_RANGES];
+  int count = most == 1 ? (ends[0] = jsonl->bytes, 1) : cut_ranges(jsonl->data, jsonl->bytes, most, ends);
+  jsonl->ranges = calloc((size_t)count, sizeof(Range));
+  if (jsonl->ranges == NULL) return 0;
+  jsonl->range_count = count;
+  for (int r = 0; r < count; r++) {
+    jsonl->ranges[r].start = r == 0 ? 0 : ends[r - 1];
+    jsonl->ranges[r].end = ends[r];
+    jsonl->ranges[r].parser.elements = elements;
+  }
+  int threads = count - 1 < split.threads ? count - 1 : split.threads;
+  if (threads <= 0) return 1;
+  pthread_mutex_init(&jsonl->mutex, NULL);
+  pthread_cond_init(&jsonl->cond, NULL);
+  /* The first range is this thread's: it is needed first. */
+  jsonl->next_claim = 1;
+  jsonl->thread_count = 0;
+  for (int i = 0; i < threads; i++) {
+    if (pthread_create(&jsonl->threads[jsonl->thread_count], NULL, parse_ahead, jsonl) != 0) break;
+    jsonl->thread_count++;
+  }
+  if (jsonl->thread_count == 0) {
+    pthread_mutex_destroy(&jsonl->mutex);
+    pthread_cond_destroy(&jsonl->cond);
+  }
+  return 1;
+}
+
+static void free_ranges(JsonlCursor *jsonl) {
+  stop_threads(jsonl);
+  for (int r = 0; r < jsonl->range_count; r++) {
+    free(jsonl->ranges[r].cells);
+    free(jsonl->ranges[r].row_ends);
+    free(jsonl->ranges[r].parser.decoded);
+    free(jsonl->ranges[r].stamps);
+  }
+  free(jsonl->ranges);
+  jsonl->ranges = NULL;
+  jsonl->range_count = 0;
 }
 
 static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
@@ -568,7 +900,7 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   sqlite3_str *schema = sqlite3_str_new(db);
   sqlite3_str_appendall(schema, "CREATE TABLE x(");
   for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
-  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, elements HIDDEN)");
+  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, flags HIDDEN, named HIDDEN)");
   char *text = sqlite3_str_finish(schema);
   if (text == NULL) return SQLITE_NOMEM;
   int rc = dirq_connect_innocuous(db, text, table);
@@ -576,7 +908,7 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   return rc;
 }
 
-/* All three arguments are required, in order. */
+/* All four arguments are required, in order. */
 static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
   (void)table;
   int seen = 0;
@@ -589,7 +921,7 @@ static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if (seen != 7) return SQLITE_CONSTRAINT;
+  if (seen != 15) return SQLITE_CONSTRAINT;
   info->estimatedCost = 1000;
   info->estimatedRows = 10000;
   return SQLITE_OK;
@@ -606,11 +938,13 @@ static int jsonl_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
 }
 
 static void jsonl_release(JsonlCursor *jsonl) {
-  sqlite3_free(jsonl->data);
-  sqlite3_free(jsonl->parser.decoded);
+  free_ranges(jsonl);
+  sqlite3_free(jsonl->owned);
   sqlite3_free(jsonl->values);
   sqlite3_free(jsonl->columns_text);
+  sqlite3_free(jsonl->named_text);
   free_names(&jsonl->columns);
+  free_names(&jsonl->named);
   memset(jsonl, 0, sizeof *jsonl);
 }
 
@@ -628,23 +962,57 @@ static int jsonl_fail(JsonlCursor *jsonl, const char *message) {
   return SQLITE_ERROR;
 }
 
+/* The current range parsed: SQLITE_OK, else why not (a record left to JavaScript, memory). */
+static int jsonl_ready(JsonlCursor *jsonl) {
+  await_range(jsonl, jsonl->current);
+  int ok = jsonl->ranges[jsonl->current].ok;
+  if (ok == 1) return SQLITE_OK;
+  if (ok == 0) return jsonl_fail(jsonl, "a record dirq_jsonl_keys leaves to JavaScript");
+  jsonl->eof = 1;
+  return SQLITE_NOMEM;
+}
+
 /* The next line that holds an object: its values, or the end. */
 static int jsonl_next(sqlite3_vtab_cursor *cursor) {
   JsonlCursor *jsonl = (JsonlCursor *)cursor;
-  Parser *p = &jsonl->parser;
-  int found = next_record(p, jsonl->bytes, &jsonl->next_line);
-  if (found == 0) {
-    jsonl->eof = 1;
-    return SQLITE_OK;
+  for (;;) {
+    Range *range = &jsonl->ranges[jsonl->current];
+    if (jsonl->current_row < range->row_count) {
+      int row = jsonl->current_row++;
+      for (int i = 0; i < jsonl->columns.count; i++) jsonl->values[i].kind = KIND_NULL;
+      for (int c = row == 0 ? 0 : range->row_ends[row - 1]; c < range->row_ends[row]; c++)
+        jsonl->values[range->cells[c].column] = range->cells[c].value;
+      jsonl->row++;
+      return SQLITE_OK;
+    }
+    if (jsonl->current + 1 >= jsonl->range_count) {
+      jsonl->eof = 1;
+      return SQLITE_OK;
+    }
+    /* A range's memory goes as soon as its rows are inserted. */
+    free(range->cells);
+    free(range->row_ends);
+    free(range->parser.decoded);
+    range->cells = NULL;
+    range->row_ends = NULL;
+    range->parser.decoded = NULL;
+    jsonl->current++;
+    jsonl->current_row = 0;
+    int rc = jsonl_ready(jsonl);
+    if (rc != SQLITE_OK) return rc;
   }
-  p->decoded_used = 0;
-  for (int i = 0; i < jsonl->columns.count; i++) jsonl->values[i].kind = KIND_NULL;
-  if (found < 0 || !read_record(p, &jsonl->columns, take_value, jsonl)) {
-    return jsonl_fail(jsonl, "a record dirq_jsonl_keys leaves to JavaScript");
-  }
-  if (p->elements) jsonl->next_line = p->at;
-  jsonl->row++;
-  return SQLITE_OK;
+}
+
+/* A names argument, copied (NULL: `*given` 0); 0 when out of memory. */
+static int copy_names(sqlite3_value *value, unsigned char **text, Names *names, int *given) {
+  const unsigned char *source = sqlite3_value_text(value);
+  int bytes = sqlite3_value_bytes(value);
+  *given = source != NULL;
+  if (source == NULL) return split_names(NULL, 0, names);
+  *text = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  if (*text == NULL) return 0;
+  memcpy(*text, source, (size_t)bytes);
+  return split_names(*text, bytes, names);
 }
 
 static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
@@ -656,28 +1024,41 @@ static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *id
   jsonl_release(jsonl);
   jsonl->base.pVtab = table;
   jsonl->eof = 1;
-  if (argc < 3) return SQLITE_OK;
+  if (argc < 4) return SQLITE_OK;
   int bytes = sqlite3_value_bytes(argv[0]);
   const void *piece = sqlite3_value_blob(argv[0]);
   int columns_bytes = sqlite3_value_bytes(argv[1]);
   const unsigned char *columns = sqlite3_value_text(argv[1]);
-  jsonl->data = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
-  jsonl->parser.decoded = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  /*
+   * A bound parameter is read where SQLite keeps it, unchanged until the statement is reset:
+   * a copy would cost the piece's size again (a 100 MB line). Any other value is copied.
+   */
+  if (sqlite3_value_frombind(argv[0]) && sqlite3_value_type(argv[0]) == SQLITE_BLOB) {
+    jsonl->data = (unsigned char *)piece;
+  } else {
+    jsonl->owned = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+    if (jsonl->owned == NULL) return SQLITE_NOMEM;
+    if (bytes > 0) memcpy(jsonl->owned, piece, (size_t)bytes);
+    jsonl->data = jsonl->owned;
+  }
   jsonl->columns_text = sqlite3_malloc64((sqlite3_uint64)columns_bytes + 1);
-  if (jsonl->data == NULL || jsonl->parser.decoded == NULL || jsonl->columns_text == NULL)
-    return SQLITE_NOMEM;
-  if (bytes > 0) memcpy(jsonl->data, piece, (size_t)bytes);
+  if (jsonl->columns_text == NULL) return SQLITE_NOMEM;
   if (columns_bytes > 0) memcpy(jsonl->columns_text, columns, (size_t)columns_bytes);
   if (!split_names(columns == NULL ? NULL : jsonl->columns_text, columns_bytes, &jsonl->columns))
+    return SQLITE_NOMEM;
+  int flags = sqlite3_value_int(argv[2]);
+  jsonl->checked = (flags & FLAG_CHECKED) != 0;
+  if (jsonl->checked && !copy_names(argv[3], &jsonl->named_text, &jsonl->named,
+                                    &jsonl->has_named))
     return SQLITE_NOMEM;
   if (jsonl->columns.count > DECLARED_COLUMNS) return jsonl_fail(jsonl, "too many columns");
   jsonl->values = sqlite3_malloc64(sizeof(Value) * (sqlite3_uint64)(jsonl->columns.count + 1));
   if (jsonl->values == NULL) return SQLITE_NOMEM;
   jsonl->bytes = bytes;
-  jsonl->parser.s = jsonl->data;
-  jsonl->parser.elements = sqlite3_value_int(argv[2]) != 0;
+  if (!start_ranges(jsonl, (flags & FLAG_ELEMENTS) != 0)) return SQLITE_NOMEM;
   jsonl->eof = 0;
-  return jsonl_next(cursor);
+  int rc = jsonl_ready(jsonl);
+  return rc == SQLITE_OK ? jsonl_next(cursor) : rc;
 }
 
 static int jsonl_eof(sqlite3_vtab_cursor *cursor) {
@@ -690,7 +1071,9 @@ static int jsonl_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, i
   const Value *value = &jsonl->values[column];
   switch (value->kind) {
   case KIND_TEXT: {
-    const unsigned char *base = value->as.text.decoded ? jsonl->parser.decoded : jsonl->data;
+    const Range *range = &jsonl->ranges[jsonl->current];
+    const unsigned char *base =
+        value->as.text.decoded ? range->parser.decoded : jsonl->data + range->start;
     sqlite3_result_text(context, (const char *)base + value->as.text.start,
                         value->as.text.length, SQLITE_TRANSIENT);
     break;

@@ -6,7 +6,8 @@
  * differ only in case, dirq's own names, blank and whitespace-only lines, CRLF, lines that
  * are not objects or not JSON), each file also cut at every line boundary (a file per cut),
  * and one file larger than a piece. Every row, value and SQLite type, and every file's error,
- * must be the same; with a statement that names a few columns too.
+ * must be the same; with a statement that names a few columns too. The native reader runs on
+ * SQLite's thread alone and with every piece split into ranges parsed on threads beside it.
  *
  * Seeded: DIRQ_TEST_SEED replays a run.
  */
@@ -125,8 +126,21 @@ function files(random: () => number): Record<string, string> {
   return tree;
 }
 
-async function answer(root: string, sql: string, native: boolean, format = "jsonl") {
-  const env = native ? {} : { DIRQ_NATIVE_FS: "0" };
+/**
+ * How a run reads: the JavaScript reader; the native one on SQLite's thread alone; the native
+ * one with its pieces cut into ranges of a few lines, parsed on three threads beside SQLite's
+ * (every small file of the tree is split, most ranges parsed ahead of the inserts).
+ */
+type Reader = "javascript" | "native-one-thread" | "native-parallel";
+
+const READER_ENV: Record<Reader, Record<string, string>> = {
+  javascript: { DIRQ_NATIVE_FS: "0" },
+  "native-one-thread": { DIRQ_JSONL_THREADS: "0" },
+  "native-parallel": { DIRQ_JSONL_THREADS: "3", DIRQ_JSONL_RANGE_BYTES: "40" },
+};
+
+async function answer(root: string, sql: string, reader: Reader, format = "jsonl") {
+  const env = READER_ENV[reader];
   const result = await runDirq([sql, "--parse", format, "--format", "json"], { cwd: root, env });
   assert.ok(result.code === 0 || result.code === 23, result.stderr);
   const skipped = result.stderr
@@ -140,24 +154,26 @@ describe(`the native JSON Lines reader reads what the JavaScript one reads (seed
   const root = tempTree(files(seededRandom(SEED)));
 
   it("every row, value and type, and every file's error, over every cut", async () => {
-    const columns = await answer(root, "SELECT * FROM './data' LIMIT 1", false);
+    const columns = await answer(root, "SELECT * FROM './data' LIMIT 1", "javascript");
     const names = Object.keys(columns.rows[0] ?? {});
     assert.ok(names.length >= 4, names.join(", "));
     const typed = names.map((name) => `"${name}", typeof("${name}")`).join(", ");
     const sql = `SELECT _dirq_file_path, _dirq_row_index, ${typed} FROM './data' ORDER BY 1, 2`;
-    const javascript = await answer(root, sql, false);
-    const native = await answer(root, sql, true);
+    const javascript = await answer(root, sql, "javascript");
     assert.ok(javascript.rows.length > 1000);
-    assert.deepEqual(native.skipped, javascript.skipped);
-    assert.deepEqual(native.rows, javascript.rows);
+    for (const reader of ["native-one-thread", "native-parallel"] as const) {
+      const native = await answer(root, sql, reader);
+      assert.deepEqual(native.skipped, javascript.skipped, reader);
+      assert.deepEqual(native.rows, javascript.rows, reader);
+    }
   });
 
   it("a JSON array larger than a piece, whole and cut short", async () => {
     const sql =
       "SELECT _dirq_file_path, _dirq_row_index, a, typeof(a), b, typeof(b), name, typeof(name) " +
       "FROM './arrays' ORDER BY 1, 2";
-    const javascript = await answer(root, sql, false, "json");
-    const native = await answer(root, sql, true, "json");
+    const javascript = await answer(root, sql, "javascript", "json");
+    const native = await answer(root, sql, "native-parallel", "json");
     assert.equal(javascript.skipped.length, 3, javascript.skipped.join("\n"));
     assert.ok(javascript.rows.length > 1000);
     assert.deepEqual(native.skipped, javascript.skipped);
@@ -168,9 +184,43 @@ describe(`the native JSON Lines reader reads what the JavaScript one reads (seed
     const sql =
       "SELECT _dirq_file_path, _dirq_row_index, a, typeof(a), name, typeof(name) " +
       "FROM './data' ORDER BY 1, 2";
-    const javascript = await answer(root, sql, false);
-    const native = await answer(root, sql, true);
-    assert.deepEqual(native.skipped, javascript.skipped);
-    assert.deepEqual(native.rows, javascript.rows);
+    const javascript = await answer(root, sql, "javascript");
+    for (const reader of ["native-one-thread", "native-parallel"] as const) {
+      const native = await answer(root, sql, reader);
+      assert.deepEqual(native.skipped, javascript.skipped, reader);
+      assert.deepEqual(native.rows, javascript.rows, reader);
+    }
+  });
+});
+
+describe("a line or field many pieces long", () => {
+  const small = (i: number) => `{"id": ${i}, "amount": ${i % 7}, "note": "w${i}"}`;
+  const longNote = "ab\\ncd ".repeat(900_000);
+  const rows = Array.from({ length: 300 }, (_, i) => small(i));
+  const csvRows = Array.from({ length: 300 }, (_, i) => `${i},${i % 7},w${i}`);
+  const longField = 'x ""quoted"" and\nnewline '.repeat(250_000);
+  const root = tempTree({
+    "long/line.jsonl": `${[...rows, `{"id": -1, "amount": 5, "note": "${longNote}"}`, ...rows].join("\n")}\n`,
+    "csv/field.csv": `id,amount,note\n${[...csvRows, `-1,5,"${longField}"`, ...csvRows].join("\n")}\n`,
+  });
+  const sql = (from: string) =>
+    `SELECT _dirq_row_index, id, amount, length(note), substr(note, 1, 30) FROM '${from}' ORDER BY 1`;
+
+  it("JSON Lines: every reader gives the long line's value whole", async () => {
+    const javascript = await answer(root, sql("./long"), "javascript");
+    assert.deepEqual(javascript.skipped, []);
+    assert.equal(javascript.rows.length, 601);
+    assert.equal(javascript.rows[300]?.["length(note)"], longNote.length - 900_000);
+    for (const reader of ["native-one-thread", "native-parallel"] as const) {
+      assert.deepEqual(await answer(root, sql("./long"), reader), javascript, reader);
+    }
+  });
+
+  it("CSV: a quoted field with quotes and newlines, whole", async () => {
+    const javascript = await answer(root, sql("./csv"), "javascript", "csv");
+    assert.deepEqual(javascript.skipped, []);
+    assert.equal(javascript.rows.length, 601);
+    assert.equal(javascript.rows[300]?.["length(note)"], longField.length - 2 * 250_000);
+    assert.deepEqual(await answer(root, sql("./csv"), "native-one-thread", "csv"), javascript);
   });
 });

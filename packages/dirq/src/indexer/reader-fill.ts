@@ -200,17 +200,25 @@ const NATIVE_JSONL_MAX_WIDTH = 1996;
 /** Separates names in the native JSON Lines functions' arguments and answers. */
 const NAME_SEPARATOR = "\u001f";
 
+/** `dirq_jsonl`'s flags: the piece is a JSON array's elements; check it as it is read. */
+const JSONL_ELEMENTS = 1;
+const JSONL_CHECKED = 2;
+const NATIVE_JSONL_ERROR = "dirq_jsonl: ";
+/** The savepoint a checked piece is inserted under, undone when the check fails. */
+const PIECE_SAVEPOINT = "dirq_piece";
+
 /**
  * The statement that inserts a JSON Lines piece's rows (or a JSON array's elements) with the
  * native `dirq_jsonl` table, value `i` into column `i`. Parameters: the path, the index of the
- * piece's first row in the file, the piece, the columns' folded names, whether it is elements.
+ * piece's first row in the file, the piece, the columns' folded names, the flags, the names of
+ * the keys read when checked (null: all).
  */
 function nativeJsonlInsertSql(table: string, columns: readonly string[]): string {
   const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
   const values = [...columns.map((_, i) => `c${i}`), "?", "? + rowid - 1"];
   return (
     `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
-    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?)`
+    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?, ?)`
   );
 }
 
@@ -418,7 +426,9 @@ export class ReaderTableBuild {
         : [...this.namedColumns]
             .filter((name) => !name.includes(NAME_SEPARATOR))
             .join(NAME_SEPARATOR);
-    const flag = elements ? 1 : 0;
+    const flag = elements ? JSONL_ELEMENTS : 0;
+    const checked = this.insertCheckedPiece(path, piece, firstIndex, flag, named);
+    if (checked !== null) return checked;
     const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(piece, named, flag);
     if (typeof keys !== "string") return null;
     if (named !== null) this.keys = null;
@@ -426,7 +436,37 @@ export class ReaderTableBuild {
     if (this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
     const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
     const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
-    return insert.run(path, BigInt(firstIndex), piece, columns, flag).changes;
+    return insert.run(path, BigInt(firstIndex), piece, columns, flag, null).changes;
+  }
+
+  /**
+   * Inserts a piece into the table's columns as they are, checked as it is read (one parse,
+   * not two): how many rows, or `null` (nothing inserted) when it brings a key with no column
+   * or anything `dirq_jsonl_keys` refuses, and it must take the long way.
+   */
+  private insertCheckedPiece(
+    path: string,
+    piece: Buffer,
+    firstIndex: number,
+    flag: number,
+    named: string | null,
+  ): number | null {
+    if (!this.created || this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
+    const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
+    const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
+    this.db.exec(`SAVEPOINT ${PIECE_SAVEPOINT}`);
+    try {
+      const args = [path, BigInt(firstIndex), piece, columns, flag | JSONL_CHECKED, named];
+      const inserted = insert.run(...args).changes;
+      this.db.exec(`RELEASE ${PIECE_SAVEPOINT}`);
+      return inserted;
+    } catch (error) {
+      this.db.exec(`ROLLBACK TO ${PIECE_SAVEPOINT}`);
+      this.db.exec(`RELEASE ${PIECE_SAVEPOINT}`);
+      const refused = error instanceof Error && error.name === "SqliteError";
+      if (refused && error.message.startsWith(NATIVE_JSONL_ERROR)) return null;
+      throw error;
+    }
   }
 
   /** `keys`: the first rows' keys, in order, one spelling per name as SQLite compares them. */

@@ -293,11 +293,66 @@ function readWhole(fd: number, size: number): Buffer {
   return filled === size ? buffer : buffer.subarray(0, filled);
 }
 
+/** A record that outgrows a piece has its end looked for before its buffer grows. */
+const LONG_RECORD_BYTES = PIECE_BYTES;
+/** Bytes read at a time while looking for a long record's end (read, searched, dropped). */
+const SCAN_BYTES = 64 * 1024;
+
+/**
+ * How many bytes from `offset` of the file to just after the next record end, or to the file's
+ * end: read ahead and not kept. For quoted CSV, a record ends at a newline
+ * after an even number of quotes, `quotes` being how many the record's start before `offset`
+ * holds.
+ */
+function bytesToRecordEnd(fd: number, offset: number, quoted: boolean, quotes: number): number {
+  const chunk = Buffer.allocUnsafe(SCAN_BYTES);
+  let total = 0;
+  let open = quotes % 2;
+  for (;;) {
+    const read = readSync(fd, chunk, 0, SCAN_BYTES, offset + total);
+    if (read === 0) return total;
+    const bytes = chunk.subarray(0, read);
+    for (let at = 0; ;) {
+      const newline = bytes.indexOf(LF, at);
+      if (newline === -1) {
+        if (quoted) open = (open + countByte(bytes, QUOTE, at, read)) % 2;
+        break;
+      }
+      if (quoted) open = (open + countByte(bytes, QUOTE, at, newline)) % 2;
+      if (open === 0) return total + newline + 1;
+      at = newline + 1;
+    }
+    total += read;
+  }
+}
+
+/**
+ * The buffer a piece grows into when `filled` bytes hold no whole record: twice the size, or
+ * for a long record (a 100 MB line) just what it needs, its end looked for first, so that its
+ * bytes are held once, not also in the smaller buffers doubling leaves behind.
+ */
+function grownBuffer(
+  fd: number,
+  buffer: Buffer,
+  filled: number,
+  offset: number,
+  quoted: boolean,
+): Buffer {
+  let size = Math.max(2 * buffer.length, filled + PIECE_BYTES);
+  if (filled >= LONG_RECORD_BYTES) {
+    const quotes = quoted ? countByte(buffer, QUOTE, 0, filled) : 0;
+    size = filled + bytesToRecordEnd(fd, offset, quoted, quotes) + PIECE_BYTES;
+  }
+  const grown = Buffer.allocUnsafe(size);
+  buffer.copy(grown, 0, 0, filled);
+  return grown;
+}
+
 /**
  * Calls `visit` with each piece of a large record-per-line file, in order: up to `PIECE_BYTES`
  * read at a time, cut after the last whole record (a record longer than that grows its piece).
  * Each read goes after the carried-over part in one buffer. A piece that holds no whole record
- * yet (a long record, a quote left open) keeps its buffer and grows it by doubling, and the
+ * yet (a long record, a quote left open) keeps its buffer and grows it (`grownBuffer`), and the
  * search for a record end goes on where it stopped: each byte is copied and read a bounded number
  * of times, however long the record. With `reuse`, the consumer keeps nothing of a piece once
  * `visit` returns, and two buffers take turns (no fresh memory per piece); without it, each
@@ -315,13 +370,13 @@ function forEachPiece(
   const scan: RecordScan = { scanned: 0, quotes: 0 };
   let line = 1;
   let first = true;
+  let offset = 0;
   for (;;) {
     if (buffer.length - filled < PIECE_BYTES) {
-      const grown = Buffer.allocUnsafe(Math.max(2 * buffer.length, filled + PIECE_BYTES));
-      buffer.copy(grown, 0, 0, filled);
-      buffer = grown;
+      buffer = grownBuffer(fd, buffer, filled, offset, quoted);
     }
     const bytes = readSync(fd, buffer, filled, PIECE_BYTES, null);
+    offset += bytes;
     const data = buffer.subarray(0, filled + bytes);
     const final = bytes === 0;
     const end = final ? data.length : lastRecordEnd(data, quoted, scan);
