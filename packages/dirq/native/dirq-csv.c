@@ -449,7 +449,8 @@ typedef struct {
 typedef struct {
   sqlite3_vtab_cursor base;
   Reader reader;
-  unsigned char *data; /* the copy of the piece the reader reads */
+  const unsigned char *data; /* the piece the reader reads: a bound parameter's bytes, or `owned` */
+  unsigned char *owned;      /* a copy of a piece that was not a bound BLOB, else NULL */
   Value *values;       /* read here: the current record's values */
   Ahead *ahead;        /* read ahead: the thread's state, else NULL */
   sqlite3_int64 seen_ready; /* records known to be ready (read ahead) */
@@ -591,12 +592,13 @@ static int csv_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
 
 static void csv_release(CsvCursor *csv) {
   ahead_end(csv);
-  sqlite3_free(csv->data);
+  sqlite3_free(csv->owned);
   sqlite3_free(csv->reader.fields);
   sqlite3_free(csv->reader.unescaped);
   sqlite3_free(csv->reader.as_text);
   sqlite3_free(csv->values);
   csv->data = NULL;
+  csv->owned = NULL;
   csv->values = NULL;
   memset(&csv->reader, 0, sizeof csv->reader);
 }
@@ -679,16 +681,26 @@ static int csv_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_
   }
   int bytes = sqlite3_value_bytes(argv[0]);
   const void *piece = sqlite3_value_blob(argv[0]);
-  csv->data = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  /*
+   * A bound parameter is read where SQLite keeps it, unchanged until the statement is reset
+   * (the read-ahead thread ends at the cursor's close, before that): a copy would cost the
+   * piece's size again (a 100 MB field). Any other value is copied.
+   */
+  if (sqlite3_value_frombind(argv[0]) && sqlite3_value_type(argv[0]) == SQLITE_BLOB) {
+    csv->data = (const unsigned char *)piece;
+  } else {
+    csv->owned = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+    if (csv->owned == NULL) return SQLITE_NOMEM;
+    if (bytes > 0) memcpy(csv->owned, piece, (size_t)bytes);
+    csv->data = csv->owned;
+  }
   csv->values = sqlite3_malloc64(sizeof(Value) * (sqlite3_uint64)width);
   Reader *reader = &csv->reader;
   reader->fields = sqlite3_malloc64(sizeof(Field) * (sqlite3_uint64)width);
   reader->unescaped = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
-  if (csv->data == NULL || csv->values == NULL || reader->fields == NULL ||
-      reader->unescaped == NULL) {
+  if (csv->values == NULL || reader->fields == NULL || reader->unescaped == NULL) {
     return SQLITE_NOMEM;
   }
-  if (bytes > 0) memcpy(csv->data, piece, (size_t)bytes);
   const unsigned char *marks = argc > 4 ? sqlite3_value_text(argv[4]) : NULL;
   if (marks != NULL) {
     int given = sqlite3_value_bytes(argv[4]);
