@@ -5,11 +5,12 @@ import type { AnswerDiff, DiffShape } from "./live-diff.js";
 /**
  * Whole answers from this size up (bytes of JSON) are cut into rows and diffed on the diff
  * thread, which then keeps the query's rows: cutting and diffing hundreds of thousands of rows
- * would hold the main thread (and every `/query`, `/events` and other live query) for as long,
- * while below it the main thread's own work costs less than the thread's round trip. Measured
- * with bench/dirq-live.mjs (`--large-rows`).
+ * would hold the main thread (and every `/query`, `/events` and other live query) for as long.
+ * Below it the main thread's own work is as small as what sending the answer costs it, and
+ * the answer is not worth a thread. Measured with bench/dirq-live-diff.mjs
+ * (`npm run bench:live-diff`).
  */
-export const LARGE_DIFF_BYTES = 256 * 1024;
+export const LARGE_DIFF_BYTES = 64 * 1024;
 
 /** What the main thread sends the diff thread. */
 export type DiffThreadMessage =
