@@ -49,9 +49,8 @@ interface Pending {
 /**
  * The one diff thread of a set of live queries, started at the first large answer and ended
  * with them (`close`). While nothing is out it does not keep the process alive. A thread that
- * fails takes the rows it held with it: its runs fail, and the next one starts a new thread of
- * a new `generation`, which a live query that had rows on the old one sees (it sends a new
- * snapshot).
+ * fails takes the rows it held with it: its runs fail, a live query that had rows there sees
+ * it (`holds`) and sends a new snapshot, and the next run starts a new thread.
  */
 export class DiffThread {
   private worker: Worker | null = null;
@@ -66,9 +65,9 @@ export class DiffThread {
     return this.nextQuery++;
   }
 
-  /** The generation of the thread running now (0: none started yet). */
-  get generation(): number {
-    return this.started;
+  /** Whether the thread of `generation` (a run's result says it) still runs, holding its rows. */
+  holds(generation: number): boolean {
+    return this.worker !== null && generation === this.started;
   }
 
   private thread(): Worker {

@@ -50,7 +50,7 @@ export class LiveAnswer {
     if (this.thread === null || (this.held === null && size < this.threadBytes)) {
       return this.replace(answerRows(body), reset);
     }
-    const lost = this.held !== null && this.held.generation !== this.thread.generation;
+    const lost = this.held !== null && !this.thread.holds(this.held.generation);
     const fresh = reset || lost;
     this.sent = true;
     const result = await this.thread.run({
