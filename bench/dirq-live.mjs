@@ -8,11 +8,19 @@
 // (`LIMIT -1`, which answers the same and is not read file by file). Prints p50/p99 and the
 // load average.
 //
-//   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--json]
+// Then, on a server of its own over `--large-rows` rows (files of 1,000), the longest
+// event-loop delay of the server's main thread while a live query's large answer (re-run whole
+// after one file changed: ORDER BY) is diffed, with the diff thread (the default) and with the
+// diff on the main thread (DIRQ_LIVE_DIFF_THREAD_BYTES larger than any answer), beside the same
+// changes with no live query (the refresh's own delay). `--large-rows 0` skips it.
+//
+//   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100]
+//                            [--large-rows 200000] [--large-changes 10] [--json]
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import {
   DIRQ_BIN,
   DIRQ_ENV,
@@ -24,13 +32,15 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--json]";
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--large-rows 200000] [--large-changes 10] [--json]";
 const options = parseOptions(
   process.argv.slice(2),
   {
     files: { type: "string", default: "1000" },
     rows: { type: "string", default: "100" },
     changes: { type: "string", default: "100" },
+    "large-rows": { type: "string", default: "200000" },
+    "large-changes": { type: "string", default: "10" },
     json: { type: "boolean", default: false },
   },
   USAGE,
@@ -38,6 +48,9 @@ const options = parseOptions(
 const FILES = positiveInteger(options.files, "--files");
 const ROWS = positiveInteger(options.rows, "--rows");
 const CHANGES = positiveInteger(options.changes, "--changes");
+const LARGE_ROWS =
+  options["large-rows"] === "0" ? 0 : positiveInteger(options["large-rows"], "--large-rows");
+const LARGE_CHANGES = positiveInteger(options["large-changes"], "--large-changes");
 requireDirqBuilt();
 
 const CONFIG = `[[table]]
@@ -64,14 +77,25 @@ function writeFile(root, file, hot) {
   writeFileSync(join(root, "data", `f${file}.json`), JSON.stringify(fileRows(file, hot)));
 }
 
-async function startServer(root) {
+const LOOP_DELAY = join(dirname(fileURLToPath(import.meta.url)), "server-loop-delay.cjs");
+
+/** `env`: more of the server's environment; `onStderr(line)`: its stderr lines, else passed on. */
+async function startServer(root, env = {}, onStderr = null) {
   const args = [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"];
   const child = spawn(process.execPath, args, {
     cwd: root,
     // A live query stops at once when its phase ends: the next phase's CPU is its own.
-    env: { ...DIRQ_ENV, DIRQ_LIVE_LINGER_MS: "1" },
-    stdio: ["ignore", "pipe", "inherit"],
+    env: { ...DIRQ_ENV, DIRQ_LIVE_LINGER_MS: "1", ...env },
+    stdio: ["ignore", "pipe", onStderr === null ? "inherit" : "pipe"],
   });
+  if (onStderr !== null) {
+    let rest = "";
+    child.stderr.setEncoding("utf8").on("data", (chunk) => {
+      const lines = (rest + chunk).split("\n");
+      rest = lines.pop() ?? "";
+      for (const line of lines) onStderr(line);
+    });
+  }
   let out = "";
   const port = await new Promise((resolve, reject) => {
     child.stdout.setEncoding("utf8").on("data", (chunk) => {
@@ -198,6 +222,123 @@ function summary(values) {
   return { p50: percentile(values, 50), p99: percentile(values, 99), n: values.length };
 }
 
+const LARGE_SQL = "SELECT id, grp, v, name FROM items ORDER BY id";
+const LARGE_FILE_ROWS = 1000;
+
+function writeLargeFile(root, file, hot) {
+  const rows = Array.from({ length: LARGE_FILE_ROWS }, (_, i) => {
+    const id = file * LARGE_FILE_ROWS + i;
+    return { id, grp: `g${id % 20}`, v: i === 0 && hot ? 95 : (id * 7) % 90, name: `n${i}` };
+  });
+  writeFileSync(join(root, "data", `f${file}.json`), JSON.stringify(rows));
+}
+
+/**
+ * A `/live` stream read for its event names only (a large snapshot is not parsed):
+ * `onEvent(name)` for each frame; resolves at the snapshot.
+ */
+async function watchEvents(url, sql, onEvent) {
+  const controller = new globalThis.AbortController();
+  const response = await globalThis.fetch(`${url}/live?sql=${encodeURIComponent(sql)}`, {
+    signal: controller.signal,
+  });
+  if (response.status !== 200) throw new Error(`/live ${sql}: ${await response.text()}`);
+  let snapshot;
+  const ready = new Promise((resolve) => (snapshot = resolve));
+  void (async () => {
+    const decoder = new globalThis.TextDecoder();
+    let tail = "";
+    try {
+      for await (const chunk of response.body) {
+        const text = tail + decoder.decode(chunk, { stream: true });
+        for (const match of text.matchAll(/(?:^|\n)event: (\w+)\n/g)) {
+          if (match[1] === "snapshot") snapshot();
+          onEvent(match[1]);
+        }
+        tail = text.slice(-24);
+        // A name cut by the chunk's end is found again in the next one; not a whole one twice.
+        const lastLine = tail.lastIndexOf("\n");
+        tail = lastLine === -1 ? tail : tail.slice(lastLine);
+      }
+    } catch {
+      // Aborted at the end of the phase.
+    }
+  })();
+  await ready;
+  return { close: () => controller.abort() };
+}
+
+/**
+ * The longest main-thread event-loop delay the server reported while each change was taken in
+ * (from the write to the diff frame, or to a quiet moment without a live query, and the report
+ * that follows), with the diff thread from `threadBytes` bytes up (`null`: the server's default).
+ */
+async function largeAnswerDelays(threadBytes) {
+  const root = mkdtempSync(join(tmpdir(), "dirq-live-large-bench-"));
+  mkdirSync(join(root, "data"));
+  writeFileSync(join(root, "dirq.toml"), CONFIG);
+  const files = Math.ceil(LARGE_ROWS / LARGE_FILE_ROWS);
+  for (let file = 0; file < files; file++) writeLargeFile(root, file, false);
+  const reports = [];
+  const server = await startServer(
+    root,
+    {
+      ...(threadBytes === null ? {} : { DIRQ_LIVE_DIFF_THREAD_BYTES: String(threadBytes) }),
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --require ${LOOP_DELAY}`.trim(),
+    },
+    (line) => {
+      const match = /^dirq-loop-delay (\S+)$/.exec(line);
+      if (match) reports.push({ at: performance.now(), ms: Number(match[1]) });
+      else process.stderr.write(`${line}\n`);
+    },
+  );
+  try {
+    const run = async (waitFor) => {
+      const worst = [];
+      for (let n = 0; n < LARGE_CHANGES; n++) {
+        for (const hot of [true, false]) {
+          const file = (n * 37) % files;
+          const started = performance.now();
+          const done = waitFor();
+          writeLargeFile(root, file, hot);
+          await done;
+          // The report that covers the end comes within its interval.
+          await new Promise((resolve) => setTimeout(resolve, 300));
+          const during = reports.filter((r) => r.at >= started).map((r) => r.ms);
+          worst.push(Math.max(0, ...during));
+        }
+      }
+      return worst;
+    };
+    const refreshOnly = await run(() => new Promise((resolve) => setTimeout(resolve, 1500)));
+    let onDiff = null;
+    const live = await watchEvents(server.url, LARGE_SQL, (event) => {
+      if (event === "diff") onDiff?.();
+    });
+    const withLive = await run(() => new Promise((resolve) => (onDiff = resolve)));
+    live.close();
+    return { refreshOnly, withLive };
+  } finally {
+    server.child.kill("SIGTERM");
+    await new Promise((resolve) => server.child.once("exit", resolve));
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+async function largeAnswerPhase() {
+  if (LARGE_ROWS === 0) return null;
+  log(`${LARGE_ROWS} rows re-run whole (ORDER BY); ${LARGE_CHANGES} changes, each made and undone`);
+  const thread = await largeAnswerDelays(null);
+  const mainThread = await largeAnswerDelays(Number.MAX_SAFE_INTEGER);
+  const worst = (list) => ({ p50: percentile(list, 50), max: Math.max(...list), n: list.length });
+  return {
+    rows: LARGE_ROWS,
+    refreshOnly: worst([...thread.refreshOnly, ...mainThread.refreshOnly]),
+    diffThread: worst(thread.withLive),
+    mainThread: worst(mainThread.withLive),
+  };
+}
+
 async function main() {
   const root = mkdtempSync(join(tmpdir(), "dirq-live-bench-"));
   mkdirSync(join(root, "data"));
@@ -226,6 +367,7 @@ async function main() {
         ratio: cpuIncremental > 0 ? cpuWhole / cpuIncremental : null,
         phases: { incremental: incremental.cpu * 1000, whole: whole.cpu * 1000 },
       },
+      largeAnswerLoopDelayMs: await largeAnswerPhase(),
       loadAverage: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" "),
     };
     if (options.json) console.log(JSON.stringify(result, null, 2));
@@ -237,6 +379,14 @@ async function main() {
       console.log(
         `CPU per change beyond the refresh (${cpu.baseline.toFixed(1)} ms): incremental ${cpu.incremental.toFixed(2)} ms, whole re-run ${cpu.whole.toFixed(2)} ms (${cpu.ratio === null ? "incremental within the noise" : `${cpu.ratio.toFixed(1)}x`}); per change in all: ${cpu.phases.incremental.toFixed(2)} ms and ${cpu.phases.whole.toFixed(2)} ms`,
       );
+      const large = result.largeAnswerLoopDelayMs;
+      if (large !== null) {
+        const delay = (d) =>
+          `p50 ${d.p50.toFixed(1)} ms, max ${d.max.toFixed(1)} ms (${d.n} changes)`;
+        console.log(
+          `longest main-thread event-loop delay per change, ${large.rows} rows re-run whole: diff thread ${delay(large.diffThread)}; diff on the main thread ${delay(large.mainThread)}; no live query ${delay(large.refreshOnly)}`,
+        );
+      }
       console.log(`load average: ${result.loadAverage}`);
     }
   } finally {

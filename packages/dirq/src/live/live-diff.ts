@@ -241,3 +241,40 @@ export function applyDiff<T>(rows: readonly T[], diff: AnswerDiff, wrap: (row: s
   for (const put of steps.in.slice(next)) result.push(wrap(put.row));
   return result;
 }
+
+/** How a live query's answers are diffed: in the statement's order or not, paired by a key or not. */
+export interface DiffShape {
+  ordered: boolean;
+  /** Columns whose values identify a row; `null`: rows are not paired. */
+  key: readonly string[] | null;
+}
+
+/**
+ * What a new answer (its rows, or the rows that left and joined) makes of `old`: the diff, and
+ * the rows clients hold after it (in the statement's order, or `old`'s order with the new rows
+ * at the end). The one function both the main thread and the diff thread run, so a frame is
+ * the same whichever made it.
+ */
+export function diffAnswers(
+  old: readonly string[],
+  next: { rows: string[] } | { delta: RowDelta },
+  shape: DiffShape,
+): { diff: AnswerDiff; rows: readonly string[] } {
+  const made = shape.ordered
+    ? orderedDiff(old, (next as { rows: string[] }).rows)
+    : unorderedDiff(old, "delta" in next ? next.delta : rowDelta(old, next.rows));
+  const key = shape.key;
+  const diff =
+    key === null || key.length === 0
+      ? made
+      : pairByKey(made, (row) => keyOf(row, key), !shape.ordered, old.length);
+  if (isEmptyDiff(diff)) return { diff, rows: old };
+  const rows = "rows" in next && shape.ordered ? next.rows : applyDiff(old, diff, String);
+  return { diff, rows };
+}
+
+/** A row's key: the JSON of its values in the key's columns. */
+function keyOf(row: string, key: readonly string[]): string {
+  const values = JSON.parse(row) as Record<string, unknown>;
+  return JSON.stringify(key.map((column) => values[column]));
+}

@@ -6,6 +6,7 @@ import {
   type LiveQueryRequest,
 } from "./live-query.js";
 import type { LiveSession } from "./live-session.js";
+import { DiffThread, LARGE_DIFF_BYTES } from "./large-diff.js";
 
 export type { LiveFrame, LiveQueryLimits, LiveQueryRequest };
 
@@ -122,6 +123,8 @@ export class LiveQueries {
   private readonly entries = new Map<string, Entry>();
   private readonly limits: LiveQueryLimits;
   private readonly lingerMs: number;
+  /** Cuts and diffs the large answers of every live query here (started at the first one). */
+  private readonly diffThread = new DiffThread();
   private isClosed = false;
 
   constructor(
@@ -132,6 +135,7 @@ export class LiveQueries {
       timeoutMs: options.timeoutMs,
       historyFrames: options.historyFrames ?? LIVE_HISTORY_FRAMES,
       historyBytes: options.historyBytes ?? LIVE_HISTORY_BYTES,
+      diffThreadBytes: options.diffThreadBytes ?? LARGE_DIFF_BYTES,
     };
     this.lingerMs = options.lingerMs ?? LIVE_LINGER_MS;
   }
@@ -158,7 +162,7 @@ export class LiveQueries {
     ]);
     let entry = this.entries.get(name);
     if (entry === undefined) {
-      const started = LiveQuery.start(this.session, request, this.limits);
+      const started = LiveQuery.start(this.session, request, this.limits, this.diffThread);
       const made: Entry = { query: started, subscribers: 0, linger: null };
       entry = made;
       this.entries.set(name, made);
@@ -191,9 +195,10 @@ export class LiveQueries {
     entry.linger.unref();
   }
 
-  /** Stops every live query (their subscriptions end). */
+  /** Stops every live query (their subscriptions end) and the diff thread. */
   close(): void {
     this.isClosed = true;
+    this.diffThread.close();
     for (const entry of this.entries.values()) {
       if (entry.linger !== null) clearTimeout(entry.linger);
       void entry.query.then(

@@ -5,16 +5,9 @@ import type { Commit } from "../indexer/row-changes.js";
 import { type BoundArguments, bindArguments, type QueryParameters } from "../query/parameters.js";
 import { answerRows, splitFirstField } from "./answer-rows.js";
 import { type IncrementalPlan, incrementalPlan, FILE_ALIAS, rowsOfFiles } from "./incremental.js";
-import {
-  type AnswerDiff,
-  applyDiff,
-  isEmptyDiff,
-  orderedDiff,
-  pairByKey,
-  type RowDelta,
-  rowDelta,
-  unorderedDiff,
-} from "./live-diff.js";
+import type { DiffThread } from "./large-diff.js";
+import { LiveAnswer } from "./live-answer.js";
+import { type AnswerDiff, isEmptyDiff, type RowDelta, rowDelta } from "./live-diff.js";
 import type { LiveSession } from "./live-session.js";
 import { Waiters } from "./waiters.js";
 
@@ -42,6 +35,8 @@ export interface LiveQueryLimits {
   historyFrames: number;
   /** ...and at most this many bytes of them (the newest frame is always kept). */
   historyBytes: number;
+  /** Whole answers from this many bytes up are cut and diffed on the diff thread. */
+  diffThreadBytes: number;
 }
 
 /** A frame of a live query's stream (its `data` is JSON text, see docs/live-queries.md). */
@@ -58,8 +53,14 @@ interface KeptFrame {
   data: string;
 }
 
-/** What a re-evaluation found: rows that left and joined, or the whole new answer. */
-type Outcome = { delta: RowDelta } | { rows: string[]; columns: string[] };
+/**
+ * What a re-evaluation found: rows that left and joined, or the whole new answer, cut into
+ * rows (the file-by-file way's) or as the query process wrote it.
+ */
+type Outcome =
+  | { delta: RowDelta }
+  | { rows: string[]; columns: string[] }
+  | { body: string | Uint8Array; columns: string[] };
 
 /** The JSON text of a diff, rows as their texts. */
 function diffJson(commit: number, diff: AnswerDiff): string {
@@ -91,7 +92,7 @@ export class LiveQuery {
   readonly run = randomBytes(8).toString("hex");
   /** Whether the answer keeps the statement's order (else rows join at the end). */
   readonly ordered: boolean;
-  private rows: string[] = [];
+  private readonly current: LiveAnswer;
   private columns: string[] = [];
   /** Row texts of each file (the incremental way only). */
   private byFile = new Map<string, string[]>();
@@ -120,8 +121,15 @@ export class LiveQuery {
     private readonly args: BoundArguments,
     private readonly plan: IncrementalPlan | null,
     eligible: boolean,
+    diffThread: DiffThread | null,
   ) {
     this.ordered = !eligible;
+    // The file-by-file way reads and diffs a few files' rows here, against rows held here.
+    this.current = new LiveAnswer(
+      { ordered: this.ordered, key: request.key ?? null },
+      plan === null ? diffThread : null,
+      limits.diffThreadBytes,
+    );
     const written = prepared.analysis.tableNames.map((name) => name.token.value);
     this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
   }
@@ -131,6 +139,7 @@ export class LiveQuery {
     session: LiveSession,
     request: LiveQueryRequest,
     limits: LiveQueryLimits,
+    diffThread: DiffThread | null = null,
   ): Promise<LiveQuery> {
     const args = bindArguments(request.sql, request.params);
     const deadline = deadlineOf(limits.timeoutMs);
@@ -142,7 +151,16 @@ export class LiveQuery {
     const read = (sql: string, values?: readonly unknown[]) => session.index.readRows(sql, values);
     const plan = incrementalPlan(prepared, read, args);
     const used = request.incremental === false ? null : plan;
-    const query = new LiveQuery(session, request, limits, prepared, args, used, plan !== null);
+    const query = new LiveQuery(
+      session,
+      request,
+      limits,
+      prepared,
+      args,
+      used,
+      plan !== null,
+      diffThread,
+    );
     try {
       await query.begin();
     } catch (error) {
@@ -166,7 +184,7 @@ export class LiveQuery {
     // Commits during the first run are taken in after it, as one more run.
     this.running = true;
     try {
-      this.rows = (await this.wholeAnswer()).rows;
+      await this.next(await this.wholeAnswer(), true);
     } finally {
       this.running = false;
     }
@@ -218,12 +236,12 @@ export class LiveQuery {
 
   /** The current answer's columns and rows (row texts), in the order clients hold them. */
   get answer(): { columns: readonly string[]; rows: readonly string[]; commit: number } {
-    return { columns: this.columns, rows: this.rows, commit: this.commit };
+    return { columns: this.columns, rows: this.current.current, commit: this.commit };
   }
 
   private snapshotJson(): string {
     const key = this.request.key === undefined ? "null" : JSON.stringify(this.request.key);
-    return `{"commit":${this.commit},"columns":${JSON.stringify(this.columns)},"key":${key},"ordered":${this.ordered},"incremental":${this.incremental},"rows":[${this.rows.join(",")}]}`;
+    return `{"commit":${this.commit},"columns":${JSON.stringify(this.columns)},"key":${key},"ordered":${this.ordered},"incremental":${this.incremental},"rows":[${this.current.text}]}`;
   }
 
   /** Resolves at the next frame, after `ms`, or at close. */
@@ -236,6 +254,7 @@ export class LiveQuery {
     if (this.isClosed) return;
     this.isClosed = true;
     for (const stop of this.stops.splice(0)) stop();
+    this.current.close();
     this.wake();
   }
 
@@ -291,56 +310,41 @@ export class LiveQuery {
     const stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();
-    let outcome: Outcome;
     try {
-      outcome =
+      const outcome =
         this.plan !== null && files !== null
           ? { delta: this.changedRows([...files]) }
           : await this.wholeAnswer();
+      if (this.isClosed) return;
+      // Set before the diff, which may wait for the diff thread: a commit meanwhile that
+      // leaves these tables alone needs no run.
+      this.stamp = stamp;
+      await this.take(commit, outcome);
     } catch (error) {
       if (this.isClosed) return;
       // Rows of files changed meanwhile were not taken in: the next run reads them all.
       this.changedFiles = null;
       this.stamp = "";
       this.append("error", `{"commit":${commit},"error":${JSON.stringify(messageOf(error))}}`);
-      return;
     }
-    if (this.isClosed) return;
-    this.stamp = stamp;
-    this.take(commit, outcome);
   }
 
   /** Moves to a new answer: a diff frame (none when nothing changed), or a new snapshot. */
-  private take(commit: number, outcome: Outcome): void {
-    if ("columns" in outcome && outcome.columns.join("\0") !== this.columns.join("\0")) {
-      this.columns = outcome.columns;
-      this.rows = outcome.rows;
-      this.commit = commit;
-      this.append("snapshot", this.snapshotJson());
-      return;
-    }
-    const diff = this.diffTo(outcome);
+  private async take(commit: number, outcome: Outcome): Promise<void> {
+    const columns = "columns" in outcome ? outcome.columns : this.columns;
+    const diff = await this.next(outcome, columns.join("\0") !== this.columns.join("\0"));
+    if (this.isClosed) return;
+    this.columns = columns;
     this.commit = commit;
-    if (isEmptyDiff(diff)) return;
-    this.rows =
-      "rows" in outcome && this.ordered ? outcome.rows : applyDiff(this.rows, diff, String);
-    this.append("diff", diffJson(commit, diff));
+    if (diff === null) this.append("snapshot", this.snapshotJson());
+    else if (!isEmptyDiff(diff)) this.append("diff", diffJson(commit, diff));
   }
 
-  private diffTo(outcome: Outcome): AnswerDiff {
-    const diff = this.ordered
-      ? orderedDiff(this.rows, (outcome as { rows: string[] }).rows)
-      : unorderedDiff(
-          this.rows,
-          "delta" in outcome ? outcome.delta : rowDelta(this.rows, outcome.rows),
-        );
-    const key = this.request.key;
-    if (key === undefined || key.length === 0) return diff;
-    const keyOf = (row: string) => {
-      const values = JSON.parse(row) as Record<string, unknown>;
-      return JSON.stringify(key.map((column) => values[column]));
-    };
-    return pairByKey(diff, keyOf, !this.ordered, this.rows.length);
+  /** The diff to `outcome`, or `null` when it replaces the answer (`reset`) without one. */
+  private next(outcome: Outcome, reset: boolean): Promise<AnswerDiff | null> | AnswerDiff | null {
+    if ("delta" in outcome) return this.current.apply(outcome.delta);
+    if ("body" in outcome) return this.current.whole(outcome.body, reset);
+    return this.current.replace(outcome.rows, reset);
   }
 
   /** Reads the rows of `files` again; what left and joined, and each file's rows kept. */
@@ -361,7 +365,7 @@ export class LiveQuery {
   }
 
   /** Runs the whole statement in a query process; with the incremental way, by file too. */
-  private async wholeAnswer(): Promise<{ rows: string[]; columns: string[] }> {
+  private async wholeAnswer(): Promise<Outcome & { columns: string[] }> {
     const sql = this.plan?.withFiles ?? this.prepared.sql;
     const body = await this.session.run(
       { ...this.prepared, sql },
@@ -372,8 +376,8 @@ export class LiveQuery {
       },
     );
     const columns = this.session.index.columnsOf(this.prepared);
+    if (this.plan === null) return { body, columns };
     const texts = answerRows(body);
-    if (this.plan === null) return { rows: texts, columns };
     const byFile = new Map<string, string[]>();
     const rows = texts.map((text) => {
       const { value, row } = splitFirstField(text, FILE_ALIAS);

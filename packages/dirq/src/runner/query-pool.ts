@@ -1,29 +1,23 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import type { Socket } from "node:net";
 import { availableParallelism } from "node:os";
-import { fileURLToPath } from "node:url";
-import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
+import type { ConnectionProfile } from "../connection/profile.js";
 import { DirqError } from "../errors.js";
-import { childEnvironment, childExecArgv } from "../node-options.js";
 import { type BoundArguments, encodeArguments } from "../query/parameters.js";
+import {
+  type AnswerFormat,
+  type Job,
+  PooledProcess,
+  type QueryAnswer,
+  type RetireReason,
+} from "./pooled-process.js";
 import {
   AnswerKind,
   encodeFrame,
   type Frame,
-  FrameReader,
   NO_WORKER_CALLS,
   RequestKind,
-  RETIRING,
 } from "./query-frames.js";
 
-/** What a query process answers. */
-export type QueryAnswer =
-  /** `body`: the answer's UTF-8 bytes (written to the socket or the terminal as they are). */
-  | { ok: true; body: string | Uint8Array }
-  | { ok: false; message: string; user: boolean; tooLarge?: boolean };
-
-/** How a statement's answer is shaped: the JSON body, an aligned text table, or CSV. */
-export type AnswerFormat = "json" | "table" | "csv";
+export type { AnswerFormat, QueryAnswer };
 
 const REQUEST_KINDS: Readonly<Record<AnswerFormat, number>> = {
   json: RequestKind.Json,
@@ -44,41 +38,6 @@ export interface RunOptions {
   callsWorkers?: boolean;
   /** Values bound to its parameters (`bindArguments`; JSON answers only). */
   args?: BoundArguments;
-}
-
-/** One statement on its way: waiting in the pool, or sent to a process. */
-interface Job {
-  id: number;
-  sql: string;
-  format: AnswerFormat;
-  /** Values bound to its parameters, or `null`: it has none. */
-  args: BoundArguments | null;
-  /** Frame flags of its request. */
-  flags: number;
-  resolve: (answer: QueryAnswer) => void;
-  reject: (error: unknown) => void;
-  /** The process it was sent to; `null` while it waits in the pool. */
-  runner: Runner | null;
-  /** Clears its deadline timer and abort listener. */
-  settle: () => void;
-}
-
-interface Runner {
-  child: ChildProcess;
-  channel: Socket;
-  /** Statements sent and not answered, in the order sent: the first one is running. */
-  jobs: Job[];
-  /**
-   * When its first job started (ms): sent to an idle process, or its predecessor answered.
-   * While it has no job: since when it is idle.
-   */
-  headSince: number;
-  /** Frames to write at the end of this event-loop turn. */
-  out: Buffer[];
-  /** It held a large answer: it gets nothing new and ends once its jobs are answered. */
-  retiring: boolean;
-  /** Killed, exited or broken: its jobs were handed on. */
-  gone: boolean;
 }
 
 /** A statement running longer than this no longer counts against the pool's size. */
@@ -136,8 +95,6 @@ function cancelledError(): DirqError {
   return new DirqError("QUERY_CANCELLED", "interrupted: the statement was stopped");
 }
 
-const QUERY_PROCESS = fileURLToPath(new URL("./query-process.js", import.meta.url));
-
 /**
  * Query processes over the shared index. Statements wait in the pool and go to the process
  * with the fewest outstanding (up to PIPELINE_DEPTH each; a new process is started when every
@@ -148,7 +105,7 @@ const QUERY_PROCESS = fileURLToPath(new URL("./query-process.js", import.meta.ur
  * answer leaves after it, so its memory goes back to the system.
  */
 export class QueryPool {
-  private readonly runners = new Set<Runner>();
+  private readonly runners = new Set<PooledProcess>();
   private readonly waiting: Job[] = [];
   /**
    * The statements out for each caller's signal, stopped together when it aborts: one
@@ -175,61 +132,32 @@ export class QueryPool {
     if (this.runners.size === 0 && !this.closed) this.start();
   }
 
-  private start(): Runner {
-    const args = [
-      QUERY_PROCESS,
-      this.options.databasePath,
-      String(this.options.maxAnswerBytes),
-      JSON.stringify(this.options.profile ?? EMPTY_PROFILE),
-    ];
-    const child = spawn(process.execPath, [...childExecArgv(), ...args], {
-      env: childEnvironment(),
-      // fd 3: the frames, both ways.
-      stdio: ["ignore", "inherit", "inherit", "pipe"],
-      // Its own process group: killing the group also stops the worker processes of its
-      // worker-backed functions, even one that hangs.
-      detached: true,
-    });
-    const channel = child.stdio[3] as Socket;
-    if (this.options.keepAlive === false) {
-      child.unref();
-      channel.unref();
-    }
-    const runner: Runner = {
-      child,
-      channel,
-      jobs: [],
-      headSince: Date.now(),
-      out: [],
-      retiring: false,
-      gone: false,
-    };
+  private start(): PooledProcess {
+    const { databasePath, maxAnswerBytes, profile, keepAlive } = this.options;
+    const runner = new PooledProcess(
+      { databasePath, maxAnswerBytes, profile, keepAlive },
+      {
+        answered: (from, frame) => this.answered(from, frame),
+        lost: (from) => this.lost(from),
+      },
+    );
     this.runners.add(runner);
-    const reader = new FrameReader();
-    channel.on("data", (chunk: Buffer) => {
-      for (const frame of reader.push(chunk)) this.answered(runner, frame);
-    });
-    // A process that died mid-write, or a write to one that died (EPIPE): its jobs move on.
-    channel.on("error", () => this.lost(runner));
-    channel.on("close", () => this.lost(runner));
-    child.on("error", () => this.lost(runner));
-    child.once("exit", () => {
-      this.runners.delete(runner);
-      this.lost(runner);
-    });
     return runner;
   }
 
-  /** A process went away: its running statement fails, the ones behind it go elsewhere. */
-  private lost(runner: Runner): void {
-    if (runner.gone) return;
-    runner.gone = true;
+  /** Takes a process out of the pool (see `RetireReason`); the statements it held. */
+  private retire(runner: PooledProcess, reason: RetireReason): Job[] {
     this.runners.delete(runner);
-    // Never after its exit: its pid (and group id) may already belong to another process.
-    const { exitCode, signalCode } = runner.child;
-    if (exitCode === null && signalCode === null) killGroup(runner.child);
-    const [head, ...rest] = runner.jobs;
-    runner.jobs = [];
+    return runner.retire(reason);
+  }
+
+  /** A process went away: its running statement fails, the ones behind it go elsewhere. */
+  private lost(runner: PooledProcess): void {
+    if (runner.gone) {
+      this.runners.delete(runner);
+      return;
+    }
+    const [head, ...rest] = this.retire(runner, "lost");
     this.requeue(rest);
     if (head !== undefined) {
       head.settle();
@@ -244,19 +172,12 @@ export class QueryPool {
     this.waiting.unshift(...jobs);
   }
 
-  private answered(runner: Runner, frame: Frame): void {
-    const now = Date.now();
-    runner.headSince = now;
-    if ((frame.flags & RETIRING) !== 0) runner.retiring = true;
+  private answered(runner: PooledProcess, frame: Frame): void {
+    runner.headSince = Date.now();
     const at = runner.jobs.findIndex((job) => job.id === frame.id);
     // Not found: a statement stopped before its answer came (it was cancelled or expired).
     const job = at === -1 ? undefined : runner.jobs.splice(at, 1)[0];
-    if (runner.retiring && runner.jobs.length === 0 && !runner.gone) {
-      // Nothing more is sent to it: ending its input lets it exit.
-      runner.gone = true;
-      this.runners.delete(runner);
-      runner.channel.end();
-    }
+    if (runner.leaving && runner.jobs.length === 0) this.retire(runner, "held a large answer");
     if (job !== undefined) {
       job.settle();
       job.resolve(answerOf(job, frame));
@@ -268,7 +189,7 @@ export class QueryPool {
   private quickBusy(now: number): number {
     let count = 0;
     for (const runner of this.runners) {
-      if (runner.jobs.length > 0 && now - runner.headSince < SLOW_AFTER_MS) count++;
+      if (runner.jobs.length > 0 && !runner.busyFor(now, SLOW_AFTER_MS)) count++;
     }
     return count;
   }
@@ -280,11 +201,11 @@ export class QueryPool {
   }
 
   /** The process to send the next statement to: the least loaded one that is not stalled. */
-  private pick(now: number): Runner | null {
-    let best: Runner | null = null;
+  private pick(now: number): PooledProcess | null {
+    let best: PooledProcess | null = null;
     for (const runner of this.runners) {
-      if (runner.retiring || runner.gone || runner.jobs.length >= PIPELINE_DEPTH) continue;
-      if (runner.jobs.length > 0 && now - runner.headSince >= STALL_AFTER_MS) continue;
+      if (runner.leaving || runner.jobs.length >= PIPELINE_DEPTH) continue;
+      if (runner.busyFor(now, STALL_AFTER_MS)) continue;
       if (best === null || runner.jobs.length < best.jobs.length) best = runner;
       if (best.jobs.length === 0) break;
     }
@@ -315,7 +236,7 @@ export class QueryPool {
       // a whole slice of a table build (which yields only every few milliseconds) in between.
       // A busy one cannot start it before its current one is done anyway: it gets the
       // statements of this turn together.
-      if (idle && runner.out.length === 0) runner.channel.write(frame);
+      if (idle && !runner.hasQueued) runner.write(frame);
       else this.send(runner, frame);
     }
     this.watchStalls();
@@ -339,34 +260,26 @@ export class QueryPool {
    * while runaways run.
    */
   private retireSurplus(now: number): void {
-    const counted = (runner: Runner) =>
-      !runner.retiring && (runner.jobs.length === 0 || now - runner.headSince < SLOW_AFTER_MS);
+    const counted = (runner: PooledProcess) =>
+      !runner.leaving && !runner.busyFor(now, SLOW_AFTER_MS);
     let surplus = [...this.runners].filter(counted).length - this.maxProcesses;
     for (const runner of [...this.runners]) {
       if (surplus <= 0) break;
-      if (runner.retiring || runner.jobs.length > 0) continue;
+      if (runner.leaving || runner.jobs.length > 0) continue;
       if (now - runner.headSince < SURPLUS_IDLE_MS) continue;
-      // Nothing more is sent to it: ending its input lets it exit.
-      runner.gone = true;
-      this.runners.delete(runner);
-      runner.channel.end();
+      this.retire(runner, "surplus");
       surplus--;
     }
   }
 
   /** Queues a frame; every frame of this event-loop turn goes out in one write per process. */
-  private send(runner: Runner, frame: Buffer): void {
-    runner.out.push(frame);
+  private send(runner: PooledProcess, frame: Buffer): void {
+    runner.queue(frame);
     if (this.flushScheduled) return;
     this.flushScheduled = true;
     setImmediate(() => {
       this.flushScheduled = false;
-      for (const each of this.runners) {
-        if (each.out.length === 0) continue;
-        const bytes = each.out.length === 1 ? (each.out[0] as Buffer) : Buffer.concat(each.out);
-        each.out = [];
-        if (!each.gone) each.channel.write(bytes);
-      }
+      for (const each of this.runners) each.flush();
     });
   }
 
@@ -386,7 +299,7 @@ export class QueryPool {
     this.watch = setInterval(() => {
       const now = Date.now();
       for (const runner of this.runners) {
-        if (runner.jobs.length < 2 || now - runner.headSince < STALL_AFTER_MS) continue;
+        if (runner.jobs.length < 2 || !runner.busyFor(now, STALL_AFTER_MS)) continue;
         const behind = runner.jobs.splice(1);
         for (const job of behind) this.send(runner, encodeFrame(job.id, RequestKind.Cancel));
         this.requeue(behind);
@@ -480,13 +393,7 @@ export class QueryPool {
     if (this.shrink !== null) clearTimeout(this.shrink);
     const jobs = [...this.waiting];
     this.waiting.length = 0;
-    for (const runner of this.runners) {
-      runner.gone = true;
-      jobs.push(...runner.jobs);
-      runner.jobs = [];
-      killGroup(runner.child);
-    }
-    this.runners.clear();
+    for (const runner of [...this.runners]) jobs.push(...this.retire(runner, "pool closed"));
     for (const job of jobs) {
       job.settle();
       job.reject(stoppingError());
@@ -511,13 +418,4 @@ function answerOf(job: Job, frame: Frame): QueryAnswer {
     user: error.user === true,
     tooLarge: error.tooLarge === true,
   };
-}
-
-/** Kills a query process and everything in its process group (its function workers). */
-function killGroup(child: ChildProcess): void {
-  try {
-    if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL");
-  } catch {
-    child.kill("SIGKILL");
-  }
 }

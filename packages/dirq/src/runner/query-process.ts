@@ -10,7 +10,7 @@ import { openSqlite, type SqliteDatabase } from "../indexer/database.js";
 import { createProgressReporter } from "../progress/reporter.js";
 import { jsonChunks } from "../output/json.js";
 import { monotonicMs } from "../shared/clock.js";
-import type { AnswerFormat } from "./query-pool.js";
+import type { AnswerFormat } from "./pooled-process.js";
 import {
   type JsonStatement,
   firstAnswerJsRows,

@@ -53,6 +53,15 @@ function lingerMsFromEnv(): number | undefined {
   return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : undefined;
 }
 
+/**
+ * `DIRQ_LIVE_DIFF_THREAD_BYTES`: from what size a live query's whole answer is diffed on the
+ * diff thread (benchmarks compare with it off: a size no answer reaches).
+ */
+function diffThreadBytesFromEnv(): number | undefined {
+  const fromEnv = Number(process.env.DIRQ_LIVE_DIFF_THREAD_BYTES);
+  return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : undefined;
+}
+
 /** Largest answer the server sends (bytes of JSON); past it, 413 naming the limit. */
 export const MAX_ANSWER_BYTES = 64 * 1024 * 1024;
 /** Total size of the answers kept for repeated statements (characters). */
@@ -159,7 +168,11 @@ async function startLive(
     }
     return body;
   };
-  const queries = new LiveQueries(session, { timeoutMs, lingerMs: lingerMsFromEnv() });
+  const queries = new LiveQueries(session, {
+    timeoutMs,
+    lingerMs: lingerMsFromEnv(),
+    diffThreadBytes: diffThreadBytesFromEnv(),
+  });
   return { live: { session, statements, queries }, query };
 }
 

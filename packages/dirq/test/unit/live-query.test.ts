@@ -82,6 +82,31 @@ async function untilIndexed(session: LiveSession, model: Map<string, number[]>):
   }, `the index to hold ${files}`);
 }
 
+/** A live session over `root` and its `.dirq.toml`, in this process. */
+function liveSession(root: string): LiveSession {
+  return new LiveSession({
+    index: {
+      root,
+      progress: false,
+      fillAllColumns: true,
+      config: loadConfigs([join(root, ".dirq.toml")]),
+    },
+    folderPrefix: "dirq-live-query-test-",
+    reaper: false,
+    runner: { timeoutMs: 30_000, maxAnswerBytes: 1 << 26, maxProcesses: 1 },
+    onWatchError: (error) => assert.fail(`watcher: ${String(error)}`),
+  });
+}
+
+/** Statements re-run whole: with and without an order of their own, with and without a key. */
+const WHOLE_STATEMENTS: { sql: string; key?: string[] }[] = [
+  { sql: "SELECT id, grp, v FROM items ORDER BY v, id" },
+  { sql: "SELECT id, v FROM items ORDER BY grp", key: ["id"] },
+  { sql: "SELECT id, grp FROM items WHERE v > 30" },
+  { sql: "SELECT id, v * 2 AS w FROM items", key: ["id"] },
+  { sql: "SELECT grp, count(*) AS n FROM items GROUP BY grp", key: ["grp"] },
+];
+
 describe("LiveQuery", () => {
   it("gives the same frames incrementally as re-running the whole statement", async () => {
     const root = tempTree({ ".dirq.toml": CONFIG, "tmp/.keep": "" });
@@ -95,18 +120,7 @@ describe("LiveQuery", () => {
         writeItems(root, `data/f${i}.json`, random, () => ++id),
       );
     }
-    const session = new LiveSession({
-      index: {
-        root,
-        progress: false,
-        fillAllColumns: true,
-        config: loadConfigs([join(root, ".dirq.toml")]),
-      },
-      folderPrefix: "dirq-live-query-test-",
-      reaper: false,
-      runner: { timeoutMs: 30_000, maxAnswerBytes: 1 << 26, maxProcesses: 1 },
-      onWatchError: (error) => assert.fail(`watcher: ${String(error)}`),
-    });
+    const session = liveSession(root);
     const queries = new LiveQueries(session, { timeoutMs: 30_000, lingerMs: 0 });
     try {
       await session.build();
@@ -151,6 +165,64 @@ describe("LiveQuery", () => {
       }
     } finally {
       queries.close();
+      await session.close();
+    }
+  });
+
+  it("gives the same frames with whole answers diffed on the diff thread as on the main thread", async () => {
+    const root = tempTree({ ".dirq.toml": CONFIG, "tmp/.keep": "" });
+    mkdirSync(join(root, "data"));
+    const random = seededRandom(650);
+    let id = 0;
+    const next = () => ++id;
+    for (let i = 0; i < 10; i++) writeItems(root, `data/f${i}.json`, random, next);
+    const session = liveSession(root);
+    const onThread = new LiveQueries(session, {
+      timeoutMs: 30_000,
+      lingerMs: 0,
+      diffThreadBytes: 0,
+    });
+    const onMain = new LiveQueries(session, {
+      timeoutMs: 30_000,
+      lingerMs: 0,
+      diffThreadBytes: Number.POSITIVE_INFINITY,
+    });
+    try {
+      await session.build();
+      await session.watch();
+      const pairs: [LiveSubscription, LiveSubscription][] = [];
+      for (const statement of WHOLE_STATEMENTS) {
+        const request = { ...statement, incremental: false };
+        pairs.push([await onThread.open(request), await onMain.open(request)]);
+      }
+      // The first answers may be of different commits (one query started later).
+      const withoutCommit = (frames: string[]) => frames.map((f) => f.replace(/"commit":\d+,/, ""));
+      for (const [thread, main] of pairs) {
+        assert.deepEqual(withoutCommit(await drain(thread)), withoutCommit(await drain(main)));
+      }
+      for (let step = 0; step < 30; step++) {
+        const file = `data/f${Math.floor(random() * 14)}.json`;
+        if (random() < 0.25) rmSync(join(root, file), { force: true });
+        else writeItems(root, file, random, next);
+        for (const [n, [thread, main]] of pairs.entries()) {
+          const sql = WHOLE_STATEMENTS[n]?.sql as string;
+          const fresh = async () => {
+            const rows = await session.run(await session.prepare(sql));
+            return JSON.stringify(JSON.parse(Buffer.from(rows).toString()));
+          };
+          await until(async () => {
+            const want = await fresh();
+            const rows = (s: LiveSubscription) => `[${s.query.answer.rows.join(",")}]`;
+            const sorted = (text: string) =>
+              JSON.stringify((JSON.parse(text) as unknown[]).map((r) => JSON.stringify(r)).sort());
+            return sorted(rows(thread)) === sorted(want) && sorted(rows(main)) === sorted(want);
+          }, `step ${step}: ${sql}`);
+          assert.deepEqual(await drain(thread), await drain(main), `step ${step}: ${sql}`);
+        }
+      }
+    } finally {
+      onThread.close();
+      onMain.close();
       await session.close();
     }
   });
