@@ -242,6 +242,10 @@ export async function runServer(options: ServerOptions): Promise<number> {
     allowsHost: hostChecker(options.host),
     events,
     openLive: (request, lastEventId) => openLive(live, request, lastEventId),
+    liveStats:
+      process.env.DIRQ_LIVE_STATS === "1"
+        ? () => ({ commit: live?.session.commitSeq ?? 0, queries: live?.queries.stats() ?? [] })
+        : undefined,
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
   });
   const server = createServer(SERVER_LIMIT_OPTIONS, handler);
