@@ -25,6 +25,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
+import { get } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -266,10 +267,20 @@ async function followCommits(url) {
   };
 }
 
-async function liveStats(url) {
-  const response = await globalThis.fetch(`${url}/live/stats`);
-  if (response.status !== 200) throw new Error(`/live/stats: ${response.status}`);
-  return response.json();
+/** `GET /live/stats` on a connection of its own (a pooled one may be closed under it). */
+function liveStats(url) {
+  return new Promise((resolve, reject) => {
+    const request = get(`${url}/live/stats`, { agent: false }, (response) => {
+      let text = "";
+      response.setEncoding("utf8").on("data", (chunk) => (text += chunk));
+      response.on("end", () =>
+        response.statusCode === 200
+          ? resolve(JSON.parse(text))
+          : reject(new Error(`/live/stats: ${response.statusCode} ${text}`)),
+      );
+    });
+    request.on("error", reject);
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -348,10 +359,18 @@ function runsBeyondCommits(stats, commits) {
   return beyond;
 }
 
-function sampler(pid) {
+function sampler(server) {
   const samples = [];
-  const take = (at) =>
-    samples.push({ at: Math.round(at), rssMb: rssMb(pid), fds: openFds(pid), load: loadAverage() });
+  const take = async (at) => {
+    const stats = await liveStats(server.url);
+    samples.push({
+      at: Math.round(at),
+      rssMb: rssMb(server.child.pid),
+      fds: openFds(server.child.pid),
+      historyMb: sum(stats.queries.map((q) => q.historyChars)) / 1024 / 1024,
+      load: loadAverage(),
+    });
+  };
   return { samples, take };
 }
 
@@ -376,17 +395,17 @@ async function measure(root, server) {
   log(`opening ${SUBSCRIBERS - STATEMENTS} more subscribers`);
   subscribers.push(...(await openSubscribers(server.url, STATEMENTS, SUBSCRIBERS)));
   const runsBefore = runsByStatement(await liveStats(server.url));
-  const memory = sampler(server.child.pid);
-  memory.take(0);
+  const memory = sampler(server);
+  await memory.take(0);
   let nextSample = SAMPLE_S;
   const many = await phase(
     `phase 3, ${SUBSCRIBERS} subscribers`,
     root,
     server,
     MINUTES * 60,
-    (elapsed) => {
+    async (elapsed) => {
       if (elapsed < nextSample) return;
-      memory.take(elapsed);
+      await memory.take(elapsed);
       nextSample += SAMPLE_S;
     },
   );
@@ -461,6 +480,7 @@ function report(result) {
     `server CPU (server + query processes), s per s: no live query ${cpu.noLiveQuery.toFixed(3)}, ${STATEMENTS} subscribers ${cpu.oneSubscriberPerStatement.toFixed(3)}, ${SUBSCRIBERS} subscribers ${cpu.allSubscribers.toFixed(3)} (x${(cpu.allSubscribers / cpu.oneSubscriberPerStatement).toFixed(2)} for x${(SUBSCRIBERS / STATEMENTS).toFixed(0)} subscribers)`,
     `server RSS MB over phase 3: ${rss.map((v) => v.toFixed(0)).join(" ")}`,
     `server open fds over phase 3: ${fds.join(" ")}`,
+    `live query history kept (MB of frames, all evaluators) over phase 3: ${result.memory.map((m) => m.historyMb.toFixed(1)).join(" ")}`,
     `error frames: ${summary.errorFrames}`,
     `wrong final answers: ${result.wrong.length} of ${result.subscribers.length} subscribers${result.wrong.length > 0 ? ` (${summary.wrong.join("; ")})` : ""}`,
     `load average: ${summary.loadAverage}`,

@@ -46,6 +46,8 @@ export interface LiveQueryStats {
   runs: number;
   /** Frames it made after its first answer (diffs, errors, new snapshots). */
   frames: number;
+  /** Characters of the frames it keeps for clients that resume. */
+  historyChars: number;
 }
 
 /** `<run>-<n>`: the live query's run and the number of the last frame read. */
@@ -177,6 +179,7 @@ export class LiveQueries {
         subscribers: entry.subscribers,
         runs: query.runs,
         frames: query.head,
+        historyChars: query.historyChars,
       });
     }
     return stats;

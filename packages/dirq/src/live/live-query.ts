@@ -189,6 +189,11 @@ export class LiveQuery {
     return this.evaluations;
   }
 
+  /** Characters of the frames its history keeps for clients that resume. */
+  get historyChars(): number {
+    return this.keptBytes;
+  }
+
   /** The number of the newest frame (0 before the first diff). */
   get head(): number {
     return this.version;
