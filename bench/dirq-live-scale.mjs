@@ -25,7 +25,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs";
-import { get } from "node:http";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import {
@@ -34,7 +34,6 @@ import {
   log,
   parseOptions,
   positiveInteger,
-  postQuery,
   requireDirqBuilt,
   seededRandom,
   serverPort,
@@ -135,6 +134,8 @@ function writeFile(root, table, file) {
   renameSync(aside, join(root, tableName(table), `f${file}.json`));
 }
 
+let stopping = false;
+
 async function startServer(root) {
   const args = [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"];
   const child = spawn(process.execPath, args, {
@@ -142,6 +143,12 @@ async function startServer(root) {
     env: { ...DIRQ_ENV, DIRQ_LIVE_STATS: "1" },
     stdio: ["ignore", "pipe", "inherit"],
   });
+  // Said at once: a server that dies mid-run is the finding, not the requests that then fail.
+  child.once("exit", (code, signal) => {
+    if (!stopping) log(`the server exited during the run: code ${code}, signal ${signal}`);
+  });
+  // Whatever ends this script ends the server too.
+  process.once("exit", () => child.kill("SIGKILL"));
   const port = await serverPort(child);
   return { child, port, url: `http://127.0.0.1:${port}` };
 }
@@ -267,21 +274,42 @@ async function followCommits(url) {
   };
 }
 
-/** `GET /live/stats` on a connection of its own (a pooled one may be closed under it). */
-function liveStats(url) {
+/**
+ * A JSON answer from the server on a connection of its own (a pooled one may be closed under
+ * it), asked again after a failed connection (each failure logged); `body` makes it a POST.
+ */
+async function askJson(url, path, body) {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await askJsonOnce(url, path, body);
+    } catch (error) {
+      log(`${path}: ${error.message}`);
+      if (attempt === 3) throw error;
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+  }
+}
+
+function askJsonOnce(url, path, body) {
   return new Promise((resolve, reject) => {
-    const request = get(`${url}/live/stats`, { agent: false }, (response) => {
+    const headers = body === undefined ? {} : { "content-type": "application/json" };
+    const method = body === undefined ? "GET" : "POST";
+    const req = request(`${url}${path}`, { agent: false, method, headers }, (response) => {
       let text = "";
       response.setEncoding("utf8").on("data", (chunk) => (text += chunk));
+      response.on("error", reject);
       response.on("end", () =>
         response.statusCode === 200
           ? resolve(JSON.parse(text))
-          : reject(new Error(`/live/stats: ${response.statusCode} ${text}`)),
+          : reject(new Error(`${response.statusCode} ${text}`)),
       );
     });
-    request.on("error", reject);
+    req.on("error", reject);
+    req.end(body === undefined ? undefined : JSON.stringify(body));
   });
 }
+
+const liveStats = (url) => askJson(url, "/live/stats");
 
 // ---------------------------------------------------------------------------------------------
 // Phases
@@ -340,8 +368,7 @@ async function wrongAnswers(server, subscribers) {
     const fresh = new Map();
     for (const { statement } of wrong) {
       if (fresh.has(statement.sql)) continue;
-      const answer = await postQuery(server.port, statement.sql);
-      fresh.set(statement.sql, JSON.parse(answer.text));
+      fresh.set(statement.sql, await askJson(server.url, "/query", { sql: statement.sql }));
     }
     wrong = wrong.filter((s) => !sameAnswer(s, fresh.get(s.statement.sql)));
   }
@@ -503,6 +530,7 @@ async function main() {
     report(result);
     failed = result.wrong.length > 0 || result.beyond.length > 0;
   } finally {
+    stopping = true;
     server.child.kill("SIGTERM");
     await new Promise((resolve) => server.child.once("exit", resolve));
     rmSync(root, { recursive: true, force: true });

@@ -840,6 +840,8 @@ export class LiveStorm {
 /** One storm subscriber: its stream while connected, what it held when it left, when it is back. */
 interface StormSubscriber {
   ask: LiveAsk;
+  /** Diff frames of the connections it closed. */
+  diffs: number;
   stream: LiveStream | null;
   held: LiveStream | null;
   backAt: number;
@@ -865,6 +867,7 @@ async function stormChurn(
     subscriber.stream.close();
     await subscriber.stream.ended;
     subscriber.held = subscriber.stream;
+    subscriber.diffs += subscriber.held.frames.filter((f) => f.event === "diff").length;
     subscriber.stream = null;
     subscriber.backAt = step + 1 + Math.floor(random() * 10);
   } else if (subscriber.stream === null && step >= subscriber.backAt) {
@@ -879,6 +882,7 @@ export interface LiveStormResult {
   /** `<sql>: <why>` for each subscriber whose rows were not a fresh answer at the end. */
   wrong: string[];
   resumed: number;
+  /** Diff frames the subscribers took, over all their connections. */
   diffs: number;
 }
 
@@ -902,7 +906,7 @@ export async function runLiveStorm(
     for (const ask of LIVE_STORM_STATEMENTS) {
       const stream = await openLive(server, ask);
       assert.equal(stream.status, 200, `${ask.sql}: ${stream.error}`);
-      subscribers.push({ ask, stream, held: null, backAt: 0 });
+      subscribers.push({ ask, diffs: 0, stream, held: null, backAt: 0 });
     }
     let resumed = 0;
     for (let step = 0; step < changes; step++) {
@@ -921,9 +925,10 @@ export async function runLiveStorm(
         wrong.push(`${subscriber.ask.sql}: ${(error as Error).message.split("\n")[0]}`);
       }
     }
-    const diffs = subscribers
-      .flatMap((s) => s.stream?.frames ?? [])
-      .filter((f) => f.event === "diff").length;
+    const last = subscribers.flatMap((s) => s.stream?.frames ?? []);
+    const diffs =
+      subscribers.reduce((total, s) => total + s.diffs, 0) +
+      last.filter((f) => f.event === "diff").length;
     return { wrong, resumed, diffs };
   } finally {
     for (const subscriber of subscribers) subscriber.stream?.close();
