@@ -14,7 +14,7 @@
 //
 //   node bench/dirq-live-scale.mjs [--minutes 10] [--subscribers 1000] [--statements 100]
 //     [--tables 10] [--rate 20] [--files 50] [--rows 20] [--compare-seconds 60]
-//     [--sample-seconds 10] [--json]
+//     [--sample-seconds 10] [--server-node-options "--max-old-space-size=64"] [--json]
 import { spawn } from "node:child_process";
 import {
   mkdirSync,
@@ -49,6 +49,7 @@ const USAGE = `usage: node bench/dirq-live-scale.mjs [options]
   --rows N             rows per file (default 20)
   --compare-seconds N  length of phases 1 and 2 (default 60)
   --sample-seconds N   RSS, fds and CPU sampled this often in phase 3 (default 10)
+  --server-node-options "..."  NODE_OPTIONS of the server (e.g. --max-old-space-size=64)
   --json               print machine-readable results
 `;
 const options = parseOptions(
@@ -63,6 +64,7 @@ const options = parseOptions(
     rows: { type: "string", default: "20" },
     "compare-seconds": { type: "string", default: "60" },
     "sample-seconds": { type: "string", default: "10" },
+    "server-node-options": { type: "string" },
     json: { type: "boolean", default: false },
   },
   USAGE,
@@ -140,7 +142,12 @@ async function startServer(root) {
   const args = [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"];
   const child = spawn(process.execPath, args, {
     cwd: root,
-    env: { ...DIRQ_ENV, DIRQ_LIVE_STATS: "1" },
+    env: {
+      ...DIRQ_ENV,
+      DIRQ_LIVE_STATS: "1",
+      // A capped heap tells memory kept from the heap's own slack.
+      NODE_OPTIONS: options["server-node-options"] ?? "",
+    },
     stdio: ["ignore", "pipe", "inherit"],
   });
   // Said at once: a server that dies mid-run is the finding, not the requests that then fail.
@@ -330,14 +337,24 @@ async function changeFiles(root, seconds, counts, onSecond = () => {}) {
   return (performance.now() - started) / 1000;
 }
 
-/** A phase of changes: CPU seconds per second of the server tree, and the changes made. */
-async function phase(name, root, server, seconds, onSecond) {
+/**
+ * A phase of changes: CPU seconds per second of the server tree, the changes made, and the
+ * server's RSS, fds and live query history sampled every `SAMPLE_S`.
+ */
+async function phase(name, root, server, seconds) {
   log(`${name}: ${seconds} s of ${RATE} changes a second`);
   const counts = new Map();
+  const memory = sampler(server);
+  await memory.take(0);
+  let nextSample = SAMPLE_S;
   const cpuBefore = treeCpuSeconds(server.child.pid);
-  const elapsed = await changeFiles(root, seconds, counts, onSecond);
+  const elapsed = await changeFiles(root, seconds, counts, async (at) => {
+    if (at < nextSample) return;
+    await memory.take(at);
+    nextSample += SAMPLE_S;
+  });
   const cpu = treeCpuSeconds(server.child.pid) - cpuBefore;
-  return { cpuPerSecond: cpu / elapsed, elapsed, counts };
+  return { cpuPerSecond: cpu / elapsed, elapsed, counts, samples: memory.samples };
 }
 
 const sum = (values) => values.reduce((a, b) => a + b, 0);
@@ -422,20 +439,7 @@ async function measure(root, server) {
   log(`opening ${SUBSCRIBERS - STATEMENTS} more subscribers`);
   subscribers.push(...(await openSubscribers(server.url, STATEMENTS, SUBSCRIBERS)));
   const runsBefore = runsByStatement(await liveStats(server.url));
-  const memory = sampler(server);
-  await memory.take(0);
-  let nextSample = SAMPLE_S;
-  const many = await phase(
-    `phase 3, ${SUBSCRIBERS} subscribers`,
-    root,
-    server,
-    MINUTES * 60,
-    async (elapsed) => {
-      if (elapsed < nextSample) return;
-      await memory.take(elapsed);
-      nextSample += SAMPLE_S;
-    },
-  );
+  const many = await phase(`phase 3, ${SUBSCRIBERS} subscribers`, root, server, MINUTES * 60);
   log("waiting for the last changes to be taken in");
   await untilQuiet(server.url);
   const stats = await liveStats(server.url);
@@ -450,7 +454,7 @@ async function measure(root, server) {
     idle,
     few,
     many,
-    memory: memory.samples,
+    memory: many.samples,
     stats,
     changes,
     runs,
@@ -488,6 +492,10 @@ function report(result) {
     rssMb: { first: rss[0], last: rss.at(-1), min: Math.min(...rss), max: Math.max(...rss) },
     fds: { first: fds[0], last: fds.at(-1), min: Math.min(...fds), max: Math.max(...fds) },
     samples: result.memory,
+    phaseSamples: {
+      noLiveQuery: result.idle.samples,
+      oneSubscriberPerStatement: result.few.samples,
+    },
     errorFrames: sum(result.subscribers.map((s) => s.errors)),
     wrongSubscribers: result.wrong.length,
     wrong: result.wrong.slice(0, 5).map((s) => s.statement.sql),
@@ -505,6 +513,8 @@ function report(result) {
     `statement runs per file change (phase 3): ${summary.runsPerChange.toFixed(2)} (${result.runs} runs, ${result.changes} changes, ${perTable} statements read each table; commits fold changes)`,
     `statements that ran more often than commits touched their table: ${result.beyond.length}`,
     `server CPU (server + query processes), s per s: no live query ${cpu.noLiveQuery.toFixed(3)}, ${STATEMENTS} subscribers ${cpu.oneSubscriberPerStatement.toFixed(3)}, ${SUBSCRIBERS} subscribers ${cpu.allSubscribers.toFixed(3)} (x${(cpu.allSubscribers / cpu.oneSubscriberPerStatement).toFixed(2)} for x${(SUBSCRIBERS / STATEMENTS).toFixed(0)} subscribers)`,
+    `server RSS MB over phase 1 (no live query): ${result.idle.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
+    `server RSS MB over phase 2: ${result.few.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
     `server RSS MB over phase 3: ${rss.map((v) => v.toFixed(0)).join(" ")}`,
     `server open fds over phase 3: ${fds.join(" ")}`,
     `live query history kept (MB of frames, all evaluators) over phase 3: ${result.memory.map((m) => m.historyMb.toFixed(1)).join(" ")}`,
