@@ -48,7 +48,7 @@ const USAGE = `usage: node bench/dirq-live-scale.mjs [options]
   --files N            files per table (default 50)
   --rows N             rows per file (default 20)
   --compare-seconds N  length of phases 1 and 2 (default 60)
-  --sample-seconds N   RSS, fds and CPU sampled this often in phase 3 (default 10)
+  --sample-seconds N   RSS, fds and history sampled this often (default 10)
   --server-node-options "..."  NODE_OPTIONS of the server (e.g. --max-old-space-size=64)
   --json               print machine-readable results
 `;
