@@ -80,6 +80,82 @@ async def async_steps(root: Path, db: dirq.Dirq) -> None:
     report("async", first=first, rows=live.rows, changes=changes, fresh=db.query(live_sql_count()))
 
 
+# A file named as no JSON value is makes json() fail: a later run of this statement errs.
+ERROR_SQL = "SELECT basename, json(basename) AS j FROM './e' ORDER BY basename"
+
+
+def error_steps(root: Path, db: dirq.Dirq) -> None:
+    """A statement that fails on a later run: a change with ``error``, the rows kept, and the
+    next good answer after it."""
+    write(root, "e/1", "1")
+    write(root, "e/2", "2")
+    with db.live(ERROR_SQL) as live:
+        live.ready()
+        first = list(live.rows)
+        write(root, "e/x", "x")
+        failed = live.get(timeout=WAIT)
+        held = list(live.rows)
+        (root / "e" / "x").unlink()
+        write(root, "e/3", "3")
+        changes = caught_up_to(db, live, ERROR_SQL)
+        report(
+            "error_frame",
+            first=first,
+            failed=failed,
+            held=held,
+            changes=changes,
+            rows=live.rows,
+            fresh=db.query(ERROR_SQL),
+        )
+
+
+def caught_up_to(db: dirq.Dirq, live: dirq.LiveQuery, sql: str) -> List[dirq.LiveChange]:
+    changes = []
+    while live.rows != db.query(sql):
+        changes.append(live.get(timeout=WAIT))
+    return changes
+
+
+# Rows of some megabytes each: three diffs are past the 16 MiB of frames a live query keeps.
+BIG_SQL = "SELECT basename, printf('%.*c', size * 1000000, 'x') AS pad FROM './f' ORDER BY basename"
+
+
+def shape(rows: List[Any]) -> List[Any]:
+    return [[row["basename"], len(row["pad"])] for row in rows]
+
+
+def behind_steps(root: Path, db: dirq.Dirq) -> None:
+    """Two live queries of one statement share its evaluator: one takes every change, the other
+    none until the history no longer holds what it missed; it gets the whole answer anew."""
+    write(root, "f/a", "aaaaa")
+    with db.live(BIG_SQL) as behind, db.live(BIG_SQL) as keeping_up:
+        behind.ready()
+        keeping_up.ready()
+        first = shape(behind.rows)
+        for size in (6, 7, 8):
+            write(root, "f/a", "a" * size)
+            while shape(keeping_up.rows) != [["a", size * 1000000]]:
+                keeping_up.get(timeout=WAIT)
+        change = behind.get(timeout=WAIT)
+        taken = {"snapshot": change["snapshot"], "error": change["error"]}
+        rows = shape(behind.rows)
+        fresh = shape(db.query(BIG_SQL))
+        write(root, "f/b", "b")
+        after = shape(behind.rows)
+        nxt = behind.get(timeout=WAIT)
+        report(
+            "behind",
+            first=first,
+            change=taken,
+            rows=rows,
+            fresh=fresh,
+            before_next=after,
+            next={"snapshot": nxt["snapshot"], "added": shape([a["row"] for a in nxt["added"]])},
+            next_rows=shape(behind.rows),
+            next_fresh=shape(db.query(BIG_SQL)),
+        )
+
+
 def live_sql_count() -> str:
     return "SELECT count(*) AS n, sum(size) AS bytes FROM './d/*.txt'"
 
@@ -89,6 +165,8 @@ def main() -> None:
     with dirq.open(root, progress=False) as db:
         sync_steps(root, db)
         errors(db)
+        error_steps(root, db)
+        behind_steps(root, db)
         asyncio.run(async_steps(root, db))
     report("done")
 

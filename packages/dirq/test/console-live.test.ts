@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { unlinkSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Page } from "playwright-core";
 import {
@@ -51,6 +52,8 @@ describe("web console: a live answer", { skip: browserMissing() }, () => {
       "dirq.toml": CONFIG,
       "data/a.json": '{"name":"a","n":2}',
       "data/b.json": '{"name":"b","n":5}',
+      "e/1": "1",
+      "e/2": "2",
     });
     server = await startServer(["-c", "dirq.toml", "--port", "0"], { cwd: root });
     browser = await launchChromium();
@@ -110,6 +113,38 @@ describe("web console: a live answer", { skip: browserMissing() }, () => {
     saveWhole(root, "data/d.json", '{"name":"d","n":1}');
     await page.locator("#event-list li.insert", { hasText: "data/d.json" }).waitFor();
     assert.ok(!(await tableRows(page)).some((row) => row[0] === "d"), "not live once unchecked");
+  });
+
+  it("a later run that fails says so over the last good rows; the next good answer follows", async () => {
+    // A file named as no JSON value is makes json() fail on the run after it appears.
+    const sql = "SELECT basename, json(basename) AS j FROM './e' ORDER BY basename";
+    await page.getByRole("checkbox", { name: /Live: keep the answer current/ }).check();
+    await runSql(page, sql);
+    await page.locator("body[data-live=on][data-live-commit]").waitFor();
+    const good = [
+      ["1", "1"],
+      ["2", "2"],
+    ];
+    assert.deepEqual(await tableRows(page), good);
+    saveWhole(root, "e/x", "x");
+    await waitUntil(
+      page,
+      `document.querySelector("#result-status").textContent.includes("failed on a later run")`,
+    );
+    assert.equal(
+      await page.locator("#result-status").innerText(),
+      "live: the statement failed on a later run (malformed JSON); the rows are its last good answer",
+    );
+    assert.deepEqual(await tableRows(page), good);
+    await page.screenshot({ path: testOutputPath("console-live-error.png") });
+    unlinkSync(join(root, "e/x"));
+    saveWhole(root, "e/3", "3");
+    await waitUntil(page, `document.querySelectorAll("table.grid tbody tr.row").length === 3`);
+    assert.deepEqual(await tableRows(page), await freshRows(server, sql));
+    assert.match(
+      await page.locator("#result-status").innerText(),
+      /3 rows · live, commit \d+ · \+1 −0/,
+    );
   });
 
   it("raised no error in the page", () => {

@@ -102,4 +102,38 @@ describe("Python SDK live queries against real files", { timeout: 120_000 }, () 
     assert.deepEqual(step?.rows, step?.fresh);
     assert.deepEqual(step?.rows, [{ n: 3, bytes: 21 }]);
   });
+
+  test("a later run that fails: a change with error, the rows kept, then the next good answer", () => {
+    const [step] = steps.get("error_frame") ?? [];
+    const first = [
+      { basename: "1", j: "1" },
+      { basename: "2", j: "2" },
+    ];
+    assert.deepEqual(step?.first, first);
+    const failed = step?.failed as Record<string, unknown>;
+    assert.match(String(failed.error), /malformed JSON/);
+    assert.deepEqual([failed.snapshot, failed.removed, failed.added], [false, [], []]);
+    assert.deepEqual(step?.held, first, "the rows stay the last good answer");
+    const changes = step?.changes as { error: unknown; added: unknown[] }[];
+    assert.deepEqual(
+      changes.map((change) => change.error),
+      changes.map(() => null),
+    );
+    // Diffed against the last good answer: only the row that joined.
+    assert.deepEqual(
+      changes.flatMap((change) => change.added),
+      [{ at: 2, row: { basename: "3", j: "3" } }],
+    );
+    assert.deepEqual(step?.rows, step?.fresh);
+  });
+
+  test("a consumer that fell behind the history gets the whole answer anew, then diffs again", () => {
+    const [step] = steps.get("behind") ?? [];
+    assert.deepEqual(step?.first, [["a", 5_000_000]]);
+    assert.deepEqual(step?.change, { snapshot: true, error: null });
+    assert.deepEqual(step?.rows, [["a", 8_000_000]]);
+    assert.deepEqual(step?.rows, step?.fresh);
+    assert.deepEqual(step?.next, { snapshot: false, added: [["b", 1_000_000]] });
+    assert.deepEqual(step?.next_rows, step?.next_fresh);
+  });
 });

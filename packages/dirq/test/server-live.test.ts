@@ -286,4 +286,52 @@ describe("GET /live", () => {
       other.close();
     }
   });
+
+  it("GET /live/stats (DIRQ_LIVE_STATS=1): one evaluator per statement, run again only on commits of its tables", async () => {
+    const root = liveTree();
+    const server = await serve(root, ["-c", ".dirq.toml"], { DIRQ_LIVE_STATS: "1" });
+    const asks: LiveAsk[] = [
+      { sql: "SELECT id, name FROM items WHERE v > 50" },
+      { sql: "SELECT id, v FROM items ORDER BY v DESC, id" },
+      { sql: "SELECT id, doc FROM docs ORDER BY id" },
+    ];
+    const streams = [...asks, asks[0] as LiveAsk].map((ask) => openLive(server, ask));
+    const [filter, ordered, docs, again] = await Promise.all(streams);
+    type Stats = {
+      queries: { sql: string; subscribers: number; runs: number; incremental: boolean }[];
+    };
+    const stats = async () => {
+      const answer = await request(`${server.url}/live/stats`);
+      assert.equal(answer.status, 200, answer.text);
+      const body = JSON.parse(answer.text) as Stats;
+      return new Map(body.queries.map((q) => [q.sql, q]));
+    };
+    try {
+      for (const stream of [filter, ordered, docs, again]) {
+        await stream?.until(() => stream.snapshot !== null, "a snapshot");
+      }
+      const before = await stats();
+      assert.equal(before.size, 3);
+      assert.equal(before.get(asks[0]?.sql as string)?.subscribers, 2);
+      assert.equal(before.get(asks[0]?.sql as string)?.incremental, true);
+      assert.equal(before.get(asks[2]?.sql as string)?.runs, 0);
+      writeFileSync(join(root, "data/b.json"), items([3, "three", 80], [4, "four", 90]));
+      const hasFour = (stream: LiveStream | undefined) => () =>
+        (stream as LiveStream).rows.some((row) => row.id === 4);
+      await filter?.until(hasFour(filter), "row 4 in the filter");
+      await ordered?.until(hasFour(ordered), "row 4 in the ordered answer");
+      const after = await stats();
+      assert.ok((after.get(asks[0]?.sql as string)?.runs ?? 0) >= 1);
+      assert.ok((after.get(asks[1]?.sql as string)?.runs ?? 0) >= 1);
+      assert.equal(after.get(asks[2]?.sql as string)?.runs, 0, "docs ran on a commit of items");
+      writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 2, doc: "{}" }]));
+      await docs?.until(() => docs.rows.some((row) => row.id === 2), "doc 2");
+      assert.ok(((await stats()).get(asks[2]?.sql as string)?.runs ?? 0) >= 1);
+    } finally {
+      for (const stream of [filter, ordered, docs, again]) stream?.close();
+    }
+    const { server: plain } = await start();
+    const hidden = await request(`${plain.url}/live/stats`);
+    assert.equal(hidden.status, 404);
+  });
 });

@@ -1,9 +1,19 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn, spawnSync } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdirSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs";
 import { type Agent, request as httpRequestRaw } from "node:http";
 import { connect, type Socket } from "node:net";
+import { join } from "node:path";
 import { after } from "node:test";
+import { seededRandom as seededRandomOf } from "./differential.js";
 import { DIRQ_BIN, makeTree, removeTree, withoutCommit } from "./helpers.js";
 
 /* ------------------------------------------------------------------------------------------ */
@@ -717,6 +727,211 @@ export async function untilLiveCurrent(server: { url: string }, stream: LiveStre
     } catch (error) {
       if (tries === 30) throw error;
     }
+  }
+}
+
+/* ------------------------------------------------------------------------------------------ */
+/* Live query storms (server-live-storm.test.ts at a test's size, bench/dirq-live-storm.mjs at  */
+/* the issue's)                                                                                 */
+/* ------------------------------------------------------------------------------------------ */
+
+/** The tree a storm starts from (`makeTree`): two tables, one of them rewritten by the storm. */
+export const LIVE_STORM_TREE: Record<string, string> = {
+  ".dirq.toml": `[[table]]
+name = "items"
+glob = "data/**/*.json"
+format = "json"
+schema = { id = "INTEGER", grp = "TEXT", v = "INTEGER", name = "TEXT" }
+
+[[table]]
+name = "groups"
+glob = "groups/*.json"
+format = "json"
+schema = { grp = "TEXT", label = "TEXT" }
+`,
+  "tmp/.keep": "",
+  "groups/g.json": JSON.stringify([
+    { grp: "g0", label: "zero" },
+    { grp: "g1", label: "one" },
+  ]),
+};
+
+/**
+ * The eight shapes of statement: filter, projection with expressions, GROUP BY aggregate, join
+ * of two tables, ORDER BY ... LIMIT, DISTINCT, window function, a path-table's stat columns.
+ */
+export const LIVE_STORM_STATEMENTS: readonly LiveAsk[] = [
+  { sql: "SELECT id, name, v FROM items WHERE v > 50", key: ["id"] },
+  { sql: "SELECT id, v * 2 + 1 AS w, upper(name) AS n FROM items" },
+  { sql: "SELECT grp, count(*) AS n, sum(v) AS s FROM items GROUP BY grp", key: ["grp"] },
+  {
+    sql: "SELECT i.id, g.label FROM items i JOIN groups g ON g.grp = i.grp ORDER BY i.id, g.label",
+  },
+  { sql: "SELECT id, v FROM items ORDER BY v DESC, id LIMIT 10" },
+  { sql: "SELECT DISTINCT grp FROM items" },
+  {
+    sql: "SELECT id, rank() OVER (PARTITION BY grp ORDER BY v DESC, id) AS r FROM items ORDER BY id",
+  },
+  { sql: "SELECT path, size FROM './data' ORDER BY path" },
+];
+
+const STORM_FOLDERS = ["d0", "d1", "d2", "d3"];
+
+/** Seeded changes of a storm tree: create, edit, atomic rewrite, delete, folder rename. */
+export class LiveStorm {
+  private id = 0;
+  private readonly pick = <T>(list: readonly T[]): T =>
+    list[Math.floor(this.random() * list.length)] as T;
+
+  constructor(
+    readonly root: string,
+    readonly random: () => number,
+  ) {}
+
+  private rows(): string {
+    const count = 1 + Math.floor(this.random() * 3);
+    return JSON.stringify(
+      Array.from({ length: count }, () => ({
+        id: ++this.id,
+        grp: `g${Math.floor(this.random() * 5)}`,
+        v: Math.floor(this.random() * 100),
+        name: `n${Math.floor(this.random() * 50)}`,
+      })),
+    );
+  }
+
+  private files(): string[] {
+    return STORM_FOLDERS.flatMap((folder) => {
+      const dir = join(this.root, "data", folder);
+      return existsSync(dir) ? readdirSync(dir).map((name) => `data/${folder}/${name}`) : [];
+    });
+  }
+
+  /** One seeded change of the tree. */
+  change(): void {
+    const roll = this.random();
+    const files = this.files();
+    const existing = files.length > 0 ? this.pick(files) : null;
+    const folder = this.pick(STORM_FOLDERS);
+    if (roll < 0.3 || existing === null) {
+      mkdirSync(join(this.root, "data", folder), { recursive: true });
+      writeFileSync(join(this.root, "data", folder, `f${this.id}.json`), this.rows());
+    } else if (roll < 0.55) {
+      writeFileSync(join(this.root, existing), this.rows());
+    } else if (roll < 0.75) {
+      writeFileSync(join(this.root, "tmp/next.json"), this.rows());
+      renameSync(join(this.root, "tmp/next.json"), join(this.root, existing));
+    } else if (roll < 0.9) {
+      rmSync(join(this.root, existing));
+    } else if (roll < 0.95) {
+      const target = join(this.root, "data", folder);
+      const source = join(this.root, existing, "..");
+      if (!existsSync(target)) renameSync(source, target);
+    } else {
+      const labels = Array.from({ length: 1 + Math.floor(this.random() * 3) }, (_, i) => ({
+        grp: `g${Math.floor(this.random() * 5)}`,
+        label: `L${i}${Math.floor(this.random() * 9)}`,
+      }));
+      writeFileSync(join(this.root, "groups/g.json"), JSON.stringify(labels));
+    }
+  }
+}
+
+/** One storm subscriber: its stream while connected, what it held when it left, when it is back. */
+interface StormSubscriber {
+  ask: LiveAsk;
+  /** Diff frames of the connections it closed. */
+  diffs: number;
+  stream: LiveStream | null;
+  held: LiveStream | null;
+  backAt: number;
+}
+
+async function stormComeBack(server: { url: string }, subscriber: StormSubscriber) {
+  const held = subscriber.held as LiveStream;
+  subscriber.stream = await openLive(server, subscriber.ask, {
+    lastId: held.lastId as string,
+    rows: held.rows,
+    snapshot: held.snapshot,
+  });
+}
+
+/** Leaves or comes back, as the seed says; whether it came back. */
+async function stormChurn(
+  server: { url: string },
+  subscriber: StormSubscriber,
+  step: number,
+  random: () => number,
+): Promise<boolean> {
+  if (subscriber.stream !== null && random() < 0.03) {
+    subscriber.stream.close();
+    await subscriber.stream.ended;
+    subscriber.held = subscriber.stream;
+    subscriber.diffs += subscriber.held.frames.filter((f) => f.event === "diff").length;
+    subscriber.stream = null;
+    subscriber.backAt = step + 1 + Math.floor(random() * 10);
+  } else if (subscriber.stream === null && step >= subscriber.backAt) {
+    await stormComeBack(server, subscriber);
+    return true;
+  }
+  return false;
+}
+
+/** What a storm came to: the statements whose final answer was wrong, and how it went. */
+export interface LiveStormResult {
+  /** `<sql>: <why>` for each subscriber whose rows were not a fresh answer at the end. */
+  wrong: string[];
+  resumed: number;
+  /** Diff frames the subscribers took, over all their connections. */
+  diffs: number;
+}
+
+/**
+ * `changes` seeded changes (after the tree's first 20, made before `start`) with one subscriber
+ * per statement, each leaving and resuming as the seed says; at the end every subscriber is
+ * back and its rows are compared with a fresh `POST /query`.
+ */
+export async function runLiveStorm(
+  root: string,
+  seed: number,
+  changes: number,
+  start: () => Promise<{ url: string }>,
+): Promise<LiveStormResult> {
+  const random = seededRandomOf(seed);
+  const storm = new LiveStorm(root, random);
+  for (let i = 0; i < 20; i++) storm.change();
+  const server = await start();
+  const subscribers: StormSubscriber[] = [];
+  try {
+    for (const ask of LIVE_STORM_STATEMENTS) {
+      const stream = await openLive(server, ask);
+      assert.equal(stream.status, 200, `${ask.sql}: ${stream.error}`);
+      subscribers.push({ ask, diffs: 0, stream, held: null, backAt: 0 });
+    }
+    let resumed = 0;
+    for (let step = 0; step < changes; step++) {
+      storm.change();
+      for (const subscriber of subscribers) {
+        if (await stormChurn(server, subscriber, step, random)) resumed++;
+      }
+      if (random() < 0.3) await delay(random() * 20);
+    }
+    const wrong: string[] = [];
+    for (const subscriber of subscribers) {
+      if (subscriber.stream === null) await stormComeBack(server, subscriber);
+      try {
+        await untilLiveCurrent(server, subscriber.stream as LiveStream, subscriber.ask.sql);
+      } catch (error) {
+        wrong.push(`${subscriber.ask.sql}: ${(error as Error).message.split("\n")[0]}`);
+      }
+    }
+    const last = subscribers.flatMap((s) => s.stream?.frames ?? []);
+    const diffs =
+      subscribers.reduce((total, s) => total + s.diffs, 0) +
+      last.filter((f) => f.event === "diff").length;
+    return { wrong, resumed, diffs };
+  } finally {
+    for (const subscriber of subscribers) subscriber.stream?.close();
   }
 }
 

@@ -101,6 +101,33 @@ describe("dirq watch, piped: JSON Lines of the live query's frames", { timeout: 
     assert.equal(watch.stderr, "");
   });
 
+  test("a later run that fails is an error line; the next good answer is diffed against the last good one", async () => {
+    const root = makeTree({ "e/1": "1", "e/2": "2" });
+    // A file named as no JSON value is makes json() fail on the run after it appears.
+    const sql = "SELECT basename, json(basename) AS j FROM './e' ORDER BY basename";
+    const watch = new PipedWatch([sql], root);
+    try {
+      const snapshot = await watch.next();
+      assert.equal(snapshot.event, "snapshot");
+      saveWhole(root, "e/x", "x");
+      const failed = await watch.next();
+      assert.equal(failed.event, "error");
+      assert.match(String(failed.id), /^[0-9a-f]+-\d+$/);
+      assert.match(String(failed.error), /malformed JSON/);
+      unlinkSync(`${root}/e/x`);
+      saveWhole(root, "e/3", "3");
+      const next = await watch.next();
+      assert.equal(next.event, "diff");
+      assert.deepEqual(next.added, [{ at: 2, row: { basename: "3", j: "3" } }]);
+      assert.deepEqual([next.removed, next.updated], [[], []]);
+    } finally {
+      watch.child.kill("SIGINT");
+    }
+    assert.equal(await watch.exited, 0);
+    assert.equal(watch.stderr, "");
+    removeTree(root);
+  });
+
   test("a statement that cannot run is one error line and exit 1", async () => {
     const bad = await runDirq(["watch", "SELECT nope FROM './d/*.txt'"], { cwd: tree });
     assertUserError(bad, /nope/);

@@ -1,4 +1,6 @@
 import assert from "node:assert/strict";
+import { unlinkSync } from "node:fs";
+import { join } from "node:path";
 import { after, describe, test } from "node:test";
 import { makeTree, removeTree, saveWhole } from "./helpers.js";
 import { descendants, KEY, TerminalSession } from "./terminal.js";
@@ -46,6 +48,31 @@ describe(
         watch.kill();
       }
       assert.deepEqual(descendants(watch.pid) ?? [], []);
+    });
+
+    test("a later run that fails: the error line over the last good rows, then the next answer", async () => {
+      const root = makeTree({ "e/1": "1", "e/2": "2" });
+      // A file named as no JSON value is makes json() fail on the run after it appears.
+      const sql = "SELECT basename, json(basename) AS j FROM './e' ORDER BY basename";
+      const watch = new TerminalSession(["watch", sql], { cwd: root, env: {} });
+      try {
+        await watch.waitFor("(2 rows)");
+        saveWhole(root, "e/x", "x");
+        const failed = await watch.waitFor(
+          /changed: error: malformed JSON \(the rows are the last good answer\)\n[\s\S]*\(2 rows\)/,
+        );
+        const screen = failed.slice(failed.lastIndexOf("dirq watch:"));
+        assert.match(screen, /basename +j\n-+ +-+\n1 +1\n2 +2\n/);
+        unlinkSync(join(root, "e/x"));
+        saveWhole(root, "e/3", "3");
+        const next = await watch.waitFor(/changed: \+1 -0 rows\n[\s\S]*\(3 rows\)/);
+        assert.match(next.slice(next.lastIndexOf("dirq watch:")), /1 +1\n2 +2\n\S*3 +3/);
+        watch.type(KEY.ctrlC);
+        assert.equal(await watch.exited, 0);
+      } finally {
+        watch.kill();
+        removeTree(root);
+      }
     });
   },
 );

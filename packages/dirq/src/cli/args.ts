@@ -715,6 +715,8 @@ Environment:
                                     may read nothing before it is cut off (default 5000)
   DIRQ_LIVE_LINGER_MS=<ms>          dirq server: how long a /live query nobody follows goes
                                     on, for clients that resume (default 30000)
+  DIRQ_LIVE_STATS=1                 dirq server: GET /live/stats lists the live queries, their
+                                    subscribers and runs (for benchmarks)
   DIRQ_MAX_WATCHES=<n>              the most folder watches a live index takes (default:
                                     what the system allows); folders past it are checked by
                                     listing them (docs/http.md, "What is watched")

@@ -27,9 +27,28 @@ export interface LiveQueriesOptions extends Partial<LiveQueryLimits> {
 }
 
 interface Entry {
+  request: LiveQueryRequest;
   query: Promise<LiveQuery>;
+  /** The query once its first answer is in. */
+  started: LiveQuery | null;
   subscribers: number;
   linger: NodeJS.Timeout | null;
+}
+
+/** One running live query, as `LiveQueries.stats` describes it. */
+export interface LiveQueryStats {
+  sql: string;
+  params: LiveQueryRequest["params"] | null;
+  key: readonly string[] | null;
+  incremental: boolean;
+  /** Subscriptions open now (0 while it lingers). */
+  subscribers: number;
+  /** Evaluations after its first answer. */
+  runs: number;
+  /** Frames it made after its first answer (diffs, errors, new snapshots). */
+  frames: number;
+  /** Characters of the frames it keeps for clients that resume. */
+  historyChars: number;
 }
 
 /** `<run>-<n>`: the live query's run and the number of the last frame read. */
@@ -146,6 +165,31 @@ export class LiveQueries {
   }
 
   /**
+   * What each running live query costs: how many subscribers share it and how many times it
+   * evaluated again since its first answer. A benchmark's way to see that a commit runs only
+   * the queries that read its tables, and that subscribers share one evaluator.
+   */
+  stats(): LiveQueryStats[] {
+    const stats: LiveQueryStats[] = [];
+    for (const entry of this.entries.values()) {
+      const query = entry.started;
+      if (query === null) continue;
+      const { sql, params, key } = entry.request;
+      stats.push({
+        sql,
+        params: params ?? null,
+        key: key ?? null,
+        incremental: query.incremental,
+        subscribers: entry.subscribers,
+        runs: query.runs,
+        frames: query.head,
+        historyChars: query.historyChars,
+      });
+    }
+    return stats;
+  }
+
+  /**
    * A subscription to the live query `request` asks for, from a new snapshot, or after the
    * frame `lastEventId` names when its query still keeps what followed. Rejects with a
    * `DirqError` when the statement cannot run (its first run failed, a key column is not in
@@ -163,12 +207,15 @@ export class LiveQueries {
     let entry = this.entries.get(name);
     if (entry === undefined) {
       const started = LiveQuery.start(this.session, request, this.limits, this.diffThread);
-      const made: Entry = { query: started, subscribers: 0, linger: null };
+      const made: Entry = { request, query: started, started: null, subscribers: 0, linger: null };
       entry = made;
       this.entries.set(name, made);
-      started.catch(() => {
-        if (this.entries.get(name) === made) this.entries.delete(name);
-      });
+      started.then(
+        (query) => (made.started = query),
+        () => {
+          if (this.entries.get(name) === made) this.entries.delete(name);
+        },
+      );
     }
     entry.subscribers++;
     if (entry.linger !== null) clearTimeout(entry.linger);

@@ -105,6 +105,8 @@ export class LiveQuery {
   private keptBytes = 0;
   private running = false;
   private pending = false;
+  /** Evaluations after the first answer (whole or file by file, failed or not). */
+  private evaluations = 0;
   /** Files changed since the last run; `null`: the next run must be whole. */
   private changedFiles: Set<string> | null = new Set();
   private readonly waiters = new Waiters();
@@ -198,6 +200,16 @@ export class LiveQuery {
   /** Whether rows come file by file after each commit (else the whole statement re-runs). */
   get incremental(): boolean {
     return this.plan !== null;
+  }
+
+  /** How many times it evaluated again after its first answer (`GET /live/stats`). */
+  get runs(): number {
+    return this.evaluations;
+  }
+
+  /** Characters of the frames its history keeps for clients that resume. */
+  get historyChars(): number {
+    return this.keptBytes;
   }
 
   /** The number of the newest frame (0 before the first diff). */
@@ -307,6 +319,7 @@ export class LiveQuery {
     // Commits reach listeners in order, after they are made: what a run reads is at least
     // the newest one handed over (the one `/events` frames have carried so far).
     const commit = this.seen;
+    this.evaluations++;
     const stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();

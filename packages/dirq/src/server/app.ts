@@ -40,6 +40,11 @@ export interface ServerState {
     request: LiveQueryRequest,
     lastEventId: string | undefined,
   ) => Promise<LiveSubscription>;
+  /**
+   * `GET /live/stats`: the running live queries and what each cost so far; `undefined` (the
+   * route is not there) unless the server was started with `DIRQ_LIVE_STATS=1`.
+   */
+  liveStats?: () => unknown;
   /** Logs an internal fault (its details never reach the client). */
   logFault: (error: unknown) => void;
 }
@@ -333,6 +338,8 @@ export function createRequestHandler(state: ServerState) {
       handled = Promise.resolve(sendJson(response, 403, errorBody(message)));
     } else if (isConsolePath(path)) {
       handled = Promise.resolve(serveConsole(request, response, path));
+    } else if (path === "/live/stats" && state.liveStats !== undefined) {
+      handled = Promise.resolve(sendJson(response, 200, JSON.stringify(state.liveStats())));
     } else if (allowed === undefined) {
       const message = `no such endpoint: ${request.method} ${path}. The endpoints are POST /query, GET /events and GET /live`;
       handled = Promise.resolve(sendJson(response, 404, errorBody(message)));

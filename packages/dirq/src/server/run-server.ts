@@ -185,6 +185,15 @@ function openLive(
   return live.queries.open(request, lastEventId);
 }
 
+/** `GET /live/stats` when `DIRQ_LIVE_STATS=1` (benchmarks count runs with it), else none. */
+function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
+  if (process.env.DIRQ_LIVE_STATS !== "1") return undefined;
+  return () => {
+    const current = live();
+    return { commit: current?.session.commitSeq ?? 0, queries: current?.queries.stats() ?? [] };
+  };
+}
+
 async function stopLive(live: Live): Promise<void> {
   stopRunningHooks();
   await live.session.close();
@@ -255,6 +264,7 @@ export async function runServer(options: ServerOptions): Promise<number> {
     allowsHost: hostChecker(options.host),
     events,
     openLive: (request, lastEventId) => openLive(live, request, lastEventId),
+    liveStats: liveStatsRoute(() => live),
     logFault: (error) => options.stderr.write(`dirq: internal error: ${(error as Error).stack}\n`),
   });
   const server = createServer(SERVER_LIMIT_OPTIONS, handler);
