@@ -704,6 +704,8 @@ Environment:
                                     else ~/.cache/dirq)
   DIRQ_CODE_CACHE=0                 do not keep compiled code in the cache folder
   DIRQ_NATIVE_FS=0                  scan with Node's fs and read CSV with csv-parse, not natively
+  DIRQ_JSONL_THREADS=<n>            helper threads that parse JSON Lines natively (default:
+                                    one per core but one, at most 3; 0 for none)
   DIRQ_PLUGIN_CACHE=0               do not cache what plugin discovery found
   DIRQ_KEEP_ALIVE_MS=<ms>           dirq server: the quiet time before a keep-alive line
                                     on /events (default 15000)
@@ -715,6 +717,8 @@ Environment:
                                     may read nothing before it is cut off (default 5000)
   DIRQ_LIVE_LINGER_MS=<ms>          dirq server: how long a /live query nobody follows goes
                                     on, for clients that resume (default 30000)
+  DIRQ_LIVE_DIFF_THREAD_BYTES=<n>   dirq server: from what answer size a /live query is
+                                    diffed on a thread of its own (default 65536)
   DIRQ_LIVE_STATS=1                 dirq server: GET /live/stats lists the live queries, their
                                     subscribers and runs (for benchmarks)
   DIRQ_MAX_WATCHES=<n>              the most folder watches a live index takes (default:
