@@ -205,4 +205,37 @@ describe("lanes", () => {
       rmSync(root, { recursive: true, force: true });
     }
   });
+
+  test("a large file that comes to a table while the server serves is read off its thread", async () => {
+    const records = Array.from({ length: 250_000 }, (_, i) => `${i},row ${i},${"p".repeat(80)}`);
+    // The big table's glob matches no file when the server starts: it is built empty.
+    const config = BIG_AND_SMALL.join("\n").replace('glob = "big.csv"', 'glob = "big/*.csv"');
+    const { root, server, events } = await serve({
+      "dirq.toml": config,
+      "big/.keep": "",
+      "small.json": '[{"v": "before"}]',
+    });
+    const from = events.rowCount();
+    saveWhole(root, "big/rows.csv", `id,name,pad\n${records.join("\n")}\n`);
+    // Changed at once with it: its refresh starts beside the big file's first read.
+    saveWhole(root, "small.json", '[{"v": "after"}]');
+    const small = await events.next((event) => event.table === "small", 60_000);
+    assert.deepEqual(small.row, { v: "after" });
+    const answer = await queryRows(server, "SELECT v FROM small");
+    assert.deepEqual(answer, [{ v: "after" }]);
+    const bigBefore = events
+      .rows()
+      .slice(from)
+      .filter((event) => event.table === "big");
+    assert.deepEqual(bigBefore, [], "the small table's answer came before the big file's rows");
+    const big = await events.next((event) => event.table === "big", 120_000);
+    assert.deepEqual([big.action, big.file_path], ["insert", "big/rows.csv"]);
+    await eventually(
+      async () =>
+        JSON.stringify(await queryRows(server, "SELECT count(*) AS n, sum(id) AS s FROM big")) ===
+        JSON.stringify([{ n: 250_000, s: 31_249_875_000 }]),
+      "every row of the new file",
+      120_000,
+    );
+  });
 });
