@@ -2,8 +2,9 @@
  * No refresh holds up another table. Hook processes take their turns in a lane of their own,
  * so a format table's file never waits behind hung hooks; a large file is read and compared
  * off the thread that serves requests, so other tables' statements are answered and their
- * events sent while it refreshes; a large file of a table's first build is read off that
- * thread too. Each case asserts an order of arrival, never a duration.
+ * events sent while it refreshes, or while one comes to a table once the server serves; a
+ * large file of a table's first build is read off that thread too. Each case asserts an order
+ * of arrival, never a duration.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -50,6 +51,28 @@ function freePort(): Promise<number> {
       probe.close(() => resolve(typeof address === "object" && address ? address.port : 0));
     });
   });
+}
+
+/**
+ * Changes the small table's file right after the big file was written (its refresh starts
+ * beside the big file's read) and checks that the small table's event and answer come before
+ * any event of the big table; then the big table's first event.
+ */
+async function smallAnsweredFirst(
+  { root, server, events }: { root: string; server: ServerProcess; events: EventStream },
+  from: number,
+): Promise<RowEvent> {
+  saveWhole(root, "small.json", '[{"v": "after"}]');
+  const small = await events.next((event) => event.table === "small", 60_000);
+  assert.deepEqual(small.row, { v: "after" });
+  const answer = await queryRows(server, "SELECT v FROM small");
+  assert.deepEqual(answer, [{ v: "after" }]);
+  const bigBefore = events
+    .rows()
+    .slice(from)
+    .filter((event) => event.table === "big");
+  assert.deepEqual(bigBefore, [], "the small table's answer came before the big table's rows");
+  return events.next((event) => event.table === "big", 120_000);
 }
 
 /** A table over one large CSV file and one over a small JSON file. */
@@ -119,18 +142,7 @@ describe("lanes", () => {
     // One record changes: the whole file is read again and compared.
     records[7] = line(7, "changed");
     saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
-    // Changed at once with it: its refresh starts beside the big file's, which reads tens of MB.
-    saveWhole(root, "small.json", '[{"v": "after"}]');
-    const small = await events.next((event) => event.table === "small", 60_000);
-    assert.deepEqual(small.row, { v: "after" });
-    const answer = await queryRows(server, "SELECT v FROM small");
-    assert.deepEqual(answer, [{ v: "after" }]);
-    const bigBefore = events
-      .rows()
-      .slice(from)
-      .filter((event) => event.table === "big");
-    assert.deepEqual(bigBefore, [], "the small table's answer came before the big one's commit");
-    const big = await events.next((event) => event.table === "big", 120_000);
+    const big = await smallAnsweredFirst({ root, server, events }, from);
     assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
   });
 
@@ -204,5 +216,27 @@ describe("lanes", () => {
       await exited;
       rmSync(root, { recursive: true, force: true });
     }
+  });
+
+  test("a large file that comes to a table while the server serves is read off its thread", async () => {
+    const records = Array.from({ length: 250_000 }, (_, i) => `${i},row ${i},${"p".repeat(80)}`);
+    // The big table's glob matches no file when the server starts: it is built empty.
+    const config = BIG_AND_SMALL.join("\n").replace('glob = "big.csv"', 'glob = "big/*.csv"');
+    const { root, server, events } = await serve({
+      "dirq.toml": config,
+      "big/.keep": "",
+      "small.json": '[{"v": "before"}]',
+    });
+    const from = events.rowCount();
+    saveWhole(root, "big/rows.csv", `id,name,pad\n${records.join("\n")}\n`);
+    const big = await smallAnsweredFirst({ root, server, events }, from);
+    assert.deepEqual([big.action, big.file_path], ["insert", "big/rows.csv"]);
+    await eventually(
+      async () =>
+        JSON.stringify(await queryRows(server, "SELECT count(*) AS n, sum(id) AS s FROM big")) ===
+        JSON.stringify([{ n: 250_000, s: 31_249_875_000 }]),
+      "every row of the new file",
+      120_000,
+    );
   });
 });
