@@ -155,6 +155,22 @@ export class SymlinkTargets {
     }
   }
 
+  /**
+   * A folder moved from `from` to `to` (keys): its links are recorded under their new names,
+   * read again (a relative target moved with them, an absolute one may now be broken).
+   */
+  moveUnder(from: string, to: string): void {
+    const prefix = `${from}/`;
+    const moved: string[] = [];
+    for (const [folder, links] of this.byFolder) {
+      if (folder === from || folder.startsWith(prefix)) moved.push(...links);
+    }
+    for (const link of moved) {
+      this.forget(link);
+      this.update(`${to}${link.slice(from.length)}`);
+    }
+  }
+
   clear(): void {
     this.version++;
     this.links.clear();
