@@ -49,10 +49,25 @@ interface MovedTable {
   column: string;
   columns: readonly string[];
   order: string;
-  /** Its rows' values depend on nothing but the file's content and stats (not a path table). */
-  sameRows: boolean;
+  /**
+   * A moved row's values from its values before (`null`: read back, as a `ddl` or a glob's
+   * captures may compute columns from the path).
+   */
+  moved: ((values: unknown[], rename: (path: string) => string) => unknown[]) | null;
   /** A path-table's `dir` column, rewritten by prefix too. */
   dir: boolean;
+}
+
+/** The place of `path` and `dir` among a path-table's columns. */
+const PATH_AT = PATH_TABLE_COLUMNS.indexOf("path");
+const DIR_AT = PATH_TABLE_COLUMNS.indexOf("dir");
+
+/** A path-table row's values under the new name: `path`, and `dir` when it is filled. */
+function movedPathRow(values: unknown[], rename: (path: string) => string): unknown[] {
+  const moved = [...values];
+  moved[PATH_AT] = rename(values[PATH_AT] as string);
+  if (values[DIR_AT] !== null) moved[DIR_AT] = rename(values[DIR_AT] as string);
+  return moved;
 }
 
 /** Whether a parsed table's rows hold parts of their file's path (a glob's captures). */
@@ -72,7 +87,7 @@ function movedTables(catalog: Catalog): MovedTable[] {
     column: "path",
     columns: [...PATH_TABLE_COLUMNS, ...table.captures],
     order: "path",
-    sameRows: false,
+    moved: table.captures.length === 0 ? movedPathRow : null,
     dir: true,
   }));
   const parsed = catalog.parsedTables().map((table): MovedTable => ({
@@ -82,7 +97,7 @@ function movedTables(catalog: Catalog): MovedTable[] {
     columns: table.columns,
     order: `${FILE_PATH_COLUMN}, ${ROW_INDEX_COLUMN}`,
     // A `ddl` may compute a column from the hidden file column: read the rows back.
-    sameRows: table.spec.ddl === null,
+    moved: table.spec.ddl === null ? (values) => values : null,
     dir: false,
   }));
   return [...paths, ...parsed];
@@ -184,12 +199,15 @@ export function planMove(context: MoveContext, move: FolderMove): MovePlan {
   return plan;
 }
 
+/** A row as events show it, with its file and values. */
+interface MovedRow {
+  file: string;
+  values: unknown[];
+  row: string;
+}
+
 /** The rows under `folder` of one table, with their files, as events show them. */
-function rowsUnder(
-  db: SqliteDatabase,
-  table: MovedTable,
-  folder: string,
-): { file: string; row: string }[] {
+function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): MovedRow[] {
   const list = table.columns.length === 0 ? "NULL" : table.columns.map(quoteIdentifier).join(", ");
   const sql = `SELECT ${table.column}, ${list} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
   const rows = cachedStatement(db, sql)
@@ -198,6 +216,7 @@ function rowsUnder(
     .all(...under(folder)) as unknown[][];
   return rows.map((values) => ({
     file: values[0] as string,
+    values: values.slice(1),
     row: rowJson(table.columns, values.slice(1)),
   }));
 }
@@ -206,7 +225,7 @@ function rowEvents(
   changes: RowChange[],
   action: "insert" | "delete",
   table: MovedTable,
-  rows: readonly { file: string; row: string }[],
+  rows: readonly MovedRow[],
 ): void {
   for (const { file, row } of rows) {
     changes.push({ action, table: table.label, file_path: file, row, old_row: null });
@@ -263,9 +282,15 @@ export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
     const prefixes = table.dir ? [to, from, to, from] : [to, from];
     cachedStatement(db, moveRows).run(...prefixes, ...under(from));
     rowEvents(changes, "delete", table, before);
-    const after = table.sameRows
-      ? before.map(({ file, row }) => ({ file: `${to}${file.slice(from.length)}`, row }))
-      : rowsUnder(db, table, to);
+    const rename = (path: string) => `${to}${path.slice(from.length)}`;
+    const { moved } = table;
+    const after =
+      moved === null
+        ? rowsUnder(db, table, to)
+        : before.map(({ file, values }) => {
+            const now = moved(values, rename);
+            return { file: rename(file), values: now, row: rowJson(table.columns, now) };
+          });
     rowEvents(changes, "insert", table, after);
   }
   for (const table of context.catalog.parsedTables()) {

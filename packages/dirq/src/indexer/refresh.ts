@@ -82,6 +82,11 @@ class Slices {
     this.started = performance.now();
   }
 
+  /** Starts a slice now (after a wait that was no work of its own). */
+  restart(): void {
+    this.started = performance.now();
+  }
+
   async yieldIfDue(): Promise<void> {
     if (this.due()) await this.yield();
   }
@@ -456,16 +461,29 @@ export class Refresher {
       await slices.yieldIfDue();
     }
     const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
-    return withWriter(async () => {
-      await this.applyMoves(plans, options, slices);
-      const entries = [...stats];
-      const jobs: ParseJob[] = [];
+    const entries = [...stats];
+    const jobs: ParseJob[] = [];
+    const applyFrom = (at: number): number => {
+      const applied = this.applyStats(entries, at, options, slices);
+      jobs.push(...applied.jobs);
+      options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
+      return applied.next;
+    };
+    if (options.shallow && !options.writerHeld) {
+      // A check of folders without a watch takes the writer one slice at a time: a watched
+      // folder's change commits between two of its slices, never after the whole check.
       let at = 0;
       do {
-        const applied = this.applyStats(entries, at, options, slices);
-        jobs.push(...applied.jobs);
-        options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
-        at = applied.next;
+        at = await withWriter(() => (slices.restart(), applyFrom(at)));
+        if (at < entries.length) await slices.yield();
+      } while (at < entries.length);
+      return jobs;
+    }
+    return withWriter(async () => {
+      await this.applyMoves(plans, options, slices);
+      let at = 0;
+      do {
+        at = applyFrom(at);
         if (at < entries.length) await slices.yield();
       } while (at < entries.length);
       return jobs;

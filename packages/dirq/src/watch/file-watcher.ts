@@ -37,14 +37,6 @@ function folderId(stats: Stats): string {
   return `${stats.dev}:${stats.ino}`;
 }
 
-/** `path` renamed by the innermost move it lies under (`moves` innermost first), or itself. */
-function movedPath(path: string, moves: readonly FolderMove[]): string {
-  for (const { from, to } of moves) {
-    if (path === from || path.startsWith(`${from}/`)) return `${to}${path.slice(from.length)}`;
-  }
-  return path;
-}
-
 /** `key` and the folders above it, innermost first (`""` is not one). */
 function selfAndAbove(key: string): string[] {
   const keys = [key];
@@ -89,10 +81,20 @@ function inApplyOrder(moves: readonly FolderMove[]): FolderMove[] {
   return ordered;
 }
 
+/** `path` renamed by the innermost move it lies under (source → destination), or itself. */
+function movedPath(path: string, moves: ReadonlyMap<string, string>): string {
+  for (const at of selfAndAbove(path)) {
+    const to = moves.get(at);
+    if (to !== undefined) return `${to}${path.slice(at.length)}`;
+  }
+  return path;
+}
+
 /** Renames in place the members of `paths` that lie under a moved folder. */
 function renameMembers(paths: Set<string>, moves: readonly FolderMove[]): void {
+  const bySource = new Map(moves.map(({ from, to }) => [from, to]));
   for (const path of [...paths]) {
-    const moved = movedPath(path, moves);
+    const moved = movedPath(path, bySource);
     if (moved === path) continue;
     paths.delete(path);
     paths.add(moved);
