@@ -663,7 +663,8 @@ class FolderWatches implements TreeWatcher {
       }
       for (const [key, names] of listings)
         this.unwatched.set(`${to}${key.slice(from.length)}`, names);
-      this.links.moveUnder(from, to);
+      // A link moved may lead elsewhere now (a relative one out of the folder): read again.
+      for (const link of this.links.moveUnder(from, to)) batch.paths.add(reported(link));
     }
     const named = moves.map(({ from, to }) => ({ from: reported(from), to: reported(to) }));
     for (const { from, to } of moves) {
@@ -722,6 +723,11 @@ class FolderWatches implements TreeWatcher {
     const { links } = this;
     const affected = new Set<string>();
     for (const path of batch.paths) links.linksAt(path, affected);
+    // A link into a moved folder breaks (or one to where it went mends).
+    for (const { from, to } of batch.moves) {
+      links.linksAt(from, affected);
+      links.linksAt(to, affected);
+    }
     for (const path of atTargets) links.linksAt(path, affected);
     for (const link of affected) {
       links.update(link);

@@ -158,17 +158,20 @@ export class SymlinkTargets {
   /**
    * A folder moved from `from` to `to` (keys): its links are recorded under their new names,
    * read again (a relative target moved with them, an absolute one may now be broken).
+   * Returns their new keys.
    */
-  moveUnder(from: string, to: string): void {
+  moveUnder(from: string, to: string): string[] {
     const prefix = `${from}/`;
     const moved: string[] = [];
     for (const [folder, links] of this.byFolder) {
       if (folder === from || folder.startsWith(prefix)) moved.push(...links);
     }
-    for (const link of moved) {
+    return moved.map((link) => {
       this.forget(link);
-      this.update(`${to}${link.slice(from.length)}`);
-    }
+      const key = `${to}${link.slice(from.length)}`;
+      this.update(key);
+      return key;
+    });
   }
 
   clear(): void {
