@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFile, execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, describe, test } from "node:test";
 import { fileURLToPath } from "node:url";
@@ -122,6 +122,29 @@ describe(
       } finally {
         execFileSync("umount", [native]);
       }
+    });
+
+    test("a failure another install recorded in the cache folder: a writable package still builds its own", async (t) => {
+      const prefix = join(work, "prefix");
+      const installed = join(prefix, "lib", "node_modules", "dirq");
+      if (!existsSync(installed)) {
+        t.skip("needs the install of the first test");
+        return;
+      }
+      rmSync(join(installed, "native", "build"), { recursive: true, force: true });
+      const { version } = JSON.parse(readFileSync(join(installed, "package.json"), "utf8")) as {
+        version: string;
+      };
+      const cache = join(work, "cache-failed-elsewhere");
+      const record = join(cache, `native-${version}-${process.platform}-${process.arch}`);
+      mkdirSync(record, { recursive: true });
+      writeFileSync(join(record, "not-built.txt"), "scripts/build-native.mjs ended (exit 1)\n");
+      const result = await exec(join(prefix, "bin", "dirq"), ["SELECT count(*) AS n FROM './'"], {
+        cwd: join(work, "tree"),
+        env: { ...process.env, DIRQ_CACHE_DIR: cache, DIRQ_PROGRESS: "never" },
+      });
+      assert.deepEqual([result.stdout, result.stderr], ['[{"n":1}]\n', ""]);
+      assert.ok(existsSync(join(installed, "native", "build", LIBRARY)), "built in the package");
     });
   },
 );

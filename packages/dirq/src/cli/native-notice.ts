@@ -31,10 +31,13 @@ export function nativeNotice(env: NodeJS.ProcessEnv): string | null {
   if (existsSync(join(own, NATIVE_LIBRARY_NAME))) return null;
   const cached = cacheNativeFolder(env);
   if (cached !== null && existsSync(join(cached, NATIVE_LIBRARY_NAME))) return null;
-  let failed = notBuiltRecord(own, cached);
+  // A failure recorded in the cache folder is about a build into it: one into this package's
+  // own folder (another install, writable) is still tried.
+  const records = packageWritable() ? null : cached;
+  let failed = notBuiltRecord(own, records);
   if (failed === null) {
     if (!buildNative(env, own, cached)) return null;
-    failed = notBuiltRecord(own, cached);
+    failed = notBuiltRecord(own, records);
     if (failed === null) return null;
   }
   return noticeOnce(env, failed);
