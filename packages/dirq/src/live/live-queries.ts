@@ -16,7 +16,7 @@ export const LIVE_HISTORY_FRAMES = 1024;
 /** Bytes of diff frames a live query keeps. */
 export const LIVE_HISTORY_BYTES = 16 * 1024 * 1024;
 /** Characters of frames the histories of all live queries keep together, by default. */
-export const LIVE_HISTORY_TOTAL_BYTES = 64 * 1024 * 1024;
+export const LIVE_HISTORY_TOTAL_BYTES = 32 * 1024 * 1024;
 /**
  * How long a live query nobody subscribes to any more goes on: a client that reconnects
  * meanwhile resumes from its history instead of getting a new snapshot.
