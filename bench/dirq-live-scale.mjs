@@ -412,6 +412,9 @@ function sampler(server) {
       rssMb: rssMb(server.child.pid),
       fds: openFds(server.child.pid),
       historyMb: sum(stats.queries.map((q) => q.historyChars)) / 1024 / 1024,
+      // The heap in use beside RSS: memory kept, or a heap V8 has not collected yet.
+      heapUsedMb: stats.memory.heapUsed / 1024 / 1024,
+      heapTotalMb: stats.memory.heapTotal / 1024 / 1024,
       load: loadAverage(),
     });
   };
@@ -516,6 +519,7 @@ function report(result) {
     `server RSS MB over phase 1 (no live query): ${result.idle.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
     `server RSS MB over phase 2: ${result.few.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
     `server RSS MB over phase 3: ${rss.map((v) => v.toFixed(0)).join(" ")}`,
+    `server heap used / heap total MB over phase 3: ${result.memory.map((m) => `${m.heapUsedMb.toFixed(0)}/${m.heapTotalMb.toFixed(0)}`).join(" ")}`,
     `server open fds over phase 3: ${fds.join(" ")}`,
     `live query history kept (MB of frames, all evaluators) over phase 3: ${result.memory.map((m) => m.historyMb.toFixed(1)).join(" ")}`,
     `error frames: ${summary.errorFrames}`,

@@ -3,10 +3,15 @@
 // threshold); the time from the write to the `diff` frame on `GET /live` is measured for
 //   - a filter read file by file (incremental):  SELECT ... FROM items WHERE v > 90
 //   - a GROUP BY (the whole statement re-runs):  SELECT grp, count(*), sum(v) ... GROUP BY grp
-// and the CPU per change (server and query processes together, less what the same changes cost
-// with no live query) of the incremental filter against the same filter re-run whole
-// (`LIMIT -1`, which answers the same and is not read file by file). Prints p50/p99 and the
-// load average.
+// Then the CPU per change (server and query processes together, from /proc, less what the same
+// changes cost with no live query) of the incremental filter against the same filter re-run
+// whole (`LIMIT -1`, which answers the same and is not read file by file). One change's
+// file-by-file run is well below /proc's 10 ms tick, so each way takes `--cpu-changes` changes
+// at a steady pace (`--pace-ms` apart: every phase lasts as long, so the server's idle CPU
+// cancels), split into `--rounds` rounds of the three phases in turn (the machine's load drifts
+// over all three alike). The file-by-file runs' own CPU is also read in the server
+// (`process.cpuUsage` around each run, `GET /live/stats`), a finer measure than the difference.
+// Prints p50/p99 and the load average.
 //
 // Then, on a server of its own over `--large-rows` rows (files of 1,000), the longest
 // event-loop delay of the server's main thread while a live query's large answer (re-run whole
@@ -15,6 +20,7 @@
 // changes with no live query (the refresh's own delay). `--large-rows 0` skips it.
 //
 //   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100]
+//                            [--cpu-changes 300] [--pace-ms 100] [--rounds 3]
 //                            [--large-rows 200000] [--large-changes 10] [--json]
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -32,13 +38,16 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--large-rows 200000] [--large-changes 10] [--json]";
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--rounds 3] [--large-rows 200000] [--large-changes 10] [--json]";
 const options = parseOptions(
   process.argv.slice(2),
   {
     files: { type: "string", default: "1000" },
     rows: { type: "string", default: "100" },
     changes: { type: "string", default: "100" },
+    "cpu-changes": { type: "string", default: "300" },
+    "pace-ms": { type: "string", default: "100" },
+    rounds: { type: "string", default: "3" },
     "large-rows": { type: "string", default: "200000" },
     "large-changes": { type: "string", default: "10" },
     json: { type: "boolean", default: false },
@@ -48,6 +57,9 @@ const options = parseOptions(
 const FILES = positiveInteger(options.files, "--files");
 const ROWS = positiveInteger(options.rows, "--rows");
 const CHANGES = positiveInteger(options.changes, "--changes");
+const CPU_CHANGES = positiveInteger(options["cpu-changes"], "--cpu-changes");
+const PACE_MS = positiveInteger(options["pace-ms"], "--pace-ms");
+const ROUNDS = positiveInteger(options.rounds, "--rounds");
 const LARGE_ROWS =
   options["large-rows"] === "0" ? 0 : positiveInteger(options["large-rows"], "--large-rows");
 const LARGE_CHANGES = positiveInteger(options["large-changes"], "--large-changes");
@@ -85,7 +97,7 @@ async function startServer(root, env = {}, onStderr = null) {
   const child = spawn(process.execPath, args, {
     cwd: root,
     // A live query stops at once when its phase ends: the next phase's CPU is its own.
-    env: { ...DIRQ_ENV, DIRQ_LIVE_LINGER_MS: "1", ...env },
+    env: { ...DIRQ_ENV, DIRQ_LIVE_LINGER_MS: "1", DIRQ_LIVE_STATS: "1", ...env },
     stdio: ["ignore", "pipe", onStderr === null ? "inherit" : "pipe"],
   });
   if (onStderr !== null) {
@@ -160,12 +172,11 @@ function treeCpuSeconds(pid) {
 }
 
 /**
- * Makes `CHANGES` changes one after another, each waiting for `settled()` (the diff frames of
- * the live queries subscribed, or a quiet moment without any); the latencies and CPU seconds.
+ * Makes `CHANGES` changes one after another, each waiting for `waitFor()` (the diff frames of
+ * the live queries subscribed); the latencies.
  */
-async function changes(root, server, waitFor) {
+async function changes(root, waitFor) {
   const latencies = new Map();
-  const cpuBefore = treeCpuSeconds(server.child.pid);
   for (let n = 0; n < CHANGES; n++) {
     const file = (n * 7919) % FILES;
     const started = performance.now();
@@ -180,7 +191,7 @@ async function changes(root, server, waitFor) {
     writeFile(root, file, false);
     await back;
   }
-  return { latencies, cpu: (treeCpuSeconds(server.child.pid) - cpuBefore) / (2 * CHANGES) };
+  return { latencies };
 }
 
 /** Waits for the next diff frame of every stream in `names`; their arrival times. */
@@ -198,7 +209,7 @@ function diffWaiter(streams) {
     });
 }
 
-/** A phase with the live queries `named` subscribed (none: the changes' own cost). */
+/** A phase with the live queries `named` subscribed: each one's write-to-diff latencies. */
 async function phase(root, server, named) {
   const streams = new Map();
   const closers = [];
@@ -208,14 +219,84 @@ async function phase(root, server, named) {
     const sub = await subscribe(server.url, sql, (event) => event === "diff" && stream.next?.());
     closers.push(sub);
   }
-  const waitFor =
-    streams.size > 0
-      ? diffWaiter(streams)
-      : () => new Promise((resolve) => setTimeout(() => resolve({}), 300));
-  const result = await changes(root, server, waitFor);
+  const result = await changes(root, diffWaiter(streams));
   for (const sub of closers) sub.close();
   await new Promise((resolve) => setTimeout(resolve, 500));
   return result;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Which files are hot now: each paced change flips one, so every change moves the answer. */
+const hotFiles = new Set();
+
+/**
+ * `count` changes `PACE_MS` apart with the live query `sql` subscribed (`null`: none), then a
+ * quiet second for the last one to be taken in; the server tree's CPU seconds over it all, and
+ * the file-by-file runs' own CPU milliseconds (`GET /live/stats`).
+ */
+async function pacedPhase(root, server, sql, count, first) {
+  const sub = sql === null ? null : await subscribe(server.url, sql, () => {});
+  const cpuBefore = treeCpuSeconds(server.child.pid);
+  const started = performance.now();
+  for (let n = 0; n < count; n++) {
+    await sleep(started + n * PACE_MS - performance.now());
+    const file = ((first + n) * 7919) % FILES;
+    const hot = !hotFiles.has(file);
+    if (hot) hotFiles.add(file);
+    else hotFiles.delete(file);
+    writeFile(root, file, hot);
+  }
+  await sleep(started + count * PACE_MS + 1000 - performance.now());
+  const cpu = treeCpuSeconds(server.child.pid) - cpuBefore;
+  const stats = await (await globalThis.fetch(`${server.url}/live/stats`)).json();
+  const query = stats.queries.find((q) => q.sql === sql);
+  sub?.close();
+  await sleep(500);
+  return { cpu, byFileCpuMs: query?.byFileCpuMs ?? 0, runs: query?.runs ?? 0 };
+}
+
+/**
+ * CPU per change of the filter read file by file, re-run whole, and with no live query, over
+ * `ROUNDS` rounds of the three in turn (the order rotates); the sums and each round's figures.
+ */
+async function cpuPhases(root, server) {
+  const ways = { baseline: null, incremental: FILTER, whole: FILTER_WHOLE };
+  const names = Object.keys(ways);
+  const totals = Object.fromEntries(
+    names.map((name) => [name, { cpu: 0, byFileCpuMs: 0, runs: 0 }]),
+  );
+  const rounds = [];
+  const perRound = Math.ceil(CPU_CHANGES / ROUNDS);
+  let first = 0;
+  for (let round = 0; round < ROUNDS; round++) {
+    const figures = {};
+    for (let i = 0; i < names.length; i++) {
+      const name = names[(i + round) % names.length];
+      const result = await pacedPhase(root, server, ways[name], perRound, first);
+      first += perRound;
+      figures[name] = (result.cpu / perRound) * 1000;
+      for (const field of ["cpu", "byFileCpuMs", "runs"]) totals[name][field] += result[field];
+    }
+    rounds.push(figures);
+  }
+  const changes = perRound * ROUNDS;
+  const perChange = (name) => (totals[name].cpu / changes) * 1000;
+  const incremental = perChange("incremental") - perChange("baseline");
+  const whole = perChange("whole") - perChange("baseline");
+  const own = totals.incremental.byFileCpuMs / changes;
+  return {
+    changes,
+    paceMs: PACE_MS,
+    baseline: perChange("baseline"),
+    incremental,
+    whole,
+    ratio: incremental > 0 ? whole / incremental : null,
+    byFileOwn: own,
+    byFileRuns: totals.incremental.runs,
+    ownRatio: own > 0 ? whole / own : null,
+    rounds,
+  };
 }
 
 function summary(values) {
@@ -339,6 +420,20 @@ async function largeAnswerPhase() {
   };
 }
 
+function printCpu(cpu) {
+  const ms = (v) => `${v.toFixed(2)} ms`;
+  console.log(
+    `CPU per change (${cpu.changes} changes per way, ${cpu.paceMs} ms apart), beyond the refresh's own ${ms(cpu.baseline)}: file by file ${ms(cpu.incremental)}, whole re-run ${ms(cpu.whole)} (${cpu.ratio === null ? "file by file within the noise" : `${cpu.ratio.toFixed(1)}x`})`,
+  );
+  console.log(
+    `file-by-file runs' own CPU in the server: ${ms(cpu.byFileOwn)} per change (${cpu.byFileRuns} runs); whole re-run ${cpu.ownRatio === null ? "-" : `${cpu.ownRatio.toFixed(1)}x`} that`,
+  );
+  const rounds = cpu.rounds.map(
+    (r) => `${r.baseline.toFixed(2)}/${r.incremental.toFixed(2)}/${r.whole.toFixed(2)}`,
+  );
+  console.log(`per round, ms per change (none/file by file/whole): ${rounds.join(", ")}`);
+}
+
 async function main() {
   const root = mkdtempSync(join(tmpdir(), "dirq-live-bench-"));
   mkdirSync(join(root, "data"));
@@ -349,24 +444,16 @@ async function main() {
     log(
       `${FILES * ROWS} rows in ${FILES} files; ${CHANGES} changes per phase (each made and undone)`,
     );
-    const baseline = await phase(root, server, {});
     const latency = await phase(root, server, { filter: FILTER, groupBy: GROUP_BY });
-    const incremental = await phase(root, server, { filter: FILTER });
-    const whole = await phase(root, server, { whole: FILTER_WHOLE });
-    // Beyond the refresh's own cost; a difference at or below 0 is within the noise.
-    const cpuIncremental = incremental.cpu - baseline.cpu;
-    const cpuWhole = whole.cpu - baseline.cpu;
+    log(
+      `CPU: ${CPU_CHANGES} changes per way, ${PACE_MS} ms apart, in ${ROUNDS} rounds (no live query, file by file, whole)`,
+    );
+    const cpu = await cpuPhases(root, server);
     const result = {
       rows: FILES * ROWS,
       filterLatencyMs: summary(latency.latencies.get("filter")),
       groupByLatencyMs: summary(latency.latencies.get("groupBy")),
-      cpuPerChangeMs: {
-        baseline: baseline.cpu * 1000,
-        incremental: cpuIncremental * 1000,
-        whole: cpuWhole * 1000,
-        ratio: cpuIncremental > 0 ? cpuWhole / cpuIncremental : null,
-        phases: { incremental: incremental.cpu * 1000, whole: whole.cpu * 1000 },
-      },
+      cpuPerChangeMs: cpu,
       largeAnswerLoopDelayMs: await largeAnswerPhase(),
       loadAverage: readFileSync("/proc/loadavg", "utf8").split(" ").slice(0, 3).join(" "),
     };
@@ -375,10 +462,7 @@ async function main() {
       const ms = (s) => `p50 ${s.p50.toFixed(1)} ms, p99 ${s.p99.toFixed(1)} ms (${s.n} changes)`;
       console.log(`filter (incremental), write -> diff frame: ${ms(result.filterLatencyMs)}`);
       console.log(`GROUP BY (whole re-run), write -> diff frame: ${ms(result.groupByLatencyMs)}`);
-      const cpu = result.cpuPerChangeMs;
-      console.log(
-        `CPU per change beyond the refresh (${cpu.baseline.toFixed(1)} ms): incremental ${cpu.incremental.toFixed(2)} ms, whole re-run ${cpu.whole.toFixed(2)} ms (${cpu.ratio === null ? "incremental within the noise" : `${cpu.ratio.toFixed(1)}x`}); per change in all: ${cpu.phases.incremental.toFixed(2)} ms and ${cpu.phases.whole.toFixed(2)} ms`,
-      );
+      printCpu(result.cpuPerChangeMs);
       const large = result.largeAnswerLoopDelayMs;
       if (large !== null) {
         const delay = (d) =>

@@ -177,6 +177,48 @@ describe("GET /live", () => {
     }
   });
 
+  it("keeps one bound on every live query's history together (DIRQ_LIVE_HISTORY_BYTES)", async () => {
+    const root = liveTree();
+    const server = await serve(root, ["-c", ".dirq.toml"], {
+      DIRQ_LIVE_HISTORY_BYTES: "1",
+      DIRQ_LIVE_STATS: "1",
+    });
+    const asks = [
+      { sql: "SELECT id, name, v FROM items ORDER BY id" },
+      { sql: "SELECT id, name FROM items WHERE v > 50" },
+    ];
+    const [ordered, filter] = await Promise.all(asks.map((ask) => openLive(server, ask)));
+    const streams = [ordered, filter] as LiveStream[];
+    try {
+      for (const stream of streams) await stream.until(() => stream.snapshot !== null, "snapshot");
+      const lastId = ordered?.lastId as string;
+      const has = (stream: LiveStream, id: number, v?: number) => () =>
+        stream.rows.some((row) => row.id === id && (v === undefined || row.v === v));
+      writeFileSync(join(root, "data/b.json"), items([3, "three", 71]));
+      await ordered?.until(has(ordered, 3, 71), "row 3 changed");
+      writeFileSync(join(root, "data/c.json"), items([9, "nine", 99]));
+      for (const stream of streams) await stream.until(has(stream, 9), "row 9");
+      // Over the bound, each keeps its newest frame only: the first diff is gone.
+      const body = JSON.parse((await request(`${server.url}/live/stats`)).text) as {
+        queries: { sql: string; historyChars: number }[];
+      };
+      const newest = (stream: LiveStream) => (stream.frames.at(-1)?.data ?? "").length;
+      for (const [i, stream] of streams.entries()) {
+        const kept = body.queries.find((q) => q.sql === asks[i]?.sql)?.historyChars;
+        assert.equal(kept, newest(stream), asks[i]?.sql);
+      }
+      const resumed = await openLive(server, asks[0] as LiveAsk, { lastId });
+      try {
+        await resumed.until(() => resumed.frames.length > 0, "the first frame");
+        assert.equal(resumed.frames[0]?.event, "snapshot");
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      for (const stream of streams) stream.close();
+    }
+  });
+
   it("sends an error frame when a later run fails, and diffs the next good answer against the last good one", async () => {
     const { root, server } = await start();
     for (const sql of [
@@ -298,12 +340,20 @@ describe("GET /live", () => {
     const streams = [...asks, asks[0] as LiveAsk].map((ask) => openLive(server, ask));
     const [filter, ordered, docs, again] = await Promise.all(streams);
     type Stats = {
-      queries: { sql: string; subscribers: number; runs: number; incremental: boolean }[];
+      memory: { rss: number; heapUsed: number };
+      queries: {
+        sql: string;
+        subscribers: number;
+        runs: number;
+        incremental: boolean;
+        byFileCpuMs: number;
+      }[];
     };
     const stats = async () => {
       const answer = await request(`${server.url}/live/stats`);
       assert.equal(answer.status, 200, answer.text);
       const body = JSON.parse(answer.text) as Stats;
+      assert.ok(body.memory.heapUsed > 0 && body.memory.rss > body.memory.heapUsed);
       return new Map(body.queries.map((q) => [q.sql, q]));
     };
     try {
@@ -324,6 +374,8 @@ describe("GET /live", () => {
       assert.ok((after.get(asks[0]?.sql as string)?.runs ?? 0) >= 1);
       assert.ok((after.get(asks[1]?.sql as string)?.runs ?? 0) >= 1);
       assert.equal(after.get(asks[2]?.sql as string)?.runs, 0, "docs ran on a commit of items");
+      assert.ok((after.get(asks[0]?.sql as string)?.byFileCpuMs ?? -1) >= 0);
+      assert.equal(after.get(asks[1]?.sql as string)?.byFileCpuMs, 0, "re-run whole");
       writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 2, doc: "{}" }]));
       await docs?.until(() => docs.rows.some((row) => row.id === 2), "doc 2");
       assert.ok(((await stats()).get(asks[2]?.sql as string)?.runs ?? 0) >= 1);

@@ -1,5 +1,6 @@
 import { DirqError } from "../errors.js";
 import {
+  HistoryBudget,
   LiveQuery,
   type LiveFrame,
   type LiveQueryLimits,
@@ -14,16 +15,20 @@ export type { LiveFrame, LiveQueryLimits, LiveQueryRequest };
 export const LIVE_HISTORY_FRAMES = 1024;
 /** Bytes of diff frames a live query keeps. */
 export const LIVE_HISTORY_BYTES = 16 * 1024 * 1024;
+/** Characters of frames the histories of all live queries keep together, by default. */
+export const LIVE_HISTORY_TOTAL_BYTES = 32 * 1024 * 1024;
 /**
  * How long a live query nobody subscribes to any more goes on: a client that reconnects
  * meanwhile resumes from its history instead of getting a new snapshot.
  */
 export const LIVE_LINGER_MS = 30_000;
 
-export interface LiveQueriesOptions extends Partial<LiveQueryLimits> {
+export interface LiveQueriesOptions extends Partial<Omit<LiveQueryLimits, "historyBudget">> {
   timeoutMs: number;
   /** See `LIVE_LINGER_MS`. */
   lingerMs?: number;
+  /** See `LIVE_HISTORY_TOTAL_BYTES`. */
+  historyTotalBytes?: number;
 }
 
 interface Entry {
@@ -49,6 +54,8 @@ export interface LiveQueryStats {
   frames: number;
   /** Characters of the frames it keeps for clients that resume. */
   historyChars: number;
+  /** CPU milliseconds of its file-by-file runs in the server's process (0 re-run whole). */
+  byFileCpuMs: number;
 }
 
 /** `<run>-<n>`: the live query's run and the number of the last frame read. */
@@ -155,6 +162,7 @@ export class LiveQueries {
       historyFrames: options.historyFrames ?? LIVE_HISTORY_FRAMES,
       historyBytes: options.historyBytes ?? LIVE_HISTORY_BYTES,
       diffThreadBytes: options.diffThreadBytes ?? LARGE_DIFF_BYTES,
+      historyBudget: new HistoryBudget(options.historyTotalBytes ?? LIVE_HISTORY_TOTAL_BYTES),
     };
     this.lingerMs = options.lingerMs ?? LIVE_LINGER_MS;
   }
@@ -184,6 +192,7 @@ export class LiveQueries {
         runs: query.runs,
         frames: query.head,
         historyChars: query.historyChars,
+        byFileCpuMs: query.byFileCpuMs,
       });
     }
     return stats;

@@ -37,6 +37,19 @@ export interface LiveQueryLimits {
   historyBytes: number;
   /** Whole answers from this many bytes up are cut and diffed on the diff thread. */
   diffThreadBytes: number;
+  /** What the histories of every live query of a server keep together. */
+  historyBudget: HistoryBudget;
+}
+
+/**
+ * One bound on the history every live query of a server keeps (as `/events` has one): each
+ * query's own bound times a hundred statements would be gigabytes. A query over it gives up
+ * its own oldest frames (it keeps its newest), so a busy one cannot keep a quiet one's away.
+ */
+export class HistoryBudget {
+  /** Characters kept now, all live queries together. */
+  kept = 0;
+  constructor(readonly chars: number) {}
 }
 
 /** A frame of a live query's stream (its `data` is JSON text, see docs/live-queries.md). */
@@ -107,6 +120,7 @@ export class LiveQuery {
   private pending = false;
   /** Evaluations after the first answer (whole or file by file, failed or not). */
   private evaluations = 0;
+  private byFileCpuMicros = 0;
   /** Files changed since the last run; `null`: the next run must be whole. */
   private changedFiles: Set<string> | null = new Set();
   private readonly waiters = new Waiters();
@@ -207,6 +221,14 @@ export class LiveQuery {
     return this.evaluations;
   }
 
+  /**
+   * CPU milliseconds this process spent in file-by-file runs, from reading the changed files'
+   * rows to the frame (`GET /live/stats`); whole re-runs spend theirs in query processes.
+   */
+  get byFileCpuMs(): number {
+    return this.byFileCpuMicros / 1000;
+  }
+
   /** Characters of the frames its history keeps for clients that resume. */
   get historyChars(): number {
     return this.keptBytes;
@@ -265,6 +287,8 @@ export class LiveQuery {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    // Its frames go with it: they leave the server's budget now.
+    this.limits.historyBudget.kept -= this.keptBytes;
     for (const stop of this.stops.splice(0)) stop();
     this.current.close();
     this.wake();
@@ -323,16 +347,17 @@ export class LiveQuery {
     const stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();
+    const byFile = this.plan !== null && files !== null;
+    const started = process.cpuUsage();
     try {
-      const outcome =
-        this.plan !== null && files !== null
-          ? { delta: this.changedRows([...files]) }
-          : await this.wholeAnswer();
+      const outcome = byFile ? { delta: this.changedRows([...files]) } : await this.wholeAnswer();
       if (this.isClosed) return;
       // Set before the diff, which may wait for the diff thread: a commit meanwhile that
       // leaves these tables alone needs no run.
       this.stamp = stamp;
       await this.take(commit, outcome);
+      // The file-by-file way runs on this thread to its frame, so this is its own cost.
+      if (byFile) this.byFileCpuMicros += cpuMicrosSince(started);
     } catch (error) {
       if (this.isClosed) return;
       // Rows of files changed meanwhile were not taken in: the next run reads them all.
@@ -403,15 +428,24 @@ export class LiveQuery {
     return { rows, columns };
   }
 
+  /** Counts `chars` more (fewer when negative) kept, here and in the server's budget. */
+  private keep(chars: number): void {
+    this.keptBytes += chars;
+    this.limits.historyBudget.kept += chars;
+  }
+
   private append(event: KeptFrame["event"], data: string): void {
     const n = ++this.version;
     this.frames.push({ n, event, data });
-    this.keptBytes += data.length;
+    const budget = this.limits.historyBudget;
+    this.keep(data.length);
     while (
       this.frames.length > 1 &&
-      (this.frames.length > this.limits.historyFrames || this.keptBytes > this.limits.historyBytes)
+      (this.frames.length > this.limits.historyFrames ||
+        this.keptBytes > this.limits.historyBytes ||
+        budget.kept > budget.chars)
     ) {
-      this.keptBytes -= (this.frames.shift() as KeptFrame).data.length;
+      this.keep(-(this.frames.shift() as KeptFrame).data.length);
     }
     this.wake();
   }
@@ -420,6 +454,11 @@ export class LiveQuery {
 /** When a run started now must have answered; none without a limit. */
 function deadlineOf(timeoutMs: number): number | undefined {
   return Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : undefined;
+}
+
+function cpuMicrosSince(started: NodeJS.CpuUsage): number {
+  const used = process.cpuUsage(started);
+  return used.user + used.system;
 }
 
 function messageOf(error: unknown): string {

@@ -47,19 +47,16 @@ export function queryTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
   const fromEnv = Number(env.DIRQ_QUERY_TIMEOUT_MS);
   return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : QUERY_TIMEOUT_MS;
 }
-/** `DIRQ_LIVE_LINGER_MS`: how long a live query nobody follows goes on (benchmarks shorten it). */
-function lingerMsFromEnv(): number | undefined {
-  const fromEnv = Number(process.env.DIRQ_LIVE_LINGER_MS);
-  return Number.isSafeInteger(fromEnv) && fromEnv > 0 ? fromEnv : undefined;
-}
-
 /**
- * `DIRQ_LIVE_DIFF_THREAD_BYTES`: from what size a live query's whole answer is diffed on the
- * diff thread (benchmarks compare with it off: a size no answer reaches).
+ * A live query setting from the server's environment, from `least` up (else the default):
+ * `DIRQ_LIVE_LINGER_MS`, how long a live query nobody follows goes on (benchmarks shorten it);
+ * `DIRQ_LIVE_DIFF_THREAD_BYTES`, from what size a whole answer is diffed on the diff thread
+ * (benchmarks compare with it off: a size no answer reaches); `DIRQ_LIVE_HISTORY_BYTES`, what
+ * the histories of all live queries keep together.
  */
-function diffThreadBytesFromEnv(): number | undefined {
-  const fromEnv = Number(process.env.DIRQ_LIVE_DIFF_THREAD_BYTES);
-  return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : undefined;
+function liveSettingFromEnv(name: string, least: number): number | undefined {
+  const fromEnv = Number(process.env[name]);
+  return Number.isSafeInteger(fromEnv) && fromEnv >= least ? fromEnv : undefined;
 }
 
 /** Largest answer the server sends (bytes of JSON); past it, 413 naming the limit. */
@@ -170,8 +167,9 @@ async function startLive(
   };
   const queries = new LiveQueries(session, {
     timeoutMs,
-    lingerMs: lingerMsFromEnv(),
-    diffThreadBytes: diffThreadBytesFromEnv(),
+    lingerMs: liveSettingFromEnv("DIRQ_LIVE_LINGER_MS", 1),
+    diffThreadBytes: liveSettingFromEnv("DIRQ_LIVE_DIFF_THREAD_BYTES", 0),
+    historyTotalBytes: liveSettingFromEnv("DIRQ_LIVE_HISTORY_BYTES", 1),
   });
   return { live: { session, statements, queries }, query };
 }
@@ -190,7 +188,12 @@ function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
   if (process.env.DIRQ_LIVE_STATS !== "1") return undefined;
   return () => {
     const current = live();
-    return { commit: current?.session.commitSeq ?? 0, queries: current?.queries.stats() ?? [] };
+    return {
+      commit: current?.session.commitSeq ?? 0,
+      // Heap beside RSS: whether memory that grows is kept or only not yet collected.
+      memory: process.memoryUsage(),
+      queries: current?.queries.stats() ?? [],
+    };
   };
 }
 
