@@ -719,6 +719,8 @@ Environment:
                                     on, for clients that resume (default 30000)
   DIRQ_LIVE_DIFF_THREAD_BYTES=<n>   dirq server: from what answer size a /live query is
                                     diffed on a thread of its own (default 65536)
+  DIRQ_LIVE_HISTORY_BYTES=<n>       dirq server: the bytes of frames all /live queries keep
+                                    together for clients that resume (default 32 MiB)
   DIRQ_LIVE_STATS=1                 dirq server: GET /live/stats lists the live queries, their
                                     subscribers and runs (for benchmarks)
   DIRQ_MAX_WATCHES=<n>              the most folder watches a live index takes (default:
