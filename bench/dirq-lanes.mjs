@@ -3,7 +3,9 @@
 //   1. A large CSV file (default 100 MB, one table) is rewritten with one record changed, and
 //      until its refresh's event arrives, clients send a statement on another table (a fresh
 //      statement each time, so no cache answers it): p50 / p99 / max latency of POST /query,
-//      and the time from the write to the big table's event.
+//      and the time from the write to the big table's event. The same while the CSV file is
+//      deleted (`delete`: until its last delete event), and while it appears anew (`new`: the
+//      server starts without it; until its last insert event).
 //   2. The same two tables at the server's start: the big table's first build reads the CSV
 //      while clients send statements on the small table, subscribe to /events and load the
 //      console's page: p50 / p99 / max of POST /query and of GET / sent during the build, the
@@ -13,7 +15,7 @@
 // Prints the load average with each.
 //
 //   node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40]
-//                             [--hook-timeout 60] [--only big|start|hooks]
+//                             [--hook-timeout 60] [--only big|delete|new|start|hooks]
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request } from "node:http";
@@ -32,7 +34,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|start|hooks]";
+  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|delete|new|start|hooks]";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -148,24 +150,31 @@ function bigAndSmall(name) {
   return { mb, root, count };
 }
 
-async function bigRefresh() {
-  const { mb, root, count } = bigAndSmall("big");
+/** What happens to the big table's file in a case of `bigRefresh`, and the events it gives. */
+const BIG_CHANGES = {
+  big: { told: "rewritten (one record changed)", events: () => 1 },
+  delete: { told: "deleted", events: (count) => count },
+  new: { told: "written new", events: (count) => count },
+};
+
+/**
+ * The big CSV file is rewritten with one record changed (`big`), deleted (`delete`), or
+ * appears (`new`: the server starts without it) while clients query the small table, until
+ * the big table's last event of it arrives.
+ */
+async function bigRefresh(kind) {
+  const { mb, root, count } = bigAndSmall(kind);
   const records = Array.from({ length: count }, (_, i) => record(i, "row"));
-  writeFileSync(join(root, "big.csv"), `id,name,pad\n${records.join("\n")}\n`);
+  if (kind !== "new") writeFileSync(join(root, "big.csv"), `id,name,pad\n${records.join("\n")}\n`);
   writeFileSync(join(root, "small.json"), '[{"v": 1}]');
   log(
-    `big: ${count.toLocaleString("en-US")} records (${mb} MB); starting the server (it builds both tables)`,
+    `${kind}: ${count.toLocaleString("en-US")} records (${mb} MB); starting the server (it builds both tables)`,
   );
   const server = await startServer(root);
   let counter = 0;
   const clients = Number(values.clients);
-  for (let round = 0; round < 3; round++) {
-    await Promise.all(
-      Array.from({ length: clients }, () =>
-        postQuery(server.port, `SELECT v, ${++counter} FROM small`),
-      ),
-    );
-  }
+  const query = () => postQuery(server.port, `SELECT v, ${++counter} FROM small`);
+  for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: clients }, query));
   // The same load with nothing refreshing: on a shared machine, the floor.
   const idle = [];
   server.loopDelays.length = 0;
@@ -174,7 +183,7 @@ async function bigRefresh() {
     Array.from({ length: clients }, async () => {
       while (performance.now() < idleUntil) {
         const sent = performance.now();
-        await postQuery(server.port, `SELECT v, ${++counter} FROM small`);
+        await query();
         idle.push(performance.now() - sent);
       }
     }),
@@ -183,30 +192,43 @@ async function bigRefresh() {
   server.loopDelays.length = 0;
   records[7] = record(7, "changed");
   const text = `id,name,pad\n${records.join("\n")}\n`;
-  const committed = eventWhen(server, (row) => row.table === "big");
+  const expected = BIG_CHANGES[kind].events(count);
+  let seen = 0;
+  // The file's last event (a reader that falls behind may be cut off: a bound on the wait).
+  const last = `row ${count - 1}`;
+  const committed = Promise.race([
+    eventWhen(
+      server,
+      (row) => row.table === "big" && (++seen === expected || row.row?.name === last),
+    ),
+    new Promise((resolve) => setTimeout(resolve, 180_000).unref()),
+  ]);
+  const first = eventWhen(server, (row) => row.table === "big");
   let refreshing = true;
   const written = performance.now();
-  writeWhole(root, "big.csv", text);
+  if (kind === "delete") rmSync(join(root, "big.csv"));
+  else writeWhole(root, "big.csv", text);
   const latencies = [];
   const client = async () => {
     while (refreshing) {
       const sent = performance.now();
-      const answer = await postQuery(server.port, `SELECT v, ${++counter} FROM small`);
+      const answer = await query();
       if (answer.status !== 200) throw new Error(`answered ${answer.status}: ${answer.text}`);
       // Every statement sent during the refresh counts, however late its answer comes.
       latencies.push(performance.now() - sent);
     }
   };
   const running = Array.from({ length: clients }, client);
-  const at = await committed;
+  const [firstAt, at] = [await first, (await committed) ?? Number.NaN];
   const refreshDelay = Math.max(...server.loopDelays);
   refreshing = false;
   await Promise.all(running);
   await server.stop();
   rmSync(root, { recursive: true, force: true });
+  const seconds = (ms) => `${(ms / 1000).toFixed(2)} s`;
   process.stdout.write(
     [
-      `${mb} MB CSV rewritten (one record changed): its event came ${((at - written) / 1000).toFixed(2)} s after the write`,
+      `${mb} MB CSV ${BIG_CHANGES[kind].told}: its first event came ${seconds(firstAt - written)}, its last ${seconds(at - written)} after the change (${seen.toLocaleString("en-US")} of its ${expected.toLocaleString("en-US")} events received)`,
       `POST /query on another table meanwhile, ${clients} clients: ${spread(latencies)}`,
       `the same with nothing refreshing (2 s): ${spread(idle)}`,
       `the server's main thread, longest event-loop delay: ${fmt(refreshDelay)} during the refresh, ${fmt(idleDelay)} with nothing refreshing`,
@@ -394,6 +416,8 @@ async function hungHooks() {
 }
 
 const only = values.only;
-if (only === undefined || only === "big") await bigRefresh();
+for (const kind of Object.keys(BIG_CHANGES)) {
+  if (only === undefined || only === kind) await bigRefresh(kind);
+}
 if (only === undefined || only === "start") await startBuild();
 if (only === undefined || only === "hooks") await hungHooks();

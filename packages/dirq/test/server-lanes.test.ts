@@ -146,6 +146,40 @@ describe("lanes", () => {
     assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
   });
 
+  test("while a large file's rows leave its table, another table's events and statements are answered", async () => {
+    const records = Array.from({ length: 250_000 }, (_, i) => `${i},row ${i},${"p".repeat(80)}`);
+    const { root, server, events } = await serve({
+      "dirq.toml": BIG_AND_SMALL.join("\n"),
+      "big.csv": `id,name,pad\n${records.join("\n")}\n`,
+      "small.json": '[{"v": "before"}]',
+    });
+    const from = events.rowCount();
+    rmSync(join(root, "big.csv"));
+    const big = await smallAnsweredFirst({ root, server, events }, from);
+    assert.deepEqual([big.action, big.row?.name, big.file_path], ["delete", "row 0", "big.csv"]);
+    await eventually(
+      async () =>
+        JSON.stringify(await queryRows(server, "SELECT count(*) AS n FROM big")) ===
+        JSON.stringify([{ n: 0 }]),
+      "every row of the deleted file gone",
+      120_000,
+    );
+    // Every row's delete event, in the order of the file's rows.
+    await eventually(
+      () => events.rowCount() - from >= 250_001, // the small table's one event, and the deletes
+      "every delete event",
+      120_000,
+    );
+    const deletes = events
+      .rows()
+      .slice(from)
+      .filter((event) => event.table === "big");
+    assert.equal(deletes.length, 250_000);
+    assert.ok(
+      deletes.every((event, i) => event.action === "delete" && event.row?.name === `row ${i}`),
+    );
+  });
+
   test("while a large file is read for a table's first build, the server's thread answers", async () => {
     const line = (i: number) => `${i},row ${i},${"p".repeat(80)}`;
     const records = Array.from({ length: 250_000 }, (_, i) => line(i));

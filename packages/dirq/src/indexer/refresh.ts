@@ -23,7 +23,12 @@ import {
 import type { PathTables } from "./path-tables.js";
 import type { Catalog } from "./catalog.js";
 import type { RowChange } from "./row-changes.js";
-import { refreshesStaged, replaceFileRowsStaged, stagedTableOf } from "./staged-refresh.js";
+import {
+  leavesOffThread,
+  refreshesStaged,
+  replaceFileRowsStaged,
+  stagedTableOf,
+} from "./staged-refresh.js";
 import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
@@ -104,16 +109,28 @@ class StagedOffThread {
   ) {}
 }
 
-/** The changes the staging thread committed for one table of a file. */
+/** A table the file left: the staging thread read its many rows there into `stage`'s place. */
+class LeavingOffThread {
+  constructor(
+    readonly stage: string,
+    readonly table: StagedTable,
+  ) {}
+}
+
+/** The changes the staging thread committed for one table of a file; whether its rows stand. */
 class SwappedOffThread {
-  constructor(readonly changes: RowChange[]) {}
+  constructor(
+    readonly changes: RowChange[],
+    readonly stands: boolean,
+  ) {}
 }
 
 /**
  * What committing a file's rows gets for one table: rows, why there are none, `STAGED`, or a
  * large file's rows read off this thread (`StagedOffThread`, then `SwappedOffThread`).
  */
-type ParseOutput = HookRow[] | string | typeof STAGED | StagedOffThread | SwappedOffThread;
+type ParseOutput =
+  HookRow[] | string | typeof STAGED | StagedOffThread | LeavingOffThread | SwappedOffThread;
 
 /** One file left to parse after a refresh's first phase, for the tables that select it. */
 interface ParseJob {
@@ -122,6 +139,8 @@ interface ParseJob {
   /** The stat key the job parses the file for (see `Gathered.key`). */
   key: string;
   tables: LiveParsedTable[];
+  /** Those of `tables` the file left: their rows are deleted off this thread. */
+  leaving: ReadonlySet<LiveParsedTable>;
   scope: RefreshScope;
   /** The scheduler's record of it: its signal aborts when a later refresh supersedes it. */
   scheduled: Job;
@@ -377,7 +396,9 @@ export class Refresher {
     const changes: RowChange[] = [];
     const run = await this.start(paths, {
       ...options,
-      onCommit: (committed) => changes.push(...committed),
+      onCommit: (committed) => {
+        for (const change of committed) changes.push(change);
+      },
     });
     await run.done;
     return changes;
@@ -598,7 +619,8 @@ export class Refresher {
     write: () => RowChange[],
   ): boolean {
     try {
-      changes.push(...this.db.transaction(write)());
+      // A loop, not a spread: a large file's changes are more than a call's arguments may be.
+      for (const change of this.db.transaction(write)()) changes.push(change);
       return true;
     } catch (error) {
       if (isCommitFailure(error)) throw error;
@@ -625,6 +647,8 @@ export class Refresher {
     const jobs: ParseJob[] = [];
     const parsedTables = [...(scope ?? this.catalog.parsedTables())];
     const done: [file: string, key: string][] = [];
+    // A large file that left a table loses its rows on the staging thread, as a job.
+    const staging = options.writerHeld ? null : this.staging();
     let next = from;
     try {
       this.db.transaction(() => {
@@ -637,15 +661,21 @@ export class Refresher {
             this.scheduler.supersede(file);
           }
           const wanted: LiveParsedTable[] = [];
+          const leaving = new Set<LiveParsedTable>();
           for (const table of parsedTables) {
             if (stat !== null && table.matches(file)) {
               wanted.push(table);
+              continue;
+            }
+            if (staging !== null && leavesOffThread(this.db, table.spec, file)) {
+              leaving.add(table);
               continue;
             }
             const label = table.spec.label ?? table.spec.name;
             this.isolated(changes, file, label, () => replaceFileRows(this.db, table, file, []));
             this.catalog.store?.forgetFile(table.spec.name, file);
           }
+          wanted.push(...leaving);
           if (wanted.length === 0) {
             done.push([file, statKey]);
             continue;
@@ -658,7 +688,7 @@ export class Refresher {
             tables: wanted.map((table) => table.spec.name),
             supersedable: scope === null,
           });
-          jobs.push({ file, signature, key: statKey, tables: wanted, scope, scheduled });
+          jobs.push({ file, signature, key: statKey, tables: wanted, leaving, scope, scheduled });
         }
       })();
     } finally {
@@ -698,6 +728,7 @@ export class Refresher {
     job: ParseJob,
     staging: { worker: StagingWorker; stages: string[] } | null,
   ): Promise<ParseOutput | null> {
+    if (job.leaving.has(table)) return this.leavingOutput(table, job, staging);
     if (refreshesStaged(table, `${this.root}/${job.file}`)) {
       if (staging === null) return STAGED;
       // Superseded while it waited for the thread: reading tens of megabytes is for nothing.
@@ -721,6 +752,26 @@ export class Refresher {
   }
 
   /**
+   * A table the job's file left: its rows there are read by the staging thread (without the
+   * writer: other files commit meanwhile) and deleted when committed; `[]` (no rows, on this
+   * thread) without the thread.
+   */
+  private async leavingOutput(
+    table: LiveParsedTable,
+    job: ParseJob,
+    staging: { worker: StagingWorker; stages: string[] } | null,
+  ): Promise<ParseOutput | null> {
+    if (staging === null) return [];
+    if (job.scheduled.signal.aborted) return null;
+    const stage = staging.worker.newStage();
+    staging.stages.push(stage);
+    const described = stagedTableOf(table.spec);
+    // A failed read is made again under the writer (see `clearRows`).
+    await staging.worker.leaving(stage, described, job.file).catch(() => {});
+    return new LeavingOffThread(stage, described);
+  }
+
+  /**
    * Parses one file for the tables that select it and commits its rows. A large file of a
    * built-in format holds the staging thread from its read to its commit.
    */
@@ -733,7 +784,8 @@ export class Refresher {
     const worker = options.writerHeld ? null : this.staging();
     const offThread =
       worker !== null &&
-      job.tables.some((table) => refreshesStaged(table, `${this.root}/${job.file}`));
+      (job.leaving.size > 0 ||
+        job.tables.some((table) => refreshesStaged(table, `${this.root}/${job.file}`)));
     const late = offThread
       ? await worker.exclusive(() => this.parseAndCommit(job, withWriter, options, worker))
       : await this.parseAndCommit(job, withWriter, options, null);
@@ -797,12 +849,16 @@ export class Refresher {
   ): Promise<(ParseOutput | null)[]> {
     const swapped: (ParseOutput | null)[] = [];
     for (const output of outputs) {
-      if (!(output instanceof StagedOffThread)) {
+      if (!(output instanceof StagedOffThread || output instanceof LeavingOffThread)) {
         swapped.push(output);
         continue;
       }
       try {
-        swapped.push(new SwappedOffThread(await worker.swap(output.stage, output.table, file)));
+        swapped.push(
+          output instanceof LeavingOffThread
+            ? new SwappedOffThread(await worker.clear(output.stage, output.table, file), false)
+            : new SwappedOffThread(await worker.swap(output.stage, output.table, file), true),
+        );
       } catch (error) {
         if (isCommitFailure(error)) throw error;
         swapped.push(messageOf(error));
@@ -822,10 +878,10 @@ export class Refresher {
           if (output instanceof SwappedOffThread) {
             // Committed by the staging thread already; its changes may be many (no spread).
             for (const change of output.changes) changes.push(change);
-            stands = true;
+            stands = output.stands;
           } else if (output === STAGED) {
             stands = this.applyStaged(changes, job.file, table, label);
-          } else if (output instanceof StagedOffThread) {
+          } else if (output instanceof StagedOffThread || output instanceof LeavingOffThread) {
             throw new Error("a staged file's rows were not swapped in");
           } else {
             stands = this.applyRows(changes, job.file, table, label, output);

@@ -82,14 +82,19 @@ export function fillOneFile(
   return { reason, rows, columns: created ? build.columns : null };
 }
 
-/** The staging table: the table's columns with their declared types, rows keyed by position. */
-function createStage(db: SqliteDatabase, table: string, stage: string): string[] {
-  const visible = (
+/** The table's columns a user sees, with their declared types. */
+function visibleColumns(db: SqliteDatabase, table: string): { name: string; type: string }[] {
+  return (
     db.prepare("SELECT name, type FROM pragma_table_info(?)").all(table) as {
       name: string;
       type: string;
     }[]
   ).filter(({ name }) => !HIDDEN_COLUMNS.has(name));
+}
+
+/** The staging table: the table's columns with their declared types, rows keyed by position. */
+function createStage(db: SqliteDatabase, table: string, stage: string): string[] {
+  const visible = visibleColumns(db, table);
   const columns = visible.map(({ name }) => name);
   const definitions = visible.map(({ name, type }) => `${quoteIdentifier(name)} ${type}`.trim());
   definitions.push(`${FILE_PATH_COLUMN} TEXT NOT NULL`, `${ROW_INDEX_COLUMN} INTEGER PRIMARY KEY`);
@@ -144,6 +149,83 @@ export function swapStaged(
     }
   }
   return swapIn(db, spec, path, stage, columns);
+}
+
+/** A file that left a table with at least this many rows there loses them off the thread. */
+export const STAGED_DELETE_ROWS = 10_000;
+
+/**
+ * Whether the rows of `path` leave the table on the staging thread: a built-in format, no
+ * `ddl` (see `readsOffThread`), and many rows. The file is gone, so its rows tell its size.
+ */
+export function leavesOffThread(db: SqliteDatabase, spec: ParsedTableSpec, path: string): boolean {
+  if (!isReaderExtractor(spec.extractor) || spec.ddl !== null) return false;
+  try {
+    const many = db.prepare(
+      `SELECT 1 FROM ${quoteIdentifier(spec.name)} WHERE ${FILE_PATH_COLUMN} = ? LIMIT 1 OFFSET ?`,
+    );
+    return many.get(path, STAGED_DELETE_ROWS - 1) !== undefined;
+  } catch {
+    return false; // no such table yet: nothing to delete
+  }
+}
+
+/** The rows of `path` in a table, as the delete changes of the file leaving it. */
+export interface LeavingRows {
+  columns: string[];
+  changes: RowChange[];
+}
+
+/**
+ * The rows of `path` in the table as delete changes, in the order of the file's rows: the
+ * events a small file's refresh gives for them. Reads only (no writer needed).
+ */
+export function leavingRows(db: SqliteDatabase, spec: ParsedTableSpec, path: string): LeavingRows {
+  const columns = visibleColumns(db, spec.name).map(({ name }) => name);
+  const list = columns.length === 0 ? "NULL" : columns.map(quoteIdentifier).join(", ");
+  const rows = db
+    .prepare(
+      `SELECT ${list} FROM ${quoteIdentifier(spec.name)} WHERE ${FILE_PATH_COLUMN} = ? ` +
+        `ORDER BY ${ROW_INDEX_COLUMN}`,
+    )
+    .raw(true)
+    .safeIntegers(true)
+    .all(path) as unknown[][];
+  const label = spec.label ?? spec.name;
+  const changes = rows.map((values): RowChange => ({
+    action: "delete",
+    table: label,
+    file_path: path,
+    row: rowJson(columns, values),
+    old_row: null,
+  }));
+  return { columns, changes };
+}
+
+/**
+ * Deletes the rows of `path` from the table; their delete changes. `read` (from `leavingRows`
+ * before the writer was taken) stands while the table's columns and the file's row count are
+ * the same (no other refresh writes the file's rows meanwhile); else they are read again.
+ * Call inside a transaction.
+ */
+export function clearRows(
+  db: SqliteDatabase,
+  spec: ParsedTableSpec,
+  path: string,
+  read: LeavingRows | undefined,
+): RowChange[] {
+  const name = quoteIdentifier(spec.name);
+  const count = Number(
+    db.prepare(`SELECT count(*) FROM ${name} WHERE ${FILE_PATH_COLUMN} = ?`).pluck().get(path),
+  );
+  const columns = visibleColumns(db, spec.name).map(({ name: column }) => column);
+  const stands =
+    read !== undefined &&
+    read.changes.length === count &&
+    read.columns.join("\u0000") === columns.join("\u0000");
+  const rows = stands ? read : leavingRows(db, spec, path);
+  db.prepare(`DELETE FROM ${name} WHERE ${FILE_PATH_COLUMN} = ?`).run(path);
+  return rows.changes;
 }
 
 /** Drops the staging table `stage`, if it is there. */

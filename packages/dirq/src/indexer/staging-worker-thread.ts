@@ -4,8 +4,17 @@ import { formatExtractor } from "../parse/format-extractor.js";
 import { shapedExtractor } from "../parse/row-shape.js";
 import { openSqlite } from "./database.js";
 import { type FillWorkerData, failureOf } from "./fill-worker.js";
+import type { RowChange } from "./row-changes.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
-import { dropStage, fillOneFile, stageFile, swapStaged } from "./staged-refresh.js";
+import {
+  clearRows,
+  dropStage,
+  fillOneFile,
+  type LeavingRows,
+  leavingRows,
+  stageFile,
+  swapStaged,
+} from "./staged-refresh.js";
 import {
   CHANGES_PER_MESSAGE,
   type StagedTable,
@@ -24,6 +33,8 @@ db.pragma(`synchronous = ${Number(synchronous)}`);
 
 /** The columns each staging table holds, as its file brought them. */
 const staged = new Map<string, string[]>();
+/** The rows of a file leaving a table, read before the writer is taken, by stage name. */
+const leaving = new Map<string, LeavingRows>();
 
 function post(answer: StagingAnswer): void {
   parentPort?.postMessage(answer);
@@ -54,8 +65,29 @@ function fill(request: Extract<StagingRequest, { kind: "fill" }>): void {
   post({ id: request.id, kind: "filled", ...filled });
 }
 
+/** Sends `changes` back a slice at a time: the receiving thread takes each as one short task. */
+function postChanges(id: number, changes: readonly RowChange[]): void {
+  for (let at = 0; at < changes.length; at += CHANGES_PER_MESSAGE) {
+    post({ id, kind: "changes", changes: changes.slice(at, at + CHANGES_PER_MESSAGE) });
+  }
+}
+
 function handle(request: StagingRequest): void {
   if (request.kind === "fill") return fill(request);
+  if (request.kind === "leaving") {
+    const spec = specOf(request.table);
+    leaving.set(request.stage, db.transaction(() => leavingRows(db, spec, request.path))());
+    post({ id: request.id, kind: "staged", reason: null });
+    return;
+  }
+  if (request.kind === "clear") {
+    const [spec, read] = [specOf(request.table), leaving.get(request.stage)];
+    leaving.delete(request.stage);
+    const clear = () => clearRows(db, spec, request.path, read);
+    postChanges(request.id, db.transaction(clear).immediate());
+    post({ id: request.id, kind: "done" });
+    return;
+  }
   if (request.kind === "exec") {
     db.transaction(() => {
       for (const statement of request.statements) db.exec(statement);
@@ -81,15 +113,10 @@ function handle(request: StagingRequest): void {
     const changes = db
       .transaction(() => swapStaged(db, spec, request.path, request.stage, columns))
       .immediate();
-    for (let at = 0; at < changes.length; at += CHANGES_PER_MESSAGE) {
-      post({
-        id: request.id,
-        kind: "changes",
-        changes: changes.slice(at, at + CHANGES_PER_MESSAGE),
-      });
-    }
+    postChanges(request.id, changes);
   }
   staged.delete(request.stage);
+  leaving.delete(request.stage);
   dropStage(db, request.stage);
   post({ id: request.id, kind: "done" });
 }
@@ -98,8 +125,9 @@ parentPort?.on("message", (request: StagingRequest) => {
   try {
     handle(request);
   } catch (caught) {
-    if (request.kind === "stage" || request.kind === "swap") {
+    if ("stage" in request) {
       staged.delete(request.stage);
+      leaving.delete(request.stage);
       try {
         dropStage(db, request.stage);
       } catch {

@@ -18,7 +18,9 @@ import type { RowChange } from "./row-changes.js";
  * files commit meanwhile. `swap` then writes the changes from the table's rows to the staged
  * ones, in one transaction of the thread's, under the index's writer lock (one writer still:
  * the index's own connection writes nothing meanwhile), and sends them back a slice at a time.
- * One refresh holds the thread from its first `stage` to its last `swap` (`exclusive`), so a
+ * A file with many rows that left a table (deleted, renamed, no longer matching) has them
+ * deleted the same way: `leaving` reads them and makes their delete changes without the
+ * writer, `clear` deletes them under it. One refresh holds the thread from its first `stage` to its last `swap` (`exclusive`), so a
  * `swap` never waits behind another file's `stage` while it holds the writer.
  */
 
@@ -38,6 +40,8 @@ export type StagingRequest =
   | { id: number; kind: "stage"; stage: string; table: StagedTable; path: string; root: string }
   | { id: number; kind: "fill"; table: StagedTable; path: string; root: string }
   | { id: number; kind: "swap"; stage: string; table: StagedTable; path: string }
+  | { id: number; kind: "leaving"; stage: string; table: StagedTable; path: string }
+  | { id: number; kind: "clear"; stage: string; table: StagedTable; path: string }
   | { id: number; kind: "drop"; stage: string }
   | { id: number; kind: "exec"; statements: string[] };
 
@@ -134,6 +138,19 @@ export class StagingWorker {
   /** Writes the staged rows' changes into the table (call under the writer); the changes. */
   async swap(stage: string, table: StagedTable, path: string): Promise<RowChange[]> {
     return (await this.send({ kind: "swap", stage, table, path })).changes;
+  }
+
+  /** Reads the rows of `path` in the table, to delete them (`clear`) under the writer. */
+  async leaving(stage: string, table: StagedTable, path: string): Promise<void> {
+    await this.send({ kind: "leaving", stage, table, path });
+  }
+
+  /**
+   * Deletes the rows of `path` from the table (a file that left it: call under the writer), in
+   * one transaction of the thread's; the delete changes.
+   */
+  async clear(stage: string, table: StagedTable, path: string): Promise<RowChange[]> {
+    return (await this.send({ kind: "clear", stage, table, path })).changes;
   }
 
   /** Runs `statements` (schema changes: call under the writer) in one transaction. */

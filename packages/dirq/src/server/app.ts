@@ -221,14 +221,23 @@ interface FrameSource {
   close(): void;
 }
 
+/**
+ * Frames a stream sends before it lets other work run: while its client reads as fast as it
+ * is written, a backlog of a large commit's frames would otherwise go out in one unbroken
+ * chain of promises, and statements would wait for all of it.
+ */
+const FRAMES_PER_TURN = 256;
+
 /** Sends a subscription's frames until it or the client ends, then ends the stream. */
 async function sendFrames(stream: EventStreamResponse, subscription: FrameSource): Promise<void> {
   const keepAlive = keepAliveMs();
+  let sent = 0;
   for (;;) {
     const frame = await subscription.next(keepAlive);
     if (frame === undefined || stream.closed) break;
     if (frame === null) await stream.comment("keep-alive");
     else await stream.send(frame.event, frame.data, frame.id);
+    if (++sent % FRAMES_PER_TURN === 0) await new Promise(setImmediate);
   }
   subscription.close();
   stream.end();
