@@ -16,6 +16,7 @@ import {
   type ServerProcess,
   serverFixtures,
 } from "./server-support.js";
+import { saveWhole } from "./helpers.js";
 
 /** `GET /live`: snapshot, diffs, keys, resuming, errors and limits (docs/live-queries.md). */
 
@@ -225,7 +226,8 @@ describe("GET /live", () => {
       "SELECT id, json(doc) AS j FROM docs ORDER BY id",
       "SELECT id, json(doc) AS j FROM docs",
     ]) {
-      writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 1, doc: '{"x":1}' }]));
+      // Whole files only (a rename): a refresh that read one half written would be a diff of its own.
+      saveWhole(root, "docs/d.json", JSON.stringify([{ id: 1, doc: '{"x":1}' }]));
       for (let tries = 0; (await queryRows(server, "SELECT id FROM docs")).length !== 1; tries++) {
         assert.ok(tries < 600, "docs/d.json was not taken in");
         await new Promise((resolve) => setTimeout(resolve, 50));
@@ -233,13 +235,14 @@ describe("GET /live", () => {
       const live = await openLive(server, { sql });
       try {
         await live.until(() => live.snapshot !== null, "the snapshot");
-        writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 1, doc: "{broken" }]));
+        saveWhole(root, "docs/d.json", JSON.stringify([{ id: 1, doc: "{broken" }]));
         await live.until(() => live.frames.some((f) => f.event === "error"), "an error frame");
         const error = JSON.parse(live.frames.find((f) => f.event === "error")?.data ?? "{}");
         assert.match(error.error, /malformed JSON/);
         assert.deepEqual(live.rows, [{ id: 1, j: '{"x":1}' }]);
-        writeFileSync(
-          join(root, "docs/d.json"),
+        saveWhole(
+          root,
+          "docs/d.json",
           JSON.stringify([
             { id: 1, doc: '{"x":1}' },
             { id: 2, doc: "[2]" },
