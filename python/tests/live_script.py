@@ -5,6 +5,7 @@ import asyncio
 import json
 import os
 import sys
+import tempfile
 import threading
 from pathlib import Path
 from typing import Any, List
@@ -16,11 +17,13 @@ SQL = "SELECT basename, size FROM './d/*.txt' ORDER BY basename"
 
 
 def write(root: Path, path: str, text: str) -> None:
-    """Writes aside and renames into place: the watcher never sees half a file."""
+    """Writes aside, outside the tree (a file beside the target would be a row of its own), and
+    renames into place: the watcher never sees half a file."""
     target = root / path
     target.parent.mkdir(parents=True, exist_ok=True)
-    aside = target.with_name(target.name + ".part")
-    aside.write_text(text)
+    handle, aside = tempfile.mkstemp(dir=root.parent, suffix=".part")
+    with os.fdopen(handle, "w") as file:
+        file.write(text)
     os.replace(aside, target)
 
 
