@@ -2,7 +2,8 @@
  * The native JSON Lines reader (native/dirq-jsonl.c) against the JavaScript one
  * (`DIRQ_NATIVE_FS=0`), end to end: seeded files with the lines a native parser gets wrong
  * (escapes, surrogate pairs and lone surrogates, `\u0000`, integers past 2^53 and 64 bits,
- * `-0`, `3.0`, `1e400`, nested values, keys that are array indices, escaped, repeated or
+ * `-0`, `3.0`, `1e400`, strings whose escape falls at each offset of the
+ * native reader's eight-byte scan and past it, nested values, keys that are array indices, escaped, repeated or
  * differ only in case, dirq's own names, blank and whitespace-only lines, CRLF, lines that
  * are not objects or not JSON), each file also cut at every line boundary (a file per cut),
  * and one file larger than a piece. Every row, value and SQLite type, and every file's error,
@@ -42,12 +43,29 @@ const VALUES = [
   '"lone \\ud800 surrogate"',
   '"nul \\u0000 inside"',
   '"raw ünï 😀"',
+  '"a plain string longer than a word or two"',
+  '"seventeen bytes.\\"then an escaped quote"',
+  '"eight b\\\\ and a backslash at eight, \\u00e9 past sixteen"',
+  '"twenty-three bytes long"',
+  // An escape at each offset of an eight-byte word, and past two.
+  ...Array.from({ length: 18 }, (_, k) => `"${"w".repeat(k)}\\"${"v".repeat(17 - k)}"`),
   "[1, 2.0, 9007199254740993]",
   '{"in": {"deep": [true]}}',
   "[]",
   "{}",
 ];
-const KEYS = ['"a"', '"A"', '"b"', '"name"', '"1"', '"_dirq_x"', '"k\\u0065y"', '"x y"', '"B"'];
+const KEYS = [
+  '"a_key_longer_than_a_word"',
+  '"a"',
+  '"A"',
+  '"b"',
+  '"name"',
+  '"1"',
+  '"_dirq_x"',
+  '"k\\u0065y"',
+  '"x y"',
+  '"B"',
+];
 const ODD_LINES = [
   "",
   "   ",
@@ -61,6 +79,9 @@ const ODD_LINES = [
   '{"a": 01}',
   '{"a": 1} {"b": 2}',
   '{"a": "raw\ttab"}',
+  '{"a": "nine byte\ttab after eight"}',
+  '{"a": "seventeen bytes..\u0001 raw control"}',
+  '{"a_key_\u0002_with_a_raw_control": 1}',
 ];
 
 function line(random: () => number): string {
