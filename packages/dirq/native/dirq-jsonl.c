@@ -37,6 +37,9 @@ SQLITE_EXTENSION_INIT3
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #define DECLARED_COLUMNS 1996
 #define MAX_DEPTH 512
@@ -98,6 +101,8 @@ static int lower(unsigned char c) {
 
 static int same_name(const unsigned char *a, int an, const unsigned char *b, int bn) {
   if (an != bn) return 0;
+  /* Most keys are spelled as their column is. */
+  if (memcmp(a, b, (size_t)an) == 0) return 1;
   for (int i = 0; i < an; i++)
     if (lower(a[i]) != lower(b[i])) return 0;
   return 1;
@@ -185,11 +190,25 @@ static inline int string_stop(unsigned char c) {
 }
 
 /*
- * The first byte from `at` (before `end`) that ends a string's plain run, or `end`. Eight bytes
- * at a time where the machine is little-endian: strings are most of a JSON Lines file's bytes,
- * and a byte-by-byte loop made them most of its parse time.
+ * The first byte from `at` (before `end`) that ends a string's plain run, or `end`. Many bytes
+ * at a time (sixteen with SSE2, eight where the machine is little-endian): strings are most of
+ * a JSON Lines file's bytes, and a byte-by-byte loop made them most of its parse time.
  */
 static inline int string_run_end(const unsigned char *s, int at, int end) {
+#if defined(__SSE2__)
+  /* Sixteen at a time where SSE2 is (every x86-64). */
+  const __m128i quote = _mm_set1_epi8('"'), backslash = _mm_set1_epi8('\\');
+  const __m128i control = _mm_set1_epi8(0x1f);
+  while (end - at >= 16) {
+    __m128i bytes = _mm_loadu_si128((const __m128i *)(s + at));
+    __m128i found = _mm_or_si128(_mm_cmpeq_epi8(bytes, quote), _mm_cmpeq_epi8(bytes, backslash));
+    /* Unsigned: a byte at most 0x1f is its own minimum with 0x1f. */
+    found = _mm_or_si128(found, _mm_cmpeq_epi8(_mm_min_epu8(bytes, control), bytes));
+    int mask = _mm_movemask_epi8(found);
+    if (mask != 0) return at + __builtin_ctz((unsigned)mask);
+    at += 16;
+  }
+#endif
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
   const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
   while (end - at >= 8) {
@@ -218,6 +237,18 @@ static int read_string(Parser *p, Value *value, int *escapes) {
   int decoded_start = p->decoded_used;
   int lone = 0;
   *escapes = 0;
+  /* Most strings hold no escape: their closing quote ends the first run. */
+  int first = string_run_end(p->s, start, p->end);
+  if (first < p->end && p->s[first] == '"') {
+    p->at = first + 1;
+    if (value != NULL) {
+      value->kind = KIND_TEXT;
+      value->as.text.start = start;
+      value->as.text.length = first - start;
+      value->as.text.decoded = 0;
+    }
+    return 1;
+  }
   for (;;) {
     int stop = string_run_end(p->s, p->at, p->end);
     if (*escapes && value != NULL) {
@@ -377,7 +408,7 @@ static int key_left_to_javascript(const unsigned char *s, int n) {
 }
 
 static int is_own_name(const unsigned char *s, int n) {
-  return n >= 6 && same_name(s, 6, (const unsigned char *)"_dirq_", 6);
+  return n >= 6 && s[0] == '_' && same_name(s, 6, (const unsigned char *)"_dirq_", 6);
 }
 
 /*

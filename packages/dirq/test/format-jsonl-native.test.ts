@@ -119,6 +119,13 @@ function files(random: () => number): Record<string, string> {
     }
     tree[`data/f${f}-partial.jsonl`] = `${text}{"a": 1, "b`;
   }
+  // A raw control character (the file's error) at each offset of a sixteen-byte scan and past
+  // it, in a value and in a key.
+  for (let k = 0; k < 34; k++) {
+    const text = `${"c".repeat(k)}\u0001${"d".repeat(33 - k)}`;
+    tree[`data/control-value-${String(k).padStart(2, "0")}.jsonl`] = `{"a": 1}\n{"a": "${text}"}\n`;
+    tree[`data/control-key-${String(k).padStart(2, "0")}.jsonl`] = `{"a": 1}\n{"${text}": 2}\n`;
+  }
   const big: string[] = [];
   for (let size = 0; size < 3 << 20;) {
     const text = `{"a": ${size}, "name": "${"n".repeat(Math.floor(random() * 300))}", "b": 1.5}`;
