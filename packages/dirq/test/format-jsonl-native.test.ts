@@ -6,7 +6,7 @@
  * native reader's eight-byte scan and past it, nested values, keys that are array indices, escaped, repeated or
  * differ only in case, dirq's own names, blank and whitespace-only lines, CRLF, lines that
  * are not objects or not JSON), each file also cut at every line boundary (a file per cut),
- * and one file larger than a piece. Every row, value and SQLite type, and every file's error,
+ * and one file larger than a piece; and every JSONTestSuite text as a line's value. Every row, value and SQLite type, and every file's error,
  * must be the same; with a statement that names a few columns too. The native reader runs on
  * SQLite's thread alone and with every piece split into ranges parsed on threads beside it.
  *
