@@ -2,13 +2,14 @@
  * The native JSON Lines reader (native/dirq-jsonl.c) against the JavaScript one
  * (`DIRQ_NATIVE_FS=0`), end to end: seeded files with the lines a native parser gets wrong
  * (escapes, surrogate pairs and lone surrogates, `\u0000`, integers past 2^53 and 64 bits,
- * `-0`, `3.0`, `1e400`, strings whose escape falls at each offset of the
- * native reader's eight-byte scan and past it, nested values, keys that are array indices, escaped, repeated or
- * differ only in case, dirq's own names, blank and whitespace-only lines, CRLF, lines that
- * are not objects or not JSON), each file also cut at every line boundary (a file per cut),
- * and one file larger than a piece; and every JSONTestSuite text as a line's value. Every row, value and SQLite type, and every file's error,
- * must be the same; with a statement that names a few columns too. The native reader runs on
- * SQLite's thread alone and with every piece split into ranges parsed on threads beside it.
+ * `-0`, `3.0`, `1e400`, strings with an escape or a raw control character at each offset of
+ * the native reader's word-at-a-time scan, nested values, keys that are array indices,
+ * escaped, repeated or differ only in case, dirq's own names, blank and whitespace-only lines,
+ * CRLF, lines that are not objects or not JSON), each file also cut at every line boundary (a
+ * file per cut), one file larger than a piece, and every JSONTestSuite text as a line's value.
+ * Every row, value and SQLite type, and every file's error, must be the same; with a statement
+ * that names a few columns too. The native reader runs on SQLite's thread alone and with every
+ * piece split into ranges parsed on threads beside it.
  *
  * Seeded: DIRQ_TEST_SEED replays a run.
  */
