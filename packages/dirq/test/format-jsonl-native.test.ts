@@ -49,7 +49,7 @@ const VALUES = [
   '"seventeen bytes.\\"then an escaped quote"',
   '"eight b\\\\ and a backslash at eight, \\u00e9 past sixteen"',
   '"twenty-three bytes long"',
-  // An escape at each offset of an eight-byte word, and past two.
+  // An escape at each offset of a sixteen-byte scan, and past it.
   ...Array.from({ length: 18 }, (_, k) => `"${"w".repeat(k)}\\"${"v".repeat(17 - k)}"`),
   "[1, 2.0, 9007199254740993]",
   '{"in": {"deep": [true]}}',
