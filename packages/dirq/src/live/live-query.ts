@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { PreparedStatement } from "../engine.js";
+import type { PreparedStatement, RawRows } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import type { Commit } from "../indexer/row-changes.js";
 import { type BoundArguments, bindArguments, type QueryParameters } from "../query/parameters.js";
@@ -128,6 +128,8 @@ export class LiveQuery {
   /** The names (lower case) of the tables it reads, as written and as SQLite has them. */
   private readonly tableNames: Set<string>;
   private isClosed = false;
+  /** Reads the rows of some files (the incremental way), with a statement prepared once. */
+  private readonly readFiles: ((args: readonly unknown[]) => RawRows) | null;
 
   private constructor(
     private readonly session: LiveSession,
@@ -146,6 +148,7 @@ export class LiveQuery {
       plan === null ? diffThread : null,
       limits.diffThreadBytes,
     );
+    this.readFiles = plan === null ? null : session.index.rowReader(plan.ofFiles);
     const written = prepared.analysis.tableNames.map((name) => name.token.value);
     this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
   }
@@ -387,9 +390,8 @@ export class LiveQuery {
 
   /** Reads the rows of `files` again; what left and joined, and each file's rows kept. */
   private changedRows(files: string[]): RowDelta {
-    const read = (sql: string, values?: readonly unknown[]) =>
-      this.session.index.readRows(sql, values);
-    const fresh = rowsOfFiles(this.plan as IncrementalPlan, files, read, this.args);
+    const read = this.readFiles as (args: readonly unknown[]) => RawRows;
+    const fresh = rowsOfFiles(files, read, this.args);
     const gone: string[] = [];
     const joined: string[] = [];
     for (const [file, rows] of fresh) {
