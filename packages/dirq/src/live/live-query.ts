@@ -347,7 +347,10 @@ export class LiveQuery {
     // the newest one handed over (the one `/events` frames have carried so far).
     const commit = this.seen;
     this.evaluations++;
-    const stamp = this.session.tableStamp(this.prepared.tables);
+    // Taken in now, before the run reads: a commit while it runs that leaves these tables
+    // alone needs no run of its own (the stamp it would compare with is this one, not the
+    // last run's), and one that touches them moves the stamp again.
+    this.stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();
     const byFile = this.plan !== null && files !== null;
@@ -355,9 +358,6 @@ export class LiveQuery {
     try {
       const outcome = byFile ? { delta: this.changedRows([...files]) } : await this.wholeAnswer();
       if (this.isClosed) return;
-      // Set before the diff, which may wait for the diff thread: a commit meanwhile that
-      // leaves these tables alone needs no run.
-      this.stamp = stamp;
       await this.take(commit, outcome);
       // The file-by-file way runs on this thread to its frame, so this is its own cost.
       if (byFile) this.byFileCpuMicros += cpuMicrosSince(started);

@@ -254,4 +254,47 @@ describe("LiveQuery", () => {
       await session.close();
     }
   });
+
+  it("does not run again for another table's commit while a run is in flight", async () => {
+    const root = tempTree({
+      ".dirq.toml": `${CONFIG}
+[[table]]
+name = "docs"
+glob = "docs/*.json"
+format = "json"
+`,
+      "data/a.json": JSON.stringify([{ id: 1, grp: "g", v: 1, name: "a" }]),
+      "docs/a.json": JSON.stringify([{ x: 1 }]),
+    });
+    const session = liveSession(root);
+    const queries = new LiveQueries(session, { timeoutMs: 60_000, lingerMs: 0 });
+    const docsCommits: number[] = [];
+    session.subscribe((_, commit) => {
+      if (commit.changes.some((change) => change.table === "docs")) docsCommits.push(commit.seq);
+    });
+    try {
+      await session.build();
+      await session.watch();
+      // Re-run whole, and slow enough that the other table's commit comes while it runs.
+      const slow = await queries.open({
+        sql: "SELECT count(*) AS n, (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 4000000) SELECT max(x) FROM c) AS m FROM items",
+      });
+      const query = slow.query;
+      assert.equal(query.incremental, false);
+      writeFileSync(
+        join(root, "data/b.json"),
+        JSON.stringify([{ id: 2, grp: "g", v: 2, name: "b" }]),
+      );
+      await until(async () => query.runs === 1, "the run for the items commit");
+      writeFileSync(join(root, "docs/b.json"), JSON.stringify([{ x: 2 }]));
+      await until(async () => docsCommits.length > 0, "the docs commit");
+      assert.equal(query.head, 0, "the docs commit came while the run was in flight");
+      await until(async () => query.head === 1, "the diff of the items commit");
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.equal(query.runs, 1, "runs after the first answer");
+    } finally {
+      queries.close();
+      await session.close();
+    }
+  });
 });
