@@ -9,6 +9,7 @@ import type { DiffThread } from "./large-diff.js";
 import { LiveAnswer } from "./live-answer.js";
 import { type AnswerDiff, isEmptyDiff, type RowDelta, rowDelta } from "./live-diff.js";
 import type { LiveSession } from "./live-session.js";
+import { threadCpuMicros } from "./thread-cpu.js";
 import { Waiters } from "./waiters.js";
 
 /** One live query: a statement, the values of its parameters and the key its rows pair by. */
@@ -225,7 +226,7 @@ export class LiveQuery {
   }
 
   /**
-   * CPU milliseconds this process spent in file-by-file runs, from reading the changed files'
+   * CPU milliseconds the main thread spent in file-by-file runs, from reading the changed files'
    * rows to the frame (`GET /live/stats`); whole re-runs spend theirs in query processes.
    */
   get byFileCpuMs(): number {
@@ -354,13 +355,13 @@ export class LiveQuery {
     const files = this.changedFiles;
     this.changedFiles = new Set();
     const byFile = this.plan !== null && files !== null;
-    const started = process.cpuUsage();
+    const started = threadCpuMicros();
     try {
       const outcome = byFile ? { delta: this.changedRows([...files]) } : await this.wholeAnswer();
       if (this.isClosed) return;
       await this.take(commit, outcome);
       // The file-by-file way runs on this thread to its frame, so this is its own cost.
-      if (byFile) this.byFileCpuMicros += cpuMicrosSince(started);
+      if (byFile) this.byFileCpuMicros += threadCpuMicros() - started;
     } catch (error) {
       if (this.isClosed) return;
       // Rows of files changed meanwhile were not taken in: the next run reads them all.
@@ -456,11 +457,6 @@ export class LiveQuery {
 /** When a run started now must have answered; none without a limit. */
 function deadlineOf(timeoutMs: number): number | undefined {
   return Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : undefined;
-}
-
-function cpuMicrosSince(started: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(started);
-  return used.user + used.system;
 }
 
 function messageOf(error: unknown): string {
