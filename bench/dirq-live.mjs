@@ -10,7 +10,8 @@
 // at a steady pace (`--pace-ms` apart: every phase lasts as long, so the server's idle CPU
 // cancels), split into `--rounds` rounds of the three phases in turn (the machine's load drifts
 // over all three alike). The file-by-file runs' own CPU is also read in the server
-// (`process.cpuUsage` around each run, `GET /live/stats`), a finer measure than the difference.
+// (the main thread's own CPU time around each run, `GET /live/stats`), a finer measure than
+// the difference.
 // Prints p50/p99 and the load average.
 //
 // Then, on a server of its own over `--large-rows` rows (files of 1,000), the longest

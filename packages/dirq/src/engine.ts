@@ -6,7 +6,7 @@ import type { WorkerFunctions } from "./functions/worker-functions.js";
 import { isStorageError, storageError } from "./indexer/cache-file.js";
 import { Catalog } from "./indexer/catalog.js";
 import { CatalogStore } from "./indexer/catalog-store.js";
-import type { SqliteDatabase } from "./indexer/database.js";
+import type { SqliteDatabase, SqliteStatement } from "./indexer/database.js";
 import { FillWorker } from "./indexer/fill-worker.js";
 import {
   type IndexSettings,
@@ -221,6 +221,25 @@ export class DirqIndex {
     } catch (error) {
       throw sqlError(error);
     }
+  }
+
+  /**
+   * `readRows` for one statement run again and again (a live query's read of the changed
+   * files' rows after each commit): prepared once, not at every run. SQLite prepares it again
+   * by itself when the schema changes; after a failure it is prepared anew at the next run.
+   */
+  rowReader(sql: string): (args: readonly unknown[]) => RawRows {
+    let statement: SqliteStatement | null = null;
+    return (args) => {
+      try {
+        statement ??= this.db.prepare(sql).raw(true);
+        const columns = statement.columns().map((column) => column.name);
+        return { columns, rows: statement.all(...args) as SqlValue[][] };
+      } catch (error) {
+        statement = null;
+        throw sqlError(error);
+      }
+    };
   }
 
   /** SQLite's schema version, remembered between write tasks (see `IndexWriter`). */

@@ -7,6 +7,7 @@ import { quoteIdentifier, quoteLiteral } from "../shared/sql-quote.js";
 import { readVersion } from "../version.js";
 
 export type SqliteDatabase = BetterSqlite3.Database;
+export type SqliteStatement = BetterSqlite3.Statement;
 
 const require = createRequire(import.meta.url);
 

@@ -61,7 +61,8 @@ function newRunId(): string {
  */
 export class EventHistory {
   readonly run = newRunId();
-  private readonly frames: HistoryFrame[] = [];
+  /** The frames kept, from `start` on; the slots before it are emptied as frames are dropped. */
+  private readonly frames: (HistoryFrame | undefined)[] = [];
   /** Index in `frames` of the oldest frame kept (the array is compacted now and then). */
   private start = 0;
   private keptBytes = 0;
@@ -113,7 +114,7 @@ export class EventHistory {
   /** The kept frames after frame `after` (all of them when `after` is older than the oldest). */
   framesAfter(after: number): HistoryFrame[] {
     const skip = Math.max(0, after + 1 - this.oldest);
-    return this.frames.slice(this.start + skip);
+    return this.frames.slice(this.start + skip) as HistoryFrame[];
   }
 
   /**
@@ -162,6 +163,8 @@ export class EventHistory {
       (this.frames.length - this.start > frames || this.keptBytes > bytes)
     ) {
       this.keptBytes -= (this.frames[this.start] as HistoryFrame).bytes;
+      // Let go of it now, not at the next compaction: memory stays at the bounds, not twice.
+      this.frames[this.start] = undefined;
       this.start++;
     }
     if (this.start > 1024 && this.start * 2 > this.frames.length) {

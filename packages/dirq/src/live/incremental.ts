@@ -37,10 +37,18 @@ const WHOLE_ANSWER_WORDS = new Set([
 /** Opcodes of a program that folds rows together (aggregates and windows, built in or not). */
 const FOLDING_OPCODES = new Set(["AggStep", "AggStep1", "AggFinal", "AggValue", "AggInverse"]);
 
+/**
+ * The named parameter the files to read are bound to (a JSON array): one statement, prepared
+ * once, reads the rows of whichever files a commit changed.
+ */
+const FILES_PARAMETER = "_dirq_live_files";
+
 /** What reading the rows of some files needs: the statement with its file column first. */
 export interface IncrementalPlan {
   /** `SELECT <file column> AS _dirq_live_file, <the statement's columns> FROM ... WHERE ...`. */
   withFiles: string;
+  /** `withFiles` restricted to the files bound to `FILES_PARAMETER`. */
+  ofFiles: string;
 }
 
 /** What planning needs of the index: run a statement on its connection. */
@@ -100,24 +108,33 @@ export function incrementalPlan(
   } catch {
     return null;
   }
-  return { withFiles };
+  const ofFiles = `SELECT * FROM (${withFiles}) WHERE ${FILE_ALIAS} IN (SELECT value FROM json_each(@${FILES_PARAMETER}))`;
+  return { withFiles, ofFiles };
 }
 
-/** A SQL string literal. */
-function sqlString(text: string): string {
-  return `'${text.replaceAll("'", "''")}'`;
+/**
+ * The statement's own arguments with the files bound too: its named values (or a statement
+ * without any) take one more name, positional ones an object of their own after them.
+ */
+export function argumentsWithFiles(args: readonly unknown[], files: readonly string[]): unknown[] {
+  const list = JSON.stringify(files);
+  const last = args.at(-1);
+  const named =
+    last !== null && typeof last === "object" && !Array.isArray(last) && !ArrayBuffer.isView(last);
+  if (!named) return [...args, { [FILES_PARAMETER]: list }];
+  return [...args.slice(0, -1), { ...(last as object), [FILES_PARAMETER]: list }];
 }
 
-/** The rows of the files `files`, as row texts grouped by file (every file has its list). */
+/**
+ * The rows of the files `files`, as row texts grouped by file (every file has its list);
+ * `read` runs the plan's `ofFiles`.
+ */
 export function rowsOfFiles(
-  plan: IncrementalPlan,
   files: readonly string[],
-  read: ReadRows,
+  read: (args: readonly unknown[]) => RawRows,
   args: readonly unknown[],
 ): Map<string, string[]> {
-  const list = sqlString(JSON.stringify(files));
-  const sql = `SELECT * FROM (${plan.withFiles}) WHERE ${FILE_ALIAS} IN (SELECT value FROM json_each(${list}))`;
-  const { columns, rows } = read(sql, args);
+  const { columns, rows } = read(argumentsWithFiles(args, files));
   return groupByFile(columns, rows, files);
 }
 

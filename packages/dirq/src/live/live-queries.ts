@@ -54,7 +54,7 @@ export interface LiveQueryStats {
   frames: number;
   /** Characters of the frames it keeps for clients that resume. */
   historyChars: number;
-  /** CPU milliseconds of its file-by-file runs in the server's process (0 re-run whole). */
+  /** CPU milliseconds of its file-by-file runs on the server's main thread (0 re-run whole). */
   byFileCpuMs: number;
 }
 

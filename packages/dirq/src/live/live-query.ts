@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import type { PreparedStatement } from "../engine.js";
+import type { PreparedStatement, RawRows } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
 import type { Commit } from "../indexer/row-changes.js";
 import { type BoundArguments, bindArguments, type QueryParameters } from "../query/parameters.js";
@@ -9,6 +9,7 @@ import type { DiffThread } from "./large-diff.js";
 import { LiveAnswer } from "./live-answer.js";
 import { type AnswerDiff, isEmptyDiff, type RowDelta, rowDelta } from "./live-diff.js";
 import type { LiveSession } from "./live-session.js";
+import { threadCpuMicros } from "./thread-cpu.js";
 import { Waiters } from "./waiters.js";
 
 /** One live query: a statement, the values of its parameters and the key its rows pair by. */
@@ -128,6 +129,8 @@ export class LiveQuery {
   /** The names (lower case) of the tables it reads, as written and as SQLite has them. */
   private readonly tableNames: Set<string>;
   private isClosed = false;
+  /** Reads the rows of some files (the incremental way), with a statement prepared once. */
+  private readonly readFiles: ((args: readonly unknown[]) => RawRows) | null;
 
   private constructor(
     private readonly session: LiveSession,
@@ -146,6 +149,7 @@ export class LiveQuery {
       plan === null ? diffThread : null,
       limits.diffThreadBytes,
     );
+    this.readFiles = plan === null ? null : session.index.rowReader(plan.ofFiles);
     const written = prepared.analysis.tableNames.map((name) => name.token.value);
     this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
   }
@@ -222,7 +226,7 @@ export class LiveQuery {
   }
 
   /**
-   * CPU milliseconds this process spent in file-by-file runs, from reading the changed files'
+   * CPU milliseconds the main thread spent in file-by-file runs, from reading the changed files'
    * rows to the frame (`GET /live/stats`); whole re-runs spend theirs in query processes.
    */
   get byFileCpuMs(): number {
@@ -344,20 +348,20 @@ export class LiveQuery {
     // the newest one handed over (the one `/events` frames have carried so far).
     const commit = this.seen;
     this.evaluations++;
-    const stamp = this.session.tableStamp(this.prepared.tables);
+    // Taken in now, before the run reads: a commit while it runs that leaves these tables
+    // alone needs no run of its own (the stamp it would compare with is this one, not the
+    // last run's), and one that touches them moves the stamp again.
+    this.stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();
     const byFile = this.plan !== null && files !== null;
-    const started = process.cpuUsage();
+    const started = threadCpuMicros();
     try {
       const outcome = byFile ? { delta: this.changedRows([...files]) } : await this.wholeAnswer();
       if (this.isClosed) return;
-      // Set before the diff, which may wait for the diff thread: a commit meanwhile that
-      // leaves these tables alone needs no run.
-      this.stamp = stamp;
       await this.take(commit, outcome);
       // The file-by-file way runs on this thread to its frame, so this is its own cost.
-      if (byFile) this.byFileCpuMicros += cpuMicrosSince(started);
+      if (byFile) this.byFileCpuMicros += threadCpuMicros() - started;
     } catch (error) {
       if (this.isClosed) return;
       // Rows of files changed meanwhile were not taken in: the next run reads them all.
@@ -387,9 +391,8 @@ export class LiveQuery {
 
   /** Reads the rows of `files` again; what left and joined, and each file's rows kept. */
   private changedRows(files: string[]): RowDelta {
-    const read = (sql: string, values?: readonly unknown[]) =>
-      this.session.index.readRows(sql, values);
-    const fresh = rowsOfFiles(this.plan as IncrementalPlan, files, read, this.args);
+    const read = this.readFiles as (args: readonly unknown[]) => RawRows;
+    const fresh = rowsOfFiles(files, read, this.args);
     const gone: string[] = [];
     const joined: string[] = [];
     for (const [file, rows] of fresh) {
@@ -454,11 +457,6 @@ export class LiveQuery {
 /** When a run started now must have answered; none without a limit. */
 function deadlineOf(timeoutMs: number): number | undefined {
   return Number.isFinite(timeoutMs) ? Date.now() + timeoutMs : undefined;
-}
-
-function cpuMicrosSince(started: NodeJS.CpuUsage): number {
-  const used = process.cpuUsage(started);
-  return used.user + used.system;
 }
 
 function messageOf(error: unknown): string {

@@ -8,6 +8,7 @@ import { loadConfigs } from "../../src/config/load-config.js";
 import { answerRows } from "../../src/live/answer-rows.js";
 import { LiveQueries, type LiveSubscription } from "../../src/live/live-queries.js";
 import { LiveSession } from "../../src/live/live-session.js";
+import { bindArguments, type QueryParameters } from "../../src/query/parameters.js";
 
 /**
  * Live queries in the core, over real files: the incremental way (rows of changed files read
@@ -21,12 +22,24 @@ format = "json"
 schema = { id = "INTEGER", grp = "TEXT", v = "INTEGER", name = "TEXT" }
 `;
 
+type Statement = { sql: string; key?: string[]; params?: QueryParameters };
+
 /** Statements the incremental way takes, with and without a key. */
-const STATEMENTS: { sql: string; key?: string[] }[] = [
+const STATEMENTS: Statement[] = [
   { sql: "SELECT id, name FROM items WHERE v > 40" },
   { sql: "SELECT id, name, v FROM items WHERE v % 3 <> 0", key: ["id"] },
   { sql: "SELECT id, v * 2 + 1 AS w, upper(name) AS n, grp || '-' || id AS g FROM items" },
   { sql: "SELECT path, size FROM './data' WHERE size > 40" },
+];
+
+/** Incremental statements with values of every kind: the changed files are bound beside them. */
+const STATEMENTS_WITH_VALUES: Statement[] = [
+  { sql: "SELECT id, v FROM items WHERE v > ? AND grp <> ?", params: [20, "g1"] },
+  {
+    sql: "SELECT id, name FROM items WHERE v BETWEEN :low AND @high",
+    params: { low: 10, high: 80 },
+  },
+  { sql: "SELECT id, ?2 AS tag FROM items WHERE v < ?1", params: [60, "low"] },
 ];
 
 /** Every frame the subscription has for now. */
@@ -38,8 +51,14 @@ async function drain(subscription: LiveSubscription): Promise<string[]> {
   return frames;
 }
 
-async function freshRows(session: LiveSession, sql: string): Promise<string[]> {
-  return answerRows(await session.run(await session.prepare(sql))).sort();
+async function freshRows(
+  session: LiveSession,
+  sql: string,
+  params?: QueryParameters,
+): Promise<string[]> {
+  const prepared = await session.prepare(sql, { parameters: true });
+  const args = bindArguments(sql, params);
+  return answerRows(await session.run(prepared, { args })).sort();
 }
 
 async function until(done: () => Promise<boolean>, what: string): Promise<void> {
@@ -107,66 +126,75 @@ const WHOLE_STATEMENTS: { sql: string; key?: string[] }[] = [
   { sql: "SELECT grp, count(*) AS n FROM items GROUP BY grp", key: ["grp"] },
 ];
 
+/**
+ * Opens each statement both ways, changes seeded files step by step, and checks that both ways
+ * answer as a fresh query does and give the same frames after every step.
+ */
+async function sameFramesBothWays(statements: Statement[]): Promise<void> {
+  const root = tempTree({ ".dirq.toml": CONFIG, "tmp/.keep": "" });
+  mkdirSync(join(root, "data"));
+  const random = seededRandom(65);
+  let id = 0;
+  const model = new Map<string, number[]>();
+  for (let i = 0; i < 12; i++) {
+    model.set(
+      `data/f${i}.json`,
+      writeItems(root, `data/f${i}.json`, random, () => ++id),
+    );
+  }
+  const session = liveSession(root);
+  const queries = new LiveQueries(session, { timeoutMs: 30_000, lingerMs: 0 });
+  try {
+    await session.build();
+    await session.watch();
+    const pairs: [LiveSubscription, LiveSubscription][] = [];
+    for (const statement of statements) {
+      const incremental = await queries.open({ ...statement, incremental: true });
+      const whole = await queries.open({ ...statement, incremental: false });
+      assert.equal(incremental.query.incremental, true, statement.sql);
+      assert.equal(whole.query.incremental, false, statement.sql);
+      pairs.push([incremental, whole]);
+    }
+    // The two first answers may be of different commits (the second opened later).
+    const withoutCommit = (frames: string[]) => frames.map((f) => f.replace(/"commit":\d+,/, ""));
+    await untilIndexed(session, model);
+    for (const [incremental, whole] of pairs) {
+      assert.deepEqual(withoutCommit(await drain(incremental)), withoutCommit(await drain(whole)));
+    }
+    for (let step = 0; step < 40; step++) {
+      const file = `data/f${Math.floor(random() * 16)}.json`;
+      if (random() < 0.25) {
+        rmSync(join(root, file), { force: true });
+        model.delete(file);
+      } else
+        model.set(
+          file,
+          writeItems(root, file, random, () => ++id),
+        );
+      await untilIndexed(session, model);
+      for (const [n, [incremental, whole]] of pairs.entries()) {
+        const { sql, params } = statements[n] as Statement;
+        await until(async () => {
+          const fresh = JSON.stringify(await freshRows(session, sql, params));
+          const rows = (s: LiveSubscription) => JSON.stringify([...s.query.answer.rows].sort());
+          return rows(incremental) === fresh && rows(whole) === fresh;
+        }, `step ${step}: ${sql}`);
+        assert.deepEqual(await drain(incremental), await drain(whole), `step ${step}: ${sql}`);
+      }
+    }
+  } finally {
+    queries.close();
+    await session.close();
+  }
+}
+
 describe("LiveQuery", () => {
   it("gives the same frames incrementally as re-running the whole statement", async () => {
-    const root = tempTree({ ".dirq.toml": CONFIG, "tmp/.keep": "" });
-    mkdirSync(join(root, "data"));
-    const random = seededRandom(65);
-    let id = 0;
-    const model = new Map<string, number[]>();
-    for (let i = 0; i < 12; i++) {
-      model.set(
-        `data/f${i}.json`,
-        writeItems(root, `data/f${i}.json`, random, () => ++id),
-      );
-    }
-    const session = liveSession(root);
-    const queries = new LiveQueries(session, { timeoutMs: 30_000, lingerMs: 0 });
-    try {
-      await session.build();
-      await session.watch();
-      const pairs: [LiveSubscription, LiveSubscription][] = [];
-      for (const statement of STATEMENTS) {
-        const incremental = await queries.open({ ...statement, incremental: true });
-        const whole = await queries.open({ ...statement, incremental: false });
-        assert.equal(incremental.query.incremental, true, statement.sql);
-        assert.equal(whole.query.incremental, false, statement.sql);
-        pairs.push([incremental, whole]);
-      }
-      // The two first answers may be of different commits (the second opened later).
-      const withoutCommit = (frames: string[]) => frames.map((f) => f.replace(/"commit":\d+,/, ""));
-      await untilIndexed(session, model);
-      for (const [incremental, whole] of pairs) {
-        assert.deepEqual(
-          withoutCommit(await drain(incremental)),
-          withoutCommit(await drain(whole)),
-        );
-      }
-      for (let step = 0; step < 40; step++) {
-        const file = `data/f${Math.floor(random() * 16)}.json`;
-        if (random() < 0.25) {
-          rmSync(join(root, file), { force: true });
-          model.delete(file);
-        } else
-          model.set(
-            file,
-            writeItems(root, file, random, () => ++id),
-          );
-        await untilIndexed(session, model);
-        for (const [n, [incremental, whole]] of pairs.entries()) {
-          const sql = STATEMENTS[n]?.sql as string;
-          await until(async () => {
-            const fresh = JSON.stringify(await freshRows(session, sql));
-            const rows = (s: LiveSubscription) => JSON.stringify([...s.query.answer.rows].sort());
-            return rows(incremental) === fresh && rows(whole) === fresh;
-          }, `step ${step}: ${sql}`);
-          assert.deepEqual(await drain(incremental), await drain(whole), `step ${step}: ${sql}`);
-        }
-      }
-    } finally {
-      queries.close();
-      await session.close();
-    }
+    await sameFramesBothWays(STATEMENTS);
+  });
+
+  it("gives the same frames both ways for statements with values", async () => {
+    await sameFramesBothWays(STATEMENTS_WITH_VALUES);
   });
 
   it("gives the same frames with whole answers diffed on the diff thread as on the main thread", async () => {
@@ -223,6 +251,49 @@ describe("LiveQuery", () => {
     } finally {
       onThread.close();
       onMain.close();
+      await session.close();
+    }
+  });
+
+  it("does not run again for another table's commit while a run is in flight", async () => {
+    const root = tempTree({
+      ".dirq.toml": `${CONFIG}
+[[table]]
+name = "docs"
+glob = "docs/*.json"
+format = "json"
+`,
+      "data/a.json": JSON.stringify([{ id: 1, grp: "g", v: 1, name: "a" }]),
+      "docs/a.json": JSON.stringify([{ x: 1 }]),
+    });
+    const session = liveSession(root);
+    const queries = new LiveQueries(session, { timeoutMs: 60_000, lingerMs: 0 });
+    const docsCommits: number[] = [];
+    session.subscribe((_, commit) => {
+      if (commit.changes.some((change) => change.table === "docs")) docsCommits.push(commit.seq);
+    });
+    try {
+      await session.build();
+      await session.watch();
+      // Re-run whole, and slow enough that the other table's commit comes while it runs.
+      const slow = await queries.open({
+        sql: "SELECT count(*) AS n, (WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM c WHERE x < 4000000) SELECT max(x) FROM c) AS m FROM items",
+      });
+      const query = slow.query;
+      assert.equal(query.incremental, false);
+      writeFileSync(
+        join(root, "data/b.json"),
+        JSON.stringify([{ id: 2, grp: "g", v: 2, name: "b" }]),
+      );
+      await until(async () => query.runs === 1, "the run for the items commit");
+      writeFileSync(join(root, "docs/b.json"), JSON.stringify([{ x: 2 }]));
+      await until(async () => docsCommits.length > 0, "the docs commit");
+      assert.equal(query.head, 0, "the docs commit came while the run was in flight");
+      await until(async () => query.head === 1, "the diff of the items commit");
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      assert.equal(query.runs, 1, "runs after the first answer");
+    } finally {
+      queries.close();
       await session.close();
     }
   });
