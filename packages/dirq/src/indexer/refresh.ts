@@ -32,6 +32,14 @@ import {
 import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
+import {
+  applyMove,
+  dependsOnPath,
+  type FolderMove,
+  type MoveContext,
+  type MovePlan,
+  planMove,
+} from "./folder-moves.js";
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -74,6 +82,11 @@ class Slices {
 
   async yield(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
+    this.started = performance.now();
+  }
+
+  /** Starts a slice now (after a wait that was no work of its own). */
+  restart(): void {
     this.started = performance.now();
   }
 
@@ -147,6 +160,8 @@ export interface StartOptions {
   shallow?: boolean;
   /** Changes of each commit, as it commits. */
   onCommit: (changes: RowChange[]) => void;
+  /** Folders renamed, applied before `paths` as moves of their rows (see folder-moves.ts). */
+  moves?: readonly FolderMove[];
 }
 
 /** Which tables one refresh keeps current: all of them, or only these parsed tables. */
@@ -404,17 +419,23 @@ export class Refresher {
     const withWriter: WriterLock = options.writerHeld ? async (task) => task() : this.withWriter;
     const list = [...paths];
     let jobs: ParseJob[];
+    const reparse: string[] = [];
     try {
-      jobs = await this.firstPhase(list, withWriter, options);
+      jobs = await this.firstPhase(list, withWriter, options, reparse);
     } catch (error) {
       // Nothing of it committed (a full disk): every path is applied again later.
       for (const path of list) this.unsettled.add(path);
+      for (const { from, to } of options.moves ?? []) this.unsettled.add(from).add(to);
       throw error;
     }
     for (const path of list)
       if (!jobs.some((job) => job.file === path)) this.unsettled.delete(path);
     const done = Promise.all(jobs.map((job) => this.track(job, withWriter, options)));
-    return { done: done.then(() => undefined) };
+    const tables = new Set(this.catalog.parsedTables().filter(dependsOnPath));
+    if (reparse.length === 0 || tables.size === 0) return { done: done.then(() => undefined) };
+    // Moved files' rows that hold parts of their path are parsed again, in those tables only.
+    const again = await this.start(reparse, { ...options, moves: [], scope: tables });
+    return { done: Promise.all([done, again.done]).then(() => undefined) };
   }
 
   /** Stats the files `paths` stand for and commits what needs no hook; returns the hooks' jobs. */
@@ -422,31 +443,107 @@ export class Refresher {
     paths: readonly string[],
     withWriter: WriterLock,
     options: StartOptions,
+    reparse: string[],
   ): Promise<ParseJob[]> {
     // Before the first look-up: without its index, finding a folder's rows scans the table.
     await this.ensureLookupIndexes(withWriter, options.writerHeld ?? false);
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
     const slices = new Slices();
+    const plans: MovePlan[] = [];
+    for (const move of options.moves ?? []) {
+      const plan = planMove(this.moveContext(), move);
+      plans.push(plan);
+      errors.push(...plan.errors);
+      for (const file of plan.refresh) candidates.add(file);
+      for (const file of plan.files.values()) if (!plan.refresh.has(file)) reparse.push(file);
+      await slices.yieldIfDue();
+    }
     for (const path of paths) {
       const files = options.shallow ? this.filesIn(path) : this.filesFor(path, errors);
       for (const file of files) candidates.add(file);
       await slices.yieldIfDue();
     }
     const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
-    return withWriter(async () => {
-      const entries = [...stats];
-      const jobs: ParseJob[] = [];
+    const entries = [...stats];
+    const jobs: ParseJob[] = [];
+    const applyFrom = (at: number): number => {
+      const applied = this.applyStats(entries, at, options, slices);
+      jobs.push(...applied.jobs);
+      options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
+      return applied.next;
+    };
+    if (options.shallow && !options.writerHeld) {
+      // A check of folders without a watch takes the writer one slice at a time: a watched
+      // folder's change commits between two of its slices, never after the whole check.
       let at = 0;
       do {
-        const applied = this.applyStats(entries, at, options, slices);
-        jobs.push(...applied.jobs);
-        options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
-        at = applied.next;
+        at = await withWriter(() => (slices.restart(), applyFrom(at)));
+        if (at < entries.length) await slices.yield();
+      } while (at < entries.length);
+      return jobs;
+    }
+    return withWriter(async () => {
+      await this.applyMoves(plans, options, slices);
+      let at = 0;
+      do {
+        at = applyFrom(at);
         if (at < entries.length) await slices.yield();
       } while (at < entries.length);
       return jobs;
     });
+  }
+
+  private moveContext(): MoveContext {
+    return {
+      db: this.db,
+      root: this.root,
+      catalog: this.catalog,
+      inclusion: this.options,
+      busy: (file) => this.unsettled.has(file) || this.scheduler.currentKey(file) !== undefined,
+    };
+  }
+
+  /**
+   * Applies planned moves (call with the writer held), as many per commit as fit in a slice:
+   * each one's rows renamed, and what the refresher knows of their files renamed with them.
+   */
+  private async applyMoves(
+    plans: readonly MovePlan[],
+    options: StartOptions,
+    slices: Slices,
+  ): Promise<void> {
+    const context = this.moveContext();
+    let at = 0;
+    while (at < plans.length) {
+      const changes: RowChange[] = [];
+      const first = at;
+      try {
+        this.db.transaction(() => {
+          for (; at < plans.length && (at === first || !slices.due()); at++) {
+            for (const change of applyMove(context, plans[at] as MovePlan)) changes.push(change);
+          }
+        })();
+      } finally {
+        this.rereadColumns();
+      }
+      for (const plan of plans.slice(first, at)) this.movedFiles(plan.files);
+      options.onCommit(changes);
+      if (at < plans.length) await slices.yield();
+    }
+  }
+
+  /** Files renamed with their folder: their last committed state goes with them. */
+  private movedFiles(files: ReadonlyMap<string, string>): void {
+    for (const [from, to] of files) {
+      // Rows a running job would write under the old name are superseded (the new name is
+      // refreshed as usual: see `planMove`).
+      this.scheduler.supersede(from);
+      const key = this.fileSignatures.get(from);
+      if (key === undefined) continue;
+      this.fileSignatures.delete(from);
+      this.fileSignatures.set(to, key);
+    }
   }
 
   private track(job: ParseJob, withWriter: WriterLock, options: StartOptions): Promise<void> {
