@@ -259,6 +259,12 @@ export class Refresher {
   private readonly fileSignatures = new Map<string, string>();
   /** Files whose last refresh failed to commit, to apply again (`unsettledFiles`). */
   private readonly unsettled = new Set<string>();
+  /**
+   * Files whose committed rows came from a read the file may not have lasted through: its
+   * size and times after the read differ from before (changed, gone, its folder renamed while
+   * a hook ran, which then found nothing there). Rows that cannot be trusted to move with it.
+   */
+  private readonly unverified = new Set<string>();
   /** Files being parsed and committed now: when each one's extraction runs. */
   private readonly scheduler: ExtractScheduler;
 
@@ -456,7 +462,6 @@ export class Refresher {
       plans.push(plan);
       errors.push(...plan.errors);
       for (const file of plan.refresh) candidates.add(file);
-      for (const file of plan.files.values()) if (!plan.refresh.has(file)) reparse.push(file);
       await slices.yieldIfDue();
     }
     for (const path of paths) {
@@ -484,7 +489,12 @@ export class Refresher {
       return jobs;
     }
     return withWriter(async () => {
-      await this.applyMoves(plans, options, slices);
+      const late = await this.applyMoves(plans, options, slices);
+      for (const file of stats.keys()) late.delete(file);
+      for (const entry of await this.statAll(late, false, errors, slices)) entries.push(entry);
+      for (const plan of plans) {
+        for (const file of plan.files.values()) if (!plan.refresh.has(file)) reparse.push(file);
+      }
       let at = 0;
       do {
         at = applyFrom(at);
@@ -500,20 +510,31 @@ export class Refresher {
       root: this.root,
       catalog: this.catalog,
       inclusion: this.options,
-      busy: (file) => this.unsettled.has(file) || this.scheduler.currentKey(file) !== undefined,
+      busy: (file) => this.unsure(file),
     };
+  }
+
+  /**
+   * Whether `file`'s committed rows may not be its current ones: a job for it is queued,
+   * running or winding down, its last commit failed, or its last read was not verified.
+   */
+  private unsure(file: string): boolean {
+    return this.unsettled.has(file) || this.unverified.has(file) || this.scheduler.has(file);
   }
 
   /**
    * Applies planned moves (call with the writer held), as many per commit as fit in a slice:
    * each one's rows renamed, and what the refresher knows of their files renamed with them.
+   * Returns the files (new names) to refresh beyond what was planned: whether a file's rows
+   * are current is decided here, under the writer, as jobs may have committed since the plan.
    */
   private async applyMoves(
     plans: readonly MovePlan[],
     options: StartOptions,
     slices: Slices,
-  ): Promise<void> {
+  ): Promise<Set<string>> {
     const context = this.moveContext();
+    const late = new Set<string>();
     let at = 0;
     while (at < plans.length) {
       const changes: RowChange[] = [];
@@ -521,7 +542,13 @@ export class Refresher {
       try {
         this.db.transaction(() => {
           for (; at < plans.length && (at === first || !slices.due()); at++) {
-            for (const change of applyMove(context, plans[at] as MovePlan)) changes.push(change);
+            const plan = plans[at] as MovePlan;
+            for (const [from, to] of plan.files) {
+              if (plan.refresh.has(to) || !this.unsure(from)) continue;
+              plan.refresh.add(to);
+              late.add(to);
+            }
+            for (const change of applyMove(context, plan)) changes.push(change);
           }
         })();
       } finally {
@@ -531,14 +558,16 @@ export class Refresher {
       options.onCommit(changes);
       if (at < plans.length) await slices.yield();
     }
+    return late;
   }
 
   /** Files renamed with their folder: their last committed state goes with them. */
   private movedFiles(files: ReadonlyMap<string, string>): void {
     for (const [from, to] of files) {
-      // Rows a running job would write under the old name are superseded (the new name is
-      // refreshed as usual: see `planMove`).
-      this.scheduler.supersede(from);
+      // Rows a job would write under the old name never are (the new name is refreshed as
+      // usual: see `applyMoves`).
+      this.scheduler.abandon(from);
+      this.unverified.delete(from);
       const key = this.fileSignatures.get(from);
       if (key === undefined) continue;
       this.fileSignatures.delete(from);
@@ -563,12 +592,27 @@ export class Refresher {
     return [...this.unsettled];
   }
 
-  /** Records that `file`'s rows for the state `key` are committed. */
-  private settled(file: string, key: string): void {
+  /**
+   * Records that `file`'s rows for the state `key` are committed; `verified` false when the
+   * file was not in that state after its read (the rows may not be what it holds).
+   */
+  private settled(file: string, key: string, verified = true): void {
     // A file that is gone is forgotten: a long-lived server sees endless new names.
-    if (key === MISSING) this.fileSignatures.delete(file);
+    if (key === MISSING || !verified) this.fileSignatures.delete(file);
     else this.fileSignatures.set(file, key);
+    if (verified) this.unverified.delete(file);
+    else this.unverified.add(file);
     this.unsettled.delete(file);
+  }
+
+  /** The stat key of `file` now (see `Gathered.key`), `null` when it cannot be told. */
+  private keyNow(file: string): string | null {
+    try {
+      const stat = fileRowStat(this.root, file);
+      return stat ? stat.join(":") : MISSING;
+    } catch {
+      return null;
+    }
   }
 
   /** Stops every running hook of live refreshes: nothing more they found is written. */
@@ -821,7 +865,8 @@ export class Refresher {
           this.unsettled.add(job.file);
           throw error;
         }
-        this.settled(job.file, job.key);
+        // Stated after the read: a file moved or changed while its hook ran is not trusted.
+        this.settled(job.file, job.key, this.keyNow(job.file) === job.key);
         options.onCommit(changes);
         return this.catalog
           .parsedTables()
