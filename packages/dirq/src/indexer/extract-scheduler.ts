@@ -95,6 +95,12 @@ export class ExtractScheduler {
     return this.jobs.has(file);
   }
 
+  /** The files under the folder `folder` that some job is for (see `has`). */
+  filesUnder(folder: string): string[] {
+    const prefix = `${folder}/`;
+    return [...this.jobs.keys()].filter((file) => file.startsWith(prefix));
+  }
+
   /**
    * Stops every job for `file`, a table's own included: the file is gone from that name, so
    * nothing read there may be written (a refresh under its new name reads it for every table).

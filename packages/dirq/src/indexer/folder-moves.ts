@@ -25,7 +25,11 @@ export interface MoveContext {
   root: string;
   catalog: Catalog;
   inclusion: { useGitignore: boolean; extraIgnores?: readonly string[] };
-  /** Whether a file has rows of its own under way (hooks running, a failed commit to retry). */
+  /**
+   * Whether a file's rows may not be its current ones: a job for it queued or running, a
+   * failed commit to retry, a read the file did not last through. Asked again when the move
+   * is applied (under the writer), as jobs commit between the plan and then.
+   */
   busy: (file: string) => boolean;
 }
 

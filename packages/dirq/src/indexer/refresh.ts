@@ -543,11 +543,7 @@ export class Refresher {
         this.db.transaction(() => {
           for (; at < plans.length && (at === first || !slices.due()); at++) {
             const plan = plans[at] as MovePlan;
-            for (const [from, to] of plan.files) {
-              if (plan.refresh.has(to) || !this.unsure(from)) continue;
-              plan.refresh.add(to);
-              late.add(to);
-            }
+            for (const file of this.recheckPlan(plan)) late.add(file);
             for (const change of applyMove(context, plan)) changes.push(change);
           }
         })();
@@ -557,6 +553,26 @@ export class Refresher {
       for (const plan of plans.slice(first, at)) this.movedFiles(plan.files);
       options.onCommit(changes);
       if (at < plans.length) await slices.yield();
+    }
+    return late;
+  }
+
+  /**
+   * Completes a move's plan under the writer, just before it is applied: files under the
+   * source that a job is for move too (they may have no rows yet, with no path-table filled),
+   * and each moved file whose rows are not known current now is refreshed under its new name.
+   * Returns those (new names) the plan did not refresh already.
+   */
+  private recheckPlan(plan: MovePlan): string[] {
+    const { from: source, to: destination } = plan.move;
+    for (const file of this.scheduler.filesUnder(source)) {
+      if (!plan.files.has(file)) plan.files.set(file, `${destination}${file.slice(source.length)}`);
+    }
+    const late: string[] = [];
+    for (const [from, to] of plan.files) {
+      if (plan.refresh.has(to) || !this.unsure(from)) continue;
+      plan.refresh.add(to);
+      late.push(to);
     }
     return late;
   }
