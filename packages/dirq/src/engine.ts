@@ -18,6 +18,7 @@ import { IndexWriter } from "./indexer/index-writer.js";
 import { ParsedTableRegistry } from "./indexer/parsed-table-registry.js";
 import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path-tables.js";
 import { Refresher } from "./indexer/refresh.js";
+import type { FolderMove } from "./indexer/folder-moves.js";
 import { StagingWorker } from "./indexer/staging-worker.js";
 import type { Commit, RowChange } from "./indexer/row-changes.js";
 import { TableGenerations, tablesTouchedBy } from "./indexer/table-generations.js";
@@ -452,6 +453,8 @@ export class DirqIndex {
       keepUnchanged?: boolean;
       /** `paths` are folders, each read by its own listing only (not what is under it). */
       shallow?: boolean;
+      /** Folders renamed: their rows move, applied before `paths` (see `ChangeBatch.moves`). */
+      moves?: readonly FolderMove[];
       onCommit: (commit: Commit) => void;
     },
   ): Promise<{ done: Promise<void> }> {
@@ -466,6 +469,7 @@ export class DirqIndex {
         onlyIfChanged: options.onlyIfChanged,
         keepUnchanged: options.keepUnchanged,
         shallow: options.shallow,
+        moves: options.moves,
         onCommit: (changes: RowChange[]) => {
           // After the commit: an answer computed before it was right until now.
           this.tablesChanged(tablesTouchedBy(this.db, changes));

@@ -324,18 +324,50 @@ function sortedEntries(files: Map<string, string[]> | undefined): [string, strin
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
 }
 
+const ALL = "SELECT * FROM './' ORDER BY path";
+const ITEMS = "SELECT _dirq_file_path AS f, name, n FROM items ORDER BY f, _dirq_row_index";
+
+/** The server's path-table and `items` rows now, as a replay starts from them. */
+async function replayStart(server: ServerProcess): Promise<Replay> {
+  const state: Replay = new Map();
+  const paths = JSON.parse(await serverJson(server, ALL)) as Record<string, unknown>[];
+  state.set("./", new Map(paths.map((row) => [row.path as string, [JSON.stringify(row)]])));
+  const items = JSON.parse(await serverJson(server, ITEMS)) as Record<string, unknown>[];
+  state.set("items", grouped(items, "f"));
+  return state;
+}
+
+/** Asserts that `state` with the events since `mark` applied is what the server holds now. */
+async function assertReplayEqualsServer(
+  server: ServerProcess,
+  stream: EventStream,
+  state: Replay,
+  mark: number,
+): Promise<void> {
+  replay(state, stream.rowsFrom(mark));
+  const finalPaths = JSON.parse(await serverJson(server, ALL)) as Record<string, unknown>[];
+  const expectedPaths = new Map(
+    finalPaths.map((row) => [row.path as string, [JSON.stringify(row)]]),
+  );
+  assert.deepEqual(sortedEntries(state.get("./")), sortedEntries(expectedPaths));
+  const finalItems = JSON.parse(await serverJson(server, ITEMS)) as Record<string, unknown>[];
+  assert.deepEqual(sortedEntries(state.get("items")), sortedEntries(grouped(finalItems, "f")));
+}
+
+const ITEMS_TABLE = table(
+  "items",
+  "data/**/*.json",
+  "sh rows.sh",
+  `schema = { name = "TEXT", n = "INTEGER" }`,
+);
+
 describe("the storm", () => {
   it("clone, checkout, mass copy, moves, a symlink loop, an unreadable folder: server = fresh scan = event replay", async () => {
     await assertWalkSurvivesLoops();
     const config = ["-c", "dirq.toml"];
     const root = tree({
       "rows.sh": shellHook("json-rows.sh"),
-      "dirq.toml": table(
-        "items",
-        "data/**/*.json",
-        "sh rows.sh",
-        `schema = { name = "TEXT", n = "INTEGER" }`,
-      ),
+      "dirq.toml": ITEMS_TABLE,
       ".gitignore": "target/\n",
       "README.md": "readme",
       "data/seed.json": JSON.stringify({ name: "seed", n: 0 }),
@@ -343,18 +375,7 @@ describe("the storm", () => {
     const server = await serve(root, config);
     const stream = await openReadyEvents(server);
     try {
-      const ALL = "SELECT * FROM './' ORDER BY path";
-      const ITEMS = "SELECT _dirq_file_path AS f, name, n FROM items ORDER BY f, _dirq_row_index";
-      const state: Replay = new Map();
-      const initialPaths = JSON.parse(await serverJson(server, ALL)) as Record<string, unknown>[];
-      state.set(
-        "./",
-        new Map(initialPaths.map((row) => [row.path as string, [JSON.stringify(row)]])),
-      );
-      state.set(
-        "items",
-        grouped(JSON.parse(await serverJson(server, ITEMS)) as Record<string, unknown>[], "f"),
-      );
+      const state = await replayStart(server);
       const mark = stream.frames.length;
 
       // Clone: many folders of files at once, some parsed, an ignored build folder.
@@ -386,20 +407,84 @@ describe("the storm", () => {
       await assertServerEqualsFreshScan(server, root, [ALL, ITEMS], config);
       await settle(stream, root, "./", "moved");
       await settleItems(stream, root);
-      replay(state, stream.rowsFrom(mark));
-
-      const finalPaths = JSON.parse(await serverJson(server, ALL)) as Record<string, unknown>[];
-      const expectedPaths = new Map(
-        finalPaths.map((row) => [row.path as string, [JSON.stringify(row)]]),
-      );
-      assert.deepEqual(sortedEntries(state.get("./")), sortedEntries(expectedPaths));
-      const finalItems = JSON.parse(await serverJson(server, ITEMS)) as Record<string, unknown>[];
-      assert.deepEqual(sortedEntries(state.get("items")), sortedEntries(grouped(finalItems, "f")));
-      // Typed values in events: the hook printed "7" for an INTEGER column.
+      await assertReplayEqualsServer(server, stream, state, mark);
+      // Typed values in events: the hook printed "7" for an INTEGER column. The last event of
+      // the file tells its rows now (the first may be its older rows, moved with the folder).
       const typed = stream
         .rowsFrom(mark)
-        .find((row) => row.table === "items" && row.file_path === "data/moved/d0.json");
+        .findLast((row) => row.table === "items" && row.file_path === "data/moved/d0.json");
       assert.deepEqual(typed?.row, { name: "d0", n: 7 });
+    } finally {
+      stream.close();
+    }
+  });
+});
+
+/* ------------------------------------------------------------------------------------------ */
+/* A folder renamed while the hooks of its files are queued or running.                      */
+/* ------------------------------------------------------------------------------------------ */
+
+/**
+ * json-rows.sh, held while the file `hold` is in the tree and the hook's file is still where
+ * it was named: a hook of the folder renamed then finds nothing (it fails), as one that starts
+ * after the rename does.
+ */
+const HELD_HOOK = `while [ -e hold ] && [ -e "$1" ]; do sleep 0.01; done
+${shellHook("json-rows.sh")}`;
+
+/** A tree of `folders` folders of 20 files each under `base`. */
+function bulkTree(base: string, folders: number): Record<string, string> {
+  const spec: Record<string, string> = {};
+  for (let d = 0; d < folders; d++) {
+    for (let f = 0; f < 20; f++) spec[`${base}/d${d}/f${f}.md`] = `${d}/${f}`;
+  }
+  return spec;
+}
+
+describe("a folder renamed while its files' hooks run", () => {
+  it("no row is lost: the hooks that found nothing under the old name do not move with it", async () => {
+    const FILES = 30;
+    const config = ["-c", "dirq.toml"];
+    const root = tree({
+      "rows.sh": HELD_HOOK,
+      "dirq.toml": ITEMS_TABLE,
+      ".gitignore": "aside/\n",
+      "data/seed.json": JSON.stringify({ name: "seed", n: 0 }),
+      ...bulkTree("aside/bulk", 200),
+    });
+    const server = await serve(root, config);
+    const stream = await openReadyEvents(server);
+    try {
+      const state = await replayStart(server);
+      const mark = stream.frames.length;
+      saveWhole(root, "hold", "");
+      const names = new Set<string>();
+      for (let i = 0; i < FILES; i++) {
+        names.add(`data/repo/f${i}.json`);
+        saveWhole(root, `data/repo/f${i}.json`, JSON.stringify({ name: `f${i}`, n: i }));
+      }
+      // Their path-table rows are committed: their hooks are queued or held now.
+      const inserted = () =>
+        stream
+          .rowsFrom(mark)
+          .filter(
+            (row) => row.action === "insert" && row.table === "./" && names.has(row.file_path),
+          ).length;
+      await stream.until(() => inserted() === FILES, "the new files' path rows", 180_000);
+      // A folder of thousands of files comes in: its batch commits in slices, holding the
+      // writer. The folder is renamed meanwhile, so the held hooks fail and wait for the writer
+      // while the batch that tells of the rename waits behind this one.
+      renameSync(join(root, "aside/bulk"), join(root, "bulk"));
+      await stream.next((row) => row.table === "./" && row.file_path.startsWith("bulk/"), 180_000);
+      renameSync(join(root, "data/repo"), join(root, "data/moved"));
+      rmSync(join(root, "hold"));
+
+      await assertServerEqualsFreshScan(server, root, [ALL, ITEMS], config);
+      await settle(stream, root, "./", "bulk");
+      await settleItems(stream, root);
+      await assertReplayEqualsServer(server, stream, state, mark);
+      const items = JSON.parse(await serverJson(server, ITEMS)) as { f: string }[];
+      assert.equal(items.filter((row) => row.f.startsWith("data/moved/")).length, FILES);
     } finally {
       stream.close();
     }

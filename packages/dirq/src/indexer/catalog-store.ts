@@ -234,6 +234,15 @@ export class CatalogStore {
     this.statement("DELETE FROM _dirq_files WHERE tbl = ? AND path = ?").run(table, path);
   }
 
+  /** The files of `table` under the folder `from` are now under `to` (a folder renamed). */
+  moveFiles(table: string, from: string, to: string): void {
+    const range = "tbl = ? AND path > ? AND path < ?";
+    this.statement(`DELETE FROM _dirq_files WHERE ${range}`).run(table, `${to}/`, `${to}0`);
+    this.statement(
+      `UPDATE _dirq_files SET path = ? || substr(path, length(?) + 1) WHERE ${range}`,
+    ).run(to, from, table, `${from}/`, `${from}0`);
+  }
+
   /**
    * The content hash of a program a table's definition names (a hook's script or
    * executable, an extension), `null` when it cannot be read. Hashed again only when its

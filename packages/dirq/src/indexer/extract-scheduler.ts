@@ -90,6 +90,28 @@ export class ExtractScheduler {
     return undefined;
   }
 
+  /** Whether some job for `file` has not finished (current, superseded or retired). */
+  has(file: string): boolean {
+    return this.jobs.has(file);
+  }
+
+  /** The files under the folder `folder` that some job is for (see `has`). */
+  filesUnder(folder: string): string[] {
+    const prefix = `${folder}/`;
+    return [...this.jobs.keys()].filter((file) => file.startsWith(prefix));
+  }
+
+  /**
+   * Stops every job for `file`, a table's own included: the file is gone from that name, so
+   * nothing read there may be written (a refresh under its new name reads it for every table).
+   */
+  abandon(file: string): void {
+    for (const entry of this.jobs.get(file) ?? []) {
+      entry.current = false;
+      entry.controller.abort();
+    }
+  }
+
   /** Stops the job parsing `file` for a live refresh, if any: a newer state is to be read. */
   supersede(file: string): void {
     const entry = this.currentOf(file);

@@ -32,6 +32,14 @@ import {
 import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
 import { isStorageError } from "../shared/sql-errors.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
+import {
+  applyMove,
+  dependsOnPath,
+  type FolderMove,
+  type MoveContext,
+  type MovePlan,
+  planMove,
+} from "./folder-moves.js";
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -74,6 +82,11 @@ class Slices {
 
   async yield(): Promise<void> {
     await new Promise<void>((resolve) => setImmediate(resolve));
+    this.started = performance.now();
+  }
+
+  /** Starts a slice now (after a wait that was no work of its own). */
+  restart(): void {
     this.started = performance.now();
   }
 
@@ -147,6 +160,8 @@ export interface StartOptions {
   shallow?: boolean;
   /** Changes of each commit, as it commits. */
   onCommit: (changes: RowChange[]) => void;
+  /** Folders renamed, applied before `paths` as moves of their rows (see folder-moves.ts). */
+  moves?: readonly FolderMove[];
 }
 
 /** Which tables one refresh keeps current: all of them, or only these parsed tables. */
@@ -244,6 +259,12 @@ export class Refresher {
   private readonly fileSignatures = new Map<string, string>();
   /** Files whose last refresh failed to commit, to apply again (`unsettledFiles`). */
   private readonly unsettled = new Set<string>();
+  /**
+   * Files whose committed rows came from a read the file may not have lasted through: its
+   * size and times after the read differ from before (changed, gone, its folder renamed while
+   * a hook ran, which then found nothing there). Rows that cannot be trusted to move with it.
+   */
+  private readonly unverified = new Set<string>();
   /** Files being parsed and committed now: when each one's extraction runs. */
   private readonly scheduler: ExtractScheduler;
 
@@ -404,17 +425,23 @@ export class Refresher {
     const withWriter: WriterLock = options.writerHeld ? async (task) => task() : this.withWriter;
     const list = [...paths];
     let jobs: ParseJob[];
+    const reparse: string[] = [];
     try {
-      jobs = await this.firstPhase(list, withWriter, options);
+      jobs = await this.firstPhase(list, withWriter, options, reparse);
     } catch (error) {
       // Nothing of it committed (a full disk): every path is applied again later.
       for (const path of list) this.unsettled.add(path);
+      for (const { from, to } of options.moves ?? []) this.unsettled.add(from).add(to);
       throw error;
     }
     for (const path of list)
       if (!jobs.some((job) => job.file === path)) this.unsettled.delete(path);
     const done = Promise.all(jobs.map((job) => this.track(job, withWriter, options)));
-    return { done: done.then(() => undefined) };
+    const tables = new Set(this.catalog.parsedTables().filter(dependsOnPath));
+    if (reparse.length === 0 || tables.size === 0) return { done: done.then(() => undefined) };
+    // Moved files' rows that hold parts of their path are parsed again, in those tables only.
+    const again = await this.start(reparse, { ...options, moves: [], scope: tables });
+    return { done: Promise.all([done, again.done]).then(() => undefined) };
   }
 
   /** Stats the files `paths` stand for and commits what needs no hook; returns the hooks' jobs. */
@@ -422,31 +449,146 @@ export class Refresher {
     paths: readonly string[],
     withWriter: WriterLock,
     options: StartOptions,
+    reparse: string[],
   ): Promise<ParseJob[]> {
     // Before the first look-up: without its index, finding a folder's rows scans the table.
     await this.ensureLookupIndexes(withWriter, options.writerHeld ?? false);
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
     const slices = new Slices();
+    const plans: MovePlan[] = [];
+    for (const move of options.moves ?? []) {
+      const plan = planMove(this.moveContext(), move);
+      plans.push(plan);
+      errors.push(...plan.errors);
+      for (const file of plan.refresh) candidates.add(file);
+      await slices.yieldIfDue();
+    }
     for (const path of paths) {
       const files = options.shallow ? this.filesIn(path) : this.filesFor(path, errors);
       for (const file of files) candidates.add(file);
       await slices.yieldIfDue();
     }
     const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
-    return withWriter(async () => {
-      const entries = [...stats];
-      const jobs: ParseJob[] = [];
+    const entries = [...stats];
+    const jobs: ParseJob[] = [];
+    const applyFrom = (at: number): number => {
+      const applied = this.applyStats(entries, at, options, slices);
+      jobs.push(...applied.jobs);
+      options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
+      return applied.next;
+    };
+    if (options.shallow && !options.writerHeld) {
+      // A check of folders without a watch takes the writer one slice at a time: a watched
+      // folder's change commits between two of its slices, never after the whole check.
       let at = 0;
       do {
-        const applied = this.applyStats(entries, at, options, slices);
-        jobs.push(...applied.jobs);
-        options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
-        at = applied.next;
+        at = await withWriter(() => (slices.restart(), applyFrom(at)));
+        if (at < entries.length) await slices.yield();
+      } while (at < entries.length);
+      return jobs;
+    }
+    return withWriter(async () => {
+      const late = await this.applyMoves(plans, options, slices);
+      for (const file of stats.keys()) late.delete(file);
+      for (const entry of await this.statAll(late, false, errors, slices)) entries.push(entry);
+      for (const plan of plans) {
+        for (const file of plan.files.values()) if (!plan.refresh.has(file)) reparse.push(file);
+      }
+      let at = 0;
+      do {
+        at = applyFrom(at);
         if (at < entries.length) await slices.yield();
       } while (at < entries.length);
       return jobs;
     });
+  }
+
+  private moveContext(): MoveContext {
+    return {
+      db: this.db,
+      root: this.root,
+      catalog: this.catalog,
+      inclusion: this.options,
+      busy: (file) => this.unsure(file),
+    };
+  }
+
+  /**
+   * Whether `file`'s committed rows may not be its current ones: a job for it is queued,
+   * running or winding down, its last commit failed, or its last read was not verified.
+   */
+  private unsure(file: string): boolean {
+    return this.unsettled.has(file) || this.unverified.has(file) || this.scheduler.has(file);
+  }
+
+  /**
+   * Applies planned moves (call with the writer held), as many per commit as fit in a slice:
+   * each one's rows renamed, and what the refresher knows of their files renamed with them.
+   * Returns the files (new names) to refresh beyond what was planned: whether a file's rows
+   * are current is decided here, under the writer, as jobs may have committed since the plan.
+   */
+  private async applyMoves(
+    plans: readonly MovePlan[],
+    options: StartOptions,
+    slices: Slices,
+  ): Promise<Set<string>> {
+    const context = this.moveContext();
+    const late = new Set<string>();
+    let at = 0;
+    while (at < plans.length) {
+      const changes: RowChange[] = [];
+      const first = at;
+      try {
+        this.db.transaction(() => {
+          for (; at < plans.length && (at === first || !slices.due()); at++) {
+            const plan = plans[at] as MovePlan;
+            for (const file of this.recheckPlan(plan)) late.add(file);
+            for (const change of applyMove(context, plan)) changes.push(change);
+          }
+        })();
+      } finally {
+        this.rereadColumns();
+      }
+      for (const plan of plans.slice(first, at)) this.movedFiles(plan.files);
+      options.onCommit(changes);
+      if (at < plans.length) await slices.yield();
+    }
+    return late;
+  }
+
+  /**
+   * Completes a move's plan under the writer, just before it is applied: files under the
+   * source that a job is for move too (they may have no rows yet, with no path-table filled),
+   * and each moved file whose rows are not known current now is refreshed under its new name.
+   * Returns those (new names) the plan did not refresh already.
+   */
+  private recheckPlan(plan: MovePlan): string[] {
+    const { from: source, to: destination } = plan.move;
+    for (const file of this.scheduler.filesUnder(source)) {
+      if (!plan.files.has(file)) plan.files.set(file, `${destination}${file.slice(source.length)}`);
+    }
+    const late: string[] = [];
+    for (const [from, to] of plan.files) {
+      if (plan.refresh.has(to) || !this.unsure(from)) continue;
+      plan.refresh.add(to);
+      late.push(to);
+    }
+    return late;
+  }
+
+  /** Files renamed with their folder: their last committed state goes with them. */
+  private movedFiles(files: ReadonlyMap<string, string>): void {
+    for (const [from, to] of files) {
+      // Rows a job would write under the old name never are (the new name is refreshed as
+      // usual: see `applyMoves`).
+      this.scheduler.abandon(from);
+      this.unverified.delete(from);
+      const key = this.fileSignatures.get(from);
+      if (key === undefined) continue;
+      this.fileSignatures.delete(from);
+      this.fileSignatures.set(to, key);
+    }
   }
 
   private track(job: ParseJob, withWriter: WriterLock, options: StartOptions): Promise<void> {
@@ -466,12 +608,27 @@ export class Refresher {
     return [...this.unsettled];
   }
 
-  /** Records that `file`'s rows for the state `key` are committed. */
-  private settled(file: string, key: string): void {
+  /**
+   * Records that `file`'s rows for the state `key` are committed; `verified` false when the
+   * file was not in that state after its read (the rows may not be what it holds).
+   */
+  private settled(file: string, key: string, verified = true): void {
     // A file that is gone is forgotten: a long-lived server sees endless new names.
-    if (key === MISSING) this.fileSignatures.delete(file);
+    if (key === MISSING || !verified) this.fileSignatures.delete(file);
     else this.fileSignatures.set(file, key);
+    if (verified) this.unverified.delete(file);
+    else this.unverified.add(file);
     this.unsettled.delete(file);
+  }
+
+  /** The stat key of `file` now (see `Gathered.key`), `null` when it cannot be told. */
+  private keyNow(file: string): string | null {
+    try {
+      const stat = fileRowStat(this.root, file);
+      return stat ? stat.join(":") : MISSING;
+    } catch {
+      return null;
+    }
   }
 
   /** Stops every running hook of live refreshes: nothing more they found is written. */
@@ -724,7 +881,8 @@ export class Refresher {
           this.unsettled.add(job.file);
           throw error;
         }
-        this.settled(job.file, job.key);
+        // Stated after the read: a file moved or changed while its hook ran is not trusted.
+        this.settled(job.file, job.key, this.keyNow(job.file) === job.key);
         options.onCommit(changes);
         return this.catalog
           .parsedTables()

@@ -117,7 +117,10 @@ export class LiveIndex {
             .finally(() => (checking = null));
         }
         // An empty refresh is skipped: its commit of nothing would tell a full disk is fine.
-        if (batch.paths.size > 0) started(await index.startRefresh(batch.paths, { onCommit }));
+        if (batch.paths.size > 0 || batch.moves.length > 0) {
+          const { moves } = batch;
+          started(await index.startRefresh(batch.paths, { onCommit, moves }));
+        }
         if (batch.recheck.size > 0) {
           const recheck = { onlyIfChanged: true, onCommit };
           started(await index.startRefresh(batch.recheck, recheck));

@@ -1,4 +1,4 @@
-import { type FSWatcher, lstatSync, readdirSync, watch } from "node:fs";
+import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:fs";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
 
@@ -6,13 +6,99 @@ import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
  * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
  * `recheck` for paths handled a moment ago, to re-read only if they changed again; `folders`
  * for folders without a watch (past the system's limit), each to check by its own listing and
- * its files' stats (not what is under its subfolders, which have watches or are listed too).
+ * its files' stats (not what is under its subfolders, which have watches or are listed too);
+ * `moves`, watched folders renamed (`from` → `to`, innermost first, to apply before `paths`):
+ * the same folder (device and inode) went from one name and appeared under the other, with
+ * its watches. `paths` then names neither, and a path under `from` is named under `to`.
  */
 export interface ChangeBatch {
   paths: Set<string>;
   recheck: Set<string>;
   folders: Set<string>;
+  moves: FolderMove[];
   rescan: boolean;
+}
+
+/** A watched folder's rename, reported paths (UTF-8, relative). */
+export interface FolderMove {
+  from: string;
+  to: string;
+}
+
+/** One folder's watch; `at.key` follows the folder when it is moved, so events name it anew. */
+interface Watched {
+  watcher: FSWatcher;
+  at: { key: string };
+  /** Device and inode: a folder that reappears elsewhere with them is the same one, moved. */
+  id: string;
+}
+
+function folderId(stats: Stats): string {
+  return `${stats.dev}:${stats.ino}`;
+}
+
+/** `key` and the folders above it, innermost first (`""` is not one). */
+function selfAndAbove(key: string): string[] {
+  const keys = [key];
+  for (let at = key.lastIndexOf("/"); at > 0; at = key.lastIndexOf("/", at - 1)) {
+    keys.push(key.slice(0, at));
+  }
+  return keys;
+}
+
+/**
+ * Moves in an order that applies them one after another: a move out of a folder inside
+ * another moved folder before that one's, and a move out of a name before a move into it (or
+ * under it). Moves that need each other first (two folders swapped) are left out: their
+ * folders are read as gone and new.
+ */
+function inApplyOrder(moves: readonly FolderMove[]): FolderMove[] {
+  const bySource = new Map(moves.map((move) => [move.from, move]));
+  const before = new Map<FolderMove, FolderMove[]>(moves.map((move) => [move, []]));
+  for (const move of moves) {
+    // Sources above this one's come after it; so do moves into where this one leaves.
+    for (const above of selfAndAbove(move.from).slice(1)) {
+      const outer = bySource.get(above);
+      if (outer !== undefined) before.get(outer)?.push(move);
+    }
+    for (const at of selfAndAbove(move.to)) {
+      const vacating = bySource.get(at);
+      if (vacating !== undefined && vacating !== move) before.get(move)?.push(vacating);
+    }
+  }
+  const ordered: FolderMove[] = [];
+  const done = new Set<FolderMove>();
+  let progressed = true;
+  while (progressed) {
+    progressed = false;
+    for (const move of moves) {
+      if (done.has(move) || !(before.get(move) ?? []).every((first) => done.has(first))) continue;
+      done.add(move);
+      ordered.push(move);
+      progressed = true;
+    }
+  }
+  return ordered;
+}
+
+/** `path` renamed by the innermost move it lies under (source → destination), or itself. */
+function movedPath(path: string, moves: ReadonlyMap<string, string>): string {
+  for (const at of selfAndAbove(path)) {
+    const to = moves.get(at);
+    if (to !== undefined) return `${to}${path.slice(at.length)}`;
+  }
+  return path;
+}
+
+/** Renames in place the members of `paths` that lie under a moved folder. */
+function renameMembers(paths: Set<string>, moves: readonly FolderMove[]): void {
+  const bySource = new Map(moves.map(({ from, to }) => [from, to]));
+  for (const path of [...paths]) {
+    const moved = movedPath(path, bySource);
+    if (moved === path) continue;
+    paths.delete(path);
+    paths.add(moved);
+  }
 }
 
 /**
@@ -57,11 +143,16 @@ function refusedWatch(path: string): NodeJS.ErrnoException {
 }
 
 function emptyBatch(): ChangeBatch {
-  return { paths: new Set(), recheck: new Set(), folders: new Set(), rescan: false };
+  return { paths: new Set(), recheck: new Set(), folders: new Set(), moves: [], rescan: false };
 }
 
 function hasAny(batch: ChangeBatch): boolean {
-  return batch.paths.size > 0 || batch.recheck.size > 0 || batch.folders.size > 0;
+  return (
+    batch.paths.size > 0 ||
+    batch.recheck.size > 0 ||
+    batch.folders.size > 0 ||
+    batch.moves.length > 0
+  );
 }
 
 /** What became of a folder asked to be watched. */
@@ -167,7 +258,7 @@ class FolderWatches implements TreeWatcher {
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
   private readonly unwatched = new Map<string, Set<string>>();
   private ignoredFolder: (path: string) => boolean = () => false;
-  private readonly watches = new Map<string, FSWatcher>();
+  private readonly watches = new Map<string, Watched>();
   private readonly links: SymlinkTargets;
   /** Folders watched only because a link leads into them; their events stand for the links. */
   private readonly targetFolders = new Map<string, FSWatcher>();
@@ -268,7 +359,7 @@ class FolderWatches implements TreeWatcher {
     try {
       this.listUnwatched(batch, appeared);
       // Before the handler reads them: a new folder's later changes are then seen too.
-      await this.resync(appeared);
+      await this.resync(appeared, batch);
       this.followLinks(batch, atTargets);
       if (hasAny(batch)) await this.options.onBatch(batch);
     } catch (error) {
@@ -413,12 +504,19 @@ class FolderWatches implements TreeWatcher {
       if (maxWatches !== undefined && this.watches.size >= maxWatches) {
         throw refusedWatch(this.absolute(key).toString());
       }
+      const at = { key };
       const watcher = watch(this.absolute(key), { encoding: "buffer" }, (event, name) =>
-        this.onEvent(key, event, name),
+        this.onEvent(at.key, event, name),
       );
       // Its folder was removed or became unreadable: the parent's event says what happened.
-      watcher.on("error", () => this.unwatch(key));
-      this.watches.set(key, watcher);
+      watcher.on("error", () => this.unwatch(at.key));
+      let id = "";
+      try {
+        id = folderId(lstatSync(this.absolute(key)));
+      } catch {
+        // Gone already: the parent's event says so, and no folder can be it moved.
+      }
+      this.watches.set(key, { watcher, at, id });
       return "watched";
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
@@ -429,7 +527,7 @@ class FolderWatches implements TreeWatcher {
   }
 
   private unwatch(key: string): void {
-    this.watches.get(key)?.close();
+    this.watches.get(key)?.watcher.close();
     this.watches.delete(key);
   }
 
@@ -476,26 +574,113 @@ class FolderWatches implements TreeWatcher {
   }
 
   /**
-   * After `rename` events: folders that went away lose their watches and links; new ones get
+   * After `rename` events: a watched folder that went away and reappears under another name of
+   * the batch (same device and inode) is moved, its watches and links kept under the new name
+   * (`moveFolders`); other folders that went away lose their watches and links, new ones get
    * them. A link made, removed or retargeted is a `rename` of its own name.
    */
-  private async resync(keys: Set<string>): Promise<void> {
+  private async resync(keys: Set<string>, batch: ChangeBatch): Promise<void> {
+    const stats = new Map<string, Stats | undefined>();
     for (const key of keys) {
+      try {
+        stats.set(key, lstatSync(this.absolute(key)));
+      } catch {
+        stats.set(key, undefined);
+      }
+    }
+    const moves = this.findMoves(stats);
+    this.moveFolders(moves, stats, batch);
+    const destinations = new Set(moves.map((move) => move.to));
+    for (const [key, found] of stats) {
+      if (destinations.has(key)) continue;
       this.unwatchTree(key);
       this.links.forgetUnder(key);
-      let stats;
-      try {
-        stats = lstatSync(this.absolute(key));
-      } catch {
-        // gone
-      }
-      if (stats?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
-      if (stats?.isDirectory()) await this.watchTreeFrom(key);
+      if (found?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
+      if (found?.isDirectory()) await this.watchTreeFrom(key);
     }
   }
 
+  /**
+   * Watched folders of `stats` that are gone from their name, paired by device and inode with
+   * folders that appeared under another (keys), innermost source first. A destination the
+   * watcher would not watch (ignored, skipped) or a name that is not UTF-8 is no move: the
+   * folder is read as gone and new.
+   */
+  private findMoves(stats: ReadonlyMap<string, Stats | undefined>): FolderMove[] {
+    const gone = new Map<string, string>();
+    for (const [key, found] of stats) {
+      const watched = this.watches.get(key);
+      if (watched === undefined || watched.id === "") continue;
+      if (found?.isDirectory() && folderId(found) === watched.id) continue;
+      gone.set(watched.id, key);
+    }
+    const moves: FolderMove[] = [];
+    if (gone.size === 0) return moves;
+    for (const [key, found] of stats) {
+      if (!found?.isDirectory()) continue;
+      const from = gone.get(folderId(found));
+      if (from === undefined || from === key) continue;
+      if (isSkipped(key) || this.ignoredFolder(reported(key))) continue;
+      if (reported(key).includes("\uFFFD") || reported(from).includes("\uFFFD")) continue;
+      gone.delete(folderId(found));
+      moves.push({ from, to: key });
+    }
+    return inApplyOrder(moves);
+  }
+
+  /**
+   * Moves the watches, the unwatched folders' listings and the links under each move's source
+   * to its destination (whose own old watches go first), renames what the batch and the one
+   * being gathered name under a source, and records the moves in the batch (reported names).
+   */
+  private moveFolders(
+    moves: readonly FolderMove[],
+    stats: Map<string, Stats | undefined>,
+    batch: ChangeBatch,
+  ): void {
+    if (moves.length === 0) return;
+    const detached = moves.map(({ from, to }) => {
+      const prefix = `${from}/`;
+      const entries: [string, Watched][] = [];
+      for (const entry of this.watches) {
+        if (entry[0] === from || entry[0].startsWith(prefix)) entries.push(entry);
+      }
+      for (const [key] of entries) this.watches.delete(key);
+      const listings: [string, Set<string>][] = [];
+      for (const entry of this.unwatched) {
+        if (entry[0] === from || entry[0].startsWith(prefix)) listings.push(entry);
+      }
+      for (const [key] of listings) this.unwatched.delete(key);
+      return { from, to, entries, listings };
+    });
+    for (const { from, to, entries, listings } of detached) {
+      // What was at the destination before (a folder replaced by the move) is gone.
+      this.unwatchTree(to);
+      this.links.forgetUnder(to);
+      for (const [key, watched] of entries) {
+        watched.at.key = `${to}${key.slice(from.length)}`;
+        this.watches.set(watched.at.key, watched);
+      }
+      for (const [key, names] of listings)
+        this.unwatched.set(`${to}${key.slice(from.length)}`, names);
+      // A link moved may lead elsewhere now (a relative one out of the folder): read again.
+      for (const link of this.links.moveUnder(from, to)) batch.paths.add(reported(link));
+    }
+    const named = moves.map(({ from, to }) => ({ from: reported(from), to: reported(to) }));
+    for (const { from, to } of moves) {
+      batch.paths.delete(reported(to));
+      // A source name that holds something again is read as usual.
+      if (stats.get(from) === undefined) batch.paths.delete(reported(from));
+    }
+    for (const paths of [batch.paths, batch.recheck, this.pending.paths, this.pending.recheck]) {
+      renameMembers(paths, named);
+    }
+    renameMembers(this.renamed, moves);
+    batch.moves.push(...named);
+  }
+
   private unwatchAll(): void {
-    for (const watcher of this.watches.values()) watcher.close();
+    for (const { watcher } of this.watches.values()) watcher.close();
     this.watches.clear();
     this.unwatched.clear();
     this.polling = false;
@@ -538,6 +723,11 @@ class FolderWatches implements TreeWatcher {
     const { links } = this;
     const affected = new Set<string>();
     for (const path of batch.paths) links.linksAt(path, affected);
+    // A link into a moved folder breaks (or one to where it went mends).
+    for (const { from, to } of batch.moves) {
+      links.linksAt(from, affected);
+      links.linksAt(to, affected);
+    }
     for (const path of atTargets) links.linksAt(path, affected);
     for (const link of affected) {
       links.update(link);

@@ -155,6 +155,25 @@ export class SymlinkTargets {
     }
   }
 
+  /**
+   * A folder moved from `from` to `to` (keys): its links are recorded under their new names,
+   * read again (a relative target moved with them, an absolute one may now be broken).
+   * Returns their new keys.
+   */
+  moveUnder(from: string, to: string): string[] {
+    const prefix = `${from}/`;
+    const moved: string[] = [];
+    for (const [folder, links] of this.byFolder) {
+      if (folder === from || folder.startsWith(prefix)) moved.push(...links);
+    }
+    return moved.map((link) => {
+      this.forget(link);
+      const key = `${to}${link.slice(from.length)}`;
+      this.update(key);
+      return key;
+    });
+  }
+
   clear(): void {
     this.version++;
     this.links.clear();

@@ -1,0 +1,308 @@
+import { captureNames } from "../scan/bash-glob.js";
+import { InclusionCheck } from "../scan/inclusion.js";
+import { walkSelection } from "../scan/walk.js";
+import type { FolderMove } from "../watch/file-watcher.js";
+import type { Catalog } from "./catalog.js";
+import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { FILE_PATH_COLUMN, type LiveParsedTable, ROW_INDEX_COLUMN } from "./parsed-tables.js";
+import { PATH_TABLE_COLUMNS, type PathTable } from "./path-tables.js";
+import { currentRows, type RowChange, rowJson } from "./row-changes.js";
+
+/*
+ * A watched folder renamed is applied as the move it is: the rows of its files change their
+ * path by prefix in SQL, each row a `delete` under its old name and an `insert` under its new
+ * one, computed from the index; no file under it is read or parsed again. What a move may
+ * change besides the names is left to an ordinary refresh of those files: a table that
+ * selects a file under one name and not the other, an ignore rule of the new place, a glob's
+ * captures (columns taken from the path), a file that is not where its rows say.
+ */
+
+export type { FolderMove };
+
+/** What a move is applied with: the index's live tables and what the refresher knows. */
+export interface MoveContext {
+  db: SqliteDatabase;
+  root: string;
+  catalog: Catalog;
+  inclusion: { useGitignore: boolean; extraIgnores?: readonly string[] };
+  /**
+   * Whether a file's rows may not be its current ones: a job for it queued or running, a
+   * failed commit to retry, a read the file did not last through. Asked again when the move
+   * is applied (under the writer), as jobs commit between the plan and then.
+   */
+  busy: (file: string) => boolean;
+}
+
+/** A move looked at before anything is written (the refresh's gather phase). */
+export interface MovePlan {
+  move: FolderMove;
+  /** Files under their new names to refresh as usual once the rows have moved. */
+  refresh: Set<string>;
+  /** Old name → new name of every file some table holds rows for under the source. */
+  files: Map<string, string>;
+  /** Old name → the tables (SQL names) that select a file there but not under its new name. */
+  dropped: Map<string, string[]>;
+  /** Folders under the destination the walk could not read. */
+  errors: RowChange[];
+}
+
+/** One live table as a move rewrites it: where its rows name their file, what events show. */
+interface MovedTable {
+  name: string;
+  label: string;
+  column: string;
+  columns: readonly string[];
+  order: string;
+  /**
+   * A moved row's values from its values before (`null`: read back, as a `ddl` or a glob's
+   * captures may compute columns from the path).
+   */
+  moved: ((values: unknown[], rename: (path: string) => string) => unknown[]) | null;
+  /** A path-table's `dir` column, rewritten by prefix too. */
+  dir: boolean;
+}
+
+/** The place of `path` and `dir` among a path-table's columns. */
+const PATH_AT = PATH_TABLE_COLUMNS.indexOf("path");
+const DIR_AT = PATH_TABLE_COLUMNS.indexOf("dir");
+
+/** A path-table row's values under the new name: `path`, and `dir` when it is filled. */
+function movedPathRow(values: unknown[], rename: (path: string) => string): unknown[] {
+  const moved = [...values];
+  moved[PATH_AT] = rename(values[PATH_AT] as string);
+  if (values[DIR_AT] !== null) moved[DIR_AT] = rename(values[DIR_AT] as string);
+  return moved;
+}
+
+/** Whether a parsed table's rows hold parts of their file's path (a glob's captures). */
+export function dependsOnPath(table: LiveParsedTable): boolean {
+  const selection = table.spec.selection;
+  return selection?.kind === "glob" && captureNames(selection.pattern).length > 0;
+}
+
+function filledPathTables(catalog: Catalog): PathTable[] {
+  return catalog.pathTables().filter((table) => table.filled?.paths === true);
+}
+
+function movedTables(catalog: Catalog): MovedTable[] {
+  const paths = filledPathTables(catalog).map((table): MovedTable => ({
+    name: table.name,
+    label: table.label,
+    column: "path",
+    columns: [...PATH_TABLE_COLUMNS, ...table.captures],
+    order: "path",
+    moved: table.captures.length === 0 ? movedPathRow : null,
+    dir: true,
+  }));
+  const parsed = catalog.parsedTables().map((table): MovedTable => ({
+    name: table.spec.name,
+    label: table.spec.label ?? table.spec.name,
+    column: FILE_PATH_COLUMN,
+    columns: table.columns,
+    order: `${FILE_PATH_COLUMN}, ${ROW_INDEX_COLUMN}`,
+    // A `ddl` may compute a column from the hidden file column: read the rows back.
+    moved: table.spec.ddl === null ? (values) => values : null,
+    dir: false,
+  }));
+  return [...paths, ...parsed];
+}
+
+/** The range of a column's values under `folder/` (`/` sorts just before `0`). */
+function under(folder: string): [string, string] {
+  return [`${folder}/`, `${folder}0`];
+}
+
+/**
+ * The tables that select `file` but not its new name `moved`, or `null` when some table
+ * selects `moved` but not `file` (its rows there are to be read).
+ */
+function leftTables(catalog: Catalog, file: string, moved: string): string[] | null {
+  const left: string[] = [];
+  const tables = [
+    ...filledPathTables(catalog).map((table) => ({ name: table.name, matches: table.matches })),
+    ...catalog.parsedTables().map((table) => ({ name: table.spec.name, matches: table.matches })),
+  ];
+  for (const { name, matches } of tables) {
+    const was = matches(file);
+    const is = matches(moved);
+    if (is && !was) return null;
+    if (was && !is) left.push(name);
+  }
+  return left;
+}
+
+/** Whether some live table would hold rows of `file`. */
+function anyTableSelects(catalog: Catalog, file: string): boolean {
+  return (
+    filledPathTables(catalog).some((table) => table.matches(file)) ||
+    catalog.parsedTables().some((table) => table.matches(file))
+  );
+}
+
+/** The files some live table holds rows for under `folder`. */
+function indexedUnder(context: MoveContext, folder: string): Set<string> {
+  const files = new Set<string>();
+  for (const table of movedTables(context.catalog)) {
+    const sql = `SELECT DISTINCT ${table.column} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ?`;
+    for (const file of cachedStatement(context.db, sql)
+      .pluck()
+      .all(...under(folder)) as string[]) {
+      files.add(file);
+    }
+  }
+  return files;
+}
+
+/**
+ * Looks at a move before it is applied: the files under the source whose rows can simply be
+ * renamed, and those (by their new names) that need an ordinary refresh: new or gone under the
+ * destination, selected by other tables there, ignored there, or with rows of their own under
+ * way. Lists the destination's folders (no file is read or stated).
+ */
+export function planMove(context: MoveContext, move: FolderMove): MovePlan {
+  const { from, to } = move;
+  const indexed = indexedUnder(context, from);
+  const walked = walkSelection({
+    root: context.root,
+    selection: { kind: "tree", base: to },
+    useGitignore: false,
+  });
+  const inclusion = new InclusionCheck(context.root, context.inclusion);
+  const plan: MovePlan = {
+    move,
+    refresh: new Set(),
+    files: new Map(),
+    dropped: new Map(),
+    errors: [],
+  };
+  const rename = (file: string) => `${to}${file.slice(from.length)}`;
+  for (const file of indexed) plan.files.set(file, rename(file));
+  for (const moved of walked.paths) {
+    const file = `${from}${moved.slice(to.length)}`;
+    if (!plan.files.has(file)) {
+      if (anyTableSelects(context.catalog, moved) && inclusion.includes(moved)) {
+        plan.refresh.add(moved);
+      }
+      continue;
+    }
+    indexed.delete(file);
+    const left = leftTables(context.catalog, file, moved);
+    if (left === null || !inclusion.includes(moved) || context.busy(file)) plan.refresh.add(moved);
+    else if (left.length > 0) plan.dropped.set(file, left);
+  }
+  // Rows of files that are not under the destination now: refreshed there, they go.
+  for (const file of indexed) plan.refresh.add(rename(file));
+  for (const skipped of walked.skipped) {
+    plan.errors.push({
+      action: "error",
+      table: null,
+      file_path: skipped.path,
+      error: skipped.reason,
+    });
+  }
+  return plan;
+}
+
+/** A row as events show it, with its file and values. */
+interface MovedRow {
+  file: string;
+  values: unknown[];
+  row: string;
+}
+
+/** The rows under `folder` of one table, with their files, as events show them. */
+function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): MovedRow[] {
+  const list = table.columns.length === 0 ? "NULL" : table.columns.map(quoteIdentifier).join(", ");
+  const sql = `SELECT ${table.column}, ${list} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
+  const rows = cachedStatement(db, sql)
+    .raw(true)
+    .safeIntegers(true)
+    .all(...under(folder)) as unknown[][];
+  return rows.map((values) => ({
+    file: values[0] as string,
+    values: values.slice(1),
+    row: rowJson(table.columns, values.slice(1)),
+  }));
+}
+
+function rowEvents(
+  changes: RowChange[],
+  action: "insert" | "delete",
+  table: MovedTable,
+  rows: readonly MovedRow[],
+): void {
+  for (const { file, row } of rows) {
+    changes.push({ action, table: table.label, file_path: file, row, old_row: null });
+  }
+}
+
+/** Deletes the rows of files that `table` no longer selects under their new names. */
+function dropRows(
+  context: MoveContext,
+  table: MovedTable,
+  plan: MovePlan,
+  changes: RowChange[],
+): void {
+  const quoted = quoteIdentifier(table.name);
+  for (const [file, tables] of plan.dropped) {
+    if (!tables.includes(table.name)) continue;
+    const rows = currentRows(context.db, table.name, table.columns, {
+      column: table.column,
+      value: file,
+    });
+    for (const row of rows) {
+      changes.push({ action: "delete", table: table.label, file_path: file, row, old_row: null });
+    }
+    cachedStatement(context.db, `DELETE FROM ${quoted} WHERE ${table.column} = ?`).run(file);
+    context.catalog.store?.forgetFile(table.name, file);
+  }
+}
+
+/**
+ * Renames the rows of a planned move in every live table (call inside a transaction): rows
+ * already under the destination (a folder the move replaced) are deleted first. Returns the
+ * row changes: each moved row's `delete` under its old name and `insert` under its new one.
+ */
+export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
+  const { db } = context;
+  const { from, to } = plan.move;
+  const changes: RowChange[] = [];
+  for (const table of movedTables(context.catalog)) {
+    const quoted = quoteIdentifier(table.name);
+    const { column } = table;
+    const stale = rowsUnder(db, table, to);
+    if (stale.length > 0) {
+      rowEvents(changes, "delete", table, stale);
+      cachedStatement(db, `DELETE FROM ${quoted} WHERE ${column} > ? AND ${column} < ?`).run(
+        ...under(to),
+      );
+    }
+    dropRows(context, table, plan, changes);
+    const before = rowsUnder(db, table, from);
+    if (before.length === 0) continue;
+    const renamed = (name: string) => `${name} = ? || substr(${name}, length(?) + 1)`;
+    const set = table.dir ? `${renamed(column)}, ${renamed("dir")}` : renamed(column);
+    const moveRows = `UPDATE ${quoted} SET ${set} WHERE ${column} > ? AND ${column} < ?`;
+    const prefixes = table.dir ? [to, from, to, from] : [to, from];
+    cachedStatement(db, moveRows).run(...prefixes, ...under(from));
+    rowEvents(changes, "delete", table, before);
+    const rename = (path: string) => `${to}${path.slice(from.length)}`;
+    const { moved } = table;
+    const after =
+      moved === null
+        ? rowsUnder(db, table, to)
+        : before.map(({ file, values }) => {
+            const now = moved(values, rename);
+            return { file: rename(file), values: now, row: rowJson(table.columns, now) };
+          });
+    rowEvents(changes, "insert", table, after);
+  }
+  for (const table of context.catalog.parsedTables()) {
+    context.catalog.store?.moveFiles(table.spec.name, from, to);
+  }
+  // Rows without paths cannot be found by path: the next statement fills such a table again.
+  for (const table of context.catalog.pathTables()) {
+    if (table.filled !== null && !table.filled.paths) table.filled = null;
+  }
+  return changes;
+}

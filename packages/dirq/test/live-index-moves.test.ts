@@ -1,0 +1,161 @@
+import assert from "node:assert/strict";
+import { readFileSync, renameSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { isDeepStrictEqual } from "node:util";
+import { after, before, describe, it } from "node:test";
+import { removeTree, runDirq, tempTree } from "./helpers.js";
+import {
+  eventually,
+  openEvents,
+  queryRows,
+  type RowEvent,
+  type ServerProcess,
+  startServer,
+} from "./server-support.js";
+
+/** A hook that counts its runs (a line per file in the file `$COUNT_TO`) and reads the file. */
+const COUNTING_HOOK = `import { appendFileSync, readFileSync } from "node:fs";
+appendFileSync(process.env.COUNT_TO, process.argv[2] + "\\n");
+const text = readFileSync(process.argv[2], "utf8");
+process.stdout.write(JSON.stringify([{ words: text.split(" ").length, first: text.split(" ")[0] }]));
+`;
+
+/**
+ * Four tables whose rows a move treats differently: a format's and a hook's (rows move), one
+ * whose glob captures a folder name (rows parsed again), and one that selects only `src/`
+ * (rows of a folder moved out go).
+ */
+const CONFIG = `[[table]]
+name = "data"
+glob = "**/*.json"
+format = "json"
+
+[[table]]
+name = "words"
+glob = "**/*.txt"
+on-file = "node count.mjs {path}"
+
+[[table]]
+name = "grouped"
+glob = "src/{group}/*.json"
+format = "json"
+
+[[table]]
+name = "srconly"
+glob = "src/**/*.txt"
+on-file = "node count.mjs {path}"
+`;
+
+/** The seeded tree: `src/g<i>/` with a JSON file, two text files and a nested folder. */
+function movesTree(groups: number): string {
+  const spec: Record<string, string> = {
+    "count.mjs": COUNTING_HOOK,
+    "dirq.toml": CONFIG,
+    "lib/README": "moved folders land here",
+  };
+  for (let i = 0; i < groups; i++) {
+    spec[`src/g${i}/row.json`] = JSON.stringify([{ id: i, name: `n${i}` }]);
+    spec[`src/g${i}/a.txt`] = `alpha ${i} words here`;
+    spec[`src/g${i}/deep/b.txt`] = `beta ${i}`;
+    spec[`src/g${i}/deep/more.json`] = JSON.stringify({ k: i });
+  }
+  return tempTree(spec);
+}
+
+const TABLE_QUERIES = [
+  `SELECT path, size, dir, basename FROM './' ORDER BY path`,
+  `SELECT _dirq_file_path AS f, * FROM data ORDER BY f, _dirq_row_index`,
+  `SELECT _dirq_file_path AS f, * FROM words ORDER BY f`,
+  `SELECT _dirq_file_path AS f, * FROM grouped ORDER BY f`,
+  `SELECT _dirq_file_path AS f, * FROM srconly ORDER BY f`,
+];
+
+/** What a fresh one-shot run of each statement answers. */
+async function oneShot(root: string, countTo: string): Promise<unknown[][]> {
+  const answers: unknown[][] = [];
+  for (const sql of TABLE_QUERIES) {
+    const result = await runDirq(["-c", "dirq.toml", sql], {
+      cwd: root,
+      env: { ...process.env, COUNT_TO: countTo },
+    });
+    assert.equal(result.code, 0, result.stderr);
+    answers.push(JSON.parse(result.stdout) as unknown[]);
+  }
+  return answers;
+}
+
+async function liveAnswers(server: ServerProcess): Promise<unknown[][]> {
+  const answers: unknown[][] = [];
+  for (const sql of TABLE_QUERIES) answers.push(await queryRows(server, sql));
+  return answers;
+}
+
+function runs(countFile: string): string[] {
+  return readFileSync(countFile, "utf8").split("\n").filter(Boolean);
+}
+
+describe("live index: a renamed folder is applied as a move", () => {
+  const GROUPS = 8;
+  let root = "";
+  let server: ServerProcess | undefined;
+  const counts = tempTree({});
+  const liveCount = join(counts, "live");
+  before(() => {
+    root = movesTree(GROUPS);
+    writeFileSync(liveCount, "");
+  });
+  after(async () => {
+    await server?.kill();
+    removeTree(root);
+    removeTree(counts);
+  });
+
+  it("server: after folder renames the index equals a fresh scan, and no moved file's hook runs again", async () => {
+    server = await startServer(["-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"], {
+      cwd: root,
+      env: { COUNT_TO: liveCount },
+    });
+    // Builds the path-table, and lets the config tables' hooks finish.
+    await liveAnswers(server);
+    const built = runs(liveCount).length;
+    // Two text files a group, each in two hook tables.
+    assert.equal(built, GROUPS * 4);
+    const events = await openEvents(server);
+    // Kept in src/ (the same tables select it), out of src/, into another group's name after
+    // that group left, and a nested folder moved out of its moved parent.
+    renameSync(join(root, "src/g0"), join(root, "src/h0"));
+    renameSync(join(root, "src/g1"), join(root, "lib/g1"));
+    renameSync(join(root, "src/g2"), join(root, "src/x2"));
+    renameSync(join(root, "src/g3"), join(root, "src/g2"));
+    renameSync(join(root, "src/g4"), join(root, "src/k4"));
+    renameSync(join(root, "src/k4/deep"), join(root, "src/deep4"));
+    for (let i = 5; i < GROUPS; i++) renameSync(join(root, `src/g${i}`), join(root, `src/m${i}`));
+    const expected = await oneShot(root, join(counts, "one-shot"));
+    // Compared as objects: an inferred table's columns come in the order its files were read.
+    await eventually(
+      async () => isDeepStrictEqual(await liveAnswers(server as ServerProcess), expected),
+      "the live index equal to a fresh scan",
+      30_000,
+    );
+    assert.deepEqual(await liveAnswers(server), expected);
+    // The hook ran again only where its table's selection changed: the text files leaving
+    // src/ left `srconly` (no run); none entered a table.
+    assert.deepEqual(runs(liveCount).slice(built), []);
+    // Each moved row is a delete under its old name and an insert under its new one.
+    const moved = (row: RowEvent) => row.table === "words" && /\/a\.txt$/.test(row.file_path);
+    await events.until(
+      () => events.rows().filter(moved).length >= 2 * GROUPS,
+      "the words rows moved",
+    );
+    const h0 = events.rows().filter((row) => moved(row) && /g0\/|h0\//.test(row.file_path));
+    assert.deepEqual(
+      h0.map((row) => [row.action, row.file_path]),
+      [
+        ["delete", "src/g0/a.txt"],
+        ["insert", "src/h0/a.txt"],
+      ],
+    );
+    assert.deepEqual(h0[0]?.row, h0[1]?.row);
+    events.close();
+  });
+});
