@@ -22,6 +22,7 @@ import { createServer, request } from "node:http";
 import { connect } from "node:net";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { Worker } from "node:worker_threads";
 import {
   DEFAULT_BENCH_DIR,
   DIRQ_BIN,
@@ -121,6 +122,31 @@ async function startServer(root) {
   return { port, listeners, loopDelays, stop };
 }
 
+/**
+ * Starts `clients` clients sending statements on the small table (bench/lanes-clients.mjs, a
+ * thread of their own); `stop()` resolves with their latencies (ms). `first`: where the
+ * statements' counter starts, so that no statement repeats an earlier one.
+ */
+function queryLoad(port, first) {
+  const clients = Number(values.clients);
+  const worker = new Worker(new URL("./lanes-clients.mjs", import.meta.url), {
+    workerData: { port, clients, first },
+  });
+  const result = new Promise((resolve, reject) => {
+    worker.once("message", resolve);
+    worker.once("error", reject);
+  });
+  return {
+    stop: async () => {
+      worker.postMessage("stop");
+      const { latencies, error } = await result;
+      await worker.terminate();
+      if (error !== undefined) throw new Error(error);
+      return latencies;
+    },
+  };
+}
+
 /** Resolves with the time (performance.now) of the first row event `match` accepts. */
 function eventWhen(server, match) {
   return new Promise((resolve) => {
@@ -141,9 +167,12 @@ function bigAndSmall(name) {
   const root = join(DEFAULT_BENCH_DIR, `lanes-${name}-${mb}`);
   rmSync(root, { recursive: true, force: true });
   mkdirSync(root, { recursive: true });
+  // A file that comes anew is matched by a pattern: a table whose glob is a file name with no
+  // wildcard, and no such file at the start, does not take in the file when it appears.
+  const glob = name === "new" ? "big*.csv" : "big.csv";
   writeFileSync(
     join(root, "dirq.toml"),
-    '[[table]]\nname = "big"\nglob = "big.csv"\nformat = "csv"\n\n' +
+    `[[table]]\nname = "big"\nglob = "${glob}"\nformat = "csv"\n\n` +
       '[[table]]\nname = "small"\nglob = "small.json"\nformat = "json"\n',
   );
   const count = Math.ceil((mb * 1e6) / (record(500_000, "row").length + 1));
@@ -176,18 +205,10 @@ async function bigRefresh(kind) {
   const query = () => postQuery(server.port, `SELECT v, ${++counter} FROM small`);
   for (let round = 0; round < 3; round++) await Promise.all(Array.from({ length: clients }, query));
   // The same load with nothing refreshing: on a shared machine, the floor.
-  const idle = [];
   server.loopDelays.length = 0;
-  const idleUntil = performance.now() + 2000;
-  await Promise.all(
-    Array.from({ length: clients }, async () => {
-      while (performance.now() < idleUntil) {
-        const sent = performance.now();
-        await query();
-        idle.push(performance.now() - sent);
-      }
-    }),
-  );
+  const idleLoad = queryLoad(server.port, 1_000_000);
+  await sleep(2000);
+  const idle = await idleLoad.stop();
   const idleDelay = Math.max(...server.loopDelays);
   server.loopDelays.length = 0;
   records[7] = record(7, "changed");
@@ -204,25 +225,13 @@ async function bigRefresh(kind) {
     new Promise((resolve) => setTimeout(resolve, 180_000).unref()),
   ]);
   const first = eventWhen(server, (row) => row.table === "big");
-  let refreshing = true;
+  const load = queryLoad(server.port, 2_000_000);
   const written = performance.now();
   if (kind === "delete") rmSync(join(root, "big.csv"));
   else writeWhole(root, "big.csv", text);
-  const latencies = [];
-  const client = async () => {
-    while (refreshing) {
-      const sent = performance.now();
-      const answer = await query();
-      if (answer.status !== 200) throw new Error(`answered ${answer.status}: ${answer.text}`);
-      // Every statement sent during the refresh counts, however late its answer comes.
-      latencies.push(performance.now() - sent);
-    }
-  };
-  const running = Array.from({ length: clients }, client);
   const [firstAt, at] = [await first, (await committed) ?? Number.NaN];
   const refreshDelay = Math.max(...server.loopDelays);
-  refreshing = false;
-  await Promise.all(running);
+  const latencies = await load.stop();
   await server.stop();
   rmSync(root, { recursive: true, force: true });
   const seconds = (ms) => `${(ms / 1000).toFixed(2)} s`;

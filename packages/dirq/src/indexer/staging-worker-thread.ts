@@ -3,7 +3,7 @@ import type { Extractor } from "../parse/extractor.js";
 import { formatExtractor } from "../parse/format-extractor.js";
 import { shapedExtractor } from "../parse/row-shape.js";
 import { openSqlite } from "./database.js";
-import { type FillWorkerData, failureOf } from "./fill-worker.js";
+import { failureOf } from "./fill-worker.js";
 import type { RowChange } from "./row-changes.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
 import {
@@ -16,17 +16,18 @@ import {
   swapStaged,
 } from "./staged-refresh.js";
 import {
-  CHANGES_PER_MESSAGE,
+  changeSlices,
   type StagedTable,
   type StagingAnswer,
   type StagingRequest,
+  type StagingWorkerData,
 } from "./staging-worker.js";
 
 /**
  * The thread of `StagingWorker`: its own connection to the index file, the staging tables in
  * that connection's temporary schema, one request at a time in the order they come.
  */
-const { databasePath, synchronous } = workerData as FillWorkerData;
+const { databasePath, synchronous, changes: changesPort } = workerData as StagingWorkerData;
 
 const db = openSqlite(databasePath);
 db.pragma(`synchronous = ${Number(synchronous)}`);
@@ -65,11 +66,12 @@ function fill(request: Extract<StagingRequest, { kind: "fill" }>): void {
   post({ id: request.id, kind: "filled", ...filled });
 }
 
-/** Sends `changes` back a slice at a time: the receiving thread takes each as one short task. */
+/**
+ * Sends `changes` back a slice at a time on the changes port, before the request's answer: the
+ * receiving thread takes each slice in one short task.
+ */
 function postChanges(id: number, changes: readonly RowChange[]): void {
-  for (let at = 0; at < changes.length; at += CHANGES_PER_MESSAGE) {
-    post({ id, kind: "changes", changes: changes.slice(at, at + CHANGES_PER_MESSAGE) });
-  }
+  for (const slice of changeSlices(id, changes)) changesPort.postMessage(slice);
 }
 
 function handle(request: StagingRequest): void {

@@ -1,10 +1,11 @@
-import type { Worker } from "node:worker_threads";
+import type { MessagePort, Worker } from "node:worker_threads";
 import { DirqError } from "../errors.js";
+import { workerThreads } from "../lazy-module.js";
 import type { FormatName } from "../parse/formats/format-names.js";
 import type { RowShape } from "../parse/row-shape.js";
 import { startThread } from "../node-options.js";
 import { type FillFailure, type FillWorkerData, rebuildError } from "./fill-worker.js";
-import type { RowChange } from "./row-changes.js";
+import type { RowChange, RowText } from "./row-changes.js";
 
 /**
  * A thread that reads large files of built-in formats for a live refresh (see
@@ -56,12 +57,75 @@ export interface FilledOffThread {
 export type StagingAnswer =
   | { id: number; kind: "staged"; reason: string | null }
   | ({ id: number; kind: "filled" } & FilledOffThread)
-  | { id: number; kind: "changes"; changes: RowChange[] }
   | { id: number; kind: "done" }
   | { id: number; kind: "failed"; error: FillFailure };
 
-/** Changes sent back in one message: the receiving thread takes each as one short task. */
-export const CHANGES_PER_MESSAGE = 2_000;
+/**
+ * A slice of a request's changes, sent on the changes port before the request's answer. The
+ * table and file are given once, not once per change (a staged refresh's changes are all one
+ * file's, in one table): the receiving thread then deserializes a string per change, not an
+ * object and its four strings, and keeps one copy of the names.
+ */
+export interface ChangesSlice {
+  id: number;
+  table: string;
+  file_path: string;
+  /** Each change's action, by its first letter: `i`, `u` or `d`. */
+  actions: string;
+  rows: RowText[];
+  oldRows: (RowText | null)[];
+}
+
+const ACTIONS = { i: "insert", u: "update", d: "delete" } as const;
+
+/** What the thread is started with: the index file, and the port it sends changes on. */
+export interface StagingWorkerData extends FillWorkerData {
+  changes: MessagePort;
+}
+
+/** Changes sent back in one message: the receiving thread takes each in one short task. */
+export const CHANGES_PER_MESSAGE = 1_000;
+
+/**
+ * `changes` as slices of at most `CHANGES_PER_MESSAGE`, each of one table and file, in order.
+ * Only changes to rows: a staged refresh's failure is its request's, never an `error` change.
+ */
+export function changeSlices(id: number, changes: readonly RowChange[]): ChangesSlice[] {
+  const slices: ChangesSlice[] = [];
+  let slice: ChangesSlice | null = null;
+  for (const change of changes) {
+    if (change.action === "error") throw new Error("a staged refresh made an error change");
+    if (
+      slice === null ||
+      slice.rows.length === CHANGES_PER_MESSAGE ||
+      slice.table !== change.table ||
+      slice.file_path !== change.file_path
+    ) {
+      slice = {
+        id,
+        table: change.table,
+        file_path: change.file_path,
+        actions: "",
+        rows: [],
+        oldRows: [],
+      };
+      slices.push(slice);
+    }
+    slice.actions += change.action[0];
+    slice.rows.push(change.row);
+    slice.oldRows.push(change.old_row);
+  }
+  return slices;
+}
+
+/** Appends the changes of `slice` to `changes`. */
+export function takeSlice(slice: ChangesSlice, changes: RowChange[]): void {
+  const { table, file_path: path } = slice;
+  slice.rows.forEach((row, i) => {
+    const action = ACTIONS[slice.actions[i] as keyof typeof ACTIONS];
+    changes.push({ action, table, file_path: path, row, old_row: slice.oldRows[i] ?? null });
+  });
+}
 
 interface Answered {
   reason: string | null;
@@ -77,6 +141,16 @@ interface Pending {
 
 export class StagingWorker {
   private worker: Worker | null = null;
+  /**
+   * Where the thread's changes arrive. Node hands a port's listener every message already
+   * queued in one go, without letting other work run between them: the slices of a change set
+   * of a hundred thousand rows would be one long task, which requests and event streams wait
+   * behind. This port has no listener: its slices are taken one per turn of the event loop
+   * (`takeChanges`).
+   */
+  private changesPort: MessagePort | null = null;
+  /** Answers are handed out in the order they come, each after the changes sent before it. */
+  private answering: Promise<void> = Promise.resolve();
   private readonly pending = new Map<number, Pending>();
   private nextId = 1;
   private nextStage = 1;
@@ -88,21 +162,32 @@ export class StagingWorker {
 
   private started(): Worker {
     if (this.worker !== null) return this.worker;
+    const { port1, port2 } = new (workerThreads().MessageChannel)();
+    const workerData: StagingWorkerData = { ...this.data, changes: port2 };
     const worker = startThread(new URL("./staging-worker-thread.js", import.meta.url), {
-      workerData: this.data,
+      workerData,
+      transferList: [port2],
     });
+    port1.unref();
     worker.on("message", (answer: StagingAnswer) => this.answer(answer));
     // A thread that fails or exits fails what it had; the next request starts a new one.
     const lost = (error: Error) => {
       if (this.worker !== worker) return;
       this.worker = null;
+      this.closeChangesPort();
       this.failAll(error);
     };
     worker.on("error", lost);
     worker.on("exit", (code) => lost(new Error(`the staging thread exited (code ${code})`)));
     worker.unref();
     this.worker = worker;
+    this.changesPort = port1;
     return worker;
+  }
+
+  private closeChangesPort(): void {
+    this.changesPort?.close();
+    this.changesPort = null;
   }
 
   /** Runs `task` once no other refresh holds the thread, and holds it until `task` ends. */
@@ -180,13 +265,39 @@ export class StagingWorker {
     });
   }
 
+  /**
+   * An answer ends its request once the changes the thread sent before it are taken: they are
+   * on the changes port already (a message is queued when it is posted).
+   */
   private answer(answer: StagingAnswer): void {
+    this.answering = this.answering
+      .then(() => this.takeChanges())
+      .then(
+        () => this.settle(answer),
+        (error: unknown) => this.failAll(error instanceof Error ? error : new Error(String(error))),
+      );
+  }
+
+  /**
+   * Takes the slices of changes on the changes port, one per turn of the event loop, each to
+   * its request (a slice of a request that failed meanwhile is dropped).
+   */
+  private async takeChanges(): Promise<void> {
+    const { receiveMessageOnPort } = workerThreads();
+    for (;;) {
+      const port = this.changesPort;
+      const received = port === null ? undefined : receiveMessageOnPort(port);
+      if (received === undefined) return;
+      const slice = received.message as ChangesSlice;
+      const request = this.pending.get(slice.id);
+      if (request !== undefined) takeSlice(slice, request.changes);
+      await new Promise(setImmediate);
+    }
+  }
+
+  private settle(answer: StagingAnswer): void {
     const request = this.pending.get(answer.id);
     if (request === undefined) return;
-    if (answer.kind === "changes") {
-      for (const change of answer.changes) request.changes.push(change);
-      return;
-    }
     this.pending.delete(answer.id);
     if (this.pending.size === 0) this.worker?.unref();
     if (answer.kind === "failed") return request.reject(rebuildError(answer.error));
@@ -208,6 +319,7 @@ export class StagingWorker {
     this.closed = true;
     const worker = this.worker;
     this.worker = null;
+    this.closeChangesPort();
     this.failAll(new DirqError("INDEX_CLOSED", "the index was closed while a file was refreshing"));
     if (worker !== null) {
       worker.removeAllListeners("exit");

@@ -69,5 +69,14 @@ export function tablesTouchedBy(
     .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' LIMIT 1")
     .get();
   if (trigger !== undefined) return null;
-  return [...new Set(changes.map((change) => change.table))];
+  // One pass, no copy: a large file's change set is hundreds of thousands of changes, in runs
+  // of one table.
+  const tables = new Set<string | null>();
+  let last: string | null | undefined;
+  for (const { table } of changes) {
+    if (table === last) continue;
+    last = table;
+    tables.add(table);
+  }
+  return [...tables];
 }
