@@ -324,3 +324,36 @@ describe("live index: one watcher setup for every client", () => {
     }
   });
 });
+
+describe("live index: a table's file named before it exists", () => {
+  const { serve } = serverFixtures();
+
+  it("server: the file is read when it appears, as a fresh scan reads it", async () => {
+    const root = tempTree({
+      "dirq.toml":
+        '[[table]]\nname = "big"\nglob = "big.csv"\nformat = "csv"\n\n' +
+        '[[table]]\nname = "later"\nglob = "later"\nformat = "json"\n',
+    });
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    const stream = await openReadyEvents(server);
+    try {
+      const empty = await postQuery(server, "SELECT count(*) AS n FROM big");
+      assert.deepEqual(JSON.parse(empty.text), [{ n: 0 }]);
+      writeFileSync(join(root, "big.csv"), "a,b\n1,x\n2,y\n");
+      mkdirSync(join(root, "later"));
+      writeFileSync(join(root, "later/one.json"), JSON.stringify([{ v: 1 }]));
+      await stream.next((event) => event.table === "big" && event.action === "insert", 30_000);
+      await stream.next((event) => event.table === "later" && event.action === "insert", 30_000);
+      for (const sql of ["SELECT a, b FROM big ORDER BY a", "SELECT v FROM later"]) {
+        await eventually(async () => {
+          const served = await postQuery(server, sql);
+          const fresh = await runDirq([sql, "-c", "dirq.toml", "--format", "json"], { cwd: root });
+          assert.equal(fresh.code, 0, fresh.stderr);
+          return served.text.trim() === fresh.stdout.trim();
+        }, `${sql}: the server answers as a fresh scan`);
+      }
+    } finally {
+      stream.close();
+    }
+  });
+});

@@ -72,7 +72,9 @@ export function selectionMatcher(selection: PathSelection): (path: string) => bo
     case "file":
       return (path) => path === selection.file;
     case "tree":
-      return (path) => selection.base === "" || path.startsWith(`${selection.base}/`);
+      // The base itself too: a table's folder named before it existed may turn up as a file.
+      return (path) =>
+        selection.base === "" || path === selection.base || path.startsWith(`${selection.base}/`);
     case "glob":
       return compileGlob(selection.pattern);
   }

@@ -234,24 +234,36 @@ export class SelectionWalker {
         this.open(resume.dir, rules, resume.depth, resume.everything, rawDir, resume.fromName);
       }
     } else if (selection.kind === "file") {
-      const slash = selection.file.lastIndexOf("/");
-      const rules = rulesForDir(
-        options.root,
-        slash === -1 ? "" : selection.file.slice(0, slash),
-        rootRules,
-      );
-      const name = selection.file.slice(slash + 1);
-      if (
-        rules !== null &&
-        !BUILT_IN_SKIPS.has(name) &&
-        !rules.ignores(selection.file, false) &&
-        isListedFileAt(options.root, `${options.root}/${selection.file}`)
-      ) {
-        this.add(selection.file, null);
-      }
+      this.openFile(selection.file, rootRules);
+    } else if (
+      selection.kind === "tree" &&
+      selection.base !== "" &&
+      isListedFileAt(options.root, `${options.root}/${selection.base}`)
+    ) {
+      // A table's folder named before it existed that turned up as a file: that file.
+      this.openFile(selection.base, rootRules);
     } else {
       const rules = rulesForDir(options.root, selection.base, rootRules);
       if (rules !== null) this.open(selection.base, rules, 0, false, null, null);
+    }
+  }
+
+  /** Lists the one file `file` names, unless an ignore rule or a built-in skip leaves it out. */
+  private openFile(file: string, rootRules: IgnoreRules): void {
+    const slash = file.lastIndexOf("/");
+    const rules = rulesForDir(
+      this.options.root,
+      slash === -1 ? "" : file.slice(0, slash),
+      rootRules,
+    );
+    const name = file.slice(slash + 1);
+    if (
+      rules !== null &&
+      !BUILT_IN_SKIPS.has(name) &&
+      !rules.ignores(file, false) &&
+      isListedFileAt(this.options.root, `${this.options.root}/${file}`)
+    ) {
+      this.add(file, null);
     }
   }
 
