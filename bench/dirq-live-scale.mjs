@@ -34,6 +34,7 @@ import {
   log,
   parseOptions,
   positiveInteger,
+  readSseFrames,
   requireDirqBuilt,
   seededRandom,
   serverPort,
@@ -207,26 +208,6 @@ function loadAverage() {
 // ---------------------------------------------------------------------------------------------
 // SSE clients
 
-/** Reads an SSE body, calling `onFrame(event, data)` per frame; resolves when it ends. */
-async function readFrames(body, onFrame) {
-  const decoder = new globalThis.TextDecoder();
-  let buffer = "";
-  try {
-    for await (const chunk of body) {
-      buffer += decoder.decode(chunk, { stream: true });
-      for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
-        const lines = buffer.slice(0, end).split("\n");
-        buffer = buffer.slice(end + 2);
-        const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
-        const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
-        if (event !== undefined && data !== undefined) onFrame(event, data);
-      }
-    }
-  } catch {
-    // Aborted at the end.
-  }
-}
-
 /** The documented steps (docs/live-queries.md, "Applying a diff"). */
 function applyDiff(rows, diff) {
   const out = [...diff.removed.map((r) => r.at), ...diff.updated.map((u) => u.from)];
@@ -245,7 +226,7 @@ async function subscribe(url, statement) {
   const subscriber = { statement, rows: [], ordered: true, frames: 0, errors: 0 };
   let snapshot;
   const ready = new Promise((resolve) => (snapshot = resolve));
-  void readFrames(response.body, (event, data) => {
+  void readSseFrames(response.body, (event, data) => {
     subscriber.frames++;
     if (event === "snapshot") {
       const parsed = JSON.parse(data);
@@ -268,7 +249,7 @@ async function followCommits(url) {
   let rowFrames = 0;
   // A reader cut off as too slow gets a `reset`: the commits it missed go uncounted.
   let resets = 0;
-  void readFrames(response.body, (event, data) => {
+  void readSseFrames(response.body, (event, data) => {
     if (event === "reset") resets++;
     if (event !== "row") return;
     rowFrames++;

@@ -35,6 +35,7 @@ import {
   parseOptions,
   percentile,
   positiveInteger,
+  readSseFrames,
   requireDirqBuilt,
 } from "./lib.mjs";
 
@@ -130,25 +131,10 @@ async function subscribe(url, sql, onFrame) {
   if (response.status !== 200) throw new Error(`/live ${sql}: ${await response.text()}`);
   let snapshot;
   const ready = new Promise((resolve) => (snapshot = resolve));
-  void (async () => {
-    const decoder = new globalThis.TextDecoder();
-    let buffer = "";
-    try {
-      for await (const chunk of response.body) {
-        buffer += decoder.decode(chunk, { stream: true });
-        for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
-          const lines = buffer.slice(0, end).split("\n");
-          buffer = buffer.slice(end + 2);
-          const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
-          const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
-          if (event === "snapshot") snapshot();
-          if (event !== undefined) onFrame(event, data);
-        }
-      }
-    } catch {
-      // Aborted at the end of a phase.
-    }
-  })();
+  void readSseFrames(response.body, (event, data) => {
+    if (event === "snapshot") snapshot();
+    onFrame(event, data);
+  });
   await ready;
   return { close: () => controller.abort() };
 }

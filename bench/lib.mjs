@@ -741,3 +741,26 @@ export function sectionTable(section) {
 export function readMarkerFile(marker) {
   return JSON.parse(readFileSync(marker, "utf8"));
 }
+
+/**
+ * Reads a Server-Sent Events body, calling `onFrame(event, data)` for each frame with both an
+ * `event:` and a `data:` line; resolves when the body ends or its request is aborted.
+ */
+export async function readSseFrames(body, onFrame) {
+  const decoder = new globalThis.TextDecoder();
+  let buffer = "";
+  try {
+    for await (const chunk of body) {
+      buffer += decoder.decode(chunk, { stream: true });
+      for (let end = buffer.indexOf("\n\n"); end !== -1; end = buffer.indexOf("\n\n")) {
+        const lines = buffer.slice(0, end).split("\n");
+        buffer = buffer.slice(end + 2);
+        const event = lines.find((l) => l.startsWith("event: "))?.slice(7);
+        const data = lines.find((l) => l.startsWith("data: "))?.slice(6);
+        if (event !== undefined && data !== undefined) onFrame(event, data);
+      }
+    }
+  } catch {
+    // Aborted: the caller ended the stream.
+  }
+}
