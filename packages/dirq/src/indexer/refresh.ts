@@ -213,6 +213,11 @@ function rawPathOf(root: string, path: string): Buffer | null {
   return current;
 }
 
+/** A file's state as signatures record it: its row stat joined, or `MISSING`. */
+function statKey(stat: FileStat | null): string {
+  return stat ? stat.join(":") : MISSING;
+}
+
 /**
  * Whether the file at `path` is a row, and its size and times (whole seconds, as the walk's
  * stat records them). Symlinks count when they resolve to a regular file inside the root; a
@@ -624,8 +629,7 @@ export class Refresher {
   /** The stat key of `file` now (see `Gathered.key`), `null` when it cannot be told. */
   private keyNow(file: string): string | null {
     try {
-      const stat = fileRowStat(this.root, file);
-      return stat ? stat.join(":") : MISSING;
+      return statKey(fileRowStat(this.root, file));
     } catch {
       return null;
     }
@@ -655,7 +659,7 @@ export class Refresher {
         errors.push({ action: "error", table: null, file_path: file, error: messageOf(error) });
         stat = null;
       }
-      const key = stat ? stat.join(":") : MISSING;
+      const key = statKey(stat);
       // Unchanged since its last commit, or its hooks run for this very state now.
       const handled =
         this.fileSignatures.get(file) === key || this.scheduler.currentKey(file) === key;
