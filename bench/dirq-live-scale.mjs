@@ -14,7 +14,12 @@
 //
 //   node bench/dirq-live-scale.mjs [--minutes 10] [--subscribers 1000] [--statements 100]
 //     [--tables 10] [--rate 20] [--files 50] [--rows 20] [--compare-seconds 60]
-//     [--sample-seconds 10] [--server-node-options "--max-old-space-size=64"] [--json]
+//     [--sample-seconds 10] [--server-node-options "--max-old-space-size=64"]
+//     [--event-history-frames N] [--live-history-bytes N] [--json]
+// RSS is "flat" when a straight line fitted to phase 3's last half of samples rises by less
+// than 5 % of their mean over that half. Both histories (`/events`' and the live queries') grow
+// until they reach their bounds; smaller bounds (the two options, passed to the server as
+// DIRQ_EVENT_HISTORY_FRAMES and DIRQ_LIVE_HISTORY_BYTES) fill them within a short run.
 import { spawn } from "node:child_process";
 import {
   mkdirSync,
@@ -51,6 +56,8 @@ const USAGE = `usage: node bench/dirq-live-scale.mjs [options]
   --compare-seconds N  length of phases 1 and 2 (default 60)
   --sample-seconds N   RSS, fds and history sampled this often (default 10)
   --server-node-options "..."  NODE_OPTIONS of the server (e.g. --max-old-space-size=64)
+  --event-history-frames N  the row frames /events keeps (server default 65536)
+  --live-history-bytes N    the bytes of frames all live queries keep (server default 32 MiB)
   --json               print machine-readable results
 `;
 const options = parseOptions(
@@ -66,6 +73,8 @@ const options = parseOptions(
     "compare-seconds": { type: "string", default: "60" },
     "sample-seconds": { type: "string", default: "10" },
     "server-node-options": { type: "string" },
+    "event-history-frames": { type: "string" },
+    "live-history-bytes": { type: "string" },
     json: { type: "boolean", default: false },
   },
   USAGE,
@@ -139,6 +148,44 @@ function writeFile(root, table, file) {
 
 let stopping = false;
 
+/** The server's history bounds the options lower (unset: the server's defaults). */
+function historyBoundsEnv() {
+  const env = {};
+  if (options["event-history-frames"] !== undefined) {
+    env.DIRQ_EVENT_HISTORY_FRAMES = String(
+      positiveInteger(options["event-history-frames"], "--event-history-frames"),
+    );
+  }
+  if (options["live-history-bytes"] !== undefined) {
+    env.DIRQ_LIVE_HISTORY_BYTES = String(
+      positiveInteger(options["live-history-bytes"], "--live-history-bytes"),
+    );
+  }
+  return env;
+}
+
+/**
+ * Whether RSS levelled off: the rise over phase 3's last half of a least-squares line through
+ * its samples, against 5 % of their mean.
+ */
+function lastHalfTrend(samples) {
+  const half = samples.slice(Math.floor(samples.length / 2));
+  if (half.length < 3) return { flat: null, riseMb: null, meanMb: null, samples: half.length };
+  const xs = half.map((s) => s.at);
+  const ys = half.map((s) => s.rssMb);
+  const meanX = sum(xs) / xs.length;
+  const meanY = sum(ys) / ys.length;
+  let covariance = 0;
+  let variance = 0;
+  for (let i = 0; i < xs.length; i++) {
+    covariance += (xs[i] - meanX) * (ys[i] - meanY);
+    variance += (xs[i] - meanX) ** 2;
+  }
+  const slope = variance === 0 ? 0 : covariance / variance;
+  const riseMb = slope * (xs.at(-1) - xs[0]);
+  return { flat: riseMb < 0.05 * meanY, riseMb, meanMb: meanY, samples: half.length };
+}
+
 async function startServer(root) {
   const args = [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"];
   const child = spawn(process.execPath, args, {
@@ -148,6 +195,7 @@ async function startServer(root) {
       DIRQ_LIVE_STATS: "1",
       // A capped heap tells memory kept from the heap's own slack.
       NODE_OPTIONS: options["server-node-options"] ?? "",
+      ...historyBoundsEnv(),
     },
     stdio: ["ignore", "pipe", "inherit"],
   });
@@ -397,9 +445,14 @@ function sampler(server) {
       rssMb: rssMb(server.child.pid),
       fds: openFds(server.child.pid),
       historyMb: sum(stats.queries.map((q) => q.historyChars)) / 1024 / 1024,
+      eventFrames: stats.eventHistory.frames,
+      eventHistoryMb: stats.eventHistory.bytes / 1024 / 1024,
       // The heap in use beside RSS: memory kept, or a heap V8 has not collected yet.
       heapUsedMb: stats.memory.heapUsed / 1024 / 1024,
       heapTotalMb: stats.memory.heapTotal / 1024 / 1024,
+      // Off the JS heap: buffers (SSE frames, answers) and what native code keeps.
+      externalMb: stats.memory.external / 1024 / 1024,
+      arrayBuffersMb: stats.memory.arrayBuffers / 1024 / 1024,
       load: loadAverage(),
     });
   };
@@ -455,6 +508,12 @@ async function measure(root, server) {
   };
 }
 
+function rssVerdict(trend) {
+  if (trend.flat === null) return `RSS over phase 3's last half: too few samples to tell`;
+  const rise = `${trend.riseMb >= 0 ? "+" : ""}${trend.riseMb.toFixed(1)} MB`;
+  return `RSS over phase 3's last half (${trend.samples} samples, mean ${trend.meanMb.toFixed(0)} MB): fitted rise ${rise}, ${trend.flat ? "flat" : "NOT flat"} (flat: under 5 % of the mean)`;
+}
+
 function report(result) {
   const evaluators = result.stats.queries.length;
   const shared = sum(result.stats.queries.map((q) => q.subscribers));
@@ -481,6 +540,8 @@ function report(result) {
       allSubscribers: result.many.cpuPerSecond,
     },
     rssMb: { first: rss[0], last: rss.at(-1), min: Math.min(...rss), max: Math.max(...rss) },
+    rssLastHalf: lastHalfTrend(result.memory),
+    historyBounds: historyBoundsEnv(),
     fds: { first: fds[0], last: fds.at(-1), min: Math.min(...fds), max: Math.max(...fds) },
     samples: result.memory,
     phaseSamples: {
@@ -507,9 +568,14 @@ function report(result) {
     `server RSS MB over phase 1 (no live query): ${result.idle.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
     `server RSS MB over phase 2: ${result.few.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
     `server RSS MB over phase 3: ${rss.map((v) => v.toFixed(0)).join(" ")}`,
+    rssVerdict(summary.rssLastHalf),
     `server heap used / heap total MB over phase 3: ${result.memory.map((m) => `${m.heapUsedMb.toFixed(0)}/${m.heapTotalMb.toFixed(0)}`).join(" ")}`,
+    `server external / array buffers MB over phase 3: ${result.memory.map((m) => `${m.externalMb.toFixed(0)}/${m.arrayBuffersMb.toFixed(0)}`).join(" ")}`,
     `server open fds over phase 3: ${fds.join(" ")}`,
     `live query history kept (MB of frames, all evaluators) over phase 3: ${result.memory.map((m) => m.historyMb.toFixed(1)).join(" ")}`,
+    `/events history kept (frames) over phase 3: ${result.memory.map((m) => m.eventFrames).join(" ")}`,
+    `/events history kept (MB) over phase 3: ${result.memory.map((m) => m.eventHistoryMb.toFixed(1)).join(" ")}`,
+    `history bounds: ${JSON.stringify(summary.historyBounds)} (empty: the server's defaults)`,
     `error frames: ${summary.errorFrames}`,
     `wrong final answers: ${result.wrong.length} of ${result.subscribers.length} subscribers${result.wrong.length > 0 ? ` (${summary.wrong.join("; ")})` : ""}`,
     `load average: ${summary.loadAverage}`,

@@ -82,6 +82,11 @@ export class EventHistory {
     return this.last - (this.frames.length - this.start) + 1;
   }
 
+  /** The frames kept and their bytes (what the history's bounds bound). */
+  get size(): { frames: number; bytes: number } {
+    return { frames: this.frames.length - this.start, bytes: this.keptBytes };
+  }
+
   /** The SSE id of frame `n`. */
   idOf(n: number): string {
     return `${this.run}-${n}`;

@@ -1,6 +1,14 @@
 import { answerRows } from "./answer-rows.js";
 import type { DiffThread } from "./large-diff.js";
-import { type AnswerDiff, diffAnswers, type DiffShape, type RowDelta } from "./live-diff.js";
+import {
+  type AnswerDiff,
+  diffAnswers,
+  type DiffShape,
+  keyOf,
+  type RowDelta,
+  rowDelta,
+} from "./live-diff.js";
+import { RowSlots } from "./row-slots.js";
 
 /** Rows held on the diff thread: their text here (for snapshots), and which thread holds them. */
 interface Held {
@@ -12,10 +20,11 @@ interface Held {
  * The current answer of one live query, in the order clients hold it: its rows here, or, once
  * a whole answer was large (`threadBytes`), on the diff thread, which then cuts and diffs every
  * later answer of the query while this thread keeps only the rows' text. Either way the same
- * function (`diffAnswers`) makes the diffs.
+ * diffs come out (`diffAnswers`, or `RowSlots` for an answer without an order held here, whose
+ * few rows that left and joined cost only themselves).
  */
 export class LiveAnswer {
-  private rows: readonly string[] = [];
+  private rows = new RowSlots();
   private held: Held | null = null;
   /** Whether a run went to the diff thread: it may hold rows of this query. */
   private sent = false;
@@ -32,12 +41,12 @@ export class LiveAnswer {
 
   /** The rows, in the order clients hold them (cut again from their text when held elsewhere). */
   get current(): readonly string[] {
-    return this.held === null ? this.rows : answerRows(`[${this.text}]`);
+    return this.held === null ? this.rows.rows() : answerRows(`[${this.text}]`);
   }
 
   /** The rows' texts joined by commas: a snapshot's rows, less the brackets. */
   get text(): string {
-    return this.held === null ? this.rows.join(",") : Buffer.from(this.held.text).toString();
+    return this.held === null ? this.rows.rows().join(",") : Buffer.from(this.held.text).toString();
   }
 
   /**
@@ -57,30 +66,34 @@ export class LiveAnswer {
       query: this.query,
       body: ownBytes(body),
       shape: this.shape,
-      seed: this.held === null && !fresh ? this.rows : null,
+      seed: this.held === null && !fresh ? this.rows.rows() : null,
       reset: fresh,
     });
     this.held = { text: result.text, generation: result.generation };
-    this.rows = [];
+    this.rows = new RowSlots();
     return fresh ? null : result.diff;
   }
 
   /** Moves to a whole new answer already cut into rows, on this thread; as `whole`. */
   replace(rows: string[], reset: boolean): AnswerDiff | null {
     if (reset) {
-      this.rows = rows;
+      this.rows = new RowSlots(rows);
       return null;
     }
-    const made = diffAnswers(this.rows, { rows }, this.shape);
-    this.rows = made.rows;
+    if (!this.shape.ordered) return this.apply(rowDelta(this.rows.rows(), rows));
+    const made = diffAnswers(this.rows.rows(), { rows }, this.shape);
+    this.rows = new RowSlots(made.rows);
     return made.diff;
   }
 
-  /** Takes in the rows that left and joined (the file-by-file way, rows held here). */
+  /**
+   * Takes in the rows that left and joined (the file-by-file way: an answer without an order,
+   * held here), at the cost of those rows.
+   */
   apply(delta: RowDelta): AnswerDiff {
-    const made = diffAnswers(this.rows, { delta }, this.shape);
-    this.rows = made.rows;
-    return made.diff;
+    const key = this.shape.key;
+    const pairBy = key === null || key.length === 0 ? null : (row: string) => keyOf(row, key);
+    return this.rows.take(delta, pairBy);
   }
 
   /** Lets the diff thread drop the rows it holds. */

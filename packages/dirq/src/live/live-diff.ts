@@ -274,7 +274,7 @@ export function diffAnswers(
 }
 
 /** A row's key: the JSON of its values in the key's columns. */
-function keyOf(row: string, key: readonly string[]): string {
+export function keyOf(row: string, key: readonly string[]): string {
   const values = JSON.parse(row) as Record<string, unknown>;
   return JSON.stringify(key.map((column) => values[column]));
 }

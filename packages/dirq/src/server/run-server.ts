@@ -192,6 +192,8 @@ function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
       commit: current?.session.commitSeq ?? 0,
       // Heap beside RSS: whether memory that grows is kept or only not yet collected.
       memory: process.memoryUsage(),
+      // The other bounded history beside the live queries': what it holds while it fills.
+      eventHistory: current?.session.events.size ?? { frames: 0, bytes: 0 },
       queries: current?.queries.stats() ?? [],
     };
   };
