@@ -16,8 +16,8 @@
 //     [--tables 10] [--rate 20] [--files 50] [--rows 20] [--compare-seconds 60]
 //     [--sample-seconds 10] [--server-node-options "--max-old-space-size=64"]
 //     [--event-history-frames N] [--live-history-bytes N] [--json]
-// RSS is "flat" when a straight line fitted to phase 3's last half of samples rises by less
-// than 5 % of their mean over that half. Both histories (`/events`' and the live queries') grow
+// RSS is "flat" when its peak over phase 3's last half is at most 5 % above its peak over the
+// first half. Both histories (`/events`' and the live queries') grow
 // until they reach their bounds; smaller bounds (the two options, passed to the server as
 // DIRQ_EVENT_HISTORY_FRAMES and DIRQ_LIVE_HISTORY_BYTES) fill them within a short run.
 import { spawn } from "node:child_process";
@@ -165,25 +165,22 @@ function historyBoundsEnv() {
 }
 
 /**
- * Whether RSS levelled off: the rise over phase 3's last half of a least-squares line through
- * its samples, against 5 % of their mean.
+ * Whether RSS levelled off: its peak over phase 3's last half against its peak over the first
+ * half (a collector that gives memory back makes dips, so a line fitted through the samples
+ * says less than the peaks do). Flat: the later peak at most 5 % above the earlier one.
  */
 function lastHalfTrend(samples) {
-  const half = samples.slice(Math.floor(samples.length / 2));
-  if (half.length < 3) return { flat: null, riseMb: null, meanMb: null, samples: half.length };
-  const xs = half.map((s) => s.at);
-  const ys = half.map((s) => s.rssMb);
-  const meanX = sum(xs) / xs.length;
-  const meanY = sum(ys) / ys.length;
-  let covariance = 0;
-  let variance = 0;
-  for (let i = 0; i < xs.length; i++) {
-    covariance += (xs[i] - meanX) * (ys[i] - meanY);
-    variance += (xs[i] - meanX) ** 2;
-  }
-  const slope = variance === 0 ? 0 : covariance / variance;
-  const riseMb = slope * (xs.at(-1) - xs[0]);
-  return { flat: riseMb < 0.05 * meanY, riseMb, meanMb: meanY, samples: half.length };
+  const cut = Math.floor(samples.length / 2);
+  if (cut < 2) return { flat: null, firstPeakMb: null, lastPeakMb: null, samples: samples.length };
+  const peak = (list) => Math.max(...list.map((s) => s.rssMb));
+  const firstPeakMb = peak(samples.slice(0, cut));
+  const lastPeakMb = peak(samples.slice(cut));
+  return {
+    flat: lastPeakMb <= 1.05 * firstPeakMb,
+    firstPeakMb,
+    lastPeakMb,
+    samples: samples.length,
+  };
 }
 
 async function startServer(root) {
@@ -509,9 +506,9 @@ async function measure(root, server) {
 }
 
 function rssVerdict(trend) {
-  if (trend.flat === null) return `RSS over phase 3's last half: too few samples to tell`;
-  const rise = `${trend.riseMb >= 0 ? "+" : ""}${trend.riseMb.toFixed(1)} MB`;
-  return `RSS over phase 3's last half (${trend.samples} samples, mean ${trend.meanMb.toFixed(0)} MB): fitted rise ${rise}, ${trend.flat ? "flat" : "NOT flat"} (flat: under 5 % of the mean)`;
+  if (trend.flat === null) return `RSS over phase 3: too few samples to tell whether it is flat`;
+  const rise = ((trend.lastPeakMb / trend.firstPeakMb - 1) * 100).toFixed(1);
+  return `RSS peak over phase 3's first half ${trend.firstPeakMb.toFixed(0)} MB, last half ${trend.lastPeakMb.toFixed(0)} MB (${rise} %): ${trend.flat ? "flat" : "NOT flat"} (flat: at most 5 % higher)`;
 }
 
 function report(result) {

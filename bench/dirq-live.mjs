@@ -141,21 +141,37 @@ async function subscribe(url, sql, onFrame) {
 
 const TICKS = 100;
 
-/** CPU seconds of a process and its children (the query processes), from /proc. */
-function treeCpuSeconds(pid) {
-  let total = 0;
-  const visit = (id) => {
+/** CPU seconds of one process (all its threads) and of its main thread alone, from /proc. */
+function processCpu(pid) {
+  const ticks = (path) => {
+    const fields = readFileSync(path, "utf8").split(") ")[1].split(" ");
+    return Number(fields[11]) + Number(fields[12]);
+  };
+  return { all: ticks(`/proc/${pid}/stat`), main: ticks(`/proc/${pid}/task/${pid}/stat`) };
+}
+
+/**
+ * CPU seconds of the server by part, from /proc: its main thread, its other threads (V8's
+ * collector and compiler threads, libuv's pool, the watcher and diff threads) and its child
+ * processes (the query processes).
+ */
+function treeCpuParts(pid) {
+  const parts = { main: 0, threads: 0, children: 0 };
+  const visit = (id, isServer) => {
     try {
-      const fields = readFileSync(`/proc/${id}/stat`, "utf8").split(") ")[1].split(" ");
-      total += Number(fields[11]) + Number(fields[12]);
+      const cpu = processCpu(id);
+      if (isServer) {
+        parts.main += cpu.main;
+        parts.threads += cpu.all - cpu.main;
+      } else parts.children += cpu.all;
       const children = readFileSync(`/proc/${id}/task/${id}/children`, "utf8").trim();
-      for (const child of children ? children.split(" ") : []) visit(Number(child));
+      for (const child of children ? children.split(" ") : []) visit(Number(child), false);
     } catch {
       // A process that ended meanwhile.
     }
   };
-  visit(pid);
-  return total / TICKS;
+  visit(pid, true);
+  return Object.fromEntries(Object.entries(parts).map(([part, t]) => [part, t / TICKS]));
 }
 
 /**
@@ -224,7 +240,7 @@ const hotFiles = new Set();
  */
 async function pacedPhase(root, server, sql, count, first) {
   const sub = sql === null ? null : await subscribe(server.url, sql, () => {});
-  const cpuBefore = treeCpuSeconds(server.child.pid);
+  const cpuBefore = treeCpuParts(server.child.pid);
   const started = performance.now();
   for (let n = 0; n < count; n++) {
     await sleep(started + n * PACE_MS - performance.now());
@@ -235,12 +251,16 @@ async function pacedPhase(root, server, sql, count, first) {
     writeFile(root, file, hot);
   }
   await sleep(started + count * PACE_MS + 1000 - performance.now());
-  const cpu = treeCpuSeconds(server.child.pid) - cpuBefore;
+  const cpuAfter = treeCpuParts(server.child.pid);
+  const parts = Object.fromEntries(
+    Object.keys(cpuAfter).map((part) => [part, cpuAfter[part] - cpuBefore[part]]),
+  );
+  const cpu = parts.main + parts.threads + parts.children;
   const stats = await (await globalThis.fetch(`${server.url}/live/stats`)).json();
   const query = stats.queries.find((q) => q.sql === sql);
   sub?.close();
   await sleep(500);
-  return { cpu, byFileCpuMs: query?.byFileCpuMs ?? 0, runs: query?.runs ?? 0 };
+  return { cpu, parts, byFileCpuMs: query?.byFileCpuMs ?? 0, runs: query?.runs ?? 0 };
 }
 
 /**
@@ -251,7 +271,10 @@ async function cpuPhases(root, server) {
   const ways = { baseline: null, incremental: FILTER, whole: FILTER_WHOLE };
   const names = Object.keys(ways);
   const totals = Object.fromEntries(
-    names.map((name) => [name, { cpu: 0, byFileCpuMs: 0, runs: 0 }]),
+    names.map((name) => [
+      name,
+      { cpu: 0, byFileCpuMs: 0, runs: 0, parts: { main: 0, threads: 0, children: 0 } },
+    ]),
   );
   const rounds = [];
   const perRound = Math.ceil(CPU_CHANGES / ROUNDS);
@@ -264,6 +287,7 @@ async function cpuPhases(root, server) {
       first += perRound;
       figures[name] = (result.cpu / perRound) * 1000;
       for (const field of ["cpu", "byFileCpuMs", "runs"]) totals[name][field] += result[field];
+      for (const part of Object.keys(result.parts)) totals[name].parts[part] += result.parts[part];
     }
     rounds.push(figures);
   }
@@ -272,7 +296,20 @@ async function cpuPhases(root, server) {
   const incremental = perChange("incremental") - perChange("baseline");
   const whole = perChange("whole") - perChange("baseline");
   const own = totals.incremental.byFileCpuMs / changes;
+  // Where each way's CPU beyond the refresh goes: main thread, other threads, query processes.
+  const partsPerChange = (name) =>
+    Object.fromEntries(
+      Object.entries(totals[name].parts).map(([part, s]) => [
+        part,
+        ((s - totals.baseline.parts[part]) / changes) * 1000,
+      ]),
+    );
   return {
+    baselineParts: Object.fromEntries(
+      Object.entries(totals.baseline.parts).map(([part, s]) => [part, (s / changes) * 1000]),
+    ),
+    incrementalParts: partsPerChange("incremental"),
+    wholeParts: partsPerChange("whole"),
     changes,
     paceMs: PACE_MS,
     baseline: perChange("baseline"),
@@ -419,6 +456,11 @@ function printCpu(cpu) {
     (r) => `${r.baseline.toFixed(2)}/${r.incremental.toFixed(2)}/${r.whole.toFixed(2)}`,
   );
   console.log(`per round, ms per change (none/file by file/whole): ${rounds.join(", ")}`);
+  const parts = (p) =>
+    `main thread ${ms(p.main)}, other threads ${ms(p.threads)}, query processes ${ms(p.children)}`;
+  console.log(`the refresh's own, by part: ${parts(cpu.baselineParts)}`);
+  console.log(`file by file beyond the refresh, by part: ${parts(cpu.incrementalParts)}`);
+  console.log(`whole re-run beyond the refresh, by part: ${parts(cpu.wholeParts)}`);
 }
 
 async function main() {

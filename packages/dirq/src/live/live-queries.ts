@@ -163,6 +163,7 @@ export class LiveQueries {
       historyBytes: options.historyBytes ?? LIVE_HISTORY_BYTES,
       diffThreadBytes: options.diffThreadBytes ?? LARGE_DIFF_BYTES,
       historyBudget: new HistoryBudget(options.historyTotalBytes ?? LIVE_HISTORY_TOTAL_BYTES),
+      measureCpu: options.measureCpu ?? false,
     };
     this.lingerMs = options.lingerMs ?? LIVE_LINGER_MS;
   }

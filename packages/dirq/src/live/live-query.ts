@@ -40,6 +40,11 @@ export interface LiveQueryLimits {
   diffThreadBytes: number;
   /** What the histories of every live query of a server keep together. */
   historyBudget: HistoryBudget;
+  /**
+   * Whether file-by-file runs read their own CPU time (`byFileCpuMs`, for `GET /live/stats`):
+   * two reads of the thread's scheduler statistics a run, which only a benchmark needs.
+   */
+  measureCpu?: boolean;
 }
 
 /**
@@ -227,7 +232,8 @@ export class LiveQuery {
 
   /**
    * CPU milliseconds the main thread spent in file-by-file runs, from reading the changed files'
-   * rows to the frame (`GET /live/stats`); whole re-runs spend theirs in query processes.
+   * rows to the frame (`GET /live/stats`; 0 unless `measureCpu`); whole re-runs spend theirs in
+   * query processes.
    */
   get byFileCpuMs(): number {
     return this.byFileCpuMicros / 1000;
@@ -355,13 +361,14 @@ export class LiveQuery {
     const files = this.changedFiles;
     this.changedFiles = new Set();
     const byFile = this.plan !== null && files !== null;
-    const started = threadCpuMicros();
+    const measured = byFile && this.limits.measureCpu === true;
+    const started = measured ? threadCpuMicros() : 0;
     try {
       const outcome = byFile ? { delta: this.changedRows([...files]) } : await this.wholeAnswer();
       if (this.isClosed) return;
       await this.take(commit, outcome);
       // The file-by-file way runs on this thread to its frame, so this is its own cost.
-      if (byFile) this.byFileCpuMicros += threadCpuMicros() - started;
+      if (measured) this.byFileCpuMicros += threadCpuMicros() - started;
     } catch (error) {
       if (this.isClosed) return;
       // Rows of files changed meanwhile were not taken in: the next run reads them all.

@@ -170,6 +170,8 @@ async function startLive(
     lingerMs: liveSettingFromEnv("DIRQ_LIVE_LINGER_MS", 1),
     diffThreadBytes: liveSettingFromEnv("DIRQ_LIVE_DIFF_THREAD_BYTES", 0),
     historyTotalBytes: liveSettingFromEnv("DIRQ_LIVE_HISTORY_BYTES", 1),
+    // Only `GET /live/stats` reports it: a benchmark's measure, not every run's cost.
+    measureCpu: process.env.DIRQ_LIVE_STATS === "1",
   });
   return { live: { session, statements, queries }, query };
 }
