@@ -344,6 +344,7 @@ describe("GET /live", () => {
     const [filter, ordered, docs, again] = await Promise.all(streams);
     type Stats = {
       memory: { rss: number; heapUsed: number };
+      eventHistory: { frames: number; bytes: number };
       queries: {
         sql: string;
         subscribers: number;
@@ -352,11 +353,13 @@ describe("GET /live", () => {
         byFileCpuMs: number;
       }[];
     };
+    let lastEventHistory = { frames: 0, bytes: 0 };
     const stats = async () => {
       const answer = await request(`${server.url}/live/stats`);
       assert.equal(answer.status, 200, answer.text);
       const body = JSON.parse(answer.text) as Stats;
       assert.ok(body.memory.heapUsed > 0 && body.memory.rss > body.memory.heapUsed);
+      lastEventHistory = body.eventHistory;
       return new Map(body.queries.map((q) => [q.sql, q]));
     };
     try {
@@ -382,6 +385,8 @@ describe("GET /live", () => {
         "file by file, measured",
       );
       assert.equal(after.get(asks[1]?.sql as string)?.byFileCpuMs, 0, "re-run whole");
+      // The /events history holds the row frames of the change just taken in.
+      assert.ok(lastEventHistory.frames >= 1 && lastEventHistory.bytes > 0, "the /events history");
       writeFileSync(join(root, "docs/d.json"), JSON.stringify([{ id: 2, doc: "{}" }]));
       await docs?.until(() => docs.rows.some((row) => row.id === 2), "doc 2");
       assert.ok(((await stats()).get(asks[2]?.sql as string)?.runs ?? 0) >= 1);

@@ -196,6 +196,8 @@ async function sameFramesBothWays(
         assert.deepEqual(await drain(incremental), await drain(whole), `step ${step}: ${sql}`);
       }
     }
+    // Without `measureCpu` no run reads its thread's CPU time.
+    for (const [incremental] of pairs) assert.equal(incremental.query.byFileCpuMs, 0);
   } finally {
     queries.close();
     await session.close();
