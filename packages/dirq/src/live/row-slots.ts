@@ -5,7 +5,10 @@ interface LeavingRow extends PlacedRow {
   slot: number;
 }
 
-/** Vacant slots tolerated before the slots are packed again (and at most as many as rows). */
+/**
+ * The slots are packed again once the vacant ones outnumber both this and the rows held: a
+ * pack costs the answer, so it comes only after as many runs took rows out.
+ */
 const VACANT_SLOTS_KEPT = 1024;
 
 /**
