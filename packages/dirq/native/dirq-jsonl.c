@@ -23,6 +23,17 @@
  *   NULL or a key that is not one of `columns`: the caller then undoes the rows inserted and
  *   takes the long way. One parse instead of two for every piece that brings no new key.
  *
+ * dirq_json_array_scan(bytes, state)
+ *   Where a large JSON array's bytes may be cut after whole elements: the scan
+ *   src/parse/formats/json-array-stream.ts makes in JavaScript where this extension is not,
+ *   on from `state` (how the scan of the bytes before ended: the depth, 1 inside the top array,
+ *   plus SCAN_IN_STRING and SCAN_ESCAPED). A text of four integers separated by spaces: the
+ *   offset of the last comma between two elements of the top array, or -1; the offset of the
+ *   `]` or `}` that closes the top array, or -1 (the scan stops there); how many commas between
+ *   two elements it passed; the state after the bytes scanned. NULL when a bracket nests
+ *   deeper than 512 levels. Only quotes, backslashes, brackets and commas count: the elements'
+ *   syntax is for the parser to check.
+ *
  * `piece` is UTF-8 (checked by the caller, byte-order mark left out); only lines that end in a
  * newline are read, as the JavaScript reader leaves a last line without one unread. With
  * `elements` 1 (FLAG_ELEMENTS in `flags`), the piece is instead some whole elements of a JSON array of objects, separated
@@ -542,8 +553,9 @@ static int each_record(Parser *p, int bytes, int (*record)(Parser *p, void *cont
  * A piece of lines is split into ranges that end at a newline, parsed on threads beside
  * SQLite's: for dirq_jsonl_keys one range per thread; for dirq_jsonl ranges of RANGE_BYTES,
  * which a helper thread parses ahead while SQLite inserts the rows of those already parsed
- * (the inserts and the parse share the cores). A JSON array's elements are one range, parsed
- * where they are read. DIRQ_JSONL_THREADS (helper threads, 0 for none) and
+ * (the inserts and the parse share the cores). A JSON array's elements are cut the same way
+ * for dirq_jsonl, at a comma between two elements (cut_element_ranges), and are one range for
+ * dirq_jsonl_keys. DIRQ_JSONL_THREADS (helper threads, 0 for none) and
  * DIRQ_JSONL_RANGE_BYTES set both for tests that compare the two ways on small files.
  */
 #define RANGE_BYTES (128 * 1024)
@@ -589,6 +601,99 @@ static int cut_ranges(const unsigned char *s, int bytes, int most, int *ends) {
     if (end >= bytes) break;
     ends[count++] = end;
     from = end;
+  }
+  ends[count++] = bytes;
+  return count;
+}
+
+/* ---- A JSON array's cuts: commas between two elements ---------------------------------- */
+
+#define SCAN_DEPTH 0xffff
+#define SCAN_IN_STRING (1 << 16)
+#define SCAN_ESCAPED (1 << 17)
+
+typedef struct {
+  int depth; /* 1 inside the top array */
+  int in_string, escaped;
+  int last_comma; /* the last comma between two elements of the top array, or -1 */
+  int closed_at;  /* the top array's `]`, or -1 */
+  int commas;     /* commas between two elements passed */
+} ArrayScan;
+
+/*
+ * Scans s[at, to) on from `scan`, up to the top array's end, or to the first comma between two
+ * elements at `stop` or after; 0 when a bracket nests deeper than MAX_DEPTH. A string's bytes
+ * are skipped many at a time (string_run_end): they are most of the bytes.
+ */
+static int scan_array(const unsigned char *s, int at, int to, ArrayScan *scan, int stop) {
+  while (at < to) {
+    if (scan->in_string) {
+      if (scan->escaped) {
+        scan->escaped = 0;
+        at++;
+        continue;
+      }
+      at = string_run_end(s, at, to);
+      if (at >= to) break;
+      /* A raw control character is the parser's error, not the end of the string. */
+      if (s[at] == '"') scan->in_string = 0;
+      else if (s[at] == '\\') scan->escaped = 1;
+      at++;
+      continue;
+    }
+    unsigned char c = s[at];
+    if (c == '"') {
+      scan->in_string = 1;
+    } else if (c == '[' || c == '{') {
+      if (++scan->depth > MAX_DEPTH) return 0;
+    } else if (c == ']' || c == '}') {
+      if (--scan->depth == 0) {
+        scan->closed_at = at;
+        return 1;
+      }
+    } else if (c == ',' && scan->depth == 1) {
+      scan->last_comma = at;
+      scan->commas++;
+      if (at >= stop) return 1;
+    }
+    at++;
+  }
+  return 1;
+}
+
+static void json_array_scan(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  int bytes = sqlite3_value_bytes(argv[0]);
+  const unsigned char *s = sqlite3_value_blob(argv[0]);
+  sqlite3_int64 state = sqlite3_value_int64(argv[1]);
+  ArrayScan scan = {(int)(state & SCAN_DEPTH), (state & SCAN_IN_STRING) != 0,
+                    (state & SCAN_ESCAPED) != 0, -1, -1, 0};
+  if (!scan_array(s, 0, bytes, &scan, bytes)) return; /* NULL: nested too deep */
+  int after = (scan.depth & SCAN_DEPTH) | (scan.in_string ? SCAN_IN_STRING : 0) |
+              (scan.escaped ? SCAN_ESCAPED : 0);
+  char *text = sqlite3_mprintf("%d %d %d %d", scan.last_comma, scan.closed_at, scan.commas, after);
+  if (text == NULL) sqlite3_result_error_nomem(context);
+  else sqlite3_result_text(context, text, -1, sqlite3_free);
+}
+
+/*
+ * Cuts `bytes` of a JSON array's whole elements (separated by commas) into at most `most`
+ * ranges of about `bytes / most` each, every one but the last ending at a comma between two
+ * elements (the next starts after it): their ends into `ends`; how many. Bytes that are no
+ * such elements may be cut anywhere: their ranges fail to parse, and so does the piece.
+ */
+static int cut_element_ranges(const unsigned char *s, int bytes, int most, int *ends) {
+  ArrayScan scan = {1, 0, 0, -1, -1, 0};
+  int count = 0, at = 0;
+  for (int k = 1; k < most && at < bytes; k++) {
+    int target = (int)((sqlite3_int64)bytes * k / most);
+    if (target < at) continue;
+    scan.last_comma = -1;
+    if (!scan_array(s, at, bytes, &scan, target) || scan.closed_at >= 0 ||
+        scan.last_comma < target)
+      break;
+    ends[count++] = scan.last_comma;
+    at = scan.last_comma + 1;
   }
   ends[count++] = bytes;
   return count;
@@ -924,16 +1029,19 @@ static void stop_threads(JsonlCursor *jsonl) {
 /* Cuts the piece into ranges and starts the helper threads: 0 when out of memory. */
 static int start_ranges(JsonlCursor *jsonl, int elements) {
   Split split = split_settings();
-  int most = elements || split.threads == 0 ? 1 : jsonl->bytes / split.range_bytes;
+  int most = split.threads == 0 ? 1 : jsonl->bytes / split.range_bytes;
   if (most < 1) most = 1;
   if (most > MOST_RANGES) most = MOST_RANGES;
   int ends[MOST_RANGES];
-  int count = most == 1 ? (ends[0] = jsonl->bytes, 1) : cut_ranges(jsonl->data, jsonl->bytes, most, ends);
+  int count = most == 1    ? (ends[0] = jsonl->bytes, 1)
+              : elements ? cut_element_ranges(jsonl->data, jsonl->bytes, most, ends)
+                         : cut_ranges(jsonl->data, jsonl->bytes, most, ends);
   jsonl->ranges = calloc((size_t)count, sizeof(Range));
   if (jsonl->ranges == NULL) return 0;
   jsonl->range_count = count;
   for (int r = 0; r < count; r++) {
-    jsonl->ranges[r].start = r == 0 ? 0 : ends[r - 1];
+    /* An element range's end is the comma before the next element. */
+    jsonl->ranges[r].start = r == 0 ? 0 : ends[r - 1] + (elements ? 1 : 0);
     jsonl->ranges[r].end = ends[r];
     jsonl->ranges[r].parser.elements = elements;
   }
@@ -1188,11 +1296,13 @@ static sqlite3_module jsonl_module = {
     jsonl_rowid,      /* xRowid */
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
-/* Registers dirq_jsonl and dirq_jsonl_keys in `db` (from sqlite3_dirqrows_init). */
+/* Registers dirq_jsonl, dirq_jsonl_keys and dirq_json_array_scan in `db` (from sqlite3_dirqrows_init). */
 int dirq_register_jsonl(sqlite3 *db) {
   int rc = sqlite3_create_module(db, "dirq_jsonl", &jsonl_module, NULL);
   if (rc != SQLITE_OK) return rc;
-  return sqlite3_create_function(db, "dirq_jsonl_keys", 3,
-                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-                                 jsonl_keys, NULL, NULL);
+  int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  rc = sqlite3_create_function(db, "dirq_jsonl_keys", 3, flags, NULL, jsonl_keys, NULL, NULL);
+  if (rc != SQLITE_OK) return rc;
+  return sqlite3_create_function(db, "dirq_json_array_scan", 2, flags, NULL, json_array_scan,
+                                 NULL, NULL);
 }

@@ -335,18 +335,14 @@ export class ReaderTableBuild {
   /** Inserts a file's rows as the extractor reads them, a piece at a time. */
   private readFile(path: string): { reason: string | null; rows: number } {
     let count = 0;
-    let insert: ((path: string, rows: readonly HookRow[]) => void) | null = null;
     let insertRecords: RecordInserter | null = null;
     let recordNames: readonly string[] | null = null;
     const onRows = (rows: HookRow[]) => {
       if (rows.length === 0) return;
-      if (this.takeKeys(inferColumns([rows])) || insert === null) {
-        insert = rowInserter(this.db, this.table, this.columns, count);
-      }
-      insert(path, rows);
+      this.takeKeys(inferColumns([rows]));
+      // Numbered on from every row before, those of native pieces between two calls too.
+      rowInserter(this.db, this.table, this.columns, count)(path, rows);
       count += rows.length;
-      // The next piece's rows number on from these.
-      insert = rowInserter(this.db, this.table, this.columns, count);
     };
     const onRecords = (batch: RecordBatch) => {
       if (batch.count === 0) return;
@@ -379,6 +375,9 @@ export class ReaderTableBuild {
               if (inserted !== null) count += inserted;
               return inserted !== null;
             },
+            scanArray: (bytes, state) =>
+              this.prepare("SELECT dirq_json_array_scan(?, ?)").pluck().get(bytes, state) as
+                string | null,
           }
         : undefined;
     const reason = this.extractor.readRows({ path, root: this.root }, onRows, {

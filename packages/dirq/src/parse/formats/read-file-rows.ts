@@ -11,7 +11,12 @@ import {
   formatOfPath,
   NESTED_FORMATS,
 } from "./format-names.js";
-import { NotStreamable, readJsonArrayPieces } from "./json-array-stream.js";
+import {
+  type NativeArrayScan,
+  nativeArrayScan,
+  NotStreamable,
+  readJsonArrayPieces,
+} from "./json-array-stream.js";
 import { jsonLinesRows, jsonRows } from "./json-rows.js";
 import { markdownRows } from "./markdown-rows.js";
 import { tomlRows } from "./toml-rows.js";
@@ -181,6 +186,8 @@ export interface CsvPieceSink {
  */
 export interface JsonlPieceSink {
   take(piece: Buffer, firstLine: number, elements: boolean): boolean;
+  /** With it, a large JSON array's cuts are found natively (see json-array-stream.ts). */
+  scanArray?: NativeArrayScan;
 }
 
 /** Where a CSV or TSV file's records go, when not as rows. */
@@ -419,7 +426,7 @@ function readLargeJson(
   try {
     readJsonArrayPieces(
       fd,
-      PIECE_BYTES,
+      arrayPieceBytes(),
       (rows) => {
         handedOver = true;
         onRows(rows);
@@ -430,6 +437,7 @@ function readLargeJson(
           handedOver ||= taken;
           return taken;
         }),
+      native?.scanArray && nativeArrayScan(native.scanArray),
     );
     return;
   } catch (error) {
@@ -441,6 +449,16 @@ function readLargeJson(
     }
     onRows(rows);
   }
+}
+
+/**
+ * Bytes a JSON array is read at a time, and the size above which a JSON file is read so:
+ * `PIECE_BYTES`, or what `DIRQ_JSON_ARRAY_PIECE_BYTES` says. Only tests set it: a few bytes
+ * make a small array read element by element, cut at every element and inside every string.
+ */
+function arrayPieceBytes(): number {
+  const set = Number(process.env.DIRQ_JSON_ARRAY_PIECE_BYTES);
+  return Number.isInteger(set) && set > 0 ? set : PIECE_BYTES;
 }
 
 /** CSV and TSV files from this size on are parsed on worker threads (see csv-workers.ts). */
@@ -474,7 +492,7 @@ export function readFileRows(
   try {
     const size = fstatSync(fd).size;
     const csv = chosen === "csv" || chosen === "tsv";
-    if (chosen === "json" && each === null && size > PIECE_BYTES) {
+    if (chosen === "json" && each === null && size > arrayPieceBytes()) {
       readLargeJson(fd, size, onRows, records?.jsonlPieces);
     } else if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
       read(readWhole(fd, size), 1, true);
