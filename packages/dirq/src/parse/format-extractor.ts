@@ -70,6 +70,8 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
         throw new ConsumerError(error);
       }
     },
+    // The scan is the reader's own work, not the consumer's: its failure is the file's.
+    scanArray: sink.scanArray,
   });
   const readRows = (
     file: ExtractTarget,
