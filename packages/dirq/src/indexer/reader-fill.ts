@@ -196,7 +196,7 @@ function nativeCsvError(error: unknown): unknown {
 }
 
 /** Columns the native JSON Lines table returns at most (native/dirq-jsonl.c). */
-const NATIVE_JSONL_MAX_WIDTH = 1996;
+const NATIVE_JSONL_MAX_WIDTH = 1995;
 /** Separates names in the native JSON Lines functions' arguments and answers. */
 const NAME_SEPARATOR = "\u001f";
 
@@ -211,15 +211,28 @@ const PIECE_SAVEPOINT = "dirq_piece";
  * The statement that inserts a JSON Lines piece's rows (or a JSON array's elements) with the
  * native `dirq_jsonl` table, value `i` into column `i`. Parameters: the path, the index of the
  * piece's first row in the file, the piece, the columns' folded names, the flags, the names of
- * the keys read when checked (null: all).
+ * the keys read when checked (null: all), where a JSON array's elements may be cut (null:
+ * `dirq_jsonl` finds it).
  */
 function nativeJsonlInsertSql(table: string, columns: readonly string[]): string {
   const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
   const values = [...columns.map((_, i) => `c${i}`), "?", "? + rowid - 1"];
   return (
     `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
-    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?, ?)`
+    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?, ?, ?)`
   );
+}
+
+/** A piece for `dirq_jsonl`: its bytes, its flags, where a JSON array's elements may be cut. */
+interface NativeJsonPiece {
+  bytes: Buffer;
+  flag: number;
+  cuts: readonly number[] | null;
+}
+
+/** `dirq_jsonl`'s `cuts`: offsets separated by spaces, or null (it finds them itself). */
+function cutsText(cuts: readonly number[] | null): string | null {
+  return cuts === null ? null : cuts.join(" ");
 }
 
 /** A table that already exists, which a build fills instead of creating `spec`'s. */
@@ -370,8 +383,9 @@ export class ReaderTableBuild {
     const jsonlPieces: JsonlPieceSink | undefined =
       this.nativeCsv && this.spec.schema === null
         ? {
-            take: (piece, _firstLine, elements) => {
-              const inserted = this.insertJsonlPiece(path, piece, count, elements);
+            take: (bytes, _firstLine, elements, cuts) => {
+              const piece = { bytes, flag: elements ? JSONL_ELEMENTS : 0, cuts: cuts ?? null };
+              const inserted = this.insertJsonlPiece(path, piece, count);
               if (inserted !== null) count += inserted;
               return inserted !== null;
             },
@@ -408,14 +422,13 @@ export class ReaderTableBuild {
   }
 
   /**
-   * Inserts a JSON Lines piece's rows (or a JSON array's `elements`) natively; how many, or
+   * Inserts a JSON Lines piece's rows (or a JSON array's elements) natively; how many, or
    * `null` when the native reader leaves the piece to the JavaScript one (nothing inserted).
    */
   private insertJsonlPiece(
     path: string,
-    piece: Buffer,
+    piece: NativeJsonPiece,
     firstIndex: number,
-    elements: boolean,
   ): number | null {
     // The columns go to the native table joined by the separator: none may hold it.
     if (this.columns.some((column) => column.includes(NAME_SEPARATOR))) return null;
@@ -425,17 +438,17 @@ export class ReaderTableBuild {
         : [...this.namedColumns]
             .filter((name) => !name.includes(NAME_SEPARATOR))
             .join(NAME_SEPARATOR);
-    const flag = elements ? JSONL_ELEMENTS : 0;
-    const checked = this.insertCheckedPiece(path, piece, firstIndex, flag, named);
+    const checked = this.insertCheckedPiece(path, piece, firstIndex, named);
     if (checked !== null) return checked;
-    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(piece, named, flag);
+    const { bytes, flag, cuts } = piece;
+    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(bytes, named, flag);
     if (typeof keys !== "string") return null;
     if (named !== null) this.keys = null;
     this.takeKeys(keys === "" ? [] : keys.split(NAME_SEPARATOR));
     if (this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
     const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
     const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
-    return insert.run(path, BigInt(firstIndex), piece, columns, flag, null).changes;
+    return insert.run(path, BigInt(firstIndex), bytes, columns, flag, null, cutsText(cuts)).changes;
   }
 
   /**
@@ -445,9 +458,8 @@ export class ReaderTableBuild {
    */
   private insertCheckedPiece(
     path: string,
-    piece: Buffer,
+    piece: NativeJsonPiece,
     firstIndex: number,
-    flag: number,
     named: string | null,
   ): number | null {
     if (!this.created || this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
@@ -455,7 +467,16 @@ export class ReaderTableBuild {
     const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
     this.db.exec(`SAVEPOINT ${PIECE_SAVEPOINT}`);
     try {
-      const args = [path, BigInt(firstIndex), piece, columns, flag | JSONL_CHECKED, named];
+      const flag = piece.flag | JSONL_CHECKED;
+      const args = [
+        path,
+        BigInt(firstIndex),
+        piece.bytes,
+        columns,
+        flag,
+        named,
+        cutsText(piece.cuts),
+      ];
       const inserted = insert.run(...args).changes;
       this.db.exec(`RELEASE ${PIECE_SAVEPOINT}`);
       return inserted;

@@ -43,6 +43,11 @@ interface ScanState {
    * JavaScript one counts the backslashes before a quote in the buffer instead).
    */
   escaped: boolean;
+  /**
+   * Commas between two elements, about a range apart, where the native parse may cut the
+   * elements for its threads (the native scan's; the JavaScript one finds none): buffer indices.
+   */
+  marks: number[];
   /** 1 inside the top array, as `refuseDeepNesting` counts. */
   depth: number;
   /** Index of the top array's `]` in the buffer, once found. */
@@ -129,12 +134,14 @@ export function nativeArrayScan(scanBytes: NativeArrayScan): ArrayScan {
       state.depth | (state.inString ? SCAN_IN_STRING : 0) | (state.escaped ? SCAN_ESCAPED : 0);
     const answer = scanBytes(buffer.subarray(from, to), packed);
     if (answer === null) throw new NotStreamable("nested too deep");
-    const [lastComma, closedAt, commas, after] = answer.split(" ").map(Number) as [
+    const [lastComma, closedAt, commas, after, ...marks] = answer.split(" ").map(Number) as [
       number,
       number,
       number,
       number,
+      ...number[],
     ];
+    for (const mark of marks) state.marks.push(from + mark);
     state.depth = after & SCAN_DEPTH;
     state.inString = (after & SCAN_IN_STRING) !== 0;
     state.escaped = (after & SCAN_ESCAPED) !== 0;
@@ -230,14 +237,14 @@ export function readJsonArrayPieces(
   fd: number,
   pieceBytes: number,
   onRows: (rows: HookRow[]) => void,
-  takeElements?: (elements: Buffer) => boolean,
+  takeElements?: (elements: Buffer, cuts: readonly number[]) => boolean,
   scanner: ArrayScan = scan,
 ): void {
   let rowsError: RowsError | null = null;
   let handed = 0;
-  const handOver = (elements: Buffer) => {
+  const handOver = (elements: Buffer, cuts: readonly number[]) => {
     if (rowsError !== null) return checkElements(elements);
-    if (takeElements?.(elements) === true) return;
+    if (takeElements?.(elements, cuts) === true) return;
     const rows: HookRow[] = [];
     try {
       elementRows(elements, rows, handed);
@@ -274,22 +281,36 @@ interface Reading {
   commas: number;
 }
 
+/** The marks in `buffer[start, end)`, counted from `start`; none up to `end` are kept. */
+function takeMarks(state: ScanState, start: number, end: number): number[] {
+  const inside = state.marks.filter((mark) => mark > start && mark < end);
+  state.marks = state.marks.filter((mark) => mark > end);
+  return inside.map((mark) => mark - start);
+}
+
 /** The loop of `readJsonArrayPieces`: `cut` learns the elements handed over after each cut. */
 function readPieces(
   fd: number,
   pieceBytes: number,
   reading: { at: Reading; scanner: ArrayScan },
-  handOver: (elements: Buffer) => void,
+  handOver: (elements: Buffer, cuts: readonly number[]) => void,
   cut: (elements: number) => void,
 ): void {
   const { at, scanner } = reading;
-  const state: ScanState = { inString: false, escaped: false, depth: 1, closedAt: -1, commas: 0 };
+  const state: ScanState = {
+    inString: false,
+    escaped: false,
+    marks: [],
+    depth: 1,
+    closedAt: -1,
+    commas: 0,
+  };
   let scanned = at.start;
   for (;;) {
     const comma = scanner(at.buffer, scanned, at.filled, state);
     scanned = state.closedAt === -1 ? at.filled : state.closedAt + 1;
     if (comma !== -1) {
-      handOver(at.buffer.subarray(at.start, comma));
+      handOver(at.buffer.subarray(at.start, comma), takeMarks(state, at.start, comma));
       at.commas++;
       at.start = comma + 1;
       cut(state.commas);
@@ -301,6 +322,7 @@ function readPieces(
       carry + pieceBytes > at.buffer.length ? Buffer.allocUnsafe(carry + pieceBytes) : at.buffer;
     at.buffer.copy(next, 0, at.start, at.filled);
     at.buffer = next;
+    state.marks = state.marks.map((mark) => mark - at.start);
     scanned -= at.start;
     at.start = 0;
     at.filled = carry;
@@ -320,7 +342,7 @@ function readPieces(
       position: at.position,
     },
     at.commas,
-    handOver,
+    (last) => handOver(last, takeMarks(state, at.start, state.closedAt)),
   );
 }
 

@@ -181,11 +181,12 @@ export interface CsvPieceSink {
 /**
  * A consumer that reads JSON Lines pieces itself (natively): `take` a piece of whole lines
  * (UTF-8 checked, no byte-order mark), whose first line is `firstLine`, or with `elements`
- * some whole elements of a large JSON array, separated by commas; `false` when it leaves the
- * piece to be read here (then nothing of it was taken).
+ * some whole elements of a large JSON array, separated by commas, with `cuts` (offsets of
+ * commas between two of them, from `scanArray`: where it may cut them into ranges); `false`
+ * when it leaves the piece to be read here (then nothing of it was taken).
  */
 export interface JsonlPieceSink {
-  take(piece: Buffer, firstLine: number, elements: boolean): boolean;
+  take(piece: Buffer, firstLine: number, elements: boolean, cuts?: readonly number[]): boolean;
   /** With it, a large JSON array's cuts are found natively (see json-array-stream.ts). */
   scanArray?: NativeArrayScan;
 }
@@ -432,8 +433,8 @@ function readLargeJson(
         onRows(rows);
       },
       native &&
-        ((elements) => {
-          const taken = isUtf8(elements) && native.take(elements, 1, true);
+        ((elements, cuts) => {
+          const taken = isUtf8(elements) && native.take(elements, 1, true, cuts);
           handedOver ||= taken;
           return taken;
         }),
