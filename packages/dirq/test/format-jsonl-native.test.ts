@@ -134,7 +134,10 @@ function files(random: () => number): Record<string, string> {
     big.push(text);
     size += text.length + 1;
   }
+  // Two pieces left to JavaScript, native ones before, between and after: the rows of each
+  // number on from all before them.
   big.splice(Math.floor(big.length * 0.9), 0, '{"a": "\\ud800 alone in a large file"}');
+  big.splice(Math.floor(big.length * 0.1), 0, '{"a": "\\ud800 alone, earlier"}');
   tree["data/big.jsonl"] = `${big.join("\n")}\n`;
   // A JSON array larger than a piece (read element by element, the elements natively), whole
   // and cut short at a few line boundaries.
