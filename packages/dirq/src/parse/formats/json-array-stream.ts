@@ -281,6 +281,40 @@ interface Reading {
   commas: number;
 }
 
+/** Bytes read at a time while looking for a long element's end (read, scanned, dropped). */
+const LOOK_AHEAD_BYTES = 64 * 1024;
+
+/**
+ * How many bytes from the file's `position` to just after the end of the element being read
+ * (the next comma between two elements, or the array's end), or to the file's end: read ahead
+ * and dropped, scanned on from a copy of `state`. A 100 MB element's buffer then grows once,
+ * not by a piece per read (each growth a copy of all before it). Only a size: what the scan
+ * finds wrong here is found again, and named, when the bytes are read for good.
+ */
+function bytesToElementEnd(
+  fd: number,
+  position: number,
+  state: ScanState,
+  scanner: ArrayScan,
+): number {
+  const probe: ScanState = { ...state, marks: [], closedAt: -1 };
+  const chunk = Buffer.allocUnsafe(LOOK_AHEAD_BYTES);
+  let total = 0;
+  try {
+    for (;;) {
+      const read = readSync(fd, chunk, 0, LOOK_AHEAD_BYTES, position + total);
+      if (read === 0) return total;
+      const comma = scanner(chunk, 0, read, probe);
+      if (comma !== -1) return total + comma + 1;
+      if (probe.closedAt !== -1) return total + probe.closedAt + 1;
+      total += read;
+    }
+  } catch (error) {
+    if (error instanceof NotStreamable) return total;
+    throw error;
+  }
+}
+
 /** The marks in `buffer[start, end)`, counted from `start`; none up to `end` are kept. */
 function takeMarks(state: ScanState, start: number, end: number): number[] {
   const inside = state.marks.filter((mark) => mark > start && mark < end);
@@ -316,11 +350,15 @@ function readPieces(
       cut(state.commas);
     }
     if (state.closedAt !== -1) break;
-    // The element being read goes to the start of the buffer, which grows for a large one.
+    // The element being read goes to the start of the buffer, which grows for a large one:
+    // once, to its whole size, when it has outgrown a piece (see `bytesToElementEnd`).
     const carry = at.filled - at.start;
-    const next =
-      carry + pieceBytes > at.buffer.length ? Buffer.allocUnsafe(carry + pieceBytes) : at.buffer;
-    at.buffer.copy(next, 0, at.start, at.filled);
+    let size = carry + pieceBytes;
+    if (size > at.buffer.length && carry >= pieceBytes) {
+      size += bytesToElementEnd(fd, at.position, state, scanner);
+    }
+    const next = size > at.buffer.length ? Buffer.allocUnsafe(size) : at.buffer;
+    if (next !== at.buffer || at.start > 0) at.buffer.copy(next, 0, at.start, at.filled);
     at.buffer = next;
     state.marks = state.marks.map((mark) => mark - at.start);
     scanned -= at.start;
