@@ -12,7 +12,7 @@
  *   escape, a key that is an array index or holds U+001F, two keys of one line that name one
  *   column, a nested array or object under a key that is kept, a string with a lone surrogate.
  *
- * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, flags, named)
+ * SELECT c0, c1, ... FROM dirq_jsonl(piece, columns, flags, named [, cuts])
  *   One row per line that holds an object (blank lines are skipped), value `i` the value of
  *   the key naming column `i` of `columns` (folded, joined by U+001F), or NULL. Values are
  *   stored as the JavaScript reader stores them (src/parse/exact-json.ts): an integer literal
@@ -23,10 +23,25 @@
  *   NULL or a key that is not one of `columns`: the caller then undoes the rows inserted and
  *   takes the long way. One parse instead of two for every piece that brings no new key.
  *
+ * dirq_json_array_scan(bytes, state)
+ *   Where a large JSON array's bytes may be cut after whole elements: the scan
+ *   src/parse/formats/json-array-stream.ts makes in JavaScript where this extension is not,
+ *   on from `state` (how the scan of the bytes before ended: the depth, 1 inside the top array,
+ *   plus SCAN_IN_STRING and SCAN_ESCAPED). A text of four integers separated by spaces: the
+ *   offset of the last comma between two elements of the top array, or -1; the offset of the
+ *   `]` or `}` that closes the top array, or -1 (the scan stops there); how many commas between
+ *   two elements it passed; the state after the bytes scanned; then, when dirq_jsonl parses
+ *   on threads, the offsets of commas between two elements about a range's size apart (where
+ *   dirq_jsonl may cut the elements, given as its `cuts`). NULL when a bracket nests
+ *   deeper than 512 levels. Only quotes, backslashes, brackets and commas count: the elements'
+ *   syntax is for the parser to check.
+ *
  * `piece` is UTF-8 (checked by the caller, byte-order mark left out); only lines that end in a
  * newline are read, as the JavaScript reader leaves a last line without one unread. With
  * `elements` 1 (FLAG_ELEMENTS in `flags`), the piece is instead some whole elements of a JSON array of objects, separated
- * by commas (src/parse/formats/json-array-stream.ts), each element a record as a line is.
+ * by commas (src/parse/formats/json-array-stream.ts), each element a record as a line is;
+ * `cuts` (NULL, or offsets separated by spaces) says at which of its commas to cut it into
+ * ranges for the threads, from dirq_json_array_scan's scan (else dirq_jsonl scans it again).
  */
 #define _GNU_SOURCE
 #include <sqlite3ext.h>
@@ -41,7 +56,7 @@ SQLITE_EXTENSION_INIT3
 #include <emmintrin.h>
 #endif
 
-#define DECLARED_COLUMNS 1996
+#define DECLARED_COLUMNS 1995 /* SQLite's 2,000 columns less the five arguments */
 #define MAX_DEPTH 512
 #define SEPARATOR '\x1f'
 #define FLAG_ELEMENTS 1
@@ -542,8 +557,9 @@ static int each_record(Parser *p, int bytes, int (*record)(Parser *p, void *cont
  * A piece of lines is split into ranges that end at a newline, parsed on threads beside
  * SQLite's: for dirq_jsonl_keys one range per thread; for dirq_jsonl ranges of RANGE_BYTES,
  * which a helper thread parses ahead while SQLite inserts the rows of those already parsed
- * (the inserts and the parse share the cores). A JSON array's elements are one range, parsed
- * where they are read. DIRQ_JSONL_THREADS (helper threads, 0 for none) and
+ * (the inserts and the parse share the cores). A JSON array's elements are cut the same way
+ * for dirq_jsonl, at a comma between two elements (cut_element_ranges), and are one range for
+ * dirq_jsonl_keys. DIRQ_JSONL_THREADS (helper threads, 0 for none) and
  * DIRQ_JSONL_RANGE_BYTES set both for tests that compare the two ways on small files.
  */
 #define RANGE_BYTES (128 * 1024)
@@ -589,6 +605,147 @@ static int cut_ranges(const unsigned char *s, int bytes, int most, int *ends) {
     if (end >= bytes) break;
     ends[count++] = end;
     from = end;
+  }
+  ends[count++] = bytes;
+  return count;
+}
+
+/* ---- A JSON array's cuts: commas between two elements ---------------------------------- */
+
+#define SCAN_DEPTH 0xffff
+#define SCAN_IN_STRING (1 << 16)
+#define SCAN_ESCAPED (1 << 17)
+
+typedef struct {
+  int depth; /* 1 inside the top array */
+  int in_string, escaped;
+  int last_comma; /* the last comma between two elements of the top array, or -1 */
+  int closed_at;  /* the top array's `]`, or -1 */
+  int commas;     /* commas between two elements passed */
+  /*
+   * With `every` > 0, the commas between two elements at least `every` bytes apart go into
+   * `marks` (at most `mark_room`): where dirq_jsonl may cut the elements into ranges, found
+   * by this scan so that no second one is needed.
+   */
+  int every, next_mark;
+  int *marks;
+  int mark_count, mark_room;
+} ArrayScan;
+
+/*
+ * Scans s[at, to) on from `scan`, up to the top array's end, or to the first comma between two
+ * elements at `stop` or after; 0 when a bracket nests deeper than MAX_DEPTH. A string's bytes
+ * are skipped many at a time (string_run_end): they are most of the bytes.
+ */
+static int scan_array(const unsigned char *s, int at, int to, ArrayScan *scan, int stop) {
+  while (at < to) {
+    if (scan->in_string) {
+      if (scan->escaped) {
+        scan->escaped = 0;
+        at++;
+        continue;
+      }
+      at = string_run_end(s, at, to);
+      if (at >= to) break;
+      /* A raw control character is the parser's error, not the end of the string. */
+      if (s[at] == '"') scan->in_string = 0;
+      else if (s[at] == '\\') scan->escaped = 1;
+      at++;
+      continue;
+    }
+    unsigned char c = s[at];
+    if (c == '"') {
+      scan->in_string = 1;
+    } else if (c == '[' || c == '{') {
+      if (++scan->depth > MAX_DEPTH) return 0;
+    } else if (c == ']' || c == '}') {
+      if (--scan->depth == 0) {
+        scan->closed_at = at;
+        return 1;
+      }
+    } else if (c == ',' && scan->depth == 1) {
+      scan->last_comma = at;
+      scan->commas++;
+      if (scan->every > 0 && at >= scan->next_mark && scan->mark_count < scan->mark_room) {
+        scan->marks[scan->mark_count++] = at;
+        scan->next_mark = at + scan->every;
+      }
+      if (at >= stop) return 1;
+    }
+    at++;
+  }
+  return 1;
+}
+
+static void json_array_scan(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  int bytes = sqlite3_value_bytes(argv[0]);
+  const unsigned char *s = sqlite3_value_blob(argv[0]);
+  sqlite3_int64 state = sqlite3_value_int64(argv[1]);
+  ArrayScan scan = {(int)(state & SCAN_DEPTH), (state & SCAN_IN_STRING) != 0,
+                    (state & SCAN_ESCAPED) != 0, -1, -1, 0, 0, 0, NULL, 0, 0};
+  Split split = split_settings();
+  if (split.threads > 0) {
+    scan.every = scan.next_mark = split.range_bytes;
+    scan.mark_room = bytes / split.range_bytes + 1;
+    if (scan.mark_room > MOST_RANGES) scan.mark_room = MOST_RANGES;
+    scan.marks = sqlite3_malloc64(sizeof(int) * (sqlite3_uint64)scan.mark_room);
+    if (scan.marks == NULL) {
+      sqlite3_result_error_nomem(context);
+      return;
+    }
+  }
+  if (scan_array(s, 0, bytes, &scan, bytes)) {
+    int after = (scan.depth & SCAN_DEPTH) | (scan.in_string ? SCAN_IN_STRING : 0) |
+                (scan.escaped ? SCAN_ESCAPED : 0);
+    sqlite3_str *text = sqlite3_str_new(NULL);
+    sqlite3_str_appendf(text, "%d %d %d %d", scan.last_comma, scan.closed_at, scan.commas, after);
+    for (int i = 0; i < scan.mark_count; i++) sqlite3_str_appendf(text, " %d", scan.marks[i]);
+    int failed = sqlite3_str_errcode(text);
+    char *answer = sqlite3_str_finish(text);
+    if (failed || answer == NULL) sqlite3_result_error_nomem(context);
+    else sqlite3_result_text(context, answer, -1, sqlite3_free);
+  } /* else NULL: nested too deep */
+  sqlite3_free(scan.marks);
+}
+
+/*
+ * The ends of ranges given by the caller (`cuts`: offsets of commas between two elements,
+ * separated by spaces, from dirq_json_array_scan's marks) into `ends`, the piece's end last;
+ * how many. Offsets that do not rise, or are not at a comma, are dropped: a cut that is not
+ * between two elements makes both ranges fail to parse, so the piece goes the long way.
+ */
+static int given_ranges(const unsigned char *s, int bytes, const char *cuts, int *ends) {
+  int count = 0, last = 0;
+  for (const char *at = cuts; at != NULL && *at != '\0' && count < MOST_RANGES - 1;) {
+    char *after;
+    long cut = strtol(at, &after, 10);
+    if (after == at) break;
+    at = after;
+    if (cut > last && cut < bytes && s[cut] == ',') ends[count++] = last = (int)cut;
+  }
+  ends[count++] = bytes;
+  return count;
+}
+
+/*
+ * Cuts `bytes` of a JSON array's whole elements (separated by commas) into at most `most`
+ * ranges of about `bytes / most` each, every one but the last ending at a comma between two
+ * elements (the next starts after it): their ends into `ends`; how many. Bytes that are no
+ * such elements may be cut anywhere: their ranges fail to parse, and so does the piece.
+ */
+static int cut_element_ranges(const unsigned char *s, int bytes, int most, int *ends) {
+  ArrayScan scan = {1, 0, 0, -1, -1, 0, 0, 0, NULL, 0, 0};
+  int count = 0, at = 0;
+  for (int k = 1; k < most && at < bytes; k++) {
+    int target = (int)((sqlite3_int64)bytes * k / most);
+    if (target < at) continue;
+    scan.last_comma = -1;
+    if (!scan_array(s, at, bytes, &scan, target) || scan.closed_at >= 0 ||
+        scan.last_comma < target)
+      break;
+    ends[count++] = scan.last_comma;
+    at = scan.last_comma + 1;
   }
   ends[count++] = bytes;
   return count;
@@ -921,19 +1078,26 @@ static void stop_threads(JsonlCursor *jsonl) {
   pthread_cond_destroy(&jsonl->cond);
 }
 
-/* Cuts the piece into ranges and starts the helper threads: 0 when out of memory. */
-static int start_ranges(JsonlCursor *jsonl, int elements) {
+/*
+ * Cuts the piece into ranges (a JSON array's elements where `cuts` says, when given) and starts
+ * the helper threads: 0 when out of memory.
+ */
+static int start_ranges(JsonlCursor *jsonl, int elements, const char *cuts) {
   Split split = split_settings();
-  int most = elements || split.threads == 0 ? 1 : jsonl->bytes / split.range_bytes;
+  int most = split.threads == 0 ? 1 : jsonl->bytes / split.range_bytes;
   if (most < 1) most = 1;
   if (most > MOST_RANGES) most = MOST_RANGES;
   int ends[MOST_RANGES];
-  int count = most == 1 ? (ends[0] = jsonl->bytes, 1) : cut_ranges(jsonl->data, jsonl->bytes, most, ends);
+  int count = most == 1                    ? (ends[0] = jsonl->bytes, 1)
+              : !elements                ? cut_ranges(jsonl->data, jsonl->bytes, most, ends)
+              : cuts != NULL             ? given_ranges(jsonl->data, jsonl->bytes, cuts, ends)
+                                         : cut_element_ranges(jsonl->data, jsonl->bytes, most, ends);
   jsonl->ranges = calloc((size_t)count, sizeof(Range));
   if (jsonl->ranges == NULL) return 0;
   jsonl->range_count = count;
   for (int r = 0; r < count; r++) {
-    jsonl->ranges[r].start = r == 0 ? 0 : ends[r - 1];
+    /* An element range's end is the comma before the next element. */
+    jsonl->ranges[r].start = r == 0 ? 0 : ends[r - 1] + (elements ? 1 : 0);
     jsonl->ranges[r].end = ends[r];
     jsonl->ranges[r].parser.elements = elements;
   }
@@ -977,7 +1141,8 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   sqlite3_str *schema = sqlite3_str_new(db);
   sqlite3_str_appendall(schema, "CREATE TABLE x(");
   for (int i = 0; i < DECLARED_COLUMNS; i++) sqlite3_str_appendf(schema, "c%d,", i);
-  sqlite3_str_appendall(schema, "piece HIDDEN, columns HIDDEN, flags HIDDEN, named HIDDEN)");
+  sqlite3_str_appendall(schema,
+                        "piece HIDDEN, columns HIDDEN, flags HIDDEN, named HIDDEN, cuts HIDDEN)");
   char *text = sqlite3_str_finish(schema);
   if (text == NULL) return SQLITE_NOMEM;
   int rc = dirq_connect_innocuous(db, text, table);
@@ -985,7 +1150,7 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   return rc;
 }
 
-/* All four arguments are required, in order. */
+/* The first four arguments are required, in order; `cuts` may follow. */
 static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
   (void)table;
   int seen = 0;
@@ -998,7 +1163,7 @@ static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if (seen != 15) return SQLITE_CONSTRAINT;
+  if ((seen & 15) != 15) return SQLITE_CONSTRAINT;
   info->estimatedCost = 1000;
   info->estimatedRows = 10000;
   return SQLITE_OK;
@@ -1132,7 +1297,8 @@ static int jsonl_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *id
   jsonl->values = sqlite3_malloc64(sizeof(Value) * (sqlite3_uint64)(jsonl->columns.count + 1));
   if (jsonl->values == NULL) return SQLITE_NOMEM;
   jsonl->bytes = bytes;
-  if (!start_ranges(jsonl, (flags & FLAG_ELEMENTS) != 0)) return SQLITE_NOMEM;
+  const char *cuts = argc > 4 ? (const char *)sqlite3_value_text(argv[4]) : NULL;
+  if (!start_ranges(jsonl, (flags & FLAG_ELEMENTS) != 0, cuts)) return SQLITE_NOMEM;
   jsonl->eof = 0;
   int rc = jsonl_ready(jsonl);
   return rc == SQLITE_OK ? jsonl_next(cursor) : rc;
@@ -1188,11 +1354,13 @@ static sqlite3_module jsonl_module = {
     jsonl_rowid,      /* xRowid */
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
-/* Registers dirq_jsonl and dirq_jsonl_keys in `db` (from sqlite3_dirqrows_init). */
+/* Registers dirq_jsonl, dirq_jsonl_keys and dirq_json_array_scan in `db` (from sqlite3_dirqrows_init). */
 int dirq_register_jsonl(sqlite3 *db) {
   int rc = sqlite3_create_module(db, "dirq_jsonl", &jsonl_module, NULL);
   if (rc != SQLITE_OK) return rc;
-  return sqlite3_create_function(db, "dirq_jsonl_keys", 3,
-                                 SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS, NULL,
-                                 jsonl_keys, NULL, NULL);
+  int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
+  rc = sqlite3_create_function(db, "dirq_jsonl_keys", 3, flags, NULL, jsonl_keys, NULL, NULL);
+  if (rc != SQLITE_OK) return rc;
+  return sqlite3_create_function(db, "dirq_json_array_scan", 2, flags, NULL, json_array_scan,
+                                 NULL, NULL);
 }

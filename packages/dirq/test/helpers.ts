@@ -233,6 +233,25 @@ export function parseRows(stdout: string): Record<string, unknown>[] {
   return rows as Record<string, unknown>[];
 }
 
+/**
+ * A statement's rows (`--format json`) and the files it skipped (stderr's `dirq: skipped`
+ * lines, sorted), for tests that compare two ways of reading the same files; a run that
+ * fails for another reason than a skipped file fails the test.
+ */
+export async function rowsAndSkipped(
+  root: string,
+  args: readonly string[],
+  env: Record<string, string>,
+): Promise<{ rows: Record<string, unknown>[]; skipped: string[] }> {
+  const result = await runDirq([...args, "--format", "json"], { cwd: root, env });
+  assert.ok(result.code === 0 || result.code === 23, result.stderr);
+  const skipped = result.stderr
+    .split("\n")
+    .filter((line) => line.startsWith("dirq: skipped"))
+    .sort();
+  return { rows: result.stdout === "" ? [] : parseRows(result.stdout), skipped };
+}
+
 /** The `path` column of every row, in order. */
 export function pathsOf(rows: readonly Record<string, unknown>[]): unknown[] {
   return rows.map((row) => row.path);

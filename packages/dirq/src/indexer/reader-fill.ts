@@ -196,7 +196,7 @@ function nativeCsvError(error: unknown): unknown {
 }
 
 /** Columns the native JSON Lines table returns at most (native/dirq-jsonl.c). */
-const NATIVE_JSONL_MAX_WIDTH = 1996;
+const NATIVE_JSONL_MAX_WIDTH = 1995;
 /** Separates names in the native JSON Lines functions' arguments and answers. */
 const NAME_SEPARATOR = "\u001f";
 
@@ -211,15 +211,28 @@ const PIECE_SAVEPOINT = "dirq_piece";
  * The statement that inserts a JSON Lines piece's rows (or a JSON array's elements) with the
  * native `dirq_jsonl` table, value `i` into column `i`. Parameters: the path, the index of the
  * piece's first row in the file, the piece, the columns' folded names, the flags, the names of
- * the keys read when checked (null: all).
+ * the keys read when checked (null: all), where a JSON array's elements may be cut (null:
+ * `dirq_jsonl` finds it).
  */
 function nativeJsonlInsertSql(table: string, columns: readonly string[]): string {
   const targets = [...columns, FILE_PATH_COLUMN, ROW_INDEX_COLUMN].map(quoteIdentifier).join(", ");
   const values = [...columns.map((_, i) => `c${i}`), "?", "? + rowid - 1"];
   return (
     `INSERT INTO ${quoteIdentifier(table)} (${targets}) ` +
-    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?, ?)`
+    `SELECT ${values.join(", ")} FROM dirq_jsonl(?, ?, ?, ?, ?)`
   );
+}
+
+/** A piece for `dirq_jsonl`: its bytes, its flags, where a JSON array's elements may be cut. */
+interface NativeJsonPiece {
+  bytes: Buffer;
+  flag: number;
+  cuts: readonly number[] | null;
+}
+
+/** `dirq_jsonl`'s `cuts`: offsets separated by spaces, or null (it finds them itself). */
+function cutsText(cuts: readonly number[] | null): string | null {
+  return cuts === null ? null : cuts.join(" ");
 }
 
 /** A table that already exists, which a build fills instead of creating `spec`'s. */
@@ -335,18 +348,14 @@ export class ReaderTableBuild {
   /** Inserts a file's rows as the extractor reads them, a piece at a time. */
   private readFile(path: string): { reason: string | null; rows: number } {
     let count = 0;
-    let insert: ((path: string, rows: readonly HookRow[]) => void) | null = null;
     let insertRecords: RecordInserter | null = null;
     let recordNames: readonly string[] | null = null;
     const onRows = (rows: HookRow[]) => {
       if (rows.length === 0) return;
-      if (this.takeKeys(inferColumns([rows])) || insert === null) {
-        insert = rowInserter(this.db, this.table, this.columns, count);
-      }
-      insert(path, rows);
+      this.takeKeys(inferColumns([rows]));
+      // Numbered on from every row before, those of native pieces between two calls too.
+      rowInserter(this.db, this.table, this.columns, count)(path, rows);
       count += rows.length;
-      // The next piece's rows number on from these.
-      insert = rowInserter(this.db, this.table, this.columns, count);
     };
     const onRecords = (batch: RecordBatch) => {
       if (batch.count === 0) return;
@@ -374,11 +383,15 @@ export class ReaderTableBuild {
     const jsonlPieces: JsonlPieceSink | undefined =
       this.nativeCsv && this.spec.schema === null
         ? {
-            take: (piece, _firstLine, elements) => {
-              const inserted = this.insertJsonlPiece(path, piece, count, elements);
+            take: (bytes, _firstLine, elements, cuts) => {
+              const piece = { bytes, flag: elements ? JSONL_ELEMENTS : 0, cuts: cuts ?? null };
+              const inserted = this.insertJsonlPiece(path, piece, count);
               if (inserted !== null) count += inserted;
               return inserted !== null;
             },
+            scanArray: (bytes, state) =>
+              this.prepare("SELECT dirq_json_array_scan(?, ?)").pluck().get(bytes, state) as
+                string | null,
           }
         : undefined;
     const reason = this.extractor.readRows({ path, root: this.root }, onRows, {
@@ -409,14 +422,13 @@ export class ReaderTableBuild {
   }
 
   /**
-   * Inserts a JSON Lines piece's rows (or a JSON array's `elements`) natively; how many, or
+   * Inserts a JSON Lines piece's rows (or a JSON array's elements) natively; how many, or
    * `null` when the native reader leaves the piece to the JavaScript one (nothing inserted).
    */
   private insertJsonlPiece(
     path: string,
-    piece: Buffer,
+    piece: NativeJsonPiece,
     firstIndex: number,
-    elements: boolean,
   ): number | null {
     // The columns go to the native table joined by the separator: none may hold it.
     if (this.columns.some((column) => column.includes(NAME_SEPARATOR))) return null;
@@ -426,17 +438,17 @@ export class ReaderTableBuild {
         : [...this.namedColumns]
             .filter((name) => !name.includes(NAME_SEPARATOR))
             .join(NAME_SEPARATOR);
-    const flag = elements ? JSONL_ELEMENTS : 0;
-    const checked = this.insertCheckedPiece(path, piece, firstIndex, flag, named);
+    const checked = this.insertCheckedPiece(path, piece, firstIndex, named);
     if (checked !== null) return checked;
-    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(piece, named, flag);
+    const { bytes, flag, cuts } = piece;
+    const keys = this.prepare("SELECT dirq_jsonl_keys(?, ?, ?)").pluck().get(bytes, named, flag);
     if (typeof keys !== "string") return null;
     if (named !== null) this.keys = null;
     this.takeKeys(keys === "" ? [] : keys.split(NAME_SEPARATOR));
     if (this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
     const insert = this.prepare(nativeJsonlInsertSql(this.table, this.columns));
     const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
-    return insert.run(path, BigInt(firstIndex), piece, columns, flag, null).changes;
+    return insert.run(path, BigInt(firstIndex), bytes, columns, flag, null, cutsText(cuts)).changes;
   }
 
   /**
@@ -446,9 +458,8 @@ export class ReaderTableBuild {
    */
   private insertCheckedPiece(
     path: string,
-    piece: Buffer,
+    piece: NativeJsonPiece,
     firstIndex: number,
-    flag: number,
     named: string | null,
   ): number | null {
     if (!this.created || this.columns.length > NATIVE_JSONL_MAX_WIDTH) return null;
@@ -456,7 +467,16 @@ export class ReaderTableBuild {
     const columns = this.columns.map(foldName).join(NAME_SEPARATOR);
     this.db.exec(`SAVEPOINT ${PIECE_SAVEPOINT}`);
     try {
-      const args = [path, BigInt(firstIndex), piece, columns, flag | JSONL_CHECKED, named];
+      const flag = piece.flag | JSONL_CHECKED;
+      const args = [
+        path,
+        BigInt(firstIndex),
+        piece.bytes,
+        columns,
+        flag,
+        named,
+        cutsText(piece.cuts),
+      ];
       const inserted = insert.run(...args).changes;
       this.db.exec(`RELEASE ${PIECE_SAVEPOINT}`);
       return inserted;

@@ -63,13 +63,15 @@ export function formatExtractor(format: FormatName, each: string | null): Reader
   });
   /** A native JSON Lines consumer's errors are its own, as those of `onRows`. */
   const guardedLines = (sink: JsonlPieceSink): JsonlPieceSink => ({
-    take: (piece, firstLine, elements) => {
+    take: (piece, firstLine, elements, cuts) => {
       try {
-        return sink.take(piece, firstLine, elements);
+        return sink.take(piece, firstLine, elements, cuts);
       } catch (error) {
         throw new ConsumerError(error);
       }
     },
+    // The scan is the reader's own work, not the consumer's: its failure is the file's.
+    scanArray: sink.scanArray,
   });
   const readRows = (
     file: ExtractTarget,

@@ -38,6 +38,16 @@ function isSpace(byte: number): boolean {
  */
 interface ScanState {
   inString: boolean;
+  /**
+   * After a backslash in a string, at the end of the bytes scanned: the native scan's (the
+   * JavaScript one counts the backslashes before a quote in the buffer instead).
+   */
+  escaped: boolean;
+  /**
+   * Commas between two elements, about a range apart, where the native parse may cut the
+   * elements for its threads (the native scan's; the JavaScript one finds none): buffer indices.
+   */
+  marks: number[];
   /** 1 inside the top array, as `refuseDeepNesting` counts. */
   depth: number;
   /** Index of the top array's `]` in the buffer, once found. */
@@ -95,6 +105,50 @@ function scan(buffer: Buffer, from: number, to: number, state: ScanState): numbe
     i++;
   }
   return lastComma;
+}
+
+/**
+ * Scans `buffer[from, to)` on from `state` as `scan` does: the index of the last comma between
+ * two elements of the top array in it, or -1; stops at the top array's `]`.
+ */
+export type ArrayScan = (buffer: Buffer, from: number, to: number, state: ScanState) => number;
+
+/**
+ * The native extension's `dirq_json_array_scan`: its answer for `bytes` scanned on from a
+ * state (see `nativeArrayScan`), or `null` when a bracket nests too deep.
+ */
+export type NativeArrayScan = (bytes: Buffer, state: number) => string | null;
+
+/** How `dirq_json_array_scan` packs a state into one integer (native/dirq-jsonl.c). */
+const SCAN_DEPTH = 0xffff;
+const SCAN_IN_STRING = 1 << 16;
+const SCAN_ESCAPED = 1 << 17;
+
+/**
+ * `scan` done by the native extension: the same cuts, the same `NotStreamable` for nesting
+ * too deep, at the speed of C over the bytes instead of a JavaScript loop over each of them.
+ */
+export function nativeArrayScan(scanBytes: NativeArrayScan): ArrayScan {
+  return (buffer, from, to, state) => {
+    const packed =
+      state.depth | (state.inString ? SCAN_IN_STRING : 0) | (state.escaped ? SCAN_ESCAPED : 0);
+    const answer = scanBytes(buffer.subarray(from, to), packed);
+    if (answer === null) throw new NotStreamable("nested too deep");
+    const [lastComma, closedAt, commas, after, ...marks] = answer.split(" ").map(Number) as [
+      number,
+      number,
+      number,
+      number,
+      ...number[],
+    ];
+    for (const mark of marks) state.marks.push(from + mark);
+    state.depth = after & SCAN_DEPTH;
+    state.inString = (after & SCAN_IN_STRING) !== 0;
+    state.escaped = (after & SCAN_ESCAPED) !== 0;
+    state.commas += commas;
+    if (closedAt !== -1) state.closedAt = from + closedAt;
+    return lastComma === -1 ? -1 : from + lastComma;
+  };
 }
 
 /** The text of some whole elements of the array (the bytes between two cuts). */
@@ -172,7 +226,8 @@ function firstPiece(
  * Reads the JSON file open at `fd` as an array of objects, `pieceBytes` at a time (positional
  * reads: the file's offset is left at 0 for a whole read after), handing each piece's rows to
  * `onRows`; with `takeElements`, each piece's elements (the bytes between two cuts) go there
- * first, and only those it leaves (`false`) are parsed here. Throws `NotStreamable` for a
+ * first, and only those it leaves (`false`) are parsed here. `scanner` finds the cuts (the
+ * native one where there is; this module's JavaScript `scan` by default). Throws `NotStreamable` for a
  * file that must be read whole instead, and the whole reader's `RowsError` for an array that
  * breaks a rule. After an element that is no row, the rest is only checked: an error of
  * encoding, nesting or syntax anywhere in the file is named before it, as the whole reader
@@ -182,13 +237,14 @@ export function readJsonArrayPieces(
   fd: number,
   pieceBytes: number,
   onRows: (rows: HookRow[]) => void,
-  takeElements?: (elements: Buffer) => boolean,
+  takeElements?: (elements: Buffer, cuts: readonly number[]) => boolean,
+  scanner: ArrayScan = scan,
 ): void {
   let rowsError: RowsError | null = null;
   let handed = 0;
-  const handOver = (elements: Buffer) => {
+  const handOver = (elements: Buffer, cuts: readonly number[]) => {
     if (rowsError !== null) return checkElements(elements);
-    if (takeElements?.(elements) === true) return;
+    if (takeElements?.(elements, cuts) === true) return;
     const rows: HookRow[] = [];
     try {
       elementRows(elements, rows, handed);
@@ -203,7 +259,7 @@ export function readJsonArrayPieces(
   const bom = first.buffer[0] === 0xef && first.buffer[1] === 0xbb && first.buffer[2] === 0xbf;
   const reading = { ...first, position: first.filled, commas: 0 };
   try {
-    readPieces(fd, pieceBytes, reading, handOver, (commas) => (handed = commas));
+    readPieces(fd, pieceBytes, { at: reading, scanner }, handOver, (commas) => (handed = commas));
   } catch (error) {
     if (!(error instanceof NotStreamable)) throw error;
     const offset = reading.position - reading.filled + reading.start;
@@ -225,32 +281,86 @@ interface Reading {
   commas: number;
 }
 
+/** Bytes read at a time while looking for a long element's end (read, scanned, dropped). */
+const LOOK_AHEAD_BYTES = 64 * 1024;
+
+/**
+ * How many bytes from the file's `position` to just after the end of the element being read
+ * (the next comma between two elements, or the array's end), or to the file's end: read ahead
+ * and dropped, scanned on from a copy of `state`. A 100 MB element's buffer then grows once,
+ * not by a piece per read (each growth a copy of all before it). Only a size: what the scan
+ * finds wrong here is found again, and named, when the bytes are read for good.
+ */
+function bytesToElementEnd(
+  fd: number,
+  position: number,
+  state: ScanState,
+  scanner: ArrayScan,
+): number {
+  const probe: ScanState = { ...state, marks: [], closedAt: -1 };
+  const chunk = Buffer.allocUnsafe(LOOK_AHEAD_BYTES);
+  let total = 0;
+  try {
+    for (;;) {
+      const read = readSync(fd, chunk, 0, LOOK_AHEAD_BYTES, position + total);
+      if (read === 0) return total;
+      const comma = scanner(chunk, 0, read, probe);
+      if (comma !== -1) return total + comma + 1;
+      if (probe.closedAt !== -1) return total + probe.closedAt + 1;
+      total += read;
+    }
+  } catch (error) {
+    if (error instanceof NotStreamable) return total;
+    throw error;
+  }
+}
+
+/** The marks in `buffer[start, end)`, counted from `start`; none up to `end` are kept. */
+function takeMarks(state: ScanState, start: number, end: number): number[] {
+  const inside = state.marks.filter((mark) => mark > start && mark < end);
+  state.marks = state.marks.filter((mark) => mark > end);
+  return inside.map((mark) => mark - start);
+}
+
 /** The loop of `readJsonArrayPieces`: `cut` learns the elements handed over after each cut. */
 function readPieces(
   fd: number,
   pieceBytes: number,
-  at: Reading,
-  handOver: (elements: Buffer) => void,
+  reading: { at: Reading; scanner: ArrayScan },
+  handOver: (elements: Buffer, cuts: readonly number[]) => void,
   cut: (elements: number) => void,
 ): void {
-  const state: ScanState = { inString: false, depth: 1, closedAt: -1, commas: 0 };
+  const { at, scanner } = reading;
+  const state: ScanState = {
+    inString: false,
+    escaped: false,
+    marks: [],
+    depth: 1,
+    closedAt: -1,
+    commas: 0,
+  };
   let scanned = at.start;
   for (;;) {
-    const comma = scan(at.buffer, scanned, at.filled, state);
+    const comma = scanner(at.buffer, scanned, at.filled, state);
     scanned = state.closedAt === -1 ? at.filled : state.closedAt + 1;
     if (comma !== -1) {
-      handOver(at.buffer.subarray(at.start, comma));
+      handOver(at.buffer.subarray(at.start, comma), takeMarks(state, at.start, comma));
       at.commas++;
       at.start = comma + 1;
       cut(state.commas);
     }
     if (state.closedAt !== -1) break;
-    // The element being read goes to the start of the buffer, which grows for a large one.
+    // The element being read goes to the start of the buffer, which grows for a large one:
+    // once, to its whole size, when it has outgrown a piece (see `bytesToElementEnd`).
     const carry = at.filled - at.start;
-    const next =
-      carry + pieceBytes > at.buffer.length ? Buffer.allocUnsafe(carry + pieceBytes) : at.buffer;
-    at.buffer.copy(next, 0, at.start, at.filled);
+    let size = carry + pieceBytes;
+    if (size > at.buffer.length && carry >= pieceBytes) {
+      size += bytesToElementEnd(fd, at.position, state, scanner);
+    }
+    const next = size > at.buffer.length ? Buffer.allocUnsafe(size) : at.buffer;
+    if (next !== at.buffer || at.start > 0) at.buffer.copy(next, 0, at.start, at.filled);
     at.buffer = next;
+    state.marks = state.marks.map((mark) => mark - at.start);
     scanned -= at.start;
     at.start = 0;
     at.filled = carry;
@@ -270,7 +380,7 @@ function readPieces(
       position: at.position,
     },
     at.commas,
-    handOver,
+    (last) => handOver(last, takeMarks(state, at.start, state.closedAt)),
   );
 }
 

@@ -11,7 +11,12 @@ import {
   formatOfPath,
   NESTED_FORMATS,
 } from "./format-names.js";
-import { NotStreamable, readJsonArrayPieces } from "./json-array-stream.js";
+import {
+  type NativeArrayScan,
+  nativeArrayScan,
+  NotStreamable,
+  readJsonArrayPieces,
+} from "./json-array-stream.js";
 import { jsonLinesRows, jsonRows } from "./json-rows.js";
 import { markdownRows } from "./markdown-rows.js";
 import { tomlRows } from "./toml-rows.js";
@@ -176,11 +181,14 @@ export interface CsvPieceSink {
 /**
  * A consumer that reads JSON Lines pieces itself (natively): `take` a piece of whole lines
  * (UTF-8 checked, no byte-order mark), whose first line is `firstLine`, or with `elements`
- * some whole elements of a large JSON array, separated by commas; `false` when it leaves the
- * piece to be read here (then nothing of it was taken).
+ * some whole elements of a large JSON array, separated by commas, with `cuts` (offsets of
+ * commas between two of them, from `scanArray`: where it may cut them into ranges); `false`
+ * when it leaves the piece to be read here (then nothing of it was taken).
  */
 export interface JsonlPieceSink {
-  take(piece: Buffer, firstLine: number, elements: boolean): boolean;
+  take(piece: Buffer, firstLine: number, elements: boolean, cuts?: readonly number[]): boolean;
+  /** With it, a large JSON array's cuts are found natively (see json-array-stream.ts). */
+  scanArray?: NativeArrayScan;
 }
 
 /** Where a CSV or TSV file's records go, when not as rows. */
@@ -419,17 +427,18 @@ function readLargeJson(
   try {
     readJsonArrayPieces(
       fd,
-      PIECE_BYTES,
+      arrayPieceBytes(),
       (rows) => {
         handedOver = true;
         onRows(rows);
       },
       native &&
-        ((elements) => {
-          const taken = isUtf8(elements) && native.take(elements, 1, true);
+        ((elements, cuts) => {
+          const taken = isUtf8(elements) && native.take(elements, 1, true, cuts);
           handedOver ||= taken;
           return taken;
         }),
+      native?.scanArray && nativeArrayScan(native.scanArray),
     );
     return;
   } catch (error) {
@@ -441,6 +450,16 @@ function readLargeJson(
     }
     onRows(rows);
   }
+}
+
+/**
+ * Bytes a JSON array is read at a time, and the size above which a JSON file is read so:
+ * `PIECE_BYTES`, or what `DIRQ_JSON_ARRAY_PIECE_BYTES` says. Only tests set it: a few bytes
+ * make a small array read element by element, cut at every element and inside every string.
+ */
+function arrayPieceBytes(): number {
+  const set = Number(process.env.DIRQ_JSON_ARRAY_PIECE_BYTES);
+  return Number.isInteger(set) && set > 0 ? set : PIECE_BYTES;
 }
 
 /** CSV and TSV files from this size on are parsed on worker threads (see csv-workers.ts). */
@@ -474,7 +493,7 @@ export function readFileRows(
   try {
     const size = fstatSync(fd).size;
     const csv = chosen === "csv" || chosen === "tsv";
-    if (chosen === "json" && each === null && size > PIECE_BYTES) {
+    if (chosen === "json" && each === null && size > arrayPieceBytes()) {
       readLargeJson(fd, size, onRows, records?.jsonlPieces);
     } else if (!(csv || chosen === "jsonl") || size <= PIECE_BYTES) {
       read(readWhole(fd, size), 1, true);
