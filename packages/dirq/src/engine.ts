@@ -453,8 +453,11 @@ export class DirqIndex {
   }
 
   private lookupsSoon(): void {
+    // Only off this thread: an index in memory (the SDK's) makes it at its first change, as
+    // a statement must not wait for an index the user may never need.
+    if (!this.live || this.stagingWorker() === null) return;
     // A failure (a full disk) is the next refresh's to report: it makes the index again.
-    if (this.live) this.refresher.prepareLookups().catch(() => {});
+    this.refresher.prepareLookups().catch(() => {});
   }
 
   /**
