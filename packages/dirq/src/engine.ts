@@ -93,6 +93,8 @@ export class DirqIndex {
   private readonly pathTables: PathTables;
   private readonly parsed: ParsedTableRegistry;
   private readonly refresher: Refresher;
+  /** Whether a watcher keeps this index current (see `keepLookupsReady`). */
+  private live = false;
   private readonly caseVariants = new CaseVariants();
   /** Checks statements and builds what they read (see `StatementPreparer`). */
   private readonly preparer: StatementPreparer;
@@ -272,10 +274,12 @@ export class DirqIndex {
       fill: (table, columns, readsSchema) =>
         parsed.needsReconcile(table)
           ? parsed.reconcile(table, this.caseVariants.pathOf(table))
-          : pathTables.fill(table, this.groupsFor(columns), {
-              readsRowid: columns.has(ROWID),
-              readsSchema,
-            }),
+          : pathTables
+              .fill(table, this.groupsFor(columns), {
+                readsRowid: columns.has(ROWID),
+                readsSchema,
+              })
+              .finally(() => this.lookupsSoon()),
       beforeStatement: () => pathTables.revertCounted(),
       touch: (tables) => pathTables.touch(tables),
       callsWorkers: (functions) => this.functions.calledIn(functions).length > 0,
@@ -434,6 +438,26 @@ export class DirqIndex {
     return Array.from(result.rows, (row) =>
       Object.fromEntries(result.columns.map((name, i) => [name, row[i] ?? null])),
     );
+  }
+
+  /**
+   * Marks the index live (kept current by a watcher): from now on each filled table gets its
+   * lookup index at once, in the background, not on the first change after it (see
+   * `Refresher.prepareLookups`). One-shot queries never pay for those indexes.
+   */
+  keepLookupsReady(): void {
+    this.live = true;
+    // Started now, while the first statement is awaited: a lookup index is made on it.
+    this.stagingWorker()?.start();
+    this.lookupsSoon();
+  }
+
+  private lookupsSoon(): void {
+    // Only off this thread: an index in memory (the SDK's) makes it at its first change, as
+    // a statement must not wait for an index the user may never need.
+    if (!this.live || this.stagingWorker() === null) return;
+    // A failure (a full disk) is the next refresh's to report: it makes the index again.
+    this.refresher.prepareLookups().catch(() => {});
   }
 
   /**

@@ -139,3 +139,26 @@ describe("the watcher past its watch limit", () => {
     events.close();
   });
 });
+
+describe("a path-table kept live", () => {
+  const root = bigTree(10, 10);
+  let server: ServerProcess | undefined;
+  after(async () => {
+    await server?.kill();
+    removeTree(root);
+  });
+
+  it("gets the index of its file column once it is filled, not at the first change after it", async () => {
+    server = await startServer(["--host", "127.0.0.1", "--port", "0"], { cwd: root });
+    assert.equal(await count(server), 100);
+    // No file changes: the index a refresh looks files up by is made because the table is live,
+    // so the first write after a statement waits for no index of the whole table.
+    const indexes = "SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = './'";
+    await eventually(
+      async () => (await queryRows(server as ServerProcess, indexes)).length > 0,
+      "an index of the path-table './'",
+    );
+    writeFileSync(join(root, "d0", "new.txt"), "new");
+    await eventually(async () => (await count(server as ServerProcess)) === 101, "the new file");
+  });
+});

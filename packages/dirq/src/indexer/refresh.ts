@@ -324,6 +324,15 @@ export class Refresher {
     await worker.exclusive(() => withWriter(() => worker.exec(missing)));
   }
 
+  /**
+   * Indexes the lookup column of every live table now, in the writer's turn: a live index
+   * calls this once a table is filled, so the first change after it waits neither for the index
+   * of a table of a million rows nor for the staging thread's start.
+   */
+  prepareLookups(): Promise<void> {
+    return this.ensureLookupIndexes(this.withWriter, false);
+  }
+
   /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
   private indexedFilesUnder(dir: string): Set<string> {
     const files = new Set<string>();

@@ -160,6 +160,11 @@ export class StagingWorker {
 
   constructor(private readonly data: FillWorkerData) {}
 
+  /** Starts the thread now, so a first request later need not wait for its start. */
+  start(): void {
+    if (!this.closed) this.started();
+  }
+
   private started(): Worker {
     if (this.worker !== null) return this.worker;
     const { port1, port2 } = new (workerThreads().MessageChannel)();

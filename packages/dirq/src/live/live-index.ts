@@ -131,6 +131,7 @@ export class LiveIndex {
     });
     retry.recheck = (files) => watcher.recheck(files);
     await watcher.ready;
+    index.keepLookupsReady();
     return new LiveIndex(index, watcher, retry);
   }
 

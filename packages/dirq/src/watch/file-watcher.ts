@@ -1,4 +1,5 @@
 import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:fs";
+import { lstat } from "node:fs/promises";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
 
@@ -44,6 +45,23 @@ function selfAndAbove(key: string): string[] {
     keys.push(key.slice(0, at));
   }
   return keys;
+}
+
+/**
+ * The entries of `map` at or under each of `sources`, each under the innermost source that
+ * holds it (moves apply innermost first): one pass over the map, not one per move, so a
+ * checkout that renames thousands of folders costs what the watches number, not their square.
+ */
+function entriesUnder<V>(map: ReadonlyMap<string, V>, sources: ReadonlySet<string>) {
+  const found = new Map<string, [string, V][]>();
+  for (const entry of map) {
+    const source = selfAndAbove(entry[0]).find((key) => sources.has(key));
+    if (source === undefined) continue;
+    const entries = found.get(source);
+    if (entries === undefined) found.set(source, [entry]);
+    else entries.push(entry);
+  }
+  return found;
 }
 
 /**
@@ -580,14 +598,7 @@ class FolderWatches implements TreeWatcher {
    * them. A link made, removed or retargeted is a `rename` of its own name.
    */
   private async resync(keys: Set<string>, batch: ChangeBatch): Promise<void> {
-    const stats = new Map<string, Stats | undefined>();
-    for (const key of keys) {
-      try {
-        stats.set(key, lstatSync(this.absolute(key)));
-      } catch {
-        stats.set(key, undefined);
-      }
-    }
+    const stats = await this.lstatAll(keys);
     const moves = this.findMoves(stats);
     this.moveFolders(moves, stats, batch);
     const destinations = new Set(moves.map((move) => move.to));
@@ -598,6 +609,24 @@ class FolderWatches implements TreeWatcher {
       if (found?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
       if (found?.isDirectory()) await this.watchTreeFrom(key);
     }
+  }
+
+  /**
+   * The entries at `keys` (`undefined`: gone), stated off the main thread: a checkout makes
+   * thousands at once, and statements are answered meanwhile. A change that comes in while
+   * they are stated goes to the next batch, whose names the moves found here rename.
+   */
+  private async lstatAll(keys: Set<string>): Promise<Map<string, Stats | undefined>> {
+    const stats = new Map<string, Stats | undefined>();
+    const stated = [...keys].map((key) =>
+      lstat(this.absolute(key)).then(
+        (found) => stats.set(key, found),
+        () => stats.set(key, undefined),
+      ),
+    );
+    await Promise.all(stated);
+    // In the order of `keys`, as the moves found from them are.
+    return new Map([...keys].map((key) => [key, stats.get(key)]));
   }
 
   /**
@@ -639,17 +668,13 @@ class FolderWatches implements TreeWatcher {
     batch: ChangeBatch,
   ): void {
     if (moves.length === 0) return;
+    const sources = new Set(moves.map(({ from }) => from));
+    const watchedUnder = entriesUnder(this.watches, sources);
+    const listedUnder = entriesUnder(this.unwatched, sources);
     const detached = moves.map(({ from, to }) => {
-      const prefix = `${from}/`;
-      const entries: [string, Watched][] = [];
-      for (const entry of this.watches) {
-        if (entry[0] === from || entry[0].startsWith(prefix)) entries.push(entry);
-      }
+      const entries = watchedUnder.get(from) ?? [];
       for (const [key] of entries) this.watches.delete(key);
-      const listings: [string, Set<string>][] = [];
-      for (const entry of this.unwatched) {
-        if (entry[0] === from || entry[0].startsWith(prefix)) listings.push(entry);
-      }
+      const listings = listedUnder.get(from) ?? [];
       for (const [key] of listings) this.unwatched.delete(key);
       return { from, to, entries, listings };
     });

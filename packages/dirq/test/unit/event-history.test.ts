@@ -19,6 +19,25 @@ describe("EventHistory", () => {
     assert.deepEqual([history.oldest, history.head], [6, 6]);
   });
 
+  it("keeps its frames' bytes apart from Node's shared buffer pool, and intact", () => {
+    const history = new EventHistory({ frames: 1000, bytes: 1 << 20 });
+    const pooled = new Set<ArrayBufferLike>();
+    const texts: string[] = [];
+    for (let i = 0; i < 200; i++) {
+      texts.push(`{"n":${i},"path":"d${i}/f\u00e9.txt"}`);
+      history.append(texts[i] as string);
+      // What a stream makes beside each frame (its header), short-lived.
+      pooled.add(Buffer.from(`id: ${i}\nevent: row\ndata: `).buffer);
+    }
+    const frames = history.framesAfter(0);
+    assert.deepEqual(
+      frames.map((frame) => frame.data),
+      texts,
+    );
+    // A frame kept in a block of the pool would keep the short-lived buffers beside it too.
+    for (const frame of frames) assert.ok(!pooled.has((frame.utf8[0] as Buffer).buffer));
+  });
+
   it("continues an id of its run still in reach; resets others", () => {
     const history = new EventHistory({ frames: 2, bytes: 1000 });
     for (const data of ["a", "b", "c"]) history.append(data);
