@@ -111,6 +111,14 @@ describe("YAML lists read in batches", () => {
     }
   });
 
+  it("a mapping used as a key early and a syntax error later: the error a whole read names", () => {
+    let text = "- ? [a, b]\n  : c\n";
+    for (let i = 0; i < 10; i++) text += `- id: ${i}\n`;
+    text += "- id: [open\n";
+    assert.match(String(read(text, Infinity)), /^error: line 14, column 1: /);
+    assert.deepEqual(read(text, 1), read(text, Infinity));
+  });
+
   it("a long list is held a batch at a time, never whole", () => {
     const text = Array.from({ length: 5000 }, (_, i) => `- id: ${i}\n  name: n${i}\n`).join("");
     let batches = 0;

@@ -273,7 +273,8 @@ function documentValue(document: Yaml.Document.Parsed, where: Where, tagged: boo
 
 /**
  * Thrown when a batched list turns out to hold an alias (its anchor may be in another batch),
- * or its last part is no list: the file is read again without batches.
+ * a batch has a problem that is not a syntax error, or the list's last part is no list: the
+ * file is read again without batches.
  */
 class NotBatchable extends Error {}
 
@@ -282,6 +283,22 @@ function hasAlias(document: Yaml.Document.Parsed): boolean {
   let found = false;
   eachNode(document, (node) => (found = isAlias(node)));
   return found;
+}
+
+/**
+ * A batch's values. A syntax error is the document's first, as in a whole read; any other
+ * problem (a mapping used as a key, a merge of no mapping) comes after every syntax error of
+ * the document in a whole read, so the file is read whole again to name the same one.
+ */
+function batchValue(document: Yaml.Document.Parsed, where: Where, tagged: boolean): unknown[] {
+  const problem = documentProblem(document, where);
+  if (problem !== null) throw new RowsError(problem);
+  try {
+    return documentValue(document, where, tagged) as unknown[];
+  } catch (caught) {
+    if (caught instanceof RowsError) throw new NotBatchable();
+    throw caught;
+  }
 }
 
 /** Reads the documents of `text`, a long top-level list `batchItems` items at a time. */
@@ -307,7 +324,7 @@ function readDocuments(text: string, firstLine: number, batchItems: number): unk
       for (const document of compose([piece.document])) {
         if (hasAlias(document)) throw new NotBatchable();
         batched ??= [];
-        for (const item of documentValue(document, where, tagged) as unknown[]) batched.push(item);
+        for (const item of batchValue(document, where, tagged)) batched.push(item);
       }
       continue;
     }
