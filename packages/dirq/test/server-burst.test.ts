@@ -9,6 +9,7 @@ import {
   openStuckSubscriber,
   queryRows,
   type ServerProcess,
+  type SseFrame,
   SseParser,
   serverFixtures,
 } from "./server-support.js";
@@ -110,6 +111,42 @@ describe("/events bursts larger than the history", () => {
       assert.ok(events.filter((event) => event === "row").length < FILES, events.join(" "));
     } finally {
       stuck.close();
+    }
+  });
+
+  it("the frames of one commit go out in a few writes, whole and in order", async () => {
+    const rows = 3000;
+    const csv = ["id,name", ...Array.from({ length: rows }, (_, i) => `${i},name ${i}`)];
+    const root = tree({
+      "dirq.toml": `[[table]]\nname = "people"\nglob = "data/*.csv"\nformat = "csv"\n`,
+      "data/seed.csv": "id,name\n-1,seed\n",
+    });
+    const server = await serve(root, ["-c", "dirq.toml"]);
+    const raw = await openStuckSubscriber("127.0.0.1", server.port);
+    try {
+      raw.resume();
+      await raw.waitFor("event: ready", 60_000);
+      saveWhole(root, "data/people.csv", `${csv.join("\n")}\n`);
+      await raw.waitFor(`"name":"name ${rows - 1}"`, 60_000);
+      const response = decodeChunkedResponse(raw.received());
+      const frames: SseFrame[] = [];
+      new SseParser((frame) => frames.push(frame)).push(response.body);
+      const names = frames
+        .filter((frame) => frame.event === "row")
+        .map((frame) => (JSON.parse(frame.data) as { row: { name: string } }).row.name);
+      assert.deepEqual(
+        names.filter((name) => name !== "seed"),
+        Array.from({ length: rows }, (_, i) => `name ${i}`),
+      );
+      const ids = frames.flatMap((frame) => frame.lines.filter((line) => line.startsWith("id: ")));
+      assert.equal(new Set(ids).size, frames.length, "a frame without an id, or an id twice");
+      // One write per frame before: as many chunks of the chunked encoding as frames.
+      assert.ok(
+        response.chunks * 10 < frames.length,
+        `${frames.length} frames in ${response.chunks} writes`,
+      );
+    } finally {
+      raw.close();
     }
   });
 });

@@ -1002,10 +1002,13 @@ export function openStuckSubscriber(host: string, port: number): Promise<RawSubs
   });
 }
 
-/** Splits a raw HTTP/1.1 response into its head and its de-chunked body (complete chunks). */
-export function decodeChunkedResponse(raw: Buffer): { head: string; body: string } {
+/**
+ * Splits a raw HTTP/1.1 response into its head and its de-chunked body (complete chunks);
+ * `chunks` counts them (one per write of the server's response).
+ */
+export function decodeChunkedResponse(raw: Buffer): { head: string; body: string; chunks: number } {
   const end = raw.indexOf("\r\n\r\n");
-  if (end === -1) return { head: raw.toString("latin1"), body: "" };
+  if (end === -1) return { head: raw.toString("latin1"), body: "", chunks: 0 };
   const head = raw.subarray(0, end).toString("latin1");
   const parts: Buffer[] = [];
   let offset = end + 4;
@@ -1019,7 +1022,7 @@ export function decodeChunkedResponse(raw: Buffer): { head: string; body: string
     parts.push(raw.subarray(start, start + size));
     offset = start + size + 2;
   }
-  return { head, body: Buffer.concat(parts).toString("utf8") };
+  return { head, body: Buffer.concat(parts).toString("utf8"), chunks: parts.length };
 }
 
 /* ------------------------------------------------------------------------------------------ */

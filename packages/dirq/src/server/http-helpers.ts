@@ -113,11 +113,43 @@ const JOIN_FRAME_BYTES = 64 * 1024;
 const FRAME_END = Buffer.from("\n\n");
 
 /**
+ * The chunks in order, with runs of pieces under `JOIN_FRAME_BYTES` joined into one: strings
+ * into a string, a run with bytes in it into one buffer. A larger piece is written as it is.
+ */
+function joinSmall(chunks: readonly (string | Buffer)[]): (string | Buffer)[] {
+  const joined: (string | Buffer)[] = [];
+  let run: (string | Buffer)[] = [];
+  const endRun = () => {
+    if (run.length === 1) joined.push(run[0] as string | Buffer);
+    else if (run.every((piece) => typeof piece === "string")) joined.push(run.join(""));
+    else if (run.length > 0) {
+      joined.push(
+        Buffer.concat(run.map((piece) => (typeof piece === "string" ? Buffer.from(piece) : piece))),
+      );
+    }
+    run = [];
+  };
+  for (const chunk of chunks) {
+    if (chunk.length > JOIN_FRAME_BYTES) {
+      endRun();
+      joined.push(chunk);
+    } else run.push(chunk);
+  }
+  endRun();
+  return joined;
+}
+
+/**
  * A Server-Sent Events response. Frames follow the SSE format: each line of `data` gets its
  * own `data:` field, a blank line ends the frame. `write` waits while the client's socket is
  * full, so a slow client slows only its own loop.
  */
 export class EventStreamResponse {
+  /** Chunks written in this turn of the event loop, not yet handed to the response. */
+  private waiting: (string | Buffer)[] = [];
+  private waitingLength = 0;
+  private flushAtTurnEnd: NodeJS.Immediate | null = null;
+
   constructor(private readonly response: ServerResponse) {
     response.writeHead(200, {
       "content-type": "text/event-stream",
@@ -171,15 +203,26 @@ export class EventStreamResponse {
   }
 
   /**
-   * Writes the chunks, then waits while the client's socket is full. Not corked: a corked
-   * response's `write` reports its own buffer, not the socket's, on newer Node versions, and
-   * a slow client would then be written to without end.
+   * Takes the chunks to write; waits while the client's socket is full. The frames of one turn
+   * of the event loop go out in one write, at its end (a burst of row events otherwise cost a
+   * `writev` and a chunk of the chunked encoding each: most of the main thread's time while a
+   * large change was delivered). Frames wait only while what waits and what the socket holds
+   * stay under the response's high-water mark; past it they are written at once, and a full
+   * socket is waited for as before. Not corked: a corked response's `write` reports its own
+   * buffer, not the socket's, on newer Node versions, and a slow client would then be written
+   * to without end.
    */
   private async writeAll(chunks: readonly (string | Buffer)[]): Promise<void> {
     if (this.closed) return;
-    let flowing = true;
-    for (const chunk of chunks) flowing = this.response.write(chunk) && flowing;
-    if (flowing) return;
+    for (const chunk of chunks) {
+      this.waiting.push(chunk);
+      this.waitingLength += chunk.length;
+    }
+    if (this.waitingLength + this.response.writableLength < this.response.writableHighWaterMark) {
+      this.flushAtTurnEnd ??= setImmediate(() => this.flush());
+      return;
+    }
+    if (this.flush()) return;
     // Wait for whichever comes first, and remove both listeners either way: one left behind
     // per frame that met back-pressure would pile up on a long-lived stream.
     await new Promise<void>((resolve) => {
@@ -193,7 +236,22 @@ export class EventStreamResponse {
     });
   }
 
+  /** Writes what waits, small pieces joined; false when the socket is full. */
+  private flush(): boolean {
+    if (this.flushAtTurnEnd !== null) clearImmediate(this.flushAtTurnEnd);
+    this.flushAtTurnEnd = null;
+    const chunks = this.waiting;
+    this.waiting = [];
+    this.waitingLength = 0;
+    if (this.closed) return true;
+    let flowing = true;
+    for (const chunk of joinSmall(chunks)) flowing = this.response.write(chunk) && flowing;
+    return flowing;
+  }
+
   end(): void {
-    if (!this.closed) this.response.end();
+    if (this.closed) return;
+    this.flush();
+    this.response.end();
   }
 }

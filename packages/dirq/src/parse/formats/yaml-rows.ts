@@ -4,6 +4,7 @@ import type { HookRow } from "../hook-rows.js";
 import { documentRows, RowsError } from "./document-rows.js";
 import { refuseDeepNesting } from "./nesting.js";
 import { storedPlainValue } from "./plain-values.js";
+import { BATCH_ITEMS, type StreamToken, yamlStream } from "./yaml-batches.js";
 import { PAIRS_TAGS, pythonTags } from "./yaml-tags.js";
 
 const yaml = lazyModule<typeof Yaml>("yaml");
@@ -42,21 +43,37 @@ function pythonSchema(): Yaml.Schema {
 }
 
 /**
+ * Calls `see` on each node of a document (pairs, keys and values), a node before the nodes in
+ * it, as the package's `visit` does, without the frozen path `visit` builds for every node: on a
+ * large document that path made most of the walk's time. `see` returns true to stop.
+ */
+function eachNode(document: Yaml.Document.Parsed, see: (node: unknown) => boolean): void {
+  const { isCollection, isPair } = yaml();
+  const pending: unknown[] = [document.contents];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (see(node)) return;
+    if (isPair(node)) pending.push(node.value, node.key);
+    else if (isCollection(node)) {
+      for (let i = node.items.length - 1; i >= 0; i--) pending.push(node.items[i]);
+    }
+  }
+}
+
+/**
  * The first mapping or list used as a mapping key (`? [a, b] : c`, or a template's
  * `title: {{ x }}`, a mapping whose key is a mapping), or `null`. PyYAML refuses such a key
  * ("found unhashable key"); the `yaml` package would make it text, a key no file wrote.
  */
 function collectionKey(document: Yaml.Document.Parsed): Yaml.Node | null {
-  const { isAlias, isCollection, visit } = yaml();
+  const { isAlias, isCollection, isPair } = yaml();
   let found: Yaml.Node | null = null;
-  visit(document, {
-    Pair(_, pair) {
-      let key = pair.key;
-      if (isAlias(key)) key = key.resolve(document) ?? null;
-      if (!isCollection(key)) return undefined;
-      found = key;
-      return visit.BREAK;
-    },
+  eachNode(document, (node) => {
+    if (!isPair(node)) return false;
+    let key = node.key;
+    if (isAlias(key)) key = key.resolve(document) ?? null;
+    if (isCollection(key)) found = key;
+    return found !== null;
   });
   return found;
 }
@@ -64,24 +81,35 @@ function collectionKey(document: Yaml.Document.Parsed): Yaml.Node | null {
 /** `line L, column C: ` of an offset in the text (whose first line is `firstLine`). */
 type Where = (offset: number) => string;
 
+/** A document's tokens with its directives and the comments around it, or a batch of a list. */
+type Piece =
+  { kind: "group"; tokens: Yaml.CST.Token[] } | { kind: "batch"; document: Yaml.CST.Document };
+
 /**
  * The stream's tokens, one group per document: its directives, the document, its `...` and
  * the comments around them. Each group is composed on its own, so that nothing of one
- * document (a `%TAG` handle, a `%YAML` version) reaches the next.
+ * document (a `%TAG` handle, a `%YAML` version) reaches the next. A batch of the next
+ * document's list ends the group before it.
  */
-function* documentGroups(tokens: Iterable<Yaml.CST.Token>): Generator<Yaml.CST.Token[]> {
+function* documentGroups(stream: Iterable<StreamToken>): Generator<Piece> {
   let group: Yaml.CST.Token[] = [];
   let hasDocument = false;
-  for (const token of tokens) {
-    if (hasDocument && (token.type === "directive" || token.type === "document")) {
-      yield group;
+  for (const piece of stream) {
+    const token = piece.kind === "token" ? piece.token : null;
+    const starts = token === null || token.type === "directive" || token.type === "document";
+    if (hasDocument && starts) {
+      yield { kind: "group", tokens: group };
       group = [];
       hasDocument = false;
+    }
+    if (token === null) {
+      yield piece as Piece;
+      continue;
     }
     group.push(token);
     if (token.type === "document") hasDocument = true;
   }
-  if (group.length > 0) yield group;
+  if (group.length > 0) yield { kind: "group", tokens: group };
 }
 
 /**
@@ -184,14 +212,15 @@ export const MAX_EXPANDED_VALUES = 1_000_000;
 
 /** Each alias of a document with the node it names (the last anchor of that name before it). */
 function aliasTargets(document: Yaml.Document.Parsed): Map<Yaml.Alias, unknown> {
-  const { isAlias, visit } = yaml();
+  const { isAlias } = yaml();
   const anchors = new Map<string, unknown>();
   const targets = new Map<Yaml.Alias, unknown>();
-  visit(document, (_key, node) => {
+  eachNode(document, (node) => {
     if (isAlias(node)) targets.set(node, anchors.get(node.source));
     else if (node !== null && typeof node === "object" && "anchor" in node && node.anchor) {
       anchors.set(String(node.anchor), node);
     }
+    return false;
   });
   return targets;
 }
@@ -242,9 +271,38 @@ function documentValue(document: Yaml.Document.Parsed, where: Where, tagged: boo
   }
 }
 
-/** The parsed documents of a YAML text, or a `RowsError` naming the line. */
-export function yamlDocuments(text: string, firstLine = 1): unknown[] {
-  refuseDeepNesting(text, firstLine, true);
+/**
+ * Thrown when a batched list turns out to hold an alias (its anchor may be in another batch),
+ * a batch has a problem that is not a syntax error, or the list's last part is no list: the
+ * file is read again without batches.
+ */
+class NotBatchable extends Error {}
+
+function hasAlias(document: Yaml.Document.Parsed): boolean {
+  const { isAlias } = yaml();
+  let found = false;
+  eachNode(document, (node) => (found = isAlias(node)));
+  return found;
+}
+
+/**
+ * A batch's values. A syntax error is the document's first, as in a whole read; any other
+ * problem (a mapping used as a key, a merge of no mapping) comes after every syntax error of
+ * the document in a whole read, so the file is read whole again to name the same one.
+ */
+function batchValue(document: Yaml.Document.Parsed, where: Where, tagged: boolean): unknown[] {
+  const problem = documentProblem(document, where);
+  if (problem !== null) throw new RowsError(problem);
+  try {
+    return documentValue(document, where, tagged) as unknown[];
+  } catch (caught) {
+    if (caught instanceof RowsError) throw new NotBatchable();
+    throw caught;
+  }
+}
+
+/** Reads the documents of `text`, a long top-level list `batchItems` items at a time. */
+function readDocuments(text: string, firstLine: number, batchItems: number): unknown[] {
   const lineCounter = new (yaml().LineCounter)();
   const where: Where = (offset) => {
     const { line, col } = lineCounter.linePos(offset);
@@ -255,17 +313,48 @@ export function yamlDocuments(text: string, firstLine = 1): unknown[] {
   // One schema per file: the `yaml` package adds to a schema's tags only for known tags of
   // YAML 1.2's core schema, which this one does not resolve.
   const schema = pythonSchema();
-  const tokens = new (yaml().Parser)(lineCounter.addNewLine).parse(text);
-  for (const group of documentGroups(tokens)) {
-    const problem = directiveProblem(group);
+  const compose = (tokens: Yaml.CST.Token[]): Yaml.Document.Parsed[] => [
+    ...new (yaml().Composer)({ ...OPTIONS, schema }).compose(tokens),
+  ];
+  /** The values of the batches read of the document being read, or null (none). */
+  let batched: unknown[] | null = null;
+  const stream = yamlStream(text, lineCounter.addNewLine, batchItems);
+  for (const piece of documentGroups(stream)) {
+    if (piece.kind === "batch") {
+      for (const document of compose([piece.document])) {
+        if (hasAlias(document)) throw new NotBatchable();
+        batched ??= [];
+        for (const item of batchValue(document, where, tagged)) batched.push(item);
+      }
+      continue;
+    }
+    const problem = directiveProblem(piece.tokens);
     if (problem !== null)
       throw new RowsError(`${where(problem.offset)}${problem.reason} (not valid YAML)`);
-    const composer = new (yaml().Composer)({ ...OPTIONS, schema });
-    for (const document of composer.compose(group)) {
-      values.push(documentValue(document, where, tagged));
+    for (const document of compose(piece.tokens)) {
+      if (batched !== null && hasAlias(document)) throw new NotBatchable();
+      const value = documentValue(document, where, tagged);
+      if (batched !== null && !Array.isArray(value)) throw new NotBatchable();
+      if (batched !== null) for (const item of value as unknown[]) batched.push(item);
+      values.push(batched ?? value);
+      batched = null;
     }
   }
   return values;
+}
+
+/**
+ * The parsed documents of a YAML text, or a `RowsError` naming the line. A list whose items
+ * hold aliases is read whole (an anchor of one batch may be named in another).
+ */
+export function yamlDocuments(text: string, firstLine = 1, batchItems = BATCH_ITEMS): unknown[] {
+  refuseDeepNesting(text, firstLine, true);
+  try {
+    return readDocuments(text, firstLine, batchItems);
+  } catch (caught) {
+    if (!(caught instanceof NotBatchable)) throw caught;
+    return readDocuments(text, firstLine, Infinity);
+  }
 }
 
 /** A YAML file's rows: each document's, in order; a document that is empty has none. */
