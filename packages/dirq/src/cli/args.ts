@@ -722,7 +722,8 @@ Environment:
   DIRQ_LIVE_HISTORY_BYTES=<n>       dirq server: the bytes of frames all /live queries keep
                                     together for clients that resume (default 32 MiB)
   DIRQ_LIVE_STATS=1                 dirq server: GET /live/stats lists the live queries, their
-                                    subscribers and runs (for benchmarks)
+                                    subscribers, runs and CPU time, memory and the /events
+                                    history's size (for benchmarks; it also times each run)
   DIRQ_MAX_WATCHES=<n>              the most folder watches a live index takes (default:
                                     what the system allows); folders past it are checked by
                                     listing them (docs/http.md, "What is watched")
