@@ -144,12 +144,27 @@ export class ExtractScheduler {
       try {
         await work();
       } finally {
-        const forFile = this.jobs.get(job.file);
-        forFile?.delete(entry);
-        if (forFile?.size === 0) this.jobs.delete(job.file);
+        this.remove(entry);
       }
     })();
     return entry.finished;
+  }
+
+  /**
+   * Drops `job`, registered in a commit that then failed (a full disk): it never runs, and a
+   * later refresh of its file must not take that file's state as being read already.
+   */
+  withdraw(job: Job): void {
+    const entry = job as Entry;
+    entry.current = false;
+    entry.controller.abort();
+    this.remove(entry);
+  }
+
+  private remove(entry: Entry): void {
+    const forFile = this.jobs.get(entry.file);
+    forFile?.delete(entry);
+    if (forFile?.size === 0) this.jobs.delete(entry.file);
   }
 
   /**

@@ -487,7 +487,14 @@ export class Refresher {
     const entries = [...stats];
     const jobs: ParseJob[] = [];
     const applyFrom = (at: number): number => {
-      const applied = this.applyStats(entries, at, options, slices);
+      let applied: ReturnType<Refresher["applyStats"]>;
+      try {
+        applied = this.applyStats(entries, at, options, slices);
+      } catch (error) {
+        // The refresh fails whole: jobs of slices committed before it never run either.
+        for (const job of jobs) this.scheduler.withdraw(job.scheduled);
+        throw error;
+      }
       jobs.push(...applied.jobs);
       options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
       return applied.next;
@@ -764,6 +771,10 @@ export class Refresher {
           jobs.push({ file, signature, key: statKey, tables: wanted, leaving, scope, scheduled });
         }
       })();
+    } catch (error) {
+      // Registered in the commit that failed: the next refresh of these files must read them.
+      for (const job of jobs) this.scheduler.withdraw(job.scheduled);
+      throw error;
     } finally {
       this.rereadColumns();
     }
