@@ -425,7 +425,8 @@ function watchmanCommand(sock, command) {
     encoding: "utf8",
     maxBuffer: 1 << 30,
   });
-  return JSON.parse(result.stdout || "{}");
+  if (!result.stdout) return { error: result.error?.message ?? (result.stderr || "no answer") };
+  return JSON.parse(result.stdout);
 }
 
 async function runWatchman() {
@@ -474,10 +475,20 @@ async function runWatchman() {
       const now = performance.now();
       for (const line of lines) for (const listener of listeners) listener(line, now);
     });
+    // Its first message lists every file (a million names at 1M): writes are timed after it.
+    const initial = new Promise((resolve) => {
+      const first = (line) => {
+        if (!line.includes('"subscription"') || !line.includes('"files"')) return;
+        listeners.delete(first);
+        resolve();
+      };
+      listeners.add(first);
+    });
     sub.stdin.write(
       `${JSON.stringify(["subscribe", root, "bench", { expression: ["type", "f"], fields: ["name"] }])}\n`,
     );
-    await sleep(2000);
+    await Promise.race([initial, sleep(120_000)]);
+    await sleep(500);
     const server = { listeners, pid: daemon.pid, events: () => 0 };
     const written = await writes(server, 10_000);
     report(
