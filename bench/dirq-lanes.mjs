@@ -15,7 +15,7 @@
 // Prints the load average with each.
 //
 //   node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40]
-//                             [--hook-timeout 60] [--only big|delete|new|start|hooks]
+//                             [--hook-timeout 60] [--only big|ddl|delete|new|start|persist|hooks]
 import { spawn } from "node:child_process";
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, request } from "node:http";
@@ -35,7 +35,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|delete|new|start|hooks]";
+  "Usage: node bench/dirq-lanes.mjs [--mb 100] [--clients 4] [--hooks 1000] [--writes 40] [--hook-timeout 60] [--only big|ddl|delete|new|start|persist|hooks]";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -64,11 +64,14 @@ function writeWhole(root, name, text) {
 
 const LOOP_DELAY = join(dirname(fileURLToPath(import.meta.url)), "server-loop-delay.cjs");
 
-/** Starts `dirq server` in `root`; resolves with its port, its process and its row events. */
-async function startServer(root) {
+/**
+ * Spawns `dirq server` in `root` on `port` (0: any) with `extra` arguments, its main thread's
+ * event-loop delays noted (see server-loop-delay.cjs) into `loopDelays`.
+ */
+function spawnServer(root, port, extra = []) {
   const child = spawn(
     process.execPath,
-    [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"],
+    [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", `${port}`, ...extra],
     {
       cwd: root,
       env: {
@@ -80,9 +83,6 @@ async function startServer(root) {
     },
   );
   process.on("exit", () => child.kill("SIGKILL"));
-  const port = await serverPort(child);
-  const listeners = new Set();
-  // The longest event-loop delays of the server's main thread (see server-loop-delay.cjs).
   const loopDelays = [];
   let errors = "";
   child.stderr.setEncoding("utf8").on("data", (chunk) => {
@@ -95,6 +95,14 @@ async function startServer(root) {
       else process.stderr.write(`${line}\n`);
     }
   });
+  return { child, loopDelays };
+}
+
+/** Starts `dirq server` in `root`; resolves with its port, its process and its row events. */
+async function startServer(root) {
+  const { child, loopDelays } = spawnServer(root, 0);
+  const port = await serverPort(child);
+  const listeners = new Set();
   const events = await new Promise((resolve) => {
     const req = request({ host: "127.0.0.1", port, path: "/events" }, (res) => {
       let buffer = "";
@@ -139,9 +147,10 @@ function queryLoad(port, first) {
   return {
     stop: async () => {
       worker.postMessage("stop");
-      const { latencies, error } = await result;
+      const { latencies, failures, error } = await result;
       await worker.terminate();
       if (error !== undefined) throw new Error(error);
+      if (failures > 0) log(`${failures} statements failed (connection closed)`);
       return latencies;
     },
   };
@@ -170,9 +179,11 @@ function bigAndSmall(name) {
   // A file that comes anew is matched by a pattern: a table whose glob is a file name with no
   // wildcard, and no such file at the start, does not take in the file when it appears.
   const glob = name === "new" ? "big*.csv" : "big.csv";
+  // The `ddl` case: a table with a `ddl` (an index on one of its columns).
+  const ddl = name === "ddl" ? 'ddl = "CREATE INDEX big_name ON big(name)"\n' : "";
   writeFileSync(
     join(root, "dirq.toml"),
-    `[[table]]\nname = "big"\nglob = "${glob}"\nformat = "csv"\n\n` +
+    `[[table]]\nname = "big"\nglob = "${glob}"\nformat = "csv"\n${ddl}\n` +
       '[[table]]\nname = "small"\nglob = "small.json"\nformat = "json"\n',
   );
   const count = Math.ceil((mb * 1e6) / (record(500_000, "row").length + 1));
@@ -182,6 +193,7 @@ function bigAndSmall(name) {
 /** What happens to the big table's file in a case of `bigRefresh`, and the events it gives. */
 const BIG_CHANGES = {
   big: { told: "rewritten (one record changed)", events: () => 1 },
+  ddl: { told: "of a table with a `ddl` rewritten (one record changed)", events: () => 1 },
   delete: { told: "deleted", events: (count) => count },
   new: { told: "written new", events: (count) => count },
 };
@@ -301,25 +313,39 @@ async function timedQuery(port, sql) {
   }
 }
 
-async function startBuild() {
-  const { mb, root, count } = bigAndSmall("start");
+/** Starts a server with `--persist` in `root`, lets it build, and stops it. */
+async function persistOnce(root) {
+  const { child } = spawnServer(root, 0, ["--persist"]);
+  await serverPort(child);
+  const exited = new Promise((resolve) => child.once("exit", resolve));
+  child.kill("SIGTERM");
+  await exited;
+}
+
+/**
+ * The server's start with the big table to build (`start`), or (`persist`) to bring up to
+ * date from a `--persist` cache written by an earlier run, its file rewritten since with one
+ * record changed.
+ */
+async function startBuild(kind) {
+  const { mb, root, count } = bigAndSmall(kind);
   const records = Array.from({ length: count }, (_, i) => record(i, "row"));
   writeFileSync(join(root, "big.csv"), `id,name,pad\n${records.join("\n")}\n`);
-  records.length = 0;
   writeFileSync(join(root, "small.json"), '[{"v": 1}]');
+  const persist = kind === "persist" ? ["--persist"] : [];
+  if (kind === "persist") {
+    log(
+      `persist: ${count.toLocaleString("en-US")} records (${mb} MB); a first run writes the cache`,
+    );
+    await persistOnce(root);
+    records[7] = record(7, "changed");
+    writeWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
+  }
+  records.length = 0;
   const port = await freePort();
-  log(`start: ${count.toLocaleString("en-US")} records (${mb} MB); the server builds both tables`);
+  log(`${kind}: ${count.toLocaleString("en-US")} records (${mb} MB); the server starts`);
   const started = performance.now();
-  const child = spawn(
-    process.execPath,
-    [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", String(port)],
-    {
-      cwd: root,
-      env: { ...process.env, DIRQ_PROGRESS: "never" },
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  process.on("exit", () => child.kill("SIGKILL"));
+  const { child, loopDelays } = spawnServer(root, port, persist);
   let ready = false;
   const running = serverPort(child).then(() => {
     ready = true;
@@ -371,17 +397,19 @@ async function startBuild() {
     }),
   );
   eventsReq.destroy();
+  await sleep(300); // the last loop delay the server prints
   const exited = new Promise((resolve) => child.once("exit", resolve));
   child.kill("SIGTERM");
   await exited;
   rmSync(root, { recursive: true, force: true });
   process.stdout.write(
     [
-      `server start with a ${mb} MB CSV table and a small JSON table: port bound ${((bound - started) / 1000).toFixed(2)} s after spawn, ready ${((readyAt - started) / 1000).toFixed(2)} s after spawn`,
+      `server start${kind === "persist" ? " from a --persist cache, the big file changed since," : ""} with a ${mb} MB CSV table and a small JSON table: port bound ${((bound - started) / 1000).toFixed(2)} s after spawn, ready ${((readyAt - started) / 1000).toFixed(2)} s after spawn`,
       `POST /query on the small table during the start-up build, ${clients} clients: ${spread(latencies)}`,
       `GET /events sent at once: its stream opened ${((eventsAt - eventsSent) / 1000).toFixed(2)} s after the request`,
       `the same statements once idle (2 s): ${spread(idle)}`,
       `GET / (the console's page) meanwhile, every 20 ms: ${spread(pages)}`,
+      `the server's main thread, longest event-loop delay from its start to the end of the idle statements: ${fmt(Math.max(...loopDelays))}`,
       `load average: ${loadAverage()}`,
       "",
     ].join("\n"),
@@ -428,5 +456,7 @@ const only = values.only;
 for (const kind of Object.keys(BIG_CHANGES)) {
   if (only === undefined || only === kind) await bigRefresh(kind);
 }
-if (only === undefined || only === "start") await startBuild();
+for (const kind of ["start", "persist"]) {
+  if (only === undefined || only === kind) await startBuild(kind);
+}
 if (only === undefined || only === "hooks") await hungHooks();

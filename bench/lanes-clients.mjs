@@ -4,8 +4,10 @@
 // which held statements' answers there for half a second at a time).
 //
 // workerData: { port, clients, first }. Each client sends a fresh statement on `small` (so no
-// cache answers it) until the thread gets a message; then it posts `{ latencies }` (ms), or
-// `{ error }` for an answer that is not 200.
+// cache answers it) until the thread gets a message; then it posts `{ latencies, failures }`
+// (ms; a statement whose connection failed, as a server held past its request timeouts closes
+// them, counts in both, with the time until it failed), or `{ error }` for an answer that is
+// not 200.
 import { parentPort, workerData } from "node:worker_threads";
 import { postQuery } from "./lib.mjs";
 
@@ -14,10 +16,16 @@ let counter = first;
 let running = true;
 parentPort.once("message", () => (running = false));
 const latencies = [];
+let failures = 0;
 const client = async () => {
   while (running) {
     const sent = performance.now();
-    const answer = await postQuery(port, `SELECT v, ${++counter} FROM small`);
+    const answer = await postQuery(port, `SELECT v, ${++counter} FROM small`).catch(() => null);
+    if (answer === null) {
+      failures++;
+      latencies.push(performance.now() - sent);
+      continue;
+    }
     if (answer.status !== 200) throw new Error(`answered ${answer.status}: ${answer.text}`);
     // Every statement sent counts, however late its answer comes.
     latencies.push(performance.now() - sent);
@@ -25,7 +33,7 @@ const client = async () => {
 };
 try {
   await Promise.all(Array.from({ length: clients }, client));
-  parentPort.postMessage({ latencies });
+  parentPort.postMessage({ latencies, failures });
 } catch (error) {
   parentPort.postMessage({ error: error.message });
 }

@@ -531,10 +531,14 @@ export class DirqIndex {
    */
   private stagingWorker(): StagingWorker | null {
     if (this.databasePath === null) return null;
-    this.staging ??= new StagingWorker({
-      databasePath: this.databasePath,
-      synchronous: this.db.pragma("synchronous", { simple: true }) as number,
-    });
+    const { extensions, functions } = this.connectionProfile;
+    this.staging ??= new StagingWorker(
+      {
+        databasePath: this.databasePath,
+        synchronous: this.db.pragma("synchronous", { simple: true }) as number,
+      },
+      extensions.length === 0 && functions.length === 0,
+    );
     return this.staging;
   }
 

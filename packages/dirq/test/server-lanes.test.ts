@@ -1,7 +1,8 @@
 /**
  * No refresh holds up another table. Hook processes take their turns in a lane of their own,
  * so a format table's file never waits behind hung hooks; a large file is read and compared
- * off the thread that serves requests, so other tables' statements are answered and their
+ * off the thread that serves requests (in a table with a `ddl` too), so other tables'
+ * statements are answered and their
  * events sent while it refreshes, or while one comes to a table once the server serves; a
  * large file of a table's first build is read off that thread too. Each case asserts an order
  * of arrival, never a duration.
@@ -144,6 +145,32 @@ describe("lanes", () => {
     saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
     const big = await smallAnsweredFirst({ root, server, events }, from);
     assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
+  });
+
+  test("while a large file of a table with a ddl refreshes, another table's events and statements are answered", async () => {
+    const line = (i: number, tag: string) => `${i},${tag} ${i},${"p".repeat(80)}`;
+    const records = Array.from({ length: 250_000 }, (_, i) => line(i, "row"));
+    const config = [...BIG_AND_SMALL];
+    config.splice(4, 0, 'ddl = "CREATE INDEX big_name ON big(name)"');
+    const { root, server, events } = await serve({
+      "dirq.toml": config.join("\n"),
+      "big.csv": `id,name,pad\n${records.join("\n")}\n`,
+      "small.json": '[{"v": "before"}]',
+    });
+    const from = events.rowCount();
+    records[7] = line(7, "changed");
+    saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
+    const big = await smallAnsweredFirst({ root, server, events }, from);
+    assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
+    // The ddl's index was kept up to date by the refresh's writes.
+    const plan = await queryRows(
+      server,
+      "EXPLAIN QUERY PLAN SELECT id FROM big WHERE name = 'changed 7'",
+    );
+    assert.match(JSON.stringify(plan), /big_name/);
+    assert.deepEqual(await queryRows(server, "SELECT id FROM big WHERE name = 'changed 7'"), [
+      { id: 7 },
+    ]);
   });
 
   test("while a large file's rows leave its table, another table's events and statements are answered", async () => {

@@ -3,9 +3,10 @@
  * rows read as a build reads them, compared with the old ones in SQL; src/indexer/
  * staged-refresh.ts). It must give exactly the events and rows the refresh of a small file
  * gives. Each file here is read by two tables: one refreshed through the staging table, and
- * one with a `ddl`, which is always refreshed the ordinary way (rows compared in
- * JavaScript). The same edits must give both the same events, in the same order, and the same
- * rows, which a fresh scan must give too.
+ * one with a `ddl`, refreshed the ordinary way (rows compared in JavaScript) since the config
+ * declares a function (a `ddl` may name it, and only the index's own connection has it). The
+ * same edits must give both the same events, in the same order, and the same rows, which a
+ * fresh scan must give too.
  */
 import assert from "node:assert/strict";
 import { mkdtempSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
@@ -58,6 +59,11 @@ name = "jsonl_plain"
 glob = "big.jsonl"
 format = "jsonl"
 ddl = "CREATE INDEX jsonl_plain_k ON jsonl_plain(k)"
+
+# Never called (its worker never starts): it keeps the tables with a ddl on the ordinary refresh.
+[[dirq.function]]
+name = "unused"
+command = "true"
 `;
 
 /** Records of about 100 bytes: 13,000 of them make a file past the staging size (1 MiB). */

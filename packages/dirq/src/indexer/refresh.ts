@@ -747,7 +747,7 @@ export class Refresher {
               wanted.push(table);
               continue;
             }
-            if (staging !== null && leavesOffThread(this.db, table.spec, file)) {
+            if (staging !== null && leavesOffThread(this.db, table.spec, file, staging.runsDdl)) {
               leaving.add(table);
               continue;
             }
@@ -813,7 +813,8 @@ export class Refresher {
     staging: { worker: StagingWorker; stages: string[] } | null,
   ): Promise<ParseOutput | null> {
     if (job.leaving.has(table)) return this.leavingOutput(table, job, staging);
-    if (refreshesStaged(table, `${this.root}/${job.file}`)) {
+    const ddlToo = staging?.worker.runsDdl ?? false;
+    if (refreshesStaged(table, `${this.root}/${job.file}`, ddlToo)) {
       if (staging === null) return STAGED;
       // Superseded while it waited for the thread: reading tens of megabytes is for nothing.
       if (job.scheduled.signal.aborted) return null;
@@ -869,7 +870,9 @@ export class Refresher {
     const offThread =
       worker !== null &&
       (job.leaving.size > 0 ||
-        job.tables.some((table) => refreshesStaged(table, `${this.root}/${job.file}`)));
+        job.tables.some((table) =>
+          refreshesStaged(table, `${this.root}/${job.file}`, worker.runsDdl),
+        ));
     const late = offThread
       ? await worker.exclusive(() => this.parseAndCommit(job, withWriter, options, worker))
       : await this.parseAndCommit(job, withWriter, options, null);

@@ -25,20 +25,26 @@ export const STAGED_REFRESH_BYTES = 1 << 20;
 const STAGE = "_dirq_stage";
 
 /**
- * Whether the refresh of `path` goes through the staging table: a built-in format, no `ddl`
- * (its triggers and constraints belong to the table, not to a copy), and a large file.
+ * Whether the refresh of `path` goes through the staging table: a built-in format and a large
+ * file, of a table without a `ddl` unless `ddlToo` (see `readsOffThread`).
  */
-export function refreshesStaged(table: LiveParsedTable, absolute: string): boolean {
-  return readsOffThread(table.spec, absolute);
+export function refreshesStaged(
+  table: LiveParsedTable,
+  absolute: string,
+  ddlToo: boolean,
+): boolean {
+  return readsOffThread(table.spec, absolute, ddlToo);
 }
 
 /**
  * Whether a file of the table at `absolute` is one the staging thread reads: a built-in
- * format, no `ddl` (kept on the index's own connection, where the table's build ran it), and
- * a large file.
+ * format and a large file. A table with a `ddl` only when `ddlToo`: the connection that
+ * writes its rows must run what the `ddl` made (its triggers, indexes, full-text tables),
+ * which another connection does only when the index loads no extension and declares no
+ * function that the `ddl` could name.
  */
-export function readsOffThread(spec: ParsedTableSpec, absolute: string): boolean {
-  if (!isReaderExtractor(spec.extractor) || spec.ddl !== null) return false;
+export function readsOffThread(spec: ParsedTableSpec, absolute: string, ddlToo = false): boolean {
+  if (!isReaderExtractor(spec.extractor) || (spec.ddl !== null && !ddlToo)) return false;
   try {
     return statSync(absolute).size >= STAGED_REFRESH_BYTES;
   } catch {
@@ -156,10 +162,16 @@ export const STAGED_DELETE_ROWS = 10_000;
 
 /**
  * Whether the rows of `path` leave the table on the staging thread: a built-in format, no
- * `ddl` (see `readsOffThread`), and many rows. The file is gone, so its rows tell its size.
+ * `ddl` unless `ddlToo` (see `readsOffThread`), and many rows. The file is gone, so its rows
+ * tell its size.
  */
-export function leavesOffThread(db: SqliteDatabase, spec: ParsedTableSpec, path: string): boolean {
-  if (!isReaderExtractor(spec.extractor) || spec.ddl !== null) return false;
+export function leavesOffThread(
+  db: SqliteDatabase,
+  spec: ParsedTableSpec,
+  path: string,
+  ddlToo: boolean,
+): boolean {
+  if (!isReaderExtractor(spec.extractor) || (spec.ddl !== null && !ddlToo)) return false;
   try {
     const many = db.prepare(
       `SELECT 1 FROM ${quoteIdentifier(spec.name)} WHERE ${FILE_PATH_COLUMN} = ? LIMIT 1 OFFSET ?`,

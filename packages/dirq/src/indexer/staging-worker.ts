@@ -158,7 +158,14 @@ export class StagingWorker {
   /** The refresh that holds the thread now (see `exclusive`). */
   private holder: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly data: FillWorkerData) {}
+  /**
+   * `runsDdl`: whether this thread's connection runs what a table's `ddl` made as the index's
+   * own does (no extension loaded, no function declared), so it may write such a table's rows.
+   */
+  constructor(
+    private readonly data: FillWorkerData,
+    readonly runsDdl = false,
+  ) {}
 
   /** Starts the thread now, so a first request later need not wait for its start. */
   start(): void {
