@@ -279,6 +279,60 @@ describe("lanes", () => {
     }
   });
 
+  test("while a --persist start brings a changed large file up to date, the server's thread answers", async () => {
+    const line = (i: number, tag: string) => `${i},${tag} ${i},${"p".repeat(80)}`;
+    const records = Array.from({ length: 250_000 }, (_, i) => line(i, "row"));
+    const root = tempTree({
+      "dirq.toml": BIG_AND_SMALL.join("\n"),
+      "big.csv": `id,name,pad\n${records.join("\n")}\n`,
+      "small.json": '[{"v": 1}]',
+    });
+    const first = await startServer(["-c", "dirq.toml", "--port", "0", "--persist"], {
+      cwd: root,
+    });
+    await first.kill();
+    // One record changes: the start reads the file again and compares it with the cache's rows.
+    records[7] = line(7, "changed");
+    saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
+    const port = await freePort();
+    const child = spawn(
+      process.execPath,
+      [DIRQ_BIN, "server", "-c", "dirq.toml", "--port", String(port), "--persist"],
+      { cwd: root, env: { ...process.env, DIRQ_PROGRESS: "never" }, stdio: "pipe" },
+    );
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    try {
+      let stdout = "";
+      child.stdout.setEncoding("utf8").on("data", (chunk: string) => (stdout += chunk));
+      child.stderr.resume();
+      // The port is bound before the start brings the tables up to date: the first answer.
+      const answers: number[] = [];
+      await eventually(
+        async () => {
+          const page = await request(`http://127.0.0.1:${port}/`).catch(() => null);
+          if (page !== null) answers.push(page.status);
+          return page !== null;
+        },
+        "the console's page",
+        60_000,
+      );
+      assert.deepEqual(answers, [200]);
+      // What the server wrote before its answer has reached this process by now.
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.doesNotMatch(stdout, /Running at/, "the page came before the server was ready");
+      await eventually(() => stdout.includes("Running at"), "the server ready", 120_000);
+      const rows = await queryRows(
+        { url: `http://127.0.0.1:${port}` },
+        "SELECT count(*) AS n, max(name) FILTER (WHERE id = 7) AS seven FROM big",
+      );
+      assert.deepEqual(rows, [{ n: 250_000, seven: "changed 7" }]);
+    } finally {
+      child.kill("SIGTERM");
+      await exited;
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   test("a large file that comes to a table while the server serves is read off its thread", async () => {
     const records = Array.from({ length: 250_000 }, (_, i) => `${i},row ${i},${"p".repeat(80)}`);
     // The big table's glob matches no file when the server starts: it is built empty.

@@ -264,7 +264,9 @@ export class ParsedTableRegistry {
       // Persisted with the same definition: parse only what changed since.
       const live: LiveParsedTable = { spec, columns: storedColumns(db, spec.name), matches };
       catalog.addParsedTable(live);
-      const { skipped, changes } = await this.context.refresher().reconcile(live, store);
+      // Its changed large files are read where a build reads them (off this thread, if so).
+      const staging = this.context.staging?.() ?? null;
+      const { skipped, changes } = await this.context.refresher().reconcile(live, store, staging);
       return [...skipped, ...skippedFromChanges(changes)];
     }
     if (store !== null && stored !== undefined) store.dropTable(stored);

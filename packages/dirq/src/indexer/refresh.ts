@@ -152,6 +152,12 @@ export interface StartOptions {
   /** The caller holds the writer already (a table build reconciling a persisted table). */
   writerHeld?: boolean;
   /**
+   * With `writerHeld`: the staging thread the caller lets this refresh use without waiting for
+   * its turn (a build's, as its first fill uses it); without, such a refresh reads on this
+   * thread.
+   */
+  heldStaging?: StagingWorker | null;
+  /**
    * A file whose hooks are still running for the same size and times is left to them (a
    * rescan, which looks at every file, must not restart every slow hook).
    */
@@ -289,6 +295,14 @@ export class Refresher {
     );
   }
 
+  /**
+   * The staging thread a refresh may use: its own turn of it, or for a caller holding the
+   * writer (who must not wait for that turn) the one it lends (`heldStaging`).
+   */
+  private stagingFor(options: Pick<StartOptions, "writerHeld" | "heldStaging">) {
+    return options.writerHeld ? (options.heldStaging ?? null) : this.staging();
+  }
+
   /** Live tables with the column that holds each row's file. */
   private liveTables(): [string, string][] {
     return [
@@ -302,7 +316,10 @@ export class Refresher {
    * not the size of the table. Made on first refresh, so one-shot queries never pay for it
    * (and a table dropped and built again gets its index again).
    */
-  private async ensureLookupIndexes(withWriter: WriterLock, writerHeld: boolean): Promise<void> {
+  private async ensureLookupIndexes(
+    withWriter: WriterLock,
+    options: Pick<StartOptions, "writerHeld" | "heldStaging">,
+  ): Promise<void> {
     const exists = cachedStatement(
       this.db,
       "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?",
@@ -315,11 +332,12 @@ export class Refresher {
       missing.push(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
     }
     if (missing.length === 0) return;
-    const worker = writerHeld ? null : this.staging();
+    const worker = this.stagingFor(options);
     if (worker === null) {
       await withWriter(() => this.db.exec(missing.join(";\n")));
       return;
     }
+    if (options.writerHeld) return worker.exec(missing);
     // Indexing a table of millions of rows takes seconds: on the staging thread, in its turn.
     await worker.exclusive(() => withWriter(() => worker.exec(missing)));
   }
@@ -330,7 +348,7 @@ export class Refresher {
    * of a table of a million rows nor for the staging thread's start.
    */
   prepareLookups(): Promise<void> {
-    return this.ensureLookupIndexes(this.withWriter, false);
+    return this.ensureLookupIndexes(this.withWriter, {});
   }
 
   /** Every file some table holds rows for, under `dir` (relative; `""` for all). */
@@ -411,7 +429,7 @@ export class Refresher {
    */
   async refresh(
     paths: Iterable<string>,
-    options: { onlyIfChanged?: boolean; scope?: RefreshScope; writerHeld?: boolean } = {},
+    options: Pick<StartOptions, "onlyIfChanged" | "scope" | "writerHeld" | "heldStaging"> = {},
   ): Promise<RowChange[]> {
     const changes: RowChange[] = [];
     const run = await this.start(paths, {
@@ -466,7 +484,7 @@ export class Refresher {
     reparse: string[],
   ): Promise<ParseJob[]> {
     // Before the first look-up: without its index, finding a folder's rows scans the table.
-    await this.ensureLookupIndexes(withWriter, options.writerHeld ?? false);
+    await this.ensureLookupIndexes(withWriter, options);
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
     const slices = new Slices();
@@ -728,7 +746,7 @@ export class Refresher {
     const parsedTables = [...(scope ?? this.catalog.parsedTables())];
     const done: [file: string, key: string][] = [];
     // A large file that left a table loses its rows on the staging thread, as a job.
-    const staging = options.writerHeld ? null : this.staging();
+    const staging = this.stagingFor(options);
     let next = from;
     try {
       this.db.transaction(() => {
@@ -866,16 +884,18 @@ export class Refresher {
     options: StartOptions,
   ): Promise<void> {
     // A caller holding the writer (a table build) must not wait for the thread's turn.
-    const worker = options.writerHeld ? null : this.staging();
+    const worker = this.stagingFor(options);
     const offThread =
       worker !== null &&
       (job.leaving.size > 0 ||
         job.tables.some((table) =>
           refreshesStaged(table, `${this.root}/${job.file}`, worker.runsDdl),
         ));
-    const late = offThread
-      ? await worker.exclusive(() => this.parseAndCommit(job, withWriter, options, worker))
-      : await this.parseAndCommit(job, withWriter, options, null);
+    const late = !offThread
+      ? await this.parseAndCommit(job, withWriter, options, null)
+      : options.writerHeld
+        ? await this.parseAndCommit(job, withWriter, options, worker)
+        : await worker.exclusive(() => this.parseAndCommit(job, withWriter, options, worker));
     if (late) {
       const again = await this.start([job.file], { ...options, onlyIfChanged: false });
       await again.done;
@@ -1039,6 +1059,7 @@ export class Refresher {
   async reconcile(
     table: LiveParsedTable,
     store: CatalogStore,
+    staging: StagingWorker | null,
   ): Promise<{ skipped: SkippedPath[]; changes: RowChange[] }> {
     const { useGitignore, extraIgnores, onEmpty } = this.options;
     const walked = walkTableFiles(table.spec, {
@@ -1066,7 +1087,11 @@ export class Refresher {
     const changes =
       stale.length === 0
         ? []
-        : await this.refresh(stale, { scope: new Set([table]), writerHeld: true });
+        : await this.refresh(stale, {
+            scope: new Set([table]),
+            writerHeld: true,
+            heldStaging: staging,
+          });
     return { skipped: [...walked.skipped, ...unnameable], changes };
   }
 }
