@@ -2,10 +2,10 @@
  * No refresh holds up another table. Hook processes take their turns in a lane of their own,
  * so a format table's file never waits behind hung hooks; a large file is read and compared
  * off the thread that serves requests (in a table with a `ddl` too), so other tables'
- * statements are answered and their
- * events sent while it refreshes, or while one comes to a table once the server serves; a
- * large file of a table's first build is read off that thread too. Each case asserts an order
- * of arrival, never a duration.
+ * statements are answered and their events sent while it refreshes, or while one comes to a
+ * table once the server serves; a large file of a table's first build, or one a `--persist`
+ * start reads again, is read off that thread too. Each case asserts an order of arrival,
+ * never a duration.
  */
 import assert from "node:assert/strict";
 import { spawn } from "node:child_process";
@@ -76,6 +76,28 @@ async function smallAnsweredFirst(
   return events.next((event) => event.table === "big", 120_000);
 }
 
+/**
+ * Serves `config` (a big table over big.csv of 250,000 records, a small one over small.json),
+ * changes one record of the big file, and checks that the small table's event and answer come
+ * before the big table's `update` of it. Returns the server.
+ */
+async function oneRecordChanged(config: string): Promise<ServerProcess> {
+  const line = (i: number, tag: string) => `${i},${tag} ${i},${"p".repeat(80)}`;
+  const records = Array.from({ length: 250_000 }, (_, i) => line(i, "row"));
+  const { root, server, events } = await serve({
+    "dirq.toml": config,
+    "big.csv": `id,name,pad\n${records.join("\n")}\n`,
+    "small.json": '[{"v": "before"}]',
+  });
+  const from = events.rowCount();
+  // One record changes: the whole file is read again and compared.
+  records[7] = line(7, "changed");
+  saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
+  const big = await smallAnsweredFirst({ root, server, events }, from);
+  assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
+  return server;
+}
+
 /** A table over one large CSV file and one over a small JSON file. */
 const BIG_AND_SMALL = [
   "[[table]]",
@@ -131,37 +153,13 @@ describe("lanes", () => {
   });
 
   test("while a large file refreshes, another table's events and statements are answered", async () => {
-    const line = (i: number, tag: string) => `${i},${tag} ${i},${"p".repeat(80)}`;
-    const records = Array.from({ length: 250_000 }, (_, i) => line(i, "row"));
-    const config = BIG_AND_SMALL.join("\n");
-    const { root, server, events } = await serve({
-      "dirq.toml": config,
-      "big.csv": `id,name,pad\n${records.join("\n")}\n`,
-      "small.json": '[{"v": "before"}]',
-    });
-    const from = events.rowCount();
-    // One record changes: the whole file is read again and compared.
-    records[7] = line(7, "changed");
-    saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
-    const big = await smallAnsweredFirst({ root, server, events }, from);
-    assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
+    await oneRecordChanged(BIG_AND_SMALL.join("\n"));
   });
 
   test("while a large file of a table with a ddl refreshes, another table's events and statements are answered", async () => {
-    const line = (i: number, tag: string) => `${i},${tag} ${i},${"p".repeat(80)}`;
-    const records = Array.from({ length: 250_000 }, (_, i) => line(i, "row"));
     const config = [...BIG_AND_SMALL];
     config.splice(4, 0, 'ddl = "CREATE INDEX big_name ON big(name)"');
-    const { root, server, events } = await serve({
-      "dirq.toml": config.join("\n"),
-      "big.csv": `id,name,pad\n${records.join("\n")}\n`,
-      "small.json": '[{"v": "before"}]',
-    });
-    const from = events.rowCount();
-    records[7] = line(7, "changed");
-    saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
-    const big = await smallAnsweredFirst({ root, server, events }, from);
-    assert.deepEqual([big.action, big.row?.name], ["update", "changed 7"]);
+    const server = await oneRecordChanged(config.join("\n"));
     // The ddl's index was kept up to date by the refresh's writes.
     const plan = await queryRows(
       server,
