@@ -171,6 +171,30 @@ describe("lanes", () => {
     ]);
   });
 
+  test("a large file's refresh off the thread fires its table's ddl triggers (a full-text table)", async () => {
+    const ddl =
+      "CREATE VIRTUAL TABLE big_fts USING fts5(name); " +
+      "CREATE TRIGGER big_ai AFTER INSERT ON big BEGIN INSERT INTO big_fts(name) VALUES (new.name); END";
+    const config = [...BIG_AND_SMALL];
+    config.splice(4, 0, `ddl = "${ddl}"`);
+    // Past the size from which a changed file is read through the staging thread.
+    const records = Array.from({ length: 20_000 }, (_, i) => `${i},row ${i},${"p".repeat(80)}`);
+    const { root, server, events } = await serve({
+      "dirq.toml": config.join("\n"),
+      "big.csv": `id,name,pad\n${records.join("\n")}\n`,
+      "small.json": '[{"v": "before"}]',
+    });
+    records.push("20000,appended zebra,x");
+    saveWhole(root, "big.csv", `id,name,pad\n${records.join("\n")}\n`);
+    const big = await events.next((event) => event.table === "big", 120_000);
+    assert.deepEqual([big.action, big.row?.name], ["insert", "appended zebra"]);
+    const found = await queryRows(
+      server,
+      "SELECT name FROM big_fts WHERE big_fts MATCH 'zebra' UNION ALL SELECT count(*) FROM big_fts",
+    );
+    assert.deepEqual(found, [{ name: "appended zebra" }, { name: 20_001 }]);
+  });
+
   test("while a large file's rows leave its table, another table's events and statements are answered", async () => {
     const records = Array.from({ length: 250_000 }, (_, i) => `${i},row ${i},${"p".repeat(80)}`);
     const { root, server, events } = await serve({
