@@ -460,8 +460,13 @@ function readLargeJson(
  * make a small array read element by element, cut at every element and inside every string.
  */
 function arrayPieceBytes(): number {
-  const set = Number(process.env.DIRQ_JSON_ARRAY_PIECE_BYTES);
-  return Number.isInteger(set) && set > 0 ? set : PIECE_BYTES;
+  return bytesSetFor("DIRQ_JSON_ARRAY_PIECE_BYTES", PIECE_BYTES);
+}
+
+/** A size in bytes from the environment variable `name` (set only by tests), or `otherwise`. */
+function bytesSetFor(name: string, otherwise: number): number {
+  const set = Number(process.env[name]);
+  return Number.isInteger(set) && set > 0 ? set : otherwise;
 }
 
 const NATIVE_JSONL_PIECE_BYTES = 4 * PIECE_BYTES;
@@ -475,8 +480,7 @@ const NATIVE_JSONL_PIECE_BYTES = 4 * PIECE_BYTES;
  * pieces keep the helpers busy longer for the same memory bound (a few pieces' bytes).
  */
 function nativeJsonlPieceBytes(): number {
-  const set = Number(process.env.DIRQ_JSONL_PIECE_BYTES);
-  return Number.isInteger(set) && set > 0 ? set : NATIVE_JSONL_PIECE_BYTES;
+  return bytesSetFor("DIRQ_JSONL_PIECE_BYTES", NATIVE_JSONL_PIECE_BYTES);
 }
 
 /** CSV and TSV files from this size on are parsed on worker threads (see csv-workers.ts). */
