@@ -350,7 +350,8 @@ function grownBuffer(
   let size = Math.max(2 * buffer.length, filled + piece);
   if (filled >= LONG_RECORD_BYTES) {
     const quotes = quoted ? countByte(buffer, QUOTE, 0, filled) : 0;
-    size = filled + bytesToRecordEnd(fd, offset, quoted, quotes) + piece;
+    // Room for the read that finds its end (a read takes what room there is, at least this).
+    size = filled + bytesToRecordEnd(fd, offset, quoted, quotes) + PIECE_BYTES;
   }
   const grown = Buffer.allocUnsafe(size);
   buffer.copy(grown, 0, 0, filled);
@@ -382,10 +383,10 @@ function forEachPiece(
   let first = true;
   let offset = 0;
   for (;;) {
-    if (buffer.length - filled < piece) {
+    if (buffer.length - filled < PIECE_BYTES) {
       buffer = grownBuffer(fd, buffer, filled, offset, quoted, piece);
     }
-    const bytes = readSync(fd, buffer, filled, piece, null);
+    const bytes = readSync(fd, buffer, filled, Math.min(piece, buffer.length - filled), null);
     offset += bytes;
     const data = buffer.subarray(0, filled + bytes);
     const final = bytes === 0;
@@ -399,12 +400,18 @@ function forEachPiece(
     line += countLines(records, quoted);
     // The rest goes to the start of the next buffer: the spare one, or a fresh one.
     const carry = data.subarray(end);
-    let next = spare;
-    if (next === undefined || next.length < carry.length + piece) {
-      next = Buffer.allocUnsafe(carry.length + piece);
+    let next: Buffer;
+    if (carry.length >= LONG_RECORD_BYTES) {
+      // A long record's start: its buffer grows to hold it at once (no piece-sized step).
+      next = grownBuffer(fd, carry, carry.length, offset, quoted, piece);
+    } else {
+      next =
+        spare !== undefined && spare.length >= carry.length + piece
+          ? spare
+          : Buffer.allocUnsafe(carry.length + piece);
+      carry.copy(next, 0);
     }
     spare = reuse ? buffer : undefined;
-    carry.copy(next, 0);
     buffer = next;
     filled = carry.length;
     scan.scanned = 0;
