@@ -160,16 +160,22 @@ function files(random: () => number): Record<string, string> {
 }
 
 /**
- * How a run reads: the JavaScript reader; the native one on SQLite's thread alone; the native
- * one with its pieces cut into ranges of a few lines, parsed on three threads beside SQLite's
- * (every small file of the tree is split, most ranges parsed ahead of the inserts).
+ * How a run reads: the JavaScript reader; the native one on SQLite's thread alone, in the
+ * native reader's own pieces; the native one with its pieces cut into ranges of a few lines,
+ * parsed on three threads beside SQLite's (every small file of the tree is split, most ranges
+ * parsed ahead of the inserts), the large file read in pieces of an odd size (about 100 kB:
+ * many pieces, cut wherever a read ends, two of them left to JavaScript between native ones).
  */
 type Reader = "javascript" | "native-one-thread" | "native-parallel";
 
 const READER_ENV: Record<Reader, Record<string, string>> = {
   javascript: { DIRQ_NATIVE_FS: "0" },
   "native-one-thread": { DIRQ_JSONL_THREADS: "0" },
-  "native-parallel": { DIRQ_JSONL_THREADS: "3", DIRQ_JSONL_RANGE_BYTES: "40" },
+  "native-parallel": {
+    DIRQ_JSONL_THREADS: "3",
+    DIRQ_JSONL_RANGE_BYTES: "40",
+    DIRQ_JSONL_PIECE_BYTES: "100003",
+  },
 };
 
 function answer(root: string, sql: string, reader: Reader, format = "jsonl") {

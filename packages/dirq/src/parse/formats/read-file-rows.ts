@@ -345,10 +345,12 @@ function grownBuffer(
   filled: number,
   offset: number,
   quoted: boolean,
+  piece: number,
 ): Buffer {
-  let size = Math.max(2 * buffer.length, filled + PIECE_BYTES);
+  let size = Math.max(2 * buffer.length, filled + piece);
   if (filled >= LONG_RECORD_BYTES) {
     const quotes = quoted ? countByte(buffer, QUOTE, 0, filled) : 0;
+    // Room for the read that finds its end (a read takes what room there is, at least this).
     size = filled + bytesToRecordEnd(fd, offset, quoted, quotes) + PIECE_BYTES;
   }
   const grown = Buffer.allocUnsafe(size);
@@ -357,7 +359,7 @@ function grownBuffer(
 }
 
 /**
- * Calls `visit` with each piece of a large record-per-line file, in order: up to `PIECE_BYTES`
+ * Calls `visit` with each piece of a large record-per-line file, in order: up to `piece` bytes
  * read at a time, cut after the last whole record (a record longer than that grows its piece).
  * Each read goes after the carried-over part in one buffer. A piece that holds no whole record
  * yet (a long record, a quote left open) keeps its buffer and grows it (`grownBuffer`), and the
@@ -371,6 +373,7 @@ function forEachPiece(
   quoted: boolean,
   visit: (bytes: Buffer, firstLine: number, isFirst: boolean) => void,
   reuse: boolean,
+  piece = PIECE_BYTES,
 ): void {
   let spare: Buffer | undefined;
   let buffer: Buffer = Buffer.alloc(0);
@@ -381,28 +384,34 @@ function forEachPiece(
   let offset = 0;
   for (;;) {
     if (buffer.length - filled < PIECE_BYTES) {
-      buffer = grownBuffer(fd, buffer, filled, offset, quoted);
+      buffer = grownBuffer(fd, buffer, filled, offset, quoted, piece);
     }
-    const bytes = readSync(fd, buffer, filled, PIECE_BYTES, null);
+    const bytes = readSync(fd, buffer, filled, Math.min(piece, buffer.length - filled), null);
     offset += bytes;
     const data = buffer.subarray(0, filled + bytes);
     const final = bytes === 0;
     const end = final ? data.length : lastRecordEnd(data, quoted, scan);
     filled = data.length;
     if (end === -1) continue;
-    const piece = data.subarray(0, end);
-    visit(piece, line, first);
+    const records = data.subarray(0, end);
+    visit(records, line, first);
     first = false;
     if (final) return;
-    line += countLines(piece, quoted);
+    line += countLines(records, quoted);
     // The rest goes to the start of the next buffer: the spare one, or a fresh one.
     const carry = data.subarray(end);
-    let next = spare;
-    if (next === undefined || next.length < carry.length + PIECE_BYTES) {
-      next = Buffer.allocUnsafe(carry.length + PIECE_BYTES);
+    let next: Buffer;
+    if (carry.length >= LONG_RECORD_BYTES) {
+      // A long record's start: its buffer grows to hold it at once (no piece-sized step).
+      next = grownBuffer(fd, carry, carry.length, offset, quoted, piece);
+    } else {
+      next =
+        spare !== undefined && spare.length >= carry.length + piece
+          ? spare
+          : Buffer.allocUnsafe(carry.length + piece);
+      carry.copy(next, 0);
     }
     spare = reuse ? buffer : undefined;
-    carry.copy(next, 0);
     buffer = next;
     filled = carry.length;
     scan.scanned = 0;
@@ -458,8 +467,27 @@ function readLargeJson(
  * make a small array read element by element, cut at every element and inside every string.
  */
 function arrayPieceBytes(): number {
-  const set = Number(process.env.DIRQ_JSON_ARRAY_PIECE_BYTES);
-  return Number.isInteger(set) && set > 0 ? set : PIECE_BYTES;
+  return bytesSetFor("DIRQ_JSON_ARRAY_PIECE_BYTES", PIECE_BYTES);
+}
+
+/** A size in bytes from the environment variable `name` (set only by tests), or `otherwise`. */
+function bytesSetFor(name: string, otherwise: number): number {
+  const set = Number(process.env[name]);
+  return Number.isInteger(set) && set > 0 ? set : otherwise;
+}
+
+const NATIVE_JSONL_PIECE_BYTES = 4 * PIECE_BYTES;
+
+/**
+ * Bytes a JSON Lines file is read at a time when its pieces go to the native reader
+ * (`JsonlPieceSink`), or what `DIRQ_JSONL_PIECE_BYTES` says (only tests set it). Larger than
+ * `PIECE_BYTES`: the native reader cuts each piece into ranges that its helper threads parse
+ * while SQLite's thread inserts, and at each piece's end that overlap stops (the last range's
+ * rows are inserted, the next piece read and bound, the threads started again); fewer, larger
+ * pieces keep the helpers busy longer for the same memory bound (a few pieces' bytes).
+ */
+function nativeJsonlPieceBytes(): number {
+  return bytesSetFor("DIRQ_JSONL_PIECE_BYTES", NATIVE_JSONL_PIECE_BYTES);
 }
 
 /** CSV and TSV files from this size on are parsed on worker threads (see csv-workers.ts). */
@@ -508,6 +536,8 @@ export function readFileRows(
         onRecords,
         records?.textNames,
       );
+    } else if (chosen === "jsonl" && each === null && records?.jsonlPieces !== undefined) {
+      forEachPiece(fd, false, read, true, nativeJsonlPieceBytes());
     } else {
       forEachPiece(fd, chosen !== "jsonl", read, true);
     }
