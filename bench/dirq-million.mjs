@@ -39,7 +39,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--bin path/to/dirq.cjs]\n";
+  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -49,6 +49,8 @@ const values = parseOptions(
     "watch-limit": { type: "string" },
     only: { type: "string" },
     bin: { type: "string" },
+    // Node's own options for the server (a profile: "--cpu-prof --cpu-prof-dir=DIR").
+    "node-args": { type: "string", default: "" },
   },
   USAGE,
 );
@@ -181,7 +183,8 @@ function cpuSeconds(pid) {
  */
 async function startDirq(limit) {
   const started = performance.now();
-  const args = [BIN, "server", "--host", "127.0.0.1", "--port", "0"];
+  const nodeArgs = values["node-args"].split(" ").filter((arg) => arg !== "");
+  const args = [...nodeArgs, BIN, "server", "--host", "127.0.0.1", "--port", "0"];
   // A frozen server's statements are measured, not cut off at the usual 30 s.
   const env = { ...process.env, DIRQ_PROGRESS: "never", DIRQ_QUERY_TIMEOUT_MS: "600000" };
   const child =

@@ -80,6 +80,41 @@ describe("EventStreamResponse", () => {
     );
   });
 
+  it("sends frames encoded already, back to back in one block, between others, as they are", async () => {
+    const frames = ['id: h-1\nevent: row\ndata: {"é":1}\n\n', "id: h-2\nevent: row\ndata: {}\n\n"];
+    const block = Buffer.from(frames.join(""));
+    const first = block.subarray(0, Buffer.byteLength(frames[0] as string));
+    const second = block.subarray(first.length);
+    const server = createServer(async (_, response) => {
+      const stream = new EventStreamResponse(response);
+      await stream.send("row", "{}", "t-1");
+      await stream.sendEncoded(first);
+      await stream.sendEncoded(second);
+      await stream.send("row", [Buffer.from("{}")], "t-2");
+      await stream.sendEncoded(first);
+      stream.end();
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    try {
+      const { port } = server.address() as AddressInfo;
+      const body = await new Promise<string>((resolve, reject) => {
+        request({ host: "127.0.0.1", port, path: "/" }, (response) => {
+          const chunks: Buffer[] = [];
+          response.on("data", (chunk: Buffer) => chunks.push(chunk));
+          response.on("end", () => resolve(Buffer.concat(chunks).toString()));
+        })
+          .on("error", reject)
+          .end();
+      });
+      const text = (id: string) => `id: ${id}\nevent: row\ndata: {}\n\n`;
+      assert.equal(body, `${text("t-1")}${frames[0]}${frames[1]}${text("t-2")}${frames[0]}`);
+      // The block is sent, not changed.
+      assert.equal(block.toString(), frames.join(""));
+    } finally {
+      server.close();
+    }
+  });
+
   it("sends a frame in pieces, small or large, as one data line of those bytes", async () => {
     const large = `"${"é".repeat(100 * 1024)}"`;
     const body = await streamed([
