@@ -4,13 +4,11 @@ import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
 import { EventStreamResponse } from "../../src/server/http-helpers.js";
 
-/** What a client reads of a stream that sends `frames` and ends. */
-async function streamed(
-  frames: readonly { event: string; data: string | readonly Buffer[]; id?: string }[],
-): Promise<string> {
+/** What a client reads of a stream that `write` writes to, then ends. */
+async function served(write: (stream: EventStreamResponse) => Promise<void>): Promise<string> {
   const server = createServer(async (_, response) => {
     const stream = new EventStreamResponse(response);
-    for (const frame of frames) await stream.send(frame.event, frame.data, frame.id);
+    await write(stream);
     stream.end();
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -28,6 +26,15 @@ async function streamed(
   } finally {
     server.close();
   }
+}
+
+/** What a client reads of a stream that sends `frames` and ends. */
+function streamed(
+  frames: readonly { event: string; data: string | readonly Buffer[]; id?: string }[],
+): Promise<string> {
+  return served(async (stream) => {
+    for (const frame of frames) await stream.send(frame.event, frame.data, frame.id);
+  });
 }
 
 describe("EventStreamResponse", () => {
@@ -85,34 +92,17 @@ describe("EventStreamResponse", () => {
     const block = Buffer.from(frames.join(""));
     const first = block.subarray(0, Buffer.byteLength(frames[0] as string));
     const second = block.subarray(first.length);
-    const server = createServer(async (_, response) => {
-      const stream = new EventStreamResponse(response);
+    const body = await served(async (stream) => {
       await stream.send("row", "{}", "t-1");
       await stream.sendEncoded(first);
       await stream.sendEncoded(second);
       await stream.send("row", [Buffer.from("{}")], "t-2");
       await stream.sendEncoded(first);
-      stream.end();
     });
-    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-    try {
-      const { port } = server.address() as AddressInfo;
-      const body = await new Promise<string>((resolve, reject) => {
-        request({ host: "127.0.0.1", port, path: "/" }, (response) => {
-          const chunks: Buffer[] = [];
-          response.on("data", (chunk: Buffer) => chunks.push(chunk));
-          response.on("end", () => resolve(Buffer.concat(chunks).toString()));
-        })
-          .on("error", reject)
-          .end();
-      });
-      const text = (id: string) => `id: ${id}\nevent: row\ndata: {}\n\n`;
-      assert.equal(body, `${text("t-1")}${frames[0]}${frames[1]}${text("t-2")}${frames[0]}`);
-      // The block is sent, not changed.
-      assert.equal(block.toString(), frames.join(""));
-    } finally {
-      server.close();
-    }
+    const text = (id: string) => `id: ${id}\nevent: row\ndata: {}\n\n`;
+    assert.equal(body, `${text("t-1")}${frames[0]}${frames[1]}${text("t-2")}${frames[0]}`);
+    // The block is sent, not changed.
+    assert.equal(block.toString(), frames.join(""));
   });
 
   it("sends a frame in pieces, small or large, as one data line of those bytes", async () => {
