@@ -321,6 +321,8 @@ async function checkout(server, settleTimeoutMs) {
   const probes = probe(server);
   await sleep(200);
   const started = performance.now();
+  // CPU the server spends on the burst: a figure a loaded machine changes less than wall time.
+  const cpuBefore = cpuSeconds(server.pid);
   const targets = [];
   for (let i = 0; i < RENAMES; i++) {
     const from = folderName(i);
@@ -346,9 +348,11 @@ async function checkout(server, settleTimeoutMs) {
     }
     await sleep(25);
   }
+  const cpuToEqual = cpuSeconds(server.pid) - cpuBefore;
   const probeSamples = await probes.stop();
   await sleep(1000);
   server.listeners.delete(listener);
+  const cpuToLastEvent = cpuSeconds(server.pid) - cpuBefore;
   clearInterval(sampler);
   const live = await timedQuery(server, "SELECT path FROM './' ORDER BY path");
   const fresh = oneShotPaths();
@@ -360,6 +364,7 @@ async function checkout(server, settleTimeoutMs) {
   return {
     renameMs,
     equalAt,
+    cpu: { toEqual: cpuToEqual, toLastEvent: cpuToLastEvent },
     lastEventMs: lastEventAt > started ? lastEventAt - started : undefined,
     events: server.events() - eventsBefore,
     probeSamples,
@@ -406,6 +411,9 @@ async function runDirq(label, limit) {
     const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
     report(
       `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,
+    );
+    report(
+      `${label}: server CPU for the burst: ${burst.cpu.toEqual.toFixed(2)} s until the index equals a scan, ${burst.cpu.toLastEvent.toFixed(2)} s until 1 s after`,
     );
     report(`${label}: POST /query during the burst: ${spread(burst.probeSamples)}`);
     report(
