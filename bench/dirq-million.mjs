@@ -331,10 +331,13 @@ async function checkout(server, settleTimeoutMs) {
     targets.push(to);
   }
   const renameMs = performance.now() - started;
-  const expectedMoved = String(Math.min(FILES, targets.length * PER_FOLDER));
-  const prefix = targets[0]?.[0] ?? "m";
+  // Only renames make `m` folders: the first run renames `d` → `m`, the next one back. Counted
+  // under `m` either way (back, none is left there): counting under the targets' own letter
+  // would count every `d` folder of a tree bigger than the renames, and never match.
+  const moving = targets[0]?.[0] === "m";
+  const expectedMoved = String(moving ? Math.min(FILES, targets.length * PER_FOLDER) : 0);
   // The index has every moved file under its new name and the total unchanged.
-  const check = `SELECT (SELECT count(*) FROM './' WHERE path GLOB '${prefix}[0-9]*/*') || ',' || (SELECT count(*) FROM './') AS c`;
+  const check = `SELECT (SELECT count(*) FROM './' WHERE path GLOB 'm[0-9]*/*') || ',' || (SELECT count(*) FROM './') AS c`;
   let equalAt;
   while (performance.now() - started < settleTimeoutMs) {
     // A server frozen past Node's header timeout resets the connection: ask again.
@@ -342,7 +345,7 @@ async function checkout(server, settleTimeoutMs) {
       (answer) => answer.text,
       () => "",
     );
-    if (text.includes(`${expectedMoved},${FILES}`)) {
+    if (text.includes(`"${expectedMoved},${FILES}"`)) {
       equalAt = performance.now() - started;
       break;
     }
