@@ -46,7 +46,10 @@ glob = "src/**/*.txt"
 on-file = "node count.mjs {path}"
 `;
 
-/** The seeded tree: `src/g<i>/` with a JSON file, two text files and a nested folder. */
+/**
+ * The seeded tree: `src/g<i>/` with a JSON file, two text files, a file named like the folder
+ * and a nested folder.
+ */
 function movesTree(groups: number): string {
   const spec: Record<string, string> = {
     "count.mjs": COUNTING_HOOK,
@@ -58,6 +61,8 @@ function movesTree(groups: number): string {
     spec[`src/g${i}/a.txt`] = `alpha ${i} words here`;
     spec[`src/g${i}/deep/b.txt`] = `beta ${i}`;
     spec[`src/g${i}/deep/more.json`] = JSON.stringify({ k: i });
+    // Named like its folder: the folder's own watch reports the folder's rename by this name.
+    spec[`src/g${i}/g${i}`] = `named like its folder ${i}`;
   }
   return tempTree(spec);
 }

@@ -1,5 +1,5 @@
 import { captureNames } from "../scan/bash-glob.js";
-import { InclusionCheck } from "../scan/inclusion.js";
+import type { InclusionCheck } from "../scan/inclusion.js";
 import { walkSelection } from "../scan/walk.js";
 import type { FolderMove } from "../watch/file-watcher.js";
 import type { Catalog } from "./catalog.js";
@@ -24,7 +24,8 @@ export interface MoveContext {
   db: SqliteDatabase;
   root: string;
   catalog: Catalog;
-  inclusion: { useGitignore: boolean; extraIgnores?: readonly string[] };
+  /** The ignore rules, one check for every move of a refresh (it reads each rule file once). */
+  inclusion: Pick<InclusionCheck, "includes">;
   /**
    * Whether a file's rows may not be its current ones: a job for it queued or running, a
    * failed commit to retry, a read the file did not last through. Asked again when the move
@@ -44,6 +45,36 @@ export interface MovePlan {
   dropped: Map<string, string[]>;
   /** Folders under the destination the walk could not read. */
   errors: RowChange[];
+  /** What the destination's listing found: its files and the folders that hold them. */
+  listed: Set<string>;
+}
+
+/**
+ * Whether a name the watcher reported under a planned move's destination stands for nothing
+ * the move does not cover: neither a file nor a folder of files the destination's listing
+ * found. The moved folder's own watch reports the rename as a child of the folder's old
+ * name (`d0/d0`, renamed with it to `m0/d0`); files that were there are the plan's already.
+ */
+export function coveredByMove(plans: ReadonlyMap<string, MovePlan>, path: string): boolean {
+  for (let at = path.lastIndexOf("/"); at > 0; at = path.lastIndexOf("/", at - 1)) {
+    const plan = plans.get(path.slice(0, at));
+    if (plan !== undefined) return !plan.listed.has(path);
+  }
+  return false;
+}
+
+/** The files and, up to the destination `to`, the folders that hold them. */
+function listedUnder(to: string, files: readonly string[]): Set<string> {
+  const listed = new Set<string>();
+  for (const file of files) {
+    listed.add(file);
+    for (let at = file.lastIndexOf("/"); at > to.length; at = file.lastIndexOf("/", at - 1)) {
+      const folder = file.slice(0, at);
+      if (listed.has(folder)) break;
+      listed.add(folder);
+    }
+  }
+  return listed;
 }
 
 /** One live table as a move rewrites it: where its rows name their file, what events show. */
@@ -54,23 +85,33 @@ interface MovedTable {
   columns: readonly string[];
   order: string;
   /**
-   * A moved row's values from its values before (`null`: read back, as a `ddl` or a glob's
-   * captures may compute columns from the path).
+   * A moved row's JSON from its JSON before, given the folder's old and new names as they
+   * show in JSON (`null`: read back, as a `ddl` or a glob's captures may compute columns from
+   * the path).
    */
-  moved: ((values: unknown[], rename: (path: string) => string) => unknown[]) | null;
+  moved: ((row: string, from: string, to: string) => string) | null;
   /** A path-table's `dir` column, rewritten by prefix too. */
   dir: boolean;
 }
 
-/** The place of `path` and `dir` among a path-table's columns. */
-const PATH_AT = PATH_TABLE_COLUMNS.indexOf("path");
-const DIR_AT = PATH_TABLE_COLUMNS.indexOf("dir");
+/** A string's JSON text without its quotes: how a path's start shows in a row's JSON. */
+function jsonInner(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
 
-/** A path-table row's values under the new name: `path`, and `dir` when it is filled. */
-function movedPathRow(values: unknown[], rename: (path: string) => string): unknown[] {
-  const moved = [...values];
-  moved[PATH_AT] = rename(values[PATH_AT] as string);
-  if (values[DIR_AT] !== null) moved[DIR_AT] = rename(values[DIR_AT] as string);
+/**
+ * A path-table row's JSON under the new name: the values of `path` and `dir` start with the
+ * moved folder's name (`from` and `to` as `jsonInner` gives them), the rest is as it was. Its
+ * columns are the seven (no captures), so the keys come in that order, and a key's text never
+ * occurs inside a value (JSON escapes quotes).
+ */
+function movedPathRow(row: string, from: string, to: string): string {
+  let moved = row;
+  for (const key of ['{"path":"', ',"dir":"']) {
+    const at = moved.indexOf(key);
+    if (at === -1 || !moved.startsWith(from, at + key.length)) continue;
+    moved = `${moved.slice(0, at + key.length)}${to}${moved.slice(at + key.length + from.length)}`;
+  }
   return moved;
 }
 
@@ -101,7 +142,7 @@ function movedTables(catalog: Catalog): MovedTable[] {
     columns: table.columns,
     order: `${FILE_PATH_COLUMN}, ${ROW_INDEX_COLUMN}`,
     // A `ddl` may compute a column from the hidden file column: read the rows back.
-    moved: table.spec.ddl === null ? (values) => values : null,
+    moved: table.spec.ddl === null ? (row) => row : null,
     dir: false,
   }));
   return [...paths, ...parsed];
@@ -167,13 +208,15 @@ export function planMove(context: MoveContext, move: FolderMove): MovePlan {
     selection: { kind: "tree", base: to },
     useGitignore: false,
   });
-  const inclusion = new InclusionCheck(context.root, context.inclusion);
+  const { inclusion } = context;
   const plan: MovePlan = {
     move,
     refresh: new Set(),
     files: new Map(),
     dropped: new Map(),
     errors: [],
+    // A folder it could not read stands for what it may hold: not covered.
+    listed: listedUnder(to, [...walked.paths, ...walked.skipped.map(({ path }) => path)]),
   };
   const rename = (file: string) => `${to}${file.slice(from.length)}`;
   for (const file of indexed) plan.files.set(file, rename(file));
@@ -203,10 +246,9 @@ export function planMove(context: MoveContext, move: FolderMove): MovePlan {
   return plan;
 }
 
-/** A row as events show it, with its file and values. */
+/** A row as events show it, with its file. */
 interface MovedRow {
   file: string;
-  values: unknown[];
   row: string;
 }
 
@@ -220,7 +262,6 @@ function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): Moved
     .all(...under(folder)) as unknown[][];
   return rows.map((values) => ({
     file: values[0] as string,
-    values: values.slice(1),
     row: rowJson(table.columns, values.slice(1)),
   }));
 }
@@ -286,15 +327,15 @@ export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
     const prefixes = table.dir ? [to, from, to, from] : [to, from];
     cachedStatement(db, moveRows).run(...prefixes, ...under(from));
     rowEvents(changes, "delete", table, before);
-    const rename = (path: string) => `${to}${path.slice(from.length)}`;
     const { moved } = table;
+    const [fromJson, toJson] = [jsonInner(from), jsonInner(to)];
     const after =
       moved === null
         ? rowsUnder(db, table, to)
-        : before.map(({ file, values }) => {
-            const now = moved(values, rename);
-            return { file: rename(file), values: now, row: rowJson(table.columns, now) };
-          });
+        : before.map(({ file, row }) => ({
+            file: `${to}${file.slice(from.length)}`,
+            row: moved(row, fromJson, toJson),
+          }));
     rowEvents(changes, "insert", table, after);
   }
   for (const table of context.catalog.parsedTables()) {

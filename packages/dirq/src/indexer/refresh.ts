@@ -34,6 +34,7 @@ import { isStorageError } from "../shared/sql-errors.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
 import {
   applyMove,
+  coveredByMove,
   dependsOnPath,
   type FolderMove,
   type MoveContext,
@@ -489,14 +490,17 @@ export class Refresher {
     const candidates = new Set<string>();
     const slices = new Slices();
     const plans: MovePlan[] = [];
+    const context = this.moveContext();
     for (const move of options.moves ?? []) {
-      const plan = planMove(this.moveContext(), move);
+      const plan = planMove(context, move);
       plans.push(plan);
       errors.push(...plan.errors);
       for (const file of plan.refresh) candidates.add(file);
       await slices.yieldIfDue();
     }
+    const destinations = new Map(plans.map((plan) => [plan.move.to, plan]));
     for (const path of paths) {
+      if (coveredByMove(destinations, path)) continue;
       const files = options.shallow ? this.filesIn(path) : this.filesFor(path, errors);
       for (const file of files) candidates.add(file);
       await slices.yieldIfDue();
@@ -544,11 +548,15 @@ export class Refresher {
   }
 
   private moveContext(): MoveContext {
+    let check: InclusionCheck | undefined;
     return {
       db: this.db,
       root: this.root,
       catalog: this.catalog,
-      inclusion: this.options,
+      // Made on first use: applying moves needs no ignore rules.
+      inclusion: {
+        includes: (path) => (check ??= new InclusionCheck(this.root, this.options)).includes(path),
+      },
       busy: (file) => this.unsure(file),
     };
   }

@@ -23,9 +23,14 @@ export const HISTORY_BYTES = 32 * 1024 * 1024;
 export class HistoryFrame {
   readonly bytes: number;
 
+  /**
+   * @param sse The whole SSE `row` frame (id, event and data lines, blank line), when the data
+   *   came as text: every subscriber's socket writes these bytes as they are.
+   */
   constructor(
     readonly n: number,
     readonly utf8: readonly Buffer[],
+    readonly sse: Buffer | null = null,
   ) {
     this.bytes = utf8.reduce((sum, piece) => sum + piece.length, 0);
   }
@@ -53,24 +58,35 @@ const SLAB_BYTES = 1024 * 1024;
 /**
  * Copies frames' text into blocks of the history's own. `Buffer.from` would take each from
  * Node's shared 8 KiB pool, where every frame kept would also keep the short-lived buffers
- * made beside it (each stream's frame header and joined frame): after a burst the history's
- * 65,536 frames held about three times their bytes. A block is freed once its last frame is.
+ * made beside it: after a burst the history's 65,536 frames held about three times their
+ * bytes. A block is freed once its last frame is. Each frame is copied as the SSE frame it is
+ * sent as, so a burst's frames lie one after another in a block and a socket writes a run of
+ * them as one view of it, with no copy per frame or per subscriber.
  */
 class FrameSlabs {
   private slab = Buffer.allocUnsafeSlow(0);
   private used = 0;
 
-  copy(text: string): Buffer {
-    const length = Buffer.byteLength(text);
-    if (length > SLAB_BYTES / 8) return Buffer.from(text);
-    if (this.used + length > this.slab.length) {
-      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
-      this.used = 0;
+  /** The frame `head + text + tail` as bytes, and its `text` part. */
+  copy(head: string, text: string, tail: string): { frame: Buffer; text: Buffer } {
+    const headLength = head.length;
+    const textLength = Buffer.byteLength(text);
+    const length = headLength + textLength + tail.length;
+    let bytes: Buffer;
+    if (length > SLAB_BYTES / 8) bytes = Buffer.allocUnsafeSlow(length);
+    else {
+      if (this.used + length > this.slab.length) {
+        this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+        this.used = 0;
+      }
+      bytes = this.slab.subarray(this.used, this.used + length);
+      this.used += length;
     }
-    const bytes = this.slab.subarray(this.used, this.used + length);
-    bytes.write(text);
-    this.used += length;
-    return bytes;
+    // The head and tail are ASCII: their lengths are their bytes.
+    bytes.write(head, 0, "latin1");
+    bytes.write(text, headLength, "utf8");
+    bytes.write(tail, headLength + textLength, "latin1");
+    return { frame: bytes, text: bytes.subarray(headLength, headLength + textLength) };
   }
 }
 
@@ -126,7 +142,12 @@ export class EventHistory {
    */
   append(data: string | readonly Buffer[]): number {
     const n = ++this.last;
-    const frame = new HistoryFrame(n, typeof data === "string" ? [this.slabs.copy(data)] : data);
+    let frame: HistoryFrame;
+    if (typeof data === "string" && !data.includes("\n") && !data.includes("\r")) {
+      // Row JSON holds no raw line break (JSON escapes them): one data line.
+      const copied = this.slabs.copy(`id: ${this.idOf(n)}\nevent: row\ndata: `, data, "\n\n");
+      frame = new HistoryFrame(n, [copied.text], copied.frame);
+    } else frame = new HistoryFrame(n, typeof data === "string" ? [Buffer.from(data)] : data);
     this.frames.push(frame);
     this.keptBytes += frame.bytes;
     this.evict();

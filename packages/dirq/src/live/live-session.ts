@@ -16,6 +16,7 @@ export type { AnswerFormat };
 import { removeIndexDirectory, startReaper } from "../reaper/reaper.js";
 import type { BoundArguments } from "../query/parameters.js";
 import type { SkippedPath } from "../scan/walk.js";
+import { BurstCollector } from "./burst-collector.js";
 import { EventHistory, type HistoryBounds } from "./event-history.js";
 import { LiveIndex } from "./live-index.js";
 
@@ -122,6 +123,7 @@ export class LiveSession {
   private readonly listeners = new Set<ChangeListener>();
   private live: Promise<LiveIndex> | null = null;
   private history: EventHistory | null = null;
+  private readonly burst = new BurstCollector();
   private pool: QueryPool | null = null;
   /** Commits come one after another: their changes reach listeners in commit order. */
   private delivered: Promise<void> = Promise.resolve();
@@ -193,6 +195,7 @@ export class LiveSession {
     if (commit.changes.length === 0) return this.delivered;
     this.delivered = this.delivered.then(async () => {
       await this.record(commit);
+      this.burst.recorded(commit.changes.length);
       for (const listener of this.listeners) await listener(commit.changes, commit);
     });
     return this.delivered;
@@ -296,6 +299,7 @@ export class LiveSession {
   close(): Promise<void> {
     this.closed ??= (async () => {
       this.stopping = true;
+      this.burst.close();
       const live = await this.live?.catch(() => null);
       await live?.close();
       this.pool?.close();

@@ -217,7 +217,11 @@ interface FrameSource {
   /** The next frame, `null` after `idleMs` without one, `undefined` at the end. */
   next(
     idleMs: number,
-  ): Promise<{ event: string; data: string | readonly Buffer[]; id: string } | null | undefined>;
+  ): Promise<
+    | { event: string; data: string | readonly Buffer[]; id: string; encoded?: Buffer }
+    | null
+    | undefined
+  >;
   close(): void;
 }
 
@@ -236,6 +240,7 @@ async function sendFrames(stream: EventStreamResponse, subscription: FrameSource
     const frame = await subscription.next(keepAlive);
     if (frame === undefined || stream.closed) break;
     if (frame === null) await stream.comment("keep-alive");
+    else if (frame.encoded !== undefined) await stream.sendEncoded(frame.encoded);
     else await stream.send(frame.event, frame.data, frame.id);
     if (++sent % FRAMES_PER_TURN === 0) await new Promise(setImmediate);
   }

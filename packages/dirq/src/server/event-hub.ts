@@ -8,7 +8,13 @@ import {
 
 /** One thing to send on a stream: a `row` frame or a `reset`, with its SSE id. */
 /** A frame for an SSE stream: a row frame's data is its UTF-8, shared by every subscriber. */
-export type StreamFrame = { event: "row" | "reset"; id: string; data: string | readonly Buffer[] };
+export type StreamFrame = {
+  event: "row" | "reset";
+  id: string;
+  data: string | readonly Buffer[];
+  /** The whole frame as it is sent, when the history made it (see `HistoryFrame.sse`). */
+  encoded?: Buffer;
+};
 
 /**
  * How a new subscription starts: the `ready` frame's id (the frame it continues after), or
@@ -140,7 +146,10 @@ export class Subscription {
     }
     const frame = this.shift();
     if (frame === undefined) return null;
-    return { event: "row", id: this.history.idOf(frame.n), data: frame.utf8 };
+    const id = this.history.idOf(frame.n);
+    return frame.sse === null
+      ? { event: "row", id, data: frame.utf8 }
+      : { event: "row", id, data: frame.utf8, encoded: frame.sse };
   }
 
   close(): void {

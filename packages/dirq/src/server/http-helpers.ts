@@ -113,6 +113,30 @@ const JOIN_FRAME_BYTES = 64 * 1024;
 const FRAME_END = Buffer.from("\n\n");
 
 /**
+ * The chunks with each run of buffers that follow each other in one block of memory (frames
+ * the event history copied one after another) made one view of that block: no copy.
+ */
+function mergeAdjacent(chunks: readonly (string | Buffer)[]): (string | Buffer)[] {
+  const merged: (string | Buffer)[] = [];
+  let last: Buffer | null = null;
+  for (const chunk of chunks) {
+    if (
+      last !== null &&
+      typeof chunk !== "string" &&
+      chunk.buffer === last.buffer &&
+      chunk.byteOffset === last.byteOffset + last.length
+    ) {
+      last = Buffer.from(last.buffer, last.byteOffset, last.length + chunk.length);
+      merged[merged.length - 1] = last;
+      continue;
+    }
+    merged.push(chunk);
+    last = typeof chunk === "string" ? null : chunk;
+  }
+  return merged;
+}
+
+/**
  * The chunks in order, with runs of pieces under `JOIN_FRAME_BYTES` joined into one: strings
  * into a string, a run with bytes in it into one buffer. A larger piece is written as it is.
  */
@@ -129,7 +153,7 @@ function joinSmall(chunks: readonly (string | Buffer)[]): (string | Buffer)[] {
     }
     run = [];
   };
-  for (const chunk of chunks) {
+  for (const chunk of mergeAdjacent(chunks)) {
     if (chunk.length > JOIN_FRAME_BYTES) {
       endRun();
       joined.push(chunk);
@@ -195,6 +219,11 @@ export class EventStreamResponse {
             .join("")
         : `data: ${data}\n`;
     await this.writeAll([`${idLine}event: ${event}\n${lines}\n`]);
+  }
+
+  /** A whole frame, already in the SSE format, as its bytes. */
+  async sendEncoded(frame: Buffer): Promise<void> {
+    await this.writeAll([frame]);
   }
 
   /** A comment line, which clients ignore: keeps proxies from closing an idle stream. */

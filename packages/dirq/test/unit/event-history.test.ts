@@ -38,6 +38,26 @@ describe("EventHistory", () => {
     for (const frame of frames) assert.ok(!pooled.has((frame.utf8[0] as Buffer).buffer));
   });
 
+  it("encodes each text frame once as its whole SSE frame, one after another in a block", () => {
+    const history = new EventHistory();
+    const texts = ['{"a":"é"}', '{"b":2}', "line\nbreak"];
+    for (const text of texts) history.append(text);
+    const [one, two, three] = history.framesAfter(0);
+    const frame = (n: number, text: string) =>
+      `id: ${history.idOf(n)}\nevent: row\ndata: ${text}\n\n`;
+    assert.equal(one?.sse?.toString(), frame(1, texts[0] as string));
+    assert.equal(two?.sse?.toString(), frame(2, texts[1] as string));
+    assert.equal(one?.sse?.buffer, two?.sse?.buffer);
+    assert.equal((one?.sse?.byteOffset ?? 0) + (one?.sse?.length ?? 0), two?.sse?.byteOffset);
+    // Its data is that frame's data line, not a copy; `bytes` counts the data alone.
+    assert.equal(one?.utf8[0]?.buffer, one?.sse?.buffer);
+    assert.equal(one?.data, texts[0]);
+    assert.equal(one?.bytes, Buffer.byteLength(texts[0] as string));
+    // Text with a line break is not one data line: it is sent line by line, not encoded here.
+    assert.equal(three?.sse, null);
+    assert.equal(three?.data, texts[2]);
+  });
+
   it("continues an id of its run still in reach; resets others", () => {
     const history = new EventHistory({ frames: 2, bytes: 1000 });
     for (const data of ["a", "b", "c"]) history.append(data);

@@ -13,15 +13,23 @@ describe("EventHub", () => {
     assert.deepEqual(a.start, { readyId: history.idOf(0) });
     history.append("one");
     history.append("two");
-    const one = { event: "row", id: history.idOf(1), data: [Buffer.from("one")] };
+    const frame = (n: number, data: string) => ({
+      event: "row",
+      id: history.idOf(n),
+      data: [Buffer.from(data)],
+      encoded: Buffer.from(`id: ${history.idOf(n)}\nevent: row\ndata: ${data}\n\n`),
+    });
+    const one = frame(1, "one");
     const firstOfA = await a.subscription.next(1000);
     assert.deepEqual(firstOfA, one);
-    const two = { ...one, id: history.idOf(2), data: [Buffer.from("two")] };
-    assert.deepEqual(await a.subscription.next(1000), two);
+    assert.deepEqual(await a.subscription.next(1000), frame(2, "two"));
     const firstOfB = await b.subscription.next(1000);
     assert.deepEqual(firstOfB, one);
     // The frame's bytes are encoded once: every subscriber sends the very same buffer.
     assert.equal(firstOfB?.data, firstOfA?.data);
+    assert.equal(firstOfB?.encoded, firstOfA?.encoded);
+    // The data is the part of the whole frame after its `data: ` (one copy of the bytes).
+    assert.equal(firstOfA?.data[0]?.buffer, firstOfA?.encoded?.buffer);
     assert.equal(hub.size, 2);
     const resumed = hub.subscribe(history.idOf(1));
     assert.deepEqual(resumed.start, { readyId: history.idOf(1) });
@@ -55,6 +63,7 @@ describe("EventHub", () => {
         event: "row",
         id: history.idOf(i),
         data: [Buffer.from(`frame${i}`)],
+        encoded: Buffer.from(`id: ${history.idOf(i)}\nevent: row\ndata: frame${i}\n\n`),
       });
     }
     assert.deepEqual(subscription.backlog, { frames: 0, bytes: 0 });

@@ -4,13 +4,11 @@ import type { AddressInfo } from "node:net";
 import { describe, it } from "node:test";
 import { EventStreamResponse } from "../../src/server/http-helpers.js";
 
-/** What a client reads of a stream that sends `frames` and ends. */
-async function streamed(
-  frames: readonly { event: string; data: string | readonly Buffer[]; id?: string }[],
-): Promise<string> {
+/** What a client reads of a stream that `write` writes to, then ends. */
+async function served(write: (stream: EventStreamResponse) => Promise<void>): Promise<string> {
   const server = createServer(async (_, response) => {
     const stream = new EventStreamResponse(response);
-    for (const frame of frames) await stream.send(frame.event, frame.data, frame.id);
+    await write(stream);
     stream.end();
   });
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -28,6 +26,15 @@ async function streamed(
   } finally {
     server.close();
   }
+}
+
+/** What a client reads of a stream that sends `frames` and ends. */
+function streamed(
+  frames: readonly { event: string; data: string | readonly Buffer[]; id?: string }[],
+): Promise<string> {
+  return served(async (stream) => {
+    for (const frame of frames) await stream.send(frame.event, frame.data, frame.id);
+  });
 }
 
 describe("EventStreamResponse", () => {
@@ -78,6 +85,24 @@ describe("EventStreamResponse", () => {
       body,
       `id: r-1\nevent: row\ndata: ${row}\n\nid: r-2\nevent: row\ndata: ${row}\n\n`,
     );
+  });
+
+  it("sends frames encoded already, back to back in one block, between others, as they are", async () => {
+    const frames = ['id: h-1\nevent: row\ndata: {"é":1}\n\n', "id: h-2\nevent: row\ndata: {}\n\n"];
+    const block = Buffer.from(frames.join(""));
+    const first = block.subarray(0, Buffer.byteLength(frames[0] as string));
+    const second = block.subarray(first.length);
+    const body = await served(async (stream) => {
+      await stream.send("row", "{}", "t-1");
+      await stream.sendEncoded(first);
+      await stream.sendEncoded(second);
+      await stream.send("row", [Buffer.from("{}")], "t-2");
+      await stream.sendEncoded(first);
+    });
+    const text = (id: string) => `id: ${id}\nevent: row\ndata: {}\n\n`;
+    assert.equal(body, `${text("t-1")}${frames[0]}${frames[1]}${text("t-2")}${frames[0]}`);
+    // The block is sent, not changed.
+    assert.equal(block.toString(), frames.join(""));
   });
 
   it("sends a frame in pieces, small or large, as one data line of those bytes", async () => {
