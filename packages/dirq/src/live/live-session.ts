@@ -48,6 +48,11 @@ export interface LiveSessionOptions {
   onWatchError: (error: unknown) => void;
   /** How much of the recent changes `events` keeps (default: `HISTORY_FRAMES`, `HISTORY_BYTES`). */
   history?: HistoryBounds;
+  /**
+   * Run full garbage collections once a large burst of changes settles (the CLI's own
+   * processes). Off for the SDK: a library does not force collections in its user's process.
+   */
+  collectAfterBursts?: boolean;
 }
 
 /** What `prepare` takes. */
@@ -123,7 +128,7 @@ export class LiveSession {
   private readonly listeners = new Set<ChangeListener>();
   private live: Promise<LiveIndex> | null = null;
   private history: EventHistory | null = null;
-  private readonly burst = new BurstCollector();
+  private readonly burst: BurstCollector | null;
   private pool: QueryPool | null = null;
   /** Commits come one after another: their changes reach listeners in commit order. */
   private delivered: Promise<void> = Promise.resolve();
@@ -133,6 +138,7 @@ export class LiveSession {
 
   /** Opens the index at once: a bad root, config or cache throws a `DirqError` here. */
   constructor(private readonly options: LiveSessionOptions) {
+    this.burst = options.collectAfterBursts === true ? new BurstCollector() : null;
     this.folder = mkdtempSync(join(tmpdir(), options.folderPrefix));
     if (options.reaper) startReaper(this.folder);
     else removeAtExit(this.folder);
@@ -195,7 +201,7 @@ export class LiveSession {
     if (commit.changes.length === 0) return this.delivered;
     this.delivered = this.delivered.then(async () => {
       await this.record(commit);
-      this.burst.recorded(commit.changes.length);
+      this.burst?.recorded(commit.changes.length);
       for (const listener of this.listeners) await listener(commit.changes, commit);
     });
     return this.delivered;
@@ -299,7 +305,7 @@ export class LiveSession {
   close(): Promise<void> {
     this.closed ??= (async () => {
       this.stopping = true;
-      this.burst.close();
+      this.burst?.close();
       const live = await this.live?.catch(() => null);
       await live?.close();
       this.pool?.close();

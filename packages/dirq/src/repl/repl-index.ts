@@ -74,6 +74,7 @@ export async function openReplIndex(options: ReplIndexOptions): Promise<ReplInde
     },
     folderPrefix: "dirq-repl-",
     reaper: true,
+    collectAfterBursts: true,
     // No time limit and no answer limit: the REPL is a local session.
     runner: {
       timeoutMs: Number.POSITIVE_INFINITY,

@@ -118,6 +118,7 @@ async function startLive(
     },
     folderPrefix: "dirq-index-",
     reaper: true,
+    collectAfterBursts: true,
     runner: { timeoutMs, maxAnswerBytes: MAX_ANSWER_BYTES },
     onWatchError: (error) => options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`),
     history: historyBoundsFromEnv(),

@@ -56,6 +56,7 @@ async function openSession(command: WatchCommand, io: WatchIo): Promise<LiveSess
     },
     folderPrefix: "dirq-watch-",
     reaper: true,
+    collectAfterBursts: true,
     runner: {
       timeoutMs: Number.POSITIVE_INFINITY,
       maxAnswerBytes: Number.MAX_SAFE_INTEGER,
