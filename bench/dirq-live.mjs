@@ -3,15 +3,16 @@
 // threshold); the time from the write to the `diff` frame on `GET /live` is measured for
 //   - a filter read file by file (incremental):  SELECT ... FROM items WHERE v > 90
 //   - a GROUP BY (the whole statement re-runs):  SELECT grp, count(*), sum(v) ... GROUP BY grp
-// Then the CPU per change (server and query processes together, from /proc, less what the same
-// changes cost with no live query) of the incremental filter against the same filter re-run
-// whole (`LIMIT -1`, which answers the same and is not read file by file). One change's
-// file-by-file run is well below /proc's 10 ms tick, so each way takes `--cpu-changes` changes
-// at a steady pace (`--pace-ms` apart: every phase lasts as long, so the server's idle CPU
-// cancels), split into `--rounds` rounds of the three phases in turn (the machine's load drifts
-// over all three alike). The file-by-file runs' own CPU is also read in the server
-// (the main thread's own CPU time around each run, `GET /live/stats`), a finer measure than
-// the difference.
+// Then the CPU per change (server and query processes together, each thread's nanoseconds
+// from /proc/<pid>/task/<tid>/schedstat, less what the same changes cost with no live query)
+// of the incremental filter against the same filter re-run whole (`LIMIT -1`, which answers
+// the same and is not read file by file), and of the incremental filter with `--fanout`
+// subscribers: the evaluator is shared, so the slope from one to that many is one frame's
+// delivery to one subscriber. Each way takes `--cpu-changes` changes at a steady pace
+// (`--pace-ms` apart: every phase lasts as long, so the server's idle CPU cancels), split into
+// `--rounds` rounds of the four phases in turn (the machine's load drifts over all alike). The
+// file-by-file runs' own CPU is also read in the server (the main thread's own CPU time around
+// each run, `GET /live/stats`).
 // Prints p50/p99 and the load average.
 //
 // Then, on a server of its own over `--large-rows` rows (files of 1,000), the longest
@@ -21,10 +22,10 @@
 // changes with no live query (the refresh's own delay). `--large-rows 0` skips it.
 //
 //   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100]
-//                            [--cpu-changes 300] [--pace-ms 100] [--rounds 3]
-//                            [--large-rows 200000] [--large-changes 10] [--json]
+//                            [--cpu-changes 300] [--pace-ms 100] [--rounds 3] [--fanout 10]
+//                            [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -40,7 +41,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--rounds 3] [--large-rows 200000] [--large-changes 10] [--json]";
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--rounds 3] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]";
 const options = parseOptions(
   process.argv.slice(2),
   {
@@ -50,6 +51,8 @@ const options = parseOptions(
     "cpu-changes": { type: "string", default: "300" },
     "pace-ms": { type: "string", default: "100" },
     rounds: { type: "string", default: "3" },
+    fanout: { type: "string", default: "10" },
+    "no-own-cpu": { type: "boolean", default: false },
     "large-rows": { type: "string", default: "200000" },
     "large-changes": { type: "string", default: "10" },
     json: { type: "boolean", default: false },
@@ -62,6 +65,7 @@ const CHANGES = positiveInteger(options.changes, "--changes");
 const CPU_CHANGES = positiveInteger(options["cpu-changes"], "--cpu-changes");
 const PACE_MS = positiveInteger(options["pace-ms"], "--pace-ms");
 const ROUNDS = positiveInteger(options.rounds, "--rounds");
+const FANOUT = positiveInteger(options.fanout, "--fanout");
 const LARGE_ROWS =
   options["large-rows"] === "0" ? 0 : positiveInteger(options["large-rows"], "--large-rows");
 const LARGE_CHANGES = positiveInteger(options["large-changes"], "--large-changes");
@@ -99,7 +103,15 @@ async function startServer(root, env = {}, onStderr = null) {
   const child = spawn(process.execPath, args, {
     cwd: root,
     // A live query stops at once when its phase ends: the next phase's CPU is its own.
-    env: { ...DIRQ_ENV, DIRQ_LIVE_LINGER_MS: "1", DIRQ_LIVE_STATS: "1", ...env },
+    env: {
+      ...DIRQ_ENV,
+      DIRQ_LIVE_LINGER_MS: "1",
+      DIRQ_LIVE_STATS: "1",
+      // The runs' own clock costs them about as much as their work: off, the CPU per change
+      // from outside is the runs' alone (and the in-server figure reads 0).
+      ...(options["no-own-cpu"] ? { DIRQ_LIVE_STATS_CPU: "0" } : {}),
+      ...env,
+    },
     stdio: ["ignore", "pipe", onStderr === null ? "inherit" : "pipe"],
   });
   if (onStderr !== null) {
@@ -139,15 +151,25 @@ async function subscribe(url, sql, onFrame) {
   return { close: () => controller.abort() };
 }
 
-const TICKS = 100;
-
-/** CPU seconds of one process (all its threads) and of its main thread alone, from /proc. */
+/**
+ * CPU seconds of one process's threads alive now, its main thread apart, from each thread's
+ * scheduler statistics (`/proc/<pid>/task/<tid>/schedstat`: nanoseconds on the CPU; `stat`'s
+ * 10 ms ticks, over a few hundred changes, left differences of a few tenths of a millisecond
+ * per change to chance). A thread that ended meanwhile takes its time with it: the server's
+ * threads (V8's, libuv's pool, the watcher and diff threads) and its query processes last.
+ */
 function processCpu(pid) {
-  const ticks = (path) => {
-    const fields = readFileSync(path, "utf8").split(") ")[1].split(" ");
-    return Number(fields[11]) + Number(fields[12]);
-  };
-  return { all: ticks(`/proc/${pid}/stat`), main: ticks(`/proc/${pid}/task/${pid}/stat`) };
+  const seconds = (tid) =>
+    Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]) / 1e9;
+  let all = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      all += seconds(tid);
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return { all, main: seconds(pid) };
 }
 
 /**
@@ -171,7 +193,7 @@ function treeCpuParts(pid) {
     }
   };
   visit(pid, true);
-  return Object.fromEntries(Object.entries(parts).map(([part, t]) => [part, t / TICKS]));
+  return parts;
 }
 
 /**
@@ -238,8 +260,11 @@ const hotFiles = new Set();
  * quiet second for the last one to be taken in; the server tree's CPU seconds over it all, and
  * the file-by-file runs' own CPU milliseconds (`GET /live/stats`).
  */
-async function pacedPhase(root, server, sql, count, first) {
-  const sub = sql === null ? null : await subscribe(server.url, sql, () => {});
+async function pacedPhase(root, server, sql, count, first, subscribers = 1) {
+  const subs = [];
+  for (let n = 0; sql !== null && n < subscribers; n++) {
+    subs.push(await subscribe(server.url, sql, () => {}));
+  }
   const cpuBefore = treeCpuParts(server.child.pid);
   const started = performance.now();
   for (let n = 0; n < count; n++) {
@@ -258,7 +283,7 @@ async function pacedPhase(root, server, sql, count, first) {
   const cpu = parts.main + parts.threads + parts.children;
   const stats = await (await globalThis.fetch(`${server.url}/live/stats`)).json();
   const query = stats.queries.find((q) => q.sql === sql);
-  sub?.close();
+  for (const sub of subs) sub.close();
   await sleep(500);
   return { cpu, parts, byFileCpuMs: query?.byFileCpuMs ?? 0, runs: query?.runs ?? 0 };
 }
@@ -268,7 +293,7 @@ async function pacedPhase(root, server, sql, count, first) {
  * `ROUNDS` rounds of the three in turn (the order rotates); the sums and each round's figures.
  */
 async function cpuPhases(root, server) {
-  const ways = { baseline: null, incremental: FILTER, whole: FILTER_WHOLE };
+  const ways = { baseline: null, incremental: FILTER, whole: FILTER_WHOLE, fanout: FILTER };
   const names = Object.keys(ways);
   const totals = Object.fromEntries(
     names.map((name) => [
@@ -283,7 +308,8 @@ async function cpuPhases(root, server) {
     const figures = {};
     for (let i = 0; i < names.length; i++) {
       const name = names[(i + round) % names.length];
-      const result = await pacedPhase(root, server, ways[name], perRound, first);
+      const subscribers = name === "fanout" ? FANOUT : 1;
+      const result = await pacedPhase(root, server, ways[name], perRound, first, subscribers);
       first += perRound;
       figures[name] = (result.cpu / perRound) * 1000;
       for (const field of ["cpu", "byFileCpuMs", "runs"]) totals[name][field] += result[field];
@@ -296,6 +322,9 @@ async function cpuPhases(root, server) {
   const incremental = perChange("incremental") - perChange("baseline");
   const whole = perChange("whole") - perChange("baseline");
   const own = totals.incremental.byFileCpuMs / changes;
+  // Each subscriber more costs one frame's delivery (the evaluator is shared): the slope
+  // between one and FANOUT subscribers is the delivery's cost, the rest the evaluator's.
+  const delivery = (perChange("fanout") - perChange("incremental")) / (FANOUT - 1);
   // Where each way's CPU beyond the refresh goes: main thread, other threads, query processes.
   const partsPerChange = (name) =>
     Object.fromEntries(
@@ -309,6 +338,12 @@ async function cpuPhases(root, server) {
       Object.entries(totals.baseline.parts).map(([part, s]) => [part, (s / changes) * 1000]),
     ),
     incrementalParts: partsPerChange("incremental"),
+    fanoutParts: partsPerChange("fanout"),
+    fanout: FANOUT,
+    deliveryPerSubscriber: delivery,
+    evaluatorOnly: incremental - delivery,
+    ratioWithoutDelivery:
+      incremental - delivery > 0 ? (whole - delivery) / (incremental - delivery) : null,
     wholeParts: partsPerChange("whole"),
     changes,
     paceMs: PACE_MS,
@@ -453,14 +488,23 @@ function printCpu(cpu) {
     `file-by-file runs' own CPU in the server: ${ms(cpu.byFileOwn)} per change (${cpu.byFileRuns} runs); whole re-run ${cpu.ownRatio === null ? "-" : `${cpu.ownRatio.toFixed(1)}x`} that`,
   );
   const rounds = cpu.rounds.map(
-    (r) => `${r.baseline.toFixed(2)}/${r.incremental.toFixed(2)}/${r.whole.toFixed(2)}`,
+    (r) =>
+      `${r.baseline.toFixed(2)}/${r.incremental.toFixed(2)}/${r.whole.toFixed(2)}/${r.fanout.toFixed(2)}`,
   );
-  console.log(`per round, ms per change (none/file by file/whole): ${rounds.join(", ")}`);
+  console.log(
+    `per round, ms per change (none/file by file/whole/file by file x${cpu.fanout}): ${rounds.join(", ")}`,
+  );
   const parts = (p) =>
     `main thread ${ms(p.main)}, other threads ${ms(p.threads)}, query processes ${ms(p.children)}`;
   console.log(`the refresh's own, by part: ${parts(cpu.baselineParts)}`);
   console.log(`file by file beyond the refresh, by part: ${parts(cpu.incrementalParts)}`);
   console.log(`whole re-run beyond the refresh, by part: ${parts(cpu.wholeParts)}`);
+  console.log(
+    `file by file with ${cpu.fanout} subscribers beyond the refresh, by part: ${parts(cpu.fanoutParts)}`,
+  );
+  console.log(
+    `one frame's delivery per subscriber (slope from 1 to ${cpu.fanout}): ${ms(cpu.deliveryPerSubscriber)}; file by file less one delivery ${ms(cpu.evaluatorOnly)}; whole re-run less one delivery / that: ${cpu.ratioWithoutDelivery === null ? "-" : `${cpu.ratioWithoutDelivery.toFixed(1)}x`}`,
+  );
 }
 
 async function main() {

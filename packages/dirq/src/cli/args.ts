@@ -724,6 +724,8 @@ Environment:
   DIRQ_LIVE_STATS=1                 dirq server: GET /live/stats lists the live queries, their
                                     subscribers, runs and CPU time, memory and the /events
                                     history's size (for benchmarks; it also times each run)
+  DIRQ_LIVE_STATS_CPU=0             dirq server: with DIRQ_LIVE_STATS=1, do not time the
+                                    file-by-file runs (byFileCpuMs stays 0)
   DIRQ_MAX_WATCHES=<n>              the most folder watches a live index takes (default:
                                     what the system allows); folders past it are checked by
                                     listing them (docs/http.md, "What is watched")

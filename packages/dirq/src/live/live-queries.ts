@@ -56,6 +56,8 @@ export interface LiveQueryStats {
   historyChars: number;
   /** CPU milliseconds of its file-by-file runs on the server's main thread (0 re-run whole). */
   byFileCpuMs: number;
+  /** Whether a diff to a new answer is being made now (see `LiveQuery.diffing`). */
+  diffing: boolean;
 }
 
 /** `<run>-<n>`: the live query's run and the number of the last frame read. */
@@ -194,6 +196,7 @@ export class LiveQueries {
         frames: query.head,
         historyChars: query.historyChars,
         byFileCpuMs: query.byFileCpuMs,
+        diffing: query.diffing,
       });
     }
     return stats;

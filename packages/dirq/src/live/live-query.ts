@@ -124,6 +124,8 @@ export class LiveQuery {
   private keptBytes = 0;
   private running = false;
   private pending = false;
+  /** Whether a diff to a new answer is being made (on the diff thread, the main one awaiting it). */
+  private makingDiff = false;
   /** Evaluations after the first answer (whole or file by file, failed or not). */
   private evaluations = 0;
   private byFileCpuMicros = 0;
@@ -237,6 +239,14 @@ export class LiveQuery {
    */
   get byFileCpuMs(): number {
     return this.byFileCpuMicros / 1000;
+  }
+
+  /**
+   * Whether a diff is being made now (`GET /live/stats`): a request can see it only while the
+   * diff runs off the main thread, since one made on it ends before any request is read.
+   */
+  get diffing(): boolean {
+    return this.makingDiff;
   }
 
   /** Characters of the frames its history keeps for clients that resume. */
@@ -381,7 +391,13 @@ export class LiveQuery {
   /** Moves to a new answer: a diff frame (none when nothing changed), or a new snapshot. */
   private async take(commit: number, outcome: Outcome): Promise<void> {
     const columns = "columns" in outcome ? outcome.columns : this.columns;
-    const diff = await this.next(outcome, columns.join("\0") !== this.columns.join("\0"));
+    this.makingDiff = true;
+    let diff: AnswerDiff | null;
+    try {
+      diff = await this.next(outcome, columns.join("\0") !== this.columns.join("\0"));
+    } finally {
+      this.makingDiff = false;
+    }
     if (this.isClosed) return;
     this.columns = columns;
     this.commit = commit;
