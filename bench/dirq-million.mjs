@@ -329,8 +329,11 @@ async function checkout(server, settleTimeoutMs) {
   const renameMs = performance.now() - started;
   const expectedMoved = String(Math.min(FILES, targets.length * PER_FOLDER));
   const prefix = targets[0]?.[0] ?? "m";
-  // The index has every moved file under its new name and the total unchanged.
-  const check = `SELECT (SELECT count(*) FROM './' WHERE path GLOB '${prefix}[0-9]*/*') || ',' || (SELECT count(*) FROM './') AS c`;
+  // The index has every moved file under its new name and the total unchanged. Only the
+  // renamed folders count: after a run that renamed them back, every other folder has the
+  // same prefix too.
+  const movedFiles = `path GLOB '${prefix}[0-9]*/*' AND CAST(substr(dir, 2) AS INTEGER) < ${RENAMES}`;
+  const check = `SELECT (SELECT count(*) FROM './' WHERE ${movedFiles}) || ',' || (SELECT count(*) FROM './') AS c`;
   let equalAt;
   while (performance.now() - started < settleTimeoutMs) {
     // A server frozen past Node's header timeout resets the connection: ask again.
