@@ -270,7 +270,6 @@ export class RowWriter {
       // the table is never filled without it (a change right after a fill waits for nothing).
       if (options.lookupIndex === true) this.db.exec(lookupIndexSql(this.name, "path"));
       await produce();
-      await produce();
       this.flushPartialBatch();
       this.db.exec("COMMIT");
     } catch (error) {
