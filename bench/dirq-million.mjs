@@ -25,6 +25,7 @@ import {
   writeFileSync,
 } from "node:fs";
 import { request } from "node:http";
+import { connect } from "node:net";
 import { join, resolve } from "node:path";
 import {
   DEFAULT_BENCH_DIR,
@@ -331,13 +332,13 @@ async function checkout(server, settleTimeoutMs) {
     targets.push(to);
   }
   const renameMs = performance.now() - started;
-  // Only renames make `m` folders: the first run renames `d` → `m`, the next one back. Counted
-  // under `m` either way (back, none is left there): counting under the targets' own letter
-  // would count every `d` folder of a tree bigger than the renames, and never match.
-  const moving = targets[0]?.[0] === "m";
-  const expectedMoved = String(moving ? Math.min(FILES, targets.length * PER_FOLDER) : 0);
-  // The index has every moved file under its new name and the total unchanged.
-  const check = `SELECT (SELECT count(*) FROM './' WHERE path GLOB 'm[0-9]*/*') || ',' || (SELECT count(*) FROM './') AS c`;
+  const expectedMoved = String(Math.min(FILES, targets.length * PER_FOLDER));
+  const prefix = targets[0]?.[0] ?? "m";
+  // The index has every moved file under its new name and the total unchanged. Only the
+  // renamed folders count: after a run that renamed them back, every other folder has the
+  // same prefix too.
+  const movedFiles = `path GLOB '${prefix}[0-9]*/*' AND CAST(substr(dir, 2) AS INTEGER) < ${RENAMES}`;
+  const check = `SELECT (SELECT count(*) FROM './' WHERE ${movedFiles}) || ',' || (SELECT count(*) FROM './') AS c`;
   let equalAt;
   while (performance.now() - started < settleTimeoutMs) {
     // A server frozen past Node's header timeout resets the connection: ask again.
@@ -443,6 +444,43 @@ function watchmanCommand(sock, command) {
   return JSON.parse(result.stdout);
 }
 
+/**
+ * Follows the subscription's messages after a checkout: the distinct old and new names of the
+ * renamed folders' files, and when the last of each arrived. A message with
+ * `is_fresh_instance` (watchman recrawled and lists every file again) counts apart: its names
+ * say nothing of what the renames delivered.
+ */
+function watchRenames(listeners) {
+  const renamed = {
+    begun: 0,
+    olds: new Set(),
+    news: new Set(),
+    newsAt: undefined,
+    oldsAt: undefined,
+    messages: 0,
+    fresh: 0,
+  };
+  const all = RENAMES * PER_FOLDER;
+  listeners.add((line, at) => {
+    if (renamed.begun === 0 || !line.includes('"subscription"')) return;
+    const message = JSON.parse(line);
+    renamed.messages++;
+    if (message.is_fresh_instance) {
+      renamed.fresh++;
+      return;
+    }
+    for (const name of message.files ?? []) {
+      const match = /^([dm])(\d+)\/f\d+\.txt$/.exec(name);
+      if (match === null || Number(match[2]) >= RENAMES) continue;
+      // Each folder went d → m or m → d: the side the first folder went to is the new one.
+      (match[1] === (folderName(0)[0] ?? "m") ? renamed.news : renamed.olds).add(name);
+    }
+    if (renamed.news.size === all) renamed.newsAt ??= at - renamed.begun;
+    if (renamed.olds.size === all) renamed.oldsAt ??= at - renamed.begun;
+  });
+  return renamed;
+}
+
 async function runWatchman() {
   const dir = join(DEFAULT_BENCH_DIR, "watchman-state");
   mkdirSync(dir, { recursive: true });
@@ -473,16 +511,14 @@ async function runWatchman() {
     report(
       `watchman: first query after ${fmt(performance.now() - started)} (${first.files?.length ?? first.error} files); memory ${mb(memory(daemon.pid).own)}`,
     );
-    const sub = spawn(
-      "watchman",
-      ["--sockname", sock, "--no-spawn", "--persistent", "-j", "--server-encoding=json"],
-      {
-        stdio: ["pipe", "pipe", "ignore"],
-      },
-    );
+    // The socket itself, in watchman's JSON encoding (a message a line): its CLI, on a pipe,
+    // holds what it prints in a buffer, so the end of a burst sat there until later output
+    // pushed it out (and a write's message with it).
+    const sub = connect(sock);
+    sub.setEncoding("utf8");
     const listeners = new Set();
     let buffer = "";
-    sub.stdout.setEncoding("utf8").on("data", (chunk) => {
+    sub.on("data", (chunk) => {
       buffer += chunk;
       const lines = buffer.split("\n");
       buffer = lines.pop() ?? "";
@@ -498,7 +534,7 @@ async function runWatchman() {
       };
       listeners.add(first);
     });
-    sub.stdin.write(
+    sub.write(
       `${JSON.stringify(["subscribe", root, "bench", { expression: ["type", "f"], fields: ["name"] }])}\n`,
     );
     await Promise.race([initial, sleep(120_000)]);
@@ -508,26 +544,22 @@ async function runWatchman() {
     report(
       `watchman: write → subscription: ${spread(written.latencies)}; never arrived ${written.missing}`,
     );
-    let moved = 0;
-    let lastAt = 0;
-    listeners.add((line, at) => {
-      const hits = line.match(/"[dm]\d+\/f\d+\.txt"/g);
-      if (hits) {
-        moved += hits.length;
-        lastAt = at;
-      }
-    });
+    const renamed = watchRenames(listeners);
     const before = memory(daemon.pid).own;
-    const begun = performance.now();
+    renamed.begun = performance.now();
     for (let i = 0; i < RENAMES; i++) {
       const from = folderName(i);
       renameSync(join(root, from), join(root, from.startsWith("d") ? `m${i}` : `d${i}`));
     }
-    while (moved < 2 * RENAMES * PER_FOLDER && performance.now() - begun < 60_000) await sleep(50);
+    const all = RENAMES * PER_FOLDER;
+    while (renamed.olds.size + renamed.news.size < 2 * all) {
+      if (performance.now() - renamed.begun > 60_000) break;
+      await sleep(50);
+    }
     report(
-      `watchman: ${RENAMES} folders renamed: ${moved} names delivered, the last after ${fmt(lastAt - begun)}; memory before ${mb(before)}, after ${mb(memory(daemon.pid).own)}`,
+      `watchman: ${RENAMES} folders renamed: new names ${renamed.news.size} of ${all} (all after ${fmt(renamed.newsAt)}), old names ${renamed.olds.size} of ${all} (all after ${fmt(renamed.oldsAt)}); ${renamed.messages} messages, ${renamed.fresh} of them a fresh instance (a recrawl: every name, not counted); memory before ${mb(before)}, after ${mb(memory(daemon.pid).own)}`,
     );
-    sub.kill("SIGTERM");
+    sub.destroy();
   } finally {
     daemon.kill("SIGTERM");
   }

@@ -441,12 +441,14 @@ export class DirqIndex {
   }
 
   /**
-   * Marks the index live (kept current by a watcher): from now on each filled table gets its
-   * lookup index at once, in the background, not on the first change after it (see
+   * Marks the index live (kept current by a watcher): from now on each path-table's fill makes
+   * its lookup index with its rows (`PathTables.keepLookups`), and other filled tables get
+   * theirs at once, in the background, not on the first change after it (see
    * `Refresher.prepareLookups`). One-shot queries never pay for those indexes.
    */
   keepLookupsReady(): void {
     this.live = true;
+    this.pathTables.keepLookups();
     // Started now, while the first statement is awaited: a lookup index is made on it.
     this.stagingWorker()?.start();
     this.lookupsSoon();

@@ -40,6 +40,23 @@ describe("a checkout in a big tree", () => {
     removeTree(root);
   });
 
+  it("fills a path-table with the index of its file column, so no change after it waits for that index", async () => {
+    const own = await startServer(["--host", "127.0.0.1", "--port", "0"], { cwd: root });
+    try {
+      // One statement fills the table and then reads the schema: the index a refresh looks
+      // files up by is there with the rows, not made after them (made after a fill of a
+      // million rows, it held the first writes after the fill for over half a second).
+      const [answer] = await queryRows(
+        own,
+        "SELECT (SELECT count(*) FROM './') AS n, (SELECT group_concat(name) FROM sqlite_master " +
+          "WHERE type = 'index' AND tbl_name = './') AS indexes",
+      );
+      assert.deepEqual(answer, { n: FOLDERS * PER_FOLDER, indexes: "_dirq_lookup_./" });
+    } finally {
+      await own.kill();
+    }
+  });
+
   it("answers statements while a burst of moved folders is applied, from its partial commits", async () => {
     server = await startServer(["--host", "127.0.0.1", "--port", "0"], { cwd: root });
     const total = FOLDERS * PER_FOLDER;

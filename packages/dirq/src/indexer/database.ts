@@ -99,6 +99,20 @@ export function openIndexDatabase(root: string, path?: string): SqliteDatabase {
 // Quoting lives in shared/ (output/ quotes without SQLite); the indexer takes it from here.
 export { quoteIdentifier, quoteLiteral };
 
+/**
+ * The index a live table's rows are looked up by when a file changes (`column`: the one that
+ * holds each row's file). Without it, each change reads the whole table.
+ */
+export function lookupIndexName(table: string): string {
+  return `_dirq_lookup_${table}`;
+}
+
+/** Creates the lookup index of `table` (see `lookupIndexName`) unless it exists. */
+export function lookupIndexSql(table: string, column: string): string {
+  const index = quoteIdentifier(lookupIndexName(table));
+  return `CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`;
+}
+
 /** Statements by connection and text, for those a refresh runs once per file or batch. */
 const cachedStatements = new WeakMap<SqliteDatabase, Map<string, BetterSqlite3.Statement>>();
 /** A connection's cache is emptied past this many texts (schema-less tables widen theirs). */

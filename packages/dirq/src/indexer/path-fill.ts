@@ -12,7 +12,7 @@ import { StatHelper } from "../scan/stat-helper.js";
 import { directorySignature, folderKey } from "../scan/tree-signature.js";
 import { type ResumePoint, SelectionWalker, type SkippedPath } from "../scan/walk.js";
 import { WalkHelper, type WalkHelperBatch, type WalkHelperOptions } from "../scan/walk-helper.js";
-import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { lookupIndexSql, quoteIdentifier, type SqliteDatabase } from "./database.js";
 import { monotonicMs } from "../shared/clock.js";
 
 /**
@@ -220,7 +220,7 @@ export class RowWriter {
    */
   constructor(
     private readonly db: SqliteDatabase,
-    name: string,
+    private readonly name: string,
     groups: ColumnGroups,
     private readonly countOnly = false,
   ) {
@@ -259,12 +259,16 @@ export class RowWriter {
    */
   async replaceAll(
     produce: () => Promise<void>,
-    options: { commitAsYouGo?: boolean } = {},
+    options: { commitAsYouGo?: boolean; lookupIndex?: boolean } = {},
   ): Promise<number> {
     this.db.exec("BEGIN");
     this.commitAsYouGo = options.commitAsYouGo === true;
     try {
       this.deleteAll.run();
+      // Made before the rows, not after: they go in walk order, nearly the index's own, so
+      // each insert extends it at its end for a fraction of what building it after costs, and
+      // the table is never filled without it (a change right after a fill waits for nothing).
+      if (options.lookupIndex === true) this.db.exec(lookupIndexSql(this.name, "path"));
       await produce();
       this.flushPartialBatch();
       this.db.exec("COMMIT");
@@ -391,6 +395,11 @@ export interface FillJob {
   commitAsYouGo: boolean;
   /** Sign each folder listed (a persisted index), with the walk's start time (ms); or `null`. */
   signFoldersSince: number | null;
+  /**
+   * Index `path` as the rows go in (a live index: see `lookupIndexName`). Needs `groups.paths`
+   * and not `countOnly`.
+   */
+  lookupIndex?: boolean;
 }
 
 export interface FillOutcome {
@@ -456,7 +465,7 @@ export async function fillRows(
         skipped.push(...end.skipped);
         folders.push(...end.folders);
       },
-      { commitAsYouGo: job.commitAsYouGo },
+      { commitAsYouGo: job.commitAsYouGo, lookupIndex: job.lookupIndex },
     );
     return { count, skipped, folders };
   } finally {

@@ -183,6 +183,8 @@ export class PathTables {
   private readonly pins = new Map<string, number>();
 
   private readonly runFill: FillRunner;
+  /** Fills make each table's lookup index with its rows (a live index: see `keepLookups`). */
+  private lookups = false;
 
   /**
    * `catalog`: the index's registry of tables, where path-tables are kept; `runFill`: where
@@ -195,6 +197,15 @@ export class PathTables {
     runFill?: FillRunner,
   ) {
     this.runFill = runFill ?? ((job, progress) => fillRows(db, job, progress));
+  }
+
+  /**
+   * From now on each fill makes the table's lookup index as it writes the rows: a watcher
+   * keeps this index current, and the first change after a fill must not wait for an index
+   * made after it (on a million rows that takes longer than a fill's own inserts of it).
+   */
+  keepLookups(): void {
+    this.lookups = true;
   }
 
   /** The catalog's definition of a path-table: a change of any part rebuilds it. */
@@ -550,6 +561,7 @@ export class PathTables {
       // filled, and a failed fill leaves it unfilled (the next one starts with a DELETE).
       commitAsYouGo: had === null,
       signFoldersSince: folders ? walkStart : null,
+      lookupIndex: this.lookups && groups.paths && !countOnly,
     };
     const outcome = await this.runFill(job, (found) => phase.update(`scanning ${found} files`));
     phase.finish((duration) => `scanned ${outcome.count} files in ${duration}`);

@@ -12,7 +12,13 @@ import {
   fileSignature,
   unchangedSince,
 } from "./catalog-store.js";
-import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
+import {
+  cachedStatement,
+  lookupIndexName,
+  lookupIndexSql,
+  quoteIdentifier,
+  type SqliteDatabase,
+} from "./database.js";
 import {
   FILE_PATH_COLUMN,
   type LiveParsedTable,
@@ -327,10 +333,7 @@ export class Refresher {
     ).pluck();
     const missing: string[] = [];
     for (const [table, column] of this.liveTables()) {
-      const name = `_dirq_lookup_${table}`;
-      if (exists.get(name) !== 0) continue;
-      const index = quoteIdentifier(name);
-      missing.push(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoteIdentifier(table)} (${column})`);
+      if (exists.get(lookupIndexName(table)) === 0) missing.push(lookupIndexSql(table, column));
     }
     if (missing.length === 0) return;
     const worker = this.stagingFor(options);
