@@ -306,7 +306,7 @@ function batchValue(document: Yaml.Document.Parsed, where: Where, tagged: boolea
  * document's top-level list read in batches (`first`: the index of the first of them in the
  * list; `end`: the list's last items).
  */
-export type DocumentPart =
+type DocumentPart =
   | { kind: "document"; value: unknown }
   | { kind: "items"; items: unknown[]; first: number; end: boolean };
 
@@ -365,7 +365,7 @@ function readDocuments(
  * `onPart` told by `restart` first: the parts it was handed are the first parts of the whole
  * read's (an alias names only an anchor before it, so the items before it read the same).
  */
-export function readYamlParts(
+function readYamlParts(
   text: string,
   firstLine: number,
   batchItems: number,
