@@ -1327,6 +1327,27 @@ describe("format tables: every failure is the file's, one-shot", { concurrency: 
     ]);
   });
 
+  it("a YAML list of several batches: a late error keeps none of its rows, a late alias no row twice", async () => {
+    const items = (count: number) =>
+      Array.from({ length: count }, (_, i) => `- id: ${i}\n  name: n${i}\n`).join("");
+    const root = tree({
+      "long/broken.yaml": `${items(3000)}- id: [open\n`,
+      "long/scalar.yaml": `${items(2500)}- just text\n${items(10)}`,
+      "long/alias.yaml": `- {id: -1, base: &b {x: 1}}\n${items(2500)}- id: 2500\n  <<: *b\n`,
+    });
+    const sql =
+      "SELECT _dirq_file_path AS f, count(*) AS n, count(DISTINCT id) AS ids, sum(x) AS x FROM './long' GROUP BY f";
+    const result = await oneShot(root, sql, ["--parse", "yaml"]);
+    assert.equal(result.code, 23, result.stderr);
+    assert.deepEqual(JSON.parse(result.stdout), [
+      { f: "long/alias.yaml", n: 2502, ids: 2502, x: 1 },
+    ]);
+    assert.deepEqual(result.stderr.trimEnd().split("\n").sort(), [
+      "dirq: skipped long/broken.yaml: line 6002, column 1: Flow sequence in block collection must be sufficiently indented and end with a ] (not valid YAML)",
+      "dirq: skipped long/scalar.yaml: item 2500 of the array is a string, expected an object",
+    ]);
+  });
+
   it("a file that is completed after a failed run is read by the next run", async () => {
     const root = tree({
       "data/ok.json": '[{"n":1}]',

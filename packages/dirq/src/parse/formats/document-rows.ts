@@ -69,12 +69,14 @@ function follow(document: unknown, each: string): unknown {
 /**
  * The rows of one document, appended to `rows`. `each` (or `null`) names where they are;
  * `stored` converts a value to what is stored (the exact-number reader's for JSON text).
+ * `firstItem`: for an array that is some items of a longer one, where the first of them is in it.
  */
 export function documentRows(
   document: unknown,
   each: string | null,
   stored: (value: unknown) => StoredValue,
   rows: HookRow[],
+  firstItem = 0,
 ): void {
   const value = each === null ? document : follow(document, each);
   const what = each === null ? "the file" : `each '${each}'`;
@@ -92,7 +94,7 @@ export function documentRows(
     const item: unknown = value[i];
     if (!isRecord(item)) {
       throw new RowsError(
-        `item ${i} of ${each === null ? "the array" : `each '${each}'`} is ${describe(item)}, expected an object`,
+        `item ${firstItem + i} of ${each === null ? "the array" : `each '${each}'`} is ${describe(item)}, expected an object`,
       );
     }
     rows.push(objectRow(item, stored));

@@ -282,7 +282,15 @@ function pieceReader(format: FileFormat, each: string | null, sink: RowsSink): P
       };
     }
     case "yaml":
-      return whole((text, _line, rows) => yamlRows(text, each, rows));
+      // A long list's rows are handed over a batch at a time (see `yamlRows`).
+      return (bytes, firstLine, isFirst) => {
+        let handed = false;
+        yamlRows(pieceText(bytes, firstLine, isFirst), each, (rows) => {
+          handed ||= rows.length > 0;
+          if (rows.length > 0) sink.onRows(rows);
+        });
+        if (!handed) sink.onRows([]);
+      };
     case "toml":
       return whole((text, _line, rows) => tomlRows(text, each, rows));
     case "markdown":

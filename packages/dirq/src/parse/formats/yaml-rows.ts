@@ -301,14 +301,30 @@ function batchValue(document: Yaml.Document.Parsed, where: Where, tagged: boolea
   }
 }
 
-/** Reads the documents of `text`, a long top-level list `batchItems` items at a time. */
-function readDocuments(text: string, firstLine: number, batchItems: number): unknown[] {
+/**
+ * A part of a YAML text's documents, in order: a whole document's value, or some items of a
+ * document's top-level list read in batches (`first`: the index of the first of them in the
+ * list; `end`: the list's last items).
+ */
+type DocumentPart =
+  | { kind: "document"; value: unknown }
+  | { kind: "items"; items: unknown[]; first: number; end: boolean };
+
+/**
+ * Reads the documents of `text`, a long top-level list `batchItems` items at a time, and hands
+ * each part to `onPart` as soon as it is read: a list's batches are never all held at once.
+ */
+function readDocuments(
+  text: string,
+  firstLine: number,
+  batchItems: number,
+  onPart: (part: DocumentPart) => void,
+): void {
   const lineCounter = new (yaml().LineCounter)();
   const where: Where = (offset) => {
     const { line, col } = lineCounter.linePos(offset);
     return `line ${line + firstLine - 1}, column ${col}: `;
   };
-  const values: unknown[] = [];
   const tagged = text.includes("!");
   // One schema per file: the `yaml` package adds to a schema's tags only for known tags of
   // YAML 1.2's core schema, which this one does not resolve.
@@ -316,15 +332,16 @@ function readDocuments(text: string, firstLine: number, batchItems: number): unk
   const compose = (tokens: Yaml.CST.Token[]): Yaml.Document.Parsed[] => [
     ...new (yaml().Composer)({ ...OPTIONS, schema }).compose(tokens),
   ];
-  /** The values of the batches read of the document being read, or null (none). */
-  let batched: unknown[] | null = null;
+  /** How many items of the document being read its batches held (null: it has none). */
+  let batched: number | null = null;
   const stream = yamlStream(text, lineCounter.addNewLine, batchItems);
   for (const piece of documentGroups(stream)) {
     if (piece.kind === "batch") {
       for (const document of compose([piece.document])) {
         if (hasAlias(document)) throw new NotBatchable();
-        batched ??= [];
-        for (const item of batchValue(document, where, tagged)) batched.push(item);
+        const items = batchValue(document, where, tagged);
+        onPart({ kind: "items", items, first: batched ?? 0, end: false });
+        batched = (batched ?? 0) + items.length;
       }
       continue;
     }
@@ -334,33 +351,109 @@ function readDocuments(text: string, firstLine: number, batchItems: number): unk
     for (const document of compose(piece.tokens)) {
       if (batched !== null && hasAlias(document)) throw new NotBatchable();
       const value = documentValue(document, where, tagged);
-      if (batched !== null && !Array.isArray(value)) throw new NotBatchable();
-      if (batched !== null) for (const item of value as unknown[]) batched.push(item);
-      values.push(batched ?? value);
+      if (batched === null) onPart({ kind: "document", value });
+      else if (!Array.isArray(value)) throw new NotBatchable();
+      else onPart({ kind: "items", items: value, first: batched, end: true });
       batched = null;
     }
   }
+}
+
+/**
+ * Reads the documents of `text` as `readDocuments` does, batches first. A list whose items
+ * hold aliases is read again whole (an anchor of one batch may be named in another), with
+ * `onPart` told by `restart` first: the parts it was handed are the first parts of the whole
+ * read's (an alias names only an anchor before it, so the items before it read the same).
+ */
+function readYamlParts(
+  text: string,
+  firstLine: number,
+  batchItems: number,
+  onPart: (part: DocumentPart) => void,
+  restart: () => void,
+): void {
+  refuseDeepNesting(text, firstLine, true);
+  try {
+    readDocuments(text, firstLine, batchItems, onPart);
+  } catch (caught) {
+    if (!(caught instanceof NotBatchable)) throw caught;
+    restart();
+    readDocuments(text, firstLine, Infinity, onPart);
+  }
+}
+
+/** The parsed documents of a YAML text, or a `RowsError` naming the line. */
+export function yamlDocuments(text: string, firstLine = 1, batchItems = BATCH_ITEMS): unknown[] {
+  let values: unknown[] = [];
+  let list: unknown[] = [];
+  const onPart = (part: DocumentPart) => {
+    if (part.kind === "document") {
+      values.push(part.value);
+      return;
+    }
+    for (const item of part.items) list.push(item);
+    if (part.end) values.push(list);
+    if (part.end) list = [];
+  };
+  const restart = () => {
+    values = [];
+    list = [];
+  };
+  readYamlParts(text, firstLine, batchItems, onPart, restart);
   return values;
 }
 
 /**
- * The parsed documents of a YAML text, or a `RowsError` naming the line. A list whose items
- * hold aliases is read whole (an anchor of one batch may be named in another).
+ * A YAML file's rows: each document's, in order (a document that is empty has none), handed to
+ * `onRows` as they are read: a long top-level list's a batch at a time. With `each`, every
+ * document is read first, its rows after. A file with an error hands over rows before it (the
+ * caller's to discard) but names the error a whole read names: the first syntax error of the
+ * file comes before a row's problem (an item that is no mapping) earlier in the text, so after
+ * such a problem the rest is still read, its rows no longer handed over.
  */
-export function yamlDocuments(text: string, firstLine = 1, batchItems = BATCH_ITEMS): unknown[] {
-  refuseDeepNesting(text, firstLine, true);
-  try {
-    return readDocuments(text, firstLine, batchItems);
-  } catch (caught) {
-    if (!(caught instanceof NotBatchable)) throw caught;
-    return readDocuments(text, firstLine, Infinity);
+export function yamlRows(
+  text: string,
+  each: string | null,
+  onRows: (rows: HookRow[]) => void,
+  batchItems = BATCH_ITEMS,
+): void {
+  if (each !== null) {
+    const rows: HookRow[] = [];
+    for (const document of yamlDocuments(text, 1, batchItems)) {
+      if (document !== null && document !== undefined)
+        documentRows(document, each, storedPlainValue, rows);
+    }
+    onRows(rows);
+    return;
   }
-}
-
-/** A YAML file's rows: each document's, in order; a document that is empty has none. */
-export function yamlRows(text: string, each: string | null, rows: HookRow[]): void {
-  for (const document of yamlDocuments(text)) {
-    if (document === null || document === undefined) continue;
-    documentRows(document, each, storedPlainValue, rows);
-  }
+  /** Rows handed over; after a restart, how many of the whole read's to skip. */
+  let handed = 0;
+  let skip = 0;
+  let rowProblem: RowsError | null = null;
+  const onPart = (part: DocumentPart) => {
+    const value = part.kind === "document" ? part.value : part.items;
+    if (rowProblem !== null || value === null || value === undefined) return;
+    let rows: HookRow[] = [];
+    try {
+      documentRows(value, null, storedPlainValue, rows, part.kind === "items" ? part.first : 0);
+    } catch (caught) {
+      if (!(caught instanceof RowsError)) throw caught;
+      rowProblem = caught;
+    }
+    if (skip > 0) {
+      const skipped = Math.min(skip, rows.length);
+      rows = rows.slice(skipped);
+      skip -= skipped;
+    }
+    handed += rows.length;
+    if (rows.length > 0) onRows(rows);
+  };
+  const restart = () => {
+    skip = handed;
+    handed = 0;
+    rowProblem = null;
+  };
+  readYamlParts(text, 1, batchItems, onPart, restart);
+  if (rowProblem !== null) throw rowProblem;
+  if (skip > 0) throw new Error("the whole YAML read gave fewer rows than its batches");
 }
