@@ -23,6 +23,8 @@ const TEST_KNOBS: Record<string, string> = {
   DIRQ_FIRST_ANSWER_JS_ROWS: "which writer answers small results (output tests)",
   DIRQ_SPILL_BYTES: "the spill threshold of held output (output tests)",
   DIRQ_JSON_ARRAY_PIECE_BYTES: "a large JSON array's piece size (format-json-array-native)",
+  DIRQ_JSONL_PIECE_BYTES:
+    "the piece size of JSON Lines the native reader takes (format-jsonl-native)",
 };
 
 /** Names the launchers' sources use that are not read at run time. */
