@@ -178,16 +178,30 @@ function under(folder: string): [string, string] {
   return [`${folder}/`, `${folder}0`];
 }
 
+/** A live table by its SQL name, and which files it selects. */
+interface TableSelection {
+  name: string;
+  matches: (file: string) => boolean;
+}
+
+/** The live tables that hold rows of files: listed once per move, not once per moved file. */
+function tableSelections(catalog: Catalog): TableSelection[] {
+  return [
+    ...filledPathTables(catalog).map((table) => ({ name: table.name, matches: table.matches })),
+    ...catalog.parsedTables().map((table) => ({ name: table.spec.name, matches: table.matches })),
+  ];
+}
+
 /**
  * The tables that select `file` but not its new name `moved`, or `null` when some table
  * selects `moved` but not `file` (its rows there are to be read).
  */
-function leftTables(catalog: Catalog, file: string, moved: string): string[] | null {
+function leftTables(
+  tables: readonly TableSelection[],
+  file: string,
+  moved: string,
+): string[] | null {
   const left: string[] = [];
-  const tables = [
-    ...filledPathTables(catalog).map((table) => ({ name: table.name, matches: table.matches })),
-    ...catalog.parsedTables().map((table) => ({ name: table.spec.name, matches: table.matches })),
-  ];
   for (const { name, matches } of tables) {
     const was = matches(file);
     const is = matches(moved);
@@ -195,14 +209,6 @@ function leftTables(catalog: Catalog, file: string, moved: string): string[] | n
     if (was && !is) left.push(name);
   }
   return left;
-}
-
-/** Whether some live table would hold rows of `file`. */
-function anyTableSelects(catalog: Catalog, file: string): boolean {
-  return (
-    filledPathTables(catalog).some((table) => table.matches(file)) ||
-    catalog.parsedTables().some((table) => table.matches(file))
-  );
 }
 
 /** The files some live table holds rows for under `folder`. */
@@ -243,18 +249,19 @@ export function planMove(context: MoveContext, move: FolderMove): MovePlan {
     // A folder it could not read stands for what it may hold: not covered.
     listed: listedUnder(to, [...walked.paths, ...walked.skipped.map(({ path }) => path)]),
   };
+  const tables = tableSelections(context.catalog);
   const rename = (file: string) => `${to}${file.slice(from.length)}`;
   for (const file of indexed) plan.files.set(file, rename(file));
   for (const moved of walked.paths) {
     const file = `${from}${moved.slice(to.length)}`;
     if (!plan.files.has(file)) {
-      if (anyTableSelects(context.catalog, moved) && inclusion.includes(moved)) {
+      if (tables.some((table) => table.matches(moved)) && inclusion.includes(moved)) {
         plan.refresh.add(moved);
       }
       continue;
     }
     indexed.delete(file);
-    const left = leftTables(context.catalog, file, moved);
+    const left = leftTables(tables, file, moved);
     if (left === null || !inclusion.includes(moved) || context.busy(file)) plan.refresh.add(moved);
     else if (left.length > 0) plan.dropped.set(file, left);
   }
