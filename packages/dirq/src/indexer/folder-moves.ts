@@ -3,7 +3,7 @@ import type { InclusionCheck } from "../scan/inclusion.js";
 import { walkSelection } from "../scan/walk.js";
 import type { FolderMove } from "../watch/file-watcher.js";
 import type { Catalog } from "./catalog.js";
-import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { cachedStatement, quoteIdentifier, quoteLiteral, type SqliteDatabase } from "./database.js";
 import { FILE_PATH_COLUMN, type LiveParsedTable, ROW_INDEX_COLUMN } from "./parsed-tables.js";
 import { PATH_TABLE_COLUMNS, type PathTable } from "./path-tables.js";
 import { currentRows, type RowChange, rowJson } from "./row-changes.js";
@@ -92,7 +92,26 @@ interface MovedTable {
   moved: ((row: string, from: string, to: string) => string) | null;
   /** A path-table's `dir` column, rewritten by prefix too. */
   dir: boolean;
+  /** The SQL that gives a row's JSON as `rowJson` would, where SQLite can make it exactly. */
+  json: string | null;
 }
+
+/**
+ * A SQL expression giving a path-table row's JSON text exactly as `rowJson` makes it from the
+ * values: a STRICT table's columns there hold only TEXT and INTEGER (or NULL), which
+ * `json_object` writes as `JSON.stringify` and `jsonValue` do (a test holds it to that for
+ * every character). Made in SQLite, a moved row is one string to JavaScript, not an array of
+ * values (big integers among them) joined into one: the burst of a checkout reads hundreds of
+ * thousands. `null` past SQLite's limit on a function's arguments.
+ */
+export function pathRowJsonSql(columns: readonly string[]): string | null {
+  if (columns.length * 2 > JSON_OBJECT_ARGUMENTS) return null;
+  const pairs = columns.map((column) => `${quoteLiteral(column)}, ${quoteIdentifier(column)}`);
+  return `json_object(${pairs.join(", ")})`;
+}
+
+/** The arguments a SQL function takes at most (SQLite's default `SQLITE_MAX_FUNCTION_ARG`). */
+const JSON_OBJECT_ARGUMENTS = 127;
 
 /** A string's JSON text without its quotes: how a path's start shows in a row's JSON. */
 function jsonInner(text: string): string {
@@ -126,15 +145,19 @@ function filledPathTables(catalog: Catalog): PathTable[] {
 }
 
 function movedTables(catalog: Catalog): MovedTable[] {
-  const paths = filledPathTables(catalog).map((table): MovedTable => ({
-    name: table.name,
-    label: table.label,
-    column: "path",
-    columns: [...PATH_TABLE_COLUMNS, ...table.captures],
-    order: "path",
-    moved: table.captures.length === 0 ? movedPathRow : null,
-    dir: true,
-  }));
+  const paths = filledPathTables(catalog).map((table): MovedTable => {
+    const columns = [...PATH_TABLE_COLUMNS, ...table.captures];
+    return {
+      name: table.name,
+      label: table.label,
+      column: "path",
+      columns,
+      order: "path",
+      moved: table.captures.length === 0 ? movedPathRow : null,
+      dir: true,
+      json: pathRowJsonSql(columns),
+    };
+  });
   const parsed = catalog.parsedTables().map((table): MovedTable => ({
     name: table.spec.name,
     label: table.spec.label ?? table.spec.name,
@@ -144,6 +167,8 @@ function movedTables(catalog: Catalog): MovedTable[] {
     // A `ddl` may compute a column from the hidden file column: read the rows back.
     moved: table.spec.ddl === null ? (row) => row : null,
     dir: false,
+    // A parsed table's REAL values: SQLite writes some (`1e300`) unlike `jsonValue`.
+    json: null,
   }));
   return [...paths, ...parsed];
 }
@@ -153,16 +178,30 @@ function under(folder: string): [string, string] {
   return [`${folder}/`, `${folder}0`];
 }
 
+/** A live table by its SQL name, and which files it selects. */
+interface TableSelection {
+  name: string;
+  matches: (file: string) => boolean;
+}
+
+/** The live tables that hold rows of files: listed once per move, not once per moved file. */
+function tableSelections(catalog: Catalog): TableSelection[] {
+  return [
+    ...filledPathTables(catalog).map((table) => ({ name: table.name, matches: table.matches })),
+    ...catalog.parsedTables().map((table) => ({ name: table.spec.name, matches: table.matches })),
+  ];
+}
+
 /**
  * The tables that select `file` but not its new name `moved`, or `null` when some table
  * selects `moved` but not `file` (its rows there are to be read).
  */
-function leftTables(catalog: Catalog, file: string, moved: string): string[] | null {
+function leftTables(
+  tables: readonly TableSelection[],
+  file: string,
+  moved: string,
+): string[] | null {
   const left: string[] = [];
-  const tables = [
-    ...filledPathTables(catalog).map((table) => ({ name: table.name, matches: table.matches })),
-    ...catalog.parsedTables().map((table) => ({ name: table.spec.name, matches: table.matches })),
-  ];
   for (const { name, matches } of tables) {
     const was = matches(file);
     const is = matches(moved);
@@ -170,14 +209,6 @@ function leftTables(catalog: Catalog, file: string, moved: string): string[] | n
     if (was && !is) left.push(name);
   }
   return left;
-}
-
-/** Whether some live table would hold rows of `file`. */
-function anyTableSelects(catalog: Catalog, file: string): boolean {
-  return (
-    filledPathTables(catalog).some((table) => table.matches(file)) ||
-    catalog.parsedTables().some((table) => table.matches(file))
-  );
 }
 
 /** The files some live table holds rows for under `folder`. */
@@ -218,18 +249,19 @@ export function planMove(context: MoveContext, move: FolderMove): MovePlan {
     // A folder it could not read stands for what it may hold: not covered.
     listed: listedUnder(to, [...walked.paths, ...walked.skipped.map(({ path }) => path)]),
   };
+  const tables = tableSelections(context.catalog);
   const rename = (file: string) => `${to}${file.slice(from.length)}`;
   for (const file of indexed) plan.files.set(file, rename(file));
   for (const moved of walked.paths) {
     const file = `${from}${moved.slice(to.length)}`;
     if (!plan.files.has(file)) {
-      if (anyTableSelects(context.catalog, moved) && inclusion.includes(moved)) {
+      if (tables.some((table) => table.matches(moved)) && inclusion.includes(moved)) {
         plan.refresh.add(moved);
       }
       continue;
     }
     indexed.delete(file);
-    const left = leftTables(context.catalog, file, moved);
+    const left = leftTables(tables, file, moved);
     if (left === null || !inclusion.includes(moved) || context.busy(file)) plan.refresh.add(moved);
     else if (left.length > 0) plan.dropped.set(file, left);
   }
@@ -254,6 +286,13 @@ interface MovedRow {
 
 /** The rows under `folder` of one table, with their files, as events show them. */
 function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): MovedRow[] {
+  if (table.json !== null) {
+    const sql = `SELECT ${table.column}, ${table.json} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
+    const rows = cachedStatement(db, sql)
+      .raw(true)
+      .all(...under(folder)) as [string, string][];
+    return rows.map(([file, row]) => ({ file, row }));
+  }
   const list = table.columns.length === 0 ? "NULL" : table.columns.map(quoteIdentifier).join(", ");
   const sql = `SELECT ${table.column}, ${list} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
   const rows = cachedStatement(db, sql)
