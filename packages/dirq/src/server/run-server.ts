@@ -7,7 +7,7 @@ import { parseExtensionArgument } from "../extensions/load-extensions.js";
 import { isDirqError } from "../errors.js";
 import type { RowChange } from "../indexer/row-changes.js";
 import type { SkippedPath } from "../scan/walk.js";
-import { LiveSession, stoppingError } from "../live/live-session.js";
+import { LiveSession, type LiveSessionOptions, stoppingError } from "../live/live-session.js";
 import { LiveQueries, type LiveQueryRequest, type LiveSubscription } from "../live/live-queries.js";
 import { stopRunningHooks } from "../parse/run-hook.js";
 import { createRequestHandler } from "./app.js";
@@ -97,13 +97,13 @@ interface Live {
 /** `signal` aborts when the client goes away: the statement is stopped. */
 type Query = (sql: string, arrival: number, signal: AbortSignal) => Promise<string | Uint8Array>;
 
-async function startLive(
+/** The server's live session: every column filled, big tables on a thread, its own reaper. */
+function sessionOptions(
   options: ServerOptions,
   config: DirqConfig,
-  events: EventHub,
-): Promise<{ live: Live; query: Query }> {
-  const timeoutMs = queryTimeoutMs();
-  const session = new LiveSession({
+  timeoutMs: number,
+): LiveSessionOptions {
+  return {
     index: {
       root: options.root,
       noIgnore: options.noIgnore,
@@ -122,7 +122,16 @@ async function startLive(
     runner: { timeoutMs, maxAnswerBytes: MAX_ANSWER_BYTES },
     onWatchError: (error) => options.stderr.write(`dirq: watcher: ${(error as Error).message}\n`),
     history: historyBoundsFromEnv(),
-  });
+  };
+}
+
+async function startLive(
+  options: ServerOptions,
+  config: DirqConfig,
+  events: EventHub,
+): Promise<{ live: Live; query: Query }> {
+  const timeoutMs = queryTimeoutMs();
+  const session = new LiveSession(sessionOptions(options, config, timeoutMs));
   for (const notice of session.notices) options.stderr.write(`dirq: ${notice}\n`);
   // Numbered from the start, so that every row frame has its id.
   events.attach(session.events);
