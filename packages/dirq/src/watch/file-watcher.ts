@@ -153,7 +153,7 @@ export class WatchLimitError extends Error {
         ? "the system limit on inotify watches (fs.inotify.max_user_watches)"
         : "the limit on open files";
     super(
-      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by listing those folders every ${POLL_INTERVAL_MS / 1000} s (longer when listing them takes over a quarter of that), so they arrive up to that late; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
+      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by a check that lists those folders and stats their files every ${POLL_INTERVAL_MS / 1000} s, or four times as long as a check takes when that is longer, so they arrive up to that interval plus one check late; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
     );
   }
 }

@@ -29,6 +29,8 @@ export interface UnwatchedCheckStats {
   filesChecked: number;
   /** Files the checks handed over to be read again (the changed ones). */
   filesHanded: number;
+  /** How long the last check took, from its request to its answer (ms). */
+  lastCheckMs: number;
 }
 
 /**
@@ -43,7 +45,13 @@ export class UnwatchedCheck {
     resolve: (answer: UnwatchedCheckAnswer) => void;
     reject: (error: Error) => void;
   } | null = null;
-  readonly stats: UnwatchedCheckStats = { checks: 0, filesChecked: 0, filesHanded: 0 };
+  readonly stats: UnwatchedCheckStats = {
+    checks: 0,
+    filesChecked: 0,
+    filesHanded: 0,
+    lastCheckMs: 0,
+  };
+  private sentAt = 0;
 
   /** Lists `folders` and stats their files; one check at a time. */
   run(root: string, folders: string[], since: number): Promise<UnwatchedCheckAnswer> {
@@ -52,6 +60,7 @@ export class UnwatchedCheck {
       this.waiting = { resolve, reject };
       worker.ref();
       const request: UnwatchedCheckRequest = { id: this.nextId++, root, folders, since };
+      this.sentAt = Date.now();
       worker.postMessage(request);
     });
   }
@@ -76,6 +85,7 @@ export class UnwatchedCheck {
       this.stats.checks++;
       this.stats.filesChecked += answer.files;
       this.stats.filesHanded += answer.changed.length;
+      this.stats.lastCheckMs = Date.now() - this.sentAt;
       waiting?.resolve(answer);
     });
     const lost = (error?: Error) => {
