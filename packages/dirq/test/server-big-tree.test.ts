@@ -8,6 +8,7 @@ import {
   eventually,
   openEvents,
   queryRows,
+  request,
   type ServerProcess,
   startServer,
 } from "./server-support.js";
@@ -99,6 +100,8 @@ describe("the watcher past its watch limit", () => {
   });
 
   const folders = () => ["", ...readdirSync(root).filter((name) => name.startsWith("d"))];
+  /** A folder the first test found without a watch. */
+  let unwatchedFolder = "";
 
   /**
    * Changes every folder (a file made and removed), so that the next listing of a folder moves
@@ -122,7 +125,7 @@ describe("the watcher past its watch limit", () => {
   it("checks only the folders that have no watch, by listing them; watched ones stay immediate", async () => {
     server = await startServer(["--host", "127.0.0.1", "--port", "0"], {
       cwd: root,
-      env: { DIRQ_MAX_WATCHES: String(CAP) },
+      env: { DIRQ_MAX_WATCHES: String(CAP), DIRQ_LIVE_STATS: "1" },
     });
     assert.equal(await count(server), FOLDERS * 5);
     await eventually(() => /watch/.test((server as ServerProcess).stderr()), "the warning");
@@ -144,7 +147,7 @@ describe("the watcher past its watch limit", () => {
     // A folder whose own change a watch reported (the root, for one) may be listed once more.
     assert.ok(seen.length <= unwatched + 2, `listed ${seen.length}: ${seen.join(" ")}`);
     const watched = folders().filter((name) => name !== "" && !seen.includes(name));
-    const unwatchedFolder = seen.find((name) => name !== "") as string;
+    unwatchedFolder = seen.find((name) => name !== "") as string;
     const events = await openEvents(server);
     // A new file in a watched folder arrives by its watch, one in an unwatched folder by a check.
     writeFileSync(join(root, watched[0] as string, "new.txt"), "new");
@@ -155,7 +158,48 @@ describe("the watcher past its watch limit", () => {
     assert.equal(await count(server), FOLDERS * 5 + 2);
     events.close();
   });
+
+  it("hands over only the files that changed since the previous check, however many it stats", async () => {
+    const running = server as ServerProcess;
+    // The root (one of them) holds no files.
+    const unwatchedFiles = (FOLDERS - CAP) * 5;
+    const first = await unwatchedChecks(running);
+    // Nothing changes: the next checks stat every file without a watch and hand over none.
+    await eventually(
+      async () => (await unwatchedChecks(running)).checks >= first.checks + 2,
+      "two more checks",
+    );
+    const quiet = await unwatchedChecks(running);
+    assert.ok(quiet.filesChecked - first.filesChecked >= 2 * unwatchedFiles, JSON.stringify(quiet));
+    assert.equal(quiet.filesHanded, first.filesHanded, JSON.stringify(quiet));
+    const folder = unwatchedFolder;
+    const events = await openEvents(running);
+    writeFileSync(join(root, folder, "f0.txt"), "changed, and longer than before");
+    await events.next((row) => row.action === "update" && row.file_path === `${folder}/f0.txt`);
+    events.close();
+    await eventually(
+      async () => (await unwatchedChecks(running)).checks >= quiet.checks + 2,
+      "two more checks",
+    );
+    const after = await unwatchedChecks(running);
+    assert.equal(after.filesHanded - quiet.filesHanded, 1, JSON.stringify(after));
+  });
 });
+
+interface UnwatchedChecks {
+  checks: number;
+  filesChecked: number;
+  filesHanded: number;
+}
+
+/** What the server's checks of its folders without a watch did so far (`GET /live/stats`). */
+async function unwatchedChecks(server: ServerProcess): Promise<UnwatchedChecks> {
+  const answer = await request(`${server.url}/live/stats`);
+  const checks = (JSON.parse(answer.text) as { unwatchedChecks: UnwatchedChecks | null })
+    .unwatchedChecks;
+  assert.ok(checks !== null, answer.text);
+  return checks;
+}
 
 describe("a path-table kept live", () => {
   const root = bigTree(10, 10);

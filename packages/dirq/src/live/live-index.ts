@@ -1,5 +1,6 @@
 import type { DirqIndex, PreparedStatement, PrepareOptions } from "../engine.js";
 import type { Commit } from "../indexer/row-changes.js";
+import type { UnwatchedCheckStats } from "../watch/unwatched-check.js";
 import { InclusionCheck } from "../scan/inclusion.js";
 import { type TreeWatcher, watchTree } from "../watch/file-watcher.js";
 
@@ -85,7 +86,6 @@ export class LiveIndex {
   /** Starts watching `index`'s tree; resolves once the watcher sees the whole tree. */
   static async watch(index: DirqIndex, options: LiveIndexOptions): Promise<LiveIndex> {
     const retry = new CommitRetry(index, options.onError);
-    let checking: Promise<void> | null = null;
     const onCommit = (commit: Commit) => {
       retry.committed();
       if (commit.changes.length > 0) options.onChanges(commit);
@@ -105,16 +105,6 @@ export class LiveIndex {
         if (batch.rescan) {
           started(await index.startRefresh([""], { onCommit, keepUnchanged: true }));
           return;
-        }
-        if (batch.folders.size > 0 && checking === null) {
-          // Folders without a watch: their own files, re-read only where they changed. Beside
-          // the watched folders' batches, so their changes never wait for a check; one check
-          // at a time (one still running makes the next one skip).
-          const listed = { shallow: true, onlyIfChanged: true, keepUnchanged: true, onCommit };
-          checking = index
-            .startRefresh(batch.folders, listed)
-            .then(started, (error: unknown) => retry.failed(error))
-            .finally(() => (checking = null));
         }
         // An empty refresh is skipped: its commit of nothing would tell a full disk is fine.
         if (batch.paths.size > 0 || batch.moves.length > 0) {
@@ -138,6 +128,11 @@ export class LiveIndex {
   /** Folders watched now (one inotify watch each). */
   get watchedFolders(): number {
     return this.watcher.folders;
+  }
+
+  /** What the checks of the folders without a watch (past the watch limit) have done. */
+  get unwatchedChecks(): UnwatchedCheckStats {
+    return this.watcher.unwatchedChecks;
   }
 
   /**

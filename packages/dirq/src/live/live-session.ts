@@ -18,6 +18,7 @@ import type { BoundArguments } from "../query/parameters.js";
 import type { SkippedPath } from "../scan/walk.js";
 import { BurstCollector } from "./burst-collector.js";
 import { EventHistory, type HistoryBounds } from "./event-history.js";
+import type { UnwatchedCheckStats } from "../watch/unwatched-check.js";
 import { LiveIndex } from "./live-index.js";
 
 /** How the session's query processes run statements. */
@@ -247,6 +248,11 @@ export class LiveSession {
         await new Promise(setImmediate);
       }
     }
+  }
+
+  /** What the checks of the folders without a watch have done (none below the limit). */
+  async unwatchedChecks(): Promise<UnwatchedCheckStats | null> {
+    return this.live === null ? null : (await this.live).unwatchedChecks;
   }
 
   /** Starts the watcher (once); resolves when it sees the whole tree. */

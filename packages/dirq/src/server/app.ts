@@ -353,7 +353,9 @@ export function createRequestHandler(state: ServerState) {
     } else if (isConsolePath(path)) {
       handled = Promise.resolve(serveConsole(request, response, path));
     } else if (path === "/live/stats" && state.liveStats !== undefined) {
-      handled = Promise.resolve(sendJson(response, 200, JSON.stringify(state.liveStats())));
+      handled = Promise.resolve(state.liveStats()).then((stats) =>
+        sendJson(response, 200, JSON.stringify(stats)),
+      );
     } else if (allowed === undefined) {
       const message = `no such endpoint: ${request.method} ${path}. The endpoints are POST /query, GET /events and GET /live`;
       handled = Promise.resolve(sendJson(response, 404, errorBody(message)));

@@ -200,9 +200,11 @@ function openLive(
 /** `GET /live/stats` when `DIRQ_LIVE_STATS=1` (benchmarks count runs with it), else none. */
 function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
   if (process.env.DIRQ_LIVE_STATS !== "1") return undefined;
-  return () => {
+  return async () => {
     const current = live();
     return {
+      // Past the watch limit: files the checks stat'ed and the changed ones they handed over.
+      unwatchedChecks: (await current?.session.unwatchedChecks()) ?? null,
       commit: current?.session.commitSeq ?? 0,
       // Heap beside RSS: whether memory that grows is kept or only not yet collected.
       memory: process.memoryUsage(),

@@ -2,12 +2,11 @@ import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:
 import { lstat } from "node:fs/promises";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
+import { UnwatchedCheck, type UnwatchedCheckStats } from "./unwatched-check.js";
 
 /**
  * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
- * `recheck` for paths handled a moment ago, to re-read only if they changed again; `folders`
- * for folders without a watch (past the system's limit), each to check by its own listing and
- * its files' stats (not what is under its subfolders, which have watches or are listed too);
+ * `recheck` for paths handled a moment ago, to re-read only if they changed again;
  * `moves`, watched folders renamed (`from` → `to`, innermost first, to apply before `paths`):
  * the same folder (device and inode) went from one name and appeared under the other, with
  * its watches. `paths` then names neither, and a path under `from` is named under `to`.
@@ -15,7 +14,6 @@ import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
 export interface ChangeBatch {
   paths: Set<string>;
   recheck: Set<string>;
-  folders: Set<string>;
   moves: FolderMove[];
   rescan: boolean;
 }
@@ -129,9 +127,17 @@ const RECHECK_AFTER_MS = 75;
 /**
  * Once the system refuses more watches (inotify's `max_user_watches`, or too many open files),
  * the folders left without a watch are checked this often, and at least four times as long as
- * checking them takes: their changes are found late, never lost. Watched folders stay immediate.
+ * checking them takes (on a thread of its own, which then takes at most a fifth of a core):
+ * their changes are found late, never lost. Watched folders stay immediate.
  */
 export const POLL_INTERVAL_MS = 2_000;
+
+/**
+ * A file's times come from the kernel's coarse clock, which may lag `Date.now()`: a folder
+ * checked for the first time reports the files changed since a moment before the previous
+ * check began, with this margin.
+ */
+const CLOCK_MARGIN_MS = 1_000;
 
 /** Errors that mean the system will not give the watcher another watch. */
 const WATCH_LIMIT_CODES = new Set(["ENOSPC", "EMFILE", "ENFILE"]);
@@ -147,7 +153,7 @@ export class WatchLimitError extends Error {
         ? "the system limit on inotify watches (fs.inotify.max_user_watches)"
         : "the limit on open files";
     super(
-      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by listing those folders every ${POLL_INTERVAL_MS / 1000} s (longer when listing them takes over a quarter of that), so they arrive up to that late; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
+      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by a check that lists those folders and stats their files every ${POLL_INTERVAL_MS / 1000} s, or four times as long as a check takes when that is longer, so they arrive up to that interval plus one check late; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
     );
   }
 }
@@ -161,16 +167,11 @@ function refusedWatch(path: string): NodeJS.ErrnoException {
 }
 
 function emptyBatch(): ChangeBatch {
-  return { paths: new Set(), recheck: new Set(), folders: new Set(), moves: [], rescan: false };
+  return { paths: new Set(), recheck: new Set(), moves: [], rescan: false };
 }
 
 function hasAny(batch: ChangeBatch): boolean {
-  return (
-    batch.paths.size > 0 ||
-    batch.recheck.size > 0 ||
-    batch.folders.size > 0 ||
-    batch.moves.length > 0
-  );
+  return batch.paths.size > 0 || batch.recheck.size > 0 || batch.moves.length > 0;
 }
 
 /** What became of a folder asked to be watched. */
@@ -203,6 +204,8 @@ export interface TreeWatcher {
   close(): Promise<void>;
   /** Folders watched now (one inotify watch each). */
   readonly folders: number;
+  /** What the checks of the folders without a watch (past the limit) have done so far. */
+  readonly unwatchedChecks: UnwatchedCheckStats;
   /**
    * Hands over the changes seen so far at once (no waiting for the batch to close) and
    * resolves when the handler is done with them.
@@ -275,6 +278,11 @@ class FolderWatches implements TreeWatcher {
   private pollTimer: NodeJS.Timeout | null = null;
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
   private readonly unwatched = new Map<string, Set<string>>();
+  /** The last check's subfolder names of each folder without a watch (`null`: gone). */
+  private checkedListings = new Map<string, string[] | null>();
+  private readonly check = new UnwatchedCheck();
+  /** A folder checked the first time reports the files changed since then (ms). */
+  private checkSince = Date.now() - CLOCK_MARGIN_MS;
   private ignoredFolder: (path: string) => boolean = () => false;
   private readonly watches = new Map<string, Watched>();
   private readonly links: SymlinkTargets;
@@ -286,7 +294,7 @@ class FolderWatches implements TreeWatcher {
   private targetFoldersAt = -1;
 
   constructor(
-    root: string,
+    private readonly root: string,
     private readonly options: WatchOptions,
   ) {
     this.quietMs = options.quietMs ?? 10;
@@ -298,6 +306,10 @@ class FolderWatches implements TreeWatcher {
 
   get folders(): number {
     return this.watches.size;
+  }
+
+  get unwatchedChecks(): UnwatchedCheckStats {
+    return { ...this.check.stats };
   }
 
   async settle(): Promise<void> {
@@ -320,6 +332,7 @@ class FolderWatches implements TreeWatcher {
     if (this.timer) clearTimeout(this.timer);
     if (this.pollTimer) clearTimeout(this.pollTimer);
     this.unwatchAll();
+    await this.check.close();
     await this.running;
   }
 
@@ -331,7 +344,7 @@ class FolderWatches implements TreeWatcher {
   // Batches
 
   private hasPending(): boolean {
-    return hasAny(this.pending) || this.targetChanges.size > 0;
+    return hasAny(this.pending) || this.targetChanges.size > 0 || this.checkedListings.size > 0;
   }
 
   private schedule(): void {
@@ -353,16 +366,15 @@ class FolderWatches implements TreeWatcher {
     const batch = this.pending;
     const appeared = this.renamed;
     const atTargets = this.targetChanges;
+    const listings = this.checkedListings;
     this.pending = emptyBatch();
+    this.checkedListings = new Map();
     this.renamed = new Set();
     this.targetChanges = new Set();
-    if (this.closed || (!hasAny(batch) && atTargets.size === 0)) return;
-    const started = Date.now();
-    this.running = this.handle(batch, appeared, atTargets);
+    if (this.closed || (!hasAny(batch) && atTargets.size === 0 && listings.size === 0)) return;
+    this.running = this.handle(batch, appeared, atTargets, listings);
     await this.running;
     this.running = null;
-    if (this.unwatched.size > 0)
-      this.schedulePoll(batch.folders.size > 0 ? Date.now() - started : 0);
     // A rescan that the reopening itself asked for has no new rules to pick up.
     if (batch.rescan && !batch.paths.has("") && !this.closed) void this.reopen();
     if (batch.paths.size > 0) this.recheckLater(batch.paths);
@@ -373,9 +385,10 @@ class FolderWatches implements TreeWatcher {
     batch: ChangeBatch,
     appeared: Set<string>,
     atTargets: Set<string>,
+    listings: Map<string, string[] | null>,
   ): Promise<void> {
     try {
-      this.listUnwatched(batch, appeared);
+      this.listUnwatched(listings, batch, appeared);
       // Before the handler reads them: a new folder's later changes are then seen too.
       await this.resync(appeared, batch);
       this.followLinks(batch, atTargets);
@@ -397,13 +410,33 @@ class FolderWatches implements TreeWatcher {
     this.pollTimer = setTimeout(
       () => {
         this.pollTimer = null;
-        if (this.closed || this.unwatched.size === 0) return;
-        for (const folder of this.unwatched.keys()) this.pending.folders.add(folder);
-        this.schedule();
+        if (!this.closed && this.unwatched.size > 0) void this.checkUnwatched();
       },
       Math.max(POLL_INTERVAL_MS, 4 * lastCheckMs),
     );
     this.pollTimer.unref();
+  }
+
+  /**
+   * Checks the folders without a watch on the check's thread, which hands back only the files
+   * that changed (read as a watch's events are) and each folder's subfolders (`listUnwatched`).
+   */
+  private async checkUnwatched(): Promise<void> {
+    const folders = [...this.unwatched.keys()];
+    const started = Date.now();
+    try {
+      const answer = await this.check.run(this.root, folders, this.checkSince);
+      if (this.closed) return;
+      this.checkSince = started - CLOCK_MARGIN_MS;
+      folders.forEach((folder, at) =>
+        this.checkedListings.set(folder, answer.listings[at] ?? null),
+      );
+      for (const key of answer.changed) this.pending.paths.add(reported(key));
+      if (this.hasPending()) this.schedule();
+    } catch (error) {
+      this.options.onError?.(error);
+    }
+    this.schedulePoll(Date.now() - started);
   }
 
   /** A watch the system refused: its folder is polled from then on (never goes stale). */
@@ -430,24 +463,25 @@ class FolderWatches implements TreeWatcher {
   }
 
   /**
-   * Lists the batch's folders that have no watch: their files are checked by the handler, a
-   * subfolder that appeared is watched (or listed) and read whole, one that went away is read
-   * as gone. A folder that can be watched now gets its watch, and is checked once more.
+   * Compares the checked folders' subfolders with their previous listing: a subfolder that
+   * appeared is watched (or listed) and read whole, one that went away is read as gone. A
+   * folder that can be watched now gets its watch (its files were checked a moment ago).
    */
-  private listUnwatched(batch: ChangeBatch, appeared: Set<string>): void {
-    for (const folder of batch.folders) {
+  private listUnwatched(
+    listings: Map<string, string[] | null>,
+    batch: ChangeBatch,
+    appeared: Set<string>,
+  ): void {
+    for (const [folder, listing] of listings) {
       const before = this.unwatched.get(folder);
-      if (before === undefined) {
-        batch.folders.delete(folder);
-        continue;
-      }
-      const now = this.listFolders(folder);
-      if (now === null) {
+      // Moved or gone since the check, or watched now: the events of that say it.
+      if (before === undefined) continue;
+      if (listing === null) {
         this.forgetUnwatched(folder);
-        batch.folders.delete(folder);
         batch.paths.add(reported(folder));
         continue;
       }
+      const now = new Set(listing);
       for (const name of now) {
         if (before.has(name)) continue;
         const child = childKey(folder, name);
@@ -462,22 +496,6 @@ class FolderWatches implements TreeWatcher {
       }
       this.unwatched.set(folder, now);
       if (this.watchFolder(folder) === "watched") this.unwatched.delete(folder);
-    }
-  }
-
-  /** The names of a folder's subfolders; `null` when it cannot be listed (gone). */
-  private listFolders(folder: string): Set<string> | null {
-    try {
-      const entries = readdirSync(this.absolute(folder), {
-        withFileTypes: true,
-        encoding: "buffer",
-      });
-      const names = new Set<string>();
-      for (const entry of entries)
-        if (entry.isDirectory()) names.add(entry.name.toString("latin1"));
-      return names;
-    } catch {
-      return null;
     }
   }
 

@@ -1,0 +1,106 @@
+import type { Worker } from "node:worker_threads";
+import { startThread } from "../node-options.js";
+
+export interface UnwatchedCheckRequest {
+  id: number;
+  /** The tree's root (a path as given). */
+  root: string;
+  /** Folder keys (latin1 relative paths, `""` the root) to list. */
+  folders: string[];
+  /** A folder not checked before reports the files changed at or after this time (ms). */
+  since: number;
+}
+
+export interface UnwatchedCheckAnswer {
+  id: number;
+  /** Keys of the files that changed, appeared or went away since the previous check. */
+  changed: string[];
+  /** Each folder's subfolder names, in the order asked; `null` for a folder gone. */
+  listings: (string[] | null)[];
+  /** Files the check stat'ed. */
+  files: number;
+  error?: string;
+}
+
+/** What the checks of the folders without a watch have done so far. */
+export interface UnwatchedCheckStats {
+  checks: number;
+  /** Files stat'ed by the checks (on their own thread). */
+  filesChecked: number;
+  /** Files the checks handed over to be read again (the changed ones). */
+  filesHanded: number;
+  /** How long the last check took, from its request to its answer (ms). */
+  lastCheckMs: number;
+}
+
+/**
+ * Checks the folders without a watch on a thread of its own, so that listing them and
+ * statting their files never holds up a statement or a watched folder's change. The thread
+ * keeps what each folder showed, so only what changed comes back. Started on first use.
+ */
+export class UnwatchedCheck {
+  private worker: Worker | null = null;
+  private nextId = 0;
+  private waiting: {
+    resolve: (answer: UnwatchedCheckAnswer) => void;
+    reject: (error: Error) => void;
+  } | null = null;
+  readonly stats: UnwatchedCheckStats = {
+    checks: 0,
+    filesChecked: 0,
+    filesHanded: 0,
+    lastCheckMs: 0,
+  };
+  private sentAt = 0;
+
+  /** Lists `folders` and stats their files; one check at a time. */
+  run(root: string, folders: string[], since: number): Promise<UnwatchedCheckAnswer> {
+    const worker = this.thread();
+    return new Promise<UnwatchedCheckAnswer>((resolve, reject) => {
+      this.waiting = { resolve, reject };
+      worker.ref();
+      const request: UnwatchedCheckRequest = { id: this.nextId++, root, folders, since };
+      this.sentAt = Date.now();
+      worker.postMessage(request);
+    });
+  }
+
+  async close(): Promise<void> {
+    const worker = this.worker;
+    this.worker = null;
+    await worker?.terminate();
+  }
+
+  private thread(): Worker {
+    if (this.worker !== null) return this.worker;
+    const worker = startThread(new URL("./unwatched-thread.js", import.meta.url), {});
+    worker.on("message", (answer: UnwatchedCheckAnswer) => {
+      const waiting = this.waiting;
+      this.waiting = null;
+      worker.unref();
+      if (answer.error !== undefined) {
+        waiting?.reject(new Error(`checking the folders without a watch failed: ${answer.error}`));
+        return;
+      }
+      this.stats.checks++;
+      this.stats.filesChecked += answer.files;
+      this.stats.filesHanded += answer.changed.length;
+      this.stats.lastCheckMs = Date.now() - this.sentAt;
+      waiting?.resolve(answer);
+    });
+    const lost = (error?: Error) => {
+      if (this.worker !== worker) return;
+      this.worker = null;
+      const reason = error ? `: ${error.message}` : "";
+      this.waiting?.reject(
+        new Error(`the thread checking folders without a watch stopped${reason}`),
+      );
+      this.waiting = null;
+    };
+    worker.on("error", lost);
+    worker.on("exit", () => lost());
+    worker.unref();
+    this.worker = worker;
+    return worker;
+  }
+}
