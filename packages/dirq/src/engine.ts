@@ -477,8 +477,6 @@ export class DirqIndex {
       onlyIfChanged?: boolean;
       /** Leave a file whose hooks still run for the same size and times to them. */
       keepUnchanged?: boolean;
-      /** `paths` are folders, each read by its own listing only (not what is under it). */
-      shallow?: boolean;
       /** Folders renamed: their rows move, applied before `paths` (see `ChangeBatch.moves`). */
       moves?: readonly FolderMove[];
       onCommit: (commit: Commit) => void;
@@ -494,7 +492,6 @@ export class DirqIndex {
       .start(paths, {
         onlyIfChanged: options.onlyIfChanged,
         keepUnchanged: options.keepUnchanged,
-        shallow: options.shallow,
         moves: options.moves,
         onCommit: (changes: RowChange[]) => {
           // After the commit: an answer computed before it was right until now.

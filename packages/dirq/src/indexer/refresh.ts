@@ -169,8 +169,6 @@ export interface StartOptions {
    * rescan, which looks at every file, must not restart every slow hook).
    */
   keepUnchanged?: boolean;
-  /** The paths are folders, each read by its own listing (not what is under its subfolders). */
-  shallow?: boolean;
   /** Changes of each commit, as it commits. */
   onCommit: (changes: RowChange[]) => void;
   /** Folders renamed, applied before `paths` as moves of their rows (see folder-moves.ts). */
@@ -406,25 +404,6 @@ export class Refresher {
   }
 
   /**
-   * The files directly in the folder `dir`: those some table holds, and those its listing
-   * shows now (not what is under its subfolders).
-   */
-  private filesIn(dir: string): Set<string> {
-    const prefix = dir === "" ? "" : `${dir}/`;
-    const files = new Set<string>();
-    for (const file of this.indexedFilesUnder(dir)) {
-      if (!file.includes("/", prefix.length)) files.add(file);
-    }
-    try {
-      const entries = readdirSync(`${this.root}/${dir}`, { withFileTypes: true });
-      for (const entry of entries) if (!entry.isDirectory()) files.add(`${prefix}${entry.name}`);
-    } catch {
-      // Gone: its files are the indexed ones, read as gone.
-    }
-    return files;
-  }
-
-  /**
    * Brings every built table up to date with the files at `paths` (relative; files or
    * directories, existing or not) and returns the row changes, committed before it returns.
    * A file whose hook fails has no rows (as a fresh scan would show) and yields an `error`
@@ -504,7 +483,7 @@ export class Refresher {
     const destinations = new Map(plans.map((plan) => [plan.move.to, plan]));
     for (const path of paths) {
       if (coveredByMove(destinations, path)) continue;
-      const files = options.shallow ? this.filesIn(path) : this.filesFor(path, errors);
+      const files = this.filesFor(path, errors);
       for (const file of files) candidates.add(file);
       await slices.yieldIfDue();
     }
@@ -524,16 +503,6 @@ export class Refresher {
       options.onCommit(at === 0 ? [...errors, ...applied.changes] : applied.changes);
       return applied.next;
     };
-    if (options.shallow && !options.writerHeld) {
-      // A check of folders without a watch takes the writer one slice at a time: a watched
-      // folder's change commits between two of its slices, never after the whole check.
-      let at = 0;
-      do {
-        at = await withWriter(() => (slices.restart(), applyFrom(at)));
-        if (at < entries.length) await slices.yield();
-      } while (at < entries.length);
-      return jobs;
-    }
     return withWriter(async () => {
       const late = await this.applyMoves(plans, options, slices);
       for (const file of stats.keys()) late.delete(file);
