@@ -3,39 +3,49 @@ import { describe, it } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 import { BurstCollector, collectGarbage } from "../../src/live/burst-collector.js";
 
+/** Waits until `done()` holds (polled), or fails after `limitMs`. */
+async function until(done: () => boolean, what: string, limitMs = 10_000): Promise<void> {
+  const started = Date.now();
+  while (!done()) {
+    assert.ok(Date.now() - started < limitMs, `still waiting for ${what}`);
+    await sleep(5);
+  }
+}
+
+// The settle time is long beside the test's own steps, which run back to back: a loaded
+// machine stretches a step, never to a settle time.
+const SETTLE_MS = 300;
+
 describe("BurstCollector", () => {
   it("collects twice once a burst past the threshold settles, never for small changes", async () => {
-    const collected: number[] = [];
-    const collector = new BurstCollector(() => collected.push(Date.now()), 100, 40);
+    let collected = 0;
+    const collector = new BurstCollector(() => collected++, 100, SETTLE_MS);
     collector.recorded(60);
-    await sleep(100);
+    await sleep(2 * SETTLE_MS);
     // Under the threshold: nothing.
-    assert.equal(collected.length, 0);
+    assert.equal(collected, 0);
     collector.recorded(60);
     collector.recorded(500);
-    await sleep(20);
-    // Not settled yet: changes came less than 40 ms ago.
-    assert.equal(collected.length, 0);
-    await sleep(1000);
-    assert.equal(collected.length, 2);
+    // Not settled yet: the changes came just now.
+    assert.equal(collected, 0);
+    await until(() => collected === 2, "two collections");
     // A new burst is counted from zero.
     collector.recorded(99);
-    await sleep(100);
-    assert.equal(collected.length, 2);
+    await sleep(2 * SETTLE_MS);
+    assert.equal(collected, 2);
     collector.close();
   });
 
   it("a burst that begins before the second collection is collected once it settles", async () => {
     let collected = 0;
-    const collector = new BurstCollector(() => collected++, 10, 40);
+    const collector = new BurstCollector(() => collected++, 10, SETTLE_MS);
     collector.recorded(10);
-    await sleep(60);
-    assert.equal(collected, 1);
+    await until(() => collected === 1, "the first collection");
+    // Within the settle time of the first collection: its second gives way to the new burst.
     collector.recorded(20);
-    await sleep(20);
     collector.recorded(20);
-    await sleep(1000);
-    // The first burst's second collection gave way to the new burst's two.
+    await until(() => collected === 3, "the new burst's two collections");
+    await sleep(2 * SETTLE_MS);
     assert.equal(collected, 3);
     collector.close();
   });
