@@ -88,7 +88,57 @@ class FrameSlabs {
     bytes.write(tail, headLength + textLength, "latin1");
     return { frame: bytes, text: bytes.subarray(headLength, headLength + textLength) };
   }
+
+  /**
+   * Copies whole frames (each `heads[i] + texts[i] + tail`) with one write, as many from the
+   * first on as fit in what is left of the block (a new block when not even the first does);
+   * returns each copied frame's bytes and its text's. A frame too large for a block's eighth
+   * is left to `copy`: none is copied then.
+   */
+  copyRun(
+    heads: readonly string[],
+    texts: readonly string[],
+    tail: string,
+  ): { frames: Buffer[]; texts: Buffer[] } {
+    let text = "";
+    let end = 0;
+    let room = this.slab.length - this.used;
+    // A character takes at most 3 bytes in UTF-8 (a surrogate pair's 2 take 4).
+    const most = (at: number) =>
+      ((heads[at] as string).length + (texts[at] as string).length) * 3 + tail.length;
+    if (most(0) > room) {
+      if (most(0) > SLAB_BYTES / 8) return { frames: [], texts: [] };
+      this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+      this.used = 0;
+      room = SLAB_BYTES;
+    }
+    for (let need = 0; end < texts.length && need + most(end) <= room; end++) {
+      need += most(end);
+      text += `${heads[end]}${texts[end]}${tail}`;
+    }
+    const written = this.slab.write(text, this.used, "utf8");
+    // ASCII text (most paths): each character one byte, so no frame's length needs counting.
+    const ascii = written === text.length;
+    const framesOut: Buffer[] = [];
+    const textsOut: Buffer[] = [];
+    let at = this.used;
+    for (let i = 0; i < end; i++) {
+      const headLength = (heads[i] as string).length;
+      const textLength = ascii
+        ? (texts[i] as string).length
+        : Buffer.byteLength(texts[i] as string);
+      const frame = this.slab.subarray(at, at + headLength + textLength + tail.length);
+      framesOut.push(frame);
+      textsOut.push(frame.subarray(headLength, headLength + textLength));
+      at += frame.length;
+    }
+    this.used = at;
+    return { frames: framesOut, texts: textsOut };
+  }
 }
+
+/** Frames `appendTexts` copies with one write at most. */
+const RUN_FRAMES = 256;
 
 /** Letters of a run id: no `-`, so that `<run>-<n>` splits at its last dash. */
 function newRunId(): string {
@@ -148,12 +198,52 @@ export class EventHistory {
       const copied = this.slabs.copy(`id: ${this.idOf(n)}\nevent: row\ndata: `, data, "\n\n");
       frame = new HistoryFrame(n, [copied.text], copied.frame);
     } else frame = new HistoryFrame(n, typeof data === "string" ? [Buffer.from(data)] : data);
+    this.push(frame);
+    this.wakeAll();
+    return n;
+  }
+
+  /**
+   * Appends one frame per text, as `append` would one after another, but copies runs of them
+   * into a block with one write and wakes the readers once: a burst numbers hundreds of
+   * thousands of row frames. Returns the number of the last one.
+   */
+  appendTexts(texts: readonly string[]): number {
+    let at = 0;
+    while (at < texts.length) {
+      const text = texts[at] as string;
+      if (text.includes("\n") || text.includes("\r")) {
+        this.append(text);
+        at++;
+        continue;
+      }
+      const heads: string[] = [];
+      let end = at;
+      for (; end < texts.length && end - at < RUN_FRAMES; end++) {
+        const next = texts[end] as string;
+        if (next.includes("\n") || next.includes("\r")) break;
+        heads.push(`id: ${this.idOf(this.last + heads.length + 1)}\nevent: row\ndata: `);
+      }
+      const run = this.slabs.copyRun(heads, texts.slice(at, end), "\n\n");
+      if (run.frames.length === 0) {
+        this.append(text);
+        at++;
+        continue;
+      }
+      for (let i = 0; i < run.frames.length; i++) {
+        this.push(new HistoryFrame(++this.last, [run.texts[i] as Buffer], run.frames[i]));
+      }
+      at += run.frames.length;
+    }
+    this.wakeAll();
+    return this.last;
+  }
+
+  private push(frame: HistoryFrame): void {
     this.frames.push(frame);
     this.keptBytes += frame.bytes;
     this.evict();
     for (const listener of this.appendListeners) listener(frame);
-    this.wakeAll();
-    return n;
   }
 
   /**

@@ -235,19 +235,26 @@ export class LiveSession {
   private async record(commit: Commit): Promise<void> {
     const history = this.history;
     if (history === null) return;
-    let frames = 0;
+    // Text frames are numbered a slice at a time (one copy and one wake-up per run of them).
+    let texts: string[] = [];
     let bytes = 0;
     for (const change of commit.changes) {
       const data = rowChangeJson(change, commit.seq);
-      history.append(typeof data === "string" ? data : data.utf8());
-      frames++;
+      if (typeof data === "string") texts.push(data);
+      else {
+        history.appendTexts(texts);
+        texts = [];
+        history.append(data.utf8());
+      }
       bytes += data.length;
-      if (frames === HISTORY_SLICE || bytes >= HISTORY_SLICE_BYTES) {
-        frames = 0;
+      if (texts.length === HISTORY_SLICE || bytes >= HISTORY_SLICE_BYTES) {
+        history.appendTexts(texts);
+        texts = [];
         bytes = 0;
         await new Promise(setImmediate);
       }
     }
+    history.appendTexts(texts);
   }
 
   /** What the checks of the folders without a watch have done (none below the limit). */

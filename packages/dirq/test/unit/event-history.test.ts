@@ -38,6 +38,61 @@ describe("EventHistory", () => {
     for (const frame of frames) assert.ok(!pooled.has((frame.utf8[0] as Buffer).buffer));
   });
 
+  it("numbers a batch of texts as one append after another would, in runs of a block", () => {
+    // Seeded: ASCII and non-ASCII rows, line breaks, large ones, across many blocks.
+    let seed = 66;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pieces = ["a", "é", "\u{1F600}", "\\ud800", "\n", "x".repeat(40_000), "path/f.txt"];
+    const texts = Array.from({ length: 1500 }, (_, i) => {
+      let text = `{"n":${i},"v":"`;
+      for (let k = Math.floor(random() * 6); k > 0; k--) {
+        const piece = pieces[Math.floor(random() * pieces.length)] as string;
+        text += piece === "\n" && random() < 0.9 ? "b" : piece;
+      }
+      return `${text}"}`;
+    });
+    const one = new EventHistory({ frames: 10_000, bytes: 1 << 30 });
+    const batched = new EventHistory({ frames: 10_000, bytes: 1 << 30 });
+    for (const text of texts) one.append(text);
+    let woken = 0;
+    batched.onAppend(() => woken++);
+    for (let at = 0; at < texts.length; at += 64) {
+      assert.equal(batched.appendTexts(texts.slice(at, at + 64)), Math.min(at + 64, texts.length));
+    }
+    assert.equal(woken, texts.length);
+    const sse = (history: EventHistory) =>
+      history
+        .framesAfter(0)
+        .map((frame) => frame.sse?.toString().replace(history.run, "RUN") ?? `lines:${frame.data}`);
+    // The first frame that differs, if any (the texts are too long to print whole).
+    const firstDifference = (got: readonly unknown[], want: readonly unknown[]) =>
+      got.length === want.length ? got.findIndex((item, i) => item !== want[i]) : got.length;
+    assert.equal(firstDifference(sse(batched), sse(one)), -1);
+    const frames = batched.framesAfter(0);
+    assert.equal(
+      firstDifference(
+        frames.map((frame) => frame.data),
+        texts,
+      ),
+      -1,
+    );
+    assert.equal(
+      firstDifference(
+        frames.map((frame) => frame.bytes),
+        texts.map((text) => Buffer.byteLength(text)),
+      ),
+      -1,
+    );
+    // Frames of a run lie one after another in a block, their data inside their frame.
+    const [first, second] = frames;
+    assert.equal(first?.sse?.buffer, second?.sse?.buffer);
+    assert.equal(
+      (first?.sse?.byteOffset ?? 0) + (first?.sse?.length ?? 0),
+      second?.sse?.byteOffset,
+    );
+    assert.equal(first?.utf8[0]?.buffer, first?.sse?.buffer);
+  });
+
   it("encodes each text frame once as its whole SSE frame, one after another in a block", () => {
     const history = new EventHistory();
     const texts = ['{"a":"é"}', '{"b":2}', "line\nbreak"];
