@@ -110,6 +110,13 @@ export function sendText(
 
 /** A frame's data up to this size is joined with its header and sent in one write. */
 const JOIN_FRAME_BYTES = 64 * 1024;
+
+/**
+ * Bytes of frames a stream gathers in one turn of the event loop before it writes them: a
+ * burst's frames then go out in writes of this size, not of the socket's high-water mark
+ * (16 KiB), each a system call and a chunk of the chunked encoding.
+ */
+const TURN_BYTES = 128 * 1024;
 const FRAME_END = Buffer.from("\n\n");
 
 /**
@@ -235,9 +242,9 @@ export class EventStreamResponse {
    * Takes the chunks to write; waits while the client's socket is full. The frames of one turn
    * of the event loop go out in one write, at its end (a burst of row events otherwise cost a
    * `writev` and a chunk of the chunked encoding each: most of the main thread's time while a
-   * large change was delivered). Frames wait only while what waits and what the socket holds
-   * stay under the response's high-water mark; past it they are written at once, and a full
-   * socket is waited for as before. Not corked: a corked response's `write` reports its own
+   * large change was delivered). Frames wait only while what waits stays under `TURN_BYTES`
+   * and what the socket holds under the response's high-water mark; past either they are
+   * written at once, and a full socket is waited for as before. Not corked: a corked response's `write` reports its own
    * buffer, not the socket's, on newer Node versions, and a slow client would then be written
    * to without end.
    */
@@ -247,7 +254,10 @@ export class EventStreamResponse {
       this.waiting.push(chunk);
       this.waitingLength += chunk.length;
     }
-    if (this.waitingLength + this.response.writableLength < this.response.writableHighWaterMark) {
+    if (
+      this.waitingLength < TURN_BYTES &&
+      this.response.writableLength < this.response.writableHighWaterMark
+    ) {
       this.flushAtTurnEnd ??= setImmediate(() => this.flush());
       return;
     }
