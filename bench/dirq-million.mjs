@@ -333,17 +333,23 @@ async function checkout(server, settleTimeoutMs) {
   }
   const renameMs = performance.now() - started;
   const expectedMoved = String(Math.min(FILES, targets.length * PER_FOLDER));
-  const prefix = targets[0]?.[0] ?? "m";
   // The index has every moved file under its new name and the total unchanged. Only the
-  // renamed folders count: after a run that renamed them back, every other folder has the
-  // same prefix too.
-  const movedFiles = `path GLOB '${prefix}[0-9]*/*' AND CAST(substr(dir, 2) AS INTEGER) < ${RENAMES}`;
-  const check = `SELECT (SELECT count(*) FROM './' WHERE ${movedFiles}) || ',' || (SELECT count(*) FROM './') AS c`;
+  // renamed folders count (after a run that renamed them back, every other folder has the same
+  // first letter too), each by a range of the path-table's lookup index: a `GLOB` of the
+  // letter read every row of the tree when that letter was every folder's (`d`), so a check
+  // then took a core for long and the settle was seen up to a check late.
+  const names = targets.map((name) => `('${name}')`).join(",");
+  const movedFiles = `WITH targets(name) AS (VALUES ${names}) SELECT count(*) FROM targets JOIN './' AS f ON f.path > targets.name || '/' AND f.path < targets.name || '0'`;
+  const check = `SELECT (${movedFiles}) || ',' || (SELECT count(*) FROM './') AS c`;
   let equalAt;
+  const checkMs = [];
   while (performance.now() - started < settleTimeoutMs) {
     // A server frozen past Node's header timeout resets the connection: ask again.
     const text = await timedQuery(server, check).then(
-      (answer) => answer.text,
+      (answer) => {
+        checkMs.push(answer.ms);
+        return answer.text;
+      },
       () => "",
     );
     if (text.includes(`"${expectedMoved},${FILES}"`)) {
@@ -372,6 +378,7 @@ async function checkout(server, settleTimeoutMs) {
     lastEventMs: lastEventAt > started ? lastEventAt - started : undefined,
     events: server.events() - eventsBefore,
     probeSamples,
+    checkMs,
     memory: { before: before.own, peak, after: memory(server.pid).own },
     oneShotMs: fresh.ms,
     same,
@@ -420,6 +427,7 @@ async function runDirq(label, limit) {
       `${label}: server CPU for the burst: ${burst.cpu.toEqual.toFixed(2)} s until the index equals a scan, ${burst.cpu.toLastEvent.toFixed(2)} s until 1 s after`,
     );
     report(`${label}: POST /query during the burst: ${spread(burst.probeSamples)}`);
+    report(`${label}: the settle check's statements: ${spread(burst.checkMs)}`);
     report(
       `${label}: memory before ${mb(burst.memory.before)}, peak ${mb(burst.memory.peak)}, 5 s after ${mb(burst.memory.after)}`,
     );
