@@ -61,11 +61,18 @@ const SLAB_BYTES = 1024 * 1024;
  * made beside it: after a burst the history's 65,536 frames held about three times their
  * bytes. A block is freed once its last frame is. Each frame is copied as the SSE frame it is
  * sent as, so a burst's frames lie one after another in a block and a socket writes a run of
- * them as one view of it, with no copy per frame or per subscriber.
+ * them as one view of it, with no copy per frame or per subscriber. Blocks start at
+ * `firstBytes` and double up to `slabBytes`: a history that keeps few frames holds a small
+ * block, not a large one mostly empty.
  */
-class FrameSlabs {
+export class FrameSlabs {
   private slab = Buffer.allocUnsafeSlow(0);
   private used = 0;
+
+  constructor(
+    private readonly slabBytes = SLAB_BYTES,
+    private readonly firstBytes = slabBytes,
+  ) {}
 
   /** The frame `head + text + tail` as bytes, and its `text` part. */
   copy(head: string, text: string, tail: string): { frame: Buffer; text: Buffer } {
@@ -73,10 +80,11 @@ class FrameSlabs {
     const textLength = Buffer.byteLength(text);
     const length = headLength + textLength + tail.length;
     let bytes: Buffer;
-    if (length > SLAB_BYTES / 8) bytes = Buffer.allocUnsafeSlow(length);
+    if (length > this.slabBytes / 8) bytes = Buffer.allocUnsafeSlow(length);
     else {
       if (this.used + length > this.slab.length) {
-        this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+        const next = Math.max(this.firstBytes, Math.min(this.slabBytes, this.slab.length * 2));
+        this.slab = Buffer.allocUnsafeSlow(Math.max(next, length));
         this.used = 0;
       }
       bytes = this.slab.subarray(this.used, this.used + length);
