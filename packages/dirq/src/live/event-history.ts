@@ -14,32 +14,77 @@ export const HISTORY_FRAMES = 65_536;
 /** Bytes of frame data a history keeps by default. */
 export const HISTORY_BYTES = 32 * 1024 * 1024;
 
+/** Where a frame lies in a block of `FrameSlabs`: offsets, not views. */
+interface FramePlace {
+  block: ArrayBufferLike;
+  /** The SSE frame's first byte, its data's first byte and past-last, the frame's past-last. */
+  start: number;
+  textStart: number;
+  textEnd: number;
+  end: number;
+}
+
 /**
  * One published change: its number in the run and its data (the SSE `row` frame's JSON), kept
  * as UTF-8, the form every subscriber's socket sends: a large row is encoded once, not once
  * per subscriber, and every socket sends the same bytes. The data may be in pieces (a large
  * text's JSON, made off the main thread, is one piece of its own, never copied into another).
+ * A frame made from text names its place in a block and makes its views when it is sent: the
+ * history keeps 65,536 frames, and two views and an array each were some 15 MB of long-lived
+ * heap, which V8 grows its heap by several times over.
  */
 export class HistoryFrame {
   readonly bytes: number;
+  private readonly pieces: readonly Buffer[] | null;
+  // The place's fields, not the place: one object a frame.
+  private readonly block: ArrayBufferLike | null;
+  private readonly start: number;
+  private readonly textStart: number;
+  private readonly end: number;
 
-  /**
-   * @param sse The whole SSE `row` frame (id, event and data lines, blank line), when the data
-   *   came as text: every subscriber's socket writes these bytes as they are.
-   */
+  /** @param data The data's pieces, or where the whole SSE frame lies in a block. */
   constructor(
     readonly n: number,
-    readonly utf8: readonly Buffer[],
-    readonly sse: Buffer | null = null,
+    data: readonly Buffer[] | FramePlace,
   ) {
-    this.bytes = utf8.reduce((sum, piece) => sum + piece.length, 0);
+    if (Array.isArray(data)) {
+      const pieces = data as readonly Buffer[];
+      this.pieces = pieces;
+      this.bytes = pieces.reduce((sum, piece) => sum + piece.length, 0);
+      this.block = null;
+      this.start = this.textStart = this.end = 0;
+    } else {
+      const place = data as FramePlace;
+      this.pieces = null;
+      this.bytes = place.textEnd - place.textStart;
+      this.block = place.block;
+      this.start = place.start;
+      this.textStart = place.textStart;
+      this.end = place.end;
+    }
+  }
+
+  /** The data as UTF-8 pieces. */
+  get utf8(): readonly Buffer[] {
+    if (this.block === null) return this.pieces as readonly Buffer[];
+    return [Buffer.from(this.block, this.textStart, this.bytes)];
+  }
+
+  /**
+   * The whole SSE `row` frame (id, event and data lines, blank line), when the data came as
+   * text: every subscriber's socket writes these bytes as they are.
+   */
+  get sse(): Buffer | null {
+    if (this.block === null) return null;
+    return Buffer.from(this.block, this.start, this.end - this.start);
   }
 
   /** The data as text (the SDK's `watch()` parses it). */
   get data(): string {
-    return this.utf8.length === 1
-      ? (this.utf8[0] as Buffer).toString()
-      : Buffer.concat(this.utf8).toString();
+    const pieces = this.utf8;
+    return pieces.length === 1
+      ? (pieces[0] as Buffer).toString()
+      : Buffer.concat(pieces).toString();
   }
 }
 
@@ -61,11 +106,18 @@ const SLAB_BYTES = 1024 * 1024;
  * made beside it: after a burst the history's 65,536 frames held about three times their
  * bytes. A block is freed once its last frame is. Each frame is copied as the SSE frame it is
  * sent as, so a burst's frames lie one after another in a block and a socket writes a run of
- * them as one view of it, with no copy per frame or per subscriber.
+ * them as one view of it, with no copy per frame or per subscriber. Blocks start at
+ * `firstBytes` and double up to `slabBytes`: a history that keeps few frames holds a small
+ * block, not a large one mostly empty.
  */
-class FrameSlabs {
+export class FrameSlabs {
   private slab = Buffer.allocUnsafeSlow(0);
   private used = 0;
+
+  constructor(
+    private readonly slabBytes = SLAB_BYTES,
+    private readonly firstBytes = slabBytes,
+  ) {}
 
   /** The frame `head + text + tail` as bytes, and its `text` part. */
   copy(head: string, text: string, tail: string): { frame: Buffer; text: Buffer } {
@@ -73,10 +125,11 @@ class FrameSlabs {
     const textLength = Buffer.byteLength(text);
     const length = headLength + textLength + tail.length;
     let bytes: Buffer;
-    if (length > SLAB_BYTES / 8) bytes = Buffer.allocUnsafeSlow(length);
+    if (length > this.slabBytes / 8) bytes = Buffer.allocUnsafeSlow(length);
     else {
       if (this.used + length > this.slab.length) {
-        this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
+        const next = Math.max(this.firstBytes, Math.min(this.slabBytes, this.slab.length * 2));
+        this.slab = Buffer.allocUnsafeSlow(Math.max(next, length));
         this.used = 0;
       }
       bytes = this.slab.subarray(this.used, this.used + length);
@@ -140,6 +193,19 @@ class FrameSlabs {
 /** Frames `appendTexts` copies with one write at most. */
 const RUN_FRAMES = 256;
 
+/** Where `copy` put a frame and its text. */
+function placeOf(copied: { frame: Buffer; text: Buffer }): FramePlace {
+  const start = copied.frame.byteOffset;
+  const textStart = copied.text.byteOffset;
+  return {
+    block: copied.frame.buffer,
+    start,
+    textStart,
+    textEnd: textStart + copied.text.length,
+    end: start + copied.frame.length,
+  };
+}
+
 /** Letters of a run id: no `-`, so that `<run>-<n>` splits at its last dash. */
 function newRunId(): string {
   return randomBytes(8).toString("hex");
@@ -196,7 +262,7 @@ export class EventHistory {
     if (typeof data === "string" && !data.includes("\n") && !data.includes("\r")) {
       // Row JSON holds no raw line break (JSON escapes them): one data line.
       const copied = this.slabs.copy(`id: ${this.idOf(n)}\nevent: row\ndata: `, data, "\n\n");
-      frame = new HistoryFrame(n, [copied.text], copied.frame);
+      frame = new HistoryFrame(n, placeOf(copied));
     } else frame = new HistoryFrame(n, typeof data === "string" ? [Buffer.from(data)] : data);
     this.push(frame);
     this.wakeAll();
@@ -231,7 +297,12 @@ export class EventHistory {
         continue;
       }
       for (let i = 0; i < run.frames.length; i++) {
-        this.push(new HistoryFrame(++this.last, [run.texts[i] as Buffer], run.frames[i]));
+        this.push(
+          new HistoryFrame(
+            ++this.last,
+            placeOf({ frame: run.frames[i] as Buffer, text: run.texts[i] as Buffer }),
+          ),
+        );
       }
       at += run.frames.length;
     }

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { PreparedStatement, RawRows } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
+import { FrameSlabs } from "./event-history.js";
 import type { Commit } from "../indexer/row-changes.js";
 import { type BoundArguments, bindArguments, type QueryParameters } from "../query/parameters.js";
 import { answerRows, splitFirstField } from "./answer-rows.js";
@@ -53,23 +54,53 @@ export interface LiveQueryLimits {
  * its own oldest frames (it keeps its newest), so a busy one cannot keep a quiet one's away.
  */
 export class HistoryBudget {
-  /** Characters kept now, all live queries together. */
+  /** Bytes of frame data kept now, all live queries together. */
   kept = 0;
   constructor(readonly chars: number) {}
 }
 
 /** A frame of a live query's stream (its `data` is JSON text, see docs/live-queries.md). */
 export interface LiveFrame {
-  event: "snapshot" | "diff" | "error" | "ready";
-  id: string;
-  data: string;
+  readonly event: "snapshot" | "diff" | "error" | "ready";
+  readonly id: string;
+  readonly data: string;
+  /** The whole SSE frame as its bytes, when kept so: a socket writes them as they are. */
+  readonly encoded?: Buffer;
 }
 
-/** A numbered frame kept in a live query's history. */
+/**
+ * A numbered frame kept in a live query's history: the SSE frame's bytes in one of the
+ * query's blocks, named by place rather than held as a view or a string. A hundred live
+ * queries keep a hundred thousand frames; as strings and views they were tens of MB of
+ * long-lived heap, and V8 grows its heap with what it keeps (about twice to four times
+ * over), so the server's memory grew with the histories several times over.
+ */
 interface KeptFrame {
-  n: number;
-  event: "snapshot" | "diff" | "error";
-  data: string;
+  readonly n: number;
+  readonly event: "snapshot" | "diff" | "error";
+  readonly block: ArrayBufferLike;
+  /** Where the frame starts in `block`, where its data starts, and where both end. */
+  readonly start: number;
+  readonly dataStart: number;
+  readonly end: number;
+}
+
+/** The first and largest size of a live query's history blocks (`FrameSlabs`). */
+const FIRST_BLOCK_BYTES = 4096;
+const BLOCK_BYTES = 64 * 1024;
+
+/** A kept frame as a stream frame: its bytes, and its data decoded only when asked for. */
+function liveFrameOf(frame: KeptFrame, id: string): LiveFrame {
+  const encoded = Buffer.from(frame.block, frame.start, frame.end - frame.start);
+  return {
+    event: frame.event,
+    id,
+    encoded,
+    get data() {
+      // The data line lies between `data: ` and the blank line that ends the frame.
+      return encoded.toString("utf8", frame.dataStart - frame.start, encoded.length - 2);
+    },
+  };
 }
 
 /**
@@ -121,6 +152,7 @@ export class LiveQuery {
   private stamp = "";
   private version = 0;
   private readonly frames: KeptFrame[] = [];
+  private readonly blocks = new FrameSlabs(BLOCK_BYTES, FIRST_BLOCK_BYTES);
   private keptBytes = 0;
   private running = false;
   private pending = false;
@@ -249,7 +281,7 @@ export class LiveQuery {
     return this.makingDiff;
   }
 
-  /** Characters of the frames its history keeps for clients that resume. */
+  /** Bytes (UTF-8) of the frames' data its history keeps for clients that resume. */
   get historyChars(): number {
     return this.keptBytes;
   }
@@ -275,7 +307,7 @@ export class LiveQuery {
     const oldest = this.frames[0]?.n;
     if (oldest === undefined || n + 1 < oldest) return undefined;
     const frame = this.frames[n + 1 - oldest];
-    return frame && { event: frame.event, id: this.idOf(frame.n), data: frame.data };
+    return frame && liveFrameOf(frame, this.idOf(frame.n));
   }
 
   /** The whole current answer, as of the newest frame. */
@@ -454,27 +486,39 @@ export class LiveQuery {
     return { rows, columns };
   }
 
-  /** Counts `chars` more (fewer when negative) kept, here and in the server's budget. */
-  private keep(chars: number): void {
-    this.keptBytes += chars;
-    this.limits.historyBudget.kept += chars;
+  /** Counts `bytes` more (fewer when negative) kept, here and in the server's budget. */
+  private keep(bytes: number): void {
+    this.keptBytes += bytes;
+    this.limits.historyBudget.kept += bytes;
   }
 
   private append(event: KeptFrame["event"], data: string): void {
     const n = ++this.version;
-    this.frames.push({ n, event, data });
+    // Frames' data is JSON, where a raw line break can only be white space between tokens:
+    // one data line, whatever made the text.
+    const line = /[\r\n]/.test(data) ? data.replace(/\r\n?|\n/g, " ") : data;
+    const head = `id: ${this.idOf(n)}\nevent: ${event}\ndata: `;
+    const { frame } = this.blocks.copy(head, line, "\n\n");
+    const start = frame.byteOffset;
+    const end = start + frame.length;
+    this.frames.push({ n, event, block: frame.buffer, start, dataStart: start + head.length, end });
     const budget = this.limits.historyBudget;
-    this.keep(data.length);
+    this.keep(keptBytesOf(this.frames.at(-1) as KeptFrame));
     while (
       this.frames.length > 1 &&
       (this.frames.length > this.limits.historyFrames ||
         this.keptBytes > this.limits.historyBytes ||
         budget.kept > budget.chars)
     ) {
-      this.keep(-(this.frames.shift() as KeptFrame).data.length);
+      this.keep(-keptBytesOf(this.frames.shift() as KeptFrame));
     }
     this.wake();
   }
+}
+
+/** The bytes of a kept frame's data (what the histories' bounds count). */
+function keptBytesOf(frame: KeptFrame): number {
+  return frame.end - 2 - frame.dataStart;
 }
 
 /** When a run started now must have answered; none without a limit. */

@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { createServer, type Server } from "node:http";
 import type { Writable } from "node:stream";
+import { getHeapSpaceStatistics } from "node:v8";
 import { loadConfigs } from "../config/load-config.js";
 import type { DirqConfig } from "../config/types.js";
 import { parseExtensionArgument } from "../extensions/load-extensions.js";
@@ -208,6 +209,13 @@ function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
       commit: current?.session.commitSeq ?? 0,
       // Heap beside RSS: whether memory that grows is kept or only not yet collected.
       memory: process.memoryUsage(),
+      // Which of V8's spaces holds the heap's committed size: kept objects, or free pages.
+      heapSpaces: getHeapSpaceStatistics().map((space) => ({
+        name: space.space_name,
+        size: space.space_size,
+        used: space.space_used_size,
+        available: space.space_available_size,
+      })),
       // The other bounded history beside the live queries': what it holds while it fills.
       eventHistory: current?.session.events.size ?? { frames: 0, bytes: 0 },
       queries: current?.queries.stats() ?? [],

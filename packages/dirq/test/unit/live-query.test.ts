@@ -283,6 +283,53 @@ describe("LiveQuery", () => {
     }
   });
 
+  it("keeps its history as the frames' SSE bytes, which a client that resumes reads again", async () => {
+    const root = tempTree({
+      ".dirq.toml": CONFIG,
+      "data/a.json": JSON.stringify([{ id: 1, grp: "g", v: 1, name: "déjà\nvu ✓" }]),
+    });
+    const session = liveSession(root);
+    const queries = new LiveQueries(session, { timeoutMs: 30_000, lingerMs: 0 });
+    try {
+      await session.build();
+      await session.watch();
+      const first = await queries.open({ sql: "SELECT id, name FROM items" });
+      const query = first.query;
+      assert.equal((await first.next(0))?.event, "snapshot");
+      const diffs = [];
+      for (let i = 2; i <= 4; i++) {
+        writeFileSync(
+          join(root, `data/f${i}.json`),
+          JSON.stringify([{ id: i, grp: "g", v: i, name: `ünï ${i} ✓` }]),
+        );
+        await until(async () => query.head === i - 1, `the diff of file ${i}`);
+        diffs.push(await first.next(0));
+      }
+      let bytes = 0;
+      for (const frame of diffs) {
+        assert.ok(frame?.encoded, "a kept frame is written as its bytes");
+        assert.equal(
+          frame.encoded.toString(),
+          `id: ${frame.id}\nevent: diff\ndata: ${frame.data}\n\n`,
+        );
+        assert.match(JSON.parse(frame.data).added[0].row.name, /^ünï \d ✓$/);
+        bytes += Buffer.byteLength(frame.data);
+      }
+      assert.equal(query.historyChars, bytes, "the history counts its frames' UTF-8 bytes");
+      // Resumed after the first diff: the same bytes for the frames after it.
+      const resumed = await queries.open({ sql: "SELECT id, name FROM items" }, diffs[0]?.id);
+      assert.equal((await resumed.next(0))?.event, "ready");
+      for (const frame of diffs.slice(1)) {
+        const again = await resumed.next(0);
+        assert.equal(again?.id, frame?.id);
+        assert.deepEqual(again?.encoded, frame?.encoded);
+      }
+    } finally {
+      queries.close();
+      await session.close();
+    }
+  });
+
   it("does not run again for another table's commit while a run is in flight", async () => {
     const root = tempTree({
       ".dirq.toml": `${CONFIG}
