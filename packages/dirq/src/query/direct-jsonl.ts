@@ -65,7 +65,8 @@ function missingColumn(analysis: StatementAnalysis, message: string): string | n
   if (dot === -1) return reference;
   const qualifier = reference.slice(0, dot).toLowerCase();
   const [table] = namedTables(analysis.tokens, analysis.tableNames);
-  const named = table?.name.toLowerCase() === qualifier || table?.alias?.toLowerCase() === qualifier;
+  const named =
+    table?.name.toLowerCase() === qualifier || table?.alias?.toLowerCase() === qualifier;
   return named ? reference.slice(dot + 1) : null;
 }
 
