@@ -1220,9 +1220,12 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   return rc;
 }
 
-/* The first four arguments are required, in order; `cuts` may follow. */
-static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
-  (void)table;
+/*
+ * Takes the arguments (the hidden columns after DECLARED_COLUMNS) in order; those of
+ * `required` (a bit per argument) must be given.
+ */
+static int arguments_best_index(sqlite3_index_info *info, int required, double cost,
+                                sqlite3_int64 rows) {
   int seen = 0;
   for (int i = 0; i < info->nConstraint; i++) {
     const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
@@ -1233,10 +1236,16 @@ static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if ((seen & 15) != 15) return SQLITE_CONSTRAINT;
-  info->estimatedCost = 1000;
-  info->estimatedRows = 10000;
+  if ((seen & required) != required) return SQLITE_CONSTRAINT;
+  info->estimatedCost = cost;
+  info->estimatedRows = rows;
   return SQLITE_OK;
+}
+
+/* The first four arguments are required, in order; `cuts` may follow. */
+static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
+  return arguments_best_index(info, 15, 1000, 10000);
 }
 
 static int jsonl_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
@@ -1553,20 +1562,7 @@ static int file_connect(sqlite3 *db, void *aux, int argc, const char *const *arg
 /* All five arguments are required, in order. */
 static int file_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
   (void)table;
-  int seen = 0;
-  for (int i = 0; i < info->nConstraint; i++) {
-    const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
-    int argument = constraint->iColumn - DECLARED_COLUMNS;
-    if (argument < 0 || constraint->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    if (!constraint->usable) return SQLITE_CONSTRAINT;
-    info->aConstraintUsage[i].argvIndex = argument + 1;
-    info->aConstraintUsage[i].omit = 1;
-    seen |= 1 << argument;
-  }
-  if ((seen & 31) != 31) return SQLITE_CONSTRAINT;
-  info->estimatedCost = 1e9;
-  info->estimatedRows = 1000000;
-  return SQLITE_OK;
+  return arguments_best_index(info, 31, 1e9, 1000000);
 }
 
 static int file_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
@@ -1692,7 +1688,8 @@ static int file_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx
       slot < 0 || slot >= reports->slots)
     return jsonl_fail(jsonl, "only dirq itself reads files this way");
   file->report = &reports->files[slot];
-  file->report->scans++;
+  /* A second scan (a correlated subquery) would parse the whole file again per outer row. */
+  if (++file->report->scans > 1) return jsonl_fail(jsonl, "the file is read once");
   int given;
   if (!copy_names(argv[1], &jsonl->columns_text, &jsonl->columns, &given) ||
       !copy_names(argv[2], &jsonl->named_text, &jsonl->named, &jsonl->has_named))

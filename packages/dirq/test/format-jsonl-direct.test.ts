@@ -163,12 +163,14 @@ for (const seed of [SEED, SEED + 1]) {
       }
     });
 
-    it("a column no file has, a read of every column, a table read twice", async () => {
+    it("a column no file has, every column, a table named twice or scanned twice", async () => {
       for (const sql of [
         "SELECT nothing FROM './ok'",
         "SELECT * FROM './ok'",
         "SELECT count(*) FROM './ok' WHERE a IN (SELECT a FROM './ok')",
         "SELECT rowid, a FROM './ok' ORDER BY 1",
+        // Scanned once per outer row: the direct read stops at the second scan.
+        "SELECT v.column1, (SELECT count(*) FROM './ok' WHERE a = v.column1) FROM (VALUES (0), (17), ('plain')) AS v",
       ]) {
         await both(root, sql);
       }
