@@ -193,3 +193,20 @@ describe("JSON Lines larger than the native reader's pieces, read directly", () 
     }
   });
 });
+
+describe("the reader of whole files is dirq's own", () => {
+  const root = tempTree({ "secret.jsonl": '{"a": 1}\n' });
+
+  it("a statement that names it is refused before it runs", async () => {
+    for (const sql of [
+      `SELECT * FROM dirq_jsonl_file('${root}/secret.jsonl', 'a', 'a', 0, 'guess')`,
+      "SELECT dirq_jsonl_file_arm('guess', 1)",
+      "SELECT dirq_jsonl_file_report()",
+    ]) {
+      const run = await runDirq([sql, "--parse", "jsonl"], { cwd: root });
+      assert.equal(run.code, 1, sql);
+      assert.match(run.stderr, /internal to dirq/, sql);
+      assert.equal(run.stdout, "", sql);
+    }
+  });
+});
