@@ -194,6 +194,19 @@ describe("JSON Lines larger than the native reader's pieces, read directly", () 
   });
 });
 
+describe("an answer past the bound held in memory", () => {
+  const root = tempTree(tree(SEED));
+
+  it("is dropped, and the filled table's is given", async () => {
+    const sql = STATEMENTS[1]?.("./ok") ?? "";
+    const small = { DIRQ_DIRECT_HELD_BYTES: "2000" };
+    const { filled, only } = await both(root, sql, small);
+    assert.equal(filled.code, 0, filled.stderr);
+    assert.ok(filled.stdout.length > 4000);
+    assert.equal((await only()).code, 1);
+  });
+});
+
 describe("the reader of whole files is dirq's own", () => {
   const root = tempTree({ "secret.jsonl": '{"a": 1}\n' });
 

@@ -29,6 +29,12 @@ import { namedTables } from "./table-names.js";
 /** Bytes of answer held at most before the direct read gives up (rows, as JavaScript sizes). */
 export const HELD_BYTES = 64 * 1024 * 1024;
 
+/** `HELD_BYTES`, or what `DIRQ_DIRECT_HELD_BYTES` says (only tests set it). */
+function heldBytes(): number {
+  const set = Number(process.env.DIRQ_DIRECT_HELD_BYTES);
+  return Number.isInteger(set) && set > 0 ? set : HELD_BYTES;
+}
+
 /** Separates names in the native reader's arguments (native/dirq-jsonl.c). */
 const NAME_SEPARATOR = "\u001f";
 /** Columns one `dirq_jsonl_file` gives at most (less its `row_index`). */
@@ -125,8 +131,9 @@ function sameAsFilled(reports: readonly FileReport[], files: number, columns: nu
   return true;
 }
 
-/** Rows read into memory, or `null` past `HELD_BYTES`. */
+/** Rows read into memory, or `null` past `heldBytes()`. */
 function holdRows(rows: Iterable<SqlValue[]>): SqlValue[][] | null {
+  const most = heldBytes();
   const held: SqlValue[][] = [];
   let bytes = 0;
   for (const row of rows) {
@@ -135,7 +142,7 @@ function holdRows(rows: Iterable<SqlValue[]>): SqlValue[][] | null {
       if (typeof value === "string") bytes += value.length * 2;
       else if (value instanceof Uint8Array) bytes += value.length;
     }
-    if (bytes > HELD_BYTES) return null;
+    if (bytes > most) return null;
     held.push(row);
   }
   return held;
