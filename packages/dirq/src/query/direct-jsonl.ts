@@ -40,6 +40,8 @@ const NAME_SEPARATOR = "\u001f";
 /** Columns one `dirq_jsonl_file` gives at most (less its `row_index`). */
 const MOST_COLUMNS = 1990;
 const NO_SUCH_COLUMN = /^no such column: ([\s\S]+)$/;
+/** Files one view reads at most: one UNION ALL arm each, and SQLite compiles 500 at most. */
+const MOST_FILES = 500;
 
 /** What a direct read needs of the index. */
 export interface DirectReadHost {
@@ -194,7 +196,7 @@ export function queryDirect(host: DirectReadHost, sql: string): StatementRows | 
   }
   if (analysis.tokens.some((token) => /^load_extension$/i.test(token.value))) return null;
   const files = host.jsonlFiles(name);
-  if (files === null) return null;
+  if (files === null || files.length > MOST_FILES) return null;
   const { db } = host;
   if (!loadNativeRows(db)) return null;
   const token = randomUUID();
