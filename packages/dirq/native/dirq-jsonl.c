@@ -52,6 +52,7 @@ SQLITE_EXTENSION_INIT3
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <fcntl.h>
 #if defined(__SSE2__)
 #include <emmintrin.h>
 #endif
@@ -551,6 +552,47 @@ static int each_record(Parser *p, int bytes, int (*record)(Parser *p, void *cont
   }
 }
 
+/*
+ * Whether `n` bytes are UTF-8 as Node's `isUtf8` has it (no overlong form, no surrogate,
+ * nothing past U+10FFFF). ASCII, most of the bytes, is passed eight at a time.
+ */
+static int valid_utf8(const unsigned char *s, int n) {
+  int i = 0;
+  while (i < n) {
+    if (n - i >= 8) {
+      uint64_t word;
+      memcpy(&word, s + i, 8);
+      if ((word & 0x8080808080808080ULL) == 0) {
+        i += 8;
+        continue;
+      }
+    }
+    unsigned char c = s[i];
+    if (c < 0x80) {
+      i++;
+      continue;
+    }
+    int more;
+    unsigned char low = 0x80, high = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) more = 1;
+    else if (c >= 0xe0 && c <= 0xef) {
+      more = 2;
+      if (c == 0xe0) low = 0xa0;
+      if (c == 0xed) high = 0x9f;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+      more = 3;
+      if (c == 0xf0) low = 0x90;
+      if (c == 0xf4) high = 0x8f;
+    } else return 0;
+    if (n - i <= more) return 0;
+    if (s[i + 1] < low || s[i + 1] > high) return 0;
+    for (int k = 2; k <= more; k++)
+      if (s[i + k] < 0x80 || s[i + k] > 0xbf) return 0;
+    i += more + 1;
+  }
+  return 1;
+}
+
 /* ---- Ranges: a piece split at line ends, parsed side by side ------------------------------ */
 
 /*
@@ -922,6 +964,8 @@ typedef struct {
   int *row_ends; /* the index in `cells` after each row's last */
   int row_count, row_capacity;
   int *stamps;   /* checked: per column, 1 + the row that last gave it a value */
+  /* dirq_jsonl_file: per column, how its first key was spelled (see KEY_SPELLED_AS_COLUMN) */
+  unsigned char *seen;
   int ok;        /* parsed to its end: 1; a record left to JavaScript: 0; out of memory: -1 */
   int parsed;    /* guarded by the cursor's mutex */
 } Range;
@@ -949,6 +993,9 @@ typedef struct {
   pthread_cond_t cond;
   sqlite3_int64 row;
   int eof;
+  /* dirq_jsonl_file: check UTF-8, note each column's first key (into `seen`, in order) */
+  int from_file;
+  unsigned char *seen;
 } JsonlCursor;
 
 typedef struct {
@@ -957,6 +1004,10 @@ typedef struct {
   const Names *named; /* checked: the keys read, NULL for all */
   int checked;
 } RangeTarget;
+
+/* How a column's first key in a file was spelled: as the column is named, or otherwise. */
+#define KEY_SPELLED_AS_COLUMN 1
+#define KEY_SPELLED_OTHERWISE 2
 
 /* Doubles an array's room (C library memory: any thread); 0 when out of memory. */
 static int grow(void **items, int *capacity, size_t size) {
@@ -977,6 +1028,11 @@ static int take_cell(void *context, const unsigned char *key, int n, Value *valu
     /* Two keys of one line that name one column: dirq_jsonl_keys leaves it to JavaScript. */
     if (range->stamps[column] == range->row_count + 1) return 0;
     range->stamps[column] = range->row_count + 1;
+  }
+  if (range->seen != NULL && range->seen[column] == 0) {
+    int exact = target->columns->lengths[column] == n &&
+                memcmp(target->columns->names[column], key, (size_t)n) == 0;
+    range->seen[column] = exact ? KEY_SPELLED_AS_COLUMN : KEY_SPELLED_OTHERWISE;
   }
   if (range->cell_count == range->cell_capacity &&
       !grow((void **)&range->cells, &range->cell_capacity, sizeof(Cell)))
@@ -1012,6 +1068,19 @@ static void parse_range(JsonlCursor *jsonl, Range *range) {
     range->stamps = calloc((size_t)jsonl->columns.count + 1, sizeof(int));
     if (range->stamps == NULL) {
       range->ok = -1;
+      return;
+    }
+  }
+  if (jsonl->from_file) {
+    range->seen = calloc((size_t)jsonl->columns.count + 1, 1);
+    if (range->seen == NULL) {
+      range->ok = -1;
+      return;
+    }
+    /* Bytes that are not UTF-8 are the JavaScript reader's to report (the whole range: the
+       last one holds an unterminated last line, which that reader checks too). */
+    if (!valid_utf8(range->parser.s, range->end - range->start)) {
+      range->ok = 0;
       return;
     }
   }
@@ -1126,6 +1195,7 @@ static void free_ranges(JsonlCursor *jsonl) {
     free(jsonl->ranges[r].row_ends);
     free(jsonl->ranges[r].parser.decoded);
     free(jsonl->ranges[r].stamps);
+    free(jsonl->ranges[r].seen);
   }
   free(jsonl->ranges);
   jsonl->ranges = NULL;
@@ -1150,9 +1220,12 @@ static int jsonl_connect(sqlite3 *db, void *aux, int argc, const char *const *ar
   return rc;
 }
 
-/* The first four arguments are required, in order; `cuts` may follow. */
-static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
-  (void)table;
+/*
+ * Takes the arguments (the hidden columns after DECLARED_COLUMNS) in order; those of
+ * `required` (a bit per argument) must be given.
+ */
+static int arguments_best_index(sqlite3_index_info *info, int required, double cost,
+                                sqlite3_int64 rows) {
   int seen = 0;
   for (int i = 0; i < info->nConstraint; i++) {
     const struct sqlite3_index_constraint *constraint = &info->aConstraint[i];
@@ -1163,10 +1236,16 @@ static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
     info->aConstraintUsage[i].omit = 1;
     seen |= 1 << argument;
   }
-  if ((seen & 15) != 15) return SQLITE_CONSTRAINT;
-  info->estimatedCost = 1000;
-  info->estimatedRows = 10000;
+  if ((seen & required) != required) return SQLITE_CONSTRAINT;
+  info->estimatedCost = cost;
+  info->estimatedRows = rows;
   return SQLITE_OK;
+}
+
+/* The first four arguments are required, in order; `cuts` may follow. */
+static int jsonl_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
+  return arguments_best_index(info, 15, 1000, 10000);
 }
 
 static int jsonl_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
@@ -1208,6 +1287,12 @@ static int jsonl_fail(JsonlCursor *jsonl, const char *message) {
 static int jsonl_ready(JsonlCursor *jsonl) {
   await_range(jsonl, jsonl->current);
   int ok = jsonl->ranges[jsonl->current].ok;
+  const unsigned char *seen = jsonl->ranges[jsonl->current].seen;
+  /* Ranges are taken in order here: the first key of each column is the file's first. */
+  if (ok == 1 && seen != NULL && jsonl->seen != NULL) {
+    for (int i = 0; i < jsonl->columns.count; i++)
+      if (jsonl->seen[i] == 0) jsonl->seen[i] = seen[i];
+  }
   if (ok == 1) return SQLITE_OK;
   if (ok == 0) return jsonl_fail(jsonl, "a record dirq_jsonl_keys leaves to JavaScript");
   jsonl->eof = 1;
@@ -1354,6 +1439,332 @@ static sqlite3_module jsonl_module = {
     jsonl_rowid,      /* xRowid */
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
 
+/* ---- dirq_jsonl_file: a JSON Lines file read here, for a statement that reads it once ----- */
+
+/*
+ * SELECT c0, ..., row_index FROM dirq_jsonl_file(path, columns, named, slot, token)
+ *   The rows dirq_jsonl gives for the file's pieces (FLAG_CHECKED, `named` the keys read),
+ *   the file read here in FILE_PIECE_BYTES pieces cut after a newline, each parsed in ranges
+ *   on the helper threads as dirq_jsonl's are; `row_index` counts the file's rows from 0. A
+ *   byte-order mark at the start is left out, the bytes are checked as UTF-8. Fails (the
+ *   statement's error) where dirq_jsonl would leave a piece to JavaScript: the caller then
+ *   builds the table the usual way, which reads and reports the file as always.
+ *
+ * dirq_jsonl_file_arm(token, slots)
+ *   Clears the report and arms the table for the scans of a statement passing `token` (only
+ *   dirq itself knows it: a statement of the user's cannot read files this way).
+ *
+ * dirq_jsonl_file_report()
+ *   Per slot, separated by ';': how many scans began, whether one reached the file's end, and
+ *   per column '0' no key of it, '1' its first key spelled as the column, '2' otherwise.
+ */
+#define FILE_PIECE_BYTES (4 << 20)
+#define MOST_SLOTS 4096
+
+typedef struct {
+  int scans, complete, columns;
+  unsigned char *seen;
+} FileReport;
+
+typedef struct {
+  char *token;
+  int slots;
+  FileReport *files;
+} FileReports;
+
+typedef struct {
+  sqlite3_vtab base;
+  FileReports *reports;
+} FileTable;
+
+typedef struct {
+  JsonlCursor jsonl; /* first: SQLite sees its `base` */
+  int fd;
+  unsigned char *buffer;
+  size_t capacity, filled, piece_end;
+  int at_start, final;
+  sqlite3_int64 rows;
+  FileReport *report;
+} FileCursor;
+
+static void reports_clear(FileReports *reports) {
+  for (int i = 0; i < reports->slots; i++) sqlite3_free(reports->files[i].seen);
+  sqlite3_free(reports->files);
+  sqlite3_free(reports->token);
+  reports->files = NULL;
+  reports->token = NULL;
+  reports->slots = 0;
+}
+
+static void reports_destroy(void *argument) {
+  reports_clear(argument);
+  sqlite3_free(argument);
+}
+
+static void file_arm(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  FileReports *reports = sqlite3_user_data(context);
+  reports_clear(reports);
+  const char *token = (const char *)sqlite3_value_text(argv[0]);
+  int slots = sqlite3_value_int(argv[1]);
+  if (token == NULL || slots < 1 || slots > MOST_SLOTS) return;
+  reports->token = sqlite3_mprintf("%s", token);
+  reports->files = sqlite3_malloc64(sizeof(FileReport) * (sqlite3_uint64)slots);
+  if (reports->token == NULL || reports->files == NULL) {
+    reports_clear(reports);
+    sqlite3_result_error_nomem(context);
+    return;
+  }
+  memset(reports->files, 0, sizeof(FileReport) * (size_t)slots);
+  reports->slots = slots;
+}
+
+static void file_report(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+  FileReports *reports = sqlite3_user_data(context);
+  sqlite3_str *out = sqlite3_str_new(NULL);
+  for (int i = 0; i < reports->slots; i++) {
+    const FileReport *file = &reports->files[i];
+    sqlite3_str_appendf(out, "%s%d %d ", i > 0 ? ";" : "", file->scans, file->complete);
+    for (int c = 0; c < file->columns; c++)
+      sqlite3_str_appendchar(out, 1, (char)('0' + (file->seen ? file->seen[c] : 0)));
+  }
+  int length = sqlite3_str_length(out);
+  char *text = sqlite3_str_finish(out);
+  if (text == NULL) sqlite3_result_text(context, "", 0, SQLITE_STATIC);
+  else sqlite3_result_text(context, text, length, sqlite3_free);
+}
+
+static int file_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                        sqlite3_vtab **table, char **error) {
+  (void)argc;
+  (void)argv;
+  (void)error;
+  sqlite3_str *schema = sqlite3_str_new(db);
+  sqlite3_str_appendall(schema, "CREATE TABLE x(");
+  for (int i = 0; i < DECLARED_COLUMNS - 1; i++) sqlite3_str_appendf(schema, "c%d,", i);
+  sqlite3_str_appendall(schema, "row_index INTEGER, path HIDDEN, columns HIDDEN, named HIDDEN, "
+                                "slot HIDDEN, token HIDDEN)");
+  char *text = sqlite3_str_finish(schema);
+  if (text == NULL) return SQLITE_NOMEM;
+  int rc = sqlite3_declare_vtab(db, text);
+  sqlite3_free(text);
+  if (rc != SQLITE_OK) return rc;
+  FileTable *file = sqlite3_malloc(sizeof(FileTable));
+  if (file == NULL) return SQLITE_NOMEM;
+  memset(file, 0, sizeof *file);
+  file->reports = aux;
+  *table = &file->base;
+  return SQLITE_OK;
+}
+
+/* All five arguments are required, in order. */
+static int file_best_index(sqlite3_vtab *table, sqlite3_index_info *info) {
+  (void)table;
+  return arguments_best_index(info, 31, 1e9, 1000000);
+}
+
+static int file_open(sqlite3_vtab *table, sqlite3_vtab_cursor **cursor) {
+  (void)table;
+  FileCursor *file = sqlite3_malloc(sizeof(FileCursor));
+  if (file == NULL) return SQLITE_NOMEM;
+  memset(file, 0, sizeof *file);
+  file->fd = -1;
+  file->jsonl.eof = 1;
+  *cursor = &file->jsonl.base;
+  return SQLITE_OK;
+}
+
+static void file_release(FileCursor *file) {
+  sqlite3_vtab *table = file->jsonl.base.pVtab;
+  jsonl_release(&file->jsonl);
+  file->jsonl.base.pVtab = table;
+  file->jsonl.eof = 1;
+  if (file->fd >= 0) close(file->fd);
+  file->fd = -1;
+  free(file->buffer);
+  file->buffer = NULL;
+  file->capacity = file->filled = file->piece_end = 0;
+}
+
+static int file_close(sqlite3_vtab_cursor *cursor) {
+  file_release((FileCursor *)cursor);
+  sqlite3_free(cursor);
+  return SQLITE_OK;
+}
+
+/*
+ * Reads the next piece into the buffer, after what the last one left (an unfinished line):
+ * whole lines up to about FILE_PIECE_BYTES, a longer line whole, or the rest of the file.
+ * 0 when a read fails or memory runs out.
+ */
+static int file_read_piece(FileCursor *file) {
+  if (file->piece_end > 0) {
+    memmove(file->buffer, file->buffer + file->piece_end, file->filled - file->piece_end);
+    file->filled -= file->piece_end;
+    file->piece_end = 0;
+  }
+  size_t searched = 0;
+  for (;;) {
+    if (file->capacity - file->filled < FILE_PIECE_BYTES) {
+      size_t room = file->filled + FILE_PIECE_BYTES;
+      unsigned char *grown = realloc(file->buffer, room);
+      if (grown == NULL) return 0;
+      file->buffer = grown;
+      file->capacity = room;
+    }
+    ssize_t got = read(file->fd, file->buffer + file->filled, FILE_PIECE_BYTES);
+    if (got < 0) return 0;
+    if (got == 0) {
+      file->final = 1;
+      file->piece_end = file->filled;
+      return 1;
+    }
+    file->filled += (size_t)got;
+    const unsigned char *newline =
+        memrchr(file->buffer + searched, '\n', file->filled - searched);
+    if (newline != NULL) {
+      file->piece_end = (size_t)(newline - file->buffer) + 1;
+      return 1;
+    }
+    searched = file->filled;
+  }
+}
+
+/* The piece just read, cut into ranges and its first range parsed: SQLITE_OK, else why not. */
+static int file_start_piece(FileCursor *file) {
+  JsonlCursor *jsonl = &file->jsonl;
+  free_ranges(jsonl);
+  if (file->piece_end > INT32_MAX - 1) return jsonl_fail(jsonl, "a piece too large");
+  int bom = 0;
+  if (file->at_start && file->piece_end >= 3 && memcmp(file->buffer, "\xef\xbb\xbf", 3) == 0)
+    bom = 3;
+  file->at_start = 0;
+  jsonl->data = file->buffer + bom;
+  jsonl->bytes = (int)file->piece_end - bom;
+  jsonl->current = 0;
+  jsonl->current_row = 0;
+  if (!start_ranges(jsonl, 0, NULL)) return SQLITE_NOMEM;
+  jsonl->eof = 0;
+  return jsonl_ready(jsonl);
+}
+
+/* The next row, from this piece or the pieces after it; at the file's end, the report says so. */
+static int file_next(sqlite3_vtab_cursor *cursor) {
+  FileCursor *file = (FileCursor *)cursor;
+  JsonlCursor *jsonl = &file->jsonl;
+  for (;;) {
+    int rc = jsonl_next(cursor);
+    if (rc != SQLITE_OK) return rc;
+    if (!jsonl->eof) {
+      file->rows++;
+      return SQLITE_OK;
+    }
+    if (file->final) {
+      file->report->complete = 1;
+      return SQLITE_OK;
+    }
+    if (!file_read_piece(file)) return jsonl_fail(jsonl, "cannot read the file");
+    rc = file_start_piece(file);
+    if (rc != SQLITE_OK) return rc;
+    /* jsonl_next goes on from the new piece's first range. */
+    jsonl->current_row = 0;
+  }
+}
+
+static int file_filter(sqlite3_vtab_cursor *cursor, int idx_num, const char *idx_text, int argc,
+                       sqlite3_value **argv) {
+  (void)idx_num;
+  (void)idx_text;
+  FileCursor *file = (FileCursor *)cursor;
+  JsonlCursor *jsonl = &file->jsonl;
+  FileReports *reports = ((FileTable *)jsonl->base.pVtab)->reports;
+  file_release(file);
+  if (argc < 5) return SQLITE_OK;
+  const char *token = (const char *)sqlite3_value_text(argv[4]);
+  int slot = sqlite3_value_int(argv[3]);
+  if (reports->token == NULL || token == NULL || strcmp(token, reports->token) != 0 ||
+      slot < 0 || slot >= reports->slots)
+    return jsonl_fail(jsonl, "only dirq itself reads files this way");
+  file->report = &reports->files[slot];
+  /* A second scan (a correlated subquery) would parse the whole file again per outer row. */
+  if (++file->report->scans > 1) return jsonl_fail(jsonl, "the file is read once");
+  int given;
+  if (!copy_names(argv[1], &jsonl->columns_text, &jsonl->columns, &given) ||
+      !copy_names(argv[2], &jsonl->named_text, &jsonl->named, &jsonl->has_named))
+    return SQLITE_NOMEM;
+  if (jsonl->columns.count > DECLARED_COLUMNS - 1) return jsonl_fail(jsonl, "too many columns");
+  jsonl->checked = 1;
+  jsonl->from_file = 1;
+  jsonl->values = sqlite3_malloc64(sizeof(Value) * (sqlite3_uint64)(jsonl->columns.count + 1));
+  FileReport *report = file->report;
+  if (report->seen == NULL || report->columns != jsonl->columns.count) {
+    sqlite3_free(report->seen);
+    report->seen = sqlite3_malloc64((sqlite3_uint64)jsonl->columns.count + 1);
+    report->columns = report->seen == NULL ? 0 : jsonl->columns.count;
+  }
+  if (jsonl->values == NULL || report->seen == NULL) return SQLITE_NOMEM;
+  memset(report->seen, 0, (size_t)jsonl->columns.count + 1);
+  report->complete = 0;
+  jsonl->seen = report->seen;
+  const char *path = (const char *)sqlite3_value_text(argv[0]);
+  file->fd = path == NULL ? -1 : open(path, O_RDONLY | O_CLOEXEC);
+  if (file->fd < 0) return jsonl_fail(jsonl, "cannot open the file");
+  file->at_start = 1;
+  file->final = 0;
+  file->rows = 0;
+  if (!file_read_piece(file)) return jsonl_fail(jsonl, "cannot read the file");
+  int rc = file_start_piece(file);
+  if (rc != SQLITE_OK) return rc;
+  file->rows = -1;
+  return file_next(cursor);
+}
+
+static int file_column(sqlite3_vtab_cursor *cursor, sqlite3_context *context, int column) {
+  FileCursor *file = (FileCursor *)cursor;
+  if (column == DECLARED_COLUMNS - 1) {
+    sqlite3_result_int64(context, file->rows);
+    return SQLITE_OK;
+  }
+  return jsonl_column(cursor, context, column);
+}
+
+static int file_rowid(sqlite3_vtab_cursor *cursor, sqlite3_int64 *rowid) {
+  *rowid = ((FileCursor *)cursor)->rows;
+  return SQLITE_OK;
+}
+
+static sqlite3_module file_module = {
+    0,                /* iVersion */
+    NULL,             /* xCreate: eponymous only */
+    file_connect,     /* xConnect */
+    file_best_index,  /* xBestIndex */
+    dirq_disconnect,  /* xDisconnect */
+    NULL,             /* xDestroy */
+    file_open,        /* xOpen */
+    file_close,       /* xClose */
+    file_filter,      /* xFilter */
+    file_next,        /* xNext */
+    jsonl_eof,        /* xEof */
+    file_column,      /* xColumn */
+    file_rowid,       /* xRowid */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL};
+
+/* Registers dirq_jsonl_file and the functions that arm it and report on it. */
+static int register_jsonl_file(sqlite3 *db) {
+  FileReports *reports = sqlite3_malloc(sizeof(FileReports));
+  if (reports == NULL) return SQLITE_NOMEM;
+  memset(reports, 0, sizeof *reports);
+  int rc = sqlite3_create_module_v2(db, "dirq_jsonl_file", &file_module, reports, reports_destroy);
+  if (rc != SQLITE_OK) return rc;
+  int flags = SQLITE_UTF8 | SQLITE_DIRECTONLY;
+  rc = sqlite3_create_function(db, "dirq_jsonl_file_arm", 2, flags, reports, file_arm, NULL, NULL);
+  if (rc != SQLITE_OK) return rc;
+  return sqlite3_create_function(db, "dirq_jsonl_file_report", 0, flags, reports, file_report,
+                                 NULL, NULL);
+}
+
 /* Registers dirq_jsonl, dirq_jsonl_keys and dirq_json_array_scan in `db` (from sqlite3_dirqrows_init). */
 int dirq_register_jsonl(sqlite3 *db) {
   int rc = sqlite3_create_module(db, "dirq_jsonl", &jsonl_module, NULL);
@@ -1361,6 +1772,8 @@ int dirq_register_jsonl(sqlite3 *db) {
   int flags = SQLITE_UTF8 | SQLITE_DETERMINISTIC | SQLITE_INNOCUOUS;
   rc = sqlite3_create_function(db, "dirq_jsonl_keys", 3, flags, NULL, jsonl_keys, NULL, NULL);
   if (rc != SQLITE_OK) return rc;
-  return sqlite3_create_function(db, "dirq_json_array_scan", 2, flags, NULL, json_array_scan,
-                                 NULL, NULL);
+  rc = sqlite3_create_function(db, "dirq_json_array_scan", 2, flags, NULL, json_array_scan,
+                               NULL, NULL);
+  if (rc != SQLITE_OK) return rc;
+  return register_jsonl_file(db);
 }

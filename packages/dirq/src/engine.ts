@@ -32,6 +32,7 @@ import {
   queryInProcess,
   resultColumnsOf,
 } from "./query/in-process.js";
+import { type DirectReadHost, queryDirect } from "./query/direct-jsonl.js";
 import type { StatementAnalysis } from "./query/statement-analysis.js";
 import { ROWID } from "./query/statement-plan.js";
 import {
@@ -381,8 +382,30 @@ export class DirqIndex {
    * PRAGMA assignments, transactions, several statements and internal tables with a
    * `DirqError` before anything runs.
    */
-  query(sql: string, options: IndexQueryOptions = {}): Promise<QueryResult> {
+  async query(sql: string, options: IndexQueryOptions = {}): Promise<QueryResult> {
+    const direct = this.settings.directReads;
+    if (direct !== false && options.bind === undefined) {
+      const answer = await this.writer.run(async () => queryDirect(this.directHost(), sql));
+      if (answer !== null) return { ...answer, skipped: [], emptyTables: [] };
+      if (direct === "only") {
+        throw new DirqError(
+          "USAGE",
+          "DIRQ_DIRECT_READS=only: this statement cannot be read straight from its files",
+        );
+      }
+    }
     return queryInProcess(this.inProcess(), sql, options);
+  }
+
+  /** What a one-shot statement read straight from JSON Lines files needs (see `queryDirect`). */
+  private directHost(): DirectReadHost {
+    return {
+      db: this.db,
+      root: this.root,
+      functions: this.functions,
+      jsonlFiles: (path) => this.parsed.jsonlFiles(path),
+      tableExists: (name) => this.tableExists(name),
+    };
   }
 
   private inProcess(): InProcessHost {

@@ -121,6 +121,15 @@ function spillThreshold(): number | undefined {
   return Number.isSafeInteger(fromEnv) && fromEnv >= 0 ? fromEnv : undefined;
 }
 
+/**
+ * `DIRQ_DIRECT_READS`: `0` fills every table (tests compare the two ways), `only` fails a
+ * statement that cannot be read directly (tests make sure it was); unset, direct reads are on.
+ */
+function directReadsSetting(): boolean | "only" {
+  const set = process.env.DIRQ_DIRECT_READS;
+  return set === "only" ? "only" : set !== "0";
+}
+
 let signalHandlersInstalled = false;
 
 /**
@@ -229,6 +238,8 @@ async function runQueryToEnd(
     countedFills: true,
     // ... and a table read by --parse needs only the columns that statement names.
     readNamedColumns: true,
+    // ... and one that reads a JSON Lines path-table once, straight from its files if it can.
+    directReads: directReadsSetting(),
     tellEmptyTables: true,
     // Every fill of a table reports its progress: the one place that says a table was filled.
     progress: {

@@ -97,6 +97,13 @@ export interface OpenIndexOptions {
    */
   readNamedColumns?: boolean;
   /**
+   * A statement that reads one path-table of JSON Lines files once, and some of its columns,
+   * is answered straight from the files when it can be (`query/direct-jsonl.ts`), the table
+   * filled only when not. With `"only"` (tests) a statement that cannot be fails instead. For
+   * the one-shot CLI: never with `persist` or `fillAllColumns`.
+   */
+  directReads?: boolean | "only";
+  /**
    * Find out why each path-table a statement builds that lists no file is empty, for
    * `PreparedStatement.emptyTables` (the CLI and the REPL tell it on stderr). Off by default:
    * finding out may list folders the walk skips (up to 50,000 entries), on the calling thread,
@@ -134,6 +141,8 @@ export interface IndexSettings {
   fillAllColumns: boolean;
   /** See `OpenIndexOptions.readNamedColumns`: never with `fillAllColumns` or `persist`. */
   readNamedColumns: boolean;
+  /** See `OpenIndexOptions.directReads`: never without `readNamedColumns`. */
+  directReads: false | true | "only";
   profile: ConnectionProfile;
 }
 
@@ -215,6 +224,10 @@ export function indexSettings(
     tableOptions,
     fillAllColumns,
     readNamedColumns: options.readNamedColumns === true && !fillAllColumns && persist === undefined,
+    directReads:
+      options.readNamedColumns === true && !fillAllColumns && persist === undefined
+        ? (options.directReads ?? false)
+        : false,
     profile,
   };
 }

@@ -14,7 +14,9 @@ import {
   type ParsedTableOptions,
   type ParsedTableSpec,
   storedColumns,
+  walkTableFiles,
 } from "./parsed-tables.js";
+import { fileFormat } from "../parse/formats/read-file-rows.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
 import type { OffThreadFiller } from "./reader-fill.js";
@@ -132,6 +134,30 @@ export class ParsedTableRegistry {
     const selection = onFile === null ? null : parsePathTableName(path, root);
     if (onFile === null || selection === null) return null;
     return this.build({ ...onFileSpec(path, selection, onFile), name }, columns);
+  }
+
+  /**
+   * The files of the path-table `path` (relative to the root) when no config table exists and
+   * dirq reads every one of them itself as JSON Lines (`--parse`, no `each`, no schema, no glob
+   * captures), all listed and named in UTF-8; `null` otherwise (also for no file at all).
+   */
+  jsonlFiles(path: string): string[] | null {
+    const { onFile, root, options, config } = this.context;
+    if (config.tables.length > 0 || onFile === null || !isReaderExtractor(onFile)) return null;
+    if (onFile.each !== null) return null;
+    try {
+      const selection = parsePathTableName(path, root);
+      if (selection === null) return null;
+      const spec = onFileSpec(path, selection, onFile);
+      if (!isReaderExtractor(spec.extractor) || spec.schema !== null) return null;
+      // An empty table is told about by the build that follows, once.
+      const walked = walkTableFiles(spec, { ...options, onEmpty: undefined });
+      if (walked.skipped.length > 0 || walked.rawPaths.size > 0) return null;
+      const jsonl = walked.paths.every((file) => fileFormat(onFile.format, null, file) === "jsonl");
+      return jsonl && walked.paths.length > 0 ? walked.paths : null;
+    } catch {
+      return null;
+    }
   }
 
   /**

@@ -85,6 +85,10 @@ function checkInternalNames(tokens: SqlToken[]): void {
   for (const token of tokens) {
     const named = token.kind === "word" || token.kind === "identifier" || token.kind === "string";
     if (!named || HIDDEN_COLUMNS.has(token.value.toLowerCase())) continue;
+    // The native reader of whole files reads any path it is given: only dirq itself uses it.
+    if (token.value.toLowerCase().startsWith("dirq_jsonl_file")) {
+      throw new DirqError("QUERY_INTERNAL_TABLE", `${token.value} is internal to dirq`);
+    }
     // The substring first: a regular expression costs its compilation in every process.
     if (token.value.toLowerCase().includes("_dirq_") && INTERNAL_NAME.test(token.value)) {
       throw new DirqError(
