@@ -1,10 +1,12 @@
 """Runs a command in a real pseudo-terminal (120x24) and relays bytes: this process's stdin
 goes to the terminal as keystrokes, the terminal's output comes out on stdout. Exits with
-the command's exit code. Used by the REPL tests; needs only Python's standard library."""
+the command's exit code, or 128 + the signal's number when a signal ended it (named on
+stderr). Used by the REPL tests; needs only Python's standard library."""
 import fcntl
 import os
 import pty
 import select
+import signal
 import struct
 import sys
 import termios
@@ -34,4 +36,10 @@ while True:
         os.write(1, data)
 
 _, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status) if hasattr(os, "waitstatus_to_exitcode") else status >> 8)
+if os.WIFSIGNALED(status):
+    # Told, as a shell tells it: an abort at exit (a C++ assertion in Node) shows as a signal.
+    signal_number = os.WTERMSIG(status)
+    core = " (core dumped)" if os.WCOREDUMP(status) else ""
+    sys.stderr.write(f"pty-driver: the command was killed by {signal.Signals(signal_number).name}{core}\n")
+    sys.exit(128 + signal_number)
+sys.exit(os.WEXITSTATUS(status))

@@ -50,7 +50,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     assert.match(shown, /path\s+size\n-+\s+-+\nb\.md\s+2\ndocs\/c\.md\s+3\n/);
     await repl.waitFor("dirq> ");
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
   });
 
   test("history is recalled in a second session, a multi-line statement as one entry", async () => {
@@ -62,7 +62,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     first.type(`SELECT 2${KEY.enter}AS two;${KEY.enter}`);
     await first.waitFor("(1 row)");
     first.type(`exit${KEY.enter}`);
-    assert.equal(await first.exited, 0);
+    await first.expectExit(0);
     const file = readFileSync(join(ownHome, "dirq", "history"), "utf8");
     assert.equal(file, "SELECT 'first' AS word;\nSELECT 2\\nAS two;\n");
 
@@ -75,7 +75,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     second.type(KEY.enter);
     assert.match(await second.waitFor("(1 row)"), /word\n-+\nfirst\n/);
     second.type(`quit${KEY.enter}`);
-    assert.equal(await second.exited, 0);
+    await second.expectExit(0);
   });
 
   test(
@@ -88,7 +88,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
       assert.match(await repl.waitFor("(1 row)"), /x\n-+\n42\n/);
       await repl.waitFor("dirq> ");
       repl.type(KEY.ctrlD);
-      assert.equal(await repl.exited, 0);
+      await repl.expectExit(0);
     },
   );
 
@@ -105,7 +105,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     repl.type(KEY.enter);
     assert.match(await repl.waitFor("(1 row)"), /found\n-+\nneedle\n/);
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
   });
 
   test("Ctrl-C abandons the line and the session goes on", async () => {
@@ -119,7 +119,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     repl.type(`SELECT 3 AS three;${KEY.enter}`);
     assert.match(await repl.waitFor("(1 row)"), /three\n-+\n\s*3\n/);
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
     assert.doesNotMatch(repl.text, /nothing_here.*\n.*no such column/);
   });
 
@@ -169,7 +169,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     repl.type(`SELECT count(*) AS files FROM './';${KEY.enter}`);
     assert.match(await repl.waitFor("(1 row)"), /files\n-+\n\s*3\n/);
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
   });
 
   test("line editing: Ctrl-A/E, Alt-B/F, Ctrl-W, Ctrl-K and Ctrl-Y", async () => {
@@ -188,7 +188,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     repl.type(`SELECT 9 AS nine;${KEY.ctrlA}${KEY.ctrlK}${KEY.ctrlY}${KEY.enter}`);
     assert.match(await repl.waitFor("(1 row)"), /nine\n-+\n\s*9\n/);
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
   });
 
   test("Up after re-running a recalled statement, or after abandoning a recalled line, recalls the newest entry", async () => {
@@ -217,7 +217,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     repl.type(`${KEY.ctrlU}${KEY.up}${KEY.enter}`);
     assert.match(await repl.waitFor("(1 row)"), /n\n-+\ntwo\n/);
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
   });
 
   test("Ctrl-Y yanks the word Ctrl-W killed; kills in a row join; Alt-Y yanks older kills", async () => {
@@ -236,7 +236,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     );
     assert.match(await repl.waitFor("(1 row)"), /fifteen\n-+\n\s*15\n/);
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
   });
 
   test(".tables, \\d and help are answered at once, not left waiting at ...>", async () => {
@@ -254,7 +254,7 @@ describe("REPL in a terminal", { skip: noPty }, () => {
     repl.type(`SELECT 5 AS five;${KEY.enter}`);
     assert.match(await repl.waitFor("(1 row)"), /five\n-+\n\s*5\n/);
     repl.type(KEY.ctrlD);
-    assert.equal(await repl.exited, 0);
+    await repl.expectExit(0);
     assert.doesNotMatch(repl.text, /\.\.\.> /);
   });
 
@@ -277,7 +277,7 @@ console.log(JSON.stringify([{ file: p.split("/").pop() }]));`,
       repl.type(`SELECT file FROM md;${KEY.enter}`);
       assert.match(await repl.waitFor("(1 row)"), /file\n-+\nc\.md\n/);
       repl.type(KEY.ctrlD);
-      assert.equal(await repl.exited, 0);
+      await repl.expectExit(0);
       assert.equal(repl.text.match(/dirq: skipped/g)?.length, 1);
     } finally {
       rmSync(hook);
@@ -349,7 +349,7 @@ console.log(JSON.stringify([{ file: p.split("/").pop() }]));`,
       );
       assert.match(await repl.waitFor(expected), /city\s+extra\n/);
       repl.type(KEY.ctrlD);
-      assert.equal(await repl.exited, 0);
+      await repl.expectExit(0);
     } finally {
       removeTree(tree);
     }

@@ -241,10 +241,23 @@ export interface HttpAnswer {
   text: string;
 }
 
-/** Sends a request and reads the whole answer. */
+/**
+ * Sends a request and reads the whole answer. A failure names the request and what undici
+ * saw underneath: its own message is only "fetch failed".
+ */
 export async function request(url: string, init: RequestInit = {}): Promise<HttpAnswer> {
-  const response = await fetch(url, init);
-  const text = await response.text();
+  let response: Response;
+  let text: string;
+  try {
+    response = await fetch(url, init);
+    text = await response.text();
+  } catch (error) {
+    const cause = (error as Error & { cause?: Error & { code?: string } }).cause;
+    const detail = cause === undefined ? "" : `: ${cause.code ?? cause.name} ${cause.message}`;
+    throw new Error(`${init.method ?? "GET"} ${url}: ${(error as Error).message}${detail}`, {
+      cause: error,
+    });
+  }
   return {
     status: response.status,
     contentType: response.headers.get("content-type") ?? "",

@@ -1,3 +1,4 @@
+import assert from "node:assert/strict";
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { fileURLToPath } from "node:url";
@@ -98,6 +99,15 @@ export class TerminalSession {
       this.listeners.add(listener);
       check();
     });
+  }
+
+  /**
+   * Waits for the session to end and checks its exit status; a wrong one shows everything the
+   * terminal showed (a Node assertion at exit is printed there, and the driver names a signal).
+   */
+  async expectExit(expected: number): Promise<void> {
+    const code = await this.exited;
+    assert.equal(code, expected, `exit status ${code}; the terminal shows:\n${this.text}`);
   }
 
   /** The driver's process id: the REPL and its query processes run below it. */

@@ -13,12 +13,22 @@ export const HEADERS_TIMEOUT_MS = 10_000;
 export const REQUEST_TIMEOUT_MS = 30_000;
 /** Request line and headers together; past it, 431. */
 export const MAX_HEADER_BYTES = 16 * 1024;
+/**
+ * How long an idle keep-alive connection stays open (Node's default is 5 s). Node checks it
+ * before it reads what arrived, so when the server's thread was held up longer than this (a
+ * burst of large files on a loaded machine), a request the client had already sent on the
+ * connection was dropped with it: the client saw the connection reset. Clients learn the time
+ * from the `Keep-Alive` header; each idle connection holds one descriptor, within
+ * MAX_CONNECTIONS.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 60_000;
 
 /** Options for `createServer` that set the limits above. */
 export const SERVER_LIMIT_OPTIONS = {
   headersTimeout: HEADERS_TIMEOUT_MS,
   requestTimeout: REQUEST_TIMEOUT_MS,
   maxHeaderSize: MAX_HEADER_BYTES,
+  keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS,
   // How often Node checks those timeouts (its default, 30 s, would let them run late).
   connectionsCheckingInterval: 1_000,
   // A missing Host is answered by our own check, with a JSON body.

@@ -1,7 +1,7 @@
 import assert from "node:assert/strict";
 import { after, describe, it } from "node:test";
 import { ExtractScheduler, laneOf } from "../../src/indexer/extract-scheduler.js";
-import { defaultHardCap } from "../../src/parse/hook-slots.js";
+import { defaultHardCap, SLOW_HOOK_AFTER_MS } from "../../src/parse/hook-slots.js";
 
 // The lanes' timers do not keep a process alive: the tests keep it alive.
 const keepAlive = setInterval(() => {}, 1_000);
@@ -47,16 +47,21 @@ describe("ExtractScheduler", () => {
       scheduler.add({ file: `h${i}`, key: "k", tables: ["hung"], supersedable: true }),
     );
     const granted: (() => void)[] = [];
+    let capReached = () => {};
+    const reached = new Promise<void>((resolve) => (capReached = resolve));
     let waiting = 0;
     for (const job of hooks) {
       void scheduler.turn("hooks", job).then((release) => {
-        if (release) granted.push(release);
-        else waiting--;
+        if (release && granted.push(release) === cap) capReached();
+        if (!release) waiting--;
       });
       waiting++;
     }
-    // Each hook stops counting once slow, up to the hard cap: then the rest queue.
-    await new Promise((resolve) => setTimeout(resolve, 60 * (cap + 2)));
+    // Each hook stops counting once slow, so the next is granted; up to the hard cap. The
+    // grants come one slow period apart, later on a loaded machine: the test waits for them.
+    await reached;
+    // Past two more slow periods the last hook still queues: the hard cap holds it.
+    await new Promise((resolve) => setTimeout(resolve, 2 * SLOW_HOOK_AFTER_MS));
     assert.equal(granted.length, cap);
     const json = scheduler.add({ file: "a.json", key: "k", tables: ["items"], supersedable: true });
     const release = await scheduler.turn("in-process", json);
