@@ -25,6 +25,8 @@ const TEST_KNOBS: Record<string, string> = {
   DIRQ_JSON_ARRAY_PIECE_BYTES: "a large JSON array's piece size (format-json-array-native)",
   DIRQ_JSONL_PIECE_BYTES:
     "the piece size of JSON Lines the native reader takes (format-jsonl-native)",
+  DIRQ_DIRECT_HELD_BYTES:
+    "the answer a direct JSON Lines read holds before it gives up (format-jsonl-direct)",
 };
 
 /** Names the launchers' sources use that are not read at run time. */

@@ -706,6 +706,8 @@ Environment:
   DIRQ_NATIVE_FS=0                  scan with Node's fs and read CSV with csv-parse, not natively
   DIRQ_JSONL_THREADS=<n>            helper threads that parse JSON Lines natively (default:
                                     one per core but one, at most 3; 0 for none)
+  DIRQ_DIRECT_READS=0               one-shot queries: always fill a JSON Lines table, never
+                                    read the files straight (docs/formats.md)
   DIRQ_PLUGIN_CACHE=0               do not cache what plugin discovery found
   DIRQ_KEEP_ALIVE_MS=<ms>           dirq server: the quiet time before a keep-alive line
                                     on /events (default 15000)
