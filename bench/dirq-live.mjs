@@ -11,7 +11,9 @@
 // delivery to one subscriber. The four ways alternate in short blocks: each cycle runs one
 // block of `--block-changes` changes per way (the order rotates from cycle to cycle), the
 // way's subscriptions opened before its block and closed after it, for `--cpu-changes`
-// changes per way in all. Changes come at a steady pace (`--pace-ms` apart, then
+// changes per way in all, after `--warm-cycles` cycles not counted (V8 still optimizes the
+// refresh's and the live query's code then, on its compiler threads: tens of milliseconds a
+// function, which land in whichever block is running). Changes come at a steady pace (`--pace-ms` apart, then
 // `--settle-ms` quiet: every block lasts as long, so the server's idle CPU cancels). Each
 // cycle's differences from its own block without a live query are what the ratio is made of:
 // their medians and spreads, and the ratio of the medians with its spread (a seeded bootstrap
@@ -31,7 +33,7 @@
 //
 //   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100]
 //                            [--cpu-changes 300] [--pace-ms 100] [--block-changes 20]
-//                            [--settle-ms 1000] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]
+//                            [--settle-ms 1000] [--warm-cycles 1] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -50,7 +52,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--block-changes 20] [--settle-ms 1000] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]";
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--block-changes 20] [--settle-ms 1000] [--warm-cycles 1] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]";
 const options = parseOptions(
   process.argv.slice(2),
   {
@@ -61,6 +63,7 @@ const options = parseOptions(
     "pace-ms": { type: "string", default: "100" },
     "block-changes": { type: "string", default: "20" },
     "settle-ms": { type: "string", default: "1000" },
+    "warm-cycles": { type: "string", default: "1" },
     fanout: { type: "string", default: "10" },
     "no-own-cpu": { type: "boolean", default: false },
     "large-rows": { type: "string", default: "200000" },
@@ -77,6 +80,8 @@ const PACE_MS = positiveInteger(options["pace-ms"], "--pace-ms");
 const BLOCK_CHANGES = positiveInteger(options["block-changes"], "--block-changes");
 const CYCLES = Math.ceil(CPU_CHANGES / BLOCK_CHANGES);
 const SETTLE_MS = positiveInteger(options["settle-ms"], "--settle-ms");
+const WARM_CYCLES =
+  options["warm-cycles"] === "0" ? 0 : positiveInteger(options["warm-cycles"], "--warm-cycles");
 const FANOUT = positiveInteger(options.fanout, "--fanout");
 const LARGE_ROWS =
   options["large-rows"] === "0" ? 0 : positiveInteger(options["large-rows"], "--large-rows");
@@ -364,18 +369,20 @@ async function cpuPhases(root, server) {
   const totals = Object.fromEntries(names.map((name) => [name, emptyTotal()]));
   const cycles = [];
   let first = 0;
-  for (let cycle = 0; cycle < CYCLES; cycle++) {
+  for (let cycle = -WARM_CYCLES; cycle < CYCLES; cycle++) {
+    const warming = cycle < 0;
     const figures = {};
     for (let i = 0; i < names.length; i++) {
-      const name = names[(i + cycle) % names.length];
+      const name = names[(i + cycle + WARM_CYCLES) % names.length];
       const { sql, subscribers } = WAYS[name];
       const result = await pacedPhase(root, server, sql, BLOCK_CHANGES, first, subscribers);
       first += BLOCK_CHANGES;
+      if (warming) continue;
       figures[name] = (result.cpu / BLOCK_CHANGES) * 1000;
       for (const field of ["cpu", "byFileCpuMs", "runs"]) totals[name][field] += result[field];
       for (const part of Object.keys(result.parts)) totals[name].parts[part] += result.parts[part];
     }
-    cycles.push(figures);
+    if (!warming) cycles.push(figures);
   }
   return { ...pooledCpu(totals, BLOCK_CHANGES * CYCLES), ...perCycleCpu(cycles) };
 }
