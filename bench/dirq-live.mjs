@@ -8,11 +8,21 @@
 // of the incremental filter against the same filter re-run whole (`LIMIT -1`, which answers
 // the same and is not read file by file), and of the incremental filter with `--fanout`
 // subscribers: the evaluator is shared, so the slope from one to that many is one frame's
-// delivery to one subscriber. Each way takes `--cpu-changes` changes at a steady pace
-// (`--pace-ms` apart: every phase lasts as long, so the server's idle CPU cancels), split into
-// `--rounds` rounds of the four phases in turn (the machine's load drifts over all alike). The
-// file-by-file runs' own CPU is also read in the server (the main thread's own CPU time around
-// each run, `GET /live/stats`).
+// delivery to one subscriber. The four ways alternate in short blocks: each cycle runs one
+// block of `--block-changes` changes per way (the order rotates from cycle to cycle), the
+// way's subscriptions opened before its block and closed after it, for `--cpu-changes`
+// changes per way in all, after `--warm-cycles` cycles not counted (V8 still optimizes the
+// refresh's and the live query's code then, on its compiler threads: tens of milliseconds a
+// function, which land in whichever block is running). Changes come at a steady pace (`--pace-ms` apart, then
+// `--settle-ms` quiet: every block lasts as long, so the server's idle CPU cancels). Each
+// cycle's differences from its own block without a live query are what the ratio is made of:
+// their medians and spreads, and the ratio of the medians with its spread (a seeded bootstrap
+// over the cycles). Until 2026-11-27 the ways ran in three long rounds, so a drift of the
+// refresh's own cost between two ways' rounds landed in their difference; the pooled figures
+// (every block of a way together, less every block without a live query) are still printed
+// and mean what the figures of those rounds meant. The file-by-file runs' own CPU is also
+// read in the server (the main thread's own CPU time around each run, `GET /live/stats`;
+// `--no-own-cpu` turns that clock off).
 // Prints p50/p99 and the load average.
 //
 // Then, on a server of its own over `--large-rows` rows (files of 1,000), the longest
@@ -22,8 +32,8 @@
 // changes with no live query (the refresh's own delay). `--large-rows 0` skips it.
 //
 //   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100]
-//                            [--cpu-changes 300] [--pace-ms 100] [--rounds 3] [--fanout 10]
-//                            [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]
+//                            [--cpu-changes 300] [--pace-ms 100] [--block-changes 20]
+//                            [--settle-ms 1000] [--warm-cycles 1] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -38,10 +48,11 @@ import {
   positiveInteger,
   readSseFrames,
   requireDirqBuilt,
+  seededRandom,
 } from "./lib.mjs";
 
 const USAGE =
-  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--rounds 3] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]";
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--block-changes 20] [--settle-ms 1000] [--warm-cycles 1] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]";
 const options = parseOptions(
   process.argv.slice(2),
   {
@@ -50,7 +61,9 @@ const options = parseOptions(
     changes: { type: "string", default: "100" },
     "cpu-changes": { type: "string", default: "300" },
     "pace-ms": { type: "string", default: "100" },
-    rounds: { type: "string", default: "3" },
+    "block-changes": { type: "string", default: "20" },
+    "settle-ms": { type: "string", default: "1000" },
+    "warm-cycles": { type: "string", default: "1" },
     fanout: { type: "string", default: "10" },
     "no-own-cpu": { type: "boolean", default: false },
     "large-rows": { type: "string", default: "200000" },
@@ -64,7 +77,11 @@ const ROWS = positiveInteger(options.rows, "--rows");
 const CHANGES = positiveInteger(options.changes, "--changes");
 const CPU_CHANGES = positiveInteger(options["cpu-changes"], "--cpu-changes");
 const PACE_MS = positiveInteger(options["pace-ms"], "--pace-ms");
-const ROUNDS = positiveInteger(options.rounds, "--rounds");
+const BLOCK_CHANGES = positiveInteger(options["block-changes"], "--block-changes");
+const CYCLES = Math.ceil(CPU_CHANGES / BLOCK_CHANGES);
+const SETTLE_MS = positiveInteger(options["settle-ms"], "--settle-ms");
+const WARM_CYCLES =
+  options["warm-cycles"] === "0" ? 0 : positiveInteger(options["warm-cycles"], "--warm-cycles");
 const FANOUT = positiveInteger(options.fanout, "--fanout");
 const LARGE_ROWS =
   options["large-rows"] === "0" ? 0 : positiveInteger(options["large-rows"], "--large-rows");
@@ -256,8 +273,8 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const hotFiles = new Set();
 
 /**
- * `count` changes `PACE_MS` apart with the live query `sql` subscribed (`null`: none), then a
- * quiet second for the last one to be taken in; the server tree's CPU seconds over it all, and
+ * `count` changes `PACE_MS` apart with the live query `sql` subscribed (`null`: none), then
+ * `SETTLE_MS` quiet for the last one to be taken in; the server tree's CPU seconds over it all, and
  * the file-by-file runs' own CPU milliseconds (`GET /live/stats`).
  */
 async function pacedPhase(root, server, sql, count, first, subscribers = 1) {
@@ -275,7 +292,7 @@ async function pacedPhase(root, server, sql, count, first, subscribers = 1) {
     else hotFiles.delete(file);
     writeFile(root, file, hot);
   }
-  await sleep(started + count * PACE_MS + 1000 - performance.now());
+  await sleep(started + count * PACE_MS + SETTLE_MS - performance.now());
   const cpuAfter = treeCpuParts(server.child.pid);
   const parts = Object.fromEntries(
     Object.keys(cpuAfter).map((part) => [part, cpuAfter[part] - cpuBefore[part]]),
@@ -288,36 +305,113 @@ async function pacedPhase(root, server, sql, count, first, subscribers = 1) {
   return { cpu, parts, byFileCpuMs: query?.byFileCpuMs ?? 0, runs: query?.runs ?? 0 };
 }
 
+/** The ways the CPU per change is measured: the live query subscribed (`null`: none), and how many. */
+const WAYS = {
+  baseline: { sql: null, subscribers: 1 },
+  incremental: { sql: FILTER, subscribers: 1 },
+  whole: { sql: FILTER_WHOLE, subscribers: 1 },
+  fanout: { sql: FILTER, subscribers: FANOUT },
+};
+
+/** `values` at the percentiles the spreads are given with: median, quartiles, extremes. */
+function spread(values) {
+  return {
+    median: percentile(values, 50),
+    p25: percentile(values, 25),
+    p75: percentile(values, 75),
+    min: Math.min(...values),
+    max: Math.max(...values),
+    n: values.length,
+  };
+}
+
 /**
- * CPU per change of the filter read file by file, re-run whole, and with no live query, over
- * `ROUNDS` rounds of the three in turn (the order rotates); the sums and each round's figures.
+ * The ratio of the medians of two per-cycle series (`top[i]`, `bottom[i]` from cycle i), and
+ * its spread: the 10th and 90th percentiles of the same ratio over cycles drawn again with
+ * replacement (a seeded bootstrap of 2,000 draws, the same on every run of the same figures).
+ */
+function ratioOfMedians(top, bottom) {
+  const ratio = (a, b) => {
+    const below = percentile(b, 50);
+    return below > 0 ? percentile(a, 50) / below : Infinity;
+  };
+  const random = seededRandom(65);
+  const draws = [];
+  for (let draw = 0; draw < 2000; draw++) {
+    const picked = Array.from({ length: top.length }, () => Math.floor(random() * top.length));
+    draws.push(
+      ratio(
+        picked.map((i) => top[i]),
+        picked.map((i) => bottom[i]),
+      ),
+    );
+  }
+  return { ratio: ratio(top, bottom), p10: percentile(draws, 10), p90: percentile(draws, 90) };
+}
+
+/**
+ * CPU per change of the four ways, measured in short blocks that alternate: `CYCLES` cycles,
+ * each one block of `BLOCK_CHANGES` changes per way (the order rotates from cycle to cycle),
+ * the way's subscriptions opened before its block and closed after it. A drift of the
+ * refresh's own cost (the machine's load, the collector's rhythm) then lands on every way of a
+ * cycle alike, and each cycle's differences (file by file less none, whole less none) are
+ * read within the cycle. Returns the pooled figures (every block of a way together: what the
+ * bench printed when it ran each way in long rounds) and the per-cycle ones.
  */
 async function cpuPhases(root, server) {
-  const ways = { baseline: null, incremental: FILTER, whole: FILTER_WHOLE, fanout: FILTER };
-  const names = Object.keys(ways);
-  const totals = Object.fromEntries(
-    names.map((name) => [
-      name,
-      { cpu: 0, byFileCpuMs: 0, runs: 0, parts: { main: 0, threads: 0, children: 0 } },
-    ]),
-  );
-  const rounds = [];
-  const perRound = Math.ceil(CPU_CHANGES / ROUNDS);
+  const names = Object.keys(WAYS);
+  const emptyTotal = () => ({
+    cpu: 0,
+    byFileCpuMs: 0,
+    runs: 0,
+    parts: { main: 0, threads: 0, children: 0 },
+  });
+  const totals = Object.fromEntries(names.map((name) => [name, emptyTotal()]));
+  const cycles = [];
   let first = 0;
-  for (let round = 0; round < ROUNDS; round++) {
+  for (let cycle = -WARM_CYCLES; cycle < CYCLES; cycle++) {
+    const warming = cycle < 0;
     const figures = {};
     for (let i = 0; i < names.length; i++) {
-      const name = names[(i + round) % names.length];
-      const subscribers = name === "fanout" ? FANOUT : 1;
-      const result = await pacedPhase(root, server, ways[name], perRound, first, subscribers);
-      first += perRound;
-      figures[name] = (result.cpu / perRound) * 1000;
+      const name = names[(i + cycle + WARM_CYCLES) % names.length];
+      const { sql, subscribers } = WAYS[name];
+      const result = await pacedPhase(root, server, sql, BLOCK_CHANGES, first, subscribers);
+      first += BLOCK_CHANGES;
+      if (warming) continue;
+      figures[name] = (result.cpu / BLOCK_CHANGES) * 1000;
       for (const field of ["cpu", "byFileCpuMs", "runs"]) totals[name][field] += result[field];
       for (const part of Object.keys(result.parts)) totals[name].parts[part] += result.parts[part];
     }
-    rounds.push(figures);
+    if (!warming) cycles.push(figures);
   }
-  const changes = perRound * ROUNDS;
+  return { ...pooledCpu(totals, BLOCK_CHANGES * CYCLES), ...perCycleCpu(cycles) };
+}
+
+/** The per-cycle differences from the refresh alone, their spreads, and the ratio's. */
+function perCycleCpu(cycles) {
+  const beyond = (name) => cycles.map((c) => c[name] - c.baseline);
+  const incremental = beyond("incremental");
+  const whole = beyond("whole");
+  const delivery = cycles.map((c) => (c.fanout - c.incremental) / (FANOUT - 1));
+  const evaluator = incremental.map((v, i) => v - delivery[i]);
+  return {
+    cycles,
+    perCycle: {
+      baseline: spread(cycles.map((c) => c.baseline)),
+      incremental: spread(incremental),
+      whole: spread(whole),
+      delivery: spread(delivery),
+      ratio: ratioOfMedians(whole, incremental),
+      ratioWithoutDelivery: ratioOfMedians(
+        whole.map((v, i) => v - delivery[i]),
+        evaluator,
+      ),
+    },
+  };
+}
+
+/** Every block of a way together: CPU per change beyond the refresh's own, and by part. */
+function pooledCpu(totals, changes) {
   const perChange = (name) => (totals[name].cpu / changes) * 1000;
   const incremental = perChange("incremental") - perChange("baseline");
   const whole = perChange("whole") - perChange("baseline");
@@ -346,6 +440,7 @@ async function cpuPhases(root, server) {
       incremental - delivery > 0 ? (whole - delivery) / (incremental - delivery) : null,
     wholeParts: partsPerChange("whole"),
     changes,
+    blockChanges: BLOCK_CHANGES,
     paceMs: PACE_MS,
     baseline: perChange("baseline"),
     incremental,
@@ -354,7 +449,6 @@ async function cpuPhases(root, server) {
     byFileOwn: own,
     byFileRuns: totals.incremental.runs,
     ownRatio: own > 0 ? whole / own : null,
-    rounds,
   };
 }
 
@@ -481,18 +575,32 @@ async function largeAnswerPhase() {
 
 function printCpu(cpu) {
   const ms = (v) => `${v.toFixed(2)} ms`;
+  const range = (r) =>
+    `median ${ms(r.median)} (quartiles ${r.p25.toFixed(2)}-${r.p75.toFixed(2)}, extremes ${r.min.toFixed(2)}-${r.max.toFixed(2)}, ${r.n} cycles)`;
+  const times = (r) =>
+    `${Number.isFinite(r.ratio) ? r.ratio.toFixed(1) : "-"}x (10th-90th percentile ${r.p10.toFixed(1)}-${Number.isFinite(r.p90) ? r.p90.toFixed(1) : "inf"}x)`;
+  const c = cpu.perCycle;
   console.log(
-    `CPU per change (${cpu.changes} changes per way, ${cpu.paceMs} ms apart), beyond the refresh's own ${ms(cpu.baseline)}: file by file ${ms(cpu.incremental)}, whole re-run ${ms(cpu.whole)} (${cpu.ratio === null ? "file by file within the noise" : `${cpu.ratio.toFixed(1)}x`})`,
+    `CPU per change, per cycle of alternating blocks (${cpu.blockChanges} changes each, ${cpu.paceMs} ms apart): the refresh's own ${range(c.baseline)}`,
+  );
+  console.log(`  file by file beyond it: ${range(c.incremental)}`);
+  console.log(`  whole re-run beyond it: ${range(c.whole)}`);
+  console.log(`  whole re-run / file by file, ratio of medians: ${times(c.ratio)}`);
+  console.log(
+    `  one frame's delivery per subscriber: ${range(c.delivery)}; ratio with one delivery taken out of both: ${times(c.ratioWithoutDelivery)}`,
+  );
+  console.log(
+    `pooled (every block of a way together, ${cpu.changes} changes per way), beyond the refresh's own ${ms(cpu.baseline)}: file by file ${ms(cpu.incremental)}, whole re-run ${ms(cpu.whole)} (${cpu.ratio === null ? "file by file within the noise" : `${cpu.ratio.toFixed(1)}x`})`,
   );
   console.log(
     `file-by-file runs' own CPU in the server: ${ms(cpu.byFileOwn)} per change (${cpu.byFileRuns} runs); whole re-run ${cpu.ownRatio === null ? "-" : `${cpu.ownRatio.toFixed(1)}x`} that`,
   );
-  const rounds = cpu.rounds.map(
+  const cycles = cpu.cycles.map(
     (r) =>
       `${r.baseline.toFixed(2)}/${r.incremental.toFixed(2)}/${r.whole.toFixed(2)}/${r.fanout.toFixed(2)}`,
   );
   console.log(
-    `per round, ms per change (none/file by file/whole/file by file x${cpu.fanout}): ${rounds.join(", ")}`,
+    `per cycle, ms per change (none/file by file/whole/file by file x${cpu.fanout}): ${cycles.join(", ")}`,
   );
   const parts = (p) =>
     `main thread ${ms(p.main)}, other threads ${ms(p.threads)}, query processes ${ms(p.children)}`;
@@ -503,7 +611,7 @@ function printCpu(cpu) {
     `file by file with ${cpu.fanout} subscribers beyond the refresh, by part: ${parts(cpu.fanoutParts)}`,
   );
   console.log(
-    `one frame's delivery per subscriber (slope from 1 to ${cpu.fanout}): ${ms(cpu.deliveryPerSubscriber)}; file by file less one delivery ${ms(cpu.evaluatorOnly)}; whole re-run less one delivery / that: ${cpu.ratioWithoutDelivery === null ? "-" : `${cpu.ratioWithoutDelivery.toFixed(1)}x`}`,
+    `pooled: one frame's delivery per subscriber (slope from 1 to ${cpu.fanout}): ${ms(cpu.deliveryPerSubscriber)}; file by file less one delivery ${ms(cpu.evaluatorOnly)}; whole re-run less one delivery / that: ${cpu.ratioWithoutDelivery === null ? "-" : `${cpu.ratioWithoutDelivery.toFixed(1)}x`}`,
   );
 }
 
@@ -519,7 +627,7 @@ async function main() {
     );
     const latency = await phase(root, server, { filter: FILTER, groupBy: GROUP_BY });
     log(
-      `CPU: ${CPU_CHANGES} changes per way, ${PACE_MS} ms apart, in ${ROUNDS} rounds (no live query, file by file, whole)`,
+      `CPU: ${CYCLES} cycles of one block of ${BLOCK_CHANGES} changes per way, ${PACE_MS} ms apart (no live query, file by file, whole, file by file x${FANOUT}), ways alternating`,
     );
     const cpu = await cpuPhases(root, server);
     const result = {

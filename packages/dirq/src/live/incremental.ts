@@ -138,13 +138,23 @@ export function rowsOfFiles(
   return groupByFile(columns, rows, files);
 }
 
+/**
+ * The columns after the file column, one list per column list: a reader gives the same list
+ * run after run, and `rowJson` makes each list's JSON keys once (it knows a list by identity).
+ */
+const namesAfterFile = new WeakMap<readonly string[], string[]>();
+
 /** Rows whose first value is their file, as row texts of the other columns, by file. */
 export function groupByFile(
   columns: readonly string[],
   rows: readonly unknown[][],
   files: readonly string[] = [],
 ): Map<string, string[]> {
-  const names = columns.slice(1);
+  let names = namesAfterFile.get(columns);
+  if (names === undefined) {
+    names = columns.slice(1);
+    namesAfterFile.set(columns, names);
+  }
   const byFile = new Map<string, string[]>(files.map((file) => [file, []]));
   for (const row of rows) {
     const file = String(row[0]);
