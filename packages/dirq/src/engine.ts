@@ -23,7 +23,7 @@ import { StagingWorker } from "./indexer/staging-worker.js";
 import type { Commit, RowChange } from "./indexer/row-changes.js";
 import { TableGenerations, tablesTouchedBy } from "./indexer/table-generations.js";
 import { CaseVariants } from "./query/case-variants.js";
-import { type SqlValue, sqlError } from "./query/execute.js";
+import { columnPlan, type SqlValue, sqlError } from "./query/execute.js";
 import { bindArguments } from "./query/parameters.js";
 import {
   type IndexQueryOptions,
@@ -234,25 +234,41 @@ export class DirqIndex {
    * Its column names are read again only when the schema moved (a widened table changes what
    * `SELECT *` reads): asking SQLite for them at every run cost about a fifth of a small run.
    */
-  rowReader(sql: string): (args: readonly unknown[]) => RawRows {
+  rowReader(sql: string, shownBy?: PreparedStatement): (args: readonly unknown[]) => RawRows {
     let statement: SqliteStatement | null = null;
-    let named: { schema: number; columns: string[] } | null = null;
+    let named: { schema: number; columns: string[]; keep: number[] | null } | null = null;
     return (args) => {
       try {
         statement ??= this.db.prepare(sql).raw(true);
         // After the run: a statement SQLite prepared again for a new schema has its new columns.
         const rows = statement.all(...args) as SqlValue[][];
         const schema = this.schemaVersion;
-        if (named?.schema !== schema) {
-          named = { schema, columns: statement.columns().map((column) => column.name) };
-        }
-        return { columns: named.columns, rows };
+        if (named?.schema !== schema) named = { schema, ...this.readerColumns(statement, shownBy) };
+        const { columns, keep } = named;
+        if (keep === null) return { columns, rows };
+        return { columns, rows: rows.map((row) => keep.map((i) => row[i] as SqlValue)) };
       } catch (error) {
         statement = null;
         named = null;
         throw sqlError(error);
       }
     };
+  }
+
+  /**
+   * A reader's columns; with `shownBy`, the reader's first column and then those the statement
+   * `shownBy` shows (its `*` over a parsed table leaves the hidden columns out), which the
+   * reader selects after its first.
+   */
+  private readerColumns(
+    statement: SqliteStatement,
+    shownBy: PreparedStatement | undefined,
+  ): { columns: string[]; keep: number[] | null } {
+    const all = statement.columns().map((column) => column.name);
+    if (shownBy === undefined) return { columns: all, keep: null };
+    const plan = columnPlan(this.db.prepare(shownBy.sql), shownBy.analysis);
+    const columns = [all[0] as string, ...plan.columns];
+    return { columns, keep: plan.keep === null ? null : [0, ...plan.keep.map((i) => i + 1)] };
   }
 
   /** SQLite's schema version, remembered between write tasks (see `IndexWriter`). */

@@ -118,6 +118,41 @@ describe("GET /live", () => {
     }
   });
 
+  it("SELECT * file by file shows what POST /query shows: no hidden columns, a new key's column in a new snapshot", async () => {
+    const root = tree({
+      ".dirq.toml": '[[table]]\nname = "loose"\nglob = "data/*.json"\nformat = "json"\n',
+      "data/a.json": JSON.stringify({ a: 1 }),
+    });
+    const server = await serve(root, ["-c", ".dirq.toml"]);
+    const sql = "SELECT * FROM loose";
+    const live = await openLive(server, { sql });
+    try {
+      await live.until(() => live.snapshot !== null, "the snapshot");
+      assert.equal(live.snapshot?.incremental, true);
+      writeFileSync(join(root, "data/a.json"), JSON.stringify({ a: 5 }));
+      writeFileSync(join(root, "data/b.json"), JSON.stringify({ a: 2 }));
+      const values = () => live.rows.map((row) => (row as { a: number }).a).sort();
+      await live.until(() => values().join() === "2,5", "the edit and the new file");
+      await untilLiveCurrent(server, live, sql);
+      const diffs = live.frames.filter((f) => f.event === "diff").map((f) => f.data);
+      assert.ok(diffs.length > 0, "a diff");
+      assert.ok(!diffs.some((data) => data.includes("_dirq_")), diffs.join("\n"));
+      // A file that brings a new key widens the table: the answer's columns change.
+      writeFileSync(join(root, "data/c.json"), JSON.stringify({ a: 3, b: "x" }));
+      await live.until(() => values().join() === "2,3,5", "the file with a new key");
+      await untilLiveCurrent(server, live, sql);
+      assert.deepEqual(live.snapshot?.columns, ["a", "b"]);
+      assert.equal(live.frames.at(-1)?.event, "snapshot");
+      writeFileSync(join(root, "data/d.json"), JSON.stringify({ a: 4, b: "y" }));
+      await live.until(() => values().join() === "2,3,4,5", "one more file");
+      await untilLiveCurrent(server, live, sql);
+      assert.equal(live.frames.at(-1)?.event, "diff");
+      assert.ok(!live.frames.some((f) => f.data.includes("_dirq_")));
+    } finally {
+      live.close();
+    }
+  });
+
   it("shares one evaluator among the subscribers of a statement", async () => {
     const { root, server } = await start();
     const ask = { sql: "SELECT name FROM items ORDER BY name" };

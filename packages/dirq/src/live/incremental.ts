@@ -127,15 +127,23 @@ export function argumentsWithFiles(args: readonly unknown[], files: readonly str
 
 /**
  * The rows of the files `files`, as row texts grouped by file (every file has its list);
- * `read` runs the plan's `ofFiles`.
+ * `read` runs the plan's `ofFiles`. `null` when the columns after the file column are no
+ * longer `expected`.
  */
 export function rowsOfFiles(
   files: readonly string[],
   read: (args: readonly unknown[]) => RawRows,
   args: readonly unknown[],
-): Map<string, string[]> {
+  expected: readonly string[],
+): Map<string, string[]> | null {
   const { columns, rows } = read(argumentsWithFiles(args, files));
+  if (!sameColumnsAfterFile(columns, expected)) return null;
   return groupByFile(columns, rows, files);
+}
+
+function sameColumnsAfterFile(columns: readonly string[], expected: readonly string[]): boolean {
+  if (columns.length !== expected.length + 1) return false;
+  return expected.every((name, i) => columns[i + 1] === name);
 }
 
 /**

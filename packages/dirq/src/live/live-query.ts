@@ -188,7 +188,7 @@ export class LiveQuery {
       plan === null ? diffThread : null,
       limits.diffThreadBytes,
     );
-    this.readFiles = plan === null ? null : session.index.rowReader(plan.ofFiles);
+    this.readFiles = plan === null ? null : session.index.rowReader(plan.ofFiles, prepared);
     const written = prepared.analysis.tableNames.map((name) => name.token.value);
     this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
   }
@@ -406,7 +406,8 @@ export class LiveQuery {
     const measured = byFile && this.limits.measureCpu === true;
     const started = measured ? threadCpuMicros() : 0;
     try {
-      const outcome = byFile ? { delta: this.changedRows([...files]) } : await this.wholeAnswer();
+      const delta = byFile ? this.changedRows([...files]) : null;
+      const outcome = delta !== null ? { delta } : await this.wholeAnswer();
       if (this.isClosed) return;
       await this.take(commit, outcome);
       // The file-by-file way runs on this thread to its frame, so this is its own cost.
@@ -444,10 +445,15 @@ export class LiveQuery {
     return this.current.replace(outcome.rows, reset);
   }
 
-  /** Reads the rows of `files` again; what left and joined, and each file's rows kept. */
-  private changedRows(files: string[]): RowDelta {
+  /**
+   * Reads the rows of `files` again; what left and joined, and each file's rows kept. `null`
+   * when the answer's columns changed (a file brought a new key to a `*`): the whole statement
+   * runs then, and its answer goes out as a new snapshot.
+   */
+  private changedRows(files: string[]): RowDelta | null {
     const read = this.readFiles as (args: readonly unknown[]) => RawRows;
-    const fresh = rowsOfFiles(files, read, this.args);
+    const fresh = rowsOfFiles(files, read, this.args, this.columns);
+    if (fresh === null) return null;
     const gone: string[] = [];
     const joined: string[] = [];
     for (const [file, rows] of fresh) {
