@@ -1,5 +1,6 @@
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
+import { nativeFs } from "../scan/native-fs.js";
 
 /** Row changes after which a burst's garbage is collected once the burst settles. */
 export const BURST_CHANGES = 10_000;
@@ -24,12 +25,22 @@ export function collectGarbage(): (() => void) | null {
 }
 
 /**
+ * Gives the memory the C allocator holds free back to the system, where dirq's native extension
+ * is loaded and the allocator is glibc's (see dirq_trim_memory in native/dirq-fs.c); else
+ * nothing.
+ */
+export function releaseFreedMemory(): void {
+  nativeFs()?.trimMemory();
+}
+
+/**
  * Collects the garbage of a large burst of changes once it settles. A checkout of 100,000 moved
  * files makes hundreds of MB of short-lived rows, events and frames, much of it promoted to the
  * old generation while the burst runs; V8 collects that only when the heap grows again or,
  * idle, many seconds later, and until then the server holds twice or thrice its memory. One
  * full collection when no change has come for `settleMs` gives it back; small changes never
- * cost one.
+ * cost one. The buffers those collections free go back to the C allocator, which keeps much of
+ * them: after the second collection it is asked to give them back (`release`).
  */
 export class BurstCollector {
   private changes = 0;
@@ -43,6 +54,7 @@ export class BurstCollector {
     private readonly collect: () => void = () => collectGarbage()?.(),
     private readonly threshold = BURST_CHANGES,
     private readonly settleMs = SETTLE_MS,
+    private readonly release: () => void = releaseFreedMemory,
   ) {}
 
   /** Counts changes just recorded; a burst past the threshold is collected once it settles. */
@@ -68,6 +80,7 @@ export class BurstCollector {
     this.again = this.later(() => {
       this.again = null;
       this.collect();
+      this.release();
     });
   }
 

@@ -36,6 +36,22 @@ describe("BurstCollector", () => {
     collector.close();
   });
 
+  it("asks the allocator to give back freed memory after the second collection, once", async () => {
+    const steps: string[] = [];
+    const collector = new BurstCollector(
+      () => steps.push("collect"),
+      10,
+      SETTLE_MS,
+      () => steps.push("release"),
+    );
+    collector.recorded(10);
+    await until(() => steps.length === 3, "two collections and a release");
+    assert.deepEqual(steps, ["collect", "collect", "release"]);
+    await sleep(2 * SETTLE_MS);
+    assert.equal(steps.length, 3);
+    collector.close();
+  });
+
   it("a burst that begins before the second collection is collected once it settles", async () => {
     let collected = 0;
     const collector = new BurstCollector(() => collected++, 10, SETTLE_MS);
