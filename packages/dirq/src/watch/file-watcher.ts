@@ -564,6 +564,7 @@ class FolderWatches implements TreeWatcher {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
       if (!WATCH_LIMIT_CODES.has(code)) return "failed";
+      this.check.stats.watchesRefused++;
       this.onWatchError(error);
       return "refused";
     }
