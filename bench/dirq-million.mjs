@@ -361,9 +361,9 @@ async function checkout(server, settleTimeoutMs) {
   // Memory once the burst has settled, taken before the path-list check below: that check
   // pulls every path (a million at 1M, tens of MB of JSON) through the server, so memory
   // after it measures that answer, not what the burst left. The server collects a burst's
-  // garbage in rounds up to 9 s after its last change; 10 s after the index equals a scan
-  // leaves it time.
-  await sleep(9000);
+  // garbage in rounds up to 9 s after its last change (a loaded machine's timers later); 15 s
+  // after the index equals a scan leaves it time.
+  await sleep(14000);
   const settled = memory(server.pid).own;
   const live = await timedQuery(server, "SELECT path FROM './' ORDER BY path");
   const fresh = oneShotPaths();
@@ -427,7 +427,7 @@ async function runDirq(label, limit) {
     );
     report(`${label}: POST /query during the burst: ${spread(burst.probeSamples)}`);
     report(
-      `${label}: memory before ${mb(burst.memory.before)}, peak ${mb(burst.memory.peak)}, 10 s after (before the path-list check) ${mb(burst.memory.after)}, after that check ${mb(burst.memory.afterCheck)}`,
+      `${label}: memory before ${mb(burst.memory.before)}, peak ${mb(burst.memory.peak)}, 15 s after (before the path-list check) ${mb(burst.memory.after)}, after that check ${mb(burst.memory.afterCheck)}`,
     );
   } catch (error) {
     log(`${label}: ${error.message}; the server's stderr:\n${server.stderr()}`);
