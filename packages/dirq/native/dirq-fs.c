@@ -26,6 +26,8 @@
  *
  * SELECT ... FROM dirq_blank_rows(count): that many rows without values, see below.
  *
+ * SELECT dirq_trim_memory(): see trim_memory below.
+ *
  * It reads metadata only: it never opens a file's contents, and writes and changes nothing.
  * dirq loads the file system calls (sqlite3_dirqfs_init) only into private in-memory
  * connections, never into one that runs user SQL. The index's connection gets only dirq_rows
@@ -45,6 +47,9 @@ SQLITE_EXTENSION_INIT1
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #define FIELDS 3
 
@@ -987,6 +992,25 @@ int sqlite3_dirqrows_init(sqlite3 *db, char **error, const sqlite3_api_routines 
   return rc;
 }
 
+/*
+ * SELECT dirq_trim_memory(): gives the C allocator's free memory back to the system; 1 when
+ * some was given back, 0 when none, NULL where the allocator has no such call (only glibc has).
+ * Why: glibc raises its threshold for serving a block by mmap each time such a block is freed,
+ * so after a burst frees many 1 MiB blocks (the event history's), the next ones come from the
+ * heap, and once those are freed glibc keeps their pages: tens of MB a settled server never
+ * uses again. malloc_trim(0) returns the free pages of every arena. The whole process shares
+ * the allocator, so this connection's call reaches Node's buffers too.
+ */
+static void trim_memory(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  (void)argv;
+#if defined(__GLIBC__)
+  sqlite3_result_int(context, malloc_trim(0));
+#else
+  sqlite3_result_null(context);
+#endif
+}
+
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
@@ -997,6 +1021,9 @@ int sqlite3_dirqfs_init(sqlite3 *db, char **error, const sqlite3_api_routines *a
   int rc = sqlite3_create_function(db, "dirq_stat_batch", 2, flags, NULL, stat_batch, NULL, NULL);
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "dirq_list_dir", 1, flags, NULL, list_dir, NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "dirq_trim_memory", 0, flags, NULL, trim_memory, NULL, NULL);
   }
   if (rc != SQLITE_OK) return rc;
   Ahead *ahead = sqlite3_malloc64(sizeof(Ahead));

@@ -172,6 +172,11 @@ describe("the watcher past its watch limit", () => {
     const quiet = await unwatchedChecks(running);
     assert.ok(quiet.filesChecked - first.filesChecked >= 2 * unwatchedFiles, JSON.stringify(quiet));
     assert.equal(quiet.filesHanded, first.filesHanded, JSON.stringify(quiet));
+    // A check asks for watches until the system refuses one, not once per folder without one.
+    assert.ok(
+      quiet.watchesRefused - first.watchesRefused <= quiet.checks - first.checks,
+      JSON.stringify({ first, quiet }),
+    );
     const folder = unwatchedFolder;
     const events = await openEvents(running);
     writeFileSync(join(root, folder, "f0.txt"), "changed, and longer than before");
@@ -190,6 +195,7 @@ interface UnwatchedChecks {
   checks: number;
   filesChecked: number;
   filesHanded: number;
+  watchesRefused: number;
 }
 
 /** What the server's checks of its folders without a watch did so far (`GET /live/stats`). */

@@ -55,6 +55,11 @@ export interface NativeFs {
   listDir(path: string): string | null;
   /** Read-ahead on the extension's own thread: see "Reading ahead" in dirq-fs.c. */
   readAhead: ReadAhead;
+  /**
+   * Gives the C allocator's free memory back to the system (glibc's `malloc_trim`): whether
+   * some was given back, `null` where the allocator cannot (see dirq-fs.c).
+   */
+  trimMemory(): boolean | null;
 }
 
 /** Jobs the extension's thread runs ahead of the walk that will need their answers. */
@@ -142,10 +147,15 @@ export function nativeFs(): NativeFs | null {
     db.loadExtension(library);
     const statBatch = db.prepare("SELECT dirq_stat_batch(?, ?)").pluck();
     const listDir = db.prepare("SELECT dirq_list_dir(?)").pluck();
+    const trim = db.prepare("SELECT dirq_trim_memory()").pluck();
     loaded = {
       statBatch: (prefix, joinedPaths) => statBatch.get(prefix, joinedPaths) as Buffer,
       listDir: (path) => listDir.get(path) as string | null,
       readAhead: readAheadOf(db),
+      trimMemory: () => {
+        const trimmed = trim.get() as number | null;
+        return trimmed === null ? null : trimmed === 1;
+      },
     };
   } catch {
     // A library built for another platform or SQLite: Node's fs still works.

@@ -472,6 +472,10 @@ class FolderWatches implements TreeWatcher {
     batch: ChangeBatch,
     appeared: Set<string>,
   ): void {
+    // Once the system refuses a watch, the rest of this check's folders do not ask: each
+    // refusal is an error Node makes and throws, and asking for every folder without a watch
+    // at every check kept the main thread busy in proportion to their number.
+    let mayWatch = true;
     for (const [folder, listing] of listings) {
       const before = this.unwatched.get(folder);
       // Moved or gone since the check, or watched now: the events of that say it.
@@ -495,7 +499,10 @@ class FolderWatches implements TreeWatcher {
         batch.paths.add(reported(child));
       }
       this.unwatched.set(folder, now);
-      if (this.watchFolder(folder) === "watched") this.unwatched.delete(folder);
+      if (!mayWatch) continue;
+      const outcome = this.watchFolder(folder);
+      if (outcome === "watched") this.unwatched.delete(folder);
+      else if (outcome === "refused") mayWatch = false;
     }
   }
 
@@ -557,6 +564,7 @@ class FolderWatches implements TreeWatcher {
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code ?? "";
       if (!WATCH_LIMIT_CODES.has(code)) return "failed";
+      this.check.stats.watchesRefused++;
       this.onWatchError(error);
       return "refused";
     }

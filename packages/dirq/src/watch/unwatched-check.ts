@@ -31,6 +31,8 @@ export interface UnwatchedCheckStats {
   filesHanded: number;
   /** How long the last check took, from its request to its answer (ms). */
   lastCheckMs: number;
+  /** Watches the system refused since the limit was reached (a check asks until one is). */
+  watchesRefused: number;
 }
 
 /**
@@ -50,6 +52,7 @@ export class UnwatchedCheck {
     filesChecked: 0,
     filesHanded: 0,
     lastCheckMs: 0,
+    watchesRefused: 0,
   };
   private sentAt = 0;
 

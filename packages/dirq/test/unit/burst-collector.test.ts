@@ -16,37 +16,52 @@ async function until(done: () => boolean, what: string, limitMs = 10_000): Promi
 // machine stretches a step, never to a settle time.
 const SETTLE_MS = 300;
 
+/** Each round's collection ("collect") and each release of freed memory ("release"), in order. */
+function steps(threshold: number): { collector: BurstCollector; log: string[] } {
+  const log: string[] = [];
+  const collector = new BurstCollector(
+    () => log.push("collect"),
+    threshold,
+    SETTLE_MS,
+    () => log.push("release"),
+    2 * SETTLE_MS,
+  );
+  return { collector, log };
+}
+
+const ROUNDS = ["collect", "collect", "release", "collect", "collect", "release"];
+
 describe("BurstCollector", () => {
-  it("collects twice once a burst past the threshold settles, never for small changes", async () => {
-    let collected = 0;
-    const collector = new BurstCollector(() => collected++, 100, SETTLE_MS);
+  it("collects four times and releases twice once a burst past the threshold settles, never for small changes", async () => {
+    const { collector, log } = steps(100);
     collector.recorded(60);
     await sleep(2 * SETTLE_MS);
     // Under the threshold: nothing.
-    assert.equal(collected, 0);
+    assert.deepEqual(log, []);
     collector.recorded(60);
     collector.recorded(500);
     // Not settled yet: the changes came just now.
-    assert.equal(collected, 0);
-    await until(() => collected === 2, "two collections");
+    assert.deepEqual(log, []);
+    await until(() => log.length === ROUNDS.length, "the four rounds");
+    assert.deepEqual(log, ROUNDS);
     // A new burst is counted from zero.
     collector.recorded(99);
-    await sleep(2 * SETTLE_MS);
-    assert.equal(collected, 2);
+    await sleep(4 * SETTLE_MS);
+    assert.equal(log.length, ROUNDS.length);
     collector.close();
   });
 
-  it("a burst that begins before the second collection is collected once it settles", async () => {
-    let collected = 0;
-    const collector = new BurstCollector(() => collected++, 10, SETTLE_MS);
+  it("a burst that begins before the last round is collected once it settles, all rounds anew", async () => {
+    const { collector, log } = steps(10);
     collector.recorded(10);
-    await until(() => collected === 1, "the first collection");
-    // Within the settle time of the first collection: its second gives way to the new burst.
+    await until(() => log.length === 1, "the first collection");
+    // Within the settle time of the first collection: its later rounds give way to the new burst.
     collector.recorded(20);
     collector.recorded(20);
-    await until(() => collected === 3, "the new burst's two collections");
-    await sleep(2 * SETTLE_MS);
-    assert.equal(collected, 3);
+    await until(() => log.length === 1 + ROUNDS.length, "the new burst's rounds");
+    assert.deepEqual(log, ["collect", ...ROUNDS]);
+    await sleep(4 * SETTLE_MS);
+    assert.equal(log.length, 1 + ROUNDS.length);
     collector.close();
   });
 
