@@ -1,4 +1,4 @@
-import { randomUUID } from "node:crypto";
+import { crypto } from "../lazy-module.js";
 import { join } from "node:path";
 import type { WorkerFunctions } from "../functions/worker-functions.js";
 import type { SqliteDatabase } from "../indexer/database.js";
@@ -199,7 +199,7 @@ export function queryDirect(host: DirectReadHost, sql: string): StatementRows | 
   if (files === null || files.length > MOST_FILES) return null;
   const { db } = host;
   if (!loadNativeRows(db)) return null;
-  const token = randomUUID();
+  const token = crypto().randomUUID();
   let answer: StatementRows | null = null;
   try {
     db.prepare("SELECT dirq_jsonl_file_arm(?, ?)").get(token, files.length);
