@@ -91,6 +91,7 @@ export class DirqIndex {
   /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
   private readonly fillWorker: FillWorker | null;
   private staging: StagingWorker | null = null;
+  private threadsStopped: Promise<void> = Promise.resolve();
   private readonly pathTables: PathTables;
   private readonly parsed: ParsedTableRegistry;
   private readonly refresher: Refresher;
@@ -592,12 +593,22 @@ export class DirqIndex {
   close(): void {
     // Hooks of live refreshes are stopped; nothing they found is written any more.
     this.refresher.abortAll();
-    void this.staging?.close();
+    const threads = [this.staging?.close(), this.fillWorker?.close()];
+    this.threadsStopped = Promise.all(threads).then(() => undefined);
     this.closing?.abort();
-    void this.fillWorker?.close();
     this.functions.close();
     this.db.close();
     this.releaseCache();
+  }
+
+  /**
+   * Settles once the threads with connections of their own (staging, fill) have stopped after
+   * `close`. The index file must stay until then: a thread's SQLite call that fails on a file
+   * removed under it, while the thread is being stopped, aborts the whole process (the binding
+   * cannot raise the error in a stopping thread).
+   */
+  get stopped(): Promise<void> {
+    return this.threadsStopped;
   }
 }
 

@@ -104,6 +104,14 @@ function buildTimeout(timeoutMs: number): DirqError {
   );
 }
 
+/** How long `close` waits for the index's threads to stop before it removes the index file. */
+const THREADS_STOP_WAIT_MS = 2_000;
+
+/** Settles after `ms`, without keeping the process alive meanwhile. */
+function unrefDelay(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+}
+
 /** Folders of sessions without a reaper, removed at exit if `close()` did not. */
 const foldersToRemove = new Set<string>();
 let exitHookInstalled = false;
@@ -323,6 +331,9 @@ export class LiveSession {
       await live?.close();
       this.pool?.close();
       this.index.close();
+      // The index file goes once the index's threads stopped, or after a bound (a thread in
+      // a long SQLite call stops only when it returns).
+      await Promise.race([this.index.stopped, unrefDelay(THREADS_STOP_WAIT_MS)]);
       this.removeFolder();
     })();
     return this.closed;
