@@ -29,9 +29,9 @@ interface FramePlace {
  * as UTF-8, the form every subscriber's socket sends: a large row is encoded once, not once
  * per subscriber, and every socket sends the same bytes. The data may be in pieces (a large
  * text's JSON, made off the main thread, is one piece of its own, never copied into another).
- * A frame made from text names its place in a block and makes its views when it is sent: the
- * history keeps 65,536 frames, and two views and an array each were some 15 MB of long-lived
- * heap, which V8 grows its heap by several times over.
+ * A frame made from text names its place in a block and makes its views when it is sent: a
+ * full history keeps tens of thousands of frames, and two views and an array for each would
+ * be long-lived heap, which V8 grows its heap by a multiple of.
  */
 export class HistoryFrame {
   readonly bytes: number;
@@ -103,8 +103,7 @@ const SLAB_BYTES = 1024 * 1024;
 /**
  * Copies frames' text into blocks of the history's own. `Buffer.from` would take each from
  * Node's shared 8 KiB pool, where every frame kept would also keep the short-lived buffers
- * made beside it: after a burst the history's 65,536 frames held about three times their
- * bytes. A block is freed once its last frame is. Each frame is copied as the SSE frame it is
+ * made beside it: after a burst the history's frames held several times their bytes. A block is freed once its last frame is. Each frame is copied as the SSE frame it is
  * sent as, so a burst's frames lie one after another in a block and a socket writes a run of
  * them as one view of it, with no copy per frame or per subscriber. Blocks start at
  * `firstBytes` and double up to `slabBytes`: a history that keeps few frames holds a small
