@@ -5,21 +5,27 @@
 //   2. one subscriber per statement (`--statements` distinct statements, spread over the tables),
 //   3. `--subscribers` subscribers to the same statements, for `--minutes`.
 // It prints the server's CPU per second in each phase (the server and its query processes,
-// from /proc/<pid>/stat: CPU must grow with distinct statements, not with subscribers), its RSS
-// and open fds (/proc/<pid>/fd) sampled through phase 3 (flat), how many times the statements
-// were evaluated again per file change, and whether any statement ran more often than commits
-// touched the table it reads (`GET /live/stats`, which the server answers with
+// from /proc/<pid>/stat: CPU must grow with distinct statements, not with subscribers), its
+// memory and open fds (/proc/<pid>/fd) sampled through phase 3 (flat), how many times the
+// statements were evaluated again per file change, and whether any statement ran more often
+// than commits touched the table it reads (`GET /live/stats`, which the server answers with
 // DIRQ_LIVE_STATS=1, against the commits `/events` row frames name). At the end every
 // subscriber's snapshot with its diffs applied is compared with a fresh `POST /query`.
 //
 //   node bench/dirq-live-scale.mjs [--minutes 10] [--subscribers 1000] [--statements 100]
 //     [--tables 10] [--rate 20] [--files 50] [--rows 20] [--compare-seconds 60]
 //     [--sample-seconds 10] [--server-node-options "--max-old-space-size=64"]
-//     [--event-history-frames N] [--live-history-bytes N] [--json]
-// RSS is "flat" when its peak over phase 3's last half is at most 5 % above its peak over the
-// first half. Both histories (`/events`' and the live queries') grow
-// until they reach their bounds; smaller bounds (the two options, passed to the server as
-// DIRQ_EVENT_HISTORY_FRAMES and DIRQ_LIVE_HISTORY_BYTES) fill them within a short run.
+//     [--event-history-frames N] [--event-history-ms N] [--live-history-bytes N]
+//     [--live-history-ms N] [--json]
+// Memory by process: the server's own RSS (its main thread, worker threads and native code;
+// beside it V8's heap and `external`, and what is neither), and each query process's RSS.
+// Both histories (`/events`' and the live queries') grow until they reach their bounds (in
+// time, frames and bytes): a history is full once it has dropped frames. Flatness is judged
+// twice, so that a filling history fools neither way: RSS less the histories' bytes over all of
+// phase 3, and RSS itself from the time both histories were full (printed); each "flat" when
+// its mean over the later half is at most 5 % above its mean over the earlier half. The query
+// processes come and go with the statements' pace (the pool starts more while statements are
+// slow): their RSS is judged per process.
 import { spawn } from "node:child_process";
 import {
   mkdirSync,
@@ -32,7 +38,7 @@ import {
 } from "node:fs";
 import { request } from "node:http";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import {
   DIRQ_BIN,
   DIRQ_ENV,
@@ -57,7 +63,9 @@ const USAGE = `usage: node bench/dirq-live-scale.mjs [options]
   --sample-seconds N   RSS, fds and history sampled this often (default 10)
   --server-node-options "..."  NODE_OPTIONS of the server (e.g. --max-old-space-size=64)
   --event-history-frames N  the row frames /events keeps (server default 65536)
+  --event-history-ms N      how long /events keeps a frame (server default 2 minutes)
   --live-history-bytes N    the bytes of frames all live queries keep (server default 32 MiB)
+  --live-history-ms N       how long a live query keeps a frame (server default 2 minutes)
   --json               print machine-readable results
 `;
 const options = parseOptions(
@@ -74,7 +82,9 @@ const options = parseOptions(
     "sample-seconds": { type: "string", default: "10" },
     "server-node-options": { type: "string" },
     "event-history-frames": { type: "string" },
+    "event-history-ms": { type: "string" },
     "live-history-bytes": { type: "string" },
+    "live-history-ms": { type: "string" },
     json: { type: "boolean", default: false },
   },
   USAGE,
@@ -148,38 +158,87 @@ function writeFile(root, table, file) {
 
 let stopping = false;
 
-/** The server's history bounds the options lower (unset: the server's defaults). */
+/** The server's environment variable each history option sets. */
+const HISTORY_OPTIONS = {
+  "event-history-frames": "DIRQ_EVENT_HISTORY_FRAMES",
+  "event-history-ms": "DIRQ_EVENT_HISTORY_MS",
+  "live-history-bytes": "DIRQ_LIVE_HISTORY_BYTES",
+  "live-history-ms": "DIRQ_LIVE_HISTORY_MS",
+};
+
+/** The server's history bounds the options set (unset: the server's defaults). */
 function historyBoundsEnv() {
   const env = {};
-  if (options["event-history-frames"] !== undefined) {
-    env.DIRQ_EVENT_HISTORY_FRAMES = String(
-      positiveInteger(options["event-history-frames"], "--event-history-frames"),
-    );
-  }
-  if (options["live-history-bytes"] !== undefined) {
-    env.DIRQ_LIVE_HISTORY_BYTES = String(
-      positiveInteger(options["live-history-bytes"], "--live-history-bytes"),
-    );
+  for (const [option, name] of Object.entries(HISTORY_OPTIONS)) {
+    if (options[option] !== undefined)
+      env[name] = String(positiveInteger(options[option], `--${option}`));
   }
   return env;
 }
 
 /**
- * Whether RSS levelled off: its peak over phase 3's last half against its peak over the first
- * half (a collector that gives memory back makes dips, so a line fitted through the samples
- * says less than the peaks do). Flat: the later peak at most 5 % above the earlier one.
+ * Whether `value(sample)` levelled off over `samples`: its mean over the later half against its
+ * mean over the earlier half. V8 lets garbage pile up to a limit and then collects it, so RSS
+ * rises and falls by tens of MB within a minute or two; over halves of several such cycles the
+ * mean is the level, where one sample's peak, or a line fitted through them, is mostly where
+ * the last collection fell. Flat: the later mean at most 5 % above the earlier one. The peaks
+ * are given beside the means.
  */
-function lastHalfTrend(samples) {
+function levelTrend(samples, value) {
   const cut = Math.floor(samples.length / 2);
-  if (cut < 2) return { flat: null, firstPeakMb: null, lastPeakMb: null, samples: samples.length };
-  const peak = (list) => Math.max(...list.map((s) => s.rssMb));
-  const firstPeakMb = peak(samples.slice(0, cut));
-  const lastPeakMb = peak(samples.slice(cut));
+  if (cut < 2) return { flat: null, samples: samples.length };
+  const mean = (list) => sum(list.map(value)) / list.length;
+  const peak = (list) => Math.max(...list.map(value));
+  const [first, last] = [samples.slice(0, cut), samples.slice(cut)];
   return {
-    flat: lastPeakMb <= 1.05 * firstPeakMb,
-    firstPeakMb,
-    lastPeakMb,
+    flat: mean(last) <= 1.05 * mean(first),
+    firstMeanMb: mean(first),
+    lastMeanMb: mean(last),
+    firstPeakMb: peak(first),
+    lastPeakMb: peak(last),
+    halfSeconds: samples[cut].at - samples[0].at,
     samples: samples.length,
+  };
+}
+
+/**
+ * The share of the live queries' kept bytes in histories that dropped frames for their bounds:
+ * an evaluator that has dropped keeps what its bounds let it, one that has not is still filling
+ * (evaluators whose answer never changes keep nothing and do not count).
+ */
+function liveFullShare(queries) {
+  const kept = sum(queries.map((q) => q.historyChars));
+  if (kept === 0) return 1;
+  return sum(queries.filter((q) => q.historyDropped > 0).map((q) => q.historyChars)) / kept;
+}
+
+/** A history counts as full once 90 % of its bytes are in histories at their bounds. */
+const FULL_SHARE = 0.9;
+
+/**
+ * When each history was full in phase 3 (seconds; `null`: not within it): `/events`' once it
+ * dropped a frame, the live queries' once `FULL_SHARE` of their bytes were in full histories.
+ */
+function fillTimes(samples) {
+  const first = (full) => samples.find(full)?.at ?? null;
+  const events = first((s) => s.eventDropped > 0);
+  const live = first((s) => s.liveFullShare >= FULL_SHARE);
+  const both = events === null || live === null ? null : Math.max(events, live);
+  return { events, live, both };
+}
+
+/** What the verdicts judge: RSS less the histories, and RSS from the time both were full. */
+function memoryTrends(samples) {
+  const fill = fillTimes(samples);
+  const afterFill = fill.both === null ? [] : samples.filter((s) => s.at >= fill.both);
+  return {
+    fill,
+    rssLessHistories: levelTrend(samples, (s) => s.rssMb - s.historyMb - s.eventHistoryMb),
+    rssAfterFill: levelTrend(afterFill, (s) => s.rssMb),
+    queryProcessRss: levelTrend(
+      samples.filter((s) => s.queryProcesses > 0),
+      (s) => s.queryProcessesRssMb / s.queryProcesses,
+    ),
   };
 }
 
@@ -227,8 +286,7 @@ function treeCpuSeconds(pid) {
       const fields = statFields(id);
       total += Number(fields[11]) + Number(fields[12]);
       if (root) total += Number(fields[13]) + Number(fields[14]);
-      const children = readFileSync(`/proc/${id}/task/${id}/children`, "utf8").trim();
-      for (const child of children ? children.split(" ") : []) visit(Number(child), false);
+      for (const child of childPids(id)) visit(child, false);
     } catch {
       // A process that ended meanwhile.
     }
@@ -237,9 +295,46 @@ function treeCpuSeconds(pid) {
   return total / TICKS;
 }
 
-function rssMb(pid) {
-  const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"))?.[1];
-  return Number(kb) / 1024;
+/** The children of every thread of `pid` (a worker thread may start a process too). */
+function childPids(pid) {
+  const pids = [];
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    const listed = readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").trim();
+    if (listed) pids.push(...listed.split(" ").map(Number));
+  }
+  return pids;
+}
+
+/** RSS and its anonymous part in MB, and threads, of one process, from /proc/<pid>/status. */
+function processMemory(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, "m").exec(status)?.[1] ?? 0);
+  return {
+    rssMb: field("VmRSS") / 1024,
+    anonMb: field("RssAnon") / 1024,
+    threads: field("Threads"),
+  };
+}
+
+/** What a child of the server runs: the script it was started with (`query-process.js`, ...). */
+function roleOf(pid) {
+  const args = readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0");
+  const script = args.slice(1).find((arg) => /\.[cm]?js$/.test(arg));
+  return script === undefined ? args[0] : basename(script);
+}
+
+/** The server's memory and each of its child processes' (by what they run). */
+function treeMemory(pid) {
+  const server = processMemory(pid);
+  const children = [];
+  for (const child of childPids(pid)) {
+    try {
+      children.push({ role: roleOf(child), ...processMemory(child) });
+    } catch {
+      // A process that ended meanwhile.
+    }
+  }
+  return { server, children };
 }
 
 function openFds(pid) {
@@ -384,7 +479,13 @@ async function phase(name, root, server, seconds) {
     nextSample += SAMPLE_S;
   });
   const cpu = treeCpuSeconds(server.child.pid) - cpuBefore;
-  return { cpuPerSecond: cpu / elapsed, elapsed, counts, samples: memory.samples };
+  return {
+    cpuPerSecond: cpu / elapsed,
+    elapsed,
+    counts,
+    samples: memory.samples,
+    bounds: memory.bounds(),
+  };
 }
 
 const sum = (values) => values.reduce((a, b) => a + b, 0);
@@ -437,23 +538,41 @@ function sampler(server) {
   const samples = [];
   const take = async (at) => {
     const stats = await liveStats(server.url);
+    const tree = treeMemory(server.child.pid);
+    const queryProcesses = tree.children.filter((c) => c.role.startsWith("query-process"));
+    const mb = (bytes) => bytes / 1024 / 1024;
+    const heapTotalMb = mb(stats.memory.heapTotal);
+    const externalMb = mb(stats.memory.external);
     samples.push({
       at: Math.round(at),
-      rssMb: rssMb(server.child.pid),
+      rssMb: tree.server.rssMb,
+      anonMb: tree.server.anonMb,
+      threads: tree.server.threads,
       fds: openFds(server.child.pid),
-      historyMb: sum(stats.queries.map((q) => q.historyChars)) / 1024 / 1024,
+      historyMb: mb(sum(stats.queries.map((q) => q.historyChars))),
+      liveFullShare: liveFullShare(stats.queries),
       eventFrames: stats.eventHistory.frames,
-      eventHistoryMb: stats.eventHistory.bytes / 1024 / 1024,
+      eventHistoryMb: mb(stats.eventHistory.bytes),
+      eventDropped: stats.eventHistory.dropped,
       // The heap in use beside RSS: memory kept, or a heap V8 has not collected yet.
-      heapUsedMb: stats.memory.heapUsed / 1024 / 1024,
-      heapTotalMb: stats.memory.heapTotal / 1024 / 1024,
-      // Off the JS heap: buffers (SSE frames, answers) and what native code keeps.
-      externalMb: stats.memory.external / 1024 / 1024,
-      arrayBuffersMb: stats.memory.arrayBuffers / 1024 / 1024,
+      heapUsedMb: mb(stats.memory.heapUsed),
+      heapTotalMb,
+      // Off the JS heap: buffers (SSE frames, the histories' blocks, answers).
+      externalMb,
+      arrayBuffersMb: mb(stats.memory.arrayBuffers),
+      // Neither: worker threads' heaps, SQLite's caches, code, stacks, allocator slack.
+      otherMb: tree.server.rssMb - heapTotalMb - externalMb,
+      queryProcesses: queryProcesses.length,
+      queryProcessesRssMb: sum(queryProcesses.map((c) => c.rssMb)),
+      otherChildren: tree.children
+        .filter((c) => !queryProcesses.includes(c))
+        .map((c) => `${c.role} ${c.rssMb.toFixed(0)}`),
       load: loadAverage(),
     });
+    bounds = stats.historyBounds;
   };
-  return { samples, take };
+  let bounds = null;
+  return { samples, take, bounds: () => bounds };
 }
 
 async function openSubscribers(url, from, to) {
@@ -505,11 +624,39 @@ async function measure(root, server) {
   };
 }
 
-function rssVerdict(trend) {
-  if (trend.flat === null) return `RSS over phase 3: too few samples to tell whether it is flat`;
-  const rise = ((trend.lastPeakMb / trend.firstPeakMb - 1) * 100).toFixed(1);
-  return `RSS peak over phase 3's first half ${trend.firstPeakMb.toFixed(0)} MB, last half ${trend.lastPeakMb.toFixed(0)} MB (${rise} %): ${trend.flat ? "flat" : "NOT flat"} (flat: at most 5 % higher)`;
+function trendVerdict(what, over, trend) {
+  if (trend.flat === null) return `${what} ${over}: too few samples to tell whether it is flat`;
+  const rise = ((trend.lastMeanMb / trend.firstMeanMb - 1) * 100).toFixed(1);
+  const mb = (value) => value.toFixed(0);
+  return `${what} ${over}: mean over the first half ${mb(trend.firstMeanMb)} MB, last half ${mb(trend.lastMeanMb)} MB (${rise} %; peaks ${mb(trend.firstPeakMb)} and ${mb(trend.lastPeakMb)} MB; halves of ${trend.halfSeconds} s): ${trend.flat ? "flat" : "NOT flat"} (flat: the later mean at most 5 % higher)`;
 }
+
+const seconds = (at) => (at === null ? "not within phase 3" : `${at} s`);
+
+/** The verdict lines: when the histories were full, and whether memory was flat. */
+function memoryVerdicts(trends, bounds) {
+  const { fill } = trends;
+  return [
+    `history bounds in force: ${JSON.stringify(bounds)}`,
+    `histories full (dropping frames) from: /events ${seconds(fill.events)}, live queries ${seconds(fill.live)} (${FULL_SHARE * 100} % of their bytes in full histories) into phase 3`,
+    trendVerdict("server RSS less both histories' bytes", "over phase 3", trends.rssLessHistories),
+    trendVerdict(
+      "server RSS",
+      fill.both === null
+        ? "once both histories were full"
+        : `from ${fill.both} s (both histories full)`,
+      trends.rssAfterFill,
+    ),
+    trendVerdict(
+      "a query process's RSS (mean of those running)",
+      "over phase 3",
+      trends.queryProcessRss,
+    ),
+  ];
+}
+
+/** Phase 3's samples of `format(sample)`, one line. */
+const series = (samples, format) => samples.map(format).join(" ");
 
 function report(result) {
   const evaluators = result.stats.queries.length;
@@ -537,8 +684,9 @@ function report(result) {
       allSubscribers: result.many.cpuPerSecond,
     },
     rssMb: { first: rss[0], last: rss.at(-1), min: Math.min(...rss), max: Math.max(...rss) },
-    rssLastHalf: lastHalfTrend(result.memory),
-    historyBounds: historyBoundsEnv(),
+    memoryTrends: memoryTrends(result.memory),
+    historyBoundsEnv: historyBoundsEnv(),
+    historyBounds: result.many.bounds,
     fds: { first: fds[0], last: fds.at(-1), min: Math.min(...fds), max: Math.max(...fds) },
     samples: result.memory,
     phaseSamples: {
@@ -556,6 +704,7 @@ function report(result) {
     return;
   }
   const cpu = summary.cpuPerSecond;
+  const m = result.memory;
   const lines = [
     `${TABLES} tables of ${FILES} files x ${ROWS} rows; ${RATE} file changes a second`,
     `evaluators: ${evaluators} for ${STATEMENTS} statements, shared by ${shared} subscribers`,
@@ -564,15 +713,21 @@ function report(result) {
     `server CPU (server + query processes), s per s: no live query ${cpu.noLiveQuery.toFixed(3)}, ${STATEMENTS} subscribers ${cpu.oneSubscriberPerStatement.toFixed(3)}, ${SUBSCRIBERS} subscribers ${cpu.allSubscribers.toFixed(3)} (x${(cpu.allSubscribers / cpu.oneSubscriberPerStatement).toFixed(2)} for x${(SUBSCRIBERS / STATEMENTS).toFixed(0)} subscribers)`,
     `server RSS MB over phase 1 (no live query): ${result.idle.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
     `server RSS MB over phase 2: ${result.few.samples.map((m) => m.rssMb.toFixed(0)).join(" ")}`,
-    `server RSS MB over phase 3: ${rss.map((v) => v.toFixed(0)).join(" ")}`,
-    rssVerdict(summary.rssLastHalf),
-    `server heap used / heap total MB over phase 3: ${result.memory.map((m) => `${m.heapUsedMb.toFixed(0)}/${m.heapTotalMb.toFixed(0)}`).join(" ")}`,
-    `server external / array buffers MB over phase 3: ${result.memory.map((m) => `${m.externalMb.toFixed(0)}/${m.arrayBuffersMb.toFixed(0)}`).join(" ")}`,
-    `server open fds over phase 3: ${fds.join(" ")}`,
-    `live query history kept (MB of frames, all evaluators) over phase 3: ${result.memory.map((m) => m.historyMb.toFixed(1)).join(" ")}`,
-    `/events history kept (frames) over phase 3: ${result.memory.map((m) => m.eventFrames).join(" ")}`,
-    `/events history kept (MB) over phase 3: ${result.memory.map((m) => m.eventHistoryMb.toFixed(1)).join(" ")}`,
-    `history bounds: ${JSON.stringify(summary.historyBounds)} (empty: the server's defaults)`,
+    `phase 3 sampled every ${SAMPLE_S} s, from 0 s:`,
+    `server RSS MB: ${series(m, (s) => s.rssMb.toFixed(0))}`,
+    `server RSS less both histories' bytes MB: ${series(m, (s) => (s.rssMb - s.historyMb - s.eventHistoryMb).toFixed(0))}`,
+    `server heap used / heap total MB: ${series(m, (s) => `${s.heapUsedMb.toFixed(0)}/${s.heapTotalMb.toFixed(0)}`)}`,
+    `server external / array buffers MB: ${series(m, (s) => `${s.externalMb.toFixed(0)}/${s.arrayBuffersMb.toFixed(0)}`)}`,
+    `server RSS neither heap nor external MB (worker threads, SQLite, code): ${series(m, (s) => s.otherMb.toFixed(0))}`,
+    `server threads: ${series(m, (s) => s.threads)}`,
+    `query processes / their RSS MB together: ${series(m, (s) => `${s.queryProcesses}/${s.queryProcessesRssMb.toFixed(0)}`)}`,
+    `query processes' RSS MB each (mean): ${series(m, (s) => (s.queryProcesses === 0 ? "-" : (s.queryProcessesRssMb / s.queryProcesses).toFixed(0)))}`,
+    `other child processes (RSS MB) at the end: ${m.at(-1)?.otherChildren.join(", ") || "none"}`,
+    `server open fds: ${fds.join(" ")}`,
+    `live query history kept (MB of frame data, all evaluators): ${series(m, (s) => s.historyMb.toFixed(1))}`,
+    `/events history kept (frames): ${series(m, (s) => s.eventFrames)}`,
+    `/events history kept (MB): ${series(m, (s) => s.eventHistoryMb.toFixed(1))}`,
+    ...memoryVerdicts(summary.memoryTrends, summary.historyBounds),
     `error frames: ${summary.errorFrames}`,
     `wrong final answers: ${result.wrong.length} of ${result.subscribers.length} subscribers${result.wrong.length > 0 ? ` (${summary.wrong.join("; ")})` : ""}`,
     `load average: ${summary.loadAverage}`,

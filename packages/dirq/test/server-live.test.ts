@@ -255,6 +255,54 @@ describe("GET /live", () => {
     }
   });
 
+  it("keeps frames for its bound in time (DIRQ_LIVE_HISTORY_MS): older ones leave as new ones come", async () => {
+    const root = liveTree();
+    const server = await serve(root, ["-c", ".dirq.toml"], {
+      DIRQ_LIVE_HISTORY_MS: "1000",
+      DIRQ_LIVE_STATS: "1",
+    });
+    const ask = { sql: "SELECT id, name, v FROM items ORDER BY id" };
+    const live = await openLive(server, ask);
+    try {
+      await live.until(() => live.snapshot !== null, "the snapshot");
+      const snapshotId = live.lastId as string;
+      const has = (id: number, v: number) => () => live.rows.some((r) => r.id === id && r.v === v);
+      saveWhole(root, "data/b.json", items([3, "three", 71]));
+      await live.until(has(3, 71), "row 3 changed");
+      const firstDiffId = live.lastId as string;
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      saveWhole(root, "data/c.json", items([9, "nine", 99]));
+      await live.until(has(9, 99), "row 9");
+      const body = JSON.parse((await request(`${server.url}/live/stats`)).text) as {
+        queries: { sql: string; historyChars: number; historyDropped: number }[];
+      };
+      const stats = body.queries.find((q) => q.sql === ask.sql);
+      assert.ok((stats?.historyDropped ?? 0) >= 1, JSON.stringify(stats));
+      assert.equal(stats?.historyChars, (live.frames.at(-1)?.data ?? "").length);
+      // The frames after the first diff are kept: a client that read it resumes.
+      const resumed = await openLive(server, ask, { lastId: firstDiffId });
+      // The first diff is gone: a client that read only the snapshot gets a new one.
+      const fresh = await openLive(server, ask, { lastId: snapshotId });
+      try {
+        await resumed.until(() => resumed.frames.length >= 2, "ready and the diff");
+        assert.deepEqual(
+          resumed.frames.slice(0, 2).map((f) => [f.event, f.id]),
+          [
+            ["ready", firstDiffId],
+            ["diff", live.lastId],
+          ],
+        );
+        await fresh.until(() => fresh.frames.length > 0, "the first frame");
+        assert.equal(fresh.frames[0]?.event, "snapshot");
+      } finally {
+        resumed.close();
+        fresh.close();
+      }
+    } finally {
+      live.close();
+    }
+  });
+
   it("sends an error frame when a later run fails, and diffs the next good answer against the last good one", async () => {
     const { root, server } = await start();
     for (const sql of [

@@ -233,6 +233,36 @@ describe("/events ids and resume", () => {
     }
   });
 
+  it("the history's bound in time holds: frames older than it leave as new ones come", async () => {
+    const { root, server } = await itemServer({ DIRQ_EVENT_HISTORY_MS: "1000" });
+    const whole = await openStream(server);
+    try {
+      await writeItems(root, whole, ["a", "b"]);
+      const before = whole.rows().map((frame) => frame.id as string);
+      await new Promise((resolve) => setTimeout(resolve, 1500));
+      await writeItems(root, whole, ["c"]);
+      const after = whole.rows().slice(before.length);
+      // The frames after b's last are all kept: a reader of b continues with c's.
+      const kept = await openStream(server, {
+        headers: { "Last-Event-ID": before.at(-1) as string },
+      });
+      // Those of a and b are past the bound: a reader of a's first frame is reset.
+      const gone = await openStream(server, { headers: { "Last-Event-ID": before[0] as string } });
+      try {
+        await kept.until(() => kept.rows().length >= after.length, "c's frames");
+        assert.equal(kept.frames[0]?.event, "ready");
+        assert.deepEqual(kept.rows(), after);
+        await gone.until(() => gone.frames.length >= 2, "a reset");
+        assert.deepEqual(gone.frames[1], { event: "reset", id: after.at(-1)?.id, data: "{}" });
+      } finally {
+        kept.close();
+        gone.close();
+      }
+    } finally {
+      whole.close();
+    }
+  });
+
   it("the history's byte bound holds: large rows push older frames out", async () => {
     const { root, server } = await itemServer({ DIRQ_EVENT_HISTORY_BYTES: "300000" });
     const whole = await openStream(server);

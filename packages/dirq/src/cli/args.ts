@@ -715,6 +715,7 @@ Environment:
   DIRQ_EVENT_HISTORY_FRAMES=<n>     dirq server: the row frames /events keeps for clients
                                     that resume (default 65536)
   DIRQ_EVENT_HISTORY_BYTES=<n>      dirq server: the bytes of them it keeps (default 32 MiB)
+  DIRQ_EVENT_HISTORY_MS=<ms>        dirq server: how long it keeps a frame (default 120000)
   DIRQ_EVENT_STALL_MS=<ms>          dirq server: how long an /events client that far behind
                                     may read nothing before it is cut off (default 5000)
   DIRQ_LIVE_LINGER_MS=<ms>          dirq server: how long a /live query nobody follows goes
@@ -723,6 +724,8 @@ Environment:
                                     diffed on a thread of its own (default 65536)
   DIRQ_LIVE_HISTORY_BYTES=<n>       dirq server: the bytes of frames all /live queries keep
                                     together for clients that resume (default 32 MiB)
+  DIRQ_LIVE_HISTORY_MS=<ms>         dirq server: how long a /live query keeps a frame
+                                    (default 120000)
   DIRQ_LIVE_STATS=1                 dirq server: GET /live/stats lists the live queries, their
                                     subscribers, runs and CPU time, memory and the /events
                                     history's size (for benchmarks; it also times each run)

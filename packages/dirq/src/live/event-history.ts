@@ -1,18 +1,30 @@
 import { randomBytes } from "node:crypto";
 import { Waiters } from "./waiters.js";
 
-/** How much of the recent past an event history keeps: both bounds hold. */
+/** How much of the recent past an event history keeps: every bound holds. */
 export interface HistoryBounds {
   /** Frames kept (the newest frame is always kept). */
   frames: number;
   /** Bytes of the frames' data (UTF-8) kept (the newest frame is always kept, however large). */
   bytes: number;
+  /**
+   * Milliseconds a frame is kept at most (the newest frame is always kept); none when left out.
+   * A bound in time is what a client that comes back is promised ("a disconnect of up to two
+   * minutes"), and memory reaches its level within it at any rate of change, where a count of
+   * frames fills for as long as the rate makes it.
+   */
+  ms?: number;
 }
 
 /** Frames a history keeps by default. */
 export const HISTORY_FRAMES = 65_536;
 /** Bytes of frame data a history keeps by default. */
 export const HISTORY_BYTES = 32 * 1024 * 1024;
+/**
+ * How long the server's histories keep a frame by default: the window in which a client that
+ * comes back resumes (Socket.IO's connection state recovery keeps two minutes too).
+ */
+export const HISTORY_MS = 2 * 60 * 1000;
 
 /** Where a frame lies in a block of `FrameSlabs`: offsets, not views. */
 interface FramePlace {
@@ -35,6 +47,7 @@ interface FramePlace {
  */
 export class HistoryFrame {
   readonly bytes: number;
+
   private readonly pieces: readonly Buffer[] | null;
   // The place's fields, not the place: one object a frame.
   private readonly block: ArrayBufferLike | null;
@@ -42,10 +55,14 @@ export class HistoryFrame {
   private readonly textStart: number;
   private readonly end: number;
 
-  /** @param data The data's pieces, or where the whole SSE frame lies in a block. */
+  /**
+   * @param data The data's pieces, or where the whole SSE frame lies in a block.
+   * @param at When it was appended (`Date.now()`): the history's bound in time drops it.
+   */
   constructor(
     readonly n: number,
     data: readonly Buffer[] | FramePlace,
+    readonly at: number,
   ) {
     if (Array.isArray(data)) {
       const pieces = data as readonly Buffer[];
@@ -224,11 +241,17 @@ export class EventHistory {
   /** Index in `frames` of the oldest frame kept (the array is compacted now and then). */
   private start = 0;
   private keptBytes = 0;
+  private droppedFrames = 0;
   private last = 0;
   private readonly waiters = new Waiters();
   private readonly appendListeners = new Set<(frame: HistoryFrame) => void>();
   private readonly slabs = new FrameSlabs();
 
+  /**
+   * Without `bounds.ms` it keeps frames however old: an SDK's streams are cursors in it, and a
+   * consumer slow at its work must not lose frames to a clock. The server bounds it in time too,
+   * for the clients that come back (`historyBoundsFromEnv`).
+   */
   constructor(readonly bounds: HistoryBounds = { frames: HISTORY_FRAMES, bytes: HISTORY_BYTES }) {}
 
   /** The number of the newest frame (0 before the first). */
@@ -241,9 +264,16 @@ export class EventHistory {
     return this.last - (this.frames.length - this.start) + 1;
   }
 
-  /** The frames kept and their bytes (what the history's bounds bound). */
-  get size(): { frames: number; bytes: number } {
-    return { frames: this.frames.length - this.start, bytes: this.keptBytes };
+  /**
+   * The frames kept and their bytes (what the history's bounds bound), and how many it dropped
+   * so far: once it drops, it is full, and its size stays at its bounds' level.
+   */
+  get size(): { frames: number; bytes: number; dropped: number } {
+    return {
+      frames: this.frames.length - this.start,
+      bytes: this.keptBytes,
+      dropped: this.droppedFrames,
+    };
   }
 
   /** The SSE id of frame `n`. */
@@ -257,12 +287,13 @@ export class EventHistory {
    */
   append(data: string | readonly Buffer[]): number {
     const n = ++this.last;
+    const at = Date.now();
     let frame: HistoryFrame;
     if (typeof data === "string" && !data.includes("\n") && !data.includes("\r")) {
       // Row JSON holds no raw line break (JSON escapes them): one data line.
       const copied = this.slabs.copy(`id: ${this.idOf(n)}\nevent: row\ndata: `, data, "\n\n");
-      frame = new HistoryFrame(n, placeOf(copied));
-    } else frame = new HistoryFrame(n, typeof data === "string" ? [Buffer.from(data)] : data);
+      frame = new HistoryFrame(n, placeOf(copied), at);
+    } else frame = new HistoryFrame(n, typeof data === "string" ? [Buffer.from(data)] : data, at);
     this.push(frame);
     this.wakeAll();
     return n;
@@ -274,6 +305,8 @@ export class EventHistory {
    * thousands of row frames. Returns the number of the last one.
    */
   appendTexts(texts: readonly string[]): number {
+    // One reading of the clock for the whole burst: its frames leave the history together.
+    const now = Date.now();
     let at = 0;
     while (at < texts.length) {
       const text = texts[at] as string;
@@ -300,6 +333,7 @@ export class EventHistory {
           new HistoryFrame(
             ++this.last,
             placeOf({ frame: run.frames[i] as Buffer, text: run.texts[i] as Buffer }),
+            now,
           ),
         );
       }
@@ -371,12 +405,16 @@ export class EventHistory {
   }
 
   private evict(): void {
-    const { frames, bytes } = this.bounds;
-    while (
-      this.frames.length - this.start > 1 &&
-      (this.frames.length - this.start > frames || this.keptBytes > bytes)
-    ) {
-      this.keptBytes -= (this.frames[this.start] as HistoryFrame).bytes;
+    const { frames, bytes, ms } = this.bounds;
+    // The newest frame's time is now (a burst's frames share one): no clock read per frame.
+    const newest = this.frames[this.frames.length - 1] as HistoryFrame;
+    const since = ms === undefined ? -Infinity : newest.at - ms;
+    while (this.frames.length - this.start > 1) {
+      const oldest = this.frames[this.start] as HistoryFrame;
+      const over = this.frames.length - this.start > frames || this.keptBytes > bytes;
+      if (!over && oldest.at >= since) break;
+      this.keptBytes -= oldest.bytes;
+      this.droppedFrames++;
       // Let go of it now, not at the next compaction: memory stays at the bounds, not twice.
       this.frames[this.start] = undefined;
       this.start++;

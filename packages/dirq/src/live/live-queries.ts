@@ -8,6 +8,7 @@ import {
 } from "./live-query.js";
 import type { LiveSession } from "./live-session.js";
 import { DiffThread, LARGE_DIFF_BYTES } from "./large-diff.js";
+import { HISTORY_MS } from "./event-history.js";
 
 export type { LiveFrame, LiveQueryLimits, LiveQueryRequest };
 
@@ -15,6 +16,8 @@ export type { LiveFrame, LiveQueryLimits, LiveQueryRequest };
 export const LIVE_HISTORY_FRAMES = 1024;
 /** Bytes of diff frames a live query keeps. */
 export const LIVE_HISTORY_BYTES = 16 * 1024 * 1024;
+/** How long a live query keeps a frame: the resume window, as `/events` has (`HISTORY_MS`). */
+export const LIVE_HISTORY_MS = HISTORY_MS;
 /** Characters of frames the histories of all live queries keep together, by default. */
 export const LIVE_HISTORY_TOTAL_BYTES = 32 * 1024 * 1024;
 /**
@@ -52,8 +55,10 @@ export interface LiveQueryStats {
   runs: number;
   /** Frames it made after its first answer (diffs, errors, new snapshots). */
   frames: number;
-  /** Characters of the frames it keeps for clients that resume. */
+  /** Bytes (UTF-8) of the frames' data it keeps for clients that resume. */
   historyChars: number;
+  /** Frames its history dropped for its bounds so far (0: not full yet). */
+  historyDropped: number;
   /** CPU milliseconds of its file-by-file runs on the server's main thread (0 re-run whole). */
   byFileCpuMs: number;
   /** Whether a diff to a new answer is being made now (see `LiveQuery.diffing`). */
@@ -163,11 +168,23 @@ export class LiveQueries {
       timeoutMs: options.timeoutMs,
       historyFrames: options.historyFrames ?? LIVE_HISTORY_FRAMES,
       historyBytes: options.historyBytes ?? LIVE_HISTORY_BYTES,
+      historyMs: options.historyMs ?? LIVE_HISTORY_MS,
       diffThreadBytes: options.diffThreadBytes ?? LARGE_DIFF_BYTES,
       historyBudget: new HistoryBudget(options.historyTotalBytes ?? LIVE_HISTORY_TOTAL_BYTES),
       measureCpu: options.measureCpu ?? false,
     };
     this.lingerMs = options.lingerMs ?? LIVE_LINGER_MS;
+  }
+
+  /** What bounds each live query's history, and all of them together. */
+  get historyBounds(): { frames: number; bytes: number; ms: number; totalBytes: number } {
+    const { historyFrames, historyBytes, historyMs, historyBudget } = this.limits;
+    return {
+      frames: historyFrames,
+      bytes: historyBytes,
+      ms: historyMs,
+      totalBytes: historyBudget.chars,
+    };
   }
 
   /** Live queries running now (distinct statements, values and keys). */
@@ -195,6 +212,7 @@ export class LiveQueries {
         runs: query.runs,
         frames: query.head,
         historyChars: query.historyChars,
+        historyDropped: query.historyDropped,
         byFileCpuMs: query.byFileCpuMs,
         diffing: query.diffing,
       });

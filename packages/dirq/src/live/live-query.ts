@@ -35,8 +35,10 @@ export interface LiveQueryLimits {
   timeoutMs: number;
   /** Diff frames kept for clients that resume, at most... */
   historyFrames: number;
-  /** ...and at most this many bytes of them (the newest frame is always kept). */
+  /** ...and at most this many bytes of them (the newest frame is always kept)... */
   historyBytes: number;
+  /** ...and none older than this many milliseconds (see `HistoryBounds.ms`). */
+  historyMs: number;
   /** Whole answers from this many bytes up are cut and diffed on the diff thread. */
   diffThreadBytes: number;
   /** What the histories of every live query of a server keep together. */
@@ -78,6 +80,8 @@ export interface LiveFrame {
 interface KeptFrame {
   readonly n: number;
   readonly event: "snapshot" | "diff" | "error";
+  /** When it was made (`Date.now()`). */
+  readonly at: number;
   readonly block: ArrayBufferLike;
   /** Where the frame starts in `block`, where its data starts, and where both end. */
   readonly start: number;
@@ -154,6 +158,8 @@ export class LiveQuery {
   private readonly frames: KeptFrame[] = [];
   private readonly blocks = new FrameSlabs(BLOCK_BYTES, FIRST_BLOCK_BYTES);
   private keptBytes = 0;
+  /** Frames its history dropped for its bounds so far. */
+  private droppedFrames = 0;
   private running = false;
   private pending = false;
   /** Whether a diff to a new answer is being made (on the diff thread, the main one awaiting it). */
@@ -284,6 +290,11 @@ export class LiveQuery {
   /** Bytes (UTF-8) of the frames' data its history keeps for clients that resume. */
   get historyChars(): number {
     return this.keptBytes;
+  }
+
+  /** Frames its history dropped so far: once it drops, it holds what its bounds let it. */
+  get historyDropped(): number {
+    return this.droppedFrames;
   }
 
   /** The number of the newest frame (0 before the first diff). */
@@ -507,18 +518,26 @@ export class LiveQuery {
     const { frame } = this.blocks.copy(head, line, "\n\n");
     const start = frame.byteOffset;
     const end = start + frame.length;
-    this.frames.push({ n, event, block: frame.buffer, start, dataStart: start + head.length, end });
-    const budget = this.limits.historyBudget;
+    const at = Date.now();
+    const dataStart = start + head.length;
+    this.frames.push({ n, event, at, block: frame.buffer, start, dataStart, end });
     this.keep(keptBytesOf(this.frames.at(-1) as KeptFrame));
-    while (
-      this.frames.length > 1 &&
-      (this.frames.length > this.limits.historyFrames ||
-        this.keptBytes > this.limits.historyBytes ||
-        budget.kept > budget.chars)
-    ) {
-      this.keep(-keptBytesOf(this.frames.shift() as KeptFrame));
-    }
+    this.evict(at - this.limits.historyMs);
     this.wake();
+  }
+
+  /** Drops its oldest frames past its bounds, and those made before `since` (the newest stays). */
+  private evict(since: number): void {
+    const { historyFrames, historyBytes, historyBudget: budget } = this.limits;
+    while (this.frames.length > 1) {
+      const over =
+        this.frames.length > historyFrames ||
+        this.keptBytes > historyBytes ||
+        budget.kept > budget.chars;
+      if (!over && (this.frames[0] as KeptFrame).at >= since) break;
+      this.keep(-keptBytesOf(this.frames.shift() as KeptFrame));
+      this.droppedFrames++;
+    }
   }
 }
 

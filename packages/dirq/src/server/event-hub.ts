@@ -2,6 +2,7 @@ import {
   type EventHistory,
   HISTORY_BYTES,
   HISTORY_FRAMES,
+  HISTORY_MS,
   type HistoryBounds,
   type HistoryFrame,
 } from "../live/event-history.js";
@@ -29,13 +30,14 @@ function positiveFromEnv(name: string, fallback: number): number {
 }
 
 /**
- * The server's event history bounds: `DIRQ_EVENT_HISTORY_FRAMES` and `DIRQ_EVENT_HISTORY_BYTES`
- * override the defaults (docs/http.md, Limits).
+ * The server's event history bounds: `DIRQ_EVENT_HISTORY_FRAMES`, `DIRQ_EVENT_HISTORY_BYTES` and
+ * `DIRQ_EVENT_HISTORY_MS` override the defaults (docs/http.md, Limits).
  */
 export function historyBoundsFromEnv(): HistoryBounds {
   return {
     frames: positiveFromEnv("DIRQ_EVENT_HISTORY_FRAMES", HISTORY_FRAMES),
     bytes: positiveFromEnv("DIRQ_EVENT_HISTORY_BYTES", HISTORY_BYTES),
+    ms: positiveFromEnv("DIRQ_EVENT_HISTORY_MS", HISTORY_MS),
   };
 }
 

@@ -53,7 +53,8 @@ export function queryTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
  * `DIRQ_LIVE_LINGER_MS`, how long a live query nobody follows goes on (benchmarks shorten it);
  * `DIRQ_LIVE_DIFF_THREAD_BYTES`, from what size a whole answer is diffed on the diff thread
  * (benchmarks compare with it off: a size no answer reaches); `DIRQ_LIVE_HISTORY_BYTES`, what
- * the histories of all live queries keep together.
+ * the histories of all live queries keep together; `DIRQ_LIVE_HISTORY_MS`, how long they keep
+ * a frame.
  */
 function liveSettingFromEnv(name: string, least: number): number | undefined {
   const fromEnv = Number(process.env[name]);
@@ -181,6 +182,7 @@ async function startLive(
     lingerMs: liveSettingFromEnv("DIRQ_LIVE_LINGER_MS", 1),
     diffThreadBytes: liveSettingFromEnv("DIRQ_LIVE_DIFF_THREAD_BYTES", 0),
     historyTotalBytes: liveSettingFromEnv("DIRQ_LIVE_HISTORY_BYTES", 1),
+    historyMs: liveSettingFromEnv("DIRQ_LIVE_HISTORY_MS", 1),
     // Only `GET /live/stats` reports it: a benchmark's measure, not every run's cost. Reading
     // the clock costs a run about as much as its own work, so a benchmark that compares the
     // runs' CPU from outside turns it off (`DIRQ_LIVE_STATS_CPU=0`).
@@ -217,7 +219,12 @@ function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
         available: space.space_available_size,
       })),
       // The other bounded history beside the live queries': what it holds while it fills.
-      eventHistory: current?.session.events.size ?? { frames: 0, bytes: 0 },
+      eventHistory: current?.session.events.size ?? { frames: 0, bytes: 0, dropped: 0 },
+      // What bounds both histories: a benchmark tells a filling history from a growing one.
+      historyBounds: current && {
+        events: current.session.events.bounds,
+        live: current.queries.historyBounds,
+      },
       queries: current?.queries.stats() ?? [],
     };
   };

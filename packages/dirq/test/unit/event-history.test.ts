@@ -113,6 +113,25 @@ describe("EventHistory", () => {
     assert.equal(three?.data, texts[2]);
   });
 
+  it("keeps frames for its bound in time: older ones leave as new ones come, the newest stays", async () => {
+    const history = new EventHistory({ frames: 1000, bytes: 1 << 20, ms: 200 });
+    history.append("a");
+    history.appendTexts(["b", "c"]);
+    assert.deepEqual(history.size, { frames: 3, bytes: 3, dropped: 0 });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    // Nothing new: the old frames stay (memory does not grow without frames).
+    assert.equal(history.size.frames, 3);
+    history.appendTexts(["d", "e"]);
+    assert.deepEqual(history.size, { frames: 2, bytes: 2, dropped: 3 });
+    assert.deepEqual(history.startPoint(history.idOf(1)), { reset: true });
+    assert.deepEqual(history.startPoint(history.idOf(3)), { after: 3 });
+    await new Promise((resolve) => setTimeout(resolve, 400));
+    history.append("f");
+    // However old, the newest frame is kept: a reader of "e" continues.
+    assert.deepEqual([history.oldest, history.head], [6, 6]);
+    assert.deepEqual(history.startPoint(history.idOf(5)), { after: 5 });
+  });
+
   it("continues an id of its run still in reach; resets others", () => {
     const history = new EventHistory({ frames: 2, bytes: 1000 });
     for (const data of ["a", "b", "c"]) history.append(data);
