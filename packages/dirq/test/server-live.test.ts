@@ -274,11 +274,17 @@ describe("GET /live", () => {
       saveWhole(root, "data/c.json", items([9, "nine", 99]));
       await live.until(has(9, 99), "row 9");
       const body = JSON.parse((await request(`${server.url}/live/stats`)).text) as {
-        queries: { sql: string; historyChars: number; historyDropped: number }[];
+        queries: {
+          sql: string;
+          historyChars: number;
+          historyDropped: number;
+          historyHeldBytes: number;
+        }[];
       };
       const stats = body.queries.find((q) => q.sql === ask.sql);
       assert.ok((stats?.historyDropped ?? 0) >= 1, JSON.stringify(stats));
       assert.equal(stats?.historyChars, (live.frames.at(-1)?.data ?? "").length);
+      assert.ok((stats?.historyHeldBytes ?? 0) > (stats?.historyChars ?? 0), "its block");
       // The frames after the first diff are kept: a client that read it resumes.
       const resumed = await openLive(server, ask, { lastId: firstDiffId });
       // The first diff is gone: a client that read only the snapshot gets a new one.

@@ -81,6 +81,11 @@ export class HistoryFrame {
     }
   }
 
+  /** The block it lies in; `null` when its data is in pieces of their own. */
+  get home(): ArrayBufferLike | null {
+    return this.block;
+  }
+
   /** The data as UTF-8 pieces. */
   get utf8(): readonly Buffer[] {
     if (this.block === null) return this.pieces as readonly Buffer[];
@@ -279,6 +284,23 @@ export class EventHistory {
   /** The SSE id of frame `n`. */
   idOf(n: number): string {
     return `${this.run}-${n}`;
+  }
+
+  /**
+   * The memory its frames hold: the blocks they lie in, whole (a block is freed with its last
+   * frame), and the pieces of the others. It walks every frame: for statistics only.
+   */
+  heldBytes(): number {
+    const blocks = new Set<ArrayBufferLike>();
+    let total = 0;
+    for (let i = this.start; i < this.frames.length; i++) {
+      const frame = this.frames[i] as HistoryFrame;
+      const block = frame.home;
+      if (block === null) total += frame.bytes;
+      else blocks.add(block);
+    }
+    for (const block of blocks) total += block.byteLength;
+    return total;
   }
 
   /**

@@ -59,6 +59,8 @@ export interface LiveQueryStats {
   historyChars: number;
   /** Frames its history dropped for its bounds so far (0: not full yet). */
   historyDropped: number;
+  /** Bytes of the blocks its history's frames lie in (the memory it holds). */
+  historyHeldBytes: number;
   /** CPU milliseconds of its file-by-file runs on the server's main thread (0 re-run whole). */
   byFileCpuMs: number;
   /** Whether a diff to a new answer is being made now (see `LiveQuery.diffing`). */
@@ -213,6 +215,7 @@ export class LiveQueries {
         frames: query.head,
         historyChars: query.historyChars,
         historyDropped: query.historyDropped,
+        historyHeldBytes: query.historyHeldBytes,
         byFileCpuMs: query.byFileCpuMs,
         diffing: query.diffing,
       });

@@ -292,6 +292,16 @@ export class LiveQuery {
     return this.keptBytes;
   }
 
+  /**
+   * The memory its history holds: the blocks its frames lie in, whole (a block is freed with its
+   * last frame). It walks every frame: for statistics only.
+   */
+  get historyHeldBytes(): number {
+    let total = 0;
+    for (const block of new Set(this.frames.map((frame) => frame.block))) total += block.byteLength;
+    return total;
+  }
+
   /** Frames its history dropped so far: once it drops, it holds what its bounds let it. */
   get historyDropped(): number {
     return this.droppedFrames;

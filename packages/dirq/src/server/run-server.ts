@@ -219,7 +219,9 @@ function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
         available: space.space_available_size,
       })),
       // The other bounded history beside the live queries': what it holds while it fills.
-      eventHistory: current?.session.events.size ?? { frames: 0, bytes: 0, dropped: 0 },
+      eventHistory: current
+        ? { ...current.session.events.size, heldBytes: current.session.events.heldBytes() }
+        : { frames: 0, bytes: 0, dropped: 0, heldBytes: 0 },
       // What bounds both histories: a benchmark tells a filling history from a growing one.
       historyBounds: current && {
         events: current.session.events.bounds,

@@ -123,6 +123,8 @@ describe("EventHistory", () => {
     assert.equal(history.size.frames, 3);
     history.appendTexts(["d", "e"]);
     assert.deepEqual(history.size, { frames: 2, bytes: 2, dropped: 3 });
+    // What the frames hold is their block, whole: at least their bytes.
+    assert.ok(history.heldBytes() >= 2 + 2 * "id: x-1\nevent: row\ndata: \n\n".length);
     assert.deepEqual(history.startPoint(history.idOf(1)), { reset: true });
     assert.deepEqual(history.startPoint(history.idOf(3)), { after: 3 });
     await new Promise((resolve) => setTimeout(resolve, 400));
