@@ -47,7 +47,6 @@ interface FramePlace {
  */
 export class HistoryFrame {
   readonly bytes: number;
-
   private readonly pieces: readonly Buffer[] | null;
   // The place's fields, not the place: one object a frame.
   private readonly block: ArrayBufferLike | null;
