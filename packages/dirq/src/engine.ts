@@ -20,6 +20,7 @@ import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path
 import { Refresher } from "./indexer/refresh.js";
 import type { FolderMove } from "./indexer/folder-moves.js";
 import { StagingWorker } from "./indexer/staging-worker.js";
+import { LogCheckpoints } from "./indexer/log-checkpoints.js";
 import type { Commit, RowChange } from "./indexer/row-changes.js";
 import { TableGenerations, tablesTouchedBy } from "./indexer/table-generations.js";
 import { CaseVariants } from "./query/case-variants.js";
@@ -91,6 +92,8 @@ export class DirqIndex {
   /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
   private readonly fillWorker: FillWorker | null;
   private staging: StagingWorker | null = null;
+  /** Checkpoints of the index file's log on the staging thread, after refresh commits. */
+  private readonly checkpoints = new LogCheckpoints(async () => this.staging?.checkpoint());
   private threadsStopped: Promise<void> = Promise.resolve();
   private readonly pathTables: PathTables;
   private readonly parsed: ParsedTableRegistry;
@@ -545,6 +548,7 @@ export class DirqIndex {
         onCommit: (changes: RowChange[]) => {
           // After the commit: an answer computed before it was right until now.
           this.tablesChanged(tablesTouchedBy(this.db, changes));
+          this.checkpoints.committed();
           options.onCommit({ seq: ++this.commits, changes });
         },
       })
@@ -593,6 +597,7 @@ export class DirqIndex {
   close(): void {
     // Hooks of live refreshes are stopped; nothing they found is written any more.
     this.refresher.abortAll();
+    this.checkpoints.close();
     const threads = [this.staging?.close(), this.fillWorker?.close()];
     this.threadsStopped = Promise.all(threads).then(() => undefined);
     this.closing?.abort();

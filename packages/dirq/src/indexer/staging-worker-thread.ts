@@ -90,6 +90,11 @@ function handle(request: StagingRequest): void {
     post({ id: request.id, kind: "done" });
     return;
   }
+  if (request.kind === "checkpoint") {
+    db.pragma("wal_checkpoint(PASSIVE)");
+    post({ id: request.id, kind: "done" });
+    return;
+  }
   if (request.kind === "exec") {
     db.transaction(() => {
       for (const statement of request.statements) db.exec(statement);

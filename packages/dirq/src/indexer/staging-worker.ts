@@ -44,7 +44,8 @@ export type StagingRequest =
   | { id: number; kind: "leaving"; stage: string; table: StagedTable; path: string }
   | { id: number; kind: "clear"; stage: string; table: StagedTable; path: string }
   | { id: number; kind: "drop"; stage: string }
-  | { id: number; kind: "exec"; statements: string[] };
+  | { id: number; kind: "exec"; statements: string[] }
+  | { id: number; kind: "checkpoint" };
 
 /** What a table build's file filled on the thread left (see `ReaderTableBuild.fillFile`). */
 export interface FilledOffThread {
@@ -253,6 +254,18 @@ export class StagingWorker {
   /** Runs `statements` (schema changes: call under the writer) in one transaction. */
   async exec(statements: readonly string[]): Promise<void> {
     await this.send({ kind: "exec", statements });
+  }
+
+  /**
+   * Copies what the write-ahead log holds into the index file, as far as no reader needs it
+   * (a passive checkpoint), on the thread: a burst of commits grows the log by tens of MB, and
+   * SQLite's own checkpoint, made by the commit that passes its size, copies them all on the
+   * writer's thread while statements wait. Nothing when the thread is not running: that
+   * checkpoint is left to SQLite.
+   */
+  async checkpoint(): Promise<void> {
+    if (this.worker === null || this.closed) return;
+    await this.send({ kind: "checkpoint" });
   }
 
   async drop(stage: string): Promise<void> {

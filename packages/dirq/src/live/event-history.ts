@@ -165,14 +165,11 @@ export class FrameSlabs {
   /**
    * Copies whole frames (each `heads[i] + texts[i] + tail`) with one write, as many from the
    * first on as fit in what is left of the block (a new block when not even the first does);
-   * returns each copied frame's bytes and its text's. A frame too large for a block's eighth
-   * is left to `copy`: none is copied then.
+   * returns where each copied frame and its text lie (offsets, not views: a burst copies
+   * hundreds of thousands of frames, and two views of each cost more than the copy). A frame
+   * too large for a block's eighth is left to `copy`: none is copied then.
    */
-  copyRun(
-    heads: readonly string[],
-    texts: readonly string[],
-    tail: string,
-  ): { frames: Buffer[]; texts: Buffer[] } {
+  copyRun(heads: readonly string[], texts: readonly string[], tail: string): FramePlace[] {
     let text = "";
     let end = 0;
     let room = this.slab.length - this.used;
@@ -180,7 +177,7 @@ export class FrameSlabs {
     const most = (at: number) =>
       ((heads[at] as string).length + (texts[at] as string).length) * 3 + tail.length;
     if (most(0) > room) {
-      if (most(0) > SLAB_BYTES / 8) return { frames: [], texts: [] };
+      if (most(0) > SLAB_BYTES / 8) return [];
       this.slab = Buffer.allocUnsafeSlow(SLAB_BYTES);
       this.used = 0;
       room = SLAB_BYTES;
@@ -192,21 +189,18 @@ export class FrameSlabs {
     const written = this.slab.write(text, this.used, "utf8");
     // ASCII text (most paths): each character one byte, so no frame's length needs counting.
     const ascii = written === text.length;
-    const framesOut: Buffer[] = [];
-    const textsOut: Buffer[] = [];
-    let at = this.used;
+    const block = this.slab.buffer;
+    const places: FramePlace[] = [];
+    let at = this.slab.byteOffset + this.used;
     for (let i = 0; i < end; i++) {
-      const headLength = (heads[i] as string).length;
-      const textLength = ascii
-        ? (texts[i] as string).length
-        : Buffer.byteLength(texts[i] as string);
-      const frame = this.slab.subarray(at, at + headLength + textLength + tail.length);
-      framesOut.push(frame);
-      textsOut.push(frame.subarray(headLength, headLength + textLength));
-      at += frame.length;
+      const textStart = at + (heads[i] as string).length;
+      const textEnd =
+        textStart + (ascii ? (texts[i] as string).length : Buffer.byteLength(texts[i] as string));
+      places.push({ block, start: at, textStart, textEnd, end: textEnd + tail.length });
+      at = textEnd + tail.length;
     }
-    this.used = at;
-    return { frames: framesOut, texts: textsOut };
+    this.used = at - this.slab.byteOffset;
+    return places;
   }
 }
 
@@ -343,22 +337,14 @@ export class EventHistory {
         if (next.includes("\n") || next.includes("\r")) break;
         heads.push(`id: ${this.idOf(this.last + heads.length + 1)}\nevent: row\ndata: `);
       }
-      const run = this.slabs.copyRun(heads, texts.slice(at, end), "\n\n");
-      if (run.frames.length === 0) {
+      const places = this.slabs.copyRun(heads, texts.slice(at, end), "\n\n");
+      if (places.length === 0) {
         this.append(text);
         at++;
         continue;
       }
-      for (let i = 0; i < run.frames.length; i++) {
-        this.push(
-          new HistoryFrame(
-            ++this.last,
-            placeOf({ frame: run.frames[i] as Buffer, text: run.texts[i] as Buffer }),
-            now,
-          ),
-        );
-      }
-      at += run.frames.length;
+      for (const place of places) this.push(new HistoryFrame(++this.last, place, now));
+      at += places.length;
     }
     this.wakeAll();
     return this.last;

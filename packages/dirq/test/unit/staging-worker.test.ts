@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { rmSync, writeFileSync } from "node:fs";
+import { rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { test } from "node:test";
 import { tempTree } from "../helpers.js";
@@ -7,7 +7,14 @@ import { loadConfigs } from "../../src/config/load-config.js";
 import { openIndex } from "../../src/engine.js";
 import type { RowChange } from "../../src/indexer/row-changes.js";
 import { STAGED_DELETE_ROWS } from "../../src/indexer/staged-refresh.js";
-import { CHANGES_PER_MESSAGE, changeSlices, takeSlice } from "../../src/indexer/staging-worker.js";
+import { openSqlite } from "../../src/indexer/database.js";
+import { LogCheckpoints } from "../../src/indexer/log-checkpoints.js";
+import {
+  CHANGES_PER_MESSAGE,
+  changeSlices,
+  StagingWorker,
+  takeSlice,
+} from "../../src/indexer/staging-worker.js";
 
 /**
  * The staging thread sends a change set back in slices, each taken by the main thread in a
@@ -125,4 +132,59 @@ test("a large file's edit and its leaving come back from the staging thread whol
   } finally {
     index.close();
   }
+});
+
+/** An index file in WAL mode whose connection leaves the log unchecked: rows in the log only. */
+function loggedIndex(): { path: string; db: ReturnType<typeof openSqlite> } {
+  const path = join(tempTree({}), "index.db");
+  const db = openSqlite(path);
+  db.pragma("page_size = 65536");
+  db.pragma("journal_mode = WAL");
+  db.pragma("wal_autocheckpoint = 0");
+  db.exec("CREATE TABLE t (v TEXT)");
+  const insert = db.prepare("INSERT INTO t VALUES (?)");
+  db.transaction(() => {
+    for (let i = 0; i < 500; i++) insert.run(`${i}`.padEnd(4096, "x"));
+  })();
+  return { path, db };
+}
+
+test("checkpoint copies the log into the index file on the thread, and nothing while it is not running", async () => {
+  const { path, db } = loggedIndex();
+  const before = statSync(path).size;
+  const worker = new StagingWorker({ databasePath: path, synchronous: 0 });
+  try {
+    // Not started: SQLite's own checkpoint is left to do it.
+    await worker.checkpoint();
+    assert.equal(statSync(path).size, before);
+    worker.start();
+    await worker.checkpoint();
+    // 500 rows of 4 KiB: about 2 MB copied from the log into the file.
+    assert.ok(statSync(path).size >= before + 2_000_000, `${before} → ${statSync(path).size}`);
+    assert.equal(db.prepare("SELECT count(*) FROM t").pluck().get(), 500);
+  } finally {
+    await worker.close();
+    db.close();
+  }
+});
+
+test("LogCheckpoints runs one checkpoint at a time, at most one per interval, after commits", async () => {
+  const started: number[] = [];
+  let finish = () => {};
+  const checkpoints = new LogCheckpoints(() => {
+    started.push(started.length);
+    return new Promise<void>((resolve) => (finish = resolve));
+  }, 50);
+  checkpoints.committed();
+  checkpoints.committed();
+  assert.equal(started.length, 1, "one runs at once; commits meanwhile ask for none more");
+  finish();
+  await new Promise(setImmediate);
+  checkpoints.committed();
+  assert.equal(started.length, 1, "the next waits for its interval");
+  await new Promise((resolve) => setTimeout(resolve, 120));
+  assert.equal(started.length, 2);
+  finish();
+  await new Promise(setImmediate);
+  checkpoints.close();
 });
