@@ -8,6 +8,7 @@ import {
 } from "./live-query.js";
 import type { LiveSession } from "./live-session.js";
 import { DiffThread, LARGE_DIFF_BYTES } from "./large-diff.js";
+import { IdleAlarm } from "./waiters.js";
 
 export type { LiveFrame, LiveQueryLimits, LiveQueryRequest };
 
@@ -79,6 +80,9 @@ export class LiveSubscription {
   private needsSnapshot: boolean;
   private first: LiveFrame | null;
   private isClosed = false;
+  /** The wait for the next frame's time limit, made once (see `IdleAlarm`). */
+  private alarm: IdleAlarm | null = null;
+  private alarmMs = 0;
 
   constructor(
     readonly query: LiveQuery,
@@ -108,10 +112,17 @@ export class LiveSubscription {
   async next(idleMs: number): Promise<LiveFrame | null | undefined> {
     let frame = this.take();
     if (frame === null && !this.closed) {
-      await this.query.waitForFrame(idleMs);
+      if (this.alarm === null || this.alarmMs !== idleMs) {
+        this.alarm?.stop();
+        this.alarm = new IdleAlarm(idleMs);
+        this.alarmMs = idleMs;
+      }
+      await this.query.waitForFrame(this.alarm);
       frame = this.take();
     }
-    return this.closed ? undefined : frame;
+    if (!this.closed) return frame;
+    this.alarm?.stop();
+    return undefined;
   }
 
   private take(): LiveFrame | null {
@@ -138,6 +149,7 @@ export class LiveSubscription {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.alarm?.stop();
     this.onClose();
     this.query.wake();
   }
