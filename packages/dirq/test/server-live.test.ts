@@ -1,4 +1,5 @@
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { renameSync, rmSync, writeFileSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
@@ -16,7 +17,7 @@ import {
   type ServerProcess,
   serverFixtures,
 } from "./server-support.js";
-import { saveWhole } from "./helpers.js";
+import { python3, saveWhole } from "./helpers.js";
 
 /** `GET /live`: snapshot, diffs, keys, resuming, errors and limits (docs/live-queries.md). */
 
@@ -394,6 +395,67 @@ describe("GET /live", () => {
     });
     assert.match(refused, /^HTTP\/1\.1 403 /);
     assert.equal((await postQuery(server, "SELECT 1 AS one")).status, 200);
+  });
+
+  it("writes its frames as HTTP/1.1 chunks, or a body that ends at the close for HTTP/1.0 (Python's http.client reads both)", async () => {
+    const { root, server } = await start();
+    // Python's own HTTP client is the reference reader: it refuses a chunk whose size line
+    // and bytes disagree. It prints the response's version and framing, `snapshot` once the
+    // snapshot frame is in, then every frame's event and data up to the first diff.
+    const script = `
+import http.client, json, sys
+conn = http.client.HTTPConnection("127.0.0.1", int(sys.argv[1]))
+if sys.argv[2] == "1.0":
+    conn._http_vsn, conn._http_vsn_str = 10, "HTTP/1.0"
+conn.request("GET", "/live?sql=SELECT%20id%2C%20name%20FROM%20items%20WHERE%20v%20%3E%2050", headers={"Host": "127.0.0.1"})
+resp = conn.getresponse()
+print(json.dumps({"version": resp.version, "chunked": resp.chunked}), flush=True)
+event = None
+while True:
+    line = resp.readline().decode()
+    if line == "":
+        sys.exit("the stream ended")
+    if line.startswith("event: "):
+        event = line[7:].strip()
+    elif line.startswith("data: "):
+        print(json.dumps({"event": event, "data": json.loads(line[6:])}), flush=True)
+        if event == "snapshot":
+            print("snapshot", flush=True)
+        if event == "diff":
+            break
+`;
+    let written = 0;
+    for (const version of ["1.1", "1.0"]) {
+      const child = spawn(python3(), ["-c", script, String(server.port), version]);
+      let out = "";
+      let err = "";
+      child.stderr.setEncoding("utf8").on("data", (chunk: string) => (err += chunk));
+      const exited = new Promise<number | null>((resolve) => child.once("exit", resolve));
+      await new Promise<void>((resolve, reject) => {
+        child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+          out += chunk;
+          if (out.includes("snapshot\n")) resolve();
+        });
+        child.once("exit", () => reject(new Error(`python ended before the snapshot: ${err}`)));
+      });
+      written++;
+      writeFileSync(join(root, `data/h${written}.json`), items([100 + written, "new", 99]));
+      assert.equal(await exited, 0, err);
+      const lines = out
+        .trim()
+        .split("\n")
+        .filter((line) => line !== "snapshot");
+      const [head, ...frames] = lines.map((line) => JSON.parse(line));
+      // Node answers HTTP/1.1 either way; the framing follows what the client asked for.
+      assert.deepEqual(head, { version: 11, chunked: version === "1.1" });
+      assert.deepEqual(
+        frames.map((frame) => frame.event),
+        ["snapshot", "diff"],
+      );
+      assert.deepEqual(frames[1].data.added, [
+        { at: frames[0].data.rows.length, row: { id: 100 + written, name: "new" } },
+      ]);
+    }
   });
 
   it("runs a volatile statement again on commits of its tables only, and keeps idle streams alive", async () => {

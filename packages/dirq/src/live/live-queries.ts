@@ -9,6 +9,7 @@ import {
 import type { LiveSession } from "./live-session.js";
 import { DiffThread, LARGE_DIFF_BYTES } from "./large-diff.js";
 import { HISTORY_MS } from "./event-history.js";
+import { IdleAlarm } from "./waiters.js";
 
 export type { LiveFrame, LiveQueryLimits, LiveQueryRequest };
 
@@ -86,6 +87,9 @@ export class LiveSubscription {
   private needsSnapshot: boolean;
   private first: LiveFrame | null;
   private isClosed = false;
+  /** The wait for the next frame's time limit, made once (see `IdleAlarm`). */
+  private alarm: IdleAlarm | null = null;
+  private alarmMs = 0;
 
   constructor(
     readonly query: LiveQuery,
@@ -115,10 +119,17 @@ export class LiveSubscription {
   async next(idleMs: number): Promise<LiveFrame | null | undefined> {
     let frame = this.take();
     if (frame === null && !this.closed) {
-      await this.query.waitForFrame(idleMs);
+      if (this.alarm === null || this.alarmMs !== idleMs) {
+        this.alarm?.stop();
+        this.alarm = new IdleAlarm(idleMs);
+        this.alarmMs = idleMs;
+      }
+      await this.query.waitForFrame(this.alarm);
       frame = this.take();
     }
-    return this.closed ? undefined : frame;
+    if (!this.closed) return frame;
+    this.alarm?.stop();
+    return undefined;
   }
 
   private take(): LiveFrame | null {
@@ -145,6 +156,7 @@ export class LiveSubscription {
   close(): void {
     if (this.isClosed) return;
     this.isClosed = true;
+    this.alarm?.stop();
     this.onClose();
     this.query.wake();
   }

@@ -11,7 +11,7 @@ import { LiveAnswer } from "./live-answer.js";
 import { type AnswerDiff, isEmptyDiff, type RowDelta, rowDelta } from "./live-diff.js";
 import type { LiveSession } from "./live-session.js";
 import { threadCpuMicros } from "./thread-cpu.js";
-import { Waiters } from "./waiters.js";
+import { type IdleAlarm, Waiters } from "./waiters.js";
 
 /** One live query: a statement, the values of its parameters and the key its rows pair by. */
 export interface LiveQueryRequest {
@@ -351,9 +351,9 @@ export class LiveQuery {
     return `{"commit":${this.commit},"columns":${JSON.stringify(this.columns)},"key":${key},"ordered":${this.ordered},"incremental":${this.incremental},"rows":[${this.current.text}]}`;
   }
 
-  /** Resolves at the next frame, after `ms`, or at close. */
-  waitForFrame(ms: number): Promise<void> {
-    return this.isClosed ? Promise.resolve() : this.waiters.wait(ms);
+  /** Resolves at the next frame, when `alarm` rings (it is set now), or at close. */
+  waitForFrame(alarm: IdleAlarm): Promise<void> {
+    return this.isClosed ? Promise.resolve() : this.waiters.wait(alarm);
   }
 
   /** Stops following commits and wakes every waiting reader. */

@@ -1,16 +1,61 @@
-/** Readers waiting for something new: each wakes at the next `wakeAll()`, or after its time. */
+/**
+ * One reader's idle timer, made once and set again for each wait: a reader waits for every
+ * frame, and a timer made and cleared per wait (a new list of the timers' queue each time, as
+ * its list empties at every clear) cost more of the main thread than the frame's own write.
+ * Setting it again moves its end; a wake leaves it running (ringing into nothing), so it only
+ * rings after `ms` without a wait.
+ */
+export class IdleAlarm {
+  private timer: NodeJS.Timeout | null = null;
+  private onRing: (() => void) | null = null;
+
+  constructor(private readonly ms: number) {}
+
+  /** Calls `ring` once `ms` pass without another `set` or a `disarm`. */
+  set(ring: () => void): void {
+    this.onRing = ring;
+    if (this.timer === null) this.timer = setTimeout(() => this.ring(), this.ms);
+    else this.timer.refresh();
+  }
+
+  /** The wait ended otherwise: the timer may still run out, and then does nothing. */
+  disarm(): void {
+    this.onRing = null;
+  }
+
+  /** Ends the timer (the reader is done). */
+  stop(): void {
+    this.onRing = null;
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private ring(): void {
+    const ring = this.onRing;
+    this.onRing = null;
+    ring?.();
+  }
+}
+
+/** Readers waiting for something new: each wakes at the next `wakeAll()`, or at its alarm. */
 export class Waiters {
   private readonly waiting = new Set<() => void>();
 
-  /** Resolves at the next `wakeAll()`, or after `ms`. */
-  wait(ms: number): Promise<void> {
+  /**
+   * Resolves at the next `wakeAll()`, or when `limit` passes: milliseconds (a timer of its
+   * own), or an alarm, set now.
+   */
+  wait(limit: number | IdleAlarm): Promise<void> {
     return new Promise((resolve) => {
+      const alarm = typeof limit === "number" ? null : limit;
       const done = (): void => {
-        clearTimeout(timer);
+        if (alarm === null) clearTimeout(timer);
+        else alarm.disarm();
         this.waiting.delete(done);
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const timer = alarm === null ? setTimeout(done, limit as number) : undefined;
+      alarm?.set(done);
       this.waiting.add(done);
     });
   }

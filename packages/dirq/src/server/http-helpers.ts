@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
 
 /** A request body over the limit. */
 export class BodyTooLargeError extends Error {
@@ -170,6 +171,42 @@ function joinSmall(chunks: readonly (string | Buffer)[]): (string | Buffer)[] {
   return joined;
 }
 
+const CRLF = Buffer.from("\r\n");
+
+/**
+ * Writes body pieces straight to a response's socket, each as one chunk of the chunked
+ * encoding when the response uses it (as `response.write` frames them): the same bytes on the
+ * wire, without the response's own path per write (a cork, an uncork on the next tick and a
+ * vector write of three pieces), which cost the server's main thread more per frame than the
+ * system call. Pieces of one flush go out in one write. False when the socket is full.
+ */
+function writeBody(
+  socket: Socket,
+  pieces: readonly (string | Buffer)[],
+  chunked: boolean,
+): boolean {
+  const framed: (string | Buffer)[] = [];
+  for (const piece of pieces) {
+    if (piece.length === 0) continue;
+    if (!chunked) framed.push(piece);
+    else if (typeof piece === "string") {
+      framed.push(`${Buffer.byteLength(piece).toString(16)}\r\n${piece}\r\n`);
+    } else {
+      const head = `${piece.length.toString(16)}\r\n`;
+      // A small frame's bytes are copied once more to go out in one write, not three.
+      if (piece.length <= JOIN_FRAME_BYTES)
+        framed.push(Buffer.concat([Buffer.from(head), piece, CRLF]));
+      else framed.push(head, piece, CRLF);
+    }
+  }
+  if (framed.length === 1) return socket.write(framed[0] as string | Buffer);
+  socket.cork();
+  let flowing = true;
+  for (const piece of framed) flowing = socket.write(piece) && flowing;
+  socket.uncork();
+  return flowing;
+}
+
 /**
  * A Server-Sent Events response. Frames follow the SSE format: each line of `data` gets its
  * own `data:` field, a blank line ends the frame. `write` waits while the client's socket is
@@ -265,13 +302,17 @@ export class EventStreamResponse {
     // Wait for whichever comes first, and remove both listeners either way: one left behind
     // per frame that met back-pressure would pile up on a long-lived stream.
     await new Promise<void>((resolve) => {
+      // Frames written to the socket itself are drained there: the response then says nothing.
+      const socket = this.response.socket;
       const done = () => {
         this.response.off("drain", done);
         this.response.off("close", done);
+        socket?.off("drain", done);
         resolve();
       };
       this.response.on("drain", done);
       this.response.on("close", done);
+      socket?.on("drain", done);
     });
   }
 
@@ -283,9 +324,25 @@ export class EventStreamResponse {
     this.waiting = [];
     this.waitingLength = 0;
     if (this.closed) return true;
-    let flowing = true;
-    for (const chunk of joinSmall(chunks)) flowing = this.response.write(chunk) && flowing;
-    return flowing;
+    const pieces = joinSmall(chunks);
+    const socket = this.ownSocket();
+    if (socket === null) {
+      let flowing = true;
+      for (const piece of pieces) flowing = this.response.write(piece) && flowing;
+      return flowing;
+    }
+    return writeBody(socket, pieces, this.response.chunkedEncoding);
+  }
+
+  /**
+   * The response's socket when the response may write its body to it itself: the response
+   * holds the socket and has nothing of its own waiting (a response to a pipelined request
+   * waits for the one before it, and writes through `response.write`).
+   */
+  private ownSocket(): Socket | null {
+    const socket = this.response.socket;
+    if (socket === null || socket.destroyed || !socket.writable) return null;
+    return this.response.writableLength === socket.writableLength ? socket : null;
   }
 
   end(): void {
