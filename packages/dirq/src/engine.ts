@@ -594,7 +594,8 @@ export class DirqIndex {
     // Hooks of live refreshes are stopped; nothing they found is written any more.
     this.refresher.abortAll();
     const threads = [this.staging?.close(), this.fillWorker?.close()];
-    this.threadsStopped = Promise.all(threads).then(() => undefined);
+    // Settles however each stop went: the caller waits for it before removing the file.
+    this.threadsStopped = Promise.allSettled(threads).then(() => undefined);
     this.closing?.abort();
     this.functions.close();
     this.db.close();
