@@ -348,12 +348,7 @@ export async function runServer(options: ServerOptions): Promise<number> {
   }
   if (outcome === "started") {
     markReady();
-    if (isNonLoopback(options.host)) {
-      options.stderr.write(
-        `dirq: warning: listening on ${options.host}, not a loopback address; there is no authentication, so anyone who can reach it can read every answer\n`,
-      );
-    }
-    options.stdout.write(`Running at ${options.host}:${port}\n`);
+    announce(options, port);
     await stopped;
   } else {
     abandon.abort();
@@ -370,6 +365,16 @@ export async function runServer(options: ServerOptions): Promise<number> {
     options.stderr.write(`dirq: error during shutdown: ${(error as Error).message}\n`);
     return 1;
   }
+}
+
+/** Says where the server listens (and warns when anyone on the network can reach it). */
+function announce(options: ServerOptions, port: number): void {
+  if (isNonLoopback(options.host)) {
+    options.stderr.write(
+      `dirq: warning: listening on ${options.host}, not a loopback address; there is no authentication, so anyone who can reach it can read every answer\n`,
+    );
+  }
+  options.stdout.write(`Running at ${options.host}:${port}\n`);
 }
 
 /** Why the server answers 503: what stopped it from serving (a user error), else rethrown. */
