@@ -1,7 +1,6 @@
 import assert from "node:assert/strict";
 import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { chmodSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, it } from "node:test";
 import { DIRQ_BIN, processesMarked, processRuns, tempTree } from "./helpers.js";
@@ -59,7 +58,7 @@ interface Started {
 }
 
 function startDirq(args: readonly string[], cwd: string, env: Record<string, string> = {}) {
-  const tmp = mkdtempSync(join(tmpdir(), "dirq-stop-"));
+  const tmp = tempTree({});
   const child = spawn(process.execPath, [DIRQ_BIN, ...args], {
     cwd,
     detached: true,
@@ -168,7 +167,7 @@ describe("server stop", { concurrency: true }, () => {
     const files: Record<string, string> = {};
     for (let i = 0; i < 20; i++) files[`data/f${i}.json`] = "{}";
     const root = hookTree(marker, files);
-    const tmp = mkdtempSync(join(tmpdir(), "dirq-stop-"));
+    const tmp = tempTree({});
     // One watch only: the other folders are checked by the fallback's thread.
     const env = { TMPDIR: tmp, DIRQ_MAX_WATCHES: "1" };
     const server = await startServer(SERVER_ARGS.slice(1), { cwd: root, env, detached: true });
