@@ -599,7 +599,8 @@ export class DirqIndex {
     this.refresher.abortAll();
     this.checkpoints.close();
     const threads = [this.staging?.close(), this.fillWorker?.close()];
-    this.threadsStopped = Promise.all(threads).then(() => undefined);
+    // Settles however each stop went: the caller waits for it before removing the file.
+    this.threadsStopped = Promise.allSettled(threads).then(() => undefined);
     this.closing?.abort();
     this.functions.close();
     this.db.close();

@@ -9,6 +9,11 @@ export interface LiveIndexOptions {
   onChanges: (commit: Commit) => void;
   /** What the watcher could not do (a watch limit reached): reported, never fatal. */
   onError: (error: unknown) => void;
+  /**
+   * Aborted when the owner stops before the watcher sees the whole tree: the walk of a big
+   * tree stops then, and `watch` rejects with the signal's reason.
+   */
+  signal?: AbortSignal;
 }
 
 /** The first wait before files whose commit failed are applied again; doubled up to the last. */
@@ -120,7 +125,19 @@ export class LiveIndex {
       maxWatches: watchCap(),
     });
     retry.recheck = (files) => watcher.recheck(files);
-    await watcher.ready;
+    const stop = () => void watcher.close();
+    if (options.signal?.aborted) stop();
+    options.signal?.addEventListener("abort", stop, { once: true });
+    try {
+      await watcher.ready;
+    } finally {
+      options.signal?.removeEventListener("abort", stop);
+    }
+    if (options.signal?.aborted) {
+      retry.stop();
+      await watcher.close();
+      throw options.signal.reason;
+    }
     index.keepLookupsReady();
     return new LiveIndex(index, watcher, retry);
   }

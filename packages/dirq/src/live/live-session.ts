@@ -104,12 +104,8 @@ function buildTimeout(timeoutMs: number): DirqError {
   );
 }
 
-/** How long `close` waits for the index's threads to stop before it removes the index file. */
-const THREADS_STOP_WAIT_MS = 2_000;
-
-/** Settles after `ms`, without keeping the process alive meanwhile. */
-function unrefDelay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
+function closedError(): DirqError {
+  return new DirqError("INDEX_CLOSED", "the index was closed");
 }
 
 /** Folders of sessions without a reaper, removed at exit if `close()` did not. */
@@ -142,8 +138,11 @@ export class LiveSession {
   /** Commits come one after another: their changes reach listeners in commit order. */
   private delivered: Promise<void> = Promise.resolve();
   private closed: Promise<void> | null = null;
-  /** Set at close: a watcher error or a refresh cut short then is not worth a message. */
-  private stopping = false;
+  /**
+   * Aborted at close: a watcher error or a refresh cut short then is not worth a message, and
+   * a watcher still walking the tree stops.
+   */
+  private readonly stopping = new AbortController();
 
   /** Opens the index at once: a bad root, config or cache throws a `DirqError` here. */
   constructor(private readonly options: LiveSessionOptions) {
@@ -176,7 +175,8 @@ export class LiveSession {
 
   /** Starts a query process now, so the first statement does not wait for one. */
   warm(): void {
-    this.runner().warm();
+    // Closed meanwhile (a stop during the start-up build): no query process is wanted.
+    if (!this.stopping.signal.aborted) this.runner().warm();
   }
 
   /**
@@ -272,11 +272,13 @@ export class LiveSession {
 
   /** Starts the watcher (once); resolves when it sees the whole tree. */
   watch(): Promise<void> {
+    if (this.stopping.signal.aborted) return Promise.reject(closedError());
     this.live ??= LiveIndex.watch(this.index, {
       onChanges: (commit) => void this.publishCommit(commit),
       onError: (error) => {
-        if (!this.stopping) this.options.onWatchError(error);
+        if (!this.stopping.signal.aborted) this.options.onWatchError(error);
       },
+      signal: this.stopping.signal,
     });
     return this.live.then(() => undefined);
   }
@@ -325,21 +327,26 @@ export class LiveSession {
    */
   close(): Promise<void> {
     this.closed ??= (async () => {
-      this.stopping = true;
+      // A watcher still walking the tree (a big one) stops at once, not when it is done.
+      this.stopping.abort(closedError());
       this.burst?.close();
       const live = await this.live?.catch(() => null);
       await live?.close();
       this.pool?.close();
       this.index.close();
-      // The index file goes once the index's threads stopped, or after a bound (a thread in
-      // a long SQLite call stops only when it returns).
-      await Promise.race([this.index.stopped, unrefDelay(THREADS_STOP_WAIT_MS)]);
+      // The index file goes only once the index's threads have exited, however long that
+      // takes: a thread's SQLite call that fails on a file removed under it while the thread is
+      // being stopped aborts the whole process. No time bound: the process cannot exit before
+      // its threads have anyway (Node joins them at exit).
+      await this.index.stopped;
       this.removeFolder();
     })();
     return this.closed;
   }
 
   private runner(): QueryPool {
+    // After close, a new pool would start query processes nothing stops.
+    if (this.pool === null && this.stopping.signal.aborted) throw closedError();
     this.pool ??= new QueryPool({
       databasePath: this.index.databasePath as string,
       timeoutMs: this.options.runner.timeoutMs,

@@ -72,7 +72,9 @@ function spawnThread(): Worker {
   });
   worker.on("message", (answer: SpawnAnswer) => {
     const listener = listeners.get(answer.id);
-    if (answer.type === "close") listeners.delete(answer.id);
+    // Either ends the hook: a spawn refused once hooks are being stopped is `lost`, and a
+    // listener left behind would keep the thread, and so the process, alive.
+    if (answer.type === "close" || answer.type === "lost") listeners.delete(answer.id);
     listener?.(answer);
     if (listeners.size === 0) worker.unref();
   });

@@ -127,16 +127,14 @@ function sessionOptions(
   };
 }
 
-async function startLive(
-  options: ServerOptions,
-  config: DirqConfig,
-  events: EventHub,
-): Promise<{ live: Live; query: Query }> {
-  const timeoutMs = queryTimeoutMs();
-  const session = new LiveSession(sessionOptions(options, config, timeoutMs));
-  for (const notice of session.notices) options.stderr.write(`dirq: ${notice}\n`);
-  // Numbered from the start, so that every row frame has its id.
-  events.attach(session.events);
+/**
+ * Builds the session's tables and starts its watcher. `abandon` aborts when the server stops
+ * first: the session is closed at once (its build and the watcher's walk of a big tree stop,
+ * its threads end), and this rejects once it is.
+ */
+async function startSession(session: LiveSession, abandon: AbortSignal): Promise<void> {
+  const close = () => void session.close();
+  abandon.addEventListener("abort", close, { once: true });
   try {
     await session.build();
     session.warm();
@@ -144,7 +142,23 @@ async function startLive(
   } catch (error) {
     await session.close();
     throw error;
+  } finally {
+    abandon.removeEventListener("abort", close);
   }
+}
+
+async function startLive(
+  options: ServerOptions,
+  config: DirqConfig,
+  events: EventHub,
+  abandon: AbortSignal,
+): Promise<{ live: Live; query: Query }> {
+  const timeoutMs = queryTimeoutMs();
+  const session = new LiveSession(sessionOptions(options, config, timeoutMs));
+  for (const notice of session.notices) options.stderr.write(`dirq: ${notice}\n`);
+  // Numbered from the start, so that every row frame has its id.
+  events.attach(session.events);
+  await startSession(session, abandon);
   const answers = new ResultCache(
     RESULT_CACHE_CHARS,
     (sql, answer) => RESULT_ENTRY_OVERHEAD + sql.length + answer.length,
@@ -318,14 +332,16 @@ export async function runServer(options: ServerOptions): Promise<number> {
     return 1;
   }
   const stopped = options.stopSignal.then(() => "stop" as const);
-  // Set when a signal came before the start-up build finished: what it starts is stopped.
-  let abandoned = false;
+  // Aborted when a signal comes before the start-up build finished: what it started stops.
+  const abandon = new AbortController();
   const starting = (async () => {
     const config = loadConfigs(options.configs, options.root);
-    const started = await startLive(options, config, events);
-    if (abandoned) return stopLive(started.live);
+    const started = await startLive(options, config, events, abandon.signal);
+    if (abandon.signal.aborted) return stopLive(started.live);
     ({ live, query } = started);
   })().catch((error: unknown) => {
+    // Stopped part way: whatever failed then is the stop's doing, not the user's config.
+    if (abandon.signal.aborted) return;
     degraded = degradedMessage(error);
     options.stderr.write(`dirq: ${degraded}\n`);
   });
@@ -341,19 +357,16 @@ export async function runServer(options: ServerOptions): Promise<number> {
   }
   if (outcome === "started") {
     markReady();
-    if (isNonLoopback(options.host)) {
-      options.stderr.write(
-        `dirq: warning: listening on ${options.host}, not a loopback address; there is no authentication, so anyone who can reach it can read every answer\n`,
-      );
-    }
-    options.stdout.write(`Running at ${options.host}:${port}\n`);
+    announce(options, port);
     await stopped;
   } else {
-    abandoned = true;
+    abandon.abort();
   }
   try {
     await shutdown(server, events, live);
     if (live) await stopLive(live);
+    // A start-up stopped part way: its session is closed (threads ended, folder removed).
+    else await starting;
     // A start-up build still running (a hung hook) must not keep the process alive.
     stopRunningHooks();
     return 0;
@@ -361,6 +374,16 @@ export async function runServer(options: ServerOptions): Promise<number> {
     options.stderr.write(`dirq: error during shutdown: ${(error as Error).message}\n`);
     return 1;
   }
+}
+
+/** Says where the server listens (and warns when anyone on the network can reach it). */
+function announce(options: ServerOptions, port: number): void {
+  if (isNonLoopback(options.host)) {
+    options.stderr.write(
+      `dirq: warning: listening on ${options.host}, not a loopback address; there is no authentication, so anyone who can reach it can read every answer\n`,
+    );
+  }
+  options.stdout.write(`Running at ${options.host}:${port}\n`);
 }
 
 /** Why the server answers 503: what stopped it from serving (a user error), else rethrown. */
