@@ -18,7 +18,7 @@
 // Prints the load average with each part.
 //
 //   node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100]
-//                               [--watch-limit N] [--only full|limited|watchman]
+//                               [--watch-limit N] [--only full|limited|watchman] [--skip-checkout]
 //                               [--bin another build's bin/dirq.cjs, to compare]
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -45,7 +45,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
+  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--skip-checkout] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -54,6 +54,8 @@ const values = parseOptions(
     writes: { type: "string", default: "100" },
     "watch-limit": { type: "string" },
     only: { type: "string" },
+    // Start, writes, quiet and idle only (the checkout under the limit can take minutes).
+    "skip-checkout": { type: "boolean", default: false },
     bin: { type: "string" },
     // Node's own options for the server (a profile: "--cpu-prof --cpu-prof-dir=DIR").
     "node-args": { type: "string", default: "" },
@@ -540,6 +542,7 @@ async function runDirq(label, limit) {
     report(
       `${label}: idle 20 s: CPU ${(idled.cpuShare * 100).toFixed(1)}% of a core; probes ${spread(idled.samples)}; memory ${mb(idled.memory.own)}`,
     );
+    if (values["skip-checkout"]) return;
     const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
     report(
       `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,
