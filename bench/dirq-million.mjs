@@ -9,11 +9,16 @@
 //     probes beside it (p50/p99/max), the time until the live index equals a fresh one-shot
 //     scan (count and path list), the time until the last row event, and memory before, at
 //     its peak and after;
-//   - idle: CPU used over 20 s with nothing changing (a rescan costs here) and probes meanwhile.
+//   - idle: CPU used over 10 s with nothing at all (a check costs here), then over 20 s with
+//     probes (statements one after another) and the probes' latencies.
+// Under the limit, the writes are split by whether their folder has a watch (the server lists
+// the folders without one in `GET /live/stats`), and the checks of those folders are timed
+// (`unwatchedChecks.lastCheckMs`, each check while idle) beside a fresh one-shot scan of
+// exactly those folders (their files' sizes and times: what a check reads), and the ratio.
 // Prints the load average with each part.
 //
 //   node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100]
-//                               [--watch-limit N] [--only full|limited|watchman]
+//                               [--watch-limit N] [--only full|limited|watchman] [--skip-checkout]
 //                               [--bin another build's bin/dirq.cjs, to compare]
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -40,7 +45,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
+  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--skip-checkout] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -49,6 +54,8 @@ const values = parseOptions(
     writes: { type: "string", default: "100" },
     "watch-limit": { type: "string" },
     only: { type: "string" },
+    // Start, writes, quiet and idle only (the checkout under the limit can take minutes).
+    "skip-checkout": { type: "boolean", default: false },
     bin: { type: "string" },
     // Node's own options for the server (a profile: "--cpu-prof --cpu-prof-dir=DIR").
     "node-args": { type: "string", default: "" },
@@ -187,7 +194,14 @@ async function startDirq(limit) {
   const nodeArgs = values["node-args"].split(" ").filter((arg) => arg !== "");
   const args = [...nodeArgs, BIN, "server", "--host", "127.0.0.1", "--port", "0"];
   // A frozen server's statements are measured, not cut off at the usual 30 s.
-  const env = { ...process.env, DIRQ_PROGRESS: "never", DIRQ_QUERY_TIMEOUT_MS: "600000" };
+  // `GET /live/stats` names the folders without a watch; it does not time live queries.
+  const env = {
+    ...process.env,
+    DIRQ_PROGRESS: "never",
+    DIRQ_QUERY_TIMEOUT_MS: "600000",
+    DIRQ_LIVE_STATS: "1",
+    DIRQ_LIVE_STATS_CPU: "0",
+  };
   const child =
     limit === undefined
       ? spawn(process.execPath, args, { cwd: root, env, stdio: ["ignore", "pipe", "pipe"] })
@@ -285,14 +299,35 @@ function probe(server) {
   };
 }
 
-/** Rewrites WRITES files in spread folders, 50 ms apart; latencies from write to row event. */
-async function writes(server, timeoutMs) {
+/** The server's `GET /live/stats` answer (the server runs with `DIRQ_LIVE_STATS=1`). */
+async function liveStats(server) {
+  const text = await new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port: server.port, path: "/live/stats" }, (res) => {
+      let body = "";
+      res.setEncoding("utf8").on("data", (chunk) => (body += chunk));
+      res.on("end", () => resolve(body));
+      res.on("error", reject);
+    });
+    req.on("error", reject);
+    req.end();
+  });
+  return JSON.parse(text);
+}
+
+/**
+ * Rewrites WRITES files in spread folders, 50 ms apart; latencies from write to row event, all
+ * and split by whether the file's folder is one of `unwatched` (the server's own list).
+ */
+async function writes(server, timeoutMs, unwatched = new Set()) {
   const latencies = [];
+  const split = { watched: [], unwatched: [] };
   const pending = new Map();
   const listener = (frame, at) => {
     for (const [path, wroteAt] of pending) {
       if (!frame.includes(`"${path}"`)) continue;
       latencies.push(at - wroteAt);
+      const folder = path.slice(0, path.indexOf("/"));
+      split[unwatched.has(folder) ? "unwatched" : "watched"].push(at - wroteAt);
       pending.delete(path);
     }
   };
@@ -307,7 +342,11 @@ async function writes(server, timeoutMs) {
   const deadline = performance.now() + timeoutMs;
   while (pending.size > 0 && performance.now() < deadline) await sleep(50);
   server.listeners.delete(listener);
-  return { latencies, missing: pending.size };
+  const missing = { watched: 0, unwatched: 0 };
+  for (const path of pending.keys()) {
+    missing[unwatched.has(path.slice(0, path.indexOf("/"))) ? "unwatched" : "watched"]++;
+  }
+  return { latencies, split, missing: pending.size, missingSplit: missing };
 }
 
 /** Renames RENAMES folders at once; probes beside it; waits until the index equals a scan. */
@@ -395,6 +434,57 @@ async function checkout(server, settleTimeoutMs) {
   };
 }
 
+/**
+ * Over `seconds` with nothing changing and no statement: the server's CPU share, and the
+ * checks of the folders without a watch that ended meanwhile (each one's length, files).
+ */
+async function quiet(server, seconds, limited) {
+  const cpuBefore = cpuSeconds(server.pid);
+  const checks = [];
+  const started = performance.now();
+  let last = limited ? (await liveStats(server)).unwatchedChecks : null;
+  // Under the limit, until two checks ended too (a pause between checks can be long), 3 min at most.
+  const more = () => limited && checks.length < 2 && performance.now() - started < 180_000;
+  while (performance.now() - started < seconds * 1000 || more()) {
+    await sleep(100);
+    if (!limited) continue;
+    const now = (await liveStats(server)).unwatchedChecks;
+    if (now.checks !== last.checks) {
+      checks.push({ ms: now.lastCheckMs, files: now.filesChecked - last.filesChecked });
+    }
+    last = now;
+  }
+  const elapsed = (performance.now() - started) / 1000;
+  return { cpuShare: (cpuSeconds(server.pid) - cpuBefore) / elapsed, checks, stats: last, elapsed };
+}
+
+/**
+ * A fresh one-shot scan of exactly `folders` (their files' sizes and times, which a check
+ * reads too): a glob of the folders' names, as a user would select them.
+ */
+function oneShotOf(folders, whole = false) {
+  // A glob takes at most 1,024 alternatives: one path-table per thousand folders.
+  const sorted = [...folders].sort();
+  const parts = [];
+  for (let at = 0; at < sorted.length; at += 1000) {
+    // One name alone is no alternation: `{name}` would be a capture (any folder).
+    const names = sorted.slice(at, at + 1000);
+    const glob = names.length === 1 ? `./${names[0]}/*` : `./{${names.join(",")}}/*`;
+    parts.push(`SELECT size, mtime FROM '${glob}'`);
+  }
+  const from = whole ? "'./'" : `(${parts.join(" UNION ALL ")})`;
+  const sql = `SELECT count(*) AS n, sum(size) AS bytes, max(mtime) AS newest FROM ${from}`;
+  const started = performance.now();
+  const result = spawnSync(process.execPath, [BIN, "query", "--format", "csv", sql], {
+    cwd: root,
+    encoding: "utf8",
+    env: { ...process.env, DIRQ_PROGRESS: "never" },
+  });
+  const ms = performance.now() - started;
+  if (result.status !== 0) throw new Error(`one-shot query failed: ${result.stderr}`);
+  return { ms, files: Number(result.stdout.trim().split("\n")[1]?.split(",")[0]) };
+}
+
 async function idle(server, seconds) {
   const cpuBefore = cpuSeconds(server.pid);
   const probes = probe(server);
@@ -405,6 +495,38 @@ async function idle(server, seconds) {
     samples,
     memory: memory(server.pid),
   };
+}
+
+/** The folders the server has no watch for (top-level names), as it lists them. */
+async function unwatchedFolders(server, label) {
+  const folders = (await liveStats(server)).unwatchedFolders ?? [];
+  const nested = folders.filter((folder) => folder.includes("/") || folder === "");
+  report(
+    `${label}: ${folders.length} folders without a watch (server's list)${nested.length > 0 ? `, ${nested.length} of them not top-level` : ""}`,
+  );
+  return folders;
+}
+
+/** The checks seen while quiet, beside a one-shot scan (best of 2) of the same folders. */
+function reportChecks(label, still, unwatched) {
+  const times = still.checks.map((check) => check.ms);
+  const files = still.checks.map((check) => check.files);
+  report(
+    `${label}: checks while quiet: ${times.length} (${times.map((ms) => `${ms} ms`).join(", ")}), files each ${[...new Set(files)].join("/")}; the last one's CPU ${still.stats?.lastCheckCpuMs?.toFixed(0)} ms, pause after it ${still.stats?.periodMs?.toFixed(0)} ms; native ${still.stats?.native}; refused watches ${still.stats?.watchesRefused}`,
+  );
+  const check = times.length === 0 ? undefined : percentile(times, 50);
+  // The whole tree's sizes and times, beside the check: a check's files' share of it.
+  const whole = oneShotOf(unwatched, true);
+  const share = (whole.ms * (still.checks[0]?.files ?? 0)) / whole.files;
+  report(
+    `${label}: one-shot scan of the whole tree (${whole.files} files, sizes and times): ${fmt(whole.ms)}; a check (median) / the checked files' share of it = ${check === undefined ? "n/a" : (check / share).toFixed(2)}`,
+  );
+  // Exactly those folders (the globs' matching is part of it).
+  const shots = [0, 1].map(() => oneShotOf(unwatched));
+  const best = Math.min(...shots.map((shot) => shot.ms));
+  report(
+    `${label}: one-shot scan of exactly those ${unwatched.size} folders (${shots[0].files} files): ${shots.map((shot) => fmt(shot.ms)).join(", ")}; a check (median) / the best one-shot = ${check === undefined ? "n/a" : (check / best).toFixed(2)}`,
+  );
 }
 
 async function runDirq(label, limit) {
@@ -419,15 +541,30 @@ async function runDirq(label, limit) {
       const warned = /inotify|watch/.exec(server.stderr()) ? server.stderr().trim() : "no warning";
       report(`${label}: stderr: ${warned}`);
     }
-    const written = await writes(server, limit === undefined ? 10_000 : 120_000);
+    const unwatched = new Set(limit === undefined ? [] : await unwatchedFolders(server, label));
+    const written = await writes(server, limit === undefined ? 10_000 : 120_000, unwatched);
     const slow = written.latencies.filter((ms) => ms > 1000).length;
     report(
       `${label}: write → row event: ${spread(written.latencies)}; over 1 s ${slow}; never arrived ${written.missing}`,
     );
+    if (limit !== undefined) {
+      for (const part of ["watched", "unwatched"]) {
+        const over = written.split[part].filter((ms) => ms > 1000).length;
+        report(
+          `${label}:   in ${part} folders: ${spread(written.split[part])}; over 1 s ${over}; never arrived ${written.missingSplit[part]}`,
+        );
+      }
+    }
+    const still = await quiet(server, limit === undefined ? 10 : 20, limit !== undefined);
+    report(
+      `${label}: quiet ${still.elapsed.toFixed(0)} s (no statements): CPU ${(still.cpuShare * 100).toFixed(1)}% of a core`,
+    );
+    if (limit !== undefined) reportChecks(label, still, unwatched);
     const idled = await idle(server, 20);
     report(
       `${label}: idle 20 s: CPU ${(idled.cpuShare * 100).toFixed(1)}% of a core; probes ${spread(idled.samples)}; memory ${mb(idled.memory.own)}`,
     );
+    if (values["skip-checkout"]) return;
     const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
     report(
       `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} from the first rename, ${fmt(burst.equalAt === undefined ? undefined : burst.equalAt - burst.renameMs)} from the last (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,

@@ -22,6 +22,9 @@
  *
  * SELECT dirq_list_dir(path): see list_dir below.
  *
+ * SELECT dirq_check_folder(path, since): a folder's entries with a signature of each one's lstat, see
+ * check_folder below.
+ *
  * SELECT ... FROM dirq_rows(paths, stats): a batch's rows, see below.
  *
  * SELECT ... FROM dirq_blank_rows(count): that many rows without values, see below.
@@ -52,6 +55,15 @@ SQLITE_EXTENSION_INIT1
 #endif
 
 #define FIELDS 3
+
+/* A stat's nanosecond times: Linux's names, and macOS's. */
+#if defined(__APPLE__)
+#define MTIME_OF(info) ((info)->st_mtimespec)
+#define CTIME_OF(info) ((info)->st_ctimespec)
+#else
+#define MTIME_OF(info) ((info)->st_mtim)
+#define CTIME_OF(info) ((info)->st_ctim)
+#endif
 
 /* dirq_csv, in dirq-csv.c: a CSV piece's records as rows. */
 int dirq_register_csv(sqlite3 *db);
@@ -267,6 +279,155 @@ static void list_dir(sqlite3_context *context, int argc, sqlite3_value **argv) {
   if (path == NULL) return;
   Buffer out = {0};
   result_listing(context, list_into(path, &out), &out);
+}
+
+/* A 64-bit mix of one value into a running signature (splitmix64's finalizer). */
+static sqlite3_uint64 mix(sqlite3_uint64 seed, sqlite3_uint64 value) {
+  sqlite3_uint64 z = seed ^ (value + 0x9e3779b97f4a7c15ULL + (seed << 6) + (seed >> 2));
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+/* What a file's change changes: size, both times to the nanosecond, inode, mode. */
+static sqlite3_uint64 stat_signature(const struct stat *info) {
+  sqlite3_uint64 h = mix(0, (sqlite3_uint64)info->st_size);
+  h = mix(h, (sqlite3_uint64)MTIME_OF(info).tv_sec);
+  h = mix(h, (sqlite3_uint64)MTIME_OF(info).tv_nsec);
+  h = mix(h, (sqlite3_uint64)CTIME_OF(info).tv_sec);
+  h = mix(h, (sqlite3_uint64)CTIME_OF(info).tv_nsec);
+  h = mix(h, (sqlite3_uint64)info->st_ino);
+  return mix(h, (sqlite3_uint64)info->st_mode);
+}
+
+/* One entry of a folder's check: its name (offset, then pointer, as Listed), type, signature. */
+typedef struct {
+  sqlite3_int64 offset;
+  const char *name;
+  char type;
+  sqlite3_uint64 signature;
+} Checked;
+
+static int checked_by_name(const void *a, const void *b) {
+  return strcmp(((const Checked *)a)->name, ((const Checked *)b)->name);
+}
+
+/*
+ * Reads one entry for check_into: its type, and for what is not a folder its lstat's
+ * signature, relative to the open folder (no path resolved from the root per file). 0 when
+ * it went away between the listing and the stat (the next check reads it as gone).
+ */
+static int check_entry(DIR *dir, const struct dirent *entry, double since, Checked *item) {
+  unsigned char type = entry->d_type;
+  if (type == DT_DIR) {
+    item->type = 'd';
+    item->signature = 0;
+    return 1;
+  }
+  struct stat info;
+  if (fstatat(dirfd(dir), entry->d_name, &info, AT_SYMLINK_NOFOLLOW) != 0) return 0;
+  item->type = S_ISDIR(info.st_mode)   ? 'd'
+               : S_ISREG(info.st_mode) ? 'f'
+               : S_ISLNK(info.st_mode) ? 'l'
+                                       : 'o';
+  item->signature = item->type == 'd' ? 0 : stat_signature(&info);
+  double mtime = (double)MTIME_OF(&info).tv_sec * 1e3 + (double)MTIME_OF(&info).tv_nsec / 1e6;
+  double ctime = (double)CTIME_OF(&info).tv_sec * 1e3 + (double)CTIME_OF(&info).tv_nsec / 1e6;
+  /* Changed at or after `since`: the letter in upper case. */
+  if (item->type != 'd' && since >= 0 && (mtime >= since || ctime >= since)) item->type -= 32;
+  return 1;
+}
+
+/* The entries of check_into, sorted by name, written out in dirq_check_folder's form. */
+static int write_checked(Checked *items, sqlite3_int64 count, const char *names, Buffer *out) {
+  int ok = 1;
+  for (sqlite3_int64 i = 0; i < count; i++) items[i].name = names + items[i].offset;
+  if (count > 0) qsort(items, (size_t)count, sizeof(Checked), checked_by_name);
+  for (sqlite3_int64 i = 0; ok && i < count; i++) {
+    const char *name = items[i].name;
+    ok = buffer_append(out, &items[i].type, 1) &&
+         buffer_append(out, name, (sqlite3_int64)strlen(name) + 1);
+    if (ok && items[i].type != 'd') {
+      unsigned char bytes[8];
+      for (int b = 0; b < 8; b++) bytes[b] = (unsigned char)(items[i].signature >> (8 * b));
+      ok = buffer_append(out, (const char *)bytes, 8);
+    }
+  }
+  return ok;
+}
+
+/* dirq_check_folder's answer into `out`: LISTED, UNREADABLE or NO_MEMORY, as list_into. */
+static int check_into(const char *path, double since, Buffer *out) {
+  DIR *dir = opendir(path);
+  if (dir == NULL) return UNREADABLE;
+  Buffer names = {0}, checked = {0};
+  int ok = 1, failed = 0;
+  for (;;) {
+    errno = 0;
+    struct dirent *entry = readdir(dir);
+    if (entry == NULL) {
+      if (errno != 0) failed = 1;
+      break;
+    }
+    const char *name = entry->d_name;
+    if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
+    Checked item = {names.length, NULL, 0, 0};
+    if (!check_entry(dir, entry, since, &item)) continue;
+    ok = buffer_append(&names, name, (sqlite3_int64)strlen(name) + 1) &&
+         buffer_append(&checked, (const char *)&item, sizeof item);
+    if (!ok) break;
+  }
+  closedir(dir);
+  sqlite3_int64 count = checked.length / (sqlite3_int64)sizeof(Checked);
+  if (ok && !failed) ok = write_checked((Checked *)checked.bytes, count, names.bytes, out);
+  sqlite3_free(names.bytes);
+  sqlite3_free(checked.bytes);
+  if (failed || !ok) {
+    sqlite3_free(out->bytes);
+    out->bytes = NULL;
+    out->length = 0;
+    return failed ? UNREADABLE : NO_MEMORY;
+  }
+  return LISTED;
+}
+
+/*
+ * SELECT dirq_check_folder(path, since): what a check of a folder without a watch compares with its
+ * previous check (src/watch/unwatched-thread.ts), in one call: the folder listed, every entry
+ * that is not a folder lstat'ed relative to it. A blob: for each entry but `.` and `..`, sorted
+ * by name (byte order), its type letter (as dirq_list_dir's), its name, a NUL, and for what is
+ * not a folder 8 bytes of a signature of its size, modification and change times (to the
+ * nanosecond), inode and mode: two checks' blobs are equal when nothing in the folder changed.
+ * `path` is text or a blob of the path's bytes (a name that is not UTF-8). With `since` (Unix
+ * ms; NULL or negative: none), an entry modified or changed at or after it has its letter in
+ * upper case (a folder's first check reports those). NULL when the folder cannot be read.
+ */
+static void check_folder(sqlite3_context *context, int argc, sqlite3_value **argv) {
+  (void)argc;
+  int bytes = sqlite3_value_bytes(argv[0]);
+  const char *given = (const char *)sqlite3_value_blob(argv[0]);
+  if (given == NULL) return;
+  char *path = sqlite3_malloc64((sqlite3_uint64)bytes + 1);
+  if (path == NULL) {
+    sqlite3_result_error_nomem(context);
+    return;
+  }
+  memcpy(path, given, (size_t)bytes);
+  path[bytes] = '\0';
+  double since = sqlite3_value_type(argv[1]) == SQLITE_NULL ? -1 : sqlite3_value_double(argv[1]);
+  Buffer out = {0};
+  int status = check_into(path, since, &out);
+  sqlite3_free(path);
+  if (status == UNREADABLE) return;
+  if (status == NO_MEMORY) {
+    sqlite3_result_error_nomem(context);
+    return;
+  }
+  if (out.bytes == NULL) {
+    sqlite3_result_zeroblob(context, 0);
+    return;
+  }
+  sqlite3_result_blob64(context, out.bytes, (sqlite3_uint64)out.length, sqlite3_free);
 }
 
 /*
@@ -1024,6 +1185,9 @@ int sqlite3_dirqfs_init(sqlite3 *db, char **error, const sqlite3_api_routines *a
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "dirq_trim_memory", 0, flags, NULL, trim_memory, NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "dirq_check_folder", 2, flags, NULL, check_folder, NULL, NULL);
   }
   if (rc != SQLITE_OK) return rc;
   Ahead *ahead = sqlite3_malloc64(sizeof(Ahead));

@@ -152,6 +152,11 @@ export class LiveIndex {
     return this.watcher.unwatchedChecks;
   }
 
+  /** The folders without a watch now (reported paths), past the watch limit. */
+  unwatchedFolders(): string[] {
+    return this.watcher.unwatchedFolders();
+  }
+
   /**
    * Prepares a statement (`DirqIndex.prepare`) over the files as they are now: events of
    * changes made before the call are delivered, the open batch is handed over at once, and

@@ -270,6 +270,11 @@ export class LiveSession {
     return this.live === null ? null : (await this.live).unwatchedChecks;
   }
 
+  /** The folders without a watch now (none below the limit; `null` before watching). */
+  async unwatchedFolders(): Promise<string[] | null> {
+    return this.live === null ? null : (await this.live).unwatchedFolders();
+  }
+
   /** Starts the watcher (once); resolves when it sees the whole tree. */
   watch(): Promise<void> {
     if (this.stopping.signal.aborted) return Promise.reject(closedError());

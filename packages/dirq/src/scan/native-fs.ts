@@ -53,6 +53,12 @@ export interface NativeFs {
    * name; `null` when the folder cannot be read.
    */
   listDir(path: string): string | null;
+  /**
+   * A folder's entries with a signature of each one's lstat (dirq_check_folder in dirq-fs.c):
+   * equal blobs, nothing changed. `since` (ms) marks the entries changed at or after it;
+   * `null` when the folder cannot be read.
+   */
+  checkFolder(path: Buffer, since: number | null): Buffer | null;
   /** Read-ahead on the extension's own thread: see "Reading ahead" in dirq-fs.c. */
   readAhead: ReadAhead;
   /**
@@ -148,9 +154,11 @@ export function nativeFs(): NativeFs | null {
     const statBatch = db.prepare("SELECT dirq_stat_batch(?, ?)").pluck();
     const listDir = db.prepare("SELECT dirq_list_dir(?)").pluck();
     const trim = db.prepare("SELECT dirq_trim_memory()").pluck();
+    const check = db.prepare("SELECT dirq_check_folder(?, ?)").pluck();
     loaded = {
       statBatch: (prefix, joinedPaths) => statBatch.get(prefix, joinedPaths) as Buffer,
       listDir: (path) => listDir.get(path) as string | null,
+      checkFolder: (path, since) => check.get(path, since) as Buffer | null,
       readAhead: readAheadOf(db),
       trimMemory: () => {
         const trimmed = trim.get() as number | null;

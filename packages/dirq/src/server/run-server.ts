@@ -222,6 +222,8 @@ function liveStatsRoute(live: () => Live | null): (() => unknown) | undefined {
     return {
       // Past the watch limit: files the checks stat'ed and the changed ones they handed over.
       unwatchedChecks: (await current?.session.unwatchedChecks()) ?? null,
+      // Which folders those are (a benchmark tells the writes there from the watched ones').
+      unwatchedFolders: (await current?.session.unwatchedFolders()) ?? null,
       commit: current?.session.commitSeq ?? 0,
       // Heap beside RSS: whether memory that grows is kept or only not yet collected.
       memory: process.memoryUsage(),

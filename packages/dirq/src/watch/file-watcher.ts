@@ -2,7 +2,7 @@ import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:
 import { lstat } from "node:fs/promises";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
-import { UnwatchedCheck, type UnwatchedCheckStats } from "./unwatched-check.js";
+import { UNCHANGED, UnwatchedCheck, type UnwatchedCheckStats } from "./unwatched-check.js";
 
 /**
  * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
@@ -126,11 +126,20 @@ const RECHECK_AFTER_MS = 75;
 
 /**
  * Once the system refuses more watches (inotify's `max_user_watches`, or too many open files),
- * the folders left without a watch are checked this often, and at least four times as long as
- * checking them takes (on a thread of its own, which then takes at most a fifth of a core):
- * their changes are found late, never lost. Watched folders stay immediate.
+ * the folders left without a watch are checked on a thread of their own, one check at a time:
+ * their changes are found late, never lost. Watched folders stay immediate. The pause between
+ * two checks is this at least...
  */
 export const POLL_INTERVAL_MS = 2_000;
+
+/**
+ * ...and otherwise this many times the CPU time the last check took, so the checks take at
+ * most a tenth of a core however many files they stat: the delay of a change there is then up
+ * to that pause plus a check. (A check's CPU time, not its wall time: on a loaded machine a
+ * check takes longer without costing more, and a pause of four times its wall time made the
+ * delay grow with the load.)
+ */
+const PAUSE_PER_CHECK_CPU = 9;
 
 /**
  * A file's times come from the kernel's coarse clock, which may lag `Date.now()`: a folder
@@ -142,18 +151,38 @@ const CLOCK_MARGIN_MS = 1_000;
 /** Errors that mean the system will not give the watcher another watch. */
 const WATCH_LIMIT_CODES = new Set(["ENOSPC", "EMFILE", "ENFILE"]);
 
+/** What the first check of the folders without a watch found, for the warning. */
+export interface FirstCheck {
+  files: number;
+  /** Its wall time and its CPU time (ms). */
+  ms: number;
+  cpuMs: number;
+  /** The pause before the next check (ms). */
+  pauseMs: number;
+}
+
 /**
  * The one report of a watch limit reached: from then on the folders without a watch are
- * checked by listing them.
+ * checked by listing them. Made once the first check has run, so it gives the real delay.
  */
 export class WatchLimitError extends Error {
-  constructor(cause: NodeJS.ErrnoException, unwatched: number, watched: number) {
+  constructor(
+    cause: NodeJS.ErrnoException,
+    unwatched: number,
+    watched: number,
+    first: FirstCheck | null,
+  ) {
     const limit =
       cause.code === "ENOSPC"
         ? "the system limit on inotify watches (fs.inotify.max_user_watches)"
         : "the limit on open files";
+    const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+    const delay =
+      first === null
+        ? `every ${seconds(POLL_INTERVAL_MS)} or more`
+        : `of their ${first.files} files every ${seconds(first.pauseMs + first.ms)} (the first took ${seconds(first.ms)}, ${seconds(first.cpuMs)} of CPU; the pause between checks is ${PAUSE_PER_CHECK_CPU} times a check's CPU time, ${seconds(POLL_INTERVAL_MS)} at least), so they arrive up to about ${seconds(first.pauseMs + 2 * first.ms)} late`;
     super(
-      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by a check that lists those folders and stats their files every ${POLL_INTERVAL_MS / 1000} s, or four times as long as a check takes when that is longer, so they arrive up to that interval plus one check late; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
+      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by a check that lists those folders and stats their files: one ${delay}; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
     );
   }
 }
@@ -206,6 +235,8 @@ export interface TreeWatcher {
   readonly folders: number;
   /** What the checks of the folders without a watch (past the limit) have done so far. */
   readonly unwatchedChecks: UnwatchedCheckStats;
+  /** The folders without a watch now (reported paths, `""` the root), checked by listing. */
+  unwatchedFolders(): string[];
   /**
    * Hands over the changes seen so far at once (no waiting for the batch to close) and
    * resolves when the handler is done with them.
@@ -312,6 +343,10 @@ class FolderWatches implements TreeWatcher {
     return { ...this.check.stats };
   }
 
+  unwatchedFolders(): string[] {
+    return [...this.unwatched.keys()].map(reported);
+  }
+
   async settle(): Promise<void> {
     for (let round = 0; round < SETTLE_ROUNDS && !this.closed; round++) {
       while (this.running) await this.running;
@@ -405,15 +440,12 @@ class FolderWatches implements TreeWatcher {
   }
 
   /** The next check of the folders without a watch, past the system's limit. */
-  private schedulePoll(lastCheckMs: number): void {
+  private schedulePoll(pauseMs: number): void {
     if (this.closed || this.pollTimer !== null) return;
-    this.pollTimer = setTimeout(
-      () => {
-        this.pollTimer = null;
-        if (!this.closed && this.unwatched.size > 0) void this.checkUnwatched();
-      },
-      Math.max(POLL_INTERVAL_MS, 4 * lastCheckMs),
-    );
+    this.pollTimer = setTimeout(() => {
+      this.pollTimer = null;
+      if (!this.closed && this.unwatched.size > 0) void this.checkUnwatched();
+    }, pauseMs);
     this.pollTimer.unref();
   }
 
@@ -428,15 +460,37 @@ class FolderWatches implements TreeWatcher {
       const answer = await this.check.run(this.root, folders, this.checkSince);
       if (this.closed) return;
       this.checkSince = started - CLOCK_MARGIN_MS;
-      folders.forEach((folder, at) =>
-        this.checkedListings.set(folder, answer.listings[at] ?? null),
-      );
+      const unchanged: string[] = [];
+      folders.forEach((folder, at) => {
+        const listing = answer.listings[at];
+        if (listing === UNCHANGED) unchanged.push(folder);
+        else this.checkedListings.set(folder, listing ?? null);
+      });
+      // Folders that changed ask for their watch when their listing is handled.
+      if (this.checkedListings.size === 0) this.watchUnchanged(unchanged);
       for (const key of answer.changed) this.pending.paths.add(reported(key));
       if (this.hasPending()) this.schedule();
     } catch (error) {
       this.options.onError?.(error);
     }
-    this.schedulePoll(Date.now() - started);
+    const { stats } = this.check;
+    stats.periodMs = Math.max(POLL_INTERVAL_MS, PAUSE_PER_CHECK_CPU * stats.lastCheckCpuMs);
+    this.warnLimit();
+    this.schedulePoll(stats.periodMs);
+  }
+
+  /**
+   * Asks for a watch for folders a check found unchanged, until the system refuses one (a
+   * watch freed elsewhere, or a limit raised, gives them one: their files were checked a
+   * moment ago).
+   */
+  private watchUnchanged(folders: readonly string[]): void {
+    for (const folder of folders) {
+      if (!this.unwatched.has(folder)) continue;
+      const outcome = this.watchFolder(folder);
+      if (outcome === "watched") this.unwatched.delete(folder);
+      else if (outcome === "refused") return;
+    }
   }
 
   /** A watch the system refused: its folder is polled from then on (never goes stale). */
@@ -447,18 +501,33 @@ class FolderWatches implements TreeWatcher {
       return;
     }
     this.refusal ??= error as NodeJS.ErrnoException;
-    // What changed in folders nobody watches is found by the next check.
-    this.schedulePoll(0);
+    // What changed in folders nobody watches is found by the next check; the first one waits
+    // for the walk to end (`open`): begun while it lists folders, a check took the part listed
+    // so far, competed with the walk and the first fill for the cores, and made the period that
+    // follows four times its length.
+    if (this.opened) this.schedulePoll(POLL_INTERVAL_MS);
     if (this.polling) return;
     this.polling = true;
-    if (this.opened) this.warnLimit();
   }
 
-  /** Says once that the limit is reached, with how many folders it leaves without a watch. */
+  /**
+   * Says once that the limit is reached, with how many folders it leaves without a watch and
+   * what their first check took (the delay of a change there).
+   */
   private warnLimit(): void {
     if (this.warned || this.refusal === null) return;
     this.warned = true;
-    const error = new WatchLimitError(this.refusal, this.unwatched.size, this.watches.size);
+    const { stats } = this.check;
+    const first =
+      stats.checks === 0
+        ? null
+        : {
+            files: stats.lastCheckFiles,
+            ms: stats.lastCheckMs,
+            cpuMs: stats.lastCheckCpuMs,
+            pauseMs: stats.periodMs,
+          };
+    const error = new WatchLimitError(this.refusal, this.unwatched.size, this.watches.size, first);
     this.options.onError?.(error);
   }
 
@@ -746,7 +815,8 @@ class FolderWatches implements TreeWatcher {
     this.opened = true;
     if (this.closed) return;
     this.syncTargetFolders();
-    if (this.polling) this.warnLimit();
+    // The first check runs at once; the warning waits for it, to give the real delay.
+    if (this.polling) this.schedulePoll(0);
   }
 
   /**

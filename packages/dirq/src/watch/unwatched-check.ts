@@ -1,5 +1,15 @@
 import type { Worker } from "node:worker_threads";
 import { startThread } from "../node-options.js";
+import { nativeHostModule } from "../scan/native-fs.js";
+
+/** What the check's thread starts with. */
+export interface UnwatchedCheckData {
+  /** The module that provides the native calls (`inheritNativeHost`), if any. */
+  nativeHost: string | null;
+}
+
+/** A folder's listing in an answer when nothing in it changed since its previous check. */
+export const UNCHANGED = 0;
 
 export interface UnwatchedCheckRequest {
   id: number;
@@ -15,10 +25,17 @@ export interface UnwatchedCheckAnswer {
   id: number;
   /** Keys of the files that changed, appeared or went away since the previous check. */
   changed: string[];
-  /** Each folder's subfolder names, in the order asked; `null` for a folder gone. */
-  listings: (string[] | null)[];
+  /**
+   * Each folder's subfolder names, in the order asked; `null` for a folder gone; `UNCHANGED`
+   * for one in which nothing changed since its previous check.
+   */
+  listings: (string[] | null | typeof UNCHANGED)[];
   /** Files the check stat'ed. */
   files: number;
+  /** Whether the check ran through dirq's native extension (else Node's fs). */
+  native: boolean;
+  /** The check's CPU time on its thread (ms), `null` where the system does not tell. */
+  cpuMs: number | null;
   error?: string;
 }
 
@@ -31,8 +48,16 @@ export interface UnwatchedCheckStats {
   filesHanded: number;
   /** How long the last check took, from its request to its answer (ms). */
   lastCheckMs: number;
+  /** The CPU time the last check took on its thread (ms; its wall time where not told). */
+  lastCheckCpuMs: number;
+  /** Files the last check stat'ed. */
+  lastCheckFiles: number;
+  /** The time from the end of a check to the start of the next (ms). */
+  periodMs: number;
   /** Watches the system refused since the limit was reached (a check asks until one is). */
   watchesRefused: number;
+  /** Whether the checks run through dirq's native extension (`null` before the first). */
+  native: boolean | null;
 }
 
 /**
@@ -52,7 +77,11 @@ export class UnwatchedCheck {
     filesChecked: 0,
     filesHanded: 0,
     lastCheckMs: 0,
+    lastCheckCpuMs: 0,
+    lastCheckFiles: 0,
+    periodMs: 0,
     watchesRefused: 0,
+    native: null,
   };
   private sentAt = 0;
 
@@ -76,7 +105,8 @@ export class UnwatchedCheck {
 
   private thread(): Worker {
     if (this.worker !== null) return this.worker;
-    const worker = startThread(new URL("./unwatched-thread.js", import.meta.url), {});
+    const workerData: UnwatchedCheckData = { nativeHost: nativeHostModule() };
+    const worker = startThread(new URL("./unwatched-thread.js", import.meta.url), { workerData });
     worker.on("message", (answer: UnwatchedCheckAnswer) => {
       const waiting = this.waiting;
       this.waiting = null;
@@ -89,6 +119,9 @@ export class UnwatchedCheck {
       this.stats.filesChecked += answer.files;
       this.stats.filesHanded += answer.changed.length;
       this.stats.lastCheckMs = Date.now() - this.sentAt;
+      this.stats.lastCheckCpuMs = answer.cpuMs ?? this.stats.lastCheckMs;
+      this.stats.lastCheckFiles = answer.files;
+      this.stats.native = answer.native;
       waiting?.resolve(answer);
     });
     const lost = (error?: Error) => {
