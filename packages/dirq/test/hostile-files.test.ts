@@ -377,7 +377,7 @@ describe("the watcher past the system's inotify limit", () => {
       assert.equal(lines.length, 1, server.stderr());
       assert.match(
         lines[0] as string,
-        /^dirq: watcher: the system limit on inotify watches .*reached.*folders have no watch.*lists those folders and stats their files/,
+        /^dirq: watcher: the system limit on inotify watches .*reached.*folders have no watch.*list those folders and stat their files/,
       );
     },
   );

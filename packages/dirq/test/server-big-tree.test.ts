@@ -143,7 +143,7 @@ describe("the watcher past its watch limit", () => {
     assert.match(
       warning[0] as string,
       new RegExp(
-        `stats their files: one of their \\d+ files every \\d+\\.\\d s \\(the first took \\d+\\.\\d s, \\d+\\.\\d s of CPU; .*\\), so they arrive up to about \\d+\\.\\d s late`,
+        `stat their files \\(\\d+ files\\), one check every \\d+\\.\\d s \\(the first took \\d+\\.\\d s, \\d+\\.\\d s of CPU; .*\\), so their changes arrive up to about \\d+\\.\\d s late`,
       ),
     );
     touchAll();

@@ -179,10 +179,10 @@ export class WatchLimitError extends Error {
     const seconds = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
     const delay =
       first === null
-        ? `every ${seconds(POLL_INTERVAL_MS)} or more`
-        : `of their ${first.files} files every ${seconds(first.pauseMs + first.ms)} (the first took ${seconds(first.ms)}, ${seconds(first.cpuMs)} of CPU; the pause between checks is ${PAUSE_PER_CHECK_CPU} times a check's CPU time, ${seconds(POLL_INTERVAL_MS)} at least), so they arrive up to about ${seconds(first.pauseMs + 2 * first.ms)} late`;
+        ? `, one check every ${seconds(POLL_INTERVAL_MS)} or more`
+        : ` (${first.files} files), one check every ${seconds(first.pauseMs + first.ms)} (the first took ${seconds(first.ms)}, ${seconds(first.cpuMs)} of CPU; the pause between checks is ${PAUSE_PER_CHECK_CPU} times a check's CPU time, ${seconds(POLL_INTERVAL_MS)} at least), so their changes arrive up to about ${seconds(first.pauseMs + 2 * first.ms)} late`;
     super(
-      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by a check that lists those folders and stats their files: one ${delay}; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
+      `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by checks that list those folders and stat their files${delay}; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
     );
   }
 }
