@@ -1,9 +1,10 @@
 #!/usr/bin/env node
 // The step of `npm test` after the build: the checks and every suite, in two lanes that run side
-// by side. dirq's suite (the longest, its files three at a time) has the first lane; lint, the
-// web console's type check (the build checks the rest), lmclient's and pubtool's suites, the
-// repository's own tests (the README's Quick start in a fresh copy), the release's tests and the packed-install matrix run one after another in the second, which would
-// otherwise finish long before the first. Many tests wait (for servers, timers, child processes)
+// by side. dirq's suite (the longest, its files three at a time), then lmclient's, have the first
+// lane; lint, the web console's type check (the build checks the rest), pubtool's suite, the
+// repository's own tests (the README's Quick start in a fresh copy), the release's tests and the
+// packed-install matrix run one after another in the second, so the two lanes take about as
+// long. Many tests wait (for servers, timers, child processes)
 // rather than compute, so the two lanes share two cores well; run one after the other they took
 // longer than CI's time limit allows.
 //
@@ -17,13 +18,16 @@ import { fileURLToPath } from "node:url";
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
 const LANES = [
-  [{ name: "dirq", args: ["run", "test", "-w", "packages/dirq"], stream: true }],
+  [
+    { name: "dirq", args: ["run", "test", "-w", "packages/dirq"], stream: true },
+    // After dirq's suite, so the two lanes end about together.
+    { name: "lmclient", args: ["run", "test", "-w", "packages/lmclient"] },
+  ],
   [
     { name: "lint", args: ["run", "lint"] },
     // The build type-checks every package's sources and tests; the web console is bundled
     // without a type check, so it has a step of its own.
     { name: "typecheck web", args: ["run", "typecheck:web", "-w", "packages/dirq"] },
-    { name: "lmclient", args: ["run", "test", "-w", "packages/lmclient"] },
     { name: "pubtool", args: ["run", "test", "-w", "packages/pubtool"] },
     // The README's Quick start in a fresh copy, and npm test's own provisioning.
     { name: "repository", args: ["run", "test:repository"] },
