@@ -84,9 +84,16 @@ const SLICE_MS = 12;
 
 /**
  * Moves checked ahead of the staging thread (`recheckPlan`): it applies as many of them as fit
- * in a slice (`SLICE_MS` of its own time) and says how many.
+ * in `THREAD_SLICE_MS` of its own time and says how many.
  */
-const MOVES_PER_REQUEST = 32;
+const MOVES_PER_REQUEST = 64;
+
+/**
+ * How long the staging thread renames moved rows per commit. Longer than this thread's slices:
+ * its work keeps no request waiting, and each commit costs this thread a round trip, a commit
+ * number and a run of events to number (a move at a million files is a few ms of SQL).
+ */
+const THREAD_SLICE_MS = 40;
 
 /** Times slices of synchronous work: `due()` says when to yield, `yield()` does. */
 class Slices {
@@ -614,7 +621,7 @@ export class Refresher {
         for (const file of this.recheckPlan(plans[checked] as MovePlan)) late.add(file);
       }
       const batch = at === 0 ? { tables: [...tables], moves } : null;
-      const { applied, changes } = await worker.moveRows(batch, [at, checked], SLICE_MS);
+      const { applied, changes } = await worker.moveRows(batch, [at, checked], THREAD_SLICE_MS);
       for (const plan of plans.slice(at, at + applied)) {
         movedAround(this.catalog, plan.move.from, plan.move.to);
         this.movedFiles(plan.files);
