@@ -17,7 +17,7 @@ import {
  * A hook that counts its runs (a line per file in the file `$COUNT_TO`) and reads the file: its
  * words and the first of them. A shell script, as it runs hundreds of times (see `shellHook`).
  */
-const COUNTING_HOOK = `printf '%s\\n' "$1" >> "$COUNT_TO"
+const COUNTING_HOOK = `printf '%s\\n' "$1" >> "$COUNT_TO" || exit 1
 set -f
 set -- $(cat "$1")
 printf '[{"words": %d, "first": "%s"}]' "$#" "$1"
