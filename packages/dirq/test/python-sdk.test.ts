@@ -134,15 +134,6 @@ describe("Python SDK, installed from its wheel in a venv", { timeout: 600_000 },
   }
 
   test("mypy --strict: a consumer is clean, and misuse is caught", async () => {
-    const clean = await run([
-      "-m",
-      "mypy",
-      "--strict",
-      "--no-incremental",
-      "tests/typing_consumer.py",
-    ]);
-    assert.doesNotMatch(clean.stderr, /No module named mypy/, "install mypy: python3-mypy");
-    assert.equal(clean.code, 0, `${clean.stdout}${clean.stderr}`);
     const misuse = join(work, "misuse.py");
     writeFileSync(
       misuse,
@@ -154,10 +145,24 @@ describe("Python SDK, installed from its wheel in a venv", { timeout: 600_000 },
         "",
       ].join("\n"),
     );
-    const caught = await run(["-m", "mypy", "--strict", "--no-incremental", misuse]);
-    assert.equal(caught.code, 1, caught.stdout);
-    assert.match(caught.stdout, /misuse\.py:3: error: Incompatible types in assignment/);
-    assert.match(caught.stdout, /misuse\.py:4: error: Argument "format" to "Table"/);
+    // One run checks both files (mypy's start and the standard library's stubs are most of
+    // its time): every error it reports must be the misuse's.
+    const checked = await run([
+      "-m",
+      "mypy",
+      "--strict",
+      "--no-incremental",
+      "tests/typing_consumer.py",
+      misuse,
+    ]);
+    assert.doesNotMatch(checked.stderr, /No module named mypy/, "install mypy: python3-mypy");
+    assert.equal(checked.code, 1, `${checked.stdout}${checked.stderr}`);
+    const elsewhere = checked.stdout
+      .split("\n")
+      .filter((line) => /: error: /.test(line) && !/misuse\.py:\d+: /.test(line));
+    assert.deepEqual(elsewhere, [], "the consumer is clean");
+    assert.match(checked.stdout, /misuse\.py:3: error: Incompatible types in assignment/);
+    assert.match(checked.stdout, /misuse\.py:4: error: Argument "format" to "Table"/);
   });
 });
 
