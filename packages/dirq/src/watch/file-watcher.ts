@@ -309,6 +309,14 @@ class FolderWatches implements TreeWatcher {
   private pollTimer: NodeJS.Timeout | null = null;
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
   private readonly unwatched = new Map<string, Set<string>>();
+  /**
+   * Folders given a watch since their last check, with their subfolder names then and the
+   * number of the checks requested by then: what changed between that check's listing and the
+   * watch has no event, so one more check requested after the watch compares them with it.
+   */
+  private readonly rewatched = new Map<string, { names: Set<string>; after: number }>();
+  /** Checks requested so far. */
+  private checksRequested = 0;
   /** The last check's subfolder names of each folder without a watch (`null`: gone). */
   private checkedListings = new Map<string, string[] | null>();
   private readonly check = new UnwatchedCheck();
@@ -444,7 +452,7 @@ class FolderWatches implements TreeWatcher {
     if (this.closed || this.pollTimer !== null) return;
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
-      if (!this.closed && this.unwatched.size > 0) void this.checkUnwatched();
+      if (!this.closed && this.unwatched.size + this.rewatched.size > 0) void this.checkUnwatched();
     }, pauseMs);
     this.pollTimer.unref();
   }
@@ -454,8 +462,9 @@ class FolderWatches implements TreeWatcher {
    * that changed (read as a watch's events are) and each folder's subfolders (`listUnwatched`).
    */
   private async checkUnwatched(): Promise<void> {
-    const folders = [...this.unwatched.keys()];
+    const folders = [...this.unwatched.keys(), ...this.rewatched.keys()];
     const started = Date.now();
+    const number = ++this.checksRequested;
     try {
       const answer = await this.check.run(this.root, folders, this.checkSince);
       if (this.closed) return;
@@ -463,8 +472,12 @@ class FolderWatches implements TreeWatcher {
       const unchanged: string[] = [];
       folders.forEach((folder, at) => {
         const listing = answer.listings[at];
-        if (listing === UNCHANGED) unchanged.push(folder);
-        else this.checkedListings.set(folder, listing ?? null);
+        const rewatched = this.rewatched.get(folder);
+        // Listed before its watch was made: the next check is the one that counts.
+        if (rewatched !== undefined && rewatched.after >= number) return;
+        if (listing !== UNCHANGED) this.checkedListings.set(folder, listing ?? null);
+        else if (rewatched !== undefined) this.rewatched.delete(folder);
+        else unchanged.push(folder);
       });
       // Folders that changed ask for their watch when their listing is handled.
       if (this.checkedListings.size === 0) this.watchUnchanged(unchanged);
@@ -486,11 +499,18 @@ class FolderWatches implements TreeWatcher {
    */
   private watchUnchanged(folders: readonly string[]): void {
     for (const folder of folders) {
-      if (!this.unwatched.has(folder)) continue;
+      const names = this.unwatched.get(folder);
+      if (names === undefined) continue;
       const outcome = this.watchFolder(folder);
-      if (outcome === "watched") this.unwatched.delete(folder);
+      if (outcome === "watched") this.watchedNow(folder, names);
       else if (outcome === "refused") return;
     }
+  }
+
+  /** A folder without a watch got one: checked once more (`rewatched`), then no longer. */
+  private watchedNow(folder: string, names: Set<string>): void {
+    this.unwatched.delete(folder);
+    this.rewatched.set(folder, { names, after: this.checksRequested });
   }
 
   /** A watch the system refused: its folder is polled from then on (never goes stale). */
@@ -546,8 +566,9 @@ class FolderWatches implements TreeWatcher {
     // at every check kept the main thread busy in proportion to their number.
     let mayWatch = true;
     for (const [folder, listing] of listings) {
-      const before = this.unwatched.get(folder);
-      // Moved or gone since the check, or watched now: the events of that say it.
+      const rewatched = this.rewatched.get(folder);
+      const before = this.unwatched.get(folder) ?? rewatched?.names;
+      // Moved or gone since the check: the events of that say it.
       if (before === undefined) continue;
       if (listing === null) {
         this.forgetUnwatched(folder);
@@ -567,20 +588,27 @@ class FolderWatches implements TreeWatcher {
         appeared.add(child);
         batch.paths.add(reported(child));
       }
+      if (rewatched !== undefined) {
+        // Its watch has seen every change since this check (the check came after the watch).
+        this.rewatched.delete(folder);
+        continue;
+      }
       this.unwatched.set(folder, now);
       if (!mayWatch) continue;
       const outcome = this.watchFolder(folder);
-      if (outcome === "watched") this.unwatched.delete(folder);
+      if (outcome === "watched") this.watchedNow(folder, now);
       else if (outcome === "refused") mayWatch = false;
     }
   }
 
   /** Forgets the folders without a watch at and under `key` (gone, or watched again). */
   private forgetUnwatched(key: string): void {
-    if (this.unwatched.size === 0) return;
     const prefix = `${key}/`;
-    for (const each of [...this.unwatched.keys()]) {
-      if (each === key || key === "" || each.startsWith(prefix)) this.unwatched.delete(each);
+    for (const folders of [this.unwatched, this.rewatched]) {
+      if (folders.size === 0) continue;
+      for (const each of [...folders.keys()]) {
+        if (each === key || key === "" || each.startsWith(prefix)) folders.delete(each);
+      }
     }
   }
 
@@ -766,14 +794,17 @@ class FolderWatches implements TreeWatcher {
     const sources = new Set(moves.map(({ from }) => from));
     const watchedUnder = entriesUnder(this.watches, sources);
     const listedUnder = entriesUnder(this.unwatched, sources);
+    const rewatchedUnder = entriesUnder(this.rewatched, sources);
     const detached = moves.map(({ from, to }) => {
       const entries = watchedUnder.get(from) ?? [];
       for (const [key] of entries) this.watches.delete(key);
       const listings = listedUnder.get(from) ?? [];
       for (const [key] of listings) this.unwatched.delete(key);
-      return { from, to, entries, listings };
+      const rewatched = rewatchedUnder.get(from) ?? [];
+      for (const [key] of rewatched) this.rewatched.delete(key);
+      return { from, to, entries, listings, rewatched };
     });
-    for (const { from, to, entries, listings } of detached) {
+    for (const { from, to, entries, listings, rewatched } of detached) {
       // What was at the destination before (a folder replaced by the move) is gone.
       this.unwatchTree(to);
       this.links.forgetUnder(to);
@@ -783,6 +814,8 @@ class FolderWatches implements TreeWatcher {
       }
       for (const [key, names] of listings)
         this.unwatched.set(`${to}${key.slice(from.length)}`, names);
+      for (const [key, last] of rewatched)
+        this.rewatched.set(`${to}${key.slice(from.length)}`, last);
       // A link moved may lead elsewhere now (a relative one out of the folder): read again.
       for (const link of this.links.moveUnder(from, to)) batch.paths.add(reported(link));
     }
@@ -803,6 +836,7 @@ class FolderWatches implements TreeWatcher {
     for (const { watcher } of this.watches.values()) watcher.close();
     this.watches.clear();
     this.unwatched.clear();
+    this.rewatched.clear();
     this.polling = false;
     for (const watcher of this.targetFolders.values()) watcher.close();
     this.targetFolders.clear();

@@ -1,0 +1,136 @@
+import assert from "node:assert/strict";
+import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, describe, it } from "node:test";
+import { makeTree, removeTree } from "./helpers.js";
+import {
+  delay,
+  eventually,
+  queryRows,
+  request,
+  type ServerProcess,
+  startServer,
+} from "./server-support.js";
+
+/** Every file under `root`, relative and sorted. */
+function filesOnDisk(root: string, folder = ""): string[] {
+  const found: string[] = [];
+  for (const entry of readdirSync(join(root, folder), { withFileTypes: true })) {
+    const path = folder === "" ? entry.name : `${folder}/${entry.name}`;
+    if (entry.isDirectory()) found.push(...filesOnDisk(root, path));
+    else found.push(path);
+  }
+  return found.sort();
+}
+
+async function filesInIndex(server: ServerProcess): Promise<string[]> {
+  const rows = await queryRows(server, "SELECT path FROM './' ORDER BY path");
+  return rows.map((row) => row.path as string).sort();
+}
+
+interface LiveStats {
+  unwatchedFolders: string[];
+  unwatchedChecks: { checks: number } | null;
+}
+
+async function liveStats(server: ServerProcess): Promise<LiveStats> {
+  return JSON.parse((await request(`${server.url}/live/stats`)).text) as LiveStats;
+}
+
+/** Waits until the server's checks of its unwatched folders have run `more` more times. */
+async function checksPass(server: ServerProcess, more: number): Promise<void> {
+  const start = (await liveStats(server)).unwatchedChecks?.checks ?? 0;
+  await eventually(
+    async () => ((await liveStats(server)).unwatchedChecks?.checks ?? 0) >= start + more,
+    `${more} more checks of the folders without a watch`,
+  );
+}
+
+/** The index equals the disk, or the assertion names what differs. */
+async function assertIndexEqualsDisk(server: ServerProcess, root: string): Promise<void> {
+  let live: string[] = [];
+  let disk: string[] = [];
+  try {
+    await eventually(
+      async () => {
+        live = await filesInIndex(server);
+        disk = filesOnDisk(root);
+        return live.join("\n") === disk.join("\n");
+      },
+      "the index equals the files on disk",
+      20_000,
+    );
+  } catch {
+    const missing = disk.filter((path) => !live.includes(path));
+    const extra = live.filter((path) => !disk.includes(path));
+    assert.fail(`missing from the index: ${missing.join(" ")}; not on disk: ${extra.join(" ")}`);
+  }
+}
+
+/**
+ * Makes a new file in each of `folders` every few milliseconds until stopped, so that some are
+ * made at every moment of the watcher's work: none must be lost, whenever it is made.
+ */
+function keepMaking(root: string, folders: readonly string[]): { stop: () => Promise<void> } {
+  let running = true;
+  const done = (async () => {
+    for (let n = 0; running; n++) {
+      for (const folder of folders) writeFileSync(join(root, folder, `n${n}.txt`), `${n}`);
+      await delay(2);
+    }
+  })();
+  return {
+    stop: async () => {
+      running = false;
+      await done;
+    },
+  };
+}
+
+describe("the watcher past its watch limit, while folders change", () => {
+  const roots: string[] = [];
+  let server: ServerProcess | undefined;
+  after(async () => {
+    await server?.kill();
+    for (const root of roots) removeTree(root);
+  });
+
+  function tree(folders: number): string {
+    const root = makeTree({});
+    roots.push(root);
+    for (let d = 0; d < folders; d++) {
+      mkdirSync(join(root, `d${d}`));
+      for (let f = 0; f < 2_000; f++) writeFileSync(join(root, `d${d}`, `f${f}.txt`), `${f}`);
+    }
+    return root;
+  }
+
+  it("loses no file made in a folder while it gets a watch back", async () => {
+    const root = tree(8);
+    // The root and three folders have a watch; the other five are checked.
+    server = await startServer(["--host", "127.0.0.1", "--port", "0"], {
+      cwd: root,
+      env: { DIRQ_MAX_WATCHES: "4", DIRQ_LIVE_STATS: "1" },
+    });
+    // The path-table is filled now, and kept current from here on by the watcher alone.
+    assert.equal((await filesInIndex(server)).length, 8 * 2_000);
+    await checksPass(server, 1);
+    const unwatched = (await liveStats(server)).unwatchedFolders;
+    assert.equal(unwatched.length, 5, unwatched.join(" "));
+    const watched = readdirSync(root).filter((name) => !unwatched.includes(name));
+    const making = keepMaking(root, unwatched);
+    await checksPass(server, 1);
+    // Watches freed: the folders without one get them as their checks find them changed.
+    for (const name of watched) rmSync(join(root, name), { recursive: true });
+    const running = server;
+    await eventually(
+      async () => (await liveStats(running)).unwatchedFolders.length <= 2,
+      "watches given to the folders that had none",
+    );
+    await delay(200);
+    await making.stop();
+    await assertIndexEqualsDisk(server, root);
+    await server.kill();
+    server = undefined;
+  });
+});
