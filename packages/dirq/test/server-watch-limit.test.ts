@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdirSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
 import { makeTree, removeTree } from "./helpers.js";
@@ -129,6 +129,49 @@ describe("the watcher past its watch limit, while folders change", () => {
     );
     await delay(200);
     await making.stop();
+    await assertIndexEqualsDisk(server, root);
+    await server.kill();
+    server = undefined;
+  });
+
+  it("loses no file made in folders without a watch while the watched folder above them is renamed", async () => {
+    const root = makeTree({});
+    roots.push(root);
+    const inner = ["q0", "q1", "q2", "q3"];
+    for (const name of inner) {
+      mkdirSync(join(root, "p", name), { recursive: true });
+      for (let f = 0; f < 500; f++) writeFileSync(join(root, "p", name, `f${f}.txt`), `${f}`);
+    }
+    // The root and `p` have a watch; the folders in `p` are checked.
+    server = await startServer(["--host", "127.0.0.1", "--port", "0"], {
+      cwd: root,
+      env: { DIRQ_MAX_WATCHES: "2", DIRQ_LIVE_STATS: "1" },
+    });
+    assert.equal((await filesInIndex(server)).length, inner.length * 500);
+    await checksPass(server, 1);
+    assert.equal((await liveStats(server)).unwatchedFolders.length, inner.length);
+    let at = "p";
+    const until = Date.now() + 8_000;
+    for (let n = 0; Date.now() < until; n++) {
+      for (const name of inner) writeFileSync(join(root, at, name, `n${n}.txt`), `${n}`);
+      if (n % 40 === 39) {
+        const to = at === "p" ? "r" : "p";
+        renameSync(join(root, at), join(root, to));
+        at = to;
+      }
+      await delay(2);
+    }
+    // Still checked, under the name they have now.
+    const running = server;
+    const expected = inner.map((name) => `${at}/${name}`).join(" ");
+    let unwatched = "";
+    await eventually(async () => {
+      unwatched = (await liveStats(running)).unwatchedFolders.sort().join(" ");
+      return unwatched === expected;
+    }, `the folders without a watch are ${expected}`).catch(() =>
+      assert.fail(`folders without a watch: ${unwatched}`),
+    );
+    await checksPass(server, 2);
     await assertIndexEqualsDisk(server, root);
     await server.kill();
     server = undefined;

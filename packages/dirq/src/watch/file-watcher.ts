@@ -2,7 +2,14 @@ import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:
 import { lstat } from "node:fs/promises";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
-import { UNCHANGED, UnwatchedCheck, type UnwatchedCheckStats } from "./unwatched-check.js";
+import {
+  bySource,
+  keyAfterMoves,
+  type KeyMove,
+  UNCHANGED,
+  UnwatchedCheck,
+  type UnwatchedCheckStats,
+} from "./unwatched-check.js";
 
 /**
  * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
@@ -95,6 +102,19 @@ function inApplyOrder(moves: readonly FolderMove[]): FolderMove[] {
     }
   }
   return ordered;
+}
+
+/** The new names of `keys` that lie under a source of `moves` (not the sources themselves). */
+function namesUnderMoves(keys: Iterable<string>, moves: readonly FolderMove[]): Set<string> {
+  const names = new Set<string>();
+  if (moves.length === 0) return names;
+  const sources = bySource([moves]);
+  for (const key of keys) {
+    if (sources[0]?.has(key)) continue;
+    const moved = keyAfterMoves(key, sources);
+    if (moved !== key) names.add(moved);
+  }
+  return names;
 }
 
 /** `path` renamed by the innermost move it lies under (source → destination), or itself. */
@@ -317,6 +337,10 @@ class FolderWatches implements TreeWatcher {
   private readonly rewatched = new Map<string, { names: Set<string>; after: number }>();
   /** Checks requested so far. */
   private checksRequested = 0;
+  /** Each batch's folder moves since the last check was requested: its thread renames too. */
+  private movesSinceRequest: KeyMove[][] = [];
+  /** Each batch's moves since the check under way was requested: its answer names the old. */
+  private movesDuringCheck: KeyMove[][] | null = null;
   /** The last check's subfolder names of each folder without a watch (`null`: gone). */
   private checkedListings = new Map<string, string[] | null>();
   private readonly check = new UnwatchedCheck();
@@ -465,12 +489,17 @@ class FolderWatches implements TreeWatcher {
     const folders = [...this.unwatched.keys(), ...this.rewatched.keys()];
     const started = Date.now();
     const number = ++this.checksRequested;
+    const moves = this.movesSinceRequest;
+    this.movesSinceRequest = [];
+    this.movesDuringCheck = [];
     try {
-      const answer = await this.check.run(this.root, folders, this.checkSince);
+      const answer = await this.check.run(this.root, folders, this.checkSince, moves);
       if (this.closed) return;
+      const during = bySource(this.movesDuringCheck ?? []);
       this.checkSince = started - CLOCK_MARGIN_MS;
       const unchanged: string[] = [];
-      folders.forEach((folder, at) => {
+      folders.forEach((asked, at) => {
+        const folder = keyAfterMoves(asked, during);
         const listing = answer.listings[at];
         const rewatched = this.rewatched.get(folder);
         // Listed before its watch was made: the next check is the one that counts.
@@ -481,10 +510,13 @@ class FolderWatches implements TreeWatcher {
       });
       // Folders that changed ask for their watch when their listing is handled.
       if (this.checkedListings.size === 0) this.watchUnchanged(unchanged);
-      for (const key of answer.changed) this.pending.paths.add(reported(key));
+      for (const key of answer.changed)
+        this.pending.paths.add(reported(keyAfterMoves(key, during)));
       if (this.hasPending()) this.schedule();
     } catch (error) {
       this.options.onError?.(error);
+    } finally {
+      this.movesDuringCheck = null;
     }
     const { stats } = this.check;
     stats.periodMs = Math.max(POLL_INTERVAL_MS, PAUSE_PER_CHECK_CPU * stats.lastCheckCpuMs);
@@ -571,7 +603,9 @@ class FolderWatches implements TreeWatcher {
       // Moved or gone since the check: the events of that say it.
       if (before === undefined) continue;
       if (listing === null) {
-        this.forgetUnwatched(folder);
+        // Gone as the check listed it, or renamed with a watched folder above it in this very
+        // batch: `resync` tells which (and forgets it only if gone).
+        appeared.add(folder);
         batch.paths.add(reported(folder));
         continue;
       }
@@ -724,6 +758,10 @@ class FolderWatches implements TreeWatcher {
     const stats = await this.lstatAll(keys);
     const moves = this.findMoves(stats);
     this.moveFolders(moves, stats, batch);
+    // A name under a folder moved in this batch stands for what is under its new name now.
+    const under = namesUnderMoves(stats.keys(), moves);
+    if (under.size > 0)
+      for (const [key, found] of await this.lstatAll(under)) stats.set(key, found);
     const destinations = new Set(moves.map((move) => move.to));
     for (const [key, found] of stats) {
       if (destinations.has(key)) continue;
@@ -830,6 +868,10 @@ class FolderWatches implements TreeWatcher {
     }
     renameMembers(this.renamed, moves);
     batch.moves.push(...named);
+    if (this.polling) {
+      this.movesSinceRequest.push([...moves]);
+      this.movesDuringCheck?.push([...moves]);
+    }
   }
 
   private unwatchAll(): void {
