@@ -868,7 +868,8 @@ class FolderWatches implements TreeWatcher {
     }
     renameMembers(this.renamed, moves);
     batch.moves.push(...named);
-    if (this.polling) {
+    // Only while some folder is checked: the thread forgets every folder when none is.
+    if (this.unwatched.size + this.rewatched.size > 0) {
       this.movesSinceRequest.push([...moves]);
       this.movesDuringCheck?.push([...moves]);
     }
