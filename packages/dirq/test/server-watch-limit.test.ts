@@ -176,4 +176,39 @@ describe("the watcher past its watch limit, while folders change", () => {
     await server.kill();
     server = undefined;
   });
+
+  it("keeps files changed just before their folder without a watch is renamed", async () => {
+    const root = tree(8);
+    server = await startServer(["--host", "127.0.0.1", "--port", "0"], {
+      cwd: root,
+      env: { DIRQ_MAX_WATCHES: "4", DIRQ_LIVE_STATS: "1" },
+    });
+    const sizes = "SELECT path, size FROM './' ORDER BY path";
+    assert.equal((await queryRows(server, sizes)).length, 8 * 2_000);
+    await checksPass(server, 1);
+    const unwatched = (await liveStats(server)).unwatchedFolders;
+    // Changed, then renamed before any check can see the change under the old name.
+    for (const name of readdirSync(root)) {
+      writeFileSync(join(root, name, "f0.txt"), "changed before the rename");
+      renameSync(join(root, name), join(root, `m${name}`));
+    }
+    const running = server;
+    const expected = unwatched
+      .map((name) => `m${name}`)
+      .sort()
+      .join(" ");
+    await eventually(
+      async () => (await liveStats(running)).unwatchedFolders.sort().join(" ") === expected,
+      `the folders without a watch are ${expected}`,
+    );
+    await checksPass(server, 2);
+    await assertIndexEqualsDisk(server, root);
+    const changed = await queryRows(
+      server,
+      `SELECT path FROM './' WHERE path GLOB '*/f0.txt' AND size != 25`,
+    );
+    assert.deepEqual(changed, []);
+    await server.kill();
+    server = undefined;
+  });
 });

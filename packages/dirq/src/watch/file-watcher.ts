@@ -330,6 +330,11 @@ class FolderWatches implements TreeWatcher {
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
   private readonly unwatched = new Map<string, Set<string>>();
   /**
+   * Device and inode of each folder without a watch, as a watched folder's: one renamed is
+   * paired with its new name and applied as a move, not read whole under it.
+   */
+  private readonly unwatchedIds = new Map<string, string>();
+  /**
    * Folders given a watch since their last check, with their subfolder names then and the
    * number of the checks requested by then: what changed between that check's listing and the
    * watch has no event, so one more check requested after the watch compares them with it.
@@ -542,6 +547,7 @@ class FolderWatches implements TreeWatcher {
   /** A folder without a watch got one: checked once more (`rewatched`), then no longer. */
   private watchedNow(folder: string, names: Set<string>): void {
     this.unwatched.delete(folder);
+    this.unwatchedIds.delete(folder);
     this.rewatched.set(folder, { names, after: this.checksRequested });
   }
 
@@ -635,10 +641,20 @@ class FolderWatches implements TreeWatcher {
     }
   }
 
+  /** A folder the system gave no watch: checked from now on, its id kept for its moves. */
+  private listUnwatchedFolder(key: string): void {
+    this.unwatched.set(key, new Set());
+    try {
+      this.unwatchedIds.set(key, folderId(lstatSync(this.absolute(key))));
+    } catch {
+      // Gone already: its parent's event or listing says so.
+    }
+  }
+
   /** Forgets the folders without a watch at and under `key` (gone, or watched again). */
   private forgetUnwatched(key: string): void {
     const prefix = `${key}/`;
-    for (const folders of [this.unwatched, this.rewatched]) {
+    for (const folders of [this.unwatched, this.unwatchedIds, this.rewatched]) {
       if (folders.size === 0) continue;
       for (const each of [...folders.keys()]) {
         if (each === key || key === "" || each.startsWith(prefix)) folders.delete(each);
@@ -730,7 +746,7 @@ class FolderWatches implements TreeWatcher {
       if (key !== "" && (isSkipped(key) || this.ignoredFolder(reported(key)))) continue;
       const outcome = this.watchFolder(key);
       if (outcome === "failed") continue;
-      if (outcome === "refused") this.unwatched.set(key, new Set());
+      if (outcome === "refused") this.listUnwatchedFolder(key);
       let entries;
       try {
         entries = readdirSync(this.absolute(key), { withFileTypes: true, encoding: "buffer" });
@@ -799,10 +815,10 @@ class FolderWatches implements TreeWatcher {
   private findMoves(stats: ReadonlyMap<string, Stats | undefined>): FolderMove[] {
     const gone = new Map<string, string>();
     for (const [key, found] of stats) {
-      const watched = this.watches.get(key);
-      if (watched === undefined || watched.id === "") continue;
-      if (found?.isDirectory() && folderId(found) === watched.id) continue;
-      gone.set(watched.id, key);
+      const id = this.watches.get(key)?.id ?? this.unwatchedIds.get(key) ?? "";
+      if (id === "") continue;
+      if (found?.isDirectory() && folderId(found) === id) continue;
+      gone.set(id, key);
     }
     const moves: FolderMove[] = [];
     if (gone.size === 0) return moves;
@@ -833,6 +849,7 @@ class FolderWatches implements TreeWatcher {
     const watchedUnder = entriesUnder(this.watches, sources);
     const listedUnder = entriesUnder(this.unwatched, sources);
     const rewatchedUnder = entriesUnder(this.rewatched, sources);
+    const idsUnder = entriesUnder(this.unwatchedIds, sources);
     const detached = moves.map(({ from, to }) => {
       const entries = watchedUnder.get(from) ?? [];
       for (const [key] of entries) this.watches.delete(key);
@@ -840,9 +857,11 @@ class FolderWatches implements TreeWatcher {
       for (const [key] of listings) this.unwatched.delete(key);
       const rewatched = rewatchedUnder.get(from) ?? [];
       for (const [key] of rewatched) this.rewatched.delete(key);
-      return { from, to, entries, listings, rewatched };
+      const ids = idsUnder.get(from) ?? [];
+      for (const [key] of ids) this.unwatchedIds.delete(key);
+      return { from, to, entries, listings, rewatched, ids };
     });
-    for (const { from, to, entries, listings, rewatched } of detached) {
+    for (const { from, to, entries, listings, rewatched, ids } of detached) {
       // What was at the destination before (a folder replaced by the move) is gone.
       this.unwatchTree(to);
       this.links.forgetUnder(to);
@@ -854,6 +873,7 @@ class FolderWatches implements TreeWatcher {
         this.unwatched.set(`${to}${key.slice(from.length)}`, names);
       for (const [key, last] of rewatched)
         this.rewatched.set(`${to}${key.slice(from.length)}`, last);
+      for (const [key, id] of ids) this.unwatchedIds.set(`${to}${key.slice(from.length)}`, id);
       // A link moved may lead elsewhere now (a relative one out of the folder): read again.
       for (const link of this.links.moveUnder(from, to)) batch.paths.add(reported(link));
     }
@@ -879,6 +899,7 @@ class FolderWatches implements TreeWatcher {
     for (const { watcher } of this.watches.values()) watcher.close();
     this.watches.clear();
     this.unwatched.clear();
+    this.unwatchedIds.clear();
     this.rewatched.clear();
     this.polling = false;
     for (const watcher of this.targetFolders.values()) watcher.close();
