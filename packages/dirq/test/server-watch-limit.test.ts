@@ -211,4 +211,36 @@ describe("the watcher past its watch limit, while folders change", () => {
     await server.kill();
     server = undefined;
   });
+
+  it("follows a folder renamed inside a folder that has no watch either", async () => {
+    const root = makeTree({});
+    roots.push(root);
+    for (const name of ["b", "c"]) {
+      mkdirSync(join(root, "a", name, "deeper"), { recursive: true });
+      for (let f = 0; f < 50; f++) writeFileSync(join(root, "a", name, `f${f}.txt`), `${f}`);
+    }
+    // Only the root has a watch.
+    server = await startServer(["--host", "127.0.0.1", "--port", "0"], {
+      cwd: root,
+      env: { DIRQ_MAX_WATCHES: "1", DIRQ_LIVE_STATS: "1" },
+    });
+    assert.equal((await filesInIndex(server)).length, 100);
+    await checksPass(server, 1);
+    writeFileSync(join(root, "a/b/f0.txt"), "changed before the rename");
+    renameSync(join(root, "a/b"), join(root, "a/x"));
+    renameSync(join(root, "a/c"), join(root, "a/b"));
+    writeFileSync(join(root, "a/x/deeper/new.txt"), "new");
+    const running = server;
+    const expected = ["a", "a/b", "a/b/deeper", "a/x", "a/x/deeper"].join(" ");
+    await eventually(
+      async () => (await liveStats(running)).unwatchedFolders.sort().join(" ") === expected,
+      `the folders without a watch are ${expected}`,
+    );
+    await checksPass(server, 2);
+    await assertIndexEqualsDisk(server, root);
+    const sizes = await queryRows(server, "SELECT size FROM './' WHERE path = 'a/x/f0.txt'");
+    assert.deepEqual(sizes, [{ size: 25 }]);
+    await server.kill();
+    server = undefined;
+  });
 });
