@@ -2,7 +2,14 @@ import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:
 import { lstat } from "node:fs/promises";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
-import { UNCHANGED, UnwatchedCheck, type UnwatchedCheckStats } from "./unwatched-check.js";
+import {
+  bySource,
+  keyAfterMoves,
+  type KeyMove,
+  UNCHANGED,
+  UnwatchedCheck,
+  type UnwatchedCheckStats,
+} from "./unwatched-check.js";
 
 /**
  * Paths that changed since the last batch; `rescan` when ignore rules may have changed;
@@ -95,6 +102,19 @@ function inApplyOrder(moves: readonly FolderMove[]): FolderMove[] {
     }
   }
   return ordered;
+}
+
+/** The new names of `keys` that lie under a source of `moves` (not the sources themselves). */
+function namesUnderMoves(keys: Iterable<string>, moves: readonly FolderMove[]): Set<string> {
+  const names = new Set<string>();
+  if (moves.length === 0) return names;
+  const sources = bySource([moves]);
+  for (const key of keys) {
+    if (sources[0]?.has(key)) continue;
+    const moved = keyAfterMoves(key, sources);
+    if (moved !== key) names.add(moved);
+  }
+  return names;
 }
 
 /** `path` renamed by the innermost move it lies under (source → destination), or itself. */
@@ -309,6 +329,23 @@ class FolderWatches implements TreeWatcher {
   private pollTimer: NodeJS.Timeout | null = null;
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
   private readonly unwatched = new Map<string, Set<string>>();
+  /**
+   * Device and inode of each folder without a watch, as a watched folder's: one renamed is
+   * paired with its new name and applied as a move, not read whole under it.
+   */
+  private readonly unwatchedIds = new Map<string, string>();
+  /**
+   * Folders given a watch since their last check, with their subfolder names then and the
+   * number of the checks requested by then: what changed between that check's listing and the
+   * watch has no event, so one more check requested after the watch compares them with it.
+   */
+  private readonly rewatched = new Map<string, { names: Set<string>; after: number }>();
+  /** Checks requested so far. */
+  private checksRequested = 0;
+  /** Each batch's folder moves since the last check was requested: its thread renames too. */
+  private movesSinceRequest: KeyMove[][] = [];
+  /** Each batch's moves since the check under way was requested: its answer names the old. */
+  private movesDuringCheck: KeyMove[][] | null = null;
   /** The last check's subfolder names of each folder without a watch (`null`: gone). */
   private checkedListings = new Map<string, string[] | null>();
   private readonly check = new UnwatchedCheck();
@@ -444,7 +481,7 @@ class FolderWatches implements TreeWatcher {
     if (this.closed || this.pollTimer !== null) return;
     this.pollTimer = setTimeout(() => {
       this.pollTimer = null;
-      if (!this.closed && this.unwatched.size > 0) void this.checkUnwatched();
+      if (!this.closed && this.unwatched.size + this.rewatched.size > 0) void this.checkUnwatched();
     }, pauseMs);
     this.pollTimer.unref();
   }
@@ -454,24 +491,37 @@ class FolderWatches implements TreeWatcher {
    * that changed (read as a watch's events are) and each folder's subfolders (`listUnwatched`).
    */
   private async checkUnwatched(): Promise<void> {
-    const folders = [...this.unwatched.keys()];
+    const folders = [...this.unwatched.keys(), ...this.rewatched.keys()];
     const started = Date.now();
+    const number = ++this.checksRequested;
+    const moves = this.movesSinceRequest;
+    this.movesSinceRequest = [];
+    this.movesDuringCheck = [];
     try {
-      const answer = await this.check.run(this.root, folders, this.checkSince);
+      const answer = await this.check.run(this.root, folders, this.checkSince, moves);
       if (this.closed) return;
+      const during = bySource(this.movesDuringCheck ?? []);
       this.checkSince = started - CLOCK_MARGIN_MS;
       const unchanged: string[] = [];
-      folders.forEach((folder, at) => {
+      folders.forEach((asked, at) => {
+        const folder = keyAfterMoves(asked, during);
         const listing = answer.listings[at];
-        if (listing === UNCHANGED) unchanged.push(folder);
-        else this.checkedListings.set(folder, listing ?? null);
+        const rewatched = this.rewatched.get(folder);
+        // Listed before its watch was made: the next check is the one that counts.
+        if (rewatched !== undefined && rewatched.after >= number) return;
+        if (listing !== UNCHANGED) this.checkedListings.set(folder, listing ?? null);
+        else if (rewatched !== undefined) this.rewatched.delete(folder);
+        else unchanged.push(folder);
       });
       // Folders that changed ask for their watch when their listing is handled.
       if (this.checkedListings.size === 0) this.watchUnchanged(unchanged);
-      for (const key of answer.changed) this.pending.paths.add(reported(key));
+      for (const key of answer.changed)
+        this.pending.paths.add(reported(keyAfterMoves(key, during)));
       if (this.hasPending()) this.schedule();
     } catch (error) {
       this.options.onError?.(error);
+    } finally {
+      this.movesDuringCheck = null;
     }
     const { stats } = this.check;
     stats.periodMs = Math.max(POLL_INTERVAL_MS, PAUSE_PER_CHECK_CPU * stats.lastCheckCpuMs);
@@ -486,11 +536,19 @@ class FolderWatches implements TreeWatcher {
    */
   private watchUnchanged(folders: readonly string[]): void {
     for (const folder of folders) {
-      if (!this.unwatched.has(folder)) continue;
+      const names = this.unwatched.get(folder);
+      if (names === undefined) continue;
       const outcome = this.watchFolder(folder);
-      if (outcome === "watched") this.unwatched.delete(folder);
+      if (outcome === "watched") this.watchedNow(folder, names);
       else if (outcome === "refused") return;
     }
+  }
+
+  /** A folder without a watch got one: checked once more (`rewatched`), then no longer. */
+  private watchedNow(folder: string, names: Set<string>): void {
+    this.unwatched.delete(folder);
+    this.unwatchedIds.delete(folder);
+    this.rewatched.set(folder, { names, after: this.checksRequested });
   }
 
   /** A watch the system refused: its folder is polled from then on (never goes stale). */
@@ -546,11 +604,14 @@ class FolderWatches implements TreeWatcher {
     // at every check kept the main thread busy in proportion to their number.
     let mayWatch = true;
     for (const [folder, listing] of listings) {
-      const before = this.unwatched.get(folder);
-      // Moved or gone since the check, or watched now: the events of that say it.
+      const rewatched = this.rewatched.get(folder);
+      const before = this.unwatched.get(folder) ?? rewatched?.names;
+      // Moved or gone since the check: the events of that say it.
       if (before === undefined) continue;
       if (listing === null) {
-        this.forgetUnwatched(folder);
+        // Gone as the check listed it, or renamed with a watched folder above it in this very
+        // batch: `resync` tells which (and forgets it only if gone).
+        appeared.add(folder);
         batch.paths.add(reported(folder));
         continue;
       }
@@ -567,20 +628,37 @@ class FolderWatches implements TreeWatcher {
         appeared.add(child);
         batch.paths.add(reported(child));
       }
+      if (rewatched !== undefined) {
+        // Its watch has seen every change since this check (the check came after the watch).
+        this.rewatched.delete(folder);
+        continue;
+      }
       this.unwatched.set(folder, now);
       if (!mayWatch) continue;
       const outcome = this.watchFolder(folder);
-      if (outcome === "watched") this.unwatched.delete(folder);
+      if (outcome === "watched") this.watchedNow(folder, now);
       else if (outcome === "refused") mayWatch = false;
+    }
+  }
+
+  /** A folder the system gave no watch: checked from now on, its id kept for its moves. */
+  private listUnwatchedFolder(key: string): void {
+    this.unwatched.set(key, new Set());
+    try {
+      this.unwatchedIds.set(key, folderId(lstatSync(this.absolute(key))));
+    } catch {
+      // Gone already: its parent's event or listing says so.
     }
   }
 
   /** Forgets the folders without a watch at and under `key` (gone, or watched again). */
   private forgetUnwatched(key: string): void {
-    if (this.unwatched.size === 0) return;
     const prefix = `${key}/`;
-    for (const each of [...this.unwatched.keys()]) {
-      if (each === key || key === "" || each.startsWith(prefix)) this.unwatched.delete(each);
+    for (const folders of [this.unwatched, this.unwatchedIds, this.rewatched]) {
+      if (folders.size === 0) continue;
+      for (const each of [...folders.keys()]) {
+        if (each === key || key === "" || each.startsWith(prefix)) folders.delete(each);
+      }
     }
   }
 
@@ -668,7 +746,7 @@ class FolderWatches implements TreeWatcher {
       if (key !== "" && (isSkipped(key) || this.ignoredFolder(reported(key)))) continue;
       const outcome = this.watchFolder(key);
       if (outcome === "failed") continue;
-      if (outcome === "refused") this.unwatched.set(key, new Set());
+      if (outcome === "refused") this.listUnwatchedFolder(key);
       let entries;
       try {
         entries = readdirSync(this.absolute(key), { withFileTypes: true, encoding: "buffer" });
@@ -696,6 +774,10 @@ class FolderWatches implements TreeWatcher {
     const stats = await this.lstatAll(keys);
     const moves = this.findMoves(stats);
     this.moveFolders(moves, stats, batch);
+    // A name under a folder moved in this batch stands for what is under its new name now.
+    const under = namesUnderMoves(stats.keys(), moves);
+    if (under.size > 0)
+      for (const [key, found] of await this.lstatAll(under)) stats.set(key, found);
     const destinations = new Set(moves.map((move) => move.to));
     for (const [key, found] of stats) {
       if (destinations.has(key)) continue;
@@ -733,10 +815,10 @@ class FolderWatches implements TreeWatcher {
   private findMoves(stats: ReadonlyMap<string, Stats | undefined>): FolderMove[] {
     const gone = new Map<string, string>();
     for (const [key, found] of stats) {
-      const watched = this.watches.get(key);
-      if (watched === undefined || watched.id === "") continue;
-      if (found?.isDirectory() && folderId(found) === watched.id) continue;
-      gone.set(watched.id, key);
+      const id = this.watches.get(key)?.id ?? this.unwatchedIds.get(key) ?? "";
+      if (id === "") continue;
+      if (found?.isDirectory() && folderId(found) === id) continue;
+      gone.set(id, key);
     }
     const moves: FolderMove[] = [];
     if (gone.size === 0) return moves;
@@ -766,14 +848,20 @@ class FolderWatches implements TreeWatcher {
     const sources = new Set(moves.map(({ from }) => from));
     const watchedUnder = entriesUnder(this.watches, sources);
     const listedUnder = entriesUnder(this.unwatched, sources);
+    const rewatchedUnder = entriesUnder(this.rewatched, sources);
+    const idsUnder = entriesUnder(this.unwatchedIds, sources);
     const detached = moves.map(({ from, to }) => {
       const entries = watchedUnder.get(from) ?? [];
       for (const [key] of entries) this.watches.delete(key);
       const listings = listedUnder.get(from) ?? [];
       for (const [key] of listings) this.unwatched.delete(key);
-      return { from, to, entries, listings };
+      const rewatched = rewatchedUnder.get(from) ?? [];
+      for (const [key] of rewatched) this.rewatched.delete(key);
+      const ids = idsUnder.get(from) ?? [];
+      for (const [key] of ids) this.unwatchedIds.delete(key);
+      return { from, to, entries, listings, rewatched, ids };
     });
-    for (const { from, to, entries, listings } of detached) {
+    for (const { from, to, entries, listings, rewatched, ids } of detached) {
       // What was at the destination before (a folder replaced by the move) is gone.
       this.unwatchTree(to);
       this.links.forgetUnder(to);
@@ -783,6 +871,9 @@ class FolderWatches implements TreeWatcher {
       }
       for (const [key, names] of listings)
         this.unwatched.set(`${to}${key.slice(from.length)}`, names);
+      for (const [key, last] of rewatched)
+        this.rewatched.set(`${to}${key.slice(from.length)}`, last);
+      for (const [key, id] of ids) this.unwatchedIds.set(`${to}${key.slice(from.length)}`, id);
       // A link moved may lead elsewhere now (a relative one out of the folder): read again.
       for (const link of this.links.moveUnder(from, to)) batch.paths.add(reported(link));
     }
@@ -797,12 +888,19 @@ class FolderWatches implements TreeWatcher {
     }
     renameMembers(this.renamed, moves);
     batch.moves.push(...named);
+    // Only while some folder is checked: the thread forgets every folder when none is.
+    if (this.unwatched.size + this.rewatched.size > 0) {
+      this.movesSinceRequest.push([...moves]);
+      this.movesDuringCheck?.push([...moves]);
+    }
   }
 
   private unwatchAll(): void {
     for (const { watcher } of this.watches.values()) watcher.close();
     this.watches.clear();
     this.unwatched.clear();
+    this.unwatchedIds.clear();
+    this.rewatched.clear();
     this.polling = false;
     for (const watcher of this.targetFolders.values()) watcher.close();
     this.targetFolders.clear();

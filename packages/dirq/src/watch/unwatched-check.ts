@@ -19,6 +19,45 @@ export interface UnwatchedCheckRequest {
   folders: string[];
   /** A folder not checked before reports the files changed at or after this time (ms). */
   since: number;
+  /**
+   * Watched folders renamed since the previous request (keys, each batch's moves innermost
+   * first): a folder under one is the same folder under its new name, compared with what it
+   * showed under the old one.
+   */
+  moves: KeyMove[][];
+}
+
+/** A folder renamed (keys). */
+export interface KeyMove {
+  from: string;
+  to: string;
+}
+
+/** `key` and the folders above it, innermost first (`""` is not one). */
+function selfAndAbove(key: string): string[] {
+  const keys = [key];
+  for (let at = key.lastIndexOf("/"); at > 0; at = key.lastIndexOf("/", at - 1)) {
+    keys.push(key.slice(0, at));
+  }
+  return keys;
+}
+
+/** Each batch's moves by their source, for `keyAfterMoves`. */
+export function bySource(batches: readonly (readonly KeyMove[])[]): Map<string, string>[] {
+  return batches.map((moves) => new Map(moves.map(({ from, to }) => [from, to])));
+}
+
+/**
+ * `key` after batches of moves (`bySource`), each applied as the watcher did: by the innermost
+ * source at or above it, one pass per batch.
+ */
+export function keyAfterMoves(key: string, batches: readonly Map<string, string>[]): string {
+  let moved = key;
+  for (const sources of batches) {
+    const source = selfAndAbove(moved).find((at) => sources.has(at));
+    if (source !== undefined) moved = `${sources.get(source)}${moved.slice(source.length)}`;
+  }
+  return moved;
 }
 
 export interface UnwatchedCheckAnswer {
@@ -86,12 +125,17 @@ export class UnwatchedCheck {
   private sentAt = 0;
 
   /** Lists `folders` and stats their files; one check at a time. */
-  run(root: string, folders: string[], since: number): Promise<UnwatchedCheckAnswer> {
+  run(
+    root: string,
+    folders: string[],
+    since: number,
+    moves: KeyMove[][],
+  ): Promise<UnwatchedCheckAnswer> {
     const worker = this.thread();
     return new Promise<UnwatchedCheckAnswer>((resolve, reject) => {
       this.waiting = { resolve, reject };
       worker.ref();
-      const request: UnwatchedCheckRequest = { id: this.nextId++, root, folders, since };
+      const request: UnwatchedCheckRequest = { id: this.nextId++, root, folders, since, moves };
       this.sentAt = Date.now();
       worker.postMessage(request);
     });

@@ -3,6 +3,8 @@ import { parentPort, workerData } from "node:worker_threads";
 import { inheritNativeHost, nativeFs } from "../scan/native-fs.js";
 import { checkFolderInJs } from "./folder-check.js";
 import {
+  bySource,
+  keyAfterMoves,
   UNCHANGED,
   type UnwatchedCheckAnswer,
   type UnwatchedCheckData,
@@ -92,10 +94,9 @@ function check(
   const kept = held.get(folder);
   const before = kept?.blob;
   const blob = checkOne(folderBytes(root, folder), before === undefined ? since : null);
-  if (blob === null) {
-    held.delete(folder);
-    return null;
-  }
+  // Kept: gone from its name as a check listed it, a folder may be renamed with a watched one
+  // above it; the next request renames it (`moves`), or forgets it.
+  if (blob === null) return null;
   if (kept !== undefined && kept.blob.equals(blob)) {
     statted += kept.files;
     return UNCHANGED;
@@ -136,6 +137,14 @@ function threadCpuMs(): number | null {
 function run(request: UnwatchedCheckRequest): UnwatchedCheckAnswer {
   const cpuBefore = threadCpuMs();
   const root = Buffer.from(request.root, "utf8");
+  if (request.moves.length > 0) {
+    const moves = bySource(request.moves);
+    const renamed = [...held].map(([folder, kept]) => [keyAfterMoves(folder, moves), kept]);
+    held.clear();
+    for (const [folder, kept] of renamed as [string, { blob: Buffer; files: number }][]) {
+      held.set(folder, kept);
+    }
+  }
   const wanted = new Set(request.folders);
   // Folders no longer unwatched (watched now, moved, gone) are forgotten.
   for (const folder of held.keys()) if (!wanted.has(folder)) held.delete(folder);
