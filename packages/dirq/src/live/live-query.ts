@@ -538,14 +538,12 @@ export class LiveQuery {
     const n = ++this.version;
     // Frames' data is JSON, where a raw line break can only be white space between tokens:
     // one data line, whatever made the text.
-    const line = /[\r\n]/.test(data) ? data.replace(/\r\n?|\n/g, " ") : data;
+    const broken = data.includes("\n") || data.includes("\r");
+    const line = broken ? data.replace(/\r\n?|\n/g, " ") : data;
     const head = `id: ${this.idOf(n)}\nevent: ${event}\ndata: `;
-    const { frame } = this.blocks.copy(head, line, "\n\n");
-    const start = frame.byteOffset;
-    const end = start + frame.length;
+    const { block, start, textStart: dataStart, end } = this.blocks.place(head, line, "\n\n");
     const at = Date.now();
-    const dataStart = start + head.length;
-    this.frames.push({ n, event, at, block: frame.buffer, start, dataStart, end });
+    this.frames.push({ n, event, at, block, start, dataStart, end });
     this.keep(keptBytesOf(this.frames.at(-1) as KeptFrame));
     this.evict(at - this.limits.historyMs);
     this.wake();
