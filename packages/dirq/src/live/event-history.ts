@@ -27,7 +27,7 @@ export const HISTORY_BYTES = 32 * 1024 * 1024;
 export const HISTORY_MS = 2 * 60 * 1000;
 
 /** Where a frame lies in a block of `FrameSlabs`: offsets, not views. */
-interface FramePlace {
+export interface FramePlace {
   block: ArrayBufferLike;
   /** The SSE frame's first byte, its data's first byte and past-last, the frame's past-last. */
   start: number;
@@ -160,6 +160,29 @@ export class FrameSlabs {
     bytes.write(text, headLength, "utf8");
     bytes.write(tail, headLength + textLength, "latin1");
     return { frame: bytes, text: bytes.subarray(headLength, headLength + textLength) };
+  }
+
+  /**
+   * `copy` with one write, for a head and tail of ASCII: where the frame lies (offsets, not
+   * views). The frame is written at once when the block has room for its characters at 3
+   * bytes each (none takes more in UTF-8), so its bytes need not be counted first.
+   */
+  place(head: string, text: string, tail: string): FramePlace {
+    const whole = `${head}${text}${tail}`;
+    if (whole.length * 3 > this.slab.length - this.used) {
+      return placeOf(this.copy(head, text, tail));
+    }
+    const start = this.slab.byteOffset + this.used;
+    const written = this.slab.write(whole, this.used, "utf8");
+    this.used += written;
+    const end = start + written;
+    return {
+      block: this.slab.buffer,
+      start,
+      textStart: start + head.length,
+      textEnd: end - tail.length,
+      end,
+    };
   }
 
   /**

@@ -43,12 +43,22 @@ const FOLDING_OPCODES = new Set(["AggStep", "AggStep1", "AggFinal", "AggValue", 
  */
 const FILES_PARAMETER = "_dirq_live_files";
 
+/**
+ * The named parameter of the usual run's one changed file. `IN (@file)`, not `= @file`: SQLite
+ * compiles both to the same program, yet the `=` form took twice as long per run here
+ * (SQLite built with STAT4 likely prepares it again for each bound value); and a file bound
+ * as it is needs neither the JSON list nor `json_each`.
+ */
+const FILE_PARAMETER = "_dirq_live_file_path";
+
 /** What reading the rows of some files needs: the statement with its file column first. */
 export interface IncrementalPlan {
   /** `SELECT <file column> AS _dirq_live_file, <the statement's columns> FROM ... WHERE ...`. */
   withFiles: string;
   /** `withFiles` restricted to the files bound to `FILES_PARAMETER`. */
   ofFiles: string;
+  /** `withFiles` restricted to the one file bound to `FILE_PARAMETER`. */
+  ofFile: string;
 }
 
 /** What planning needs of the index: run a statement on its connection. */
@@ -109,34 +119,77 @@ export function incrementalPlan(
     return null;
   }
   const ofFiles = `SELECT * FROM (${withFiles}) WHERE ${FILE_ALIAS} IN (SELECT value FROM json_each(@${FILES_PARAMETER}))`;
-  return { withFiles, ofFiles };
+  const ofFile = `SELECT * FROM (${withFiles}) WHERE ${FILE_ALIAS} IN (@${FILE_PARAMETER})`;
+  return { withFiles, ofFiles, ofFile };
 }
 
 /**
- * The statement's own arguments with the files bound too: its named values (or a statement
- * without any) take one more name, positional ones an object of their own after them.
+ * The statement's own arguments with one more named value, which each run sets: its named
+ * values (or a statement without any) take one more name, positional ones an object of their
+ * own after them. The list is made once: a run only sets the value.
  */
-export function argumentsWithFiles(args: readonly unknown[], files: readonly string[]): unknown[] {
-  const list = JSON.stringify(files);
-  const last = args.at(-1);
-  const named =
-    last !== null && typeof last === "object" && !Array.isArray(last) && !ArrayBuffer.isView(last);
-  if (!named) return [...args, { [FILES_PARAMETER]: list }];
-  return [...args.slice(0, -1), { ...(last as object), [FILES_PARAMETER]: list }];
+class ArgumentsWith {
+  private readonly named: Record<string, unknown>;
+  private readonly list: unknown[];
+
+  constructor(
+    args: readonly unknown[],
+    private readonly name: string,
+  ) {
+    const last = args.at(-1);
+    const isNamed =
+      last !== null &&
+      typeof last === "object" &&
+      !Array.isArray(last) &&
+      !ArrayBuffer.isView(last);
+    this.named = isNamed ? { ...(last as object) } : {};
+    this.list = isNamed ? [...args.slice(0, -1), this.named] : [...args, this.named];
+  }
+
+  /** The arguments with `value` under the name. */
+  bind(value: string): readonly unknown[] {
+    this.named[this.name] = value;
+    return this.list;
+  }
+}
+
+/** Runs a statement of the plan with these arguments (a reader made once per statement). */
+export type StatementReader = (sql: string) => (args: readonly unknown[]) => RawRows;
+
+/**
+ * Reads the rows of some files with the plan's statements: one changed file (the usual run)
+ * with `ofFile`, several with `ofFiles`. Each statement is made at its first use.
+ */
+export function filesReader(
+  plan: IncrementalPlan,
+  args: readonly unknown[],
+  reader: StatementReader,
+): (files: readonly string[]) => RawRows {
+  const one = new ArgumentsWith(args, FILE_PARAMETER);
+  const many = new ArgumentsWith(args, FILES_PARAMETER);
+  let readOne: ((args: readonly unknown[]) => RawRows) | null = null;
+  let readMany: ((args: readonly unknown[]) => RawRows) | null = null;
+  return (files) => {
+    if (files.length === 1) {
+      readOne ??= reader(plan.ofFile);
+      return readOne(one.bind(files[0] as string));
+    }
+    readMany ??= reader(plan.ofFiles);
+    return readMany(many.bind(JSON.stringify(files)));
+  };
 }
 
 /**
  * The rows of the files `files`, as row texts grouped by file (every file has its list);
- * `read` runs the plan's `ofFiles`. `null` when the columns after the file column are no
+ * `read` reads them (`filesReader`). `null` when the columns after the file column are no
  * longer `expected`.
  */
 export function rowsOfFiles(
   files: readonly string[],
-  read: (args: readonly unknown[]) => RawRows,
-  args: readonly unknown[],
+  read: (files: readonly string[]) => RawRows,
   expected: readonly string[],
 ): Map<string, string[]> | null {
-  const { columns, rows } = read(argumentsWithFiles(args, files));
+  const { columns, rows } = read(files);
   if (!sameColumnsAfterFile(columns, expected)) return null;
   return groupByFile(columns, rows, files);
 }

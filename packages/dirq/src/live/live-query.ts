@@ -5,7 +5,13 @@ import { FrameSlabs } from "./event-history.js";
 import type { Commit } from "../indexer/row-changes.js";
 import { type BoundArguments, bindArguments, type QueryParameters } from "../query/parameters.js";
 import { answerRows, splitFirstField } from "./answer-rows.js";
-import { type IncrementalPlan, incrementalPlan, FILE_ALIAS, rowsOfFiles } from "./incremental.js";
+import {
+  FILE_ALIAS,
+  filesReader,
+  type IncrementalPlan,
+  incrementalPlan,
+  rowsOfFiles,
+} from "./incremental.js";
 import type { DiffThread } from "./large-diff.js";
 import { LiveAnswer } from "./live-answer.js";
 import { type AnswerDiff, isEmptyDiff, type RowDelta, rowDelta } from "./live-diff.js";
@@ -108,13 +114,11 @@ function liveFrameOf(frame: KeptFrame, id: string): LiveFrame {
 }
 
 /**
- * What a re-evaluation found: rows that left and joined, or the whole new answer, cut into
- * rows (the file-by-file way's) or as the query process wrote it.
+ * A whole new answer (a re-run, or a file-by-file query's first run), cut into rows (the
+ * file-by-file way's) or as the query process wrote it.
  */
 type Outcome =
-  | { delta: RowDelta }
-  | { rows: string[]; columns: string[] }
-  | { body: string | Uint8Array; columns: string[] };
+  { rows: string[]; columns: string[] } | { body: string | Uint8Array; columns: string[] };
 
 /** The JSON text of a diff, rows as their texts. */
 function diffJson(commit: number, diff: AnswerDiff): string {
@@ -174,8 +178,8 @@ export class LiveQuery {
   /** The names (lower case) of the tables it reads, as written and as SQLite has them. */
   private readonly tableNames: Set<string>;
   private isClosed = false;
-  /** Reads the rows of some files (the incremental way), with a statement prepared once. */
-  private readonly readFiles: ((args: readonly unknown[]) => RawRows) | null;
+  /** Reads the rows of some files (the incremental way), with statements prepared once. */
+  private readonly readFiles: ((files: readonly string[]) => RawRows) | null;
 
   private constructor(
     private readonly session: LiveSession,
@@ -194,7 +198,10 @@ export class LiveQuery {
       plan === null ? diffThread : null,
       limits.diffThreadBytes,
     );
-    this.readFiles = plan === null ? null : session.index.rowReader(plan.ofFiles, prepared);
+    this.readFiles =
+      plan === null
+        ? null
+        : filesReader(plan, args, (sql) => session.index.rowReader(sql, prepared));
     const written = prepared.analysis.tableNames.map((name) => name.token.value);
     this.tableNames = new Set([...written, ...prepared.tables].map((n) => n.toLowerCase()));
   }
@@ -428,9 +435,13 @@ export class LiveQuery {
     const started = measured ? threadCpuMicros() : 0;
     try {
       const delta = byFile ? this.changedRows([...files]) : null;
-      const outcome = delta !== null ? { delta } : await this.wholeAnswer();
-      if (this.isClosed) return;
-      await this.take(commit, outcome);
+      // Rows that left and joined are taken in here, without waiting: the frame follows.
+      if (delta !== null) this.moveTo(commit, this.columns, this.current.apply(delta));
+      else {
+        const outcome = await this.wholeAnswer();
+        if (this.isClosed) return;
+        await this.take(commit, outcome);
+      }
       // The file-by-file way runs on this thread to its frame, so this is its own cost.
       if (measured) this.byFileCpuMicros += threadCpuMicros() - started;
     } catch (error) {
@@ -444,7 +455,7 @@ export class LiveQuery {
 
   /** Moves to a new answer: a diff frame (none when nothing changed), or a new snapshot. */
   private async take(commit: number, outcome: Outcome): Promise<void> {
-    const columns = "columns" in outcome ? outcome.columns : this.columns;
+    const columns = outcome.columns;
     this.makingDiff = true;
     let diff: AnswerDiff | null;
     try {
@@ -453,6 +464,11 @@ export class LiveQuery {
       this.makingDiff = false;
     }
     if (this.isClosed) return;
+    this.moveTo(commit, columns, diff);
+  }
+
+  /** Holds the answer as of `commit`; its frame: `diff`, or a snapshot when it is `null`. */
+  private moveTo(commit: number, columns: string[], diff: AnswerDiff | null): void {
     this.columns = columns;
     this.commit = commit;
     if (diff === null) this.append("snapshot", this.snapshotJson());
@@ -461,7 +477,6 @@ export class LiveQuery {
 
   /** The diff to `outcome`, or `null` when it replaces the answer (`reset`) without one. */
   private next(outcome: Outcome, reset: boolean): Promise<AnswerDiff | null> | AnswerDiff | null {
-    if ("delta" in outcome) return this.current.apply(outcome.delta);
     if ("body" in outcome) return this.current.whole(outcome.body, reset);
     return this.current.replace(outcome.rows, reset);
   }
@@ -472,8 +487,8 @@ export class LiveQuery {
    * runs then, and its answer goes out as a new snapshot.
    */
   private changedRows(files: string[]): RowDelta | null {
-    const read = this.readFiles as (args: readonly unknown[]) => RawRows;
-    const fresh = rowsOfFiles(files, read, this.args, this.columns);
+    const read = this.readFiles as (files: readonly string[]) => RawRows;
+    const fresh = rowsOfFiles(files, read, this.columns);
     if (fresh === null) return null;
     const gone: string[] = [];
     const joined: string[] = [];
@@ -523,14 +538,12 @@ export class LiveQuery {
     const n = ++this.version;
     // Frames' data is JSON, where a raw line break can only be white space between tokens:
     // one data line, whatever made the text.
-    const line = /[\r\n]/.test(data) ? data.replace(/\r\n?|\n/g, " ") : data;
+    const broken = data.includes("\n") || data.includes("\r");
+    const line = broken ? data.replace(/\r\n?|\n/g, " ") : data;
     const head = `id: ${this.idOf(n)}\nevent: ${event}\ndata: `;
-    const { frame } = this.blocks.copy(head, line, "\n\n");
-    const start = frame.byteOffset;
-    const end = start + frame.length;
+    const { block, start, textStart: dataStart, end } = this.blocks.place(head, line, "\n\n");
     const at = Date.now();
-    const dataStart = start + head.length;
-    this.frames.push({ n, event, at, block: frame.buffer, start, dataStart, end });
+    this.frames.push({ n, event, at, block, start, dataStart, end });
     this.keep(keptBytesOf(this.frames.at(-1) as KeptFrame));
     this.evict(at - this.limits.historyMs);
     this.wake();

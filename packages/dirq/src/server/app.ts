@@ -328,7 +328,7 @@ async function handleLive(
     return sendJson(response, STATUS_BY_CODE[error.code] ?? 400, errorBody(error.message));
   }
   if (request.socket.destroyed) return subscription.close();
-  const stream = new EventStreamResponse(response);
+  const stream = new EventStreamResponse(response, true);
   response.once("close", () => subscription.close());
   await sendFrames(stream, subscription);
 }

@@ -173,6 +173,16 @@ function joinSmall(chunks: readonly (string | Buffer)[]): (string | Buffer)[] {
 
 const CRLF = Buffer.from("\r\n");
 
+/** `piece` as one chunk of the chunked encoding: `head` (its size line), its bytes, CRLF. */
+function chunkOf(head: string, piece: Buffer): Buffer {
+  const chunk = Buffer.allocUnsafe(head.length + piece.length + 2);
+  chunk.write(head, 0, "latin1");
+  piece.copy(chunk, head.length);
+  chunk[chunk.length - 2] = 0x0d;
+  chunk[chunk.length - 1] = 0x0a;
+  return chunk;
+}
+
 /**
  * Writes body pieces straight to a response's socket, each as one chunk of the chunked
  * encoding when the response uses it (as `response.write` frames them): the same bytes on the
@@ -194,8 +204,7 @@ function writeBody(
     } else {
       const head = `${piece.length.toString(16)}\r\n`;
       // A small frame's bytes are copied once more to go out in one write, not three.
-      if (piece.length <= JOIN_FRAME_BYTES)
-        framed.push(Buffer.concat([Buffer.from(head), piece, CRLF]));
+      if (piece.length <= JOIN_FRAME_BYTES) framed.push(chunkOf(head, piece));
       else framed.push(head, piece, CRLF);
     }
   }
@@ -217,8 +226,22 @@ export class EventStreamResponse {
   private waiting: (string | Buffer)[] = [];
   private waitingLength = 0;
   private flushAtTurnEnd: NodeJS.Immediate | null = null;
+  /** Whether a flush waits on the next-tick queue (`flushAfterTicks`). */
+  private flushQueued = false;
 
-  constructor(private readonly response: ServerResponse) {
+  /**
+   * `flushAfterTicks`: write what waits once the callbacks and promises that made it are done
+   * (a next tick, run after the microtasks), not at the end of the event loop's turn. A
+   * stream whose frames come from one chain of promises each (a live query's diff frames,
+   * a resumed stream's backlog) joins them as well either way, and the next tick costs less
+   * than a turn-end callback (an immediate made, and the loop's check phase entered to run
+   * it) paid per frame. `/events` keeps the turn's end: it joins frames of several I/O
+   * callbacks of one turn.
+   */
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly flushAfterTicks = false,
+  ) {
     response.writeHead(200, {
       "content-type": "text/event-stream",
       "cache-control": "no-cache",
@@ -266,8 +289,8 @@ export class EventStreamResponse {
   }
 
   /** A whole frame, already in the SSE format, as its bytes. */
-  async sendEncoded(frame: Buffer): Promise<void> {
-    await this.writeAll([frame]);
+  sendEncoded(frame: Buffer): Promise<void> {
+    return this.writeAll([frame]);
   }
 
   /** A comment line, which clients ignore: keeps proxies from closing an idle stream. */
@@ -295,7 +318,11 @@ export class EventStreamResponse {
       this.waitingLength < TURN_BYTES &&
       this.response.writableLength < this.response.writableHighWaterMark
     ) {
-      this.flushAtTurnEnd ??= setImmediate(() => this.flush());
+      if (!this.flushAfterTicks) this.flushAtTurnEnd ??= setImmediate(() => this.flush());
+      else if (!this.flushQueued) {
+        this.flushQueued = true;
+        process.nextTick(() => this.flushFromQueue());
+      }
       return;
     }
     if (this.flush()) return;
@@ -314,6 +341,12 @@ export class EventStreamResponse {
       this.response.on("close", done);
       socket?.on("drain", done);
     });
+  }
+
+  private flushFromQueue(): void {
+    this.flushQueued = false;
+    // A flush since (the socket was full, or the stream ended) took what waited.
+    if (this.waiting.length > 0) this.flush();
   }
 
   /** Writes what waits, small pieces joined; false when the socket is full. */

@@ -6,6 +6,7 @@ import { seededRandom } from "../differential.js";
 import { tempTree } from "../helpers.js";
 import { loadConfigs } from "../../src/config/load-config.js";
 import { answerRows } from "../../src/live/answer-rows.js";
+import { filesReader, groupByFile, incrementalPlan } from "../../src/live/incremental.js";
 import { LiveQueries, type LiveSubscription } from "../../src/live/live-queries.js";
 import { LiveSession } from "../../src/live/live-session.js";
 import { bindArguments, type QueryParameters } from "../../src/query/parameters.js";
@@ -279,6 +280,42 @@ describe("LiveQuery", () => {
     } finally {
       onThread.close();
       onMain.close();
+      await session.close();
+    }
+  });
+
+  it("reads one changed file's rows as it reads them among several, values bound beside them", async () => {
+    // One changed file has a statement of its own (its path bound as it is, not a JSON list):
+    // both statements must give each file the same rows, with the statement's own values bound.
+    const root = tempTree({ ".dirq.toml": CONFIG, "tmp/.keep": "" });
+    mkdirSync(join(root, "data"));
+    const random = seededRandom(66);
+    let id = 0;
+    for (let i = 0; i < 6; i++) writeItems(root, `data/f${i}.json`, random, () => ++id);
+    const session = liveSession(root);
+    try {
+      await session.build();
+      // Every file, and one without rows.
+      const files = [...Array.from({ length: 6 }, (_, i) => `data/f${i}.json`), "data/no.json"];
+      for (const { sql, params } of [...STATEMENTS, ...STATEMENTS_WITH_VALUES]) {
+        const prepared = await session.prepare(sql, { parameters: true });
+        const args = bindArguments(sql, params);
+        const plan = incrementalPlan(prepared, (q, v) => session.index.readRows(q, v), args);
+        assert.ok(plan !== null, sql);
+        const read = filesReader(plan, args, (q) => session.index.rowReader(q, prepared));
+        const rowsOf = (some: string[]) => {
+          const { columns, rows } = read(some);
+          return Object.fromEntries(groupByFile(columns, rows, some));
+        };
+        const together = rowsOf(files);
+        const expected = await freshRows(session, sql, params);
+        assert.deepEqual(Object.values(together).flat().sort(), expected, sql);
+        // Twice each, so that a run after the first binds its file again.
+        for (const file of [...files, ...files]) {
+          assert.deepEqual(rowsOf([file]), { [file]: together[file] }, `${sql}: ${file}`);
+        }
+      }
+    } finally {
       await session.close();
     }
   });
