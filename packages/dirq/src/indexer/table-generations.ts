@@ -1,4 +1,4 @@
-import type { SqliteDatabase } from "./database.js";
+import { cachedStatement, type SqliteDatabase } from "./database.js";
 import type { RowChange } from "./row-changes.js";
 import { SCHEMA_TABLE } from "../query/statement-plan.js";
 
@@ -65,9 +65,11 @@ export function tablesTouchedBy(
 ): (string | null)[] | null {
   if (changes.length === 0) return [];
   // A `ddl` trigger writes tables of its own choosing; no row change names them.
-  const trigger = db
-    .prepare("SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' LIMIT 1")
-    .get();
+  // Prepared once per connection: this runs on every commit.
+  const trigger = cachedStatement(
+    db,
+    "SELECT 1 FROM main.sqlite_schema WHERE type = 'trigger' LIMIT 1",
+  ).get();
   if (trigger !== undefined) return null;
   // One pass, no copy: a large file's change set is hundreds of thousands of changes, in runs
   // of one table.
