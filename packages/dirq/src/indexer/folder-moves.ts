@@ -6,8 +6,7 @@ import type { Catalog } from "./catalog.js";
 import { cachedStatement, quoteIdentifier, quoteLiteral, type SqliteDatabase } from "./database.js";
 import { FILE_PATH_COLUMN, type LiveParsedTable, ROW_INDEX_COLUMN } from "./parsed-tables.js";
 import { PATH_TABLE_COLUMNS, type PathTable } from "./path-tables.js";
-import { type MovedTable, moveRows, under } from "./move-rows.js";
-import type { RowChange } from "./row-changes.js";
+import { currentRows, type RowChange, rowJson } from "./row-changes.js";
 
 /*
  * A watched folder renamed is applied as the move it is: the rows of its files change their
@@ -78,6 +77,25 @@ function listedUnder(to: string, files: readonly string[]): Set<string> {
   return listed;
 }
 
+/** One live table as a move rewrites it: where its rows name their file, what events show. */
+interface MovedTable {
+  name: string;
+  label: string;
+  column: string;
+  columns: readonly string[];
+  order: string;
+  /**
+   * A moved row's JSON from its JSON before, given the folder's old and new names as they
+   * show in JSON (`null`: read back, as a `ddl` or a glob's captures may compute columns from
+   * the path).
+   */
+  moved: ((row: string, from: string, to: string) => string) | null;
+  /** A path-table's `dir` column, rewritten by prefix too. */
+  dir: boolean;
+  /** The SQL that gives a row's JSON as `rowJson` would, where SQLite can make it exactly. */
+  json: string | null;
+}
+
 /**
  * A SQL expression giving a path-table row's JSON text exactly as `rowJson` makes it from the
  * values: a STRICT table's columns there hold only TEXT and INTEGER (or NULL), which
@@ -94,6 +112,27 @@ export function pathRowJsonSql(columns: readonly string[]): string | null {
 
 /** The arguments a SQL function takes at most (SQLite's default `SQLITE_MAX_FUNCTION_ARG`). */
 const JSON_OBJECT_ARGUMENTS = 127;
+
+/** A string's JSON text without its quotes: how a path's start shows in a row's JSON. */
+function jsonInner(text: string): string {
+  return JSON.stringify(text).slice(1, -1);
+}
+
+/**
+ * A path-table row's JSON under the new name: the values of `path` and `dir` start with the
+ * moved folder's name (`from` and `to` as `jsonInner` gives them), the rest is as it was. Its
+ * columns are the seven (no captures), so the keys come in that order, and a key's text never
+ * occurs inside a value (JSON escapes quotes).
+ */
+function movedPathRow(row: string, from: string, to: string): string {
+  let moved = row;
+  for (const key of ['{"path":"', ',"dir":"']) {
+    const at = moved.indexOf(key);
+    if (at === -1 || !moved.startsWith(from, at + key.length)) continue;
+    moved = `${moved.slice(0, at + key.length)}${to}${moved.slice(at + key.length + from.length)}`;
+  }
+  return moved;
+}
 
 /** Whether a parsed table's rows hold parts of their file's path (a glob's captures). */
 export function dependsOnPath(table: LiveParsedTable): boolean {
@@ -114,7 +153,7 @@ function movedTables(catalog: Catalog): MovedTable[] {
       column: "path",
       columns,
       order: "path",
-      moved: table.captures.length === 0 ? "path" : null,
+      moved: table.captures.length === 0 ? movedPathRow : null,
       dir: true,
       json: pathRowJsonSql(columns),
     };
@@ -126,12 +165,17 @@ function movedTables(catalog: Catalog): MovedTable[] {
     columns: table.columns,
     order: `${FILE_PATH_COLUMN}, ${ROW_INDEX_COLUMN}`,
     // A `ddl` may compute a column from the hidden file column: read the rows back.
-    moved: table.spec.ddl === null ? "same" : null,
+    moved: table.spec.ddl === null ? (row) => row : null,
     dir: false,
     // A parsed table's REAL values: SQLite writes some (`1e300`) unlike `jsonValue`.
     json: null,
   }));
   return [...paths, ...parsed];
+}
+
+/** The range of a column's values under `folder/` (`/` sorts just before `0`). */
+function under(folder: string): [string, string] {
+  return [`${folder}/`, `${folder}0`];
 }
 
 /** A live table by its SQL name, and which files it selects. */
@@ -234,42 +278,111 @@ export function planMove(context: MoveContext, move: FolderMove): MovePlan {
   return plan;
 }
 
+/** A row as events show it, with its file. */
+interface MovedRow {
+  file: string;
+  row: string;
+}
+
+/** The rows under `folder` of one table, with their files, as events show them. */
+function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): MovedRow[] {
+  if (table.json !== null) {
+    const sql = `SELECT ${table.column}, ${table.json} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
+    const rows = cachedStatement(db, sql)
+      .raw(true)
+      .all(...under(folder)) as [string, string][];
+    return rows.map(([file, row]) => ({ file, row }));
+  }
+  const list = table.columns.length === 0 ? "NULL" : table.columns.map(quoteIdentifier).join(", ");
+  const sql = `SELECT ${table.column}, ${list} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
+  const rows = cachedStatement(db, sql)
+    .raw(true)
+    .safeIntegers(true)
+    .all(...under(folder)) as unknown[][];
+  return rows.map((values) => ({
+    file: values[0] as string,
+    row: rowJson(table.columns, values.slice(1)),
+  }));
+}
+
+function rowEvents(
+  changes: RowChange[],
+  action: "insert" | "delete",
+  table: MovedTable,
+  rows: readonly MovedRow[],
+): void {
+  for (const { file, row } of rows) {
+    changes.push({ action, table: table.label, file_path: file, row, old_row: null });
+  }
+}
+
+/** Deletes the rows of files that `table` no longer selects under their new names. */
+function dropRows(
+  context: MoveContext,
+  table: MovedTable,
+  plan: MovePlan,
+  changes: RowChange[],
+): void {
+  const quoted = quoteIdentifier(table.name);
+  for (const [file, tables] of plan.dropped) {
+    if (!tables.includes(table.name)) continue;
+    const rows = currentRows(context.db, table.name, table.columns, {
+      column: table.column,
+      value: file,
+    });
+    for (const row of rows) {
+      changes.push({ action: "delete", table: table.label, file_path: file, row, old_row: null });
+    }
+    cachedStatement(context.db, `DELETE FROM ${quoted} WHERE ${table.column} = ?`).run(file);
+    context.catalog.store?.forgetFile(table.name, file);
+  }
+}
+
 /**
  * Renames the rows of a planned move in every live table (call inside a transaction): rows
  * already under the destination (a folder the move replaced) are deleted first. Returns the
  * row changes: each moved row's `delete` under its old name and `insert` under its new one.
  */
 export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
+  const { db } = context;
   const { from, to } = plan.move;
   const changes: RowChange[] = [];
-  const { store } = context.catalog;
-  moveRows(
-    context.db,
-    movedTables(context.catalog),
-    { from, to, dropped: plan.dropped },
-    changes,
-    (table, file) => store?.forgetFile(table, file),
-  );
-  movedAround(context.catalog, from, to);
-  return changes;
-}
-
-/** What a move changes besides the rows (call with its rows' commit). */
-export function movedAround(catalog: Catalog, from: string, to: string): void {
-  for (const table of catalog.parsedTables()) catalog.store?.moveFiles(table.spec.name, from, to);
+  for (const table of movedTables(context.catalog)) {
+    const quoted = quoteIdentifier(table.name);
+    const { column } = table;
+    const stale = rowsUnder(db, table, to);
+    if (stale.length > 0) {
+      rowEvents(changes, "delete", table, stale);
+      cachedStatement(db, `DELETE FROM ${quoted} WHERE ${column} > ? AND ${column} < ?`).run(
+        ...under(to),
+      );
+    }
+    dropRows(context, table, plan, changes);
+    const before = rowsUnder(db, table, from);
+    if (before.length === 0) continue;
+    const renamed = (name: string) => `${name} = ? || substr(${name}, length(?) + 1)`;
+    const set = table.dir ? `${renamed(column)}, ${renamed("dir")}` : renamed(column);
+    const moveRows = `UPDATE ${quoted} SET ${set} WHERE ${column} > ? AND ${column} < ?`;
+    const prefixes = table.dir ? [to, from, to, from] : [to, from];
+    cachedStatement(db, moveRows).run(...prefixes, ...under(from));
+    rowEvents(changes, "delete", table, before);
+    const { moved } = table;
+    const [fromJson, toJson] = [jsonInner(from), jsonInner(to)];
+    const after =
+      moved === null
+        ? rowsUnder(db, table, to)
+        : before.map(({ file, row }) => ({
+            file: `${to}${file.slice(from.length)}`,
+            row: moved(row, fromJson, toJson),
+          }));
+    rowEvents(changes, "insert", table, after);
+  }
+  for (const table of context.catalog.parsedTables()) {
+    context.catalog.store?.moveFiles(table.spec.name, from, to);
+  }
   // Rows without paths cannot be found by path: the next statement fills such a table again.
-  for (const table of catalog.pathTables()) {
+  for (const table of context.catalog.pathTables()) {
     if (table.filled !== null && !table.filled.paths) table.filled = null;
   }
-}
-
-/**
- * The live tables as the staging thread moves their rows, or `null` when it cannot: a table
- * whose moved rows are read back (computed from the path) is left to this thread, as is a
- * persisted index's catalog, which records each parsed file's name on this connection.
- */
-export function tablesOffThread(catalog: Catalog): MovedTable[] | null {
-  if (catalog.store !== null) return null;
-  const tables = movedTables(catalog);
-  return tables.every((table) => table.moved !== null) ? tables : null;
+  return changes;
 }

@@ -44,12 +44,9 @@ import {
   dependsOnPath,
   type FolderMove,
   type MoveContext,
-  movedAround,
   type MovePlan,
   planMove,
-  tablesOffThread,
 } from "./folder-moves.js";
-import type { MovedTable } from "./move-rows.js";
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -81,19 +78,6 @@ interface Gathered {
  * answered from the last commit throughout.
  */
 const SLICE_MS = 12;
-
-/**
- * Moves checked ahead of the staging thread (`recheckPlan`): it applies as many of them as fit
- * in `THREAD_SLICE_MS` of its own time and says how many.
- */
-const MOVES_PER_REQUEST = 64;
-
-/**
- * How long the staging thread renames moved rows per commit. Longer than this thread's slices:
- * its work keeps no request waiting, and each commit costs this thread a round trip, a commit
- * number and a run of events to number (a move at a million files is a few ms of SQL).
- */
-const THREAD_SLICE_MS = 40;
 
 /** Times slices of synchronous work: `due()` says when to yield, `yield()` does. */
 class Slices {
@@ -568,13 +552,6 @@ export class Refresher {
     options: StartOptions,
     slices: Slices,
   ): Promise<Set<string>> {
-    const worker = this.stagingFor(options);
-    const tables = worker === null ? null : tablesOffThread(this.catalog);
-    if (worker !== null && tables !== null) {
-      const late = await this.applyMovesOffThread(plans, options, worker, tables);
-      slices.restart();
-      return late;
-    }
     const context = this.moveContext();
     const late = new Set<string>();
     let at = 0;
@@ -595,39 +572,6 @@ export class Refresher {
       for (const plan of plans.slice(first, at)) this.movedFiles(plan.files);
       options.onCommit(changes);
       if (at < plans.length) await slices.yield();
-    }
-    return late;
-  }
-
-  /**
-   * As `applyMoves`, the rows renamed by the staging thread on its connection, a slice of moves
-   * per commit: this thread numbers and sends the events of one slice while the next is
-   * written. One request at a time, so a failed commit is the last: no later slice commits
-   * without its changes handed on.
-   */
-  private async applyMovesOffThread(
-    plans: readonly MovePlan[],
-    options: StartOptions,
-    worker: StagingWorker,
-    tables: readonly MovedTable[],
-  ): Promise<Set<string>> {
-    const late = new Set<string>();
-    const moves = plans.map(({ move, dropped }) => ({ from: move.from, to: move.to, dropped }));
-    let at = 0;
-    let checked = 0;
-    while (at < plans.length) {
-      // Under the writer already: nothing commits between this and the thread's commit.
-      for (; checked < Math.min(at + MOVES_PER_REQUEST, plans.length); checked++) {
-        for (const file of this.recheckPlan(plans[checked] as MovePlan)) late.add(file);
-      }
-      const batch = at === 0 ? { tables: [...tables], moves } : null;
-      const { applied, changes } = await worker.moveRows(batch, [at, checked], THREAD_SLICE_MS);
-      for (const plan of plans.slice(at, at + applied)) {
-        movedAround(this.catalog, plan.move.from, plan.move.to);
-        this.movedFiles(plan.files);
-      }
-      at += applied;
-      options.onCommit(changes);
     }
     return late;
   }

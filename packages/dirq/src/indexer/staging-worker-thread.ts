@@ -4,7 +4,6 @@ import { formatExtractor } from "../parse/format-extractor.js";
 import { shapedExtractor } from "../parse/row-shape.js";
 import { openSqlite } from "./database.js";
 import { failureOf } from "./fill-worker.js";
-import { moveRows, packMoveChanges, type RowsMove } from "./move-rows.js";
 import type { RowChange } from "./row-changes.js";
 import type { ParsedTableSpec } from "./parsed-tables.js";
 import {
@@ -75,31 +74,8 @@ function postChanges(id: number, changes: readonly RowChange[]): void {
   for (const slice of changeSlices(id, changes)) changesPort.postMessage(slice);
 }
 
-type MovesRequest = Extract<StagingRequest, { kind: "moves" }>;
-
-/** The moves of the last `moves` request that sent them, for those that follow. */
-let moveBatch: MovesRequest["batch"] = null;
-
-/** Applies moves from `at` on (before `until`), in one transaction, until the slice's time is up. */
-function applyMoves(request: MovesRequest): void {
-  moveBatch = request.batch ?? moveBatch;
-  if (moveBatch === null) throw new Error("no moves were sent");
-  const { moves, tables } = moveBatch;
-  const changes: RowChange[] = [];
-  let applied = 0;
-  const started = performance.now();
-  db.transaction(() => {
-    for (let at = request.at; at < Math.min(request.until, moves.length); at++, applied++) {
-      if (applied > 0 && performance.now() - started >= request.sliceMs) break;
-      moveRows(db, tables, moves[at] as RowsMove, changes);
-    }
-  }).immediate();
-  post({ id: request.id, kind: "moved", applied, changes: packMoveChanges(changes) });
-}
-
 function handle(request: StagingRequest): void {
   if (request.kind === "fill") return fill(request);
-  if (request.kind === "moves") return applyMoves(request);
   if (request.kind === "leaving") {
     const spec = specOf(request.table);
     leaving.set(request.stage, db.transaction(() => leavingRows(db, spec, request.path))());

@@ -5,8 +5,6 @@ import type { FormatName } from "../parse/formats/format-names.js";
 import type { RowShape } from "../parse/row-shape.js";
 import { startThread } from "../node-options.js";
 import { type FillFailure, type FillWorkerData, rebuildError } from "./fill-worker.js";
-import type { MovedTable, PackedMoveChanges, RowsMove } from "./move-rows.js";
-import { unpackMoveChanges } from "./move-rows.js";
 import type { RowChange, RowText } from "./row-changes.js";
 
 /**
@@ -47,17 +45,7 @@ export type StagingRequest =
   | { id: number; kind: "clear"; stage: string; table: StagedTable; path: string }
   | { id: number; kind: "drop"; stage: string }
   | { id: number; kind: "exec"; statements: string[] }
-  | { id: number; kind: "checkpoint" }
-  | {
-      id: number;
-      kind: "moves";
-      /** The moves and their tables, or `null`: those of the request before. */
-      batch: { tables: MovedTable[]; moves: RowsMove[] } | null;
-      /** The moves to apply are those from `at` to before `until`. */
-      at: number;
-      until: number;
-      sliceMs: number;
-    };
+  | { id: number; kind: "checkpoint" };
 
 /** What a table build's file filled on the thread left (see `ReaderTableBuild.fillFile`). */
 export interface FilledOffThread {
@@ -71,7 +59,6 @@ export type StagingAnswer =
   | { id: number; kind: "staged"; reason: string | null }
   | ({ id: number; kind: "filled" } & FilledOffThread)
   | { id: number; kind: "done" }
-  | { id: number; kind: "moved"; applied: number; changes: PackedMoveChanges }
   | { id: number; kind: "failed"; error: FillFailure };
 
 /**
@@ -145,8 +132,6 @@ interface Answered {
   reason: string | null;
   changes: RowChange[];
   filled: FilledOffThread | null;
-  /** How many of a `moves` request's moves were applied. */
-  applied: number;
 }
 
 interface Pending {
@@ -283,24 +268,6 @@ export class StagingWorker {
     await this.send({ kind: "checkpoint" });
   }
 
-  /**
-   * Renames the rows of moves in `tables` (call under the writer, with no transaction open on
-   * the index's own connection), as many of them from `at` (to before `until`) as fit in about `sliceMs` of the
-   * thread's time (one at least), in one transaction of the thread's: the moves' SQL, the
-   * largest part of a checkout's work, runs beside this thread's. `batch` `null` takes the
-   * tables and moves of the call before (a checkout's thousand moves are sent once, not once
-   * per slice). Returns how many moves were applied and their row changes, in order (as
-   * `moveRows` makes them).
-   */
-  async moveRows(
-    batch: { tables: MovedTable[]; moves: RowsMove[] } | null,
-    [at, until]: [number, number],
-    sliceMs: number,
-  ): Promise<{ applied: number; changes: RowChange[] }> {
-    const { applied, changes } = await this.send({ kind: "moves", batch, at, until, sliceMs });
-    return { applied, changes };
-  }
-
   async drop(stage: string): Promise<void> {
     if (this.worker === null) return;
     await this.send({ kind: "drop", stage });
@@ -359,12 +326,10 @@ export class StagingWorker {
     this.pending.delete(answer.id);
     if (this.pending.size === 0) this.worker?.unref();
     if (answer.kind === "failed") return request.reject(rebuildError(answer.error));
-    if (answer.kind === "moved") unpackMoveChanges(answer.changes, request.changes);
     request.resolve({
       reason: answer.kind === "staged" ? answer.reason : null,
       changes: request.changes,
       filled: answer.kind === "filled" ? answer : null,
-      applied: answer.kind === "moved" ? answer.applied : 0,
     });
   }
 

@@ -14,10 +14,10 @@ import {
 } from "./server-support.js";
 
 /*
- * Moves whose rows the staging thread renames: no table computes a column from the path (no
- * glob captures, no `ddl`), so every table's moved rows are renamed there, a slice of moves per
- * commit, and this thread numbers and sends their events. Replaying the events on the rows
- * before gives the rows after, and their numbers and commits come in order.
+ * Folder renames applied as moves, in slices of commits, with their row events: replaying the
+ * events on the rows before gives the rows after (every delete finds its row), and their
+ * numbers and commits come in order. Tables of two formats and the path-table, nested renames,
+ * a move into a folder that stays and one onto a name another folder just left.
  */
 
 const CONFIG = `[[table]]
@@ -129,7 +129,7 @@ function replay(start: Map<string, string[]>, frames: readonly SseFrame[]): Map<
   return tables;
 }
 
-describe("live index: moves renamed on the staging thread", () => {
+describe("live index: folder moves replayed from their row events", () => {
   let root = "";
   let server: ServerProcess | undefined;
   before(() => {
