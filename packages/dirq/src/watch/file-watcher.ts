@@ -1,6 +1,7 @@
 import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:fs";
 import { lstat } from "node:fs/promises";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
+import { FolderMap } from "./folder-map.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
 import {
   bySource,
@@ -328,18 +329,18 @@ class FolderWatches implements TreeWatcher {
   private opened = false;
   private pollTimer: NodeJS.Timeout | null = null;
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
-  private readonly unwatched = new Map<string, Set<string>>();
+  private readonly unwatched = new FolderMap<Set<string>>();
   /**
    * Device and inode of each folder without a watch, as a watched folder's: one renamed is
    * paired with its new name and applied as a move, not read whole under it.
    */
-  private readonly unwatchedIds = new Map<string, string>();
+  private readonly unwatchedIds = new FolderMap<string>();
   /**
    * Folders given a watch since their last check, with their subfolder names then and the
    * number of the checks requested by then: what changed between that check's listing and the
    * watch has no event, so one more check requested after the watch compares them with it.
    */
-  private readonly rewatched = new Map<string, { names: Set<string>; after: number }>();
+  private readonly rewatched = new FolderMap<{ names: Set<string>; after: number }>();
   /** Checks requested so far. */
   private checksRequested = 0;
   /** Each batch's folder moves since the last check was requested: its thread renames too. */
@@ -352,7 +353,7 @@ class FolderWatches implements TreeWatcher {
   /** A folder checked the first time reports the files changed since then (ms). */
   private checkSince = Date.now() - CLOCK_MARGIN_MS;
   private ignoredFolder: (path: string) => boolean = () => false;
-  private readonly watches = new Map<string, Watched>();
+  private readonly watches = new FolderMap<Watched>();
   private readonly links: SymlinkTargets;
   /** Folders watched only because a link leads into them; their events stand for the links. */
   private readonly targetFolders = new Map<string, FSWatcher>();
@@ -653,13 +654,9 @@ class FolderWatches implements TreeWatcher {
 
   /** Forgets the folders without a watch at and under `key` (gone, or watched again). */
   private forgetUnwatched(key: string): void {
-    const prefix = `${key}/`;
-    for (const folders of [this.unwatched, this.unwatchedIds, this.rewatched]) {
-      if (folders.size === 0) continue;
-      for (const each of [...folders.keys()]) {
-        if (each === key || key === "" || each.startsWith(prefix)) folders.delete(each);
-      }
-    }
+    this.unwatched.deleteTree(key);
+    this.unwatchedIds.deleteTree(key);
+    this.rewatched.deleteTree(key);
   }
 
   private onEvent(folder: string, event: string, name: Buffer | string | null): void {
@@ -726,10 +723,10 @@ class FolderWatches implements TreeWatcher {
   private unwatchTree(key: string): void {
     this.forgetUnwatched(key);
     if (!this.watches.has(key)) return;
-    const prefix = `${key}/`;
-    for (const each of [...this.watches.keys()]) {
-      if (each === key || each.startsWith(prefix)) this.unwatch(each);
-    }
+    // The root read again (its events overflowed) keeps the watches under it: the walk that
+    // follows finds them current.
+    if (key === "") this.unwatch(key);
+    else for (const [, { watcher }] of this.watches.deleteTree(key)) watcher.close();
   }
 
   /**
