@@ -19,6 +19,7 @@
 //
 //   node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100]
 //                               [--watch-limit N] [--only full|limited|watchman] [--skip-checkout]
+//                               [--checkout-only]
 //                               [--bin another build's bin/dirq.cjs, to compare]
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -45,7 +46,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--skip-checkout] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
+  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--skip-checkout] [--checkout-only] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -56,6 +57,8 @@ const values = parseOptions(
     only: { type: "string" },
     // Start, writes, quiet and idle only (the checkout under the limit can take minutes).
     "skip-checkout": { type: "boolean", default: false },
+    // The checkout alone (no writes, quiet or idle parts): to iterate on the burst.
+    "checkout-only": { type: "boolean", default: false },
     bin: { type: "string" },
     // Node's own options for the server (a profile: "--cpu-prof --cpu-prof-dir=DIR").
     "node-args": { type: "string", default: "" },
@@ -373,6 +376,7 @@ async function checkout(server, settleTimeoutMs) {
   let peak = before.own;
   const sampler = setInterval(() => (peak = Math.max(peak, memory(server.pid).own)), 100);
   const probes = probe(server);
+  const windowStart = Date.now();
   await sleep(200);
   const started = performance.now();
   // CPU the server spends on the burst: a figure a loaded machine changes less than wall time.
@@ -418,6 +422,7 @@ async function checkout(server, settleTimeoutMs) {
   const cpuToEqual = cpuSeconds(server.pid) - cpuBefore;
   const mainToEqual = mainThreadSeconds(server.pid) - mainBefore;
   const probeSamples = await probes.stop();
+  const window = [windowStart, Date.now()];
   await sleep(1000);
   server.listeners.delete(listener);
   const cpuToLastEvent = cpuSeconds(server.pid) - cpuBefore;
@@ -443,6 +448,7 @@ async function checkout(server, settleTimeoutMs) {
     lastEventMs: lastEventAt > started ? lastEventAt - started : undefined,
     events: server.events() - eventsBefore,
     probeSamples,
+    window,
     checkMs,
     memory: { before: before.own, peak, after: settled, afterCheck: memory(server.pid).own },
     oneShotMs: fresh.ms,
@@ -546,6 +552,32 @@ function reportChecks(label, still, unwatched) {
   );
 }
 
+/** The writes, quiet and idle parts (before the checkout). */
+async function beforeCheckout(server, label, limit, unwatched) {
+  const written = await writes(server, limit === undefined ? 10_000 : 120_000, unwatched);
+  const slow = written.latencies.filter((ms) => ms > 1000).length;
+  report(
+    `${label}: write → row event: ${spread(written.latencies)}; over 1 s ${slow}; never arrived ${written.missing}`,
+  );
+  if (limit !== undefined) {
+    for (const part of ["watched", "unwatched"]) {
+      const over = written.split[part].filter((ms) => ms > 1000).length;
+      report(
+        `${label}:   in ${part} folders: ${spread(written.split[part])}; over 1 s ${over}; never arrived ${written.missingSplit[part]}`,
+      );
+    }
+  }
+  const still = await quiet(server, limit === undefined ? 10 : 20, limit !== undefined);
+  report(
+    `${label}: quiet ${still.elapsed.toFixed(0)} s (no statements): CPU ${(still.cpuShare * 100).toFixed(1)}% of a core`,
+  );
+  if (limit !== undefined) reportChecks(label, still, unwatched);
+  const idled = await idle(server, 20);
+  report(
+    `${label}: idle 20 s: CPU ${(idled.cpuShare * 100).toFixed(1)}% of a core; probes ${spread(idled.samples)}; memory ${mb(idled.memory.own)}`,
+  );
+}
+
 async function runDirq(label, limit) {
   const server = await startDirq(limit);
   try {
@@ -559,30 +591,14 @@ async function runDirq(label, limit) {
       report(`${label}: stderr: ${warned}`);
     }
     const unwatched = new Set(limit === undefined ? [] : await unwatchedFolders(server, label));
-    const written = await writes(server, limit === undefined ? 10_000 : 120_000, unwatched);
-    const slow = written.latencies.filter((ms) => ms > 1000).length;
-    report(
-      `${label}: write → row event: ${spread(written.latencies)}; over 1 s ${slow}; never arrived ${written.missing}`,
-    );
-    if (limit !== undefined) {
-      for (const part of ["watched", "unwatched"]) {
-        const over = written.split[part].filter((ms) => ms > 1000).length;
-        report(
-          `${label}:   in ${part} folders: ${spread(written.split[part])}; over 1 s ${over}; never arrived ${written.missingSplit[part]}`,
-        );
-      }
-    }
-    const still = await quiet(server, limit === undefined ? 10 : 20, limit !== undefined);
-    report(
-      `${label}: quiet ${still.elapsed.toFixed(0)} s (no statements): CPU ${(still.cpuShare * 100).toFixed(1)}% of a core`,
-    );
-    if (limit !== undefined) reportChecks(label, still, unwatched);
-    const idled = await idle(server, 20);
-    report(
-      `${label}: idle 20 s: CPU ${(idled.cpuShare * 100).toFixed(1)}% of a core; probes ${spread(idled.samples)}; memory ${mb(idled.memory.own)}`,
-    );
+    if (!values["checkout-only"]) await beforeCheckout(server, label, limit, unwatched);
+    // The start's own garbage and first checks out of the way, as after the other parts.
+    else await sleep(15_000);
     if (values["skip-checkout"]) return;
     const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
+    report(
+      `${label}: the probes' window (epoch ms, for a profile or trace): ${burst.window.join("-")}`,
+    );
     report(
       `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} from the first rename, ${fmt(burst.equalAt === undefined ? undefined : burst.equalAt - burst.renameMs)} from the last (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,
     );
