@@ -273,6 +273,18 @@ const SETTLE_ROUNDS = 4;
 /** Folders handled per turn of the event loop while watches are added. */
 const FOLDERS_PER_SLICE = 256;
 
+/**
+ * Main-thread time the names of one batch's `rename` events are handled for before the loop
+ * turns (statements answered meanwhile): a checkout names thousands of folders at once.
+ */
+const RESYNC_SLICE_MS = 12;
+
+/**
+ * Entries stated at once by `lstatAll`: their answers come back together, and thousands of
+ * them (most of a checkout's old names gone, each an error made) held the loop as one task.
+ */
+const LSTATS_AT_ONCE = 128;
+
 const SLASH = Buffer.from("/");
 
 /**
@@ -319,6 +331,7 @@ class FolderWatches implements TreeWatcher {
   /** Names of `rename` events since the last batch: folders may have come or gone there. */
   private renamed = new Set<string>();
   private firstEventAt = 0;
+  private lastEventAt = 0;
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<void> | null = null;
   private closed = false;
@@ -420,12 +433,25 @@ class FolderWatches implements TreeWatcher {
     return hasAny(this.pending) || this.targetChanges.size > 0 || this.checkedListings.size > 0;
   }
 
+  /**
+   * Hands the batch over once no change has come for `quietMs`, or `maxWaitMs` after its first.
+   * A change only notes its time: the timer set at the first one waits longer when it comes
+   * due (`due`). Setting the timer anew at each change cost a checkout's thousands of events
+   * a timer each, handled in one turn of the loop.
+   */
   private schedule(): void {
     const now = Date.now();
-    if (this.timer === null) this.firstEventAt = now;
-    else clearTimeout(this.timer);
-    const wait = Math.max(0, Math.min(this.quietMs, this.firstEventAt + this.maxWaitMs - now));
-    this.timer = setTimeout(() => void this.flush(), wait);
+    this.lastEventAt = now;
+    if (this.timer !== null) return;
+    this.firstEventAt = now;
+    this.timer = setTimeout(() => this.due(), Math.min(this.quietMs, this.maxWaitMs));
+  }
+
+  private due(): void {
+    const at = Math.min(this.lastEventAt + this.quietMs, this.firstEventAt + this.maxWaitMs);
+    const wait = at - Date.now();
+    if (wait > 0) this.timer = setTimeout(() => this.due(), wait);
+    else void this.flush();
   }
 
   /** Hands the batch gathered so far to the handler (after the one it is on, if any). */
@@ -770,18 +796,25 @@ class FolderWatches implements TreeWatcher {
   private async resync(keys: Set<string>, batch: ChangeBatch): Promise<void> {
     const stats = await this.lstatAll(keys);
     const moves = this.findMoves(stats);
+    // Each step of thousands of folders is a turn of its own. Events that come meanwhile name
+    // the folders as their watches do, and are renamed with the moves as the batch is.
+    if (moves.length > 0) await new Promise(setImmediate);
     this.moveFolders(moves, stats, batch);
     // A name under a folder moved in this batch stands for what is under its new name now.
     const under = namesUnderMoves(stats.keys(), moves);
     if (under.size > 0)
       for (const [key, found] of await this.lstatAll(under)) stats.set(key, found);
     const destinations = new Set(moves.map((move) => move.to));
+    let sliceStart = performance.now();
     for (const [key, found] of stats) {
       if (destinations.has(key)) continue;
       this.unwatchTree(key);
       this.links.forgetUnder(key);
       if (found?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
       if (found?.isDirectory()) await this.watchTreeFrom(key);
+      if (performance.now() - sliceStart < RESYNC_SLICE_MS) continue;
+      await new Promise(setImmediate);
+      sliceStart = performance.now();
     }
   }
 
@@ -792,15 +825,18 @@ class FolderWatches implements TreeWatcher {
    */
   private async lstatAll(keys: Set<string>): Promise<Map<string, Stats | undefined>> {
     const stats = new Map<string, Stats | undefined>();
-    const stated = [...keys].map((key) =>
-      lstat(this.absolute(key)).then(
-        (found) => stats.set(key, found),
-        () => stats.set(key, undefined),
-      ),
-    );
-    await Promise.all(stated);
+    const all = [...keys];
+    for (let at = 0; at < all.length; at += LSTATS_AT_ONCE) {
+      const stated = all.slice(at, at + LSTATS_AT_ONCE).map((key) =>
+        lstat(this.absolute(key)).then(
+          (found) => stats.set(key, found),
+          () => stats.set(key, undefined),
+        ),
+      );
+      await Promise.all(stated);
+    }
     // In the order of `keys`, as the moves found from them are.
-    return new Map([...keys].map((key) => [key, stats.get(key)]));
+    return new Map(all.map((key) => [key, stats.get(key)]));
   }
 
   /**
@@ -823,8 +859,10 @@ class FolderWatches implements TreeWatcher {
       if (!found?.isDirectory()) continue;
       const from = gone.get(folderId(found));
       if (from === undefined || from === key) continue;
-      if (isSkipped(key) || this.ignoredFolder(reported(key))) continue;
-      if (reported(key).includes("\uFFFD") || reported(from).includes("\uFFFD")) continue;
+      const path = reported(key);
+      if (path.includes("\uFFFD") || reported(from).includes("\uFFFD")) continue;
+      // Last: the ignore rules of a folder new to them are read from the disk.
+      if (isSkipped(key) || this.ignoredFolder(path)) continue;
       gone.delete(folderId(found));
       moves.push({ from, to: key });
     }
