@@ -296,18 +296,23 @@ async function timedQuery(server, sql) {
 /** Sends fresh probe statements one after another until `stop()`; returns their latencies. */
 function probe(server) {
   const samples = [];
+  // The probes over 100 ms: when each began (epoch ms) and took, to match a trace.
+  const slow = [];
   let running = true;
   let n = 0;
   const loop = (async () => {
     while (running) {
       const started = performance.now();
+      const startedAt = Date.now();
       await postQuery(server.port, `SELECT ${n++} AS probe`).catch(() => {});
       samples.push(performance.now() - started);
+      if (samples.at(-1) > 100) slow.push([startedAt, Math.round(samples.at(-1))]);
       await sleep(10);
     }
   })();
   return {
     samples,
+    slow,
     stop: async () => {
       running = false;
       await loop;
@@ -423,6 +428,7 @@ async function checkout(server, settleTimeoutMs) {
   const mainToEqual = mainThreadSeconds(server.pid) - mainBefore;
   const probeSamples = await probes.stop();
   const window = [windowStart, Date.now()];
+  const slowProbes = probes.slow.map(([at, ms]) => `+${at - windowStart}:${ms}`).join(" ");
   await sleep(1000);
   server.listeners.delete(listener);
   const cpuToLastEvent = cpuSeconds(server.pid) - cpuBefore;
@@ -449,6 +455,7 @@ async function checkout(server, settleTimeoutMs) {
     events: server.events() - eventsBefore,
     probeSamples,
     window,
+    slowProbes,
     checkMs,
     memory: { before: before.own, peak, after: settled, afterCheck: memory(server.pid).own },
     oneShotMs: fresh.ms,
@@ -597,7 +604,7 @@ async function runDirq(label, limit) {
     if (values["skip-checkout"]) return;
     const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
     report(
-      `${label}: the probes' window (epoch ms, for a profile or trace): ${burst.window.join("-")}`,
+      `${label}: the probes' window (epoch ms, for a profile or trace): ${burst.window.join("-")}; probes over 100 ms (from its start, ms): ${burst.slowProbes || "none"}`,
     );
     report(
       `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} from the first rename, ${fmt(burst.equalAt === undefined ? undefined : burst.equalAt - burst.renameMs)} from the last (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,
