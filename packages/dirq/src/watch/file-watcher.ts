@@ -795,11 +795,13 @@ class FolderWatches implements TreeWatcher {
    */
   private async resync(keys: Set<string>, batch: ChangeBatch): Promise<void> {
     const stats = await this.lstatAll(keys);
-    const moves = this.findMoves(stats);
+    const found = await this.findMoves(stats);
     // Each step of thousands of folders is a turn of its own. Events that come meanwhile name
     // the folders as their watches do, and are renamed with the moves as the batch is.
-    if (moves.length > 0) await new Promise(setImmediate);
+    if (found.length > 0) await new Promise(setImmediate);
+    const moves = this.stillMoved(found, stats);
     this.moveFolders(moves, stats, batch);
+    if (moves.length > 0) await new Promise(setImmediate);
     // A name under a folder moved in this batch stands for what is under its new name now.
     const under = namesUnderMoves(stats.keys(), moves);
     if (under.size > 0)
@@ -843,9 +845,10 @@ class FolderWatches implements TreeWatcher {
    * Watched folders of `stats` that are gone from their name, paired by device and inode with
    * folders that appeared under another (keys), innermost source first. A destination the
    * watcher would not watch (ignored, skipped) or a name that is not UTF-8 is no move: the
-   * folder is read as gone and new.
+   * folder is read as gone and new. Yields while it pairs them: a destination's ignore rules
+   * are read from the disk (`stillMoved` checks the moves again after).
    */
-  private findMoves(stats: ReadonlyMap<string, Stats | undefined>): FolderMove[] {
+  private async findMoves(stats: ReadonlyMap<string, Stats | undefined>): Promise<FolderMove[]> {
     const gone = new Map<string, string>();
     for (const [key, found] of stats) {
       const id = this.watches.get(key)?.id ?? this.unwatchedIds.get(key) ?? "";
@@ -855,7 +858,12 @@ class FolderWatches implements TreeWatcher {
     }
     const moves: FolderMove[] = [];
     if (gone.size === 0) return moves;
+    let sliceStart = performance.now();
     for (const [key, found] of stats) {
+      if (performance.now() - sliceStart >= RESYNC_SLICE_MS) {
+        await new Promise(setImmediate);
+        sliceStart = performance.now();
+      }
       if (!found?.isDirectory()) continue;
       const from = gone.get(folderId(found));
       if (from === undefined || from === key) continue;
@@ -867,6 +875,22 @@ class FolderWatches implements TreeWatcher {
       moves.push({ from, to: key });
     }
     return inApplyOrder(moves);
+  }
+
+  /**
+   * The moves whose source still has the id its destination shows: a check's answer that came
+   * while they were found may have given the source's name a watch, of another folder moved
+   * there since (that one is then read as new, and the destination as well).
+   */
+  private stillMoved(
+    moves: readonly FolderMove[],
+    stats: ReadonlyMap<string, Stats | undefined>,
+  ): FolderMove[] {
+    return moves.filter(({ from, to }) => {
+      const id = this.watches.get(from)?.id ?? this.unwatchedIds.get(from);
+      const found = stats.get(to);
+      return id !== undefined && found !== undefined && folderId(found) === id;
+    });
   }
 
   /**
