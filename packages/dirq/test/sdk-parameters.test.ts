@@ -195,6 +195,8 @@ describe("SDK cancellation: query(sql, { signal })", () => {
   test("aborting stops a running statement: QUERY_CANCELLED, and the process running it is gone", async () => {
     const db = open({ root, progress: false });
     try {
+      // A query process is up first: one still starting uses CPU before it has the statement.
+      await db.query("SELECT 1", { signal: new AbortController().signal });
       const stop = new AbortController();
       const running = db.query(ENDLESS, { signal: stop.signal });
       running.catch(() => undefined);

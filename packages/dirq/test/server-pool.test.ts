@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "node:test";
@@ -8,7 +8,8 @@ import { QueryPool } from "../src/runner/query-pool.js";
 import { postQuery, serverFixtures } from "./server-support.js";
 
 /*
- * The query pool sends a busy query process several statements at once. A statement that turns
+ * The query pool sends a busy query process several statements at once, and none to a process
+ * before it is up. A statement that turns
  * out slow must not hold the ones queued behind it: they go to other processes. Order of
  * arrival only, no timing thresholds.
  */
@@ -75,6 +76,37 @@ describe("the query pool", () => {
       assert.equal(Buffer.from(answer.body).toString("utf8"), '[{"n":7}]\n');
     } finally {
       pool.close();
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it("a query process that dies before it is up fails one statement, and is not restarted for it", async () => {
+    const directory = mkdtempSync(join(tmpdir(), "dirq-pool-"));
+    const databasePath = join(directory, "index.db");
+    openIndexDatabase(directory, databasePath).close();
+    // Preloaded into every Node process the pool starts: a query process leaves at once.
+    const starts = join(directory, "starts");
+    const preload = join(directory, "die.cjs");
+    writeFileSync(
+      preload,
+      `if (String(process.argv[1]).endsWith("query-process.js")) {
+        require("node:fs").appendFileSync(${JSON.stringify(starts)}, "x");
+        process.exit(3);
+      }`,
+    );
+    writeFileSync(starts, "");
+    const saved = process.env.NODE_OPTIONS;
+    process.env.NODE_OPTIONS = `${saved ?? ""} --require ${preload}`.trim();
+    const pool = new QueryPool({ databasePath, timeoutMs: 60_000, maxAnswerBytes: 1024 * 1024 });
+    try {
+      for (const n of [1, 2]) {
+        await assert.rejects(pool.run(`SELECT ${n} AS n`), /query process exited/);
+      }
+      assert.equal(readFileSync(starts, "utf8"), "xx", "one process started per statement");
+    } finally {
+      pool.close();
+      if (saved === undefined) delete process.env.NODE_OPTIONS;
+      else process.env.NODE_OPTIONS = saved;
       rmSync(directory, { recursive: true, force: true });
     }
   });

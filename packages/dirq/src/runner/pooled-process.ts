@@ -4,7 +4,7 @@ import { fileURLToPath } from "node:url";
 import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { childEnvironment, childExecArgv } from "../node-options.js";
 import type { BoundArguments } from "../query/parameters.js";
-import { type Frame, FrameReader, RETIRING } from "./query-frames.js";
+import { AnswerKind, type Frame, FrameReader, RETIRING } from "./query-frames.js";
 
 /** How a statement's answer is shaped: the JSON body, an aligned text table, or CSV. */
 export type AnswerFormat = "json" | "table" | "csv";
@@ -61,6 +61,8 @@ export interface ProcessOptions {
 export interface ProcessEvents {
   /** A frame it wrote (an answer to one of its jobs). */
   answered(process: PooledProcess, frame: Frame): void;
+  /** It is up and reads statements (its first frame). */
+  ready(process: PooledProcess): void;
   /** It went away by itself: exited, or its channel failed or closed. */
   lost(process: PooledProcess): void;
 }
@@ -83,6 +85,11 @@ export class PooledProcess {
    * While it has no job: since when it is idle.
    */
   headSince = Date.now();
+  /**
+   * Whether it has said it is up. Until then it gets no statement: one sent to a process still
+   * starting would wait out its start-up even when another process is free sooner.
+   */
+  ready = false;
   /** Frames to write at the end of this event-loop turn. */
   private out: Buffer[] = [];
   /** It held a large answer: it gets nothing new and ends once its jobs are answered. */
@@ -113,6 +120,12 @@ export class PooledProcess {
     const reader = new FrameReader();
     this.channel.on("data", (chunk: Buffer) => {
       for (const frame of reader.push(chunk)) {
+        if (frame.kind === AnswerKind.Ready) {
+          this.ready = true;
+          this.headSince = Date.now();
+          events.ready(this);
+          continue;
+        }
         if ((frame.flags & RETIRING) !== 0) this.retiring = true;
         events.answered(this, frame);
       }

@@ -35,6 +35,8 @@ export const AnswerKind = {
   Body: 1,
   /** Payload: JSON `{ message, user, tooLarge? }`. */
   Error: 2,
+  /** Sent once, first (id 0, no payload): the process is up and reads statements. */
+  Ready: 3,
 } as const;
 
 /** Flag of an answer: the process retires (it held a large answer); send it nothing new. */

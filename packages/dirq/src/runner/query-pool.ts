@@ -138,6 +138,7 @@ export class QueryPool {
       { databasePath, maxAnswerBytes, profile, keepAlive },
       {
         answered: (from, frame) => this.answered(from, frame),
+        ready: () => this.pump(),
         lost: (from) => this.lost(from),
       },
     );
@@ -157,7 +158,18 @@ export class QueryPool {
       this.runners.delete(runner);
       return;
     }
+    const ready = runner.ready;
     const [head, ...rest] = this.retire(runner, "lost");
+    // One that dies before it is up holds no statement: the first waiting one fails in its
+    // place, as it would have had it been sent there, so a process that cannot start is not
+    // started again and again for the same statement.
+    if (!ready) {
+      const first = this.waiting.shift();
+      if (first !== undefined) {
+        first.settle();
+        first.reject(new Error("a query process exited before it could run a statement"));
+      }
+    }
     this.requeue(rest);
     if (head !== undefined) {
       head.settle();
@@ -185,11 +197,15 @@ export class QueryPool {
     this.pump();
   }
 
-  /** Busy processes whose statement is still young: the ones the size limit counts. */
+  /**
+   * Busy processes whose statement is still young, and processes still starting: the ones the
+   * size limit counts.
+   */
   private quickBusy(now: number): number {
     let count = 0;
     for (const runner of this.runners) {
-      if (runner.jobs.length > 0 && !runner.busyFor(now, SLOW_AFTER_MS)) count++;
+      const starting = !runner.ready && !runner.leaving;
+      if (starting || (runner.jobs.length > 0 && !runner.busyFor(now, SLOW_AFTER_MS))) count++;
     }
     return count;
   }
@@ -204,7 +220,7 @@ export class QueryPool {
   private pick(now: number): PooledProcess | null {
     let best: PooledProcess | null = null;
     for (const runner of this.runners) {
-      if (runner.leaving || runner.jobs.length >= PIPELINE_DEPTH) continue;
+      if (!runner.ready || runner.leaving || runner.jobs.length >= PIPELINE_DEPTH) continue;
       if (runner.busyFor(now, STALL_AFTER_MS)) continue;
       if (best === null || runner.jobs.length < best.jobs.length) best = runner;
       if (best.jobs.length === 0) break;
@@ -216,8 +232,11 @@ export class QueryPool {
   private pump(): void {
     const now = Date.now();
     while (this.waiting.length > 0 && !this.closed) {
-      const runner = this.pick(now) ?? (this.canStart(now) ? this.start() : null);
-      if (runner === null) break;
+      const runner = this.pick(now);
+      if (runner === null) {
+        this.startFor(now);
+        break;
+      }
       const job = this.waiting.shift() as Job;
       const idle = runner.jobs.length === 0;
       if (idle) runner.headSince = now;
@@ -243,6 +262,16 @@ export class QueryPool {
     this.watchSurplus();
   }
 
+  /**
+   * Starts a process for statements no process can take now, unless one is starting already.
+   * The statements stay in the pool meanwhile and go to whichever process is free first: one
+   * that answers, or the one that comes up (which then takes several, as any idle one does).
+   */
+  private startFor(now: number): void {
+    for (const runner of this.runners) if (!runner.ready && !runner.leaving) return;
+    if (this.canStart(now)) this.start();
+  }
+
   /** While there are more processes than the pool's size, looks for surplus ones to retire. */
   private watchSurplus(): void {
     if (this.shrink !== null || this.closed || this.runners.size <= this.maxProcesses) return;
@@ -265,7 +294,7 @@ export class QueryPool {
     let surplus = [...this.runners].filter(counted).length - this.maxProcesses;
     for (const runner of [...this.runners]) {
       if (surplus <= 0) break;
-      if (runner.leaving || runner.jobs.length > 0) continue;
+      if (!runner.ready || runner.leaving || runner.jobs.length > 0) continue;
       if (now - runner.headSince < SURPLUS_IDLE_MS) continue;
       this.retire(runner, "surplus");
       surplus--;

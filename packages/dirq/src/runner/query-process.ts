@@ -417,6 +417,8 @@ channel.on("end", () => {
   if (!serving) leave();
 });
 channel.on("error", () => leave());
+// The pool sends statements only to a process that has said it is up.
+channel.write(encodeFrame(0, AnswerKind.Ready));
 
 // The pool decides when query processes end (a Ctrl-C reaches the whole process group, and
 // in-flight queries must still finish while the server drains): ignore the signals.
