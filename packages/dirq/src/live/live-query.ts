@@ -99,18 +99,30 @@ interface KeptFrame {
 const FIRST_BLOCK_BYTES = 4096;
 const BLOCK_BYTES = 64 * 1024;
 
-/** A kept frame as a stream frame: its bytes, and its data decoded only when asked for. */
-function liveFrameOf(frame: KeptFrame, id: string): LiveFrame {
-  const encoded = Buffer.from(frame.block, frame.start, frame.end - frame.start);
-  return {
-    event: frame.event,
-    id,
-    encoded,
-    get data() {
-      // The data line lies between `data: ` and the blank line that ends the frame.
-      return encoded.toString("utf8", frame.dataStart - frame.start, encoded.length - 2);
-    },
-  };
+/**
+ * A kept frame as a stream frame: its bytes, and its data decoded only when asked for. A class,
+ * so that the getter is its prototype's: one defined on each frame made cost more than the
+ * rest of taking the frame.
+ */
+class KeptLiveFrame implements LiveFrame {
+  readonly event: KeptFrame["event"];
+  readonly encoded: Buffer;
+  /** Where the data starts in `encoded`. */
+  private readonly dataAt: number;
+
+  constructor(
+    frame: KeptFrame,
+    readonly id: string,
+  ) {
+    this.event = frame.event;
+    this.encoded = Buffer.from(frame.block, frame.start, frame.end - frame.start);
+    this.dataAt = frame.dataStart - frame.start;
+  }
+
+  get data(): string {
+    // The data line lies between `data: ` and the blank line that ends the frame.
+    return this.encoded.toString("utf8", this.dataAt, this.encoded.length - 2);
+  }
 }
 
 /**
@@ -335,7 +347,7 @@ export class LiveQuery {
     const oldest = this.frames[0]?.n;
     if (oldest === undefined || n + 1 < oldest) return undefined;
     const frame = this.frames[n + 1 - oldest];
-    return frame && liveFrameOf(frame, this.idOf(frame.n));
+    return frame && new KeptLiveFrame(frame, this.idOf(frame.n));
   }
 
   /** The whole current answer, as of the newest frame. */
@@ -426,8 +438,10 @@ export class LiveQuery {
     this.evaluations++;
     // Taken in now, before the run reads: a commit while it runs that leaves these tables
     // alone needs no run of its own (the stamp it would compare with is this one, not the
-    // last run's), and one that touches them moves the stamp again.
-    this.stamp = this.session.tableStamp(this.prepared.tables);
+    // last run's), and one that touches them moves the stamp again. A file-by-file query
+    // follows its commits' files instead: it compares stamps only after a failed run, whose
+    // stamp is cleared.
+    if (this.plan === null) this.stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();
     const byFile = this.plan !== null && files !== null;
