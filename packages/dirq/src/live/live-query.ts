@@ -424,14 +424,20 @@ export class LiveQuery {
     try {
       while (this.pending && !this.isClosed) {
         this.pending = false;
-        await this.evaluate();
+        const waiting = this.evaluate();
+        if (waiting !== undefined) await waiting;
       }
     } finally {
       this.running = false;
     }
   }
 
-  private async evaluate(): Promise<void> {
+  /**
+   * One run. A file-by-file run ends here, frame made (no promise: it runs after every change,
+   * and a promise and its resumption per run cost it more than its diff); a promise while
+   * the whole statement runs.
+   */
+  private evaluate(): Promise<void> | undefined {
     // Commits reach listeners in order, after they are made: what a run reads is at least
     // the newest one handed over (the one `/events` frames have carried so far).
     const commit = this.seen;
@@ -449,22 +455,39 @@ export class LiveQuery {
     const started = measured ? threadCpuMicros() : 0;
     try {
       const delta = byFile ? this.changedRows([...files]) : null;
-      // Rows that left and joined are taken in here, without waiting: the frame follows.
-      if (delta !== null) this.moveTo(commit, this.columns, this.current.apply(delta));
-      else {
-        const outcome = await this.wholeAnswer();
-        if (this.isClosed) return;
-        await this.take(commit, outcome);
+      if (delta !== null) {
+        // Rows that left and joined are taken in here, without waiting: the frame follows.
+        this.moveTo(commit, this.columns, this.current.apply(delta));
+        // The file-by-file way runs on this thread to its frame, so this is its own cost.
+        if (measured) this.byFileCpuMicros += threadCpuMicros() - started;
+        return undefined;
       }
-      // The file-by-file way runs on this thread to its frame, so this is its own cost.
-      if (measured) this.byFileCpuMicros += threadCpuMicros() - started;
     } catch (error) {
-      if (this.isClosed) return;
-      // Rows of files changed meanwhile were not taken in: the next run reads them all.
-      this.changedFiles = null;
-      this.stamp = "";
-      this.append("error", `{"commit":${commit},"error":${JSON.stringify(messageOf(error))}}`);
+      this.failed(commit, error);
+      return undefined;
     }
+    return this.rerun(commit, measured ? started : null);
+  }
+
+  /** Runs the whole statement and moves to its answer (`started`: the CPU clock to count from). */
+  private async rerun(commit: number, started: number | null): Promise<void> {
+    try {
+      const outcome = await this.wholeAnswer();
+      if (this.isClosed) return;
+      await this.take(commit, outcome);
+      if (started !== null) this.byFileCpuMicros += threadCpuMicros() - started;
+    } catch (error) {
+      this.failed(commit, error);
+    }
+  }
+
+  /** A run failed: an `error` frame, and the next run reads the whole statement again. */
+  private failed(commit: number, error: unknown): void {
+    if (this.isClosed) return;
+    // Rows of files changed meanwhile were not taken in: the next run reads them all.
+    this.changedFiles = null;
+    this.stamp = "";
+    this.append("error", `{"commit":${commit},"error":${JSON.stringify(messageOf(error))}}`);
   }
 
   /** Moves to a new answer: a diff frame (none when nothing changed), or a new snapshot. */
@@ -557,8 +580,9 @@ export class LiveQuery {
     const head = `id: ${this.idOf(n)}\nevent: ${event}\ndata: `;
     const { block, start, textStart: dataStart, end } = this.blocks.place(head, line, "\n\n");
     const at = Date.now();
-    this.frames.push({ n, event, at, block, start, dataStart, end });
-    this.keep(keptBytesOf(this.frames.at(-1) as KeptFrame));
+    const frame: KeptFrame = { n, event, at, block, start, dataStart, end };
+    this.frames.push(frame);
+    this.keep(keptBytesOf(frame));
     this.evict(at - this.limits.historyMs);
     this.wake();
   }
