@@ -34,6 +34,9 @@
 //   node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100]
 //                            [--cpu-changes 300] [--pace-ms 100] [--block-changes 20]
 //                            [--settle-ms 1000] [--warm-cycles 1] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]
+//                            [--bin path/to/dirq.cjs]
+// `--bin` runs another build's launcher (a copy of main's `packages/dirq` beside this one, say),
+// so that two builds' runs can alternate on a shared machine.
 import { spawn } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -52,7 +55,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--block-changes 20] [--settle-ms 1000] [--warm-cycles 1] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json]";
+  "usage: node bench/dirq-live.mjs [--files 1000] [--rows 100] [--changes 100] [--cpu-changes 300] [--pace-ms 100] [--block-changes 20] [--settle-ms 1000] [--warm-cycles 1] [--fanout 10] [--no-own-cpu] [--large-rows 200000] [--large-changes 10] [--json] [--bin path/to/dirq.cjs]";
 const options = parseOptions(
   process.argv.slice(2),
   {
@@ -69,6 +72,7 @@ const options = parseOptions(
     "large-rows": { type: "string", default: "200000" },
     "large-changes": { type: "string", default: "10" },
     json: { type: "boolean", default: false },
+    bin: { type: "string", default: DIRQ_BIN },
   },
   USAGE,
 );
@@ -116,7 +120,7 @@ const LOOP_DELAY = join(dirname(fileURLToPath(import.meta.url)), "server-loop-de
 
 /** `env`: more of the server's environment; `onStderr(line)`: its stderr lines, else passed on. */
 async function startServer(root, env = {}, onStderr = null) {
-  const args = [DIRQ_BIN, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"];
+  const args = [options.bin, "server", "-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"];
   const child = spawn(process.execPath, args, {
     cwd: root,
     // A live query stops at once when its phase ends: the next phase's CPU is its own.

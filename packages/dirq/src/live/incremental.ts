@@ -216,7 +216,8 @@ export function groupByFile(
     names = columns.slice(1);
     namesAfterFile.set(columns, names);
   }
-  const byFile = new Map<string, string[]>(files.map((file) => [file, []]));
+  const byFile = new Map<string, string[]>();
+  for (const file of files) byFile.set(file, []);
   for (const row of rows) {
     const file = String(row[0]);
     const text = rowJson(names, row.slice(1));

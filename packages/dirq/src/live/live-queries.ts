@@ -132,6 +132,11 @@ export class LiveSubscription {
     return undefined;
   }
 
+  /** The next frame if one is there now, else `null` (closed too), without waiting. */
+  poll(): LiveFrame | null {
+    return this.closed ? null : this.take();
+  }
+
   private take(): LiveFrame | null {
     if (this.first !== null) {
       const first = this.first;

@@ -99,18 +99,30 @@ interface KeptFrame {
 const FIRST_BLOCK_BYTES = 4096;
 const BLOCK_BYTES = 64 * 1024;
 
-/** A kept frame as a stream frame: its bytes, and its data decoded only when asked for. */
-function liveFrameOf(frame: KeptFrame, id: string): LiveFrame {
-  const encoded = Buffer.from(frame.block, frame.start, frame.end - frame.start);
-  return {
-    event: frame.event,
-    id,
-    encoded,
-    get data() {
-      // The data line lies between `data: ` and the blank line that ends the frame.
-      return encoded.toString("utf8", frame.dataStart - frame.start, encoded.length - 2);
-    },
-  };
+/**
+ * A kept frame as a stream frame: its bytes, and its data decoded only when asked for. A class,
+ * so that the getter is its prototype's: one defined on each frame made cost more than the
+ * rest of taking the frame.
+ */
+class KeptLiveFrame implements LiveFrame {
+  readonly event: KeptFrame["event"];
+  readonly encoded: Buffer;
+  /** Where the data starts in `encoded`. */
+  private readonly dataAt: number;
+
+  constructor(
+    frame: KeptFrame,
+    readonly id: string,
+  ) {
+    this.event = frame.event;
+    this.encoded = Buffer.from(frame.block, frame.start, frame.end - frame.start);
+    this.dataAt = frame.dataStart - frame.start;
+  }
+
+  get data(): string {
+    // The data line lies between `data: ` and the blank line that ends the frame.
+    return this.encoded.toString("utf8", this.dataAt, this.encoded.length - 2);
+  }
 }
 
 /**
@@ -335,7 +347,7 @@ export class LiveQuery {
     const oldest = this.frames[0]?.n;
     if (oldest === undefined || n + 1 < oldest) return undefined;
     const frame = this.frames[n + 1 - oldest];
-    return frame && liveFrameOf(frame, this.idOf(frame.n));
+    return frame && new KeptLiveFrame(frame, this.idOf(frame.n));
   }
 
   /** The whole current answer, as of the newest frame. */
@@ -412,22 +424,30 @@ export class LiveQuery {
     try {
       while (this.pending && !this.isClosed) {
         this.pending = false;
-        await this.evaluate();
+        const waiting = this.evaluate();
+        if (waiting !== undefined) await waiting;
       }
     } finally {
       this.running = false;
     }
   }
 
-  private async evaluate(): Promise<void> {
+  /**
+   * One run. A file-by-file run ends here, frame made (no promise: it runs after every change,
+   * and a promise and its resumption per run cost it more than its diff); a promise while
+   * the whole statement runs.
+   */
+  private evaluate(): Promise<void> | undefined {
     // Commits reach listeners in order, after they are made: what a run reads is at least
     // the newest one handed over (the one `/events` frames have carried so far).
     const commit = this.seen;
     this.evaluations++;
     // Taken in now, before the run reads: a commit while it runs that leaves these tables
     // alone needs no run of its own (the stamp it would compare with is this one, not the
-    // last run's), and one that touches them moves the stamp again.
-    this.stamp = this.session.tableStamp(this.prepared.tables);
+    // last run's), and one that touches them moves the stamp again. A file-by-file query
+    // follows its commits' files instead: it compares stamps only after a failed run, whose
+    // stamp is cleared.
+    if (this.plan === null) this.stamp = this.session.tableStamp(this.prepared.tables);
     const files = this.changedFiles;
     this.changedFiles = new Set();
     const byFile = this.plan !== null && files !== null;
@@ -435,22 +455,39 @@ export class LiveQuery {
     const started = measured ? threadCpuMicros() : 0;
     try {
       const delta = byFile ? this.changedRows([...files]) : null;
-      // Rows that left and joined are taken in here, without waiting: the frame follows.
-      if (delta !== null) this.moveTo(commit, this.columns, this.current.apply(delta));
-      else {
-        const outcome = await this.wholeAnswer();
-        if (this.isClosed) return;
-        await this.take(commit, outcome);
+      if (delta !== null) {
+        // Rows that left and joined are taken in here, without waiting: the frame follows.
+        this.moveTo(commit, this.columns, this.current.apply(delta));
+        // The file-by-file way runs on this thread to its frame, so this is its own cost.
+        if (measured) this.byFileCpuMicros += threadCpuMicros() - started;
+        return undefined;
       }
-      // The file-by-file way runs on this thread to its frame, so this is its own cost.
-      if (measured) this.byFileCpuMicros += threadCpuMicros() - started;
     } catch (error) {
-      if (this.isClosed) return;
-      // Rows of files changed meanwhile were not taken in: the next run reads them all.
-      this.changedFiles = null;
-      this.stamp = "";
-      this.append("error", `{"commit":${commit},"error":${JSON.stringify(messageOf(error))}}`);
+      this.failed(commit, error);
+      return undefined;
     }
+    return this.rerun(commit, measured ? started : null);
+  }
+
+  /** Runs the whole statement and moves to its answer (`started`: the CPU clock to count from). */
+  private async rerun(commit: number, started: number | null): Promise<void> {
+    try {
+      const outcome = await this.wholeAnswer();
+      if (this.isClosed) return;
+      await this.take(commit, outcome);
+      if (started !== null) this.byFileCpuMicros += threadCpuMicros() - started;
+    } catch (error) {
+      this.failed(commit, error);
+    }
+  }
+
+  /** A run failed: an `error` frame, and the next run reads the whole statement again. */
+  private failed(commit: number, error: unknown): void {
+    if (this.isClosed) return;
+    // Rows of files changed meanwhile were not taken in: the next run reads them all.
+    this.changedFiles = null;
+    this.stamp = "";
+    this.append("error", `{"commit":${commit},"error":${JSON.stringify(messageOf(error))}}`);
   }
 
   /** Moves to a new answer: a diff frame (none when nothing changed), or a new snapshot. */
@@ -543,8 +580,9 @@ export class LiveQuery {
     const head = `id: ${this.idOf(n)}\nevent: ${event}\ndata: `;
     const { block, start, textStart: dataStart, end } = this.blocks.place(head, line, "\n\n");
     const at = Date.now();
-    this.frames.push({ n, event, at, block, start, dataStart, end });
-    this.keep(keptBytesOf(this.frames.at(-1) as KeptFrame));
+    const frame: KeptFrame = { n, event, at, block, start, dataStart, end };
+    this.frames.push(frame);
+    this.keep(keptBytesOf(frame));
     this.evict(at - this.limits.historyMs);
     this.wake();
   }

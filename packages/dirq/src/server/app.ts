@@ -212,16 +212,23 @@ function lastEventIdOf(request: IncomingMessage): string | undefined {
   return new URLSearchParams(query).get("last_event_id")?.trim() ?? undefined;
 }
 
+/** A frame of an event stream. */
+type StreamFrame = {
+  event: string;
+  data: string | readonly Buffer[];
+  id: string;
+  encoded?: Buffer;
+};
+
 /** What an event stream sends: frames as they come, a keep-alive comment when idle. */
 interface FrameSource {
   /** The next frame, `null` after `idleMs` without one, `undefined` at the end. */
-  next(
-    idleMs: number,
-  ): Promise<
-    | { event: string; data: string | readonly Buffer[]; id: string; encoded?: Buffer }
-    | null
-    | undefined
-  >;
+  next(idleMs: number): Promise<StreamFrame | null | undefined>;
+  /**
+   * The next frame if one is there now, else `null`, without waiting: a source that has it
+   * is sent on a `held` stream, whose frames go out together once none is left.
+   */
+  poll?(): StreamFrame | null;
   close(): void;
 }
 
@@ -237,12 +244,24 @@ async function sendFrames(stream: EventStreamResponse, subscription: FrameSource
   const keepAlive = keepAliveMs();
   let sent = 0;
   for (;;) {
-    const frame = await subscription.next(keepAlive);
+    let frame: StreamFrame | null | undefined = subscription.poll?.() ?? null;
+    if (frame === null) {
+      // Nothing more is ready: what a held stream gathered goes out in one write, now.
+      const full = stream.flushHeld();
+      if (full !== undefined) await full;
+      frame = await subscription.next(keepAlive);
+    }
     if (frame === undefined || stream.closed) break;
     if (frame === null) await stream.comment("keep-alive");
-    else if (frame.encoded !== undefined) await stream.sendEncoded(frame.encoded);
-    else await stream.send(frame.event, frame.data, frame.id);
-    if (++sent % FRAMES_PER_TURN === 0) await new Promise(setImmediate);
+    else if (frame.encoded !== undefined) {
+      const full = stream.sendEncoded(frame.encoded);
+      if (full !== undefined) await full;
+    } else await stream.send(frame.event, frame.data, frame.id);
+    if (++sent % FRAMES_PER_TURN === 0) {
+      const full = stream.flushHeld();
+      if (full !== undefined) await full;
+      await new Promise(setImmediate);
+    }
   }
   subscription.close();
   stream.end();

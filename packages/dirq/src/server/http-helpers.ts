@@ -226,21 +226,17 @@ export class EventStreamResponse {
   private waiting: (string | Buffer)[] = [];
   private waitingLength = 0;
   private flushAtTurnEnd: NodeJS.Immediate | null = null;
-  /** Whether a flush waits on the next-tick queue (`flushAfterTicks`). */
-  private flushQueued = false;
 
   /**
-   * `flushAfterTicks`: write what waits once the callbacks and promises that made it are done
-   * (a next tick, run after the microtasks), not at the end of the event loop's turn. A
-   * stream whose frames come from one chain of promises each (a live query's diff frames,
-   * a resumed stream's backlog) joins them as well either way, and the next tick costs less
-   * than a turn-end callback (an immediate made, and the loop's check phase entered to run
-   * it) paid per frame. `/events` keeps the turn's end: it joins frames of several I/O
-   * callbacks of one turn.
+   * `held`: what is written waits until the caller's `flushHeld` (or until it is more than a
+   * turn's worth), not for the end of the event loop's turn. A caller that knows when no
+   * frame is ready (a live query's stream, which takes every frame ready before it waits for
+   * the next) writes them all in one write then, without a callback scheduled per frame.
+   * `/events` keeps the turn's end: it joins frames of several I/O callbacks of one turn.
    */
   constructor(
     private readonly response: ServerResponse,
-    private readonly flushAfterTicks = false,
+    private readonly held = false,
   ) {
     response.writeHead(200, {
       "content-type": "text/event-stream",
@@ -288,9 +284,21 @@ export class EventStreamResponse {
     await this.writeAll([`${idLine}event: ${event}\n${lines}\n`]);
   }
 
-  /** A whole frame, already in the SSE format, as its bytes. */
-  sendEncoded(frame: Buffer): Promise<void> {
+  /**
+   * A whole frame, already in the SSE format, as its bytes; a promise only when the client's
+   * socket is full (to wait on).
+   */
+  sendEncoded(frame: Buffer): Promise<void> | undefined {
     return this.writeAll([frame]);
+  }
+
+  /**
+   * Writes what a `held` stream holds; a promise only when the client's socket is full.
+   * Nothing for a stream that is not `held` (it writes at the turn's end).
+   */
+  flushHeld(): Promise<void> | undefined {
+    if (!this.held || this.waiting.length === 0 || this.flush()) return undefined;
+    return this.drained();
   }
 
   /** A comment line, which clients ignore: keeps proxies from closing an idle stream. */
@@ -299,8 +307,9 @@ export class EventStreamResponse {
   }
 
   /**
-   * Takes the chunks to write; waits while the client's socket is full. The frames of one turn
-   * of the event loop go out in one write, at its end (a burst of row events otherwise cost a
+   * Takes the chunks to write; a promise to wait on while the client's socket is full. The
+   * frames of one turn of the event loop go out in one write, at its end (a `held` stream's at
+   * its `flushHeld`; a burst of row events otherwise cost a
    * `writev` and a chunk of the chunked encoding each: most of the main thread's time while a
    * large change was delivered). Frames wait only while what waits stays under `TURN_BYTES`
    * and what the socket holds under the response's high-water mark; past either they are
@@ -308,8 +317,8 @@ export class EventStreamResponse {
    * buffer, not the socket's, on newer Node versions, and a slow client would then be written
    * to without end.
    */
-  private async writeAll(chunks: readonly (string | Buffer)[]): Promise<void> {
-    if (this.closed) return;
+  private writeAll(chunks: readonly (string | Buffer)[]): Promise<void> | undefined {
+    if (this.closed) return undefined;
     for (const chunk of chunks) {
       this.waiting.push(chunk);
       this.waitingLength += chunk.length;
@@ -318,17 +327,18 @@ export class EventStreamResponse {
       this.waitingLength < TURN_BYTES &&
       this.response.writableLength < this.response.writableHighWaterMark
     ) {
-      if (!this.flushAfterTicks) this.flushAtTurnEnd ??= setImmediate(() => this.flush());
-      else if (!this.flushQueued) {
-        this.flushQueued = true;
-        process.nextTick(() => this.flushFromQueue());
-      }
-      return;
+      if (!this.held) this.flushAtTurnEnd ??= setImmediate(() => this.flush());
+      return undefined;
     }
-    if (this.flush()) return;
-    // Wait for whichever comes first, and remove both listeners either way: one left behind
-    // per frame that met back-pressure would pile up on a long-lived stream.
-    await new Promise<void>((resolve) => {
+    return this.flush() ? undefined : this.drained();
+  }
+
+  /**
+   * Resolves when the socket drains or the response closes. Both listeners are removed either
+   * way: one left behind per frame that met back-pressure would pile up on a long-lived stream.
+   */
+  private drained(): Promise<void> {
+    return new Promise<void>((resolve) => {
       // Frames written to the socket itself are drained there: the response then says nothing.
       const socket = this.response.socket;
       const done = () => {
@@ -341,12 +351,6 @@ export class EventStreamResponse {
       this.response.on("close", done);
       socket?.on("drain", done);
     });
-  }
-
-  private flushFromQueue(): void {
-    this.flushQueued = false;
-    // A flush since (the socket was full, or the stream ended) took what waited.
-    if (this.waiting.length > 0) this.flush();
   }
 
   /** Writes what waits, small pieces joined; false when the socket is full. */
