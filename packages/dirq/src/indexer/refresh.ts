@@ -477,7 +477,6 @@ export class Refresher {
       const plan = planMove(context, move);
       plans.push(plan);
       errors.push(...plan.errors);
-      for (const file of plan.refresh) candidates.add(file);
       await slices.yieldIfDue();
     }
     const destinations = new Map(plans.map((plan) => [plan.move.to, plan]));
@@ -544,8 +543,9 @@ export class Refresher {
   /**
    * Applies planned moves (call with the writer held), as many per commit as fit in a slice:
    * each one's rows renamed, and what the refresher knows of their files renamed with them.
-   * Returns the files (new names) to refresh beyond what was planned: whether a file's rows
-   * are current is decided here, under the writer, as jobs may have committed since the plan.
+   * Returns the files (new names) to refresh: which files a move renames and whether their
+   * rows are current is decided here, under the writer, as jobs may have committed since the
+   * plan.
    */
   private async applyMoves(
     plans: readonly MovePlan[],
@@ -562,8 +562,9 @@ export class Refresher {
         this.db.transaction(() => {
           for (; at < plans.length && (at === first || !slices.due()); at++) {
             const plan = plans[at] as MovePlan;
-            for (const file of this.recheckPlan(plan)) late.add(file);
             for (const change of applyMove(context, plan)) changes.push(change);
+            this.recheckPlan(plan);
+            for (const file of plan.refresh) late.add(file);
           }
         })();
       } finally {
@@ -577,23 +578,18 @@ export class Refresher {
   }
 
   /**
-   * Completes a move's plan under the writer, just before it is applied: files under the
-   * source that a job is for move too (they may have no rows yet, with no path-table filled),
-   * and each moved file whose rows are not known current now is refreshed under its new name.
-   * Returns those (new names) the plan did not refresh already.
+   * Completes a move's plan under the writer, once applied: files under the source that a job
+   * is for moved too (they may have no rows yet, with no path-table filled), and are refreshed
+   * under their new names.
    */
-  private recheckPlan(plan: MovePlan): string[] {
+  private recheckPlan(plan: MovePlan): void {
     const { from: source, to: destination } = plan.move;
     for (const file of this.scheduler.filesUnder(source)) {
-      if (!plan.files.has(file)) plan.files.set(file, `${destination}${file.slice(source.length)}`);
+      if (plan.files.has(file)) continue;
+      const moved = `${destination}${file.slice(source.length)}`;
+      plan.files.set(file, moved);
+      plan.refresh.add(moved);
     }
-    const late: string[] = [];
-    for (const [from, to] of plan.files) {
-      if (plan.refresh.has(to) || !this.unsure(from)) continue;
-      plan.refresh.add(to);
-      late.push(to);
-    }
-    return late;
   }
 
   /** Files renamed with their folder: their last committed state goes with them. */
