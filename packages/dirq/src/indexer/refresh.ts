@@ -102,6 +102,9 @@ class Slices {
   }
 }
 
+/** At most this many names a move covered are kept for their recheck (`coveredNames`). */
+const MAX_COVERED_NAMES = 100_000;
+
 /** The stat key of a path that is not a file row. */
 const MISSING = "missing";
 
@@ -281,6 +284,13 @@ export class Refresher {
    * a hook ran, which then found nothing there). Rows that cannot be trusted to move with it.
    */
   private readonly unverified = new Set<string>();
+  /**
+   * Names the last refresh with moves left to them (`coveredByMove`): the moved folder's own
+   * watch reports its rename as a name under it, which the watcher's recheck hands back a
+   * moment later. Still nothing there and no rows in doubt, the recheck skips it. Each name is
+   * taken once; past `MAX_COVERED_NAMES` the set starts again (a name it drops is read again).
+   */
+  private coveredNames = new Set<string>();
   /** Files being parsed and committed now: when each one's extraction runs. */
   private readonly scheduler: ExtractScheduler;
 
@@ -480,12 +490,19 @@ export class Refresher {
       await slices.yieldIfDue();
     }
     const destinations = new Map(plans.map((plan) => [plan.move.to, plan]));
+    const covered: string[] = [];
     for (const path of paths) {
-      if (coveredByMove(destinations, path)) continue;
+      if (coveredByMove(destinations, path)) {
+        covered.push(path);
+        continue;
+      }
+      if (options.onlyIfChanged && this.stillCovered(path)) continue;
       const files = this.filesFor(path, errors);
       for (const file of files) candidates.add(file);
       await slices.yieldIfDue();
     }
+    if (this.coveredNames.size + covered.length > MAX_COVERED_NAMES) this.coveredNames.clear();
+    for (const name of covered) this.coveredNames.add(name);
     const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
     const entries = [...stats];
     const jobs: ParseJob[] = [];
@@ -516,6 +533,16 @@ export class Refresher {
       } while (at < entries.length);
       return jobs;
     });
+  }
+
+  /** Whether a recheck of `path` can skip it: a name a move covered, still nothing there. */
+  private stillCovered(path: string): boolean {
+    if (!this.coveredNames.delete(path) || this.unsure(path)) return false;
+    try {
+      return lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false }) === undefined;
+    } catch {
+      return false;
+    }
   }
 
   private moveContext(): MoveContext {
