@@ -166,4 +166,26 @@ describe("live index: a renamed folder is applied as a move", () => {
     assert.deepEqual(h0[0]?.row, h0[1]?.row);
     events.close();
   });
+
+  it("server: a file made at the name a folder's own watch reports for its rename is indexed", async () => {
+    const live = server as ServerProcess;
+    // The folder's own watch reports its rename as `src/q5/m5` (nothing there), which the
+    // move leaves alone and the watcher rechecks a moment later. A file made there right away,
+    // and one made at `src/q6/m6` after that recheck.
+    renameSync(join(root, "src/m5"), join(root, "src/q5"));
+    writeFileSync(join(root, "src/q5/m5"), "made at once");
+    renameSync(join(root, "src/m6"), join(root, "src/q6"));
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    writeFileSync(join(root, "src/q6/m6"), "made after the recheck");
+    const expected = await oneShot(root, join(counts, "one-shot-2"));
+    await eventually(
+      async () => isDeepStrictEqual(await liveAnswers(live), expected),
+      "the live index equal to a fresh scan",
+      30_000,
+    );
+    const paths = (await queryRows(live, `SELECT path FROM './' WHERE path GLOB 'src/q[56]/*'`))
+      .map((row) => (row as { path: string }).path)
+      .sort();
+    assert.ok(paths.includes("src/q5/m5") && paths.includes("src/q6/m6"), paths.join(", "));
+  });
 });

@@ -34,9 +34,15 @@ export interface MoveContext {
   busy: (file: string) => boolean;
 }
 
-/** A move looked at before anything is written (the refresh's gather phase). */
+/**
+ * A move looked at before anything is written (the refresh's gather phase): the destination
+ * listed. What the move does with each file is decided when it is applied (`applyMove`), from
+ * the rows the move reads there anyway.
+ */
 export interface MovePlan {
   move: FolderMove;
+  /** The files the destination's listing found (new names). */
+  walked: readonly string[];
   /** Files under their new names to refresh as usual once the rows have moved. */
   refresh: Set<string>;
   /** Old name → new name of every file some table holds rows for under the source. */
@@ -211,78 +217,72 @@ function leftTables(
   return left;
 }
 
-/** The files some live table holds rows for under `folder`. */
-function indexedUnder(context: MoveContext, folder: string): Set<string> {
-  const files = new Set<string>();
-  for (const table of movedTables(context.catalog)) {
-    const sql = `SELECT DISTINCT ${table.column} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ?`;
-    for (const file of cachedStatement(context.db, sql)
-      .pluck()
-      .all(...under(folder)) as string[]) {
-      files.add(file);
-    }
-  }
-  return files;
-}
-
 /**
- * Looks at a move before it is applied: the files under the source whose rows can simply be
- * renamed, and those (by their new names) that need an ordinary refresh: new or gone under the
- * destination, selected by other tables there, ignored there, or with rows of their own under
- * way. Lists the destination's folders (no file is read or stated).
+ * Lists a move's destination before it is applied. No file is read or stated, and the index
+ * is not read: which files the move renames is known only under the writer, from the rows it
+ * moves (see `applyMove`).
  */
 export function planMove(context: MoveContext, move: FolderMove): MovePlan {
-  const { from, to } = move;
-  const indexed = indexedUnder(context, from);
   const walked = walkSelection({
     root: context.root,
-    selection: { kind: "tree", base: to },
+    selection: { kind: "tree", base: move.to },
     useGitignore: false,
   });
-  const { inclusion } = context;
-  const plan: MovePlan = {
+  return {
     move,
+    walked: walked.paths,
     refresh: new Set(),
     files: new Map(),
     dropped: new Map(),
-    errors: [],
+    errors: walked.skipped.map(({ path, reason }) => ({
+      action: "error",
+      table: null,
+      file_path: path,
+      error: reason,
+    })),
     // A folder it could not read stands for what it may hold: not covered.
-    listed: listedUnder(to, [...walked.paths, ...walked.skipped.map(({ path }) => path)]),
+    listed: listedUnder(move.to, [...walked.paths, ...walked.skipped.map(({ path }) => path)]),
   };
+}
+
+/**
+ * Decides, under the writer, what the move does with each file: `indexed` are the files
+ * some table holds rows for under the source (old names). Their rows are renamed, unless
+ * the file needs an ordinary refresh under its new name: gone from the destination,
+ * selected by other tables there, ignored there, or with rows of its own under way. A file
+ * the listing found with no rows is refreshed as a new one. Takes the files out of `indexed`.
+ */
+function decide(context: MoveContext, plan: MovePlan, indexed: Set<string>): void {
+  const { from, to } = plan.move;
+  const { inclusion } = context;
   const tables = tableSelections(context.catalog);
-  const rename = (file: string) => `${to}${file.slice(from.length)}`;
-  for (const file of indexed) plan.files.set(file, rename(file));
-  for (const moved of walked.paths) {
+  for (const moved of plan.walked) {
     const file = `${from}${moved.slice(to.length)}`;
-    if (!plan.files.has(file)) {
+    if (!indexed.has(file)) {
       if (tables.some((table) => table.matches(moved)) && inclusion.includes(moved)) {
         plan.refresh.add(moved);
       }
       continue;
     }
     indexed.delete(file);
+    plan.files.set(file, moved);
     const left = leftTables(tables, file, moved);
     if (left === null || !inclusion.includes(moved) || context.busy(file)) plan.refresh.add(moved);
     else if (left.length > 0) plan.dropped.set(file, left);
   }
   // Rows of files that are not under the destination now: refreshed there, they go.
-  for (const file of indexed) plan.refresh.add(rename(file));
-  for (const skipped of walked.skipped) {
-    plan.errors.push({
-      action: "error",
-      table: null,
-      file_path: skipped.path,
-      error: skipped.reason,
-    });
+  for (const file of indexed) {
+    const moved = `${to}${file.slice(from.length)}`;
+    plan.files.set(file, moved);
+    plan.refresh.add(moved);
   }
-  return plan;
 }
 
-/** A row as events show it, with its file. */
-interface MovedRow {
-  file: string;
-  row: string;
-}
+/**
+ * A row as events show it, with its file: the array SQLite's raw mode gives (a burst reads
+ * hundreds of thousands of rows; an object per row more is work for the collector).
+ */
+type MovedRow = [file: string, row: string];
 
 /** The rows under `folder` of one table, with their files, as events show them. */
 function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): MovedRow[] {
@@ -291,7 +291,7 @@ function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): Moved
     const rows = cachedStatement(db, sql)
       .raw(true)
       .all(...under(folder)) as [string, string][];
-    return rows.map(([file, row]) => ({ file, row }));
+    return rows;
   }
   const list = table.columns.length === 0 ? "NULL" : table.columns.map(quoteIdentifier).join(", ");
   const sql = `SELECT ${table.column}, ${list} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
@@ -299,10 +299,7 @@ function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): Moved
     .raw(true)
     .safeIntegers(true)
     .all(...under(folder)) as unknown[][];
-  return rows.map((values) => ({
-    file: values[0] as string,
-    row: rowJson(table.columns, values.slice(1)),
-  }));
+  return rows.map((values) => [values[0] as string, rowJson(table.columns, values.slice(1))]);
 }
 
 function rowEvents(
@@ -311,43 +308,57 @@ function rowEvents(
   table: MovedTable,
   rows: readonly MovedRow[],
 ): void {
-  for (const { file, row } of rows) {
+  for (const [file, row] of rows) {
     changes.push({ action, table: table.label, file_path: file, row, old_row: null });
   }
 }
 
-/** Deletes the rows of files that `table` no longer selects under their new names. */
+/**
+ * Deletes the rows of files that `table` no longer selects under their new names; returns
+ * the rows of `rows` (the table's rows under the source) that are left to move.
+ */
 function dropRows(
   context: MoveContext,
   table: MovedTable,
   plan: MovePlan,
   changes: RowChange[],
-): void {
+  rows: MovedRow[],
+): MovedRow[] {
   const quoted = quoteIdentifier(table.name);
+  const gone = new Set<string>();
   for (const [file, tables] of plan.dropped) {
     if (!tables.includes(table.name)) continue;
-    const rows = currentRows(context.db, table.name, table.columns, {
+    gone.add(file);
+    const current = currentRows(context.db, table.name, table.columns, {
       column: table.column,
       value: file,
     });
-    for (const row of rows) {
+    for (const row of current) {
       changes.push({ action: "delete", table: table.label, file_path: file, row, old_row: null });
     }
     cachedStatement(context.db, `DELETE FROM ${quoted} WHERE ${table.column} = ?`).run(file);
     context.catalog.store?.forgetFile(table.name, file);
   }
+  return gone.size === 0 ? rows : rows.filter(([file]) => !gone.has(file));
 }
 
 /**
  * Renames the rows of a planned move in every live table (call inside a transaction): rows
- * already under the destination (a folder the move replaced) are deleted first. Returns the
- * row changes: each moved row's `delete` under its old name and `insert` under its new one.
+ * already under the destination (a folder the move replaced) are deleted first. Decides the
+ * plan's files from the rows under the source (see `decide`). Returns the row changes: each
+ * moved row's `delete` under its old name and `insert` under its new one.
  */
 export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
   const { db } = context;
   const { from, to } = plan.move;
+  const tables = movedTables(context.catalog);
+  // The rows to move, read once: their files are what the move renames.
+  const sources = tables.map((table) => rowsUnder(db, table, from));
+  const indexed = new Set<string>();
+  for (const rows of sources) for (const [file] of rows) indexed.add(file);
+  decide(context, plan, indexed);
   const changes: RowChange[] = [];
-  for (const table of movedTables(context.catalog)) {
+  tables.forEach((table, at) => {
     const quoted = quoteIdentifier(table.name);
     const { column } = table;
     const stale = rowsUnder(db, table, to);
@@ -357,9 +368,8 @@ export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
         ...under(to),
       );
     }
-    dropRows(context, table, plan, changes);
-    const before = rowsUnder(db, table, from);
-    if (before.length === 0) continue;
+    const before = dropRows(context, table, plan, changes, sources[at] as MovedRow[]);
+    if (before.length === 0) return;
     const renamed = (name: string) => `${name} = ? || substr(${name}, length(?) + 1)`;
     const set = table.dir ? `${renamed(column)}, ${renamed("dir")}` : renamed(column);
     const moveRows = `UPDATE ${quoted} SET ${set} WHERE ${column} > ? AND ${column} < ?`;
@@ -367,16 +377,21 @@ export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
     cachedStatement(db, moveRows).run(...prefixes, ...under(from));
     rowEvents(changes, "delete", table, before);
     const { moved } = table;
+    if (moved === null) {
+      rowEvents(changes, "insert", table, rowsUnder(db, table, to));
+      return;
+    }
     const [fromJson, toJson] = [jsonInner(from), jsonInner(to)];
-    const after =
-      moved === null
-        ? rowsUnder(db, table, to)
-        : before.map(({ file, row }) => ({
-            file: `${to}${file.slice(from.length)}`,
-            row: moved(row, fromJson, toJson),
-          }));
-    rowEvents(changes, "insert", table, after);
-  }
+    for (const [file, row] of before) {
+      changes.push({
+        action: "insert",
+        table: table.label,
+        file_path: `${to}${file.slice(from.length)}`,
+        row: moved(row, fromJson, toJson),
+        old_row: null,
+      });
+    }
+  });
   for (const table of context.catalog.parsedTables()) {
     context.catalog.store?.moveFiles(table.spec.name, from, to);
   }

@@ -102,6 +102,9 @@ class Slices {
   }
 }
 
+/** At most this many names a move covered are kept for their recheck (`coveredNames`). */
+const MAX_COVERED_NAMES = 100_000;
+
 /** The stat key of a path that is not a file row. */
 const MISSING = "missing";
 
@@ -281,6 +284,13 @@ export class Refresher {
    * a hook ran, which then found nothing there). Rows that cannot be trusted to move with it.
    */
   private readonly unverified = new Set<string>();
+  /**
+   * Names the last refresh with moves left to them (`coveredByMove`): the moved folder's own
+   * watch reports its rename as a name under it, which the watcher's recheck hands back a
+   * moment later. Still nothing there and no rows in doubt, the recheck skips it. Each name is
+   * taken once; past `MAX_COVERED_NAMES` the set starts again (a name it drops is read again).
+   */
+  private coveredNames = new Set<string>();
   /** Files being parsed and committed now: when each one's extraction runs. */
   private readonly scheduler: ExtractScheduler;
 
@@ -477,16 +487,22 @@ export class Refresher {
       const plan = planMove(context, move);
       plans.push(plan);
       errors.push(...plan.errors);
-      for (const file of plan.refresh) candidates.add(file);
       await slices.yieldIfDue();
     }
     const destinations = new Map(plans.map((plan) => [plan.move.to, plan]));
+    const covered: string[] = [];
     for (const path of paths) {
-      if (coveredByMove(destinations, path)) continue;
+      if (coveredByMove(destinations, path)) {
+        covered.push(path);
+        continue;
+      }
+      if (options.onlyIfChanged && this.stillCovered(path)) continue;
       const files = this.filesFor(path, errors);
       for (const file of files) candidates.add(file);
       await slices.yieldIfDue();
     }
+    if (this.coveredNames.size + covered.length > MAX_COVERED_NAMES) this.coveredNames.clear();
+    for (const name of covered) this.coveredNames.add(name);
     const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
     const entries = [...stats];
     const jobs: ParseJob[] = [];
@@ -519,6 +535,16 @@ export class Refresher {
     });
   }
 
+  /** Whether a recheck of `path` can skip it: a name a move covered, still nothing there. */
+  private stillCovered(path: string): boolean {
+    if (!this.coveredNames.delete(path) || this.unsure(path)) return false;
+    try {
+      return lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false }) === undefined;
+    } catch {
+      return false;
+    }
+  }
+
   private moveContext(): MoveContext {
     let check: InclusionCheck | undefined;
     return {
@@ -544,8 +570,9 @@ export class Refresher {
   /**
    * Applies planned moves (call with the writer held), as many per commit as fit in a slice:
    * each one's rows renamed, and what the refresher knows of their files renamed with them.
-   * Returns the files (new names) to refresh beyond what was planned: whether a file's rows
-   * are current is decided here, under the writer, as jobs may have committed since the plan.
+   * Returns the files (new names) to refresh: which files a move renames and whether their
+   * rows are current is decided here, under the writer, as jobs may have committed since the
+   * plan.
    */
   private async applyMoves(
     plans: readonly MovePlan[],
@@ -562,8 +589,9 @@ export class Refresher {
         this.db.transaction(() => {
           for (; at < plans.length && (at === first || !slices.due()); at++) {
             const plan = plans[at] as MovePlan;
-            for (const file of this.recheckPlan(plan)) late.add(file);
             for (const change of applyMove(context, plan)) changes.push(change);
+            this.recheckPlan(plan);
+            for (const file of plan.refresh) late.add(file);
           }
         })();
       } finally {
@@ -577,23 +605,18 @@ export class Refresher {
   }
 
   /**
-   * Completes a move's plan under the writer, just before it is applied: files under the
-   * source that a job is for move too (they may have no rows yet, with no path-table filled),
-   * and each moved file whose rows are not known current now is refreshed under its new name.
-   * Returns those (new names) the plan did not refresh already.
+   * Completes a move's plan under the writer, once applied: files under the source that a job
+   * is for moved too (they may have no rows yet, with no path-table filled), and are refreshed
+   * under their new names.
    */
-  private recheckPlan(plan: MovePlan): string[] {
+  private recheckPlan(plan: MovePlan): void {
     const { from: source, to: destination } = plan.move;
     for (const file of this.scheduler.filesUnder(source)) {
-      if (!plan.files.has(file)) plan.files.set(file, `${destination}${file.slice(source.length)}`);
+      if (plan.files.has(file)) continue;
+      const moved = `${destination}${file.slice(source.length)}`;
+      plan.files.set(file, moved);
+      plan.refresh.add(moved);
     }
-    const late: string[] = [];
-    for (const [from, to] of plan.files) {
-      if (plan.refresh.has(to) || !this.unsure(from)) continue;
-      plan.refresh.add(to);
-      late.push(to);
-    }
-    return late;
   }
 
   /** Files renamed with their folder: their last committed state goes with them. */

@@ -1,5 +1,4 @@
 import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:fs";
-import { lstat } from "node:fs/promises";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
 import { FolderMap } from "./folder-map.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
@@ -279,11 +278,8 @@ const FOLDERS_PER_SLICE = 256;
  */
 const RESYNC_SLICE_MS = 12;
 
-/**
- * Entries stated at once by `lstatAll`: their answers come back together, and thousands of
- * them (most of a checkout's old names gone, each an error made) held the loop as one task.
- */
-const LSTATS_AT_ONCE = 128;
+/** How long `lstatAll` states entries before it lets other work run. */
+const LSTAT_SLICE_MS = 12;
 
 const SLASH = Buffer.from("/");
 
@@ -821,24 +817,30 @@ class FolderWatches implements TreeWatcher {
   }
 
   /**
-   * The entries at `keys` (`undefined`: gone), stated off the main thread: a checkout makes
-   * thousands at once, and statements are answered meanwhile. A change that comes in while
-   * they are stated goes to the next batch, whose names the moves found here rename.
+   * The entries at `keys` (`undefined`: gone), in the order of `keys` (as the moves found from
+   * them are). Stated here, in slices with a turn of the event loop between them: a checkout
+   * makes thousands at once, and statements are answered meanwhile. A promise per entry (the
+   * thread pool's `lstat`) cost the main thread several times the calls themselves. A change
+   * that comes in meanwhile goes to the next batch, whose names the moves found here rename.
    */
   private async lstatAll(keys: Set<string>): Promise<Map<string, Stats | undefined>> {
     const stats = new Map<string, Stats | undefined>();
-    const all = [...keys];
-    for (let at = 0; at < all.length; at += LSTATS_AT_ONCE) {
-      const stated = all.slice(at, at + LSTATS_AT_ONCE).map((key) =>
-        lstat(this.absolute(key)).then(
-          (found) => stats.set(key, found),
-          () => stats.set(key, undefined),
-        ),
-      );
-      await Promise.all(stated);
+    let sliceStart = performance.now();
+    for (const key of keys) {
+      let found: Stats | undefined;
+      try {
+        found = lstatSync(this.absolute(key), { throwIfNoEntry: false });
+      } catch {
+        // Any other failure (a name under a file, a folder it may not enter): nothing to watch.
+        found = undefined;
+      }
+      stats.set(key, found);
+      if (performance.now() - sliceStart >= LSTAT_SLICE_MS) {
+        await new Promise(setImmediate);
+        sliceStart = performance.now();
+      }
     }
-    // In the order of `keys`, as the moves found from them are.
-    return new Map(all.map((key) => [key, stats.get(key)]));
+    return stats;
   }
 
   /**
