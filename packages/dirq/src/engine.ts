@@ -523,8 +523,8 @@ export class DirqIndex {
    * or directories, existing or not) and resolves once the first commit is made (path-table
    * rows, files gone from parsed tables).
    * Each file a parsed table selects is then parsed and committed on its own: `onCommit` gets
-   * every commit, numbered (`Commit.seq`), as it is made, and `done` resolves when the last
-   * one is. A later
+   * every commit, numbered (`Commit.seq`), as it is made (the slices of a burst of folder
+   * moves once the last of them is), and `done` resolves when the last one is. A later
    * refresh of a file stops the hooks an earlier one still runs for it.
    */
   async startRefresh(
@@ -544,6 +544,8 @@ export class DirqIndex {
       this.tablesChanged(null);
       throw error;
     };
+    // The commits of a burst of moves are handed on once the last is made (see below).
+    let held: Commit[] | null = null;
     const run = await this.refresher
       .start(paths, {
         onlyIfChanged: options.onlyIfChanged,
@@ -553,7 +555,22 @@ export class DirqIndex {
           // After the commit: an answer computed before it was right until now.
           this.tablesChanged(tablesTouchedBy(this.db, changes));
           this.checkpoints.committed();
-          options.onCommit({ seq: ++this.commits, changes });
+          const commit = { seq: ++this.commits, changes };
+          if (held === null) options.onCommit(commit);
+          else held.push(commit);
+        },
+        // A checkout's hundred thousand moved rows commit in slices. Their events are numbered
+        // and sent, and live queries run, after the last slice rather than between slices: the
+        // main thread spends the burst on the moves, so the index is whole again sooner, and
+        // each commit is still handed on with its own number, in order.
+        onMovesApplying: (applying) => {
+          if (applying) {
+            held ??= [];
+            return;
+          }
+          const commits = held ?? [];
+          held = null;
+          for (const commit of commits) options.onCommit(commit);
         },
       })
       .catch(failed);

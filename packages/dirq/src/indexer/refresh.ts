@@ -174,6 +174,12 @@ export interface StartOptions {
   keepUnchanged?: boolean;
   /** Changes of each commit, as it commits. */
   onCommit: (changes: RowChange[]) => void;
+  /**
+   * Told `true` before the first commit of a burst of moves, `false` after its last (even when
+   * it fails part way): the caller may hold back what it does with those commits' changes
+   * until then (see `DirqIndex.startRefresh`).
+   */
+  onMovesApplying?: (applying: boolean) => void;
   /** Folders renamed, applied before `paths` as moves of their rows (see folder-moves.ts). */
   moves?: readonly FolderMove[];
 }
@@ -575,6 +581,20 @@ export class Refresher {
    * plan.
    */
   private async applyMoves(
+    plans: readonly MovePlan[],
+    options: StartOptions,
+    slices: Slices,
+  ): Promise<Set<string>> {
+    if (plans.length === 0) return new Set();
+    options.onMovesApplying?.(true);
+    try {
+      return await this.applyMovesInSlices(plans, options, slices);
+    } finally {
+      options.onMovesApplying?.(false);
+    }
+  }
+
+  private async applyMovesInSlices(
     plans: readonly MovePlan[],
     options: StartOptions,
     slices: Slices,

@@ -1,5 +1,5 @@
 import assert from "node:assert/strict";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { openIndex } from "../../src/engine.js";
@@ -100,4 +100,49 @@ test("refresh: closing the index stops the hooks its refreshes still run", async
   // The hook waits for a `go` nobody writes: only stopping it ends the refresh.
   await run.done;
   assert.ok(!commits.flat().some((change) => JSON.stringify(change).includes('"v":2')));
+});
+
+test("refresh: a burst of moves commits in slices, handed on after the last, each with its own number", async () => {
+  const [folders, perFolder] = [300, 30];
+  const tree: Record<string, string> = {};
+  for (let d = 0; d < folders; d++)
+    for (let f = 0; f < perFolder; f++) tree[`d${d}/f${f}.txt`] = "x";
+  const root = makeTree(tree);
+  roots.push(root);
+  const index = openIndex({ root, progress: false });
+  try {
+    // Filled with its paths: a move finds the rows it renames by path.
+    assert.equal((await index.queryObjects("SELECT path FROM './'")).length, folders * perFolder);
+    const moves = Array.from({ length: folders }, (_, d) => ({ from: `d${d}`, to: `m${d}` }));
+    for (const { from, to } of moves) renameSync(join(root, from), join(root, to));
+    const handed: { seq: number; newest: number; changes: number }[] = [];
+    const run = await index.startRefresh([], {
+      moves,
+      onCommit: (commit) => {
+        // The moves' commits (the refresh then commits what else it found: here nothing).
+        if (commit.changes.length === 0) return;
+        handed.push({ seq: commit.seq, newest: index.commitSeq, changes: commit.changes.length });
+      },
+    });
+    await run.done;
+    // Slices of a few milliseconds each: statements are answered between them.
+    assert.ok(handed.length > 1, `${handed.length} commit(s)`);
+    const first = handed[0]?.seq ?? 0;
+    assert.deepEqual(
+      handed.map(({ seq }) => seq),
+      handed.map((_, i) => first + i),
+    );
+    // None was handed on before the burst's last commit was made.
+    const last = first + handed.length - 1;
+    assert.deepEqual(
+      handed.filter(({ newest }) => newest !== last),
+      [],
+    );
+    const changes = handed.reduce((sum, { changes: n }) => sum + n, 0);
+    assert.equal(changes, 2 * folders * perFolder);
+    const moved = await index.queryObjects("SELECT count(*) AS n FROM './' WHERE path GLOB 'm*'");
+    assert.deepEqual(moved, [{ n: BigInt(folders * perFolder) }]);
+  } finally {
+    index.close();
+  }
 });
