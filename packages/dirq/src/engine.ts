@@ -564,12 +564,8 @@ export class DirqIndex {
         // main thread spends the burst on the moves, so the index is whole again sooner, and
         // each commit is still handed on with its own number, in order.
         onMovesApplying: (applying) => {
-          if (applying) {
-            held ??= [];
-            return;
-          }
           const commits = held ?? [];
-          held = null;
+          held = applying ? [] : null;
           for (const commit of commits) options.onCommit(commit);
         },
       })

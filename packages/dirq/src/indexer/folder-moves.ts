@@ -288,10 +288,9 @@ type MovedRow = [file: string, row: string];
 function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): MovedRow[] {
   if (table.json !== null) {
     const sql = `SELECT ${table.column}, ${table.json} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
-    const rows = cachedStatement(db, sql)
+    return cachedStatement(db, sql)
       .raw(true)
-      .all(...under(folder)) as [string, string][];
-    return rows;
+      .all(...under(folder)) as MovedRow[];
   }
   const list = table.columns.length === 0 ? "NULL" : table.columns.map(quoteIdentifier).join(", ");
   const sql = `SELECT ${table.column}, ${list} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;

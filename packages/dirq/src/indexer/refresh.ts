@@ -36,6 +36,7 @@ import {
   stagedTableOf,
 } from "./staged-refresh.js";
 import { ExtractScheduler, type Job, laneOf } from "./extract-scheduler.js";
+import { Slices } from "../shared/slices.js";
 import { isStorageError } from "../shared/sql-errors.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
 import {
@@ -78,29 +79,6 @@ interface Gathered {
  * answered from the last commit throughout.
  */
 const SLICE_MS = 12;
-
-/** Times slices of synchronous work: `due()` says when to yield, `yield()` does. */
-class Slices {
-  private started = performance.now();
-
-  due(): boolean {
-    return performance.now() - this.started >= SLICE_MS;
-  }
-
-  async yield(): Promise<void> {
-    await new Promise<void>((resolve) => setImmediate(resolve));
-    this.started = performance.now();
-  }
-
-  /** Starts a slice now (after a wait that was no work of its own). */
-  restart(): void {
-    this.started = performance.now();
-  }
-
-  async yieldIfDue(): Promise<void> {
-    if (this.due()) await this.yield();
-  }
-}
 
 /** At most this many names a move covered are kept for their recheck (`coveredNames`). */
 const MAX_COVERED_NAMES = 100_000;
@@ -486,7 +464,7 @@ export class Refresher {
     await this.ensureLookupIndexes(withWriter, options);
     const errors: RowChange[] = [];
     const candidates = new Set<string>();
-    const slices = new Slices();
+    const slices = new Slices(SLICE_MS);
     const plans: MovePlan[] = [];
     const context = this.moveContext();
     for (const move of options.moves ?? []) {

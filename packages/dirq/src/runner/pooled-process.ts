@@ -142,6 +142,11 @@ export class PooledProcess {
     return this.isGone;
   }
 
+  /** Whether it is still starting: not up yet, and not leaving. */
+  get starting(): boolean {
+    return !this.ready && !this.leaving;
+  }
+
   /** Whether it is leaving once its statements are answered (it gets nothing new). */
   get leaving(): boolean {
     return this.retiring || this.isGone;

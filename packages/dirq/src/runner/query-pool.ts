@@ -204,8 +204,8 @@ export class QueryPool {
   private quickBusy(now: number): number {
     let count = 0;
     for (const runner of this.runners) {
-      const starting = !runner.ready && !runner.leaving;
-      if (starting || (runner.jobs.length > 0 && !runner.busyFor(now, SLOW_AFTER_MS))) count++;
+      if (runner.starting || (runner.jobs.length > 0 && !runner.busyFor(now, SLOW_AFTER_MS)))
+        count++;
     }
     return count;
   }
@@ -268,7 +268,7 @@ export class QueryPool {
    * that answers, or the one that comes up (which then takes several, as any idle one does).
    */
   private startFor(now: number): void {
-    for (const runner of this.runners) if (!runner.ready && !runner.leaving) return;
+    for (const runner of this.runners) if (runner.starting) return;
     if (this.canStart(now)) this.start();
   }
 

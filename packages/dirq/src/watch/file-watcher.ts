@@ -1,5 +1,6 @@
 import { type FSWatcher, lstatSync, readdirSync, type Stats, watch } from "node:fs";
 import { BUILT_IN_SKIPS } from "../scan/ignore-rules.js";
+import { Slices } from "../shared/slices.js";
 import { FolderMap } from "./folder-map.js";
 import { parentKey, reported, SymlinkTargets } from "./symlink-targets.js";
 import {
@@ -277,9 +278,6 @@ const FOLDERS_PER_SLICE = 256;
  * turns (statements answered meanwhile): a checkout names thousands of folders at once.
  */
 const RESYNC_SLICE_MS = 12;
-
-/** How long `lstatAll` states entries before it lets other work run. */
-const LSTAT_SLICE_MS = 12;
 
 const SLASH = Buffer.from("/");
 
@@ -803,16 +801,14 @@ class FolderWatches implements TreeWatcher {
     if (under.size > 0)
       for (const [key, found] of await this.lstatAll(under)) stats.set(key, found);
     const destinations = new Set(moves.map((move) => move.to));
-    let sliceStart = performance.now();
+    const slices = new Slices(RESYNC_SLICE_MS);
     for (const [key, found] of stats) {
       if (destinations.has(key)) continue;
       this.unwatchTree(key);
       this.links.forgetUnder(key);
       if (found?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
       if (found?.isDirectory()) await this.watchTreeFrom(key);
-      if (performance.now() - sliceStart < RESYNC_SLICE_MS) continue;
-      await new Promise(setImmediate);
-      sliceStart = performance.now();
+      await slices.yieldIfDue();
     }
   }
 
@@ -825,7 +821,7 @@ class FolderWatches implements TreeWatcher {
    */
   private async lstatAll(keys: Set<string>): Promise<Map<string, Stats | undefined>> {
     const stats = new Map<string, Stats | undefined>();
-    let sliceStart = performance.now();
+    const slices = new Slices(RESYNC_SLICE_MS);
     for (const key of keys) {
       let found: Stats | undefined;
       try {
@@ -835,10 +831,7 @@ class FolderWatches implements TreeWatcher {
         found = undefined;
       }
       stats.set(key, found);
-      if (performance.now() - sliceStart >= LSTAT_SLICE_MS) {
-        await new Promise(setImmediate);
-        sliceStart = performance.now();
-      }
+      await slices.yieldIfDue();
     }
     return stats;
   }
@@ -860,12 +853,9 @@ class FolderWatches implements TreeWatcher {
     }
     const moves: FolderMove[] = [];
     if (gone.size === 0) return moves;
-    let sliceStart = performance.now();
+    const slices = new Slices(RESYNC_SLICE_MS);
     for (const [key, found] of stats) {
-      if (performance.now() - sliceStart >= RESYNC_SLICE_MS) {
-        await new Promise(setImmediate);
-        sliceStart = performance.now();
-      }
+      await slices.yieldIfDue();
       if (!found?.isDirectory()) continue;
       const from = gone.get(folderId(found));
       if (from === undefined || from === key) continue;
