@@ -20,6 +20,7 @@ import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path
 import { Refresher } from "./indexer/refresh.js";
 import type { FolderMove } from "./indexer/folder-moves.js";
 import { StagingWorker } from "./indexer/staging-worker.js";
+import { TreeListingHelper } from "./scan/tree-listing-helper.js";
 import { LogCheckpoints } from "./indexer/log-checkpoints.js";
 import type { Commit, RowChange } from "./indexer/row-changes.js";
 import { TableGenerations, tablesTouchedBy } from "./indexer/table-generations.js";
@@ -92,6 +93,8 @@ export class DirqIndex {
   /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
   private readonly fillWorker: FillWorker | null;
   private staging: StagingWorker | null = null;
+  /** The thread that lists the destinations of a burst of folder moves, made at the first. */
+  private lister: TreeListingHelper | null = null;
   /** Checkpoints of the index file's log on the staging thread, after refresh commits. */
   private readonly checkpoints = new LogCheckpoints(async () => this.staging?.checkpoint());
   private threadsStopped: Promise<void> = Promise.resolve();
@@ -190,6 +193,7 @@ export class DirqIndex {
       tableOptions,
       (task) => this.writer.run(task),
       () => this.stagingWorker(),
+      () => this.treeLister(),
     );
     this.preparer = new StatementPreparer(this.preparerHost());
   }
@@ -507,6 +511,8 @@ export class DirqIndex {
     this.pathTables.keepLookups();
     // Started now, while the first statement is awaited: a lookup index is made on it.
     this.stagingWorker()?.start();
+    // Loading its modules takes longer than listing a checkout's first folders.
+    this.treeLister().start();
     this.lookupsSoon();
   }
 
@@ -611,11 +617,16 @@ export class DirqIndex {
     return this.staging;
   }
 
+  private treeLister(): TreeListingHelper {
+    this.lister ??= new TreeListingHelper(this.root);
+    return this.lister;
+  }
+
   close(): void {
     // Hooks of live refreshes are stopped; nothing they found is written any more.
     this.refresher.abortAll();
     this.checkpoints.close();
-    const threads = [this.staging?.close(), this.fillWorker?.close()];
+    const threads = [this.staging?.close(), this.fillWorker?.close(), this.lister?.close()];
     // Settles however each stop went: the caller waits for it before removing the file.
     this.threadsStopped = Promise.allSettled(threads).then(() => undefined);
     this.closing?.abort();

@@ -1,6 +1,6 @@
 import { captureNames } from "../scan/bash-glob.js";
 import type { InclusionCheck } from "../scan/inclusion.js";
-import { walkSelection } from "../scan/walk.js";
+import type { TreeListing } from "../scan/tree-listing-helper.js";
 import type { FolderMove } from "../watch/file-watcher.js";
 import type { Catalog } from "./catalog.js";
 import { cachedStatement, quoteIdentifier, quoteLiteral, type SqliteDatabase } from "./database.js";
@@ -22,7 +22,6 @@ export type { FolderMove };
 /** What a move is applied with: the index's live tables and what the refresher knows. */
 export interface MoveContext {
   db: SqliteDatabase;
-  root: string;
   catalog: Catalog;
   /** The ignore rules, one check for every move of a refresh (it reads each rule file once). */
   inclusion: Pick<InclusionCheck, "includes">;
@@ -51,36 +50,24 @@ export interface MovePlan {
   dropped: Map<string, string[]>;
   /** Folders under the destination the walk could not read. */
   errors: RowChange[];
-  /** What the destination's listing found: its files and the folders that hold them. */
-  listed: Set<string>;
 }
 
 /**
- * Whether a name the watcher reported under a planned move's destination stands for nothing
- * the move does not cover: neither a file nor a folder of files the destination's listing
- * found. The moved folder's own watch reports the rename as a child of the folder's old
- * name (`d0/d0`, renamed with it to `m0/d0`); files that were there are the plan's already.
+ * Whether a name the watcher reported under a move's destination (`destinations`) stands for
+ * nothing the move does not cover: nothing is there (`exists`, asked only then). The moved
+ * folder's own watch reports the rename as a child of the folder's old name (`d0/d0`,
+ * renamed with it to `m0/d0`); files that are there are the move's to apply, but also read
+ * as usual, as a file or folder made there after the rename may be.
  */
-export function coveredByMove(plans: ReadonlyMap<string, MovePlan>, path: string): boolean {
+export function coveredByMove(
+  destinations: ReadonlySet<string>,
+  path: string,
+  exists: (path: string) => boolean,
+): boolean {
   for (let at = path.lastIndexOf("/"); at > 0; at = path.lastIndexOf("/", at - 1)) {
-    const plan = plans.get(path.slice(0, at));
-    if (plan !== undefined) return !plan.listed.has(path);
+    if (destinations.has(path.slice(0, at))) return !exists(path);
   }
   return false;
-}
-
-/** The files and, up to the destination `to`, the folders that hold them. */
-function listedUnder(to: string, files: readonly string[]): Set<string> {
-  const listed = new Set<string>();
-  for (const file of files) {
-    listed.add(file);
-    for (let at = file.lastIndexOf("/"); at > to.length; at = file.lastIndexOf("/", at - 1)) {
-      const folder = file.slice(0, at);
-      if (listed.has(folder)) break;
-      listed.add(folder);
-    }
-  }
-  return listed;
 }
 
 /** One live table as a move rewrites it: where its rows name their file, what events show. */
@@ -218,30 +205,23 @@ function leftTables(
 }
 
 /**
- * Lists a move's destination before it is applied. No file is read or stated, and the index
- * is not read: which files the move renames is known only under the writer, from the rows it
- * moves (see `applyMove`).
+ * A move's plan from its destination's listing (`listTree`), made just before it is applied:
+ * which files the move renames is known only under the writer, from the rows it moves (see
+ * `applyMove`).
  */
-export function planMove(context: MoveContext, move: FolderMove): MovePlan {
-  const walked = walkSelection({
-    root: context.root,
-    selection: { kind: "tree", base: move.to },
-    useGitignore: false,
-  });
+export function planMove(move: FolderMove, listing: TreeListing): MovePlan {
   return {
     move,
-    walked: walked.paths,
+    walked: listing.paths,
     refresh: new Set(),
     files: new Map(),
     dropped: new Map(),
-    errors: walked.skipped.map(({ path, reason }) => ({
+    errors: listing.skipped.map(({ path, reason }) => ({
       action: "error",
       table: null,
       file_path: path,
       error: reason,
     })),
-    // A folder it could not read stands for what it may hold: not covered.
-    listed: listedUnder(move.to, [...walked.paths, ...walked.skipped.map(({ path }) => path)]),
   };
 }
 

@@ -5,6 +5,11 @@ import { os } from "../lazy-module.js";
 import { statPaths } from "../scan/file-stats.js";
 import type { EmptyTableListener } from "../scan/empty-selection.js";
 import { InclusionCheck } from "../scan/inclusion.js";
+import {
+  listTree,
+  type TreeListingHelper,
+  type TreeListings,
+} from "../scan/tree-listing-helper.js";
 import { type SkippedPath, walkSelection } from "../scan/walk.js";
 import {
   type CatalogStore,
@@ -79,6 +84,8 @@ interface Gathered {
  * answered from the last commit throughout.
  */
 const SLICE_MS = 12;
+/** Moves in one refresh from which their destinations are listed on the listing thread. */
+const MOVES_FOR_THREAD = 16;
 
 /** At most this many names a move covered are kept for their recheck (`coveredNames`). */
 const MAX_COVERED_NAMES = 100_000;
@@ -288,6 +295,8 @@ export class Refresher {
     private readonly withWriter: WriterLock,
     /** The thread that reads large files of built-in formats, or `null`: this one. */
     private readonly staging: () => StagingWorker | null = () => null,
+    /** The thread that lists the destinations of a burst of moves, or `null`: this one. */
+    private readonly lister: () => TreeListingHelper | null = () => null,
   ) {
     this.scheduler = new ExtractScheduler(
       () => this.options.concurrency ?? os().availableParallelism(),
@@ -460,23 +469,30 @@ export class Refresher {
     options: StartOptions,
     reparse: string[],
   ): Promise<ParseJob[]> {
-    // Before the first look-up: without its index, finding a folder's rows scans the table.
-    await this.ensureLookupIndexes(withWriter, options);
-    const errors: RowChange[] = [];
-    const candidates = new Set<string>();
-    const slices = new Slices(SLICE_MS);
-    const plans: MovePlan[] = [];
-    const context = this.moveContext();
-    for (const move of options.moves ?? []) {
-      const plan = planMove(context, move);
-      plans.push(plan);
-      errors.push(...plan.errors);
-      await slices.yieldIfDue();
+    // Listed from now on, while the rest is gathered and moves are applied (`applyMoves`).
+    const listings = this.listDestinations(options.moves ?? []);
+    try {
+      // Before the first look-up: without its index, finding a folder's rows scans the table.
+      await this.ensureLookupIndexes(withWriter, options);
+      return await this.gatherAndApply(paths, listings, withWriter, options, reparse);
+    } finally {
+      listings.close();
     }
-    const destinations = new Map(plans.map((plan) => [plan.move.to, plan]));
+  }
+
+  /** The files `paths` stand for, but names a move covers (`coveredByMove`). */
+  private async candidatesFor(
+    paths: readonly string[],
+    options: StartOptions,
+    errors: RowChange[],
+    slices: Slices,
+  ): Promise<Set<string>> {
+    const candidates = new Set<string>();
+    const destinations = new Set((options.moves ?? []).map((move) => move.to));
+    const exists = (path: string) => this.exists(path);
     const covered: string[] = [];
     for (const path of paths) {
-      if (coveredByMove(destinations, path)) {
+      if (coveredByMove(destinations, path, exists)) {
         covered.push(path);
         continue;
       }
@@ -487,6 +503,19 @@ export class Refresher {
     }
     if (this.coveredNames.size + covered.length > MAX_COVERED_NAMES) this.coveredNames.clear();
     for (const name of covered) this.coveredNames.add(name);
+    return candidates;
+  }
+
+  private async gatherAndApply(
+    paths: readonly string[],
+    listings: TreeListings,
+    withWriter: WriterLock,
+    options: StartOptions,
+    reparse: string[],
+  ): Promise<ParseJob[]> {
+    const errors: RowChange[] = [];
+    const slices = new Slices(SLICE_MS);
+    const candidates = await this.candidatesFor(paths, options, errors, slices);
     const stats = await this.statAll(candidates, options.onlyIfChanged ?? false, errors, slices);
     const entries = [...stats];
     const jobs: ParseJob[] = [];
@@ -504,12 +533,13 @@ export class Refresher {
       return applied.next;
     };
     return withWriter(async () => {
-      const late = await this.applyMoves(plans, options, slices);
+      const applied = (plan: MovePlan) => {
+        errors.push(...plan.errors);
+        for (const file of plan.files.values()) if (!plan.refresh.has(file)) reparse.push(file);
+      };
+      const late = await this.applyMoves(options.moves ?? [], listings, applied, options, slices);
       for (const file of stats.keys()) late.delete(file);
       for (const entry of await this.statAll(late, false, errors, slices)) entries.push(entry);
-      for (const plan of plans) {
-        for (const file of plan.files.values()) if (!plan.refresh.has(file)) reparse.push(file);
-      }
       let at = 0;
       do {
         at = applyFrom(at);
@@ -521,19 +551,34 @@ export class Refresher {
 
   /** Whether a recheck of `path` can skip it: a name a move covered, still nothing there. */
   private stillCovered(path: string): boolean {
-    if (!this.coveredNames.delete(path) || this.unsure(path)) return false;
+    return this.coveredNames.delete(path) && !this.unsure(path) && !this.exists(path);
+  }
+
+  /** Whether something is at `path` (a name that cannot be looked at counts as something). */
+  private exists(path: string): boolean {
     try {
-      return lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false }) === undefined;
+      return lstatSync(`${this.root}/${path}`, { throwIfNoEntry: false }) !== undefined;
     } catch {
-      return false;
+      return true;
     }
+  }
+
+  /**
+   * The moves' destinations, listed in order as they are taken: on the listing thread from
+   * the last one back while this thread applies the first ones (a checkout's thousand), here
+   * for a few.
+   */
+  private listDestinations(moves: readonly FolderMove[]): TreeListings {
+    const folders = moves.map((move) => move.to);
+    const lister = folders.length < MOVES_FOR_THREAD ? null : this.lister();
+    if (lister !== null) return lister.list(folders);
+    return { take: (at) => listTree(this.root, folders[at] as string), close: () => {} };
   }
 
   private moveContext(): MoveContext {
     let check: InclusionCheck | undefined;
     return {
       db: this.db,
-      root: this.root,
       catalog: this.catalog,
       // Made on first use: applying moves needs no ignore rules.
       inclusion: {
@@ -559,34 +604,41 @@ export class Refresher {
    * plan.
    */
   private async applyMoves(
-    plans: readonly MovePlan[],
+    moves: readonly FolderMove[],
+    listings: TreeListings,
+    onApplied: (plan: MovePlan) => void,
     options: StartOptions,
     slices: Slices,
   ): Promise<Set<string>> {
-    if (plans.length === 0) return new Set();
+    if (moves.length === 0) return new Set();
     options.onMovesApplying?.(true);
     try {
-      return await this.applyMovesInSlices(plans, options, slices);
+      return await this.applyMovesInSlices(moves, listings, onApplied, options, slices);
     } finally {
       options.onMovesApplying?.(false);
     }
   }
 
+  /** Applies `moves`, each planned from its listing just before, each plan to `onApplied` once committed. */
   private async applyMovesInSlices(
-    plans: readonly MovePlan[],
+    moves: readonly FolderMove[],
+    listings: TreeListings,
+    onApplied: (plan: MovePlan) => void,
     options: StartOptions,
     slices: Slices,
   ): Promise<Set<string>> {
     const context = this.moveContext();
     const late = new Set<string>();
     let at = 0;
-    while (at < plans.length) {
+    while (at < moves.length) {
       const changes: RowChange[] = [];
+      const plans: MovePlan[] = [];
       const first = at;
       try {
         this.db.transaction(() => {
-          for (; at < plans.length && (at === first || !slices.due()); at++) {
-            const plan = plans[at] as MovePlan;
+          for (; at < moves.length && (at === first || !slices.due()); at++) {
+            const plan = planMove(moves[at] as FolderMove, listings.take(at));
+            plans.push(plan);
             for (const change of applyMove(context, plan)) changes.push(change);
             this.recheckPlan(plan);
             for (const file of plan.refresh) late.add(file);
@@ -595,9 +647,11 @@ export class Refresher {
       } finally {
         this.rereadColumns();
       }
-      for (const plan of plans.slice(first, at)) this.movedFiles(plan.files);
+      for (const plan of plans) this.movedFiles(plan.files);
+      // Only what is left of each plan outlives its slice: a burst's listings are not kept.
+      for (const plan of plans) onApplied(plan);
       options.onCommit(changes);
-      if (at < plans.length) await slices.yield();
+      if (at < moves.length) await slices.yield();
     }
     return late;
   }

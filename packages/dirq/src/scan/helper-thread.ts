@@ -58,6 +58,14 @@ export class HelperThread {
     this.worker.on("exit", fail);
   }
 
+  /**
+   * Lets the process exit while the thread runs: for a thread whose answers are only ever
+   * waited for synchronously, kept for later use.
+   */
+  unref(): void {
+    this.worker?.unref();
+  }
+
   /** Whether the thread is up and listening. */
   get ready(): boolean {
     return (

@@ -20,17 +20,28 @@ function lstatQuietly(path: string): ReturnType<typeof lstatSync> | undefined {
  * or reached through a symlinked directory (never followed: it could lead outside the root).
  */
 export function rulesForDir(root: string, dir: string, rootRules: IgnoreRules): IgnoreRules | null {
-  let rules = rootRules;
+  let rules: IgnoreRules | null = rootRules;
   let current = "";
   for (const segment of dir === "" ? [] : dir.split("/")) {
     current = joinRelative(current, segment);
-    if (BUILT_IN_SKIPS.has(segment) || rules.ignores(current, true)) return null;
-    if (!lstatQuietly(`${root}/${current}`)?.isDirectory()) return null;
-    // An unsearchable folder has no readable .gitignore; the walk reports the folder itself.
-    const gitignore = lstatQuietly(`${root}/${current}/.gitignore`);
-    rules = rules.enter(current, gitignore !== undefined);
+    rules = enterFolder(root, rules, current, segment);
+    if (rules === null) return null;
   }
   return rules;
+}
+
+/** The rules inside `folder` (named `segment` in its parent, whose rules are `rules`). */
+function enterFolder(
+  root: string,
+  rules: IgnoreRules,
+  folder: string,
+  segment: string,
+): IgnoreRules | null {
+  if (BUILT_IN_SKIPS.has(segment) || rules.ignores(folder, true)) return null;
+  if (!lstatQuietly(`${root}/${folder}`)?.isDirectory()) return null;
+  // An unsearchable folder has no readable .gitignore; the walk reports the folder itself.
+  const gitignore = lstatQuietly(`${root}/${folder}/.gitignore`);
+  return rules.enter(folder, gitignore !== undefined);
 }
 
 /**
@@ -57,12 +68,24 @@ export class InclusionCheck {
     const dir = slash === -1 ? "" : path.slice(0, slash);
     const name = path.slice(slash + 1);
     if (BUILT_IN_SKIPS.has(name)) return false;
+    const rules = this.rulesFor(dir);
+    return rules !== null && !rules.ignores(path, false);
+  }
+
+  /**
+   * `rulesForDir`, from the rules of the folder's parent as cached: a checkout's thousand new
+   * folders under a few parents state each parent once, not once per folder under it.
+   */
+  private rulesFor(dir: string): IgnoreRules | null {
+    if (dir === "") return this.rootRules;
     let rules = this.byDir.get(dir);
     if (rules === undefined) {
-      rules = rulesForDir(this.root, dir, this.rootRules);
+      const slash = dir.lastIndexOf("/");
+      const parent = this.rulesFor(slash === -1 ? "" : dir.slice(0, slash));
+      rules = parent === null ? null : enterFolder(this.root, parent, dir, dir.slice(slash + 1));
       this.byDir.set(dir, rules);
     }
-    return rules !== null && !rules.ignores(path, false);
+    return rules;
   }
 }
 
