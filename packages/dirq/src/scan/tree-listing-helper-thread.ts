@@ -16,10 +16,19 @@ import {
 const { counters, answers, nativeHost } = workerData as TreeListingData;
 await inheritNativeHost(nativeHost);
 
+/** Lists one folder; a failure is the calling thread's to meet again (and report). */
+function listOne(job: number, root: string, folder: string, index: number): ListingAnswer {
+  try {
+    const { paths, skipped } = listTree(root, folder);
+    return { job, index, paths: paths.join("\0"), skipped };
+  } catch {
+    return { job, index, paths: null, skipped: [] };
+  }
+}
+
 parentPort?.on("message", ({ job, root, folders, claims }: ListingJob) => {
   for (let index = folders.length - 1; index >= 0 && claimFolder(claims, index); index--) {
-    const { paths, skipped } = listTree(root, folders[index] as string);
-    answers.postMessage({ job, index, paths: paths.join("\0"), skipped } satisfies ListingAnswer);
+    answers.postMessage(listOne(job, root, folders[index] as string, index));
     Atomics.add(counters, Slot.posted, 1);
     Atomics.notify(counters, Slot.posted);
   }

@@ -29,11 +29,14 @@ export interface ListingJob {
   claims: Int32Array;
 }
 
-/** One folder listed: its paths joined by NUL (no file name holds one), one string to copy. */
+/**
+ * One folder listed: its paths joined by NUL (no file name holds one), one string to copy;
+ * `null` when the listing failed there (the calling thread lists it again, and reports).
+ */
 export interface ListingAnswer {
   job: number;
   index: number;
-  paths: string;
+  paths: string | null;
   skipped: SkippedPath[];
 }
 
@@ -60,6 +63,11 @@ export function claimFolder(claims: Int32Array, index: number): boolean {
 
 /** How long the calling thread blocks at most between looks at a failed thread. */
 const WAIT_MS = 20;
+/**
+ * How long it waits at most for a folder the thread claimed before listing it itself: a
+ * thread that stopped is only told of on the event loop, which the waiting thread holds.
+ */
+const MAX_WAIT_MS = 2000;
 
 export class TreeListingHelper {
   private readonly thread = new HelperThread(
@@ -69,7 +77,7 @@ export class TreeListingHelper {
   );
   private jobs = 0;
   /** The listings of each job still taken from, as they arrive. */
-  private readonly arrived = new Map<number, Map<number, TreeListing>>();
+  private readonly arrived = new Map<number, Map<number, TreeListing | null>>();
 
   constructor(private readonly root: string) {}
 
@@ -90,7 +98,7 @@ export class TreeListingHelper {
     this.start();
     const job = ++this.jobs;
     const claims = new Int32Array(new SharedArrayBuffer(4 * Math.max(folders.length, 1)));
-    const arrived = new Map<number, TreeListing>();
+    const arrived = new Map<number, TreeListing | null>();
     this.arrived.set(job, arrived);
     this.thread.post({ job, root: this.root, folders, claims } satisfies ListingJob);
     return {
@@ -106,20 +114,22 @@ export class TreeListingHelper {
   private take(
     folders: readonly string[],
     claims: Int32Array,
-    arrived: Map<number, TreeListing>,
+    arrived: Map<number, TreeListing | null>,
     index: number,
   ): TreeListing {
-    if (claimFolder(claims, index)) return listTree(this.root, folders[index] as string);
+    const here = () => listTree(this.root, folders[index] as string);
+    if (claimFolder(claims, index)) return here();
+    const deadline = performance.now() + MAX_WAIT_MS;
     for (;;) {
       const seen = Atomics.load(this.thread.counters, Slot.posted);
       this.receive();
       const listing = arrived.get(index);
       if (listing !== undefined) {
         arrived.delete(index);
-        return listing;
+        return listing ?? here();
       }
       // A thread that failed after claiming the folder never lists it.
-      if (this.thread.failed) return listTree(this.root, folders[index] as string);
+      if (this.thread.failed || performance.now() > deadline) return here();
       Atomics.wait(this.thread.counters, Slot.posted, seen, WAIT_MS);
     }
   }
@@ -129,8 +139,10 @@ export class TreeListingHelper {
     for (;;) {
       const answer = this.thread.nextAnswer() as ListingAnswer | undefined;
       if (answer === undefined) return;
-      const paths = answer.paths === "" ? [] : answer.paths.split("\0");
-      this.arrived.get(answer.job)?.set(answer.index, { paths, skipped: answer.skipped });
+      const { job, index, paths, skipped } = answer;
+      const listing =
+        paths === null ? null : { paths: paths === "" ? [] : paths.split("\0"), skipped };
+      this.arrived.get(job)?.set(index, listing);
     }
   }
 
