@@ -506,6 +506,7 @@ export class Refresher {
     return candidates;
   }
 
+  /** Gathers what `paths` stand for, then applies the moves and the stats under the writer. */
   private async gatherAndApply(
     paths: readonly string[],
     listings: TreeListings,
@@ -597,11 +598,12 @@ export class Refresher {
   }
 
   /**
-   * Applies planned moves (call with the writer held), as many per commit as fit in a slice:
-   * each one's rows renamed, and what the refresher knows of their files renamed with them.
-   * Returns the files (new names) to refresh: which files a move renames and whether their
-   * rows are current is decided here, under the writer, as jobs may have committed since the
-   * plan.
+   * Applies moves (call with the writer held), as many per commit as fit in a slice: each one
+   * planned from its destination's listing just before, its rows renamed, and what the
+   * refresher knows of its files renamed with them; each plan goes to `onApplied` once
+   * committed (a burst's listings are not kept past their slice). Returns the files (new
+   * names) to refresh: which files a move renames and whether their rows are current is
+   * decided here, under the writer, as jobs may have committed since the refresh began.
    */
   private async applyMoves(
     moves: readonly FolderMove[],
@@ -610,50 +612,53 @@ export class Refresher {
     options: StartOptions,
     slices: Slices,
   ): Promise<Set<string>> {
-    if (moves.length === 0) return new Set();
+    const late = new Set<string>();
+    if (moves.length === 0) return late;
+    const context = this.moveContext();
     options.onMovesApplying?.(true);
     try {
-      return await this.applyMovesInSlices(moves, listings, onApplied, options, slices);
+      for (let at = 0; at < moves.length;) {
+        const slice = this.applyMoveSlice(context, moves, listings, at, slices);
+        at = slice.next;
+        for (const plan of slice.plans) {
+          for (const file of plan.refresh) late.add(file);
+          this.movedFiles(plan.files);
+          onApplied(plan);
+        }
+        options.onCommit(slice.changes);
+        if (at < moves.length) await slices.yield();
+      }
+      return late;
     } finally {
       options.onMovesApplying?.(false);
     }
   }
 
-  /** Applies `moves`, each planned from its listing just before, each plan to `onApplied` once committed. */
-  private async applyMovesInSlices(
+  /** Applies moves from `at` on in one commit, until the slice is due; returns where it ended. */
+  private applyMoveSlice(
+    context: MoveContext,
     moves: readonly FolderMove[],
     listings: TreeListings,
-    onApplied: (plan: MovePlan) => void,
-    options: StartOptions,
+    at: number,
     slices: Slices,
-  ): Promise<Set<string>> {
-    const context = this.moveContext();
-    const late = new Set<string>();
-    let at = 0;
-    while (at < moves.length) {
-      const changes: RowChange[] = [];
-      const plans: MovePlan[] = [];
-      const first = at;
-      try {
-        this.db.transaction(() => {
-          for (; at < moves.length && (at === first || !slices.due()); at++) {
-            const plan = planMove(moves[at] as FolderMove, listings.take(at));
-            plans.push(plan);
-            for (const change of applyMove(context, plan)) changes.push(change);
-            this.recheckPlan(plan);
-            for (const file of plan.refresh) late.add(file);
-          }
-        })();
-      } finally {
-        this.rereadColumns();
-      }
-      for (const plan of plans) this.movedFiles(plan.files);
-      // Only what is left of each plan outlives its slice: a burst's listings are not kept.
-      for (const plan of plans) onApplied(plan);
-      options.onCommit(changes);
-      if (at < moves.length) await slices.yield();
+  ): { plans: MovePlan[]; changes: RowChange[]; next: number } {
+    const plans: MovePlan[] = [];
+    const changes: RowChange[] = [];
+    let next = at;
+    try {
+      this.db.transaction(() => {
+        do {
+          const plan = planMove(moves[next] as FolderMove, listings.take(next));
+          next++;
+          plans.push(plan);
+          for (const change of applyMove(context, plan)) changes.push(change);
+          this.recheckPlan(plan);
+        } while (next < moves.length && !slices.due());
+      })();
+    } finally {
+      this.rereadColumns();
     }
-    return late;
+    return { plans, changes, next };
   }
 
   /**
