@@ -22,7 +22,7 @@ import type { FolderMove } from "./indexer/folder-moves.js";
 import { StagingWorker } from "./indexer/staging-worker.js";
 import { TreeListingHelper } from "./scan/tree-listing-helper.js";
 import { LogCheckpoints } from "./indexer/log-checkpoints.js";
-import type { Commit, RowChange } from "./indexer/row-changes.js";
+import { type Commit, type CommitChange, commitOf } from "./indexer/row-changes.js";
 import { TableGenerations, tablesTouchedBy } from "./indexer/table-generations.js";
 import { CaseVariants } from "./query/case-variants.js";
 import { columnPlan, type SqlValue, sqlError } from "./query/execute.js";
@@ -557,11 +557,11 @@ export class DirqIndex {
         onlyIfChanged: options.onlyIfChanged,
         keepUnchanged: options.keepUnchanged,
         moves: options.moves,
-        onCommit: (changes: RowChange[]) => {
+        onCommit: (changes: CommitChange[]) => {
           // After the commit: an answer computed before it was right until now.
           this.tablesChanged(tablesTouchedBy(this.db, changes));
           this.checkpoints.committed();
-          const commit = { seq: ++this.commits, changes };
+          const commit = commitOf(++this.commits, changes);
           if (held === null) options.onCommit(commit);
           else held.push(commit);
         },

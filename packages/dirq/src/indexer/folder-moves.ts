@@ -6,7 +6,13 @@ import type { Catalog } from "./catalog.js";
 import { cachedStatement, quoteIdentifier, quoteLiteral, type SqliteDatabase } from "./database.js";
 import { FILE_PATH_COLUMN, type LiveParsedTable, ROW_INDEX_COLUMN } from "./parsed-tables.js";
 import { PATH_TABLE_COLUMNS, type PathTable } from "./path-tables.js";
-import { currentRows, type RowChange, rowJson } from "./row-changes.js";
+import {
+  type CommitChange,
+  currentRows,
+  type HeldChanges,
+  type RowChange,
+  rowJson,
+} from "./row-changes.js";
 
 /*
  * A watched folder renamed is applied as the move it is: the rows of its files change their
@@ -259,36 +265,93 @@ function decide(context: MoveContext, plan: MovePlan, indexed: Set<string>): voi
 }
 
 /**
- * A row as events show it, with its file: the array SQLite's raw mode gives (a burst reads
- * hundreds of thousands of rows; an object per row more is work for the collector).
+ * Rows as events show them, with their files: texts of `file \0 row \0 file \0 row ...`, each
+ * of at most `ROWS_PER_TEXT` rows (neither a path nor JSON text holds a NUL). A burst reads
+ * hundreds of thousands of rows and keeps them until its events are sent: a string or two
+ * per row, and an array, were work for the collector on every collection meanwhile.
  */
-type MovedRow = [file: string, row: string];
+interface RowTexts {
+  texts: string[];
+  rows: number;
+}
+
+/** Rows per text: a folder of a million files is read in parts of a size V8's strings take. */
+const ROWS_PER_TEXT = 1024;
+
+/** Each row of `texts` as its file and its JSON. */
+function eachRow(texts: RowTexts, visit: (file: string, row: string) => void): void {
+  for (const text of texts.texts) {
+    const parts = text.split("\0");
+    for (let at = 0; at + 1 < parts.length; at += 2)
+      visit(parts[at] as string, parts[at + 1] as string);
+  }
+}
+
+/** Rows (file and JSON) as `RowTexts`. */
+function textsOf(rows: readonly [file: string, row: string][]): RowTexts {
+  const texts: string[] = [];
+  for (let at = 0; at < rows.length; at += ROWS_PER_TEXT) {
+    texts.push(
+      rows
+        .slice(at, at + ROWS_PER_TEXT)
+        .map(([file, row]) => `${file}\0${row}`)
+        .join("\0"),
+    );
+  }
+  return { texts, rows: rows.length };
+}
 
 /** The rows under `folder` of one table, with their files, as events show them. */
-function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): MovedRow[] {
+function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): RowTexts {
+  const [low, high] = under(folder);
   if (table.json !== null) {
-    const sql = `SELECT ${table.column}, ${table.json} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
-    return cachedStatement(db, sql)
-      .raw(true)
-      .all(...under(folder)) as MovedRow[];
+    const { column } = table;
+    // SQLite joins a part's rows into one text; the next part starts past its last file.
+    const part = cachedStatement(
+      db,
+      `SELECT count(*), max(${column}), group_concat(${column} || char(0) || ${table.json}, char(0) ORDER BY ${table.order}) FROM (SELECT * FROM ${quoteIdentifier(table.name)} WHERE ${column} > ? AND ${column} < ? ORDER BY ${table.order} LIMIT ${ROWS_PER_TEXT})`,
+    ).raw(true);
+    const read: RowTexts = { texts: [], rows: 0 };
+    for (let from = low; ;) {
+      const [count, last, text] = part.get(from, high) as [number, string | null, string | null];
+      if (count === 0 || text === null || last === null) return read;
+      read.texts.push(text);
+      read.rows += count;
+      if (count < ROWS_PER_TEXT) return read;
+      from = last;
+    }
   }
   const list = table.columns.length === 0 ? "NULL" : table.columns.map(quoteIdentifier).join(", ");
   const sql = `SELECT ${table.column}, ${list} FROM ${quoteIdentifier(table.name)} WHERE ${table.column} > ? AND ${table.column} < ? ORDER BY ${table.order}`;
-  const rows = cachedStatement(db, sql)
-    .raw(true)
-    .safeIntegers(true)
-    .all(...under(folder)) as unknown[][];
-  return rows.map((values) => [values[0] as string, rowJson(table.columns, values.slice(1))]);
+  const rows = cachedStatement(db, sql).raw(true).safeIntegers(true).all(low, high) as unknown[][];
+  return textsOf(
+    rows.map((values) => [values[0] as string, rowJson(table.columns, values.slice(1))]),
+  );
 }
 
-function rowEvents(
-  changes: RowChange[],
-  action: "insert" | "delete",
-  table: MovedTable,
-  rows: readonly MovedRow[],
-): void {
-  for (const [file, row] of rows) {
-    changes.push({ action, table: table.label, file_path: file, row, old_row: null });
+/**
+ * A table's `delete` or `insert` events of rows read as `RowTexts`, made when read. An
+ * `insert` of moved rows may be made from their rows before the move (`renamed`).
+ */
+class HeldRowEvents implements HeldChanges {
+  readonly action = "held";
+  readonly size: number;
+
+  constructor(
+    private readonly event: "insert" | "delete",
+    readonly table: string,
+    private readonly rows: RowTexts,
+    private readonly renamed: ((file: string, row: string) => [string, string]) | null = null,
+  ) {
+    this.size = rows.rows;
+  }
+
+  expand(into: RowChange[]): void {
+    const { event: action, table, renamed } = this;
+    eachRow(this.rows, (file, row) => {
+      const [path, text] = renamed === null ? [file, row] : renamed(file, row);
+      into.push({ action, table, file_path: path, row: text, old_row: null });
+    });
   }
 }
 
@@ -300,9 +363,9 @@ function dropRows(
   context: MoveContext,
   table: MovedTable,
   plan: MovePlan,
-  changes: RowChange[],
-  rows: MovedRow[],
-): MovedRow[] {
+  changes: CommitChange[],
+  rows: RowTexts,
+): RowTexts {
   const quoted = quoteIdentifier(table.name);
   const gone = new Set<string>();
   for (const [file, tables] of plan.dropped) {
@@ -318,58 +381,61 @@ function dropRows(
     cachedStatement(context.db, `DELETE FROM ${quoted} WHERE ${table.column} = ?`).run(file);
     context.catalog.store?.forgetFile(table.name, file);
   }
-  return gone.size === 0 ? rows : rows.filter(([file]) => !gone.has(file));
+  if (gone.size === 0) return rows;
+  const left: [string, string][] = [];
+  eachRow(rows, (file, row) => {
+    if (!gone.has(file)) left.push([file, row]);
+  });
+  return textsOf(left);
 }
 
 /**
  * Renames the rows of a planned move in every live table (call inside a transaction): rows
  * already under the destination (a folder the move replaced) are deleted first. Decides the
  * plan's files from the rows under the source (see `decide`). Returns the row changes: each
- * moved row's `delete` under its old name and `insert` under its new one.
+ * moved row's `delete` under its old name and `insert` under its new one, held as the rows'
+ * texts until they are read (`HeldChanges`).
  */
-export function applyMove(context: MoveContext, plan: MovePlan): RowChange[] {
+export function applyMove(context: MoveContext, plan: MovePlan): CommitChange[] {
   const { db } = context;
   const { from, to } = plan.move;
   const tables = movedTables(context.catalog);
   // The rows to move, read once: their files are what the move renames.
   const sources = tables.map((table) => rowsUnder(db, table, from));
   const indexed = new Set<string>();
-  for (const rows of sources) for (const [file] of rows) indexed.add(file);
+  for (const rows of sources) eachRow(rows, (file) => indexed.add(file));
   decide(context, plan, indexed);
-  const changes: RowChange[] = [];
+  const changes: CommitChange[] = [];
   tables.forEach((table, at) => {
     const quoted = quoteIdentifier(table.name);
     const { column } = table;
     const stale = rowsUnder(db, table, to);
-    if (stale.length > 0) {
-      rowEvents(changes, "delete", table, stale);
+    if (stale.rows > 0) {
+      changes.push(new HeldRowEvents("delete", table.label, stale));
       cachedStatement(db, `DELETE FROM ${quoted} WHERE ${column} > ? AND ${column} < ?`).run(
         ...under(to),
       );
     }
-    const before = dropRows(context, table, plan, changes, sources[at] as MovedRow[]);
-    if (before.length === 0) return;
+    const before = dropRows(context, table, plan, changes, sources[at] as RowTexts);
+    if (before.rows === 0) return;
     const renamed = (name: string) => `${name} = ? || substr(${name}, length(?) + 1)`;
     const set = table.dir ? `${renamed(column)}, ${renamed("dir")}` : renamed(column);
     const moveRows = `UPDATE ${quoted} SET ${set} WHERE ${column} > ? AND ${column} < ?`;
     const prefixes = table.dir ? [to, from, to, from] : [to, from];
     cachedStatement(db, moveRows).run(...prefixes, ...under(from));
-    rowEvents(changes, "delete", table, before);
+    changes.push(new HeldRowEvents("delete", table.label, before));
     const { moved } = table;
     if (moved === null) {
-      rowEvents(changes, "insert", table, rowsUnder(db, table, to));
+      changes.push(new HeldRowEvents("insert", table.label, rowsUnder(db, table, to)));
       return;
     }
     const [fromJson, toJson] = [jsonInner(from), jsonInner(to)];
-    for (const [file, row] of before) {
-      changes.push({
-        action: "insert",
-        table: table.label,
-        file_path: `${to}${file.slice(from.length)}`,
-        row: moved(row, fromJson, toJson),
-        old_row: null,
-      });
-    }
+    changes.push(
+      new HeldRowEvents("insert", table.label, before, (file, row) => [
+        `${to}${file.slice(from.length)}`,
+        moved(row, fromJson, toJson),
+      ]),
+    );
   });
   for (const table of context.catalog.parsedTables()) {
     context.catalog.store?.moveFiles(table.spec.name, from, to);

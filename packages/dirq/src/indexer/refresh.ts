@@ -33,7 +33,7 @@ import {
 } from "./parsed-tables.js";
 import type { PathTables } from "./path-tables.js";
 import type { Catalog } from "./catalog.js";
-import type { RowChange } from "./row-changes.js";
+import { type CommitChange, expandChanges, type RowChange } from "./row-changes.js";
 import {
   leavesOffThread,
   refreshesStaged,
@@ -157,8 +157,8 @@ export interface StartOptions {
    * rescan, which looks at every file, must not restart every slow hook).
    */
   keepUnchanged?: boolean;
-  /** Changes of each commit, as it commits. */
-  onCommit: (changes: RowChange[]) => void;
+  /** Changes of each commit, as it commits (a burst's moved rows held: see `HeldChanges`). */
+  onCommit: (changes: CommitChange[]) => void;
   /**
    * Told `true` before the first commit of a burst of moves, `false` after its last (even when
    * it fails part way): the caller may hold back what it does with those commits' changes
@@ -421,7 +421,7 @@ export class Refresher {
     const run = await this.start(paths, {
       ...options,
       onCommit: (committed) => {
-        for (const change of committed) changes.push(change);
+        for (const change of expandChanges(committed)) changes.push(change);
       },
     });
     await run.done;
@@ -641,9 +641,9 @@ export class Refresher {
     listings: TreeListings,
     at: number,
     slices: Slices,
-  ): { plans: MovePlan[]; changes: RowChange[]; next: number } {
+  ): { plans: MovePlan[]; changes: CommitChange[]; next: number } {
     const plans: MovePlan[] = [];
-    const changes: RowChange[] = [];
+    const changes: CommitChange[] = [];
     let next = at;
     try {
       this.db.transaction(() => {

@@ -34,13 +34,66 @@ export type RowText = string | EncodedJson;
 export type RowChange = RowChangeOf<RowText>;
 
 /**
+ * Row changes kept as a few texts until they are read (a burst of moved rows): a checkout's
+ * hundreds of thousands of change objects, alive together until the burst's events are sent,
+ * were most of what the collector copied while the burst was applied.
+ */
+export interface HeldChanges {
+  readonly action: "held";
+  /** The table every change of it names. */
+  readonly table: string;
+  /** How many changes `expand` makes. */
+  readonly size: number;
+  /** Appends the changes to `into`, in order. */
+  expand(into: RowChange[]): void;
+}
+
+/** What a commit's changes are made of as it commits. */
+export type CommitChange = RowChange | HeldChanges;
+
+/** The changes, those held made. */
+export function expandChanges(changes: readonly CommitChange[]): RowChange[] {
+  const all: RowChange[] = [];
+  for (const change of changes) {
+    if (change.action === "held") change.expand(all);
+    else all.push(change);
+  }
+  return all;
+}
+
+/**
  * One commit of the index: the row changes it made, numbered. Sequence numbers are consecutive
  * per index from 1; `/events` row frames and `/live` frames carry them, so a client can tell
  * which commit an answer is as of.
  */
 export interface Commit {
   readonly seq: number;
+  /** How many changes (known without making them: see `commitOf`). */
+  readonly size: number;
   readonly changes: readonly RowChange[];
+}
+
+/**
+ * A commit of `changes`: held ones are made when `changes` is first read (a burst's commits
+ * are handed on one after another, each made and sent before the next is read).
+ */
+export function commitOf(seq: number, changes: readonly CommitChange[]): Commit {
+  let size = 0;
+  let held = false;
+  for (const change of changes) {
+    held ||= change.action === "held";
+    size += change.action === "held" ? change.size : 1;
+  }
+  if (!held) return { seq, size, changes: changes as readonly RowChange[] };
+  let made: RowChange[] | null = null;
+  return {
+    seq,
+    size,
+    get changes() {
+      made ??= expandChanges(changes);
+      return made;
+    },
+  };
 }
 
 /** Each column list's keys as JSON (`{"name":`, `,"other":`), made once per list. */

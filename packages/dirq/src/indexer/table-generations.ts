@@ -1,5 +1,5 @@
 import { cachedStatement, type SqliteDatabase } from "./database.js";
-import type { RowChange } from "./row-changes.js";
+import type { CommitChange } from "./row-changes.js";
 import { SCHEMA_TABLE } from "../query/statement-plan.js";
 
 /** Tables whose changes are counted one by one; past this many, the counts start over. */
@@ -61,7 +61,7 @@ export class TableGenerations {
 /** The tables a refresh's row changes touched; `null` (all) when a trigger may write others. */
 export function tablesTouchedBy(
   db: SqliteDatabase,
-  changes: readonly RowChange[],
+  changes: readonly CommitChange[],
 ): (string | null)[] | null {
   if (changes.length === 0) return [];
   // A `ddl` trigger writes tables of its own choosing; no row change names them.

@@ -93,7 +93,7 @@ export class LiveIndex {
     const retry = new CommitRetry(index, options.onError);
     const onCommit = (commit: Commit) => {
       retry.committed();
-      if (commit.changes.length > 0) options.onChanges(commit);
+      if (commit.size > 0) options.onChanges(commit);
     };
     const watcher = watchTree(index.root, {
       ignoredFolders: () => {

@@ -202,15 +202,15 @@ export class LiveSession {
    * and every listener, after those published before: they carry the newest commit's number.
    */
   publish(changes: readonly RowChange[]): Promise<void> {
-    return this.publishCommit({ seq: this.index.commitSeq, changes });
+    return this.publishCommit({ seq: this.index.commitSeq, size: changes.length, changes });
   }
 
   /** Hands a commit to the history and every listener, after those published before. */
   private publishCommit(commit: Commit): Promise<void> {
-    if (commit.changes.length === 0) return this.delivered;
+    if (commit.size === 0) return this.delivered;
     this.delivered = this.delivered.then(async () => {
       await this.record(commit);
-      this.burst?.recorded(commit.changes.length);
+      this.burst?.recorded(commit.size);
       for (const listener of this.listeners) await listener(commit.changes, commit);
     });
     return this.delivered;

@@ -146,3 +146,51 @@ test("refresh: a burst of moves commits in slices, handed on after the last, eac
     index.close();
   }
 });
+
+test("refresh: a moved folder's row events, held as texts until read, are each row's delete and insert in path order", async () => {
+  // More files than one held text takes (1,024 rows), with names JSON escapes.
+  const files = 2500;
+  const tree: Record<string, string> = { "stays/a.txt": "a" };
+  for (let f = 0; f < files; f++)
+    tree[`big/f${String(f).padStart(4, "0")}${f % 7 === 0 ? ' "é\\' : ""}.txt`] = "x".repeat(
+      f % 13,
+    );
+  const root = makeTree(tree);
+  roots.push(root);
+  const index = openIndex({ root, progress: false });
+  try {
+    const before = await index.queryObjects(
+      "SELECT * FROM './' WHERE path GLOB 'big/*' ORDER BY path",
+    );
+    assert.equal(before.length, files);
+    renameSync(join(root, "big"), join(root, "moved"));
+    const commits: Commit[] = [];
+    const run = await index.startRefresh([], {
+      moves: [{ from: "big", to: "moved" }],
+      onCommit: (commit) => commits.push(commit),
+    });
+    await run.done;
+    // A commit tells how many changes it has before they are made.
+    for (const commit of commits) assert.equal(commit.size, commit.changes.length);
+    const changes = commits.flatMap((commit) => [...commit.changes]);
+    const after = await index.queryObjects(
+      "SELECT * FROM './' WHERE path GLOB 'moved/*' ORDER BY path",
+    );
+    // As events show rows: a query's values, integers as JSON numbers.
+    const json = (row: Record<string, unknown>) =>
+      JSON.stringify(row, (_, value: unknown) =>
+        typeof value === "bigint" ? Number(value) : value,
+      );
+    assert.deepEqual(
+      changes.map((change) =>
+        change.action === "error" ? change : [change.action, change.file_path, change.row],
+      ),
+      [
+        ...before.map((row) => ["delete", row.path, json(row)]),
+        ...after.map((row) => ["insert", row.path, json(row)]),
+      ],
+    );
+  } finally {
+    index.close();
+  }
+});

@@ -8,7 +8,7 @@ import { openIndexDatabase } from "../../src/indexer/database.js";
 import { ParsedTableRegistry } from "../../src/indexer/parsed-table-registry.js";
 import { PathTables } from "../../src/indexer/path-tables.js";
 import { Refresher } from "../../src/indexer/refresh.js";
-import type { RowChange } from "../../src/indexer/row-changes.js";
+import { expandChanges, type RowChange } from "../../src/indexer/row-changes.js";
 import { quiet, tempTree } from "../helpers.js";
 
 describe("ParsedTableRegistry", () => {
@@ -68,7 +68,9 @@ describe("ParsedTableRegistry", () => {
       writeFileSync(join(root, "posts/b.json"), '{"title": "B", "words": 25}');
       const changes: RowChange[] = [];
       await (
-        await refresher.start(["posts/b.json"], { onCommit: (c) => changes.push(...c) })
+        await refresher.start(["posts/b.json"], {
+          onCommit: (c) => changes.push(...expandChanges(c)),
+        })
       ).done;
       assert.deepEqual(
         changes.map((change) => [change.action, change.table, change.file_path]),

@@ -6,7 +6,7 @@ import { Catalog } from "../../src/indexer/catalog.js";
 import { openIndexDatabase } from "../../src/indexer/database.js";
 import { ALL_COLUMN_GROUPS, PathTables } from "../../src/indexer/path-tables.js";
 import { Refresher } from "../../src/indexer/refresh.js";
-import type { RowChange } from "../../src/indexer/row-changes.js";
+import { type CommitChange, expandChanges, type RowChange } from "../../src/indexer/row-changes.js";
 import { quiet, tempTree } from "../helpers.js";
 
 /** An index of `root` whose catalog holds the filled path-table `./docs`. */
@@ -39,7 +39,7 @@ describe("Refresher", () => {
       rmSync(join(root, "docs/b.md"));
       const commits: RowChange[][] = [];
       const run = await refresher.start(["docs/c.md", "docs/b.md"], {
-        onCommit: (changes) => commits.push(changes),
+        onCommit: (changes) => commits.push(expandChanges(changes)),
       });
       await run.done;
       const changes = commits.flat().map((change) => [change.action, change.file_path]);
@@ -55,7 +55,7 @@ describe("Refresher", () => {
       // Nothing changed since: a second refresh of the same paths finds nothing to say.
       const again: RowChange[] = [];
       await (
-        await refresher.start(["docs/c.md"], { onCommit: (c) => again.push(...c) })
+        await refresher.start(["docs/c.md"], { onCommit: (c) => again.push(...expandChanges(c)) })
       ).done;
       assert.deepEqual(again, []);
     } finally {
@@ -72,7 +72,8 @@ describe("Refresher", () => {
       let committed: RowChange[] = [];
       const refresh = async (paths: string[], onlyIfChanged: boolean) => {
         const changes: RowChange[] = [];
-        const onCommit = (c: RowChange[]) => {
+        const onCommit = (held: CommitChange[]) => {
+          const c = expandChanges(held);
           changes.push(...c);
           committed.push(...c);
         };
