@@ -83,7 +83,7 @@ export interface SessionRunOptions {
 type ChangeListener = (changes: readonly RowChange[], commit: Commit) => void | Promise<void>;
 
 /** Changes numbered into the history between two turns of the event loop, at most... */
-const HISTORY_SLICE = 64;
+const HISTORY_SLICE = 256;
 /** ...and at most this many bytes of them (past it, the slice ends after the change). */
 const HISTORY_SLICE_BYTES = 1024 * 1024;
 

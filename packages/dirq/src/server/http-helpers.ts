@@ -126,21 +126,34 @@ const FRAME_END = Buffer.from("\n\n");
  */
 function mergeAdjacent(chunks: readonly (string | Buffer)[]): (string | Buffer)[] {
   const merged: (string | Buffer)[] = [];
-  let last: Buffer | null = null;
+  // The run's first buffer and the bytes it has grown to: one view made per run, not per frame.
+  let first: Buffer | null = null;
+  let length = 0;
+  const endRun = () => {
+    if (first === null) return;
+    merged.push(
+      length === first.length ? first : Buffer.from(first.buffer, first.byteOffset, length),
+    );
+    first = null;
+  };
   for (const chunk of chunks) {
     if (
-      last !== null &&
+      first !== null &&
       typeof chunk !== "string" &&
-      chunk.buffer === last.buffer &&
-      chunk.byteOffset === last.byteOffset + last.length
+      chunk.buffer === first.buffer &&
+      chunk.byteOffset === first.byteOffset + length
     ) {
-      last = Buffer.from(last.buffer, last.byteOffset, last.length + chunk.length);
-      merged[merged.length - 1] = last;
+      length += chunk.length;
       continue;
     }
-    merged.push(chunk);
-    last = typeof chunk === "string" ? null : chunk;
+    endRun();
+    if (typeof chunk === "string") merged.push(chunk);
+    else {
+      first = chunk;
+      length = chunk.length;
+    }
   }
+  endRun();
   return merged;
 }
 
