@@ -47,13 +47,17 @@ test("a folder listed on the thread is listed as on the calling thread", async (
   try {
     helper.start();
     await sleep(300);
-    const taken = await takeAll(helper, folders);
-    assert.deepEqual(
-      taken,
-      folders.map((folder) => listTree(root, folder)),
-    );
-    assert.ok(helper.listedOnThread > 0, "the thread listed some of the folders");
-    assert.ok(helper.listedOnThread < folders.length, "the calling thread listed the first");
+    const expected = folders.map((folder) => listTree(root, folder));
+    // Which thread lists what depends on scheduling: on a loaded machine the thread may not run
+    // during a whole call. Every call's listings are right; one of a few is shared.
+    let shared = false;
+    for (let call = 0; call < 5 && !shared; call++) {
+      const before = helper.listedOnThread;
+      assert.deepEqual(await takeAll(helper, folders), expected);
+      const onThread = helper.listedOnThread - before;
+      shared = onThread > 0 && onThread < folders.length;
+    }
+    assert.ok(shared, "in one of five calls the thread listed some folders, the caller the rest");
   } finally {
     await helper.close();
   }
