@@ -734,6 +734,11 @@ export class Refresher {
     this.scheduler.abortAll();
   }
 
+  /** Whether `file` in the state `key` is committed already, or its hooks run for it now. */
+  private handled(file: string, key: string): boolean {
+    return this.fileSignatures.get(file) === key || this.scheduler.currentKey(file) === key;
+  }
+
   private async statAll(
     candidates: Set<string>,
     onlyIfChanged: boolean,
@@ -754,10 +759,7 @@ export class Refresher {
         stat = null;
       }
       const key = statKey(stat);
-      // Unchanged since its last commit, or its hooks run for this very state now.
-      const handled =
-        this.fileSignatures.get(file) === key || this.scheduler.currentKey(file) === key;
-      if (onlyIfChanged && handled) continue;
+      if (onlyIfChanged && this.handled(file, key)) continue;
       // Taken before the hooks read the file: an edit while they run is seen next time.
       const recorded =
         this.catalog.store !== null && stat !== null ? fileSignature(`${this.root}/${file}`) : null;
@@ -801,6 +803,7 @@ export class Refresher {
   ): { changes: RowChange[]; jobs: ParseJob[]; next: number } {
     const scope = options.scope ?? null;
     const keepUnchanged = options.keepUnchanged ?? false;
+    const onlyIfChanged = options.onlyIfChanged ?? false;
     const changes: RowChange[] = [];
     const jobs: ParseJob[] = [];
     const parsedTables = [...(scope ?? this.catalog.parsedTables())];
@@ -814,6 +817,9 @@ export class Refresher {
         for (; next < entries.length && (next === from || !slices.due()); next++) {
           const [file, { stat, key: statKey, signature }] = entries[next] as [string, Gathered];
           if (scope === null) {
+            // Asked again under the writer: a job for this very state may have committed
+            // since the stat (its rows swapped in on the staging thread, the writer held).
+            if (onlyIfChanged && this.handled(file, statKey)) continue;
             this.isolated(changes, file, null, () => this.pathTables.refreshFile(file, stat));
             if (keepUnchanged && this.scheduler.currentKey(file) === statKey) continue;
             this.scheduler.supersede(file);
