@@ -353,6 +353,17 @@ class HeldRowEvents implements HeldChanges {
       into.push({ action, table, file_path: path, row: text, old_row: null });
     });
   }
+
+  eachJson(commit: number, visit: (json: string) => void): void {
+    const { renamed } = this;
+    // As `rowChangeJson` writes them, the parts every change shares made once.
+    const head = `{"action":"${this.event}","table":${JSON.stringify(this.table)},"file_path":`;
+    const tail = `,"old_row":null,"commit":${commit}}`;
+    eachRow(this.rows, (file, row) => {
+      const [path, text] = renamed === null ? [file, row] : renamed(file, row);
+      visit(`${head}${JSON.stringify(path)},"row":${text}${tail}`);
+    });
+  }
 }
 
 /**

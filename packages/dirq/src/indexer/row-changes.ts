@@ -46,6 +46,11 @@ export interface HeldChanges {
   readonly size: number;
   /** Appends the changes to `into`, in order. */
   expand(into: RowChange[]): void;
+  /**
+   * Each change's event JSON as `rowChangeJson(change, commit)` makes it, in order, with no
+   * change object made: what a burst's events are numbered and sent from.
+   */
+  eachJson(commit: number, visit: (json: string) => void): void;
 }
 
 /** What a commit's changes are made of as it commits. */
@@ -71,6 +76,8 @@ export interface Commit {
   /** How many changes (known without making them: see `commitOf`). */
   readonly size: number;
   readonly changes: readonly RowChange[];
+  /** The changes as they were committed: held ones not made into change objects. */
+  readonly parts: readonly CommitChange[];
 }
 
 /**
@@ -84,11 +91,12 @@ export function commitOf(seq: number, changes: readonly CommitChange[]): Commit 
     held ||= change.action === "held";
     size += change.action === "held" ? change.size : 1;
   }
-  if (!held) return { seq, size, changes: changes as readonly RowChange[] };
+  if (!held) return { seq, size, changes: changes as readonly RowChange[], parts: changes };
   let made: RowChange[] | null = null;
   return {
     seq,
     size,
+    parts: changes,
     get changes() {
       made ??= expandChanges(changes);
       return made;
@@ -157,6 +165,19 @@ export function rowChangeJson(change: RowChange, commit?: number): RowText {
     ...(old === null ? ["null"] : piecesOf(old)),
     tail,
   ]);
+}
+
+/** The event JSON of each change of `commit`, in order (see `rowChangeJson`). */
+export function* commitJson(commit: Commit): Generator<RowText> {
+  for (const change of commit.parts) {
+    if (change.action !== "held") {
+      yield rowChangeJson(change, commit.seq);
+      continue;
+    }
+    const texts: string[] = [];
+    change.eachJson(commit.seq, (json) => texts.push(json));
+    yield* texts;
+  }
 }
 
 /** Reads a file's current rows (visible columns only) as JSON texts, in row order. */

@@ -100,6 +100,19 @@ export class HistoryFrame {
     return Buffer.from(this.block, this.start, this.end - this.start);
   }
 
+  /** Whether `next`'s SSE frame lies right after this one's, in the same block. */
+  adjoins(next: HistoryFrame): boolean {
+    return this.block !== null && next.block === this.block && next.start === this.end;
+  }
+
+  /**
+   * The SSE frames from this one through `last`, which adjoin one another (see `adjoins`), as
+   * one view of their block.
+   */
+  sseThrough(last: HistoryFrame): Buffer {
+    return Buffer.from(this.block as ArrayBufferLike, this.start, last.end - this.start);
+  }
+
   /** The data as text (the SDK's `watch()` parses it). */
   get data(): string {
     const pieces = this.utf8;

@@ -8,7 +8,7 @@ import {
   type PreparedStatement,
 } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
-import { type Commit, type RowChange, rowChangeJson } from "../indexer/row-changes.js";
+import { type Commit, commitJson, type RowChange } from "../indexer/row-changes.js";
 import { type AnswerFormat, QueryPool } from "../runner/query-pool.js";
 
 export { stoppingError } from "../runner/query-pool.js";
@@ -202,7 +202,8 @@ export class LiveSession {
    * and every listener, after those published before: they carry the newest commit's number.
    */
   publish(changes: readonly RowChange[]): Promise<void> {
-    return this.publishCommit({ seq: this.index.commitSeq, size: changes.length, changes });
+    const seq = this.index.commitSeq;
+    return this.publishCommit({ seq, size: changes.length, changes, parts: changes });
   }
 
   /** Hands a commit to the history and every listener, after those published before. */
@@ -246,8 +247,7 @@ export class LiveSession {
     // Text frames are numbered a slice at a time (one copy and one wake-up per run of them).
     let texts: string[] = [];
     let bytes = 0;
-    for (const change of commit.changes) {
-      const data = rowChangeJson(change, commit.seq);
+    for (const data of commitJson(commit)) {
       if (typeof data === "string") texts.push(data);
       else {
         history.appendTexts(texts);

@@ -212,13 +212,10 @@ function lastEventIdOf(request: IncomingMessage): string | undefined {
   return new URLSearchParams(query).get("last_event_id")?.trim() ?? undefined;
 }
 
-/** A frame of an event stream. */
-type StreamFrame = {
-  event: string;
-  data: string | readonly Buffer[];
-  id: string;
-  encoded?: Buffer;
-};
+/** A frame of an event stream, or (`encoded` alone) frames as the bytes they are sent as. */
+type StreamFrame =
+  | { event: string; data: string | readonly Buffer[]; id: string; encoded?: Buffer }
+  | { event: string; id: string; encoded: Buffer };
 
 /** What an event stream sends: frames as they come, a keep-alive comment when idle. */
 interface FrameSource {
@@ -238,11 +235,14 @@ interface FrameSource {
  * chain of promises, and statements would wait for all of it.
  */
 const FRAMES_PER_TURN = 256;
+/** Bytes of frames a stream sends before it lets other work run: a run of frames is many. */
+const BYTES_PER_TURN = 256 * 1024;
 
 /** Sends a subscription's frames until it or the client ends, then ends the stream. */
 async function sendFrames(stream: EventStreamResponse, subscription: FrameSource): Promise<void> {
   const keepAlive = keepAliveMs();
   let sent = 0;
+  let bytes = 0;
   for (;;) {
     let frame: StreamFrame | null | undefined = subscription.poll?.() ?? null;
     if (frame === null) {
@@ -253,11 +253,18 @@ async function sendFrames(stream: EventStreamResponse, subscription: FrameSource
     }
     if (frame === undefined || stream.closed) break;
     if (frame === null) await stream.comment("keep-alive");
-    else if (frame.encoded !== undefined) {
-      const full = stream.sendEncoded(frame.encoded);
+    else if ("data" in frame && frame.encoded === undefined) {
+      await stream.send(frame.event, frame.data, frame.id);
+    } else {
+      // Not a frame of data alone: its bytes are there.
+      const encoded = frame.encoded as Buffer;
+      bytes += encoded.length;
+      const full = stream.sendEncoded(encoded);
       if (full !== undefined) await full;
-    } else await stream.send(frame.event, frame.data, frame.id);
-    if (++sent % FRAMES_PER_TURN === 0) {
+    }
+    if (++sent === FRAMES_PER_TURN || bytes >= BYTES_PER_TURN) {
+      sent = 0;
+      bytes = 0;
       const full = stream.flushHeld();
       if (full !== undefined) await full;
       await new Promise(setImmediate);

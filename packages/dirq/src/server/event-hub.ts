@@ -7,15 +7,25 @@ import {
   type HistoryFrame,
 } from "../live/event-history.js";
 
-/** One thing to send on a stream: a `row` frame or a `reset`, with its SSE id. */
-/** A frame for an SSE stream: a row frame's data is its UTF-8, shared by every subscriber. */
-export type StreamFrame = {
-  event: "row" | "reset";
-  id: string;
-  data: string | readonly Buffer[];
-  /** The whole frame as it is sent, when the history made it (see `HistoryFrame.sse`). */
-  encoded?: Buffer;
-};
+/**
+ * A frame for an SSE stream: a row frame's data is its UTF-8, shared by every subscriber; or
+ * row frames that adjoin in the history's block, as the bytes they are sent as.
+ */
+export type StreamFrame =
+  | { event: "row" | "reset"; id: string; data: string | readonly Buffer[]; encoded?: undefined }
+  | {
+      event: "row";
+      /** The id of the last of them. */
+      id: string;
+      /** The whole frames as they are sent (see `HistoryFrame.sseThrough`). */
+      encoded: Buffer;
+    };
+
+/**
+ * Data bytes of adjoining frames handed out as one: a burst's hundreds of thousands of frames
+ * go out as a view and a write per run, not per frame.
+ */
+const RUN_BYTES = 64 * 1024;
 
 /**
  * How a new subscription starts: the `ready` frame's id (the frame it continues after), or
@@ -141,17 +151,32 @@ export class Subscription {
   async next(idleMs: number): Promise<StreamFrame | null | undefined> {
     if (!this.hasNext() && !this.isClosed) await this.waitForFrame(idleMs);
     if (this.isClosed) return undefined;
+    return this.poll();
+  }
+
+  /**
+   * The next frame if one is there now, else `null`, without waiting: frames that adjoin in
+   * the history's block (a burst's) as one, up to `RUN_BYTES` of data.
+   */
+  poll(): StreamFrame | null {
+    if (this.isClosed) return null;
     if (this.resetAt !== null) {
       const id = this.history.idOf(this.resetAt);
       this.resetAt = null;
       return { event: "reset", id, data: "{}" };
     }
-    const frame = this.shift();
-    if (frame === undefined) return null;
-    const id = this.history.idOf(frame.n);
-    return frame.sse === null
-      ? { event: "row", id, data: frame.utf8 }
-      : { event: "row", id, data: frame.utf8, encoded: frame.sse };
+    const first = this.shift();
+    if (first === undefined) return null;
+    if (first.home === null)
+      return { event: "row", id: this.history.idOf(first.n), data: first.utf8 };
+    let last = first;
+    for (let bytes = first.bytes; bytes < RUN_BYTES;) {
+      const next = this.queue[this.head];
+      if (next === undefined || !last.adjoins(next)) break;
+      last = this.shift() as HistoryFrame;
+      bytes += last.bytes;
+    }
+    return { event: "row", id: this.history.idOf(last.n), encoded: first.sseThrough(last) };
   }
 
   close(): void {

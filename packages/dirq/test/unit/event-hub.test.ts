@@ -4,7 +4,7 @@ import { EventHistory } from "../../src/live/event-history.js";
 import { EventHub } from "../../src/server/event-hub.js";
 
 describe("EventHub", () => {
-  it("hands every frame to every subscriber, in order, with ids", async () => {
+  it("hands every frame to every subscriber, in order, with ids; adjoining ones as one", async () => {
     const history = new EventHistory();
     const hub = new EventHub();
     hub.attach(history);
@@ -13,31 +13,50 @@ describe("EventHub", () => {
     assert.deepEqual(a.start, { readyId: history.idOf(0) });
     history.append("one");
     history.append("two");
-    const frame = (n: number, data: string) => ({
+    const sse = (n: number, data: string) =>
+      `id: ${history.idOf(n)}\nevent: row\ndata: ${data}\n\n`;
+    // Frames copied one after the other into the history's block go out as one view of it.
+    const both = {
       event: "row",
-      id: history.idOf(n),
-      data: [Buffer.from(data)],
-      encoded: Buffer.from(`id: ${history.idOf(n)}\nevent: row\ndata: ${data}\n\n`),
-    });
-    const one = frame(1, "one");
+      id: history.idOf(2),
+      encoded: Buffer.from(sse(1, "one") + sse(2, "two")),
+    };
     const firstOfA = await a.subscription.next(1000);
-    assert.deepEqual(firstOfA, one);
-    assert.deepEqual(await a.subscription.next(1000), frame(2, "two"));
+    assert.deepEqual(firstOfA, both);
     const firstOfB = await b.subscription.next(1000);
-    assert.deepEqual(firstOfB, one);
-    // The frame's bytes are encoded once: every subscriber sends the very same bytes (a view
-    // made as it is sent, of the one copy the history keeps).
+    assert.deepEqual(firstOfB, both);
+    // The frames' bytes are encoded once: every subscriber sends the very same bytes.
     assert.equal(firstOfB?.encoded?.buffer, firstOfA?.encoded?.buffer);
     assert.equal(firstOfB?.encoded?.byteOffset, firstOfA?.encoded?.byteOffset);
-    assert.equal(firstOfB?.data[0]?.buffer, firstOfA?.data[0]?.buffer);
-    assert.equal(firstOfB?.data[0]?.byteOffset, firstOfA?.data[0]?.byteOffset);
-    // The data is the part of the whole frame after its `data: ` (one copy of the bytes).
-    assert.equal(firstOfA?.data[0]?.buffer, firstOfA?.encoded?.buffer);
     assert.equal(hub.size, 2);
     const resumed = hub.subscribe(history.idOf(1));
     assert.deepEqual(resumed.start, { readyId: history.idOf(1) });
-    assert.equal(String((await resumed.subscription.next(1000))?.data), "two");
+    assert.equal(String((await resumed.subscription.next(1000))?.encoded), sse(2, "two"));
     assert.deepEqual(hub.subscribe("elsewhere-1").start, { resetId: history.idOf(2) });
+    // A frame whose data is in pieces of its own (lines) goes alone, as its data.
+    history.append("three");
+    history.append("four\nlines");
+    history.append("five");
+    assert.equal(String((await a.subscription.next(1000))?.encoded), sse(3, "three"));
+    assert.deepEqual(await a.subscription.next(1000), {
+      event: "row",
+      id: history.idOf(4),
+      data: [Buffer.from("four\nlines")],
+    });
+    assert.equal(String((await a.subscription.next(1000))?.encoded), sse(5, "five"));
+  });
+
+  it("a run of adjoining frames stops past 64 KiB of data", async () => {
+    const history = new EventHistory();
+    const hub = new EventHub();
+    hub.attach(history);
+    const { subscription } = hub.subscribe(undefined);
+    history.appendTexts(Array.from({ length: 100 }, (_, i) => `${i}`.padEnd(1000, "x")));
+    const runs: number[] = [];
+    for (let frame = subscription.poll(); frame !== null; frame = subscription.poll()) {
+      runs.push(String(frame.encoded).split("\nevent: row\n").length - 1);
+    }
+    assert.deepEqual(runs, [66, 34]);
   });
 
   it("next is null after an idle wait and undefined once closed; closeAll empties it", async () => {
@@ -60,15 +79,16 @@ describe("EventHub", () => {
     // The history keeps the newest frame alone; the subscriber's queue keeps all six.
     assert.deepEqual([history.oldest, history.head], [6, 6]);
     assert.deepEqual(subscription.backlog, { frames: 6, bytes: 36 });
-    for (let i = 1; i <= 6; i++) {
-      const frame = await subscription.next(1000);
-      assert.deepEqual(frame, {
-        event: "row",
-        id: history.idOf(i),
-        data: [Buffer.from(`frame${i}`)],
-        encoded: Buffer.from(`id: ${history.idOf(i)}\nevent: row\ndata: frame${i}\n\n`),
-      });
-    }
+    // The six adjoin in the history's block: one run of them.
+    assert.deepEqual(await subscription.next(1000), {
+      event: "row",
+      id: history.idOf(6),
+      encoded: Buffer.from(
+        [1, 2, 3, 4, 5, 6]
+          .map((i) => `id: ${history.idOf(i)}\nevent: row\ndata: frame${i}\n\n`)
+          .join(""),
+      ),
+    });
     assert.deepEqual(subscription.backlog, { frames: 0, bytes: 0 });
     // A client that comes back can replay only what the history kept.
     assert.deepEqual(hub.subscribe(history.idOf(4)).start, { resetId: history.idOf(6) });
@@ -84,27 +104,28 @@ describe("EventHub", () => {
     subscription.checkStall(500);
     subscription.checkStall(400);
     assert.equal(subscription.backlog.frames, 3);
-    // Taking frames is reading too.
+    // Taking frames is reading too (the three adjoin in the history's block: taken as one).
     await subscription.next(1000);
     history.append("4");
+    history.append("5");
     subscription.checkStall(400);
-    assert.equal(subscription.backlog.frames, 3);
+    assert.equal(subscription.backlog.frames, 2);
     // Within the bounds, a stuck socket is left alone.
     const within = hub.subscribe(undefined).subscription;
-    history.append("5");
+    history.append("6");
     within.checkStall(100);
     within.checkStall(100);
     assert.equal(within.backlog.frames, 1);
     // Beyond them, and stuck since the last check: cut off.
     subscription.checkStall(400);
     assert.deepEqual(subscription.backlog, { frames: 0, bytes: 0 });
-    history.append("6");
+    history.append("7");
     assert.deepEqual(await subscription.next(1000), {
       event: "reset",
-      id: history.idOf(5),
+      id: history.idOf(6),
       data: "{}",
     });
-    assert.equal(String((await subscription.next(1000))?.data), "6");
+    assert.match(String((await subscription.next(1000))?.encoded), /\ndata: 7\n\n$/);
     hub.closeAll();
   });
 

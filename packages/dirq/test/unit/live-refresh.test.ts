@@ -3,7 +3,12 @@ import { existsSync, renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, test } from "node:test";
 import { openIndex } from "../../src/engine.js";
-import type { Commit, RowChange } from "../../src/indexer/row-changes.js";
+import {
+  type Commit,
+  commitJson,
+  type RowChange,
+  rowChangeJson,
+} from "../../src/indexer/row-changes.js";
 import { makeTree, removeTree } from "../helpers.js";
 
 /** Prints the file's JSON as one row; waits while the file says `wait` until `go` exists. */
@@ -172,6 +177,14 @@ test("refresh: a moved folder's row events, held as texts until read, are each r
     await run.done;
     // A commit tells how many changes it has before they are made.
     for (const commit of commits) assert.equal(commit.size, commit.changes.length);
+    assert.ok(commits.some((commit) => commit.parts.some((part) => part.action === "held")));
+    // The events' JSON made straight from the held texts is each change's own.
+    for (const commit of commits) {
+      assert.deepEqual(
+        [...commitJson(commit)],
+        commit.changes.map((change) => rowChangeJson(change, commit.seq)),
+      );
+    }
     const changes = commits.flatMap((commit) => [...commit.changes]);
     const after = await index.queryObjects(
       "SELECT * FROM './' WHERE path GLOB 'moved/*' ORDER BY path",
