@@ -32,6 +32,7 @@ import {
 } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
+import { Worker } from "node:worker_threads";
 import { join, resolve } from "node:path";
 import {
   DEFAULT_BENCH_DIR,
@@ -246,33 +247,41 @@ async function startDirq(limit) {
     throw new Error(`${error.message}\n${stderr}`);
   });
   const runningMs = performance.now() - started;
-  const listeners = new Set();
-  let events = 0;
-  let cutOff = "";
-  const stream = await new Promise((resolve) => {
-    const req = request({ host: "127.0.0.1", port, path: "/events" }, (res) => {
-      let buffer = "";
-      res.setEncoding("utf8").on("data", (chunk) => {
-        buffer += chunk;
-        const frames = buffer.split("\n\n");
-        buffer = frames.pop() ?? "";
-        const now = performance.now();
-        for (const frame of frames) {
-          if (frame.includes("event: reset")) cutOff ||= "a reset frame";
-          if (!frame.includes("event: row")) continue;
-          events++;
-          for (const listener of listeners) listener(frame, now);
-        }
-      });
-      res.on("error", (error) => (cutOff ||= error.message));
-      res.on("end", () => (cutOff ||= "the stream ended"));
-      resolve(req);
-    });
-    req.on("error", (error) => (cutOff ||= error.message));
-    req.end();
+  // Frames are parsed on a thread of their own (see million-events-client.mjs).
+  const client = new Worker(new URL("./million-events-client.mjs", import.meta.url), {
+    workerData: { port },
   });
+  const listening = new Set();
+  const asked = [];
+  client.on("message", (message) => {
+    if (message.frames !== undefined) {
+      // The thread's epoch time on this thread's clock, as the listeners take it.
+      const at = message.at - performance.timeOrigin;
+      for (const frame of message.frames) for (const listener of listening) listener(frame, at);
+    } else if (message.stats !== undefined) asked.shift()?.(message.stats);
+  });
+  await new Promise((resolve, reject) => {
+    client.once("error", reject);
+    client.on("message", (message) => message.connected && resolve());
+  });
+  const listeners = {
+    add(listener) {
+      listening.add(listener);
+      client.postMessage({ forward: true });
+    },
+    delete(listener) {
+      listening.delete(listener);
+      client.postMessage({ forward: listening.size > 0 });
+    },
+  };
+  /** Row frames so far, why the stream ended (if it did), the last row frame's time (here). */
+  const stats = () =>
+    new Promise((resolve) => {
+      asked.push((s) => resolve({ ...s, lastRowAt: s.lastRowAt - performance.timeOrigin }));
+      client.postMessage({ ask: true });
+    });
   const stop = async () => {
-    stream.destroy();
+    await client.terminate();
     const exited = new Promise((resolve) => child.once("exit", resolve));
     child.kill("SIGTERM");
     await exited;
@@ -282,8 +291,7 @@ async function startDirq(limit) {
     port,
     runningMs,
     listeners,
-    events: () => events,
-    cutOff: () => cutOff,
+    stats,
     stderr: () => stderr,
     stop,
   };
@@ -377,10 +385,7 @@ async function writes(server, timeoutMs, unwatched = new Set()) {
 /** Renames RENAMES folders at once; probes beside it; waits until the index equals a scan. */
 async function checkout(server, settleTimeoutMs) {
   const before = memory(server.pid);
-  const eventsBefore = server.events();
-  let lastEventAt = 0;
-  const listener = (_frame, at) => (lastEventAt = at);
-  server.listeners.add(listener);
+  const eventsBefore = (await server.stats()).events;
   let peak = before.own;
   const sampler = setInterval(() => (peak = Math.max(peak, memory(server.pid).own)), 100);
   const probes = probe(server);
@@ -440,7 +445,7 @@ async function checkout(server, settleTimeoutMs) {
   const window = [windowStart, Date.now()];
   const slowProbes = probes.slow.map(([at, ms]) => `+${at - windowStart}:${ms}`).join(" ");
   await sleep(1000);
-  server.listeners.delete(listener);
+  const streamed = await server.stats();
   const cpuToLastEvent = cpuSeconds(server.pid) - cpuBefore;
   const mainToLastEvent = mainThreadSeconds(server.pid) - mainBefore;
   clearInterval(sampler);
@@ -461,8 +466,9 @@ async function checkout(server, settleTimeoutMs) {
     renameMs,
     equalAt,
     cpu: { toEqual: cpuToEqual, toLastEvent: cpuToLastEvent, mainToEqual, mainToLastEvent },
-    lastEventMs: lastEventAt > started ? lastEventAt - started : undefined,
-    events: server.events() - eventsBefore,
+    lastEventMs: streamed.lastRowAt > started ? streamed.lastRowAt - started : undefined,
+    events: streamed.events - eventsBefore,
+    cutOff: streamed.cutOff,
     probeSamples,
     window,
     slowProbes,
@@ -621,7 +627,7 @@ async function runDirq(label, limit) {
       `${label}: the probes' window (epoch ms, for a profile or trace): ${burst.window.join("-")}; probes over 100 ms (from its start, ms): ${burst.slowProbes || "none"}`,
     );
     report(
-      `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} from the first rename, ${fmt(burst.equalAt === undefined ? undefined : burst.equalAt - burst.renameMs)} from the last (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${server.cutOff() ? `; the event stream was cut off: ${server.cutOff()}` : ""})`,
+      `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} from the first rename, ${fmt(burst.equalAt === undefined ? undefined : burst.equalAt - burst.renameMs)} from the last (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${burst.cutOff ? `; the event stream was cut off: ${burst.cutOff}` : ""})`,
     );
     report(
       `${label}: server CPU for the burst: ${burst.cpu.toEqual.toFixed(2)} s until the index equals a scan, ${burst.cpu.toLastEvent.toFixed(2)} s until 1 s after; its main thread ${burst.cpu.mainToEqual.toFixed(2)} s and ${burst.cpu.mainToLastEvent.toFixed(2)} s`,
