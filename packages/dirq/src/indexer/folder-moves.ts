@@ -9,6 +9,8 @@ import { PATH_TABLE_COLUMNS, type PathTable } from "./path-tables.js";
 import {
   type CommitChange,
   currentRows,
+  eventJsonHead,
+  eventJsonTail,
   type HeldChanges,
   type RowChange,
   rowJson,
@@ -347,21 +349,23 @@ class HeldRowEvents implements HeldChanges {
   }
 
   expand(into: RowChange[]): void {
-    const { event: action, table, renamed } = this;
-    eachRow(this.rows, (file, row) => {
-      const [path, text] = renamed === null ? [file, row] : renamed(file, row);
-      into.push({ action, table, file_path: path, row: text, old_row: null });
-    });
+    const { event: action, table } = this;
+    this.each((path, row) => into.push({ action, table, file_path: path, row, old_row: null }));
   }
 
   eachJson(commit: number, visit: (json: string) => void): void {
+    // The parts every change shares, made once.
+    const head = eventJsonHead(this.event, this.table);
+    const tail = `,"old_row":null${eventJsonTail(commit)}`;
+    this.each((path, row) => visit(`${head}${JSON.stringify(path)},"row":${row}${tail}`));
+  }
+
+  /** Each change's file and row, as its event names them. */
+  private each(visit: (path: string, row: string) => void): void {
     const { renamed } = this;
-    // As `rowChangeJson` writes them, the parts every change shares made once.
-    const head = `{"action":"${this.event}","table":${JSON.stringify(this.table)},"file_path":`;
-    const tail = `,"old_row":null,"commit":${commit}}`;
     eachRow(this.rows, (file, row) => {
-      const [path, text] = renamed === null ? [file, row] : renamed(file, row);
-      visit(`${head}${JSON.stringify(path)},"row":${text}${tail}`);
+      if (renamed === null) visit(file, row);
+      else visit(...renamed(file, row));
     });
   }
 }

@@ -145,13 +145,23 @@ export function rowText(columns: readonly string[], values: readonly RowValue[])
   return new EncodedJson(pieces);
 }
 
+/** An event's JSON up to its file's name: `{"action":...,"table":...,"file_path":`. */
+export function eventJsonHead(action: RowChange["action"], table: string | null): string {
+  return `{"action":"${action}","table":${JSON.stringify(table)},"file_path":`;
+}
+
+/** An event's JSON after its last field: the commit's number, when given, and the brace. */
+export function eventJsonTail(commit?: number): string {
+  return commit === undefined ? "}" : `,"commit":${commit}}`;
+}
+
 /**
  * The event's JSON text, fields in the order of the spec's table, then the number of the
  * commit that made it (`commit`, when given).
  */
 export function rowChangeJson(change: RowChange, commit?: number): RowText {
-  const head = `{"action":"${change.action}","table":${JSON.stringify(change.table)},"file_path":${JSON.stringify(change.file_path)}`;
-  const tail = commit === undefined ? "}" : `,"commit":${commit}}`;
+  const head = `${eventJsonHead(change.action, change.table)}${JSON.stringify(change.file_path)}`;
+  const tail = eventJsonTail(commit);
   if (change.action === "error") return `${head},"error":${JSON.stringify(change.error)}${tail}`;
   const { row, old_row: old } = change;
   if (typeof row === "string" && !(old instanceof EncodedJson)) {
