@@ -20,6 +20,7 @@ import { ALL_COLUMN_GROUPS, type ColumnGroups, PathTables } from "./indexer/path
 import { Refresher } from "./indexer/refresh.js";
 import type { FolderMove } from "./indexer/folder-moves.js";
 import { StagingWorker } from "./indexer/staging-worker.js";
+import { MoveWriter } from "./indexer/move-writer.js";
 import { TreeListingHelper } from "./scan/tree-listing-helper.js";
 import { LogCheckpoints } from "./indexer/log-checkpoints.js";
 import { type Commit, type CommitChange, commitOf } from "./indexer/row-changes.js";
@@ -93,6 +94,7 @@ export class DirqIndex {
   /** The thread path-table fills run on (`fillOnThread`), or `null`: this one. */
   private readonly fillWorker: FillWorker | null;
   private staging: StagingWorker | null = null;
+  private moves: MoveWriter | null = null;
   /** The thread that lists the destinations of a burst of folder moves, made at the first. */
   private lister: TreeListingHelper | null = null;
   /** Checkpoints of the index file's log on the staging thread, after refresh commits. */
@@ -194,6 +196,7 @@ export class DirqIndex {
       (task) => this.writer.run(task),
       () => this.stagingWorker(),
       () => this.treeLister(),
+      () => this.moveWriter(),
     );
     this.preparer = new StatementPreparer(this.preparerHost());
   }
@@ -513,6 +516,7 @@ export class DirqIndex {
     this.stagingWorker()?.start();
     // Loading its modules takes longer than listing a checkout's first folders.
     this.treeLister().start();
+    this.moveWriter()?.start();
     this.lookupsSoon();
   }
 
@@ -565,10 +569,11 @@ export class DirqIndex {
           if (held === null) options.onCommit(commit);
           else held.push(commit);
         },
-        // A checkout's hundred thousand moved rows commit in slices. Their events are numbered
+        // A burst of moves applied on this thread commits in slices. Their events are numbered
         // and sent, and live queries run, after the last slice rather than between slices: the
-        // main thread spends the burst on the moves, so the index is whole again sooner, and
-        // each commit is still handed on with its own number, in order.
+        // thread spends the burst on the moves, so the index is whole again sooner, and each
+        // commit is still handed on with its own number, in order. (A checkout's thousand are
+        // written on the move thread, and each of its commits is handed on as it is made.)
         onMovesApplying: (applying) => {
           const commits = held ?? [];
           held = applying ? [] : null;
@@ -617,6 +622,20 @@ export class DirqIndex {
     return this.staging;
   }
 
+  /**
+   * The thread that writes a burst of folder moves (see move-writer.ts), made at the first;
+   * `null` for an index in memory, and for one whose tables may compute columns with what
+   * only the index's own connection has (an extension, a declared function).
+   */
+  private moveWriter(): MoveWriter | null {
+    if (this.databasePath === null || this.stagingWorker()?.runsDdl !== true) return null;
+    this.moves ??= new MoveWriter({
+      databasePath: this.databasePath,
+      synchronous: this.db.pragma("synchronous", { simple: true }) as number,
+    });
+    return this.moves;
+  }
+
   private treeLister(): TreeListingHelper {
     this.lister ??= new TreeListingHelper(this.root);
     return this.lister;
@@ -626,7 +645,12 @@ export class DirqIndex {
     // Hooks of live refreshes are stopped; nothing they found is written any more.
     this.refresher.abortAll();
     this.checkpoints.close();
-    const threads = [this.staging?.close(), this.fillWorker?.close(), this.lister?.close()];
+    const threads = [
+      this.staging?.close(),
+      this.fillWorker?.close(),
+      this.lister?.close(),
+      this.moves?.close(),
+    ];
     // Settles however each stop went: the caller waits for it before removing the file.
     this.threadsStopped = Promise.allSettled(threads).then(() => undefined);
     this.closing?.abort();

@@ -102,90 +102,99 @@ function runs(countFile: string): string[] {
   return readFileSync(countFile, "utf8").split("\n").filter(Boolean);
 }
 
-describe("live index: a renamed folder is applied as a move", () => {
-  const GROUPS = 8;
-  let root = "";
-  let server: ServerProcess | undefined;
-  const counts = tempTree({});
-  const liveCount = join(counts, "live");
-  before(() => {
-    root = movesTree(GROUPS);
-    writeFileSync(liveCount, "");
-  });
-  after(async () => {
-    await server?.kill();
-    removeTree(root);
-    removeTree(counts);
-  });
+/**
+ * A burst of few moves is applied on the index's thread; one of sixteen or more on the move
+ * thread, a step of moves at a time (the renames below make one batch of the watcher's).
+ */
+const BURSTS = [
+  { groups: 8, applied: "on the index's thread" },
+  { groups: 40, applied: "on the move thread" },
+];
 
-  it("server: after folder renames the index equals a fresh scan, and no moved file's hook runs again", async () => {
-    server = await startServer(["-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"], {
-      cwd: root,
-      env: { COUNT_TO: liveCount },
+for (const { groups: GROUPS, applied } of BURSTS)
+  describe(`live index: a renamed folder is applied as a move (${applied})`, () => {
+    let root = "";
+    let server: ServerProcess | undefined;
+    const counts = tempTree({});
+    const liveCount = join(counts, "live");
+    before(() => {
+      root = movesTree(GROUPS);
+      writeFileSync(liveCount, "");
     });
-    // Builds the path-table, and lets the config tables' hooks finish.
-    await liveAnswers(server);
-    const built = runs(liveCount).length;
-    // Two text files a group, each in two hook tables.
-    assert.equal(built, GROUPS * 4);
-    const events = await openEvents(server);
-    // Kept in src/ (the same tables select it), out of src/, into another group's name after
-    // that group left, and a nested folder moved out of its moved parent.
-    renameSync(join(root, "src/g0"), join(root, "src/h0"));
-    renameSync(join(root, "src/g1"), join(root, "lib/g1"));
-    renameSync(join(root, "src/g2"), join(root, "src/x2"));
-    renameSync(join(root, "src/g3"), join(root, "src/g2"));
-    renameSync(join(root, "src/g4"), join(root, "src/k4"));
-    renameSync(join(root, "src/k4/deep"), join(root, "src/deep4"));
-    for (let i = 5; i < GROUPS; i++) renameSync(join(root, `src/g${i}`), join(root, `src/m${i}`));
-    const expected = await oneShot(root, join(counts, "one-shot"));
-    // Compared as objects: an inferred table's columns come in the order its files were read.
-    await eventually(
-      async () => isDeepStrictEqual(await liveAnswers(server as ServerProcess), expected),
-      "the live index equal to a fresh scan",
-      30_000,
-    );
-    assert.deepEqual(await liveAnswers(server), expected);
-    // The hook ran again only where its table's selection changed: the text files leaving
-    // src/ left `srconly` (no run); none entered a table.
-    assert.deepEqual(runs(liveCount).slice(built), []);
-    // Each moved row is a delete under its old name and an insert under its new one.
-    const moved = (row: RowEvent) => row.table === "words" && /\/a\.txt$/.test(row.file_path);
-    await events.until(
-      () => events.rows().filter(moved).length >= 2 * GROUPS,
-      "the words rows moved",
-    );
-    const h0 = events.rows().filter((row) => moved(row) && /g0\/|h0\//.test(row.file_path));
-    assert.deepEqual(
-      h0.map((row) => [row.action, row.file_path]),
-      [
-        ["delete", "src/g0/a.txt"],
-        ["insert", "src/h0/a.txt"],
-      ],
-    );
-    assert.deepEqual(h0[0]?.row, h0[1]?.row);
-    events.close();
-  });
+    after(async () => {
+      await server?.kill();
+      removeTree(root);
+      removeTree(counts);
+    });
 
-  it("server: a file made at the name a folder's own watch reports for its rename is indexed", async () => {
-    const live = server as ServerProcess;
-    // The folder's own watch reports its rename as `src/q5/m5` (nothing there), which the
-    // move leaves alone and the watcher rechecks a moment later. A file made there right away,
-    // and one made at `src/q6/m6` after that recheck.
-    renameSync(join(root, "src/m5"), join(root, "src/q5"));
-    writeFileSync(join(root, "src/q5/m5"), "made at once");
-    renameSync(join(root, "src/m6"), join(root, "src/q6"));
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    writeFileSync(join(root, "src/q6/m6"), "made after the recheck");
-    const expected = await oneShot(root, join(counts, "one-shot-2"));
-    await eventually(
-      async () => isDeepStrictEqual(await liveAnswers(live), expected),
-      "the live index equal to a fresh scan",
-      30_000,
-    );
-    const paths = (await queryRows(live, `SELECT path FROM './' WHERE path GLOB 'src/q[56]/*'`))
-      .map((row) => (row as { path: string }).path)
-      .sort();
-    assert.ok(paths.includes("src/q5/m5") && paths.includes("src/q6/m6"), paths.join(", "));
+    it("server: after folder renames the index equals a fresh scan, and no moved file's hook runs again", async () => {
+      server = await startServer(["-c", "dirq.toml", "--host", "127.0.0.1", "--port", "0"], {
+        cwd: root,
+        env: { COUNT_TO: liveCount },
+      });
+      // Builds the path-table, and lets the config tables' hooks finish.
+      await liveAnswers(server);
+      const built = runs(liveCount).length;
+      // Two text files a group, each in two hook tables.
+      assert.equal(built, GROUPS * 4);
+      const events = await openEvents(server);
+      // Kept in src/ (the same tables select it), out of src/, into another group's name after
+      // that group left, and a nested folder moved out of its moved parent.
+      renameSync(join(root, "src/g0"), join(root, "src/h0"));
+      renameSync(join(root, "src/g1"), join(root, "lib/g1"));
+      renameSync(join(root, "src/g2"), join(root, "src/x2"));
+      renameSync(join(root, "src/g3"), join(root, "src/g2"));
+      renameSync(join(root, "src/g4"), join(root, "src/k4"));
+      renameSync(join(root, "src/k4/deep"), join(root, "src/deep4"));
+      for (let i = 5; i < GROUPS; i++) renameSync(join(root, `src/g${i}`), join(root, `src/m${i}`));
+      const expected = await oneShot(root, join(counts, "one-shot"));
+      // Compared as objects: an inferred table's columns come in the order its files were read.
+      await eventually(
+        async () => isDeepStrictEqual(await liveAnswers(server as ServerProcess), expected),
+        "the live index equal to a fresh scan",
+        30_000,
+      );
+      assert.deepEqual(await liveAnswers(server), expected);
+      // The hook ran again only where its table's selection changed: the text files leaving
+      // src/ left `srconly` (no run); none entered a table.
+      assert.deepEqual(runs(liveCount).slice(built), []);
+      // Each moved row is a delete under its old name and an insert under its new one.
+      const moved = (row: RowEvent) => row.table === "words" && /\/a\.txt$/.test(row.file_path);
+      await events.until(
+        () => events.rows().filter(moved).length >= 2 * GROUPS,
+        "the words rows moved",
+      );
+      const h0 = events.rows().filter((row) => moved(row) && /g0\/|h0\//.test(row.file_path));
+      assert.deepEqual(
+        h0.map((row) => [row.action, row.file_path]),
+        [
+          ["delete", "src/g0/a.txt"],
+          ["insert", "src/h0/a.txt"],
+        ],
+      );
+      assert.deepEqual(h0[0]?.row, h0[1]?.row);
+      events.close();
+    });
+
+    it("server: a file made at the name a folder's own watch reports for its rename is indexed", async () => {
+      const live = server as ServerProcess;
+      // The folder's own watch reports its rename as `src/q5/m5` (nothing there), which the
+      // move leaves alone and the watcher rechecks a moment later. A file made there right away,
+      // and one made at `src/q6/m6` after that recheck.
+      renameSync(join(root, "src/m5"), join(root, "src/q5"));
+      writeFileSync(join(root, "src/q5/m5"), "made at once");
+      renameSync(join(root, "src/m6"), join(root, "src/q6"));
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      writeFileSync(join(root, "src/q6/m6"), "made after the recheck");
+      const expected = await oneShot(root, join(counts, "one-shot-2"));
+      await eventually(
+        async () => isDeepStrictEqual(await liveAnswers(live), expected),
+        "the live index equal to a fresh scan",
+        30_000,
+      );
+      const paths = (await queryRows(live, `SELECT path FROM './' WHERE path GLOB 'src/q[56]/*'`))
+        .map((row) => (row as { path: string }).path)
+        .sort();
+      assert.ok(paths.includes("src/q5/m5") && paths.includes("src/q6/m6"), paths.join(", "));
+    });
   });
-});

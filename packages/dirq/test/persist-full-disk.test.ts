@@ -12,6 +12,7 @@ import {
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, describe, it } from "node:test";
+import { openSqlite } from "../src/indexer/database.js";
 import { makeTree, removeTree } from "./helpers.js";
 import { delay, eventually, queryRows, type ServerProcess, startServer } from "./server-support.js";
 
@@ -127,6 +128,92 @@ describe("--persist: a commit that fails on a full disk", () => {
       // p1 changes again once space is back; p2 is never touched again.
       writeFileSync(join(root, "posts/p1.json"), post(1, 20));
       await eventuallyMatches(server, { 1: 20, 2: 1_500_000, 3: 10 });
+    } finally {
+      await server.kill();
+      rmSync(filler, { force: true });
+      execFileSync("umount", [mount]);
+      rmSync(mount, { recursive: true, force: true });
+    }
+  });
+});
+
+const BOXES_CONFIG = `[[table]]
+name = "boxes"
+glob = "box/**/*.json"
+format = "json"
+`;
+
+/** Folders renamed at once: a burst the move thread writes (16 or more). */
+const BOXES = 20;
+const BOX_ROWS =
+  "SELECT _dirq_file_path AS file, n, length(body) AS size FROM boxes ORDER BY file, n";
+
+/** Checkpoints the index's write-ahead log and truncates it; whether that was done. */
+function logTruncated(database: string): boolean {
+  const db = openSqlite(database);
+  try {
+    const [result] = db.pragma("wal_checkpoint(TRUNCATE)") as { busy: number; log: number }[];
+    return result?.busy === 0 && result.log === 0;
+  } finally {
+    db.close();
+  }
+}
+
+const OTHER_SIZE = "SELECT size FROM './' WHERE path = 'other.json'";
+
+/** The rows of the boxes under the folder names `prefix<i>`: four posts a box. */
+function boxRows(prefix: string) {
+  const rows = [];
+  for (let i = 0; i < BOXES; i++) {
+    for (let j = 0; j < 4; j++)
+      rows.push({ file: `box/${prefix}${i}/p${j}.json`, n: i * 4 + j, size: 40_000 });
+  }
+  return rows.sort((a, b) => (a.file < b.file ? -1 : a.file > b.file ? 1 : 0));
+}
+
+describe("--persist: a burst of folder moves whose commit fails on a full disk", () => {
+  it("loses no move: once space returns, the folders' rows are under their new names", async (t) => {
+    const mount = mountTmpfs("16m");
+    if (mount === null) {
+      t.skip("mounting a tmpfs is not allowed here");
+      return;
+    }
+    const spec: Record<string, string> = { "dirq.toml": BOXES_CONFIG, "other.json": "{}" };
+    for (let i = 0; i < BOXES; i++) {
+      for (let j = 0; j < 4; j++) spec[`box/f${i}/p${j}.json`] = post(i * 4 + j, 40_000);
+    }
+    const root = makeTree(spec);
+    roots.push(root);
+    const args = ["-c", "dirq.toml", `--persist=${mount}/cache.db`, "--port", "0"];
+    const server = await startServer([...args, "--host", "127.0.0.1"], { cwd: root });
+    const filler = join(mount, "filler");
+    const matches = async (prefix: string) =>
+      JSON.stringify(await queryRows(server, BOX_ROWS)) === JSON.stringify(boxRows(prefix));
+    try {
+      assert.ok(await matches("f"), "the first build");
+      // A first change, seen through the path-table: the tables' lookup indexes are made
+      // before the disk is full, so the moves' own commit is what fails.
+      writeFileSync(join(root, "other.json"), '{"first": "change"}');
+      await eventually(
+        async () => JSON.stringify(await queryRows(server, OTHER_SIZE)) === '[{"size":19}]',
+        "the first change",
+      );
+      // The write-ahead log emptied: the moves' commit must grow it, on a full disk.
+      await eventually(() => Promise.resolve(logTruncated(`${mount}/cache.db`)), "an empty log");
+      fillDisk(filler);
+      // Each moved row is rewritten whole (its 40 KB body too).
+      for (let i = 0; i < BOXES; i++) renameSync(join(root, `box/f${i}`), join(root, `box/g${i}`));
+      await eventually(
+        () => /full/.test(server.stderr()),
+        "the moves' commit failed on the full disk",
+        15_000,
+      );
+      assert.ok(await matches("f"), "the last commit stands");
+      await delay(500);
+      rmSync(filler);
+      // Any change once space is back: the moved folders are applied with it.
+      writeFileSync(join(root, "other.json"), '{"again": true}');
+      await eventually(() => matches("g"), "every moved row under its new name", 20_000);
     } finally {
       await server.kill();
       rmSync(filler, { force: true });

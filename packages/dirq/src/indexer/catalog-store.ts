@@ -2,7 +2,7 @@ import { crypto } from "../lazy-module.js";
 import { readFileSync } from "node:fs";
 import type { Statement } from "@rocicorp/zero-sqlite3";
 import { preciseStat } from "../scan/tree-signature.js";
-import { quoteIdentifier, type SqliteDatabase } from "./database.js";
+import { cachedStatement, quoteIdentifier, type SqliteDatabase } from "./database.js";
 
 /**
  * What a persisted index remembers about its tables and files, in SQLite beside the rows (so
@@ -110,6 +110,24 @@ export function unchangedSince(recorded: FileSignature, absolute: string): boole
   if (now === null || now.stat !== recorded.stat) return false;
   if (recorded.hash === null) return true;
   return (now.hash ?? contentHash(absolute)) === recorded.hash;
+}
+
+/**
+ * Forgets a file of `table` in the store of the index `db` is a connection to: any connection
+ * that writes the table's rows (the move thread's too) writes its record in the same commit.
+ */
+export function forgetStoredFile(db: SqliteDatabase, table: string, path: string): void {
+  cachedStatement(db, "DELETE FROM _dirq_files WHERE tbl = ? AND path = ?").run(table, path);
+}
+
+/** Records in the store that the files of `table` under `from` are now under `to`. */
+export function moveStoredFiles(db: SqliteDatabase, table: string, from: string, to: string): void {
+  const range = "tbl = ? AND path > ? AND path < ?";
+  cachedStatement(db, `DELETE FROM _dirq_files WHERE ${range}`).run(table, `${to}/`, `${to}0`);
+  cachedStatement(
+    db,
+    `UPDATE _dirq_files SET path = ? || substr(path, length(?) + 1) WHERE ${range}`,
+  ).run(to, from, table, `${from}/`, `${from}0`);
 }
 
 /** The catalog of a persisted index, as tables in its database (see `Catalog`). */
@@ -231,16 +249,12 @@ export class CatalogStore {
   }
 
   forgetFile(table: string, path: string): void {
-    this.statement("DELETE FROM _dirq_files WHERE tbl = ? AND path = ?").run(table, path);
+    forgetStoredFile(this.db, table, path);
   }
 
   /** The files of `table` under the folder `from` are now under `to` (a folder renamed). */
   moveFiles(table: string, from: string, to: string): void {
-    const range = "tbl = ? AND path > ? AND path < ?";
-    this.statement(`DELETE FROM _dirq_files WHERE ${range}`).run(table, `${to}/`, `${to}0`);
-    this.statement(
-      `UPDATE _dirq_files SET path = ? || substr(path, length(?) + 1) WHERE ${range}`,
-    ).run(to, from, table, `${from}/`, `${from}0`);
+    moveStoredFiles(this.db, table, from, to);
   }
 
   /**

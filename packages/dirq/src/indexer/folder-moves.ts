@@ -3,6 +3,7 @@ import type { InclusionCheck } from "../scan/inclusion.js";
 import type { TreeListing } from "../scan/tree-listing-helper.js";
 import type { FolderMove } from "../watch/file-watcher.js";
 import type { Catalog } from "./catalog.js";
+import { forgetStoredFile, moveStoredFiles } from "./catalog-store.js";
 import { cachedStatement, quoteIdentifier, quoteLiteral, type SqliteDatabase } from "./database.js";
 import { FILE_PATH_COLUMN, type LiveParsedTable, ROW_INDEX_COLUMN } from "./parsed-tables.js";
 import { PATH_TABLE_COLUMNS, type PathTable } from "./path-tables.js";
@@ -78,23 +79,34 @@ export function coveredByMove(
   return false;
 }
 
-/** One live table as a move rewrites it: where its rows name their file, what events show. */
-interface MovedTable {
+/**
+ * What a move's SQL needs of one live table: where its rows name their file, how they are
+ * read as events show them. Plain data: the move thread is given it (see move-writer.ts).
+ */
+export interface MovedTableSql {
   name: string;
-  label: string;
   column: string;
   columns: readonly string[];
   order: string;
+  /** A path-table's `dir` column, rewritten by prefix too. */
+  dir: boolean;
+  /** The SQL that gives a row's JSON as `rowJson` would, where SQLite can make it exactly. */
+  json: string | null;
+  /** Whether its moved rows are read back after the move (see `MovedTable.moved`). */
+  readBack: boolean;
+  /** Whether the catalog's store records its files (a parsed table of a persisted index). */
+  stored: boolean;
+}
+
+/** One live table as a move rewrites it: its SQL, and what its events show. */
+export interface MovedTable extends MovedTableSql {
+  label: string;
   /**
    * A moved row's JSON from its JSON before, given the folder's old and new names as they
    * show in JSON (`null`: read back, as a `ddl` or a glob's captures may compute columns from
    * the path).
    */
   moved: ((row: string, from: string, to: string) => string) | null;
-  /** A path-table's `dir` column, rewritten by prefix too. */
-  dir: boolean;
-  /** The SQL that gives a row's JSON as `rowJson` would, where SQLite can make it exactly. */
-  json: string | null;
 }
 
 /**
@@ -145,7 +157,7 @@ function filledPathTables(catalog: Catalog): PathTable[] {
   return catalog.pathTables().filter((table) => table.filled?.paths === true);
 }
 
-function movedTables(catalog: Catalog): MovedTable[] {
+export function movedTables(catalog: Catalog): MovedTable[] {
   const paths = filledPathTables(catalog).map((table): MovedTable => {
     const columns = [...PATH_TABLE_COLUMNS, ...table.captures];
     return {
@@ -155,8 +167,10 @@ function movedTables(catalog: Catalog): MovedTable[] {
       columns,
       order: "path",
       moved: table.captures.length === 0 ? movedPathRow : null,
+      readBack: table.captures.length > 0,
       dir: true,
       json: pathRowJsonSql(columns),
+      stored: false,
     };
   });
   const parsed = catalog.parsedTables().map((table): MovedTable => ({
@@ -167,9 +181,11 @@ function movedTables(catalog: Catalog): MovedTable[] {
     order: `${FILE_PATH_COLUMN}, ${ROW_INDEX_COLUMN}`,
     // A `ddl` may compute a column from the hidden file column: read the rows back.
     moved: table.spec.ddl === null ? (row) => row : null,
+    readBack: table.spec.ddl !== null,
     dir: false,
     // A parsed table's REAL values: SQLite writes some (`1e300`) unlike `jsonValue`.
     json: null,
+    stored: catalog.store !== null,
   }));
   return [...paths, ...parsed];
 }
@@ -272,7 +288,7 @@ function decide(context: MoveContext, plan: MovePlan, indexed: Set<string>): voi
  * hundreds of thousands of rows and keeps them until its events are sent: a string or two
  * per row, and an array, were work for the collector on every collection meanwhile.
  */
-interface RowTexts {
+export interface RowTexts {
   texts: string[];
   rows: number;
 }
@@ -304,7 +320,7 @@ function textsOf(rows: readonly [file: string, row: string][]): RowTexts {
 }
 
 /** The rows under `folder` of one table, with their files, as events show them. */
-function rowsUnder(db: SqliteDatabase, table: MovedTable, folder: string): RowTexts {
+function rowsUnder(db: SqliteDatabase, table: MovedTableSql, folder: string): RowTexts {
   const [low, high] = under(folder);
   if (table.json !== null) {
     const { column } = table;
@@ -370,78 +386,138 @@ class HeldRowEvents implements HeldChanges {
   }
 }
 
-/**
- * Deletes the rows of files that `table` no longer selects under their new names; returns
- * the rows of `rows` (the table's rows under the source) that are left to move.
- */
-function dropRows(
-  context: MoveContext,
-  table: MovedTable,
-  plan: MovePlan,
-  changes: CommitChange[],
-  rows: RowTexts,
-): RowTexts {
-  const quoted = quoteIdentifier(table.name);
-  const gone = new Set<string>();
-  for (const [file, tables] of plan.dropped) {
-    if (!tables.includes(table.name)) continue;
-    gone.add(file);
-    const current = currentRows(context.db, table.name, table.columns, {
-      column: table.column,
-      value: file,
-    });
-    for (const row of current) {
-      changes.push({ action: "delete", table: table.label, file_path: file, row, old_row: null });
-    }
-    cachedStatement(context.db, `DELETE FROM ${quoted} WHERE ${table.column} = ?`).run(file);
-    context.catalog.store?.forgetFile(table.name, file);
-  }
-  if (gone.size === 0) return rows;
-  const left: [string, string][] = [];
-  eachRow(rows, (file, row) => {
-    if (!gone.has(file)) left.push([file, row]);
-  });
-  return textsOf(left);
+/** The rows a move reads before it writes, by table (in `movedTables` order). */
+export interface MoveReads {
+  /** Under the source: the rows to move. */
+  sources: RowTexts[];
+  /** Under the destination: rows of a folder the move replaces, deleted first. */
+  stale: RowTexts[];
+}
+
+/** Reads the rows of `move` in every table (under the writer, before it writes). */
+export function readMove(
+  db: SqliteDatabase,
+  tables: readonly MovedTableSql[],
+  move: FolderMove,
+): MoveReads {
+  return {
+    sources: tables.map((table) => rowsUnder(db, table, move.from)),
+    stale: tables.map((table) => rowsUnder(db, table, move.to)),
+  };
+}
+
+/** Decides the plan's files from the rows the move read (see `decide`). */
+export function decideMove(context: MoveContext, plan: MovePlan, reads: MoveReads): void {
+  const indexed = new Set<string>();
+  for (const rows of reads.sources) eachRow(rows, (file) => indexed.add(file));
+  decide(context, plan, indexed);
+}
+
+/** What a decided move writes: which files' rows leave which tables instead of moving. */
+export interface MoveWrite {
+  move: FolderMove;
+  dropped: [file: string, tables: string[]][];
+}
+
+/** What a move wrote, by table: the rows of the files it dropped, the moved rows read back. */
+export interface MoveWritten {
+  /** Each dropped file's rows as they were (JSON), file after file. */
+  dropped: [file: string, rows: string[]][][];
+  /** The rows under the destination after the move, for a table that reads them back. */
+  after: (RowTexts | null)[];
+}
+
+/** What a decided plan's move writes (plain data, for the move thread too). */
+export function moveWriteOf(plan: MovePlan): MoveWrite {
+  return { move: plan.move, dropped: [...plan.dropped] };
 }
 
 /**
- * Renames the rows of a planned move in every live table (call inside a transaction): rows
- * already under the destination (a folder the move replaced) are deleted first. Decides the
- * plan's files from the rows under the source (see `decide`). Returns the row changes: each
- * moved row's `delete` under its old name and `insert` under its new one, held as the rows'
- * texts until they are read (`HeldChanges`).
+ * Writes a decided move in every table (call inside a transaction, on any connection to the
+ * index): rows already under the destination are deleted, the rows of files a table no longer
+ * selects there are deleted, and the rest change their path by prefix.
  */
-export function applyMove(context: MoveContext, plan: MovePlan): CommitChange[] {
-  const { db } = context;
-  const { from, to } = plan.move;
-  const tables = movedTables(context.catalog);
-  // The rows to move, read once: their files are what the move renames.
-  const sources = tables.map((table) => rowsUnder(db, table, from));
-  const indexed = new Set<string>();
-  for (const rows of sources) eachRow(rows, (file) => indexed.add(file));
-  decide(context, plan, indexed);
-  const changes: CommitChange[] = [];
-  tables.forEach((table, at) => {
+export function writeMove(
+  db: SqliteDatabase,
+  tables: readonly MovedTableSql[],
+  write: MoveWrite,
+): MoveWritten {
+  const { from, to } = write.move;
+  const written: MoveWritten = { dropped: [], after: [] };
+  for (const table of tables) {
     const quoted = quoteIdentifier(table.name);
     const { column } = table;
-    const stale = rowsUnder(db, table, to);
-    if (stale.rows > 0) {
-      changes.push(new HeldRowEvents("delete", table.label, stale));
-      cachedStatement(db, `DELETE FROM ${quoted} WHERE ${column} > ? AND ${column} < ?`).run(
-        ...under(to),
-      );
-    }
-    const before = dropRows(context, table, plan, changes, sources[at] as RowTexts);
-    if (before.rows === 0) return;
+    cachedStatement(db, `DELETE FROM ${quoted} WHERE ${column} > ? AND ${column} < ?`).run(
+      ...under(to),
+    );
+    written.dropped.push(dropRows(db, table, write));
     const renamed = (name: string) => `${name} = ? || substr(${name}, length(?) + 1)`;
     const set = table.dir ? `${renamed(column)}, ${renamed("dir")}` : renamed(column);
     const moveRows = `UPDATE ${quoted} SET ${set} WHERE ${column} > ? AND ${column} < ?`;
     const prefixes = table.dir ? [to, from, to, from] : [to, from];
     cachedStatement(db, moveRows).run(...prefixes, ...under(from));
+    written.after.push(table.readBack ? rowsUnder(db, table, to) : null);
+    if (table.stored) moveStoredFiles(db, table.name, from, to);
+  }
+  return written;
+}
+
+/** Deletes the rows of files that `table` no longer selects under their new names. */
+function dropRows(
+  db: SqliteDatabase,
+  table: MovedTableSql,
+  write: MoveWrite,
+): [file: string, rows: string[]][] {
+  const dropped: [string, string[]][] = [];
+  for (const [file, tables] of write.dropped) {
+    if (!tables.includes(table.name)) continue;
+    const where = { column: table.column, value: file };
+    dropped.push([file, currentRows(db, table.name, table.columns, where)]);
+    const quoted = quoteIdentifier(table.name);
+    cachedStatement(db, `DELETE FROM ${quoted} WHERE ${table.column} = ?`).run(file);
+    if (table.stored) forgetStoredFile(db, table.name, file);
+  }
+  return dropped;
+}
+
+/** What the index keeps of its tables after moves are written (on the writing thread). */
+export function afterMoves(catalog: Catalog): void {
+  // Rows without paths cannot be found by path: the next statement fills such a table again.
+  for (const table of catalog.pathTables()) {
+    if (table.filled !== null && !table.filled.paths) table.filled = null;
+  }
+}
+
+/**
+ * A written move's row changes, table by table: each moved row's `delete` under its old name
+ * and `insert` under its new one, held as the rows' texts until they are read (`HeldChanges`);
+ * before them, the `delete`s of rows the move replaced or dropped.
+ */
+export function moveChanges(
+  tables: readonly MovedTable[],
+  plan: MovePlan,
+  reads: MoveReads,
+  written: MoveWritten,
+): CommitChange[] {
+  const { from, to } = plan.move;
+  const changes: CommitChange[] = [];
+  tables.forEach((table, at) => {
+    const stale = reads.stale[at] as RowTexts;
+    if (stale.rows > 0) changes.push(new HeldRowEvents("delete", table.label, stale));
+    const gone = new Set<string>();
+    for (const [file, rows] of written.dropped[at] ?? []) {
+      gone.add(file);
+      for (const row of rows) {
+        changes.push({ action: "delete", table: table.label, file_path: file, row, old_row: null });
+      }
+    }
+    const before = withoutFiles(reads.sources[at] as RowTexts, gone);
+    if (before.rows === 0) return;
     changes.push(new HeldRowEvents("delete", table.label, before));
     const { moved } = table;
     if (moved === null) {
-      changes.push(new HeldRowEvents("insert", table.label, rowsUnder(db, table, to)));
+      const after = written.after[at] ?? { texts: [], rows: 0 };
+      changes.push(new HeldRowEvents("insert", table.label, after));
       return;
     }
     const [fromJson, toJson] = [jsonInner(from), jsonInner(to)];
@@ -452,12 +528,29 @@ export function applyMove(context: MoveContext, plan: MovePlan): CommitChange[] 
       ]),
     );
   });
-  for (const table of context.catalog.parsedTables()) {
-    context.catalog.store?.moveFiles(table.spec.name, from, to);
-  }
-  // Rows without paths cannot be found by path: the next statement fills such a table again.
-  for (const table of context.catalog.pathTables()) {
-    if (table.filled !== null && !table.filled.paths) table.filled = null;
-  }
   return changes;
+}
+
+/** The rows of `rows` but those of the files `gone`. */
+function withoutFiles(rows: RowTexts, gone: ReadonlySet<string>): RowTexts {
+  if (gone.size === 0) return rows;
+  const left: [string, string][] = [];
+  eachRow(rows, (file, row) => {
+    if (!gone.has(file)) left.push([file, row]);
+  });
+  return textsOf(left);
+}
+
+/**
+ * Renames the rows of a planned move in every live table (call inside a transaction): reads
+ * the rows under the source, decides the plan's files from them (see `decide`), writes the
+ * move and returns its row changes (see `moveChanges`).
+ */
+export function applyMove(context: MoveContext, plan: MovePlan): CommitChange[] {
+  const tables = movedTables(context.catalog);
+  const reads = readMove(context.db, tables, plan.move);
+  decideMove(context, plan, reads);
+  const written = writeMove(context.db, tables, moveWriteOf(plan));
+  afterMoves(context.catalog);
+  return moveChanges(tables, plan, reads, written);
 }

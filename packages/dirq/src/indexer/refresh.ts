@@ -45,14 +45,23 @@ import { Slices } from "../shared/slices.js";
 import { isStorageError } from "../shared/sql-errors.js";
 import type { StagedTable, StagingWorker } from "./staging-worker.js";
 import {
+  afterMoves,
   applyMove,
   coveredByMove,
+  decideMove,
   dependsOnPath,
   type FolderMove,
   type MoveContext,
+  moveChanges,
+  type MovedTable,
+  movedTables,
   type MovePlan,
+  type MoveReads,
+  type MoveWritten,
+  moveWriteOf,
   planMove,
 } from "./folder-moves.js";
+import type { MoveBurst, MoveStep, MoveWriter } from "./move-writer.js";
 
 export interface RefreshOptions {
   useGitignore: boolean;
@@ -84,8 +93,44 @@ interface Gathered {
  * answered from the last commit throughout.
  */
 const SLICE_MS = 12;
-/** Moves in one refresh from which their destinations are listed on the listing thread. */
+/**
+ * Moves in one refresh from which their destinations are listed on the listing thread, and
+ * their rows written on the move thread.
+ */
 const MOVES_FOR_THREAD = 16;
+/**
+ * Moves the move thread writes in one commit at most: their events are numbered and sent
+ * while it writes the next ones (a checkout's folders hold about a hundred files each).
+ */
+const MOVES_PER_STEP = 32;
+
+/**
+ * Where the move thread's step that starts at move `at` ends: at most `MOVES_PER_STEP` moves,
+ * none of whose folders is, holds or lies in a folder of another, or of a move of the step
+ * `before` (a step's rows are all read before any of them, or of the step before, is written).
+ */
+function stepEnd(moves: readonly FolderMove[], at: number, before: readonly FolderMove[]): number {
+  const folders = before.flatMap(({ from, to }) => [from, to]);
+  let end = at;
+  for (; end < moves.length && end - at < MOVES_PER_STEP; end++) {
+    const { from, to } = moves[end] as FolderMove;
+    if (folders.some((folder) => related(folder, from) || related(folder, to))) break;
+    folders.push(from, to);
+  }
+  return end;
+}
+
+/** Whether one of two folders is the other or lies in it. */
+function related(a: string, b: string): boolean {
+  return a === b || a.startsWith(`${b}/`) || b.startsWith(`${a}/`);
+}
+
+/** A step of moves sent to the move thread to write: decided from `reads`. */
+interface WrittenStep {
+  step: MoveStep;
+  plans: MovePlan[];
+  reads: MoveReads[];
+}
 
 /** At most this many names a move covered are kept for their recheck (`coveredNames`). */
 const MAX_COVERED_NAMES = 100_000;
@@ -160,9 +205,10 @@ export interface StartOptions {
   /** Changes of each commit, as it commits (a burst's moved rows held: see `HeldChanges`). */
   onCommit: (changes: CommitChange[]) => void;
   /**
-   * Told `true` before the first commit of a burst of moves, `false` after its last (even when
-   * it fails part way): the caller may hold back what it does with those commits' changes
-   * until then (see `DirqIndex.startRefresh`).
+   * Told `true` before the first commit of a burst of moves applied on this thread, `false`
+   * after its last (even when it fails part way): the caller may hold back what it does with
+   * those commits' changes until then (see `DirqIndex.startRefresh`). Not told of moves the
+   * move thread writes: this thread is free to hand on their commits as they are made.
    */
   onMovesApplying?: (applying: boolean) => void;
   /** Folders renamed, applied before `paths` as moves of their rows (see folder-moves.ts). */
@@ -297,6 +343,8 @@ export class Refresher {
     private readonly staging: () => StagingWorker | null = () => null,
     /** The thread that lists the destinations of a burst of moves, or `null`: this one. */
     private readonly lister: () => TreeListingHelper | null = () => null,
+    /** The thread that writes a burst of moves, or `null`: this one. */
+    private readonly moveWriter: () => MoveWriter | null = () => null,
   ) {
     this.scheduler = new ExtractScheduler(
       () => this.options.concurrency ?? os().availableParallelism(),
@@ -615,16 +663,25 @@ export class Refresher {
     const late = new Set<string>();
     if (moves.length === 0) return late;
     const context = this.moveContext();
+    const applied = (plans: readonly MovePlan[]) => {
+      for (const plan of plans) {
+        for (const file of plan.refresh) late.add(file);
+        this.movedFiles(plan.files);
+        onApplied(plan);
+      }
+    };
+    const writer = moves.length < MOVES_FOR_THREAD ? null : this.moveWriter();
+    if (writer !== null) {
+      // Each step's changes are handed on as it commits: this thread is free meanwhile.
+      await this.applyMovesOnThread(writer, context, moves, listings, applied, options);
+      return late;
+    }
     options.onMovesApplying?.(true);
     try {
       for (let at = 0; at < moves.length;) {
         const slice = this.applyMoveSlice(context, moves, listings, at, slices);
         at = slice.next;
-        for (const plan of slice.plans) {
-          for (const file of plan.refresh) late.add(file);
-          this.movedFiles(plan.files);
-          onApplied(plan);
-        }
+        applied(slice.plans);
         options.onCommit(slice.changes);
         if (at < moves.length) await slices.yield();
       }
@@ -632,6 +689,91 @@ export class Refresher {
     } finally {
       options.onMovesApplying?.(false);
     }
+  }
+
+  /**
+   * Applies moves as `applyMoves` does, their rows read and written on the move thread a step
+   * at a time (see move-writer.ts): while it writes one step's moves, this thread decides the
+   * next step's from their rows, then numbers and sends the events of the step written, and
+   * answers statements.
+   */
+  private async applyMovesOnThread(
+    writer: MoveWriter,
+    context: MoveContext,
+    moves: readonly FolderMove[],
+    listings: TreeListings,
+    applied: (plans: readonly MovePlan[]) => void,
+    options: StartOptions,
+  ): Promise<void> {
+    const tables = movedTables(this.catalog);
+    const burst = writer.burst(tables.map(({ moved: _moved, label: _label, ...sql }) => sql));
+    try {
+      await this.applyMoveSteps(burst, context, moves, listings, tables, applied, options);
+    } catch (error) {
+      burst.abandon();
+      throw error;
+    }
+  }
+
+  /** The steps of `applyMovesOnThread`, each decided while the step before is written. */
+  private async applyMoveSteps(
+    burst: MoveBurst,
+    context: MoveContext,
+    moves: readonly FolderMove[],
+    listings: TreeListings,
+    tables: readonly MovedTable[],
+    applied: (plans: readonly MovePlan[]) => void,
+    options: StartOptions,
+  ): Promise<void> {
+    let [at, next] = [0, stepEnd(moves, 0, [])];
+    let reading = burst.step([], moves.slice(at, next), false);
+    let writing: WrittenStep | null = null;
+    for (;;) {
+      const reads = await reading.reads;
+      const plans = reads.map((read, i) => {
+        const plan = planMove(moves[at + i] as FolderMove, listings.take(at + i));
+        decideMove(context, plan, read);
+        return plan;
+      });
+      let end = stepEnd(moves, next, moves.slice(at, next));
+      const writes = plans.map(moveWriteOf);
+      let sent: WrittenStep;
+      if (end === next && next < moves.length) {
+        // The next move lies in a folder of this step's: its rows are read after this write.
+        sent = { step: burst.step(writes, [], false), plans, reads };
+        end = stepEnd(moves, next, []);
+        reading = burst.step([], moves.slice(next, end), false);
+      } else {
+        reading = burst.step(writes, moves.slice(next, end), next >= moves.length);
+        sent = { step: reading, plans, reads };
+      }
+      // The thread writes this step (sent) while this one hands on the step before.
+      if (writing !== null) await this.movesWritten(tables, writing, applied, options);
+      writing = sent;
+      if (next >= moves.length) break;
+      [at, next] = [next, end];
+    }
+    await this.movesWritten(tables, writing, applied, options);
+  }
+
+  /** Once a step of moves is committed on the move thread: its files follow, its changes go. */
+  private async movesWritten(
+    tables: readonly MovedTable[],
+    { step, plans, reads }: WrittenStep,
+    applied: (plans: readonly MovePlan[]) => void,
+    options: StartOptions,
+  ): Promise<void> {
+    const written = await step.written;
+    afterMoves(this.catalog);
+    this.rereadColumns();
+    const changes: CommitChange[] = [];
+    plans.forEach((plan, i) => {
+      this.recheckPlan(plan);
+      const [read, wrote] = [reads[i] as MoveReads, written[i] as MoveWritten];
+      for (const change of moveChanges(tables, plan, read, wrote)) changes.push(change);
+    });
+    applied(plans);
+    options.onCommit(changes);
   }
 
   /** Applies moves from `at` on in one commit, until the slice is due; returns where it ended. */
