@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { readFileSync, utimesSync, writeFileSync } from "node:fs";
+import { readFileSync, renameSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import type { Browser, Download, Page } from "playwright-core";
@@ -351,11 +351,16 @@ describe("web console tools in Chromium", { skip }, () => {
     await page.locator("#connection[data-state=live]").waitFor();
     await runSql(page, "SELECT path FROM './docs'");
     await page.locator("#events-empty", { hasText: "Followed: notes, './docs'" }).waitFor();
-    writeFileSync(join(server.root, "notes", "b.json"), '{"title":"b","stars":2}');
+    // Each file written whole at once (a rename): one event each, however the watcher times it.
+    const write = (path: string, text: string) => {
+      writeFileSync(join(server.root, "next.tmp"), text);
+      renameSync(join(server.root, "next.tmp"), join(server.root, path));
+    };
+    write("notes/b.json", '{"title":"b","stars":2}');
     await page.locator("#event-list li.insert", { hasText: "notes/b.json" }).waitFor();
-    writeFileSync(join(server.root, "notes", "a.json"), '{"title":"a","stars":5}');
+    write("notes/a.json", '{"title":"a","stars":5}');
     await page.locator("#event-list li.update", { hasText: "notes/a.json" }).waitFor();
-    writeFileSync(join(server.root, "docs", "c.md"), "c");
+    write("docs/c.md", "c");
     await page.locator("#event-list li.insert", { hasText: "docs/c.md" }).waitFor();
     const visible = () =>
       page.evaluate(
@@ -371,7 +376,7 @@ describe("web console tools in Chromium", { skip }, () => {
     assert.deepEqual(await visible(), ["update notes/a.json"]);
     await screenshot(page, "console-filtered.png");
     // A new change the filters leave out arrives hidden.
-    writeFileSync(join(server.root, "docs", "d.md"), "d");
+    write("docs/d.md", "d");
     await page.locator("#event-list li.insert", { hasText: "docs/d.md" }).waitFor({
       state: "attached",
     });
