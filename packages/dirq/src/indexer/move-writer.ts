@@ -130,22 +130,24 @@ export class MoveWriter {
     }
     const worker = this.started();
     const id = this.nextId++;
-    let pending!: Pending;
-    const reads = new Promise<MoveReads[]>((read, reject) => {
-      pending = { read, written: () => {}, reject };
+    let gotReads!: Pending["read"];
+    let rejectReads!: Pending["reject"];
+    const reads = new Promise<MoveReads[]>((resolve, reject) => {
+      [gotReads, rejectReads] = [resolve, reject];
     });
+    let wrote!: Pending["written"];
+    let rejectWritten!: Pending["reject"];
     const written = new Promise<MoveWritten[]>((resolve, reject) => {
-      const rejectReads = pending.reject;
-      pending.written = resolve;
-      pending.reject = (error) => {
-        rejectReads(error);
-        reject(error);
-      };
+      [wrote, rejectWritten] = [resolve, reject];
     });
     // Either may be left unread once the other failed.
     reads.catch(() => {});
     written.catch(() => {});
-    this.pending.set(id, pending);
+    const reject = (error: Error) => {
+      rejectReads(error);
+      rejectWritten(error);
+    };
+    this.pending.set(id, { read: gotReads, written: wrote, reject });
     // Waited for: the burst holds the writer until its last step answers.
     worker.ref();
     worker.postMessage({ id, ...burst, write, read } satisfies MoveRequest);
