@@ -348,6 +348,14 @@ class FolderWatches implements TreeWatcher {
    * watch has no event, so one more check requested after the watch compares them with it.
    */
   private readonly rewatched = new FolderMap<{ names: Set<string>; after: number }>();
+  /** Folders gone with a folder above them whose event is still to come (`awaitFolderAbove`). */
+  private readonly awaitingAbove = new Set<string>();
+  /**
+   * Folders a walk watched (or listed for checks) but could not list: moved or removed just
+   * then. One that turns out moved is walked again under its new name, so the folders under it
+   * get their watches or checks.
+   */
+  private readonly unfinishedWalks = new Set<string>();
   /** Checks requested so far. */
   private checksRequested = 0;
   /** Each batch's folder moves since the last check was requested: its thread renames too. */
@@ -465,6 +473,11 @@ class FolderWatches implements TreeWatcher {
     this.renamed = new Set();
     this.targetChanges = new Set();
     if (this.closed || (!hasAny(batch) && atTargets.size === 0 && listings.size === 0)) return;
+    for (const key of this.awaitingAbove) {
+      appeared.add(key);
+      batch.paths.add(reported(key));
+    }
+    this.awaitingAbove.clear();
     this.running = this.handle(batch, appeared, atTargets, listings);
     await this.running;
     this.running = null;
@@ -630,8 +643,12 @@ class FolderWatches implements TreeWatcher {
       // Moved or gone since the check: the events of that say it.
       if (before === undefined) continue;
       if (listing === null) {
-        // Gone as the check listed it, or renamed with a watched folder above it in this very
-        // batch: `resync` tells which (and forgets it only if gone).
+        // Gone from its name as the check listed it: removed, or renamed with a folder above
+        // it. A watched parent's events say which, by its name (the check's thread keeps what
+        // it saw of the folder's files for its next name); read here as well, a folder renamed
+        // back and forth above it was forgotten when it was back by the time of `resync`.
+        if (this.watches.has(parentKey(folder))) continue;
+        // Otherwise `resync` tells which (and forgets it only if gone).
         appeared.add(folder);
         batch.paths.add(reported(folder));
         continue;
@@ -768,8 +785,10 @@ class FolderWatches implements TreeWatcher {
       try {
         entries = readdirSync(this.absolute(key), { withFileTypes: true, encoding: "buffer" });
       } catch {
+        this.unfinishedWalks.add(key);
         continue;
       }
+      this.unfinishedWalks.delete(key);
       for (const entry of entries) {
         const child = childKey(key, entry.name.toString("latin1"));
         if (entry.isDirectory()) {
@@ -802,14 +821,85 @@ class FolderWatches implements TreeWatcher {
       for (const [key, found] of await this.lstatAll(under)) stats.set(key, found);
     const destinations = new Set(moves.map((move) => move.to));
     const slices = new Slices(RESYNC_SLICE_MS);
+    const movedAbove = new Map<string, boolean>();
     for (const [key, found] of stats) {
-      if (destinations.has(key)) continue;
+      if (destinations.has(key)) {
+        if (this.unfinishedWalks.has(key)) await this.watchTreeFrom(key);
+        continue;
+      }
+      if (found === undefined && this.goneWithFolderAbove(key, stats, destinations, movedAbove)) {
+        this.awaitFolderAbove(key, batch);
+        continue;
+      }
+      if (found?.isDirectory() && this.isKnownAs(key, found)) {
+        // Moved away and back, or read again as its events overflowed: a watch follows its
+        // folder, so the watches and checks at and under it still hold, and the walk adds what
+        // they lack. Forgetting them first lost the folders under it for good when it moved
+        // again during the walk.
+        await this.watchTreeFrom(key);
+        await slices.yieldIfDue();
+        continue;
+      }
       this.unwatchTree(key);
       this.links.forgetUnder(key);
       if (found?.isSymbolicLink() && !isSkipped(key)) this.links.update(key);
       if (found?.isDirectory()) await this.watchTreeFrom(key);
       await slices.yieldIfDue();
     }
+  }
+
+  /** Whether the folder at `key` is the one the watcher knows there (same device and inode). */
+  private isKnownAs(key: string, found: Stats): boolean {
+    const id = this.watches.get(key)?.id ?? this.unwatchedIds.get(key) ?? "";
+    return id !== "" && folderId(found) === id;
+  }
+
+  /**
+   * Whether a folder the watcher knows (`key`, gone from its name) went with a folder above it
+   * whose own event is still to come: the nearest known folder above it no longer has its id
+   * there, and this batch does not read it again (a move's destination is not read: it may have
+   * moved on since). A check that listed the folder just after a rename above it, or a folder
+   * renamed twice in a row (`p` to `r` and back) with the second rename's events in the next
+   * batch, lead here; forgetting the folder then left it without a watch or a check once the
+   * move above it was applied.
+   */
+  private goneWithFolderAbove(
+    key: string,
+    stats: ReadonlyMap<string, Stats | undefined>,
+    destinations: ReadonlySet<string>,
+    movedAbove: Map<string, boolean>,
+  ): boolean {
+    if (!this.watches.has(key) && !this.unwatched.has(key) && !this.rewatched.has(key)) {
+      return false;
+    }
+    for (let above = parentKey(key); above !== ""; above = parentKey(above)) {
+      const id = this.watches.get(above)?.id ?? this.unwatchedIds.get(above) ?? "";
+      if (id === "") continue;
+      if (stats.has(above) && !destinations.has(above)) return false;
+      let moved = movedAbove.get(above);
+      if (moved === undefined) {
+        let found: Stats | undefined;
+        try {
+          found = lstatSync(this.absolute(above), { throwIfNoEntry: false });
+        } catch {
+          // A file where the folder was, or a folder it may no longer enter: not the folder.
+        }
+        moved = !(found?.isDirectory() && folderId(found) === id);
+        movedAbove.set(above, moved);
+      }
+      return moved;
+    }
+    return false;
+  }
+
+  /**
+   * Hands a folder gone with a folder above it to the next batch (`awaitingAbove`), which the
+   * move above it renames (or its removal forgets): it is then read whole under its new name,
+   * the changes a check missed while its name was gone included.
+   */
+  private awaitFolderAbove(key: string, batch: ChangeBatch): void {
+    batch.paths.delete(reported(key));
+    this.awaitingAbove.add(key);
   }
 
   /**
@@ -938,6 +1028,8 @@ class FolderWatches implements TreeWatcher {
       renameMembers(paths, named);
     }
     renameMembers(this.renamed, moves);
+    renameMembers(this.awaitingAbove, moves);
+    renameMembers(this.unfinishedWalks, moves);
     batch.moves.push(...named);
     // Only while some folder is checked: the thread forgets every folder when none is.
     if (this.unwatched.size + this.rewatched.size > 0) {
@@ -952,6 +1044,8 @@ class FolderWatches implements TreeWatcher {
     this.unwatched.clear();
     this.unwatchedIds.clear();
     this.rewatched.clear();
+    this.awaitingAbove.clear();
+    this.unfinishedWalks.clear();
     this.polling = false;
     for (const watcher of this.targetFolders.values()) watcher.close();
     this.targetFolders.clear();
