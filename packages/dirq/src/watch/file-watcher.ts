@@ -831,7 +831,7 @@ class FolderWatches implements TreeWatcher {
         this.awaitFolderAbove(key, batch);
         continue;
       }
-      if (found?.isDirectory() && this.isKnownAs(key, found)) {
+      if (this.isKnownAs(key, found)) {
         // Moved away and back, or read again as its events overflowed: a watch follows its
         // folder, so the watches and checks at and under it still hold, and the walk adds what
         // they lack. Forgetting them first lost the folders under it for good when it moved
@@ -848,10 +848,15 @@ class FolderWatches implements TreeWatcher {
     }
   }
 
+  /** The device and inode of the folder the watcher knows at `key` (`""`: none known). */
+  private knownId(key: string): string {
+    return this.watches.get(key)?.id ?? this.unwatchedIds.get(key) ?? "";
+  }
+
   /** Whether the folder at `key` is the one the watcher knows there (same device and inode). */
-  private isKnownAs(key: string, found: Stats): boolean {
-    const id = this.watches.get(key)?.id ?? this.unwatchedIds.get(key) ?? "";
-    return id !== "" && folderId(found) === id;
+  private isKnownAs(key: string, found: Stats | undefined): boolean {
+    const id = this.knownId(key);
+    return id !== "" && found?.isDirectory() === true && folderId(found) === id;
   }
 
   /**
@@ -873,18 +878,11 @@ class FolderWatches implements TreeWatcher {
       return false;
     }
     for (let above = parentKey(key); above !== ""; above = parentKey(above)) {
-      const id = this.watches.get(above)?.id ?? this.unwatchedIds.get(above) ?? "";
-      if (id === "") continue;
+      if (this.knownId(above) === "") continue;
       if (stats.has(above) && !destinations.has(above)) return false;
       let moved = movedAbove.get(above);
       if (moved === undefined) {
-        let found: Stats | undefined;
-        try {
-          found = lstatSync(this.absolute(above), { throwIfNoEntry: false });
-        } catch {
-          // A file where the folder was, or a folder it may no longer enter: not the folder.
-        }
-        moved = !(found?.isDirectory() && folderId(found) === id);
+        moved = !this.isKnownAs(above, this.lstatOrGone(above));
         movedAbove.set(above, moved);
       }
       return moved;
@@ -913,17 +911,20 @@ class FolderWatches implements TreeWatcher {
     const stats = new Map<string, Stats | undefined>();
     const slices = new Slices(RESYNC_SLICE_MS);
     for (const key of keys) {
-      let found: Stats | undefined;
-      try {
-        found = lstatSync(this.absolute(key), { throwIfNoEntry: false });
-      } catch {
-        // Any other failure (a name under a file, a folder it may not enter): nothing to watch.
-        found = undefined;
-      }
-      stats.set(key, found);
+      stats.set(key, this.lstatOrGone(key));
       await slices.yieldIfDue();
     }
     return stats;
+  }
+
+  /** The entry at `key`, `undefined` when gone. */
+  private lstatOrGone(key: string): Stats | undefined {
+    try {
+      return lstatSync(this.absolute(key), { throwIfNoEntry: false });
+    } catch {
+      // Any other failure (a name under a file, a folder it may not enter): nothing to watch.
+      return undefined;
+    }
   }
 
   /**
@@ -936,9 +937,8 @@ class FolderWatches implements TreeWatcher {
   private async findMoves(stats: ReadonlyMap<string, Stats | undefined>): Promise<FolderMove[]> {
     const gone = new Map<string, string>();
     for (const [key, found] of stats) {
-      const id = this.watches.get(key)?.id ?? this.unwatchedIds.get(key) ?? "";
-      if (id === "") continue;
-      if (found?.isDirectory() && folderId(found) === id) continue;
+      const id = this.knownId(key);
+      if (id === "" || this.isKnownAs(key, found)) continue;
       gone.set(id, key);
     }
     const moves: FolderMove[] = [];
@@ -969,9 +969,9 @@ class FolderWatches implements TreeWatcher {
     stats: ReadonlyMap<string, Stats | undefined>,
   ): FolderMove[] {
     return moves.filter(({ from, to }) => {
-      const id = this.watches.get(from)?.id ?? this.unwatchedIds.get(from);
+      const id = this.knownId(from);
       const found = stats.get(to);
-      return id !== undefined && found !== undefined && folderId(found) === id;
+      return id !== "" && found !== undefined && folderId(found) === id;
     });
   }
 
