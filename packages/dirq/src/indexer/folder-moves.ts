@@ -359,7 +359,10 @@ class HeldRowEvents implements HeldChanges {
     private readonly event: "insert" | "delete",
     readonly table: string,
     private readonly rows: RowTexts,
-    private readonly renamed: ((file: string, row: string) => [string, string]) | null = null,
+    private readonly renamed: {
+      file: (file: string) => string;
+      row: (row: string) => string;
+    } | null = null,
   ) {
     this.size = rows.rows;
   }
@@ -379,10 +382,8 @@ class HeldRowEvents implements HeldChanges {
   /** Each change's file and row, as its event names them. */
   private each(visit: (path: string, row: string) => void): void {
     const { renamed } = this;
-    eachRow(this.rows, (file, row) => {
-      if (renamed === null) visit(file, row);
-      else visit(...renamed(file, row));
-    });
+    if (renamed === null) eachRow(this.rows, visit);
+    else eachRow(this.rows, (file, row) => visit(renamed.file(file), renamed.row(row)));
   }
 }
 
@@ -522,10 +523,10 @@ export function moveChanges(
     }
     const [fromJson, toJson] = [jsonInner(from), jsonInner(to)];
     changes.push(
-      new HeldRowEvents("insert", table.label, before, (file, row) => [
-        `${to}${file.slice(from.length)}`,
-        moved(row, fromJson, toJson),
-      ]),
+      new HeldRowEvents("insert", table.label, before, {
+        file: (file) => `${to}${file.slice(from.length)}`,
+        row: (row) => moved(row, fromJson, toJson),
+      }),
     );
   });
   return changes;

@@ -179,14 +179,22 @@ export function rowChangeJson(change: RowChange, commit?: number): RowText {
 
 /** The event JSON of each change of `commit`, in order (see `rowChangeJson`). */
 export function* commitJson(commit: Commit): Generator<RowText> {
+  for (const texts of commitJsonRuns(commit)) yield* texts;
+}
+
+/**
+ * `commitJson` a part of the commit at a time (held changes' texts together): a burst's
+ * hundreds of thousands of events are not each a step of a generator.
+ */
+export function* commitJsonRuns(commit: Commit): Generator<readonly RowText[]> {
   for (const change of commit.parts) {
     if (change.action !== "held") {
-      yield rowChangeJson(change, commit.seq);
+      yield [rowChangeJson(change, commit.seq)];
       continue;
     }
     const texts: string[] = [];
     change.eachJson(commit.seq, (json) => texts.push(json));
-    yield* texts;
+    yield texts;
   }
 }
 

@@ -356,22 +356,37 @@ export class EventHistory {
    * thousands of row frames. Returns the number of the last one.
    */
   appendTexts(texts: readonly string[]): number {
+    return this.appendRuns(texts, true);
+  }
+
+  /**
+   * `appendTexts` for texts that are JSON, which holds no raw line break (JSON escapes them):
+   * no text is searched for one. A search reads the whole text, and a burst's texts are made
+   * of pieces that the search would join into a copy of their own before the run's copy.
+   */
+  appendJsonTexts(texts: readonly string[]): number {
+    return this.appendRuns(texts, false);
+  }
+
+  private appendRuns(texts: readonly string[], mayBreakLines: boolean): number {
     // One reading of the clock for the whole burst: its frames leave the history together.
     const now = Date.now();
+    const lineBreak = (text: string) =>
+      mayBreakLines && (text.includes("\n") || text.includes("\r"));
     let at = 0;
     while (at < texts.length) {
       const text = texts[at] as string;
-      if (text.includes("\n") || text.includes("\r")) {
+      if (lineBreak(text)) {
         this.append(text);
         at++;
         continue;
       }
       const heads: string[] = [];
+      const idStart = `id: ${this.run}-`;
       let end = at;
       for (; end < texts.length && end - at < RUN_FRAMES; end++) {
-        const next = texts[end] as string;
-        if (next.includes("\n") || next.includes("\r")) break;
-        heads.push(`id: ${this.idOf(this.last + heads.length + 1)}\nevent: row\ndata: `);
+        if (lineBreak(texts[end] as string)) break;
+        heads.push(`${idStart}${this.last + heads.length + 1}\nevent: row\ndata: `);
       }
       const places = this.slabs.copyRun(heads, texts.slice(at, end), "\n\n");
       if (places.length === 0) {

@@ -8,7 +8,7 @@ import {
   type PreparedStatement,
 } from "../engine.js";
 import { DirqError, isDirqError } from "../errors.js";
-import { type Commit, commitJson, type RowChange } from "../indexer/row-changes.js";
+import { type Commit, commitJsonRuns, type RowChange } from "../indexer/row-changes.js";
 import { type AnswerFormat, QueryPool } from "../runner/query-pool.js";
 
 export { stoppingError } from "../runner/query-pool.js";
@@ -247,22 +247,24 @@ export class LiveSession {
     // Text frames are numbered a slice at a time (one copy and one wake-up per run of them).
     let texts: string[] = [];
     let bytes = 0;
-    for (const data of commitJson(commit)) {
-      if (typeof data === "string") texts.push(data);
-      else {
-        history.appendTexts(texts);
-        texts = [];
-        history.append(data.utf8());
-      }
-      bytes += data.length;
-      if (texts.length === HISTORY_SLICE || bytes >= HISTORY_SLICE_BYTES) {
-        history.appendTexts(texts);
-        texts = [];
-        bytes = 0;
-        await new Promise(setImmediate);
+    for (const run of commitJsonRuns(commit)) {
+      for (const data of run) {
+        if (typeof data === "string") texts.push(data);
+        else {
+          history.appendJsonTexts(texts);
+          texts = [];
+          history.append(data.utf8());
+        }
+        bytes += data.length;
+        if (texts.length === HISTORY_SLICE || bytes >= HISTORY_SLICE_BYTES) {
+          history.appendJsonTexts(texts);
+          texts = [];
+          bytes = 0;
+          await new Promise(setImmediate);
+        }
       }
     }
-    history.appendTexts(texts);
+    history.appendJsonTexts(texts);
   }
 
   /** What the checks of the folders without a watch have done (none below the limit). */

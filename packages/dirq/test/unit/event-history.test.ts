@@ -93,6 +93,38 @@ describe("EventHistory", () => {
     assert.equal(first?.utf8[0]?.buffer, first?.sse?.buffer);
   });
 
+  it("numbers JSON texts, searched for no line break, as one append after another would", () => {
+    // Seeded: JSON of ASCII and non-ASCII values, escaped line breaks, large ones, many blocks.
+    let seed = 67;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    const pieces = ["a", "é", "\u{1F600}", "\n", "\r\n", "\u2028", "x".repeat(40_000), "d/f.txt"];
+    const texts = Array.from({ length: 1500 }, (_, i) => {
+      let value = "";
+      for (let k = Math.floor(random() * 6); k > 0; k--) {
+        value += pieces[Math.floor(random() * pieces.length)] as string;
+      }
+      return JSON.stringify({ n: i, v: value });
+    });
+    const one = new EventHistory({ frames: 10_000, bytes: 1 << 30 });
+    const batched = new EventHistory({ frames: 10_000, bytes: 1 << 30 });
+    for (const text of texts) one.append(text);
+    for (let at = 0; at < texts.length; at += 300) {
+      assert.equal(
+        batched.appendJsonTexts(texts.slice(at, at + 300)),
+        Math.min(at + 300, texts.length),
+      );
+    }
+    const sse = (history: EventHistory) =>
+      history.framesAfter(0).map((frame) => frame.sse?.toString().replace(history.run, "RUN"));
+    const [got, want] = [sse(batched), sse(one)];
+    assert.equal(got.length, texts.length);
+    assert.equal(
+      got.findIndex((frame, i) => frame !== want[i]),
+      -1,
+    );
+    assert.ok(got.every((frame) => frame !== undefined));
+  });
+
   it("encodes each text frame once as its whole SSE frame, one after another in a block", () => {
     const history = new EventHistory();
     const texts = ['{"a":"é"}', '{"b":2}', "line\nbreak"];
