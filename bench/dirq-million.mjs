@@ -18,7 +18,8 @@
 // Prints the load average with each part.
 //
 //   node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100]
-//                               [--watch-limit N] [--only full|limited|watchman] [--skip-checkout]
+//                               [--watch-limit N] [--rename-ms 0] [--only full|limited|watchman]
+//                               [--skip-checkout]
 //                               [--checkout-only] [--warm-pool]
 //                               [--bin another build's bin/dirq.cjs, to compare]
 import { spawn, spawnSync } from "node:child_process";
@@ -47,13 +48,16 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--only full|limited|watchman] [--skip-checkout] [--checkout-only] [--warm-pool] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
+  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--rename-ms 0] [--only full|limited|watchman] [--skip-checkout] [--checkout-only] [--warm-pool] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
 const values = parseOptions(
   process.argv.slice(2),
   {
     files: { type: "string", default: "1000000" },
     renames: { type: "string", default: "1000" },
     writes: { type: "string", default: "100" },
+    // Spreads a checkout's renames over this many ms (0: as fast as they go), as a slower
+    // checkout (a bigger tree, a slower disk) does.
+    "rename-ms": { type: "string", default: "0" },
     "watch-limit": { type: "string" },
     only: { type: "string" },
     // Start, writes, quiet and idle only (the checkout under the limit can take minutes).
@@ -76,6 +80,7 @@ const FILES = Number(values.files);
 const FOLDERS = Math.ceil(FILES / PER_FOLDER);
 const RENAMES = Math.min(Number(values.renames), FOLDERS);
 const WRITES = Number(values.writes);
+const RENAME_MS = Number(values["rename-ms"]);
 // About half the folders get a watch, as in a tree twice the size of the limit.
 const WATCH_LIMIT = Number(values["watch-limit"] ?? Math.max(16, Math.floor(FOLDERS / 2)));
 const root = join(DEFAULT_BENCH_DIR, `million-${FILES}`);
@@ -401,6 +406,9 @@ async function checkout(server, settleTimeoutMs) {
     const to = from.startsWith("d") ? `m${i}` : `d${i}`;
     renameSync(join(root, from), join(root, to));
     targets.push(to);
+    // Paced by timers: the probes and the event client in this process go on meanwhile.
+    const ahead = ((i + 1) / RENAMES) * RENAME_MS - (performance.now() - started);
+    if (ahead >= 2) await sleep(ahead);
   }
   const renameMs = performance.now() - started;
   const expectedMoved = String(Math.min(FILES, targets.length * PER_FOLDER));
