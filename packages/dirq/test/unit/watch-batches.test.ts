@@ -64,33 +64,34 @@ async function until(check: () => boolean, what: string): Promise<void> {
 
 const byFrom = (a: { from: string }, b: { from: string }) => a.from.localeCompare(b.from);
 
+/**
+ * Renames `count` watched folders (see `renameAll`) with a quiet longer than any pause between
+ * renames and a usual wait far shorter than their whole; returns the batches once every move
+ * came, having checked that the moves are the renames, each paired.
+ */
+async function batchesOfRenames(count: number, atOnce: number, pauseMs: number) {
+  const { root, batches } = await watchedFolders(count, {
+    quietMs: 500,
+    maxWaitMs: 50,
+    stormWaitMs: 20_000,
+  });
+  const moves = await renameAll(root, count, atOnce, pauseMs);
+  const moved = () => batches.flatMap((batch) => batch.moves);
+  await until(() => moved().length >= moves.length, "the moves");
+  assert.deepEqual([...moved()].sort(byFrom), moves.sort(byFrom));
+  return batches;
+}
+
 describe("watcher: a batch's wait", { concurrency: true }, () => {
   it("a storm of folder renames longer than a batch's usual wait is one batch, its moves paired", async () => {
-    // A quiet longer than any pause between renames, and a usual wait far shorter than
-    // their whole: only the storm's longer wait keeps them together. The first forty make
-    // the batch a storm (two names each) before the usual wait is up.
-    const { root, batches } = await watchedFolders(100, {
-      quietMs: 500,
-      maxWaitMs: 50,
-      stormWaitMs: 20_000,
-    });
-    const moves = await renameAll(root, 100, 40, 3);
-    const moved = () => batches.flatMap((batch) => batch.moves);
-    await until(() => moved().length >= moves.length, "the moves");
+    // Only the storm's longer wait keeps them together. The first forty make the batch a
+    // storm (two names each) before the usual wait is up.
+    const batches = await batchesOfRenames(100, 40, 3);
     assert.equal(batches.length, 1);
-    assert.deepEqual([...moved()].sort(byFrom), moves.sort(byFrom));
   });
 
   it("a few renames keep the usual wait", async () => {
-    const { root, batches } = await watchedFolders(10, {
-      quietMs: 500,
-      maxWaitMs: 50,
-      stormWaitMs: 20_000,
-    });
-    const moves = await renameAll(root, 10, 1, 30);
-    const moved = () => batches.flatMap((batch) => batch.moves);
-    await until(() => moved().length >= moves.length, "the moves");
+    const batches = await batchesOfRenames(10, 1, 30);
     assert.ok(batches.length >= 2, `${batches.length} batch(es)`);
-    assert.deepEqual([...moved()].sort(byFrom), moves.sort(byFrom));
   });
 });
