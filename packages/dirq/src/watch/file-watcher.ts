@@ -233,13 +233,8 @@ export interface WatchOptions {
   onError?: (error: unknown) => void;
   /** A batch closes this long after the last event... */
   quietMs?: number;
-  /** ...or this long after its first, whichever comes first (bursts never starve it)... */
+  /** ...or this long after its first, whichever comes first (bursts never starve it). */
   maxWaitMs?: number;
-  /**
-   * ...but a batch that names at least `STORM_NAMES` entries renamed, made or removed (a
-   * checkout, an unpack) waits for its quiet up to this long after its first instead.
-   */
-  stormWaitMs?: number;
   /**
    * Makes the test for folders not to watch (relative path → ignored), asked again whenever a
    * `.gitignore` changed. An ignored folder gets no watch at all (a build folder can hold tens
@@ -271,12 +266,6 @@ export interface TreeWatcher {
   /** Hands `paths` to the handler again as a recheck (re-read only if they changed). */
   recheck(paths: Iterable<string>): void;
 }
-
-/**
- * Names renamed, made or removed in one batch from which the batch is a storm (see
- * `WatchOptions.stormWaitMs`): a few (an editor's save by rename) leave it as it is.
- */
-const STORM_NAMES = 64;
 
 /** Batches `settle` hands over at most: a tree that never stops changing never settles. */
 const SETTLE_ROUNDS = 4;
@@ -331,7 +320,6 @@ class FolderWatches implements TreeWatcher {
   readonly ready: Promise<void>;
   private readonly quietMs: number;
   private readonly maxWaitMs: number;
-  private readonly stormWaitMs: number;
   private readonly rootBytes: Buffer;
   private pending = emptyBatch();
   /** Names of `rename` events since the last batch: folders may have come or gone there. */
@@ -395,7 +383,6 @@ class FolderWatches implements TreeWatcher {
   ) {
     this.quietMs = options.quietMs ?? 10;
     this.maxWaitMs = options.maxWaitMs ?? 100;
-    this.stormWaitMs = Math.max(this.maxWaitMs, options.stormWaitMs ?? 1000);
     this.rootBytes = Buffer.from(root, "utf8");
     this.links = new SymlinkTargets(root);
     this.ready = this.open();
@@ -449,13 +436,10 @@ class FolderWatches implements TreeWatcher {
   }
 
   /**
-   * Hands the batch over once no change has come for `quietMs`, or `maxWaitMs` after its first
-   * (`stormWaitMs` in a storm of renames: a checkout renaming a thousand folders for longer
-   * than `maxWaitMs` is then one batch, its moves paired and applied in one burst, not two
-   * bursts the second of which waits for the whole first). A change only notes its time: the
-   * timer set at the first one waits longer when it comes due (`due`). Setting the timer anew
-   * at each change cost a checkout's thousands of events a timer each, handled in one turn of
-   * the loop.
+   * Hands the batch over once no change has come for `quietMs`, or `maxWaitMs` after its first.
+   * A change only notes its time: the timer set at the first one waits longer when it comes
+   * due (`due`). Setting the timer anew at each change cost a checkout's thousands of events
+   * a timer each, handled in one turn of the loop.
    */
   private schedule(): void {
     const now = Date.now();
@@ -466,8 +450,7 @@ class FolderWatches implements TreeWatcher {
   }
 
   private due(): void {
-    const limit = this.renamed.size >= STORM_NAMES ? this.stormWaitMs : this.maxWaitMs;
-    const at = Math.min(this.lastEventAt + this.quietMs, this.firstEventAt + limit);
+    const at = Math.min(this.lastEventAt + this.quietMs, this.firstEventAt + this.maxWaitMs);
     const wait = at - Date.now();
     if (wait > 0) this.timer = setTimeout(() => this.due(), wait);
     else void this.flush();
