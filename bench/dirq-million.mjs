@@ -19,8 +19,7 @@
 //
 //   node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100]
 //                               [--watch-limit N] [--rename-ms 0] [--only full|limited|watchman]
-//                               [--skip-checkout]
-//                               [--checkout-only] [--warm-pool]
+//                               [--skip-checkout] [--checkout-only] [--warm-pool]
 //                               [--bin another build's bin/dirq.cjs, to compare]
 import { spawn, spawnSync } from "node:child_process";
 import {
