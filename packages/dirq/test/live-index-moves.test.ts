@@ -19,7 +19,8 @@ import {
  */
 const COUNTING_HOOK = `printf '%s\\n' "$1" >> "$COUNT_TO" || exit 1
 set -f
-set -- $(cat "$1")
+IFS= read -r text < "$1"
+set -- $text
 printf '[{"words": %d, "first": "%s"}]' "$#" "$1"
 `;
 
@@ -108,7 +109,7 @@ function runs(countFile: string): string[] {
  */
 const BURSTS = [
   { groups: 8, applied: "on the index's thread" },
-  { groups: 40, applied: "on the move thread" },
+  { groups: 20, applied: "on the move thread" },
 ];
 
 for (const { groups: GROUPS, applied } of BURSTS)

@@ -12,6 +12,7 @@ import {
   postQuery,
   type RowEvent,
   serverFixtures,
+  untilServedAsFresh,
 } from "./server-support.js";
 import { descendants } from "./terminal.js";
 
@@ -345,12 +346,14 @@ describe("live index: a table's file named before it exists", () => {
       await stream.next((event) => event.table === "big" && event.action === "insert", 30_000);
       await stream.next((event) => event.table === "later" && event.action === "insert", 30_000);
       for (const sql of ["SELECT a, b FROM big ORDER BY a", "SELECT v FROM later"]) {
-        await eventually(async () => {
-          const served = await postQuery(server, sql);
-          const fresh = await runDirq([sql, "-c", "dirq.toml", "--format", "json"], { cwd: root });
-          assert.equal(fresh.code, 0, fresh.stderr);
-          return served.text.trim() === fresh.stdout.trim();
-        }, `${sql}: the server answers as a fresh scan`);
+        const served = async () => (await postQuery(server, sql)).text.trim();
+        const fresh = async () => {
+          const run = await runDirq([sql, "-c", "dirq.toml", "--format", "json"], { cwd: root });
+          assert.equal(run.code, 0, run.stderr);
+          return run.stdout.trim();
+        };
+        await untilServedAsFresh(served, fresh);
+        assert.equal(await served(), await fresh(), `${sql}: the server answers as a fresh scan`);
       }
     } finally {
       stream.close();

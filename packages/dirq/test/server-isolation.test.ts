@@ -4,13 +4,13 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runDirq, saveWhole, shellHook } from "./helpers.js";
 import {
-  eventually,
   type EventStream,
   openReadyEvents,
   postQuery,
   type RowEvent,
   type ServerProcess,
   serverFixtures,
+  untilServedAsFresh,
 } from "./server-support.js";
 
 /*
@@ -78,15 +78,11 @@ async function assertServerEqualsFreshScan(
   config: readonly string[],
 ): Promise<void> {
   for (const sql of statements) {
-    try {
-      await eventually(
-        async () => (await serverJson(server, sql)) === (await freshJson(root, sql, config)),
-        `server equals a fresh scan for ${sql}`,
-        180_000,
-      );
-    } catch {
-      // Reported by the comparison below, with both answers.
-    }
+    await untilServedAsFresh(
+      () => serverJson(server, sql),
+      () => freshJson(root, sql, config),
+      180_000,
+    );
     const fresh = await freshJson(root, sql, config);
     assert.equal(await serverJson(server, sql), fresh, `server vs fresh scan for ${sql}`);
   }
@@ -429,7 +425,7 @@ describe("the storm", () => {
  * it was named: a hook of the folder renamed then finds nothing (it fails), as one that starts
  * after the rename does.
  */
-const HELD_HOOK = `while [ -e hold ] && [ -e "$1" ]; do sleep 0.01; done
+const HELD_HOOK = `while [ -e hold ] && [ -e "$1" ]; do sleep 0.1; done
 ${shellHook("json-rows.sh")}`;
 
 /** A tree of `folders` folders of 20 files each under `base`. */

@@ -1125,6 +1125,34 @@ export async function eventually(
   }
 }
 
+/** How long `untilServedAsFresh` keeps one fresh answer before it asks for another. */
+const FRESH_KEPT_MS = 5_000;
+
+/**
+ * Waits until the server's answer equals a fresh one (a one-shot run of the same statement).
+ * The server's is cheap to ask for and is asked often; the fresh run (a process, hooks and all)
+ * is made again only every few seconds, in case the tree changed under it: asking for both at
+ * every poll kept two cores busy with one-shot runs while the server caught up. Never throws:
+ * the caller's final comparison reports both answers.
+ */
+export async function untilServedAsFresh(
+  served: () => Promise<string>,
+  fresh: () => Promise<string>,
+  timeoutMs = WAIT_MS,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let freshAnswer = await fresh();
+  let freshAt = Date.now();
+  while (Date.now() <= deadline) {
+    if ((await served()) === freshAnswer) return;
+    await delay(25);
+    if (Date.now() - freshAt > FRESH_KEPT_MS) {
+      freshAnswer = await fresh();
+      freshAt = Date.now();
+    }
+  }
+}
+
 /* ------------------------------------------------------------------------------------------ */
 /* node:http, for control over the connection                                                  */
 /* ------------------------------------------------------------------------------------------ */

@@ -4,13 +4,13 @@ import { join } from "node:path";
 import { describe, it } from "node:test";
 import { runDirq } from "./helpers.js";
 import {
-  eventually,
   type EventStream,
   openReadyEvents,
   postQuery,
   type RowEvent,
   type ServerProcess,
   serverFixtures,
+  untilServedAsFresh,
 } from "./server-support.js";
 
 /*
@@ -78,15 +78,11 @@ async function freshJson(root: string, sql: string): Promise<string> {
  */
 async function assertServerEqualsFresh(server: ServerProcess, root: string): Promise<void> {
   for (const sql of [FILES, CONF]) {
-    try {
-      await eventually(
-        async () => (await serverJson(server, sql)) === (await freshJson(root, sql)),
-        `server equals a fresh run for ${sql}`,
-        60_000,
-      );
-    } catch {
-      // The comparison below reports both answers.
-    }
+    await untilServedAsFresh(
+      () => serverJson(server, sql),
+      () => freshJson(root, sql),
+      60_000,
+    );
     assert.equal(await serverJson(server, sql), await freshJson(root, sql), sql);
   }
 }
