@@ -233,8 +233,13 @@ export interface WatchOptions {
   onError?: (error: unknown) => void;
   /** A batch closes this long after the last event... */
   quietMs?: number;
-  /** ...or this long after its first, whichever comes first (bursts never starve it). */
+  /** ...or this long after its first, whichever comes first (bursts never starve it)... */
   maxWaitMs?: number;
+  /**
+   * ...but a batch in which at least `STORM_FOLDERS` watched folders were renamed or removed
+   * (a checkout, a branch switch) waits for its quiet up to this long after its first instead.
+   */
+  stormWaitMs?: number;
   /**
    * Makes the test for folders not to watch (relative path → ignored), asked again whenever a
    * `.gitignore` changed. An ignored folder gets no watch at all (a build folder can hold tens
@@ -266,6 +271,14 @@ export interface TreeWatcher {
   /** Hands `paths` to the handler again as a recheck (re-read only if they changed). */
   recheck(paths: Iterable<string>): void;
 }
+
+/**
+ * Watched folders renamed or removed in one batch from which the batch is a storm (see
+ * `WatchOptions.stormWaitMs`). Only folders count: files made or renamed one after another (a
+ * build's output, an editor's save by rename, a log's rotation) keep the usual wait, so their
+ * events are never held for a storm's.
+ */
+const STORM_FOLDERS = 64;
 
 /** Batches `settle` hands over at most: a tree that never stops changing never settles. */
 const SETTLE_ROUNDS = 4;
@@ -320,10 +333,13 @@ class FolderWatches implements TreeWatcher {
   readonly ready: Promise<void>;
   private readonly quietMs: number;
   private readonly maxWaitMs: number;
+  private readonly stormWaitMs: number;
   private readonly rootBytes: Buffer;
   private pending = emptyBatch();
   /** Names of `rename` events since the last batch: folders may have come or gone there. */
   private renamed = new Set<string>();
+  /** `rename` events since the last batch on the name of a watched folder (see `due`). */
+  private foldersRenamed = 0;
   private firstEventAt = 0;
   private lastEventAt = 0;
   private timer: NodeJS.Timeout | null = null;
@@ -383,6 +399,7 @@ class FolderWatches implements TreeWatcher {
   ) {
     this.quietMs = options.quietMs ?? 10;
     this.maxWaitMs = options.maxWaitMs ?? 100;
+    this.stormWaitMs = Math.max(this.maxWaitMs, options.stormWaitMs ?? 1000);
     this.rootBytes = Buffer.from(root, "utf8");
     this.links = new SymlinkTargets(root);
     this.ready = this.open();
@@ -436,10 +453,13 @@ class FolderWatches implements TreeWatcher {
   }
 
   /**
-   * Hands the batch over once no change has come for `quietMs`, or `maxWaitMs` after its first.
-   * A change only notes its time: the timer set at the first one waits longer when it comes
-   * due (`due`). Setting the timer anew at each change cost a checkout's thousands of events
-   * a timer each, handled in one turn of the loop.
+   * Hands the batch over once no change has come for `quietMs`, or `maxWaitMs` after its first
+   * (`stormWaitMs` in a storm of renames: a checkout renaming a thousand folders for longer
+   * than `maxWaitMs` is then one batch, its moves paired and applied in one burst, not two
+   * bursts the second of which waits for the whole first). A change only notes its time: the
+   * timer set at the first one waits longer when it comes due (`due`). Setting the timer anew
+   * at each change cost a checkout's thousands of events a timer each, handled in one turn of
+   * the loop.
    */
   private schedule(): void {
     const now = Date.now();
@@ -450,7 +470,8 @@ class FolderWatches implements TreeWatcher {
   }
 
   private due(): void {
-    const at = Math.min(this.lastEventAt + this.quietMs, this.firstEventAt + this.maxWaitMs);
+    const limit = this.foldersRenamed >= STORM_FOLDERS ? this.stormWaitMs : this.maxWaitMs;
+    const at = Math.min(this.lastEventAt + this.quietMs, this.firstEventAt + limit);
     const wait = at - Date.now();
     if (wait > 0) this.timer = setTimeout(() => this.due(), wait);
     else void this.flush();
@@ -471,6 +492,7 @@ class FolderWatches implements TreeWatcher {
     this.pending = emptyBatch();
     this.checkedListings = new Map();
     this.renamed = new Set();
+    this.foldersRenamed = 0;
     this.targetChanges = new Set();
     if (this.closed || (!hasAny(batch) && atTargets.size === 0 && listings.size === 0)) return;
     for (const key of this.awaitingAbove) {
@@ -714,7 +736,10 @@ class FolderWatches implements TreeWatcher {
     const path = reported(key);
     pending.paths.add(path);
     if (path === ".gitignore" || path.endsWith("/.gitignore")) pending.rescan = true;
-    if (event === "rename") this.renamed.add(key);
+    if (event === "rename") {
+      this.renamed.add(key);
+      if (this.watches.has(key)) this.foldersRenamed++;
+    }
     this.schedule();
   }
 
