@@ -213,12 +213,7 @@ describe("freezes", { concurrency: true }, () => {
     const clients = new AbortController();
     let finished = 0;
     const runaways = Array.from({ length: 5 }, () =>
-      request(`${server.url}/query`, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ sql: RUNAWAY }),
-        signal: clients.signal,
-      }).then(
+      postQuery(server, RUNAWAY, clients.signal).then(
         () => finished++,
         () => undefined,
       ),

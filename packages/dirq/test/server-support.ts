@@ -266,17 +266,26 @@ export async function request(url: string, init: RequestInit = {}): Promise<Http
   };
 }
 
-/** `POST /query` with `{"sql": sql}`. */
-export function postQuery(server: { url: string }, sql: string): Promise<HttpAnswer> {
-  return postRaw(server, JSON.stringify({ sql }));
+/** `POST /query` with `{"sql": sql}`; aborting `signal` makes its client go away. */
+export function postQuery(
+  server: { url: string },
+  sql: string,
+  signal?: AbortSignal,
+): Promise<HttpAnswer> {
+  return postRaw(server, JSON.stringify({ sql }), signal);
 }
 
 /** `POST /query` with a raw body. */
-export function postRaw(server: { url: string }, body: string): Promise<HttpAnswer> {
+export function postRaw(
+  server: { url: string },
+  body: string,
+  signal?: AbortSignal,
+): Promise<HttpAnswer> {
   return request(`${server.url}/query`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body,
+    signal,
   });
 }
 
