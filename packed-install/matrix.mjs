@@ -11,8 +11,13 @@
 // tarball is also checked by publint --strict and arethetypeswrong (lintTarball), and
 // man-pages.mjs installs dirq and pubtool globally with npm 10.2.4 (Node 20.11's) and this
 // machine's npm to see where their man pages go.
-// Versions install, and their suites run, concurrently: the whole takes about the time of the
-// slowest version, not the sum.
+// Versions install, and their suites run, one after another, and so do the man-page installs:
+// each install unpacks SQLite's binding package (about 120 MB with every platform's prebuilt
+// addon), and on a 2-core machine that runs the other suites beside this one, installs side by
+// side cost several times their CPU time alone (measured with process accounting: an install
+// that takes 7.6 CPU-seconds alone took up to 47 beside three others and dirq's suite). The
+// `--ignore-scripts` install is made on the floor and the newest version only: what it checks
+// (the addon found with no install script run) does not change between them.
 //
 // Expects the packages built (`npm run build`), as `npm test` does before it.
 import { spawn } from "node:child_process";
@@ -172,8 +177,11 @@ async function lintTarball({ name, tarball }) {
   return problems;
 }
 
-/** Installs the tarballs into a clean prefix as a user of this Node would, then the suite. */
-async function runVersion(version, binary, tarballs, work, codeCacheHome) {
+/**
+ * Installs the tarballs into a clean prefix as a user of this Node would, then the suite.
+ * `withIgnoreScripts`: dirq is also installed alone with install scripts skipped.
+ */
+async function runVersion(version, binary, tarballs, work, codeCacheHome, withIgnoreScripts) {
   const prefix = join(work, `prefix-${version}`);
   mkdirSync(prefix, { recursive: true });
   writeFileSync(join(prefix, "package.json"), '{ "name": "smoke", "private": true }\n');
@@ -181,45 +189,46 @@ async function runVersion(version, binary, tarballs, work, codeCacheHome) {
   // packages' bins all run on it, and npm checks engines against it. npm is this machine's
   // (the Node packages carry none), so under 20.11 it is newer than the npm 20.11 came with.
   const env = { ...process.env, PATH: `${dirname(binary)}${delimiter}${process.env.PATH}` };
-  // dirq alone once more, with install scripts skipped (as pnpm, bun and npm's
-  // strict-allow-scripts do), into a prefix of its own: the suite's --ignore-scripts case.
-  const skipping = join(work, `prefix-${version}-ignore-scripts`);
-  mkdirSync(skipping, { recursive: true });
-  writeFileSync(join(skipping, "package.json"), '{ "name": "smoke", "private": true }\n');
-  const dirqTarball = tarballs.find((path) => /[\\/]dirq-[^\\/]*\.tgz$/.test(path));
-  const [install, installSkipping] = await Promise.all([
-    exec("npm", ["install", "--prefer-offline", ...npmArgs, ...tarballs], { cwd: prefix, env }),
-    exec("npm", ["install", "--prefer-offline", "--ignore-scripts", ...npmArgs, dirqTarball], {
-      cwd: skipping,
-      env,
-    }),
-  ]);
+  const install = await exec("npm", ["install", "--prefer-offline", ...npmArgs, ...tarballs], {
+    cwd: prefix,
+    env,
+  });
   const installLog = join(work, `install-${version}.log`);
   writeFileSync(installLog, install.stdout + install.stderr);
-  for (const [what, result] of [
-    ["npm install", install],
-    ["npm install --ignore-scripts", installSkipping],
-  ]) {
-    if (result.code !== 0) {
-      return { ok: false, output: `${what} exited ${result.code}:\n${result.stderr}` };
+  if (install.code !== 0) {
+    return { ok: false, output: `npm install exited ${install.code}:\n${install.stderr}` };
+  }
+  const suiteEnv = {
+    ...env,
+    SMOKE_PREFIX: prefix,
+    SMOKE_NODE_VERSION: version,
+    SMOKE_INSTALL_LOG: installLog,
+    // One code cache folder for every Node of the matrix: each must find only its own.
+    XDG_CACHE_HOME: codeCacheHome,
+    NODE_OPTIONS: "",
+  };
+  if (withIgnoreScripts) {
+    // dirq alone once more, with install scripts skipped (as pnpm, bun and npm's
+    // strict-allow-scripts do), into a prefix of its own: the suite's --ignore-scripts case.
+    const skipping = join(work, `prefix-${version}-ignore-scripts`);
+    mkdirSync(skipping, { recursive: true });
+    writeFileSync(join(skipping, "package.json"), '{ "name": "smoke", "private": true }\n');
+    const dirqTarball = tarballs.find((path) => /[\\/]dirq-[^\\/]*\.tgz$/.test(path));
+    const installed = await exec(
+      "npm",
+      ["install", "--prefer-offline", "--ignore-scripts", ...npmArgs, dirqTarball],
+      { cwd: skipping, env },
+    );
+    if (installed.code !== 0) {
+      const output = `npm install --ignore-scripts exited ${installed.code}:\n${installed.stderr}`;
+      return { ok: false, output };
     }
+    suiteEnv.SMOKE_IGNORE_SCRIPTS_PREFIX = skipping;
   }
   const suite = await exec(
     binary,
     ["--test", "--test-reporter=spec", join(HERE, "smoke.test.mjs")],
-    {
-      cwd: prefix,
-      env: {
-        ...env,
-        SMOKE_PREFIX: prefix,
-        SMOKE_NODE_VERSION: version,
-        SMOKE_INSTALL_LOG: installLog,
-        SMOKE_IGNORE_SCRIPTS_PREFIX: skipping,
-        // One code cache folder for every Node of the matrix: each must find only its own.
-        XDG_CACHE_HOME: codeCacheHome,
-        NODE_OPTIONS: "",
-      },
-    },
+    { cwd: prefix, env: suiteEnv },
   );
   return { ok: suite.code === 0, output: suite.stdout + suite.stderr };
 }
@@ -236,8 +245,27 @@ try {
     async (packs) => (await Promise.all(packs.map(lintTarball))).flat(),
     () => [],
   );
+  const results = [];
+  for (const version of versions) {
+    const begun = Date.now();
+    const withIgnoreScripts = version === versions[0] || version === versions.at(-1);
+    try {
+      const [binary, packs] = await Promise.all([nodeBinary(version), packing]);
+      const tarballs = packs.map((entry) => entry.tarball);
+      const cache = join(work, "cache");
+      const result = await runVersion(version, binary, tarballs, work, cache, withIgnoreScripts);
+      results.push({ version, ...result, seconds: (Date.now() - begun) / 1000 });
+    } catch (error) {
+      results.push({
+        version,
+        ok: false,
+        output: String(error),
+        seconds: (Date.now() - begun) / 1000,
+      });
+    }
+  }
   // `npm install -g` links the man pages, with Node 20.11's npm and with this machine's.
-  const manPages = packing
+  const manPages = await packing
     .then(
       async (packs) =>
         checkManPages({
@@ -249,21 +277,8 @@ try {
       () => [],
     )
     .catch((error) => [`man pages: ${error.message}`]);
-  const results = await Promise.all(
-    versions.map(async (version) => {
-      const begun = Date.now();
-      try {
-        const [binary, packs] = await Promise.all([nodeBinary(version), packing]);
-        const tarballs = packs.map((entry) => entry.tarball);
-        const result = await runVersion(version, binary, tarballs, work, join(work, "cache"));
-        return { version, ...result, seconds: (Date.now() - begun) / 1000 };
-      } catch (error) {
-        return { version, ok: false, output: String(error), seconds: (Date.now() - begun) / 1000 };
-      }
-    }),
-  );
   const packs = await packing;
-  const problems = [...packs.flatMap(tarballProblems), ...(await linting), ...(await manPages)];
+  const problems = [...packs.flatMap(tarballProblems), ...(await linting), ...manPages];
   for (const result of results) {
     process.stdout.write(`\n=== Node ${result.version}: ${result.ok ? "ok" : "FAILED"}\n`);
     if (!result.ok) process.stdout.write(result.output);
