@@ -14,8 +14,7 @@
 // Versions install, and their suites run, one after another, and so do the man-page installs:
 // each install unpacks SQLite's binding package (about 120 MB with every platform's prebuilt
 // addon), and on a 2-core machine that runs the other suites beside this one, installs side by
-// side cost several times their CPU time alone (measured with process accounting: an install
-// that takes 7.6 CPU-seconds alone took up to 47 beside three others and dirq's suite). The
+// side cost several times their CPU time alone (bench/notes/ci-time.md). The
 // `--ignore-scripts` install is made on the floor and the newest version only: what it checks
 // (the addon found with no install script run) does not change between them.
 //
