@@ -127,10 +127,31 @@ function movedPath(path: string, moves: ReadonlyMap<string, string>): string {
   return path;
 }
 
-/** Renames in place the members of `paths` that lie under a moved folder. */
-function renameMembers(paths: Set<string>, moves: readonly FolderMove[]): void {
+/** Renames the members of `folders` (folders the watcher knows) at and under each move's source. */
+function renameFolders(folders: Set<string>, moves: readonly FolderMove[]): void {
+  renameMembers(folders, moves, (path) => path);
+}
+
+/**
+ * Renames the members of `names` (changed paths, as events and checks name them) under each
+ * move's source, but not a source itself: a name of the batch being gathered that is a source
+ * came from the folder above after the move, and names what is there now (in a folder renamed
+ * back and forth, the next rename's destination). Renamed with the move, that destination was
+ * lost, and the folder read as removed when its old name was found empty.
+ */
+function renameNamesUnder(names: Set<string>, moves: readonly FolderMove[]): void {
+  const sources = new Set(moves.map(({ from }) => from));
+  renameMembers(names, moves, (path) => (sources.has(path) ? null : path));
+}
+
+function renameMembers(
+  paths: Set<string>,
+  moves: readonly FolderMove[],
+  renamed: (path: string) => string | null,
+): void {
   const bySource = new Map(moves.map(({ from, to }) => [from, to]));
   for (const path of [...paths]) {
+    if (renamed(path) === null) continue;
     const moved = movedPath(path, bySource);
     if (moved === path) continue;
     paths.delete(path);
@@ -1050,11 +1071,11 @@ class FolderWatches implements TreeWatcher {
       if (stats.get(from) === undefined) batch.paths.delete(reported(from));
     }
     for (const paths of [batch.paths, batch.recheck, this.pending.paths, this.pending.recheck]) {
-      renameMembers(paths, named);
+      renameNamesUnder(paths, named);
     }
-    renameMembers(this.renamed, moves);
-    renameMembers(this.awaitingAbove, moves);
-    renameMembers(this.unfinishedWalks, moves);
+    renameNamesUnder(this.renamed, moves);
+    renameFolders(this.awaitingAbove, moves);
+    renameFolders(this.unfinishedWalks, moves);
     batch.moves.push(...named);
     // Only while some folder is checked: the thread forgets every folder when none is.
     if (this.unwatched.size + this.rewatched.size > 0) {

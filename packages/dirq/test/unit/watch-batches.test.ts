@@ -114,3 +114,45 @@ describe("watcher: a batch's wait", { concurrency: true }, () => {
     assert.ok(batches.length >= 2, `${batches.length} batch(es)`);
   });
 });
+
+describe("watcher: a folder renamed back and forth", () => {
+  it("follows a folder renamed back while its first rename is applied", async () => {
+    const root = tempTree({ "p/q/a.txt": "a" });
+    roots.push(root);
+    const batches: ChangeBatch[] = [];
+    let renamedBack = false;
+    const watcher = watchTree(root, {
+      onBatch: async (batch) => {
+        batches.push(batch);
+      },
+      onError: (error) => assert.fail(String(error)),
+      // Asked while the first rename's move is paired: the folder goes back before the move is
+      // applied, so the second rename's events come while the first's batch is handled.
+      ignoredFolders: () => (path) => {
+        if (path === "r" && !renamedBack) {
+          renamedBack = true;
+          renameSync(join(root, "r"), join(root, "p"));
+        }
+        return false;
+      },
+    });
+    watchers.push(watcher);
+    await watcher.ready;
+    renameSync(join(root, "p"), join(root, "r"));
+    const moves = () => batches.flatMap((batch) => batch.moves);
+    await until(() => moves().length >= 2, "both moves");
+    assert.deepEqual(moves(), [
+      { from: "p", to: "r" },
+      { from: "r", to: "p" },
+    ]);
+    // The folder and the one in it are still watched, under their names now.
+    writeFileSync(join(root, "p/q/b.txt"), "b");
+    const seen = () => batches.some((batch) => batch.paths.has("p/q/b.txt"));
+    const deadline = Date.now() + 5_000;
+    while (!seen() && Date.now() < deadline) await sleep(20);
+    assert.ok(
+      seen(),
+      `no event for p/q/b.txt: ${JSON.stringify(batches.map((b) => [...b.paths]))}`,
+    );
+  });
+});
