@@ -20,25 +20,35 @@ function lstatQuietly(path: string): ReturnType<typeof lstatSync> | undefined {
  * or reached through a symlinked directory (never followed: it could lead outside the root).
  */
 export function rulesForDir(root: string, dir: string, rootRules: IgnoreRules): IgnoreRules | null {
-  let rules: IgnoreRules | null = rootRules;
+  let rules = rootRules;
   let current = "";
   for (const segment of dir === "" ? [] : dir.split("/")) {
     current = joinRelative(current, segment);
-    rules = enterFolder(root, rules, current, segment);
-    if (rules === null) return null;
+    const entered = enterFolder(root, rules, current, segment);
+    if (entered === null || entered === MISSING) return null;
+    rules = entered;
   }
   return rules;
 }
 
-/** The rules inside `folder` (named `segment` in its parent, whose rules are `rules`). */
+/** What `enterFolder` answers for a folder with nothing at its path. */
+const MISSING = Symbol("missing");
+
+/**
+ * The rules inside `folder` (named `segment` in its parent, whose rules are `rules`); `null`
+ * when the rules skip it or it is not a folder (a symlink is never followed), `MISSING` when
+ * nothing is there.
+ */
 function enterFolder(
   root: string,
   rules: IgnoreRules,
   folder: string,
   segment: string,
-): IgnoreRules | null {
+): IgnoreRules | null | typeof MISSING {
   if (BUILT_IN_SKIPS.has(segment) || rules.ignores(folder, true)) return null;
-  if (!lstatQuietly(`${root}/${folder}`)?.isDirectory()) return null;
+  const found = lstatQuietly(`${root}/${folder}`);
+  if (found === undefined) return MISSING;
+  if (!found.isDirectory()) return null;
   // An unsearchable folder has no readable .gitignore; the walk reports the folder itself.
   const gitignore = lstatQuietly(`${root}/${folder}/.gitignore`);
   return rules.enter(folder, gitignore !== undefined);
@@ -74,17 +84,21 @@ export class InclusionCheck {
 
   /**
    * `rulesForDir`, from the rules of the folder's parent as cached: a checkout's thousand new
-   * folders under a few parents state each parent once, not once per folder under it.
+   * folders under a few parents state each parent once, not once per folder under it. A folder
+   * missing when asked is not cached: renamed away a moment ago, it may be back at the next
+   * question (a folder renamed back and forth), and one kept as skipped was never walked again.
+   * Its files are then judged by the rules above it, as a folder without a `.gitignore`.
    */
   private rulesFor(dir: string): IgnoreRules | null {
     if (dir === "") return this.rootRules;
-    let rules = this.byDir.get(dir);
-    if (rules === undefined) {
-      const slash = dir.lastIndexOf("/");
-      const parent = this.rulesFor(slash === -1 ? "" : dir.slice(0, slash));
-      rules = parent === null ? null : enterFolder(this.root, parent, dir, dir.slice(slash + 1));
-      this.byDir.set(dir, rules);
-    }
+    const cached = this.byDir.get(dir);
+    if (cached !== undefined) return cached;
+    const slash = dir.lastIndexOf("/");
+    const parent = this.rulesFor(slash === -1 ? "" : dir.slice(0, slash));
+    if (parent === null) return null;
+    const rules = enterFolder(this.root, parent, dir, dir.slice(slash + 1));
+    if (rules === MISSING) return parent;
+    this.byDir.set(dir, rules);
     return rules;
   }
 }

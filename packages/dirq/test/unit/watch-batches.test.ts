@@ -4,6 +4,7 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { after, describe, it } from "node:test";
 import { removeTree, tempTree } from "../helpers.js";
+import { InclusionCheck } from "../../src/scan/inclusion.js";
 import {
   type ChangeBatch,
   type TreeWatcher,
@@ -116,9 +117,15 @@ describe("watcher: a batch's wait", { concurrency: true }, () => {
 });
 
 describe("watcher: a folder renamed back and forth", () => {
-  it("follows a folder renamed back while its first rename is applied", async () => {
+  /**
+   * Watches a tree with `p/q/a.txt`; `p` is renamed back to `p` by the test for ignored folders
+   * the first time it is asked about `r` (`rules` decides the rest): while the move of a
+   * rename `p` → `r` is paired, before it is applied. Returns the root and the batches.
+   */
+  async function renamedBackWhilePaired(rules: (root: string) => (path: string) => boolean) {
     const root = tempTree({ "p/q/a.txt": "a" });
     roots.push(root);
+    const ignores = rules(root);
     const batches: ChangeBatch[] = [];
     let renamedBack = false;
     const watcher = watchTree(root, {
@@ -126,33 +133,55 @@ describe("watcher: a folder renamed back and forth", () => {
         batches.push(batch);
       },
       onError: (error) => assert.fail(String(error)),
-      // Asked while the first rename's move is paired: the folder goes back before the move is
-      // applied, so the second rename's events come while the first's batch is handled.
       ignoredFolders: () => (path) => {
         if (path === "r" && !renamedBack) {
           renamedBack = true;
           renameSync(join(root, "r"), join(root, "p"));
         }
-        return false;
+        return ignores(path);
       },
     });
     watchers.push(watcher);
     await watcher.ready;
     renameSync(join(root, "p"), join(root, "r"));
-    const moves = () => batches.flatMap((batch) => batch.moves);
-    await until(() => moves().length >= 2, "both moves");
-    assert.deepEqual(moves(), [
+    return { root, batches };
+  }
+
+  /** Waits (5 s at most) for a batch that names `path`, and fails without one. */
+  async function assertSeen(batches: ChangeBatch[], path: string) {
+    const seen = () => batches.some((batch) => batch.paths.has(path));
+    const deadline = Date.now() + 5_000;
+    while (!seen() && Date.now() < deadline) await sleep(20);
+    assert.ok(seen(), `no event for ${path}: ${JSON.stringify(batches.map((b) => [...b.paths]))}`);
+  }
+
+  const moves = (batches: ChangeBatch[]) => batches.flatMap((batch) => batch.moves);
+
+  it("follows a folder renamed back while its first rename is applied", async () => {
+    // The second rename's events come while the first's batch is handled.
+    const { root, batches } = await renamedBackWhilePaired(() => () => false);
+    await until(() => moves(batches).length >= 2, "both moves");
+    assert.deepEqual(moves(batches), [
       { from: "p", to: "r" },
       { from: "r", to: "p" },
     ]);
     // The folder and the one in it are still watched, under their names now.
     writeFileSync(join(root, "p/q/b.txt"), "b");
-    const seen = () => batches.some((batch) => batch.paths.has("p/q/b.txt"));
-    const deadline = Date.now() + 5_000;
-    while (!seen() && Date.now() < deadline) await sleep(20);
-    assert.ok(
-      seen(),
-      `no event for p/q/b.txt: ${JSON.stringify(batches.map((b) => [...b.paths]))}`,
-    );
+    await assertSeen(batches, "p/q/b.txt");
+  });
+
+  it("does not take a folder missing when the ignore rules are asked about it for an ignored one", async () => {
+    // As the server asks: by the rules of the tree (`.gitignore` files included).
+    const { root, batches } = await renamedBackWhilePaired((root) => {
+      const check = new InclusionCheck(root, { useGitignore: true });
+      return (path) => !check.includes(`${path}/\u0001`);
+    });
+    await until(() => moves(batches).length >= 2, "both moves");
+    // `r` was asked about while nothing was there; renamed there again, the folder is followed.
+    renameSync(join(root, "p"), join(root, "r"));
+    await until(() => moves(batches).length >= 3, "the third move");
+    assert.deepEqual(moves(batches).at(-1), { from: "p", to: "r" });
+    writeFileSync(join(root, "r/q/b.txt"), "b");
+    await assertSeen(batches, "r/q/b.txt");
   });
 });
