@@ -85,9 +85,9 @@ export class InclusionCheck {
   /**
    * `rulesForDir`, from the rules of the folder's parent as cached: a checkout's thousand new
    * folders under a few parents state each parent once, not once per folder under it. A folder
-   * missing when asked is not cached: renamed away a moment ago, it may be back at the next
-   * question (a folder renamed back and forth), and one kept as skipped was never walked again.
-   * Its files are then judged by the rules above it, as a folder without a `.gitignore`.
+   * missing when asked is judged by the rules above it, as a folder without a `.gitignore`:
+   * cached as skipped, one renamed away a moment before (a folder renamed back and forth) was
+   * never walked or followed again by the watcher, which keeps its check for its whole life.
    */
   private rulesFor(dir: string): IgnoreRules | null {
     if (dir === "") return this.rootRules;
@@ -96,8 +96,8 @@ export class InclusionCheck {
     const slash = dir.lastIndexOf("/");
     const parent = this.rulesFor(slash === -1 ? "" : dir.slice(0, slash));
     if (parent === null) return null;
-    const rules = enterFolder(this.root, parent, dir, dir.slice(slash + 1));
-    if (rules === MISSING) return parent;
+    const entered = enterFolder(this.root, parent, dir, dir.slice(slash + 1));
+    const rules = entered === MISSING ? parent : entered;
     this.byDir.set(dir, rules);
     return rules;
   }
