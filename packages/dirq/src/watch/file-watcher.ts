@@ -129,7 +129,7 @@ function movedPath(path: string, moves: ReadonlyMap<string, string>): string {
 
 /** Renames the members of `folders` (folders the watcher knows) at and under each move's source. */
 function renameFolders(folders: Set<string>, moves: readonly FolderMove[]): void {
-  renameMembers(folders, moves, (path) => path);
+  renameMembers(folders, moves, false);
 }
 
 /**
@@ -140,18 +140,17 @@ function renameFolders(folders: Set<string>, moves: readonly FolderMove[]): void
  * lost, and the folder read as removed when its old name was found empty.
  */
 function renameNamesUnder(names: Set<string>, moves: readonly FolderMove[]): void {
-  const sources = new Set(moves.map(({ from }) => from));
-  renameMembers(names, moves, (path) => (sources.has(path) ? null : path));
+  renameMembers(names, moves, true);
 }
 
 function renameMembers(
   paths: Set<string>,
   moves: readonly FolderMove[],
-  renamed: (path: string) => string | null,
+  keepSources: boolean,
 ): void {
   const bySource = new Map(moves.map(({ from, to }) => [from, to]));
   for (const path of [...paths]) {
-    if (renamed(path) === null) continue;
+    if (keepSources && bySource.has(path)) continue;
     const moved = movedPath(path, bySource);
     if (moved === path) continue;
     paths.delete(path);
