@@ -51,6 +51,13 @@ export type { OpenIndexOptions };
 export type { SqlValue };
 
 export type { PreparedStatement, PrepareOptions };
+
+/**
+ * From this many folders on, a live index starts the threads of a burst of folder moves (see
+ * `keepLookupsReady`) before any burst.
+ */
+const MOVE_THREADS_READY_FROM_FOLDERS = 1000;
+
 /** Checks values for a statement's parameters (the SDK checks them before anything runs). */
 export { bindArguments };
 export type { IndexQueryOptions, QueryResult };
@@ -507,16 +514,22 @@ export class DirqIndex {
    * Marks the index live (kept current by a watcher): from now on each path-table's fill makes
    * its lookup index with its rows (`PathTables.keepLookups`), and other filled tables get
    * theirs at once, in the background, not on the first change after it (see
-   * `Refresher.prepareLookups`). One-shot queries never pay for those indexes.
+   * `Refresher.prepareLookups`). One-shot queries never pay for those indexes. `folders`: how
+   * many folders the watcher found (a measure of how big a burst of moves can be).
    */
-  keepLookupsReady(): void {
+  keepLookupsReady(folders: number): void {
     this.live = true;
     this.pathTables.keepLookups();
     // Started now, while the first statement is awaited: a lookup index is made on it.
     this.stagingWorker()?.start();
-    // Loading its modules takes longer than listing a checkout's first folders.
-    this.treeLister().start();
-    this.moveWriter()?.start();
+    // Loading their modules takes longer than listing a checkout's first folders, so a big
+    // tree has them ready for its first burst of moves. A small tree starts them at its first
+    // burst: each thread's start (a Node isolate, its modules) is a real share of a small
+    // server's start-up, and most small trees never see a burst.
+    if (folders >= MOVE_THREADS_READY_FROM_FOLDERS) {
+      this.treeLister().start();
+      this.moveWriter()?.start();
+    }
     this.lookupsSoon();
   }
 

@@ -138,7 +138,7 @@ export class LiveIndex {
       await watcher.close();
       throw options.signal.reason;
     }
-    index.keepLookupsReady();
+    index.keepLookupsReady(watcher.folders + watcher.unwatchedFolders().length);
     return new LiveIndex(index, watcher, retry);
   }
 
