@@ -138,7 +138,7 @@ export class LiveIndex {
       await watcher.close();
       throw options.signal.reason;
     }
-    index.keepLookupsReady(watcher.folders + watcher.unwatchedFolders().length);
+    index.keepLookupsReady(watcher.folders + watcher.unwatchedCount);
     return new LiveIndex(index, watcher, retry);
   }
 

@@ -283,6 +283,8 @@ export interface TreeWatcher {
   readonly unwatchedChecks: UnwatchedCheckStats;
   /** The folders without a watch now (reported paths, `""` the root), checked by listing. */
   unwatchedFolders(): string[];
+  /** How many folders have no watch now (`unwatchedFolders().length`, without the list). */
+  readonly unwatchedCount: number;
   /**
    * Hands over the changes seen so far at once (no waiting for the batch to close) and
    * resolves when the handler is done with them.
@@ -435,6 +437,10 @@ class FolderWatches implements TreeWatcher {
 
   unwatchedFolders(): string[] {
     return [...this.unwatched.keys()].map(reported);
+  }
+
+  get unwatchedCount(): number {
+    return this.unwatched.size;
   }
 
   async settle(): Promise<void> {
