@@ -1,7 +1,5 @@
 import type { Writable } from "node:stream";
 import { loadConfig, requireConfig, selectPackages } from "../config/load-config.js";
-import { renderReport } from "../doctor/report.js";
-import { runDoctor } from "../doctor/run-doctor.js";
 import { isPubtoolError, type PubtoolErrorCode } from "../errors.js";
 import { findRepositoryRoot } from "../repository.js";
 import { knownSecrets, MaskingWriter } from "../publish/secret-mask.js";
@@ -43,6 +41,7 @@ async function dispatch(command: Command, io: CliIo): Promise<number> {
       return EXIT_OK;
     case "doctor": {
       const config = loadConfig(io.cwd, command.config);
+      const { runDoctor, renderReport } = await import("../doctor/doctor-command.js");
       const report = await runDoctor({ root: findRepositoryRoot(io.cwd), config, env: io.env });
       io.stdout.write(command.json ? `${JSON.stringify(report, null, 2)}\n` : renderReport(report));
       return report.ok ? EXIT_OK : EXIT_FAILED;
