@@ -216,7 +216,10 @@ type ParsedFlags<T extends FlagOptions> = ReturnType<
  * parseArgs in strict mode with positionals; its errors become ours, naming the flag. Exported
  * for the test that holds its shortcut to parseArgs' answers.
  */
-export function parseFlags<T extends FlagOptions>(args: string[], options: T) {
+export function parseFlags<T extends FlagOptions>(
+  args: string[],
+  options: T,
+): { values: ParsedFlags<T>; positionals: string[] } {
   // Arguments none of which starts with `-` are all positionals, and no flag has a default:
   // parseArgs would say the same. Its modules load on first use, a cost every `dirq "<sql>"`
   // would pay for nothing.
