@@ -3,11 +3,14 @@ import { markedProcesses } from "./hook-mark.js";
 import type { ReaperMessage } from "./reaper.js";
 
 /**
- * A small helper process of the server, the REPL or a program using the SDK (see reaper.ts):
+ * The reaper where there is no POSIX shell (Windows; see reaper.ts and shell-reaper.ts), a
+ * small helper process of the server, the REPL or a program using the SDK:
  * when its parent goes away, however it ends (even `kill -9`), its IPC channel closes; this
  * then stops the hook processes still running (the parent reports each one started and ended)
  * and removes the parent's temporary index folders. The parent does both itself on a clean
- * stop; this covers the rest.
+ * stop; this covers the rest. What the parent told it before it was up is lost if the parent
+ * is gone by then (Node.js drops an IPC channel whose other end closed first): only the first
+ * folder, an argument, is sure to be removed then.
  */
 const directories = new Set<string>(process.argv[2] ? [process.argv[2]] : []);
 /** The mark in every hook's environment (see hook-mark.ts). */

@@ -1,11 +1,12 @@
-import { fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { rmSync } from "node:fs";
-import { childEnvironment, childExecArgv } from "../node-options.js";
+import { existsSync, rmSync } from "node:fs";
+import { childEnvironment } from "../node-options.js";
 import { observeHookProcesses } from "../parse/run-hook.js";
 import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
+import { startNodeReaper } from "./node-reaper.js";
+import { startShellReaper } from "./shell-reaper.js";
 
-/** What this process tells its reaper (index-reaper.ts). */
+/** What this process tells its reaper (shell-reaper.ts, or index-reaper.ts on Windows). */
 export interface ReaperMessage {
   /** A hook process started, or ended. */
   started?: number;
@@ -19,7 +20,8 @@ export interface ReaperMessage {
 let tell: ((message: ReaperMessage) => void) | null = null;
 
 /**
- * Starts this process's reaper once (index-reaper.ts), a helper that stops the hooks this
+ * Starts this process's reaper once (a shell program, see shell-reaper.ts; on Windows a Node.js
+ * process, index-reaper.ts), a helper that stops the hooks this
  * process left running and removes its temporary index folders when it ends in any way
  * (`kill -9`, a crash, an exit without a close included); each call adds `directory` to the
  * folders it removes. A server, a REPL and every SDK index of one program share it.
@@ -32,21 +34,9 @@ export function startReaper(directory: string): void {
   // Every hook carries this mark in its environment: the reaper also finds a hook this
   // process started but was killed before it could report.
   const mark = `${process.pid}-${randomBytes(8).toString("hex")}`;
-  const reaper = fork(new URL("./index-reaper.js", import.meta.url), [directory, mark], {
-    stdio: ["ignore", "ignore", "ignore", "ipc"],
-    execArgv: childExecArgv(),
-    env: childEnvironment(),
-    // Its own process group: a SIGKILL of this process's whole group (a cancelled CI job, a
-    // container stop, `kill -9 -- -<pgid>`) must not take the reaper with it.
-    detached: true,
-  });
-  reaper.on("error", () => {});
-  // It never keeps this process alive: it waits for this process's end, not the reverse.
-  reaper.unref();
-  reaper.channel?.unref();
-  const send = (message: ReaperMessage) => {
-    if (reaper.connected) reaper.send(message, undefined, undefined, () => {});
-  };
+  const send = hasPosixShell()
+    ? startShellReaper(directory, mark, childEnvironment())
+    : startNodeReaper(directory, mark);
   tell = send;
   // The reaper stops hooks this process leaves behind when it is killed.
   observeHookProcesses({
@@ -54,6 +44,11 @@ export function startReaper(directory: string): void {
     ended: (pid) => send({ ended: pid }),
     environment: { [HOOK_MARK_VARIABLE]: mark },
   });
+}
+
+/** Windows has no `/bin/sh`: the reaper is then a Node.js process (index-reaper.ts). */
+function hasPosixShell(): boolean {
+  return process.platform !== "win32" && existsSync("/bin/sh");
 }
 
 /**
