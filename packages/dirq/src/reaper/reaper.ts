@@ -18,6 +18,8 @@ export interface ReaperMessage {
 
 /** Sends to this process's reaper; `null` until the first `startReaper`. */
 let tell: ((message: ReaperMessage) => void) | null = null;
+/** Whether the reaper started is the shell one (shell-reaper.ts). */
+let shellReaper = false;
 
 /**
  * Starts this process's reaper once (a shell program, see shell-reaper.ts; on Windows a Node.js
@@ -34,7 +36,8 @@ export function startReaper(directory: string): void {
   // Every hook carries this mark in its environment: the reaper also finds a hook this
   // process started but was killed before it could report.
   const mark = `${process.pid}-${randomBytes(8).toString("hex")}`;
-  const send = hasPosixShell()
+  shellReaper = hasPosixShell();
+  const send = shellReaper
     ? startShellReaper(directory, mark, childEnvironment())
     : startNodeReaper(directory, mark);
   tell = send;
@@ -44,6 +47,27 @@ export function startReaper(directory: string): void {
     ended: (pid) => send({ ended: pid }),
     environment: { [HOOK_MARK_VARIABLE]: mark },
   });
+}
+
+/**
+ * Whether this process's reaper can be given the children it must stop (see
+ * `reapWithThisProcess`): started, and the shell reaper, which reads its pipe to the end
+ * whatever came first. The Node.js one (Windows) misses what was told before it was up if this
+ * process is gone by then, so a child that must not outlive this process watches for itself.
+ */
+export function reaperStopsChildren(): boolean {
+  return tell !== null && shellReaper;
+}
+
+/**
+ * Has this process's reaper stop `pid` (a process group's leader, with its group) if this
+ * process ends in any way first; the function returned says it ended and no longer needs to.
+ * Only once `reaperStopsChildren()`.
+ */
+export function reapWithThisProcess(pid: number): () => void {
+  const send = tell;
+  send?.({ started: pid });
+  return () => send?.({ ended: pid });
 }
 
 /** Windows has no `/bin/sh`: the reaper is then a Node.js process (index-reaper.ts). */

@@ -4,7 +4,15 @@ import { fileURLToPath } from "node:url";
 import { type ConnectionProfile, EMPTY_PROFILE } from "../connection/profile.js";
 import { childEnvironment, childExecArgv } from "../node-options.js";
 import type { BoundArguments } from "../query/parameters.js";
-import { AnswerKind, type Frame, FrameReader, RETIRING } from "./query-frames.js";
+import { reaperStopsChildren, reapWithThisProcess } from "../reaper/reaper.js";
+import {
+  AnswerKind,
+  type Frame,
+  FrameReader,
+  RETIRING,
+  REAPED,
+  WATCHES_PARENT,
+} from "./query-frames.js";
 
 /** How a statement's answer is shaped: the JSON body, an aligned text table, or CSV. */
 export type AnswerFormat = "json" | "table" | "csv";
@@ -98,11 +106,15 @@ export class PooledProcess {
   private isGone = false;
 
   constructor(options: ProcessOptions, events: ProcessEvents) {
+    // With a reaper (a server, a REPL, an SDK program), the reaper stops the process when this
+    // one ends in any way; without one, the process watches for that itself, on a thread.
+    const reaped = reaperStopsChildren();
     const args = [
       QUERY_PROCESS,
       options.databasePath,
       String(options.maxAnswerBytes),
       JSON.stringify(options.profile ?? EMPTY_PROFILE),
+      reaped ? REAPED : WATCHES_PARENT,
     ];
     this.child = spawn(process.execPath, [...childExecArgv(), ...args], {
       env: childEnvironment(),
@@ -112,6 +124,9 @@ export class PooledProcess {
       // worker-backed functions, even one that hangs.
       detached: true,
     });
+    if (reaped && this.child.pid !== undefined) {
+      this.child.once("exit", reapWithThisProcess(this.child.pid));
+    }
     this.channel = this.child.stdio[3] as Socket;
     if (options.keepAlive === false) {
       this.child.unref();

@@ -99,3 +99,11 @@ export class FrameReader extends FrameCutter<Frame> {
     );
   }
 }
+
+/**
+ * A query process's last argument: how it ends with the process that started it. `reaped`:
+ * that process's reaper stops it (see reaper/reaper.ts); `watch-parent`: it watches for its
+ * parent's end itself, on a thread of its own.
+ */
+export const REAPED = "reaped";
+export const WATCHES_PARENT = "watch-parent";

@@ -24,6 +24,7 @@ import {
   FrameReader,
   frameHeader,
   NO_WORKER_CALLS,
+  REAPED,
   RequestKind,
   RETIRING,
 } from "./query-frames.js";
@@ -425,16 +426,21 @@ channel.write(encodeFrame(0, AnswerKind.Ready));
 process.on("SIGINT", () => {});
 process.on("SIGTERM", () => {});
 
-// The channel's end cannot be seen while a statement runs (SQLite holds this thread). A watchdog
-// thread notices when the parent is gone, even after `kill -9`, and ends this process's
-// group (it leads one: its worker-function processes go with it).
-const watchdog = new Worker(
-  `const { workerData } = require("node:worker_threads");
+// The channel's end cannot be seen while a statement runs (SQLite holds this thread). When the
+// parent has a reaper, the reaper ends this process's group once the parent is gone, even after
+// `kill -9` (the group: its worker-function processes go with it). Otherwise a watchdog thread
+// notices it and does the same.
+if (process.argv[5] !== REAPED) watchParent();
+
+function watchParent(): void {
+  const watchdog = new Worker(
+    `const { workerData } = require("node:worker_threads");
    setInterval(() => {
      if (process.ppid === workerData.parent) return;
      try { process.kill(-process.pid, "SIGKILL"); } catch {}
      process.kill(process.pid, "SIGKILL");
    }, 250);`,
-  { eval: true, workerData: { parent: process.ppid } },
-);
-watchdog.unref();
+    { eval: true, workerData: { parent: process.ppid } },
+  );
+  watchdog.unref();
+}
