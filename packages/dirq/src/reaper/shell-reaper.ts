@@ -3,16 +3,16 @@ import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
 import type { ReaperMessage } from "./reaper.js";
 
 /**
- * The reaper as a POSIX shell program (see reaper.ts for what a reaper does). A Node.js reaper
- * costs a Node start (about 0.12 s of CPU and some 40 MB) for a process that only waits; the
- * shell costs a few milliseconds and one megabyte, and every server, REPL and SDK program
- * starts one.
+ * The reaper as a POSIX shell program (see reaper.ts for what a reaper does). Every server,
+ * REPL and SDK program starts one, and a Node.js reaper costs a whole Node start and heap for a
+ * process that only waits; a shell costs next to nothing.
  *
- * Its standard input is a pipe from its parent, one message a line: `+<pid>` a hook started,
- * `-<pid>` it ended, `d<folder>` a folder to remove, `r<folder>` one removed already. When the
- * parent ends, however it ends, the kernel closes the pipe's other end and `read` meets its end.
- * Then it kills the hooks still running (each leads its own process group: the group, then the
- * process), and on Linux every process whose environment carries the parent's mark (a hook
+ * Its standard input is a pipe from its parent, one message a line: `+<pid>` a hook or a query
+ * process started, `-<pid>` it ended, `d<folder>` a folder to remove, `r<folder>` one removed
+ * already. When the parent ends, however it ends, the kernel closes the pipe's other end and
+ * `read` meets its end. Then it kills the processes still running (each leads its own process
+ * group: the group, then the process), and on Linux every process whose environment carries the
+ * parent's mark (a hook
  * the parent was killed before it could report, and what hooks started outside their group),
  * and removes the folders. The lists are kept in variables, edited without a command, so a
  * message costs no process.
@@ -63,7 +63,7 @@ for dir in $folders; do
 done
 `;
 
-/** Starts the shell reaper for `directory`; returns how to tell it of hooks and folders. */
+/** Starts the shell reaper for `directory`; returns how to tell it of processes and folders. */
 export function startShellReaper(
   directory: string,
   mark: string,

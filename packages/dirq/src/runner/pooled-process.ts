@@ -106,8 +106,8 @@ export class PooledProcess {
   private isGone = false;
 
   constructor(options: ProcessOptions, events: ProcessEvents) {
-    // With a reaper (a server, a REPL, an SDK program), the reaper stops the process when this
-    // one ends in any way; without one, the process watches for that itself, on a thread.
+    // With the shell reaper running (a server, a REPL, an SDK program), the reaper stops the
+    // process when this one ends in any way; otherwise the process watches for that itself.
     const reaped = reaperStopsChildren();
     const args = [
       QUERY_PROCESS,
