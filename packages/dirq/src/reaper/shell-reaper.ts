@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import type { Socket } from "node:net";
 import { HOOK_MARK_VARIABLE } from "./hook-mark.js";
 import type { ReaperMessage } from "./reaper.js";
 
@@ -78,12 +79,13 @@ export function startShellReaper(
     // container stop, `kill -9 -- -<pgid>`) must not take the reaper with it.
     detached: true,
   });
-  const input = reaper.stdin;
+  // A pipe to a child is a socket, which can be unref'd.
+  const input = reaper.stdin as Socket | null;
   reaper.on("error", () => {});
   input?.on("error", () => {});
   // It never keeps this process alive: it waits for this process's end, not the reverse.
   reaper.unref();
-  (input as { unref?: () => void } | null)?.unref?.();
+  input?.unref();
   return (message) => {
     const line = messageLine(message);
     if (line !== null && input !== null && input.writable) input.write(line);
