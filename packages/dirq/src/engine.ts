@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ConnectionProfile } from "./connection/profile.js";
 import { DirqError } from "./errors.js";
@@ -58,6 +58,18 @@ export type { PreparedStatement, PrepareOptions };
  */
 const MOVE_THREADS_READY_FROM_FOLDERS = 1000;
 
+/**
+ * Below this many folders, a live tree is small: its fill thread and staging thread start at
+ * their first use, not ahead of it (see `keepLookupsReady`).
+ */
+const SMALL_TREE_FOLDERS = 100;
+
+/**
+ * A log smaller than this (bytes) is checkpointed on the index's own thread while the staging
+ * thread has not started (see `checkpointLog`).
+ */
+const CHECKPOINT_HERE_BELOW_BYTES = 1024 * 1024;
+
 /** Checks values for a statement's parameters (the SDK checks them before anything runs). */
 export { bindArguments };
 export type { IndexQueryOptions, QueryResult };
@@ -104,8 +116,8 @@ export class DirqIndex {
   private moves: MoveWriter | null = null;
   /** The thread that lists the destinations of a burst of folder moves, made at the first. */
   private lister: TreeListingHelper | null = null;
-  /** Checkpoints of the index file's log on the staging thread, after refresh commits. */
-  private readonly checkpoints = new LogCheckpoints(async () => this.staging?.checkpoint());
+  /** Checkpoints of the index file's log after refresh commits (see `checkpointLog`). */
+  private readonly checkpoints = new LogCheckpoints(() => this.checkpointLog());
   private threadsStopped: Promise<void> = Promise.resolve();
   private readonly pathTables: PathTables;
   private readonly parsed: ParsedTableRegistry;
@@ -156,7 +168,6 @@ export class DirqIndex {
           databasePath: this.databasePath,
           synchronous: this.db.pragma("synchronous", { simple: true }) as number,
         });
-        fillWorker.start();
       }
       const onThread = fillWorker;
       this.pathTables = new PathTables(
@@ -515,22 +526,44 @@ export class DirqIndex {
    * its lookup index with its rows (`PathTables.keepLookups`), and other filled tables get
    * theirs at once, in the background, not on the first change after it (see
    * `Refresher.prepareLookups`). One-shot queries never pay for those indexes. `folders`: how
-   * many folders the watcher found (a measure of how big a burst of moves can be).
+   * many folders the watcher found (a measure of how big a fill or a burst of moves can be).
    */
   keepLookupsReady(folders: number): void {
     this.live = true;
     this.pathTables.keepLookups();
-    // Started now, while the first statement is awaited: a lookup index is made on it.
-    this.stagingWorker()?.start();
-    // Loading their modules takes longer than listing a checkout's first folders, so a big
-    // tree has them ready for its first burst of moves. A small tree starts them at its first
-    // burst: each thread's start (a Node isolate, its modules) is a real share of a small
-    // server's start-up, and most small trees never see a burst.
+    // Each thread's start (a Node isolate, its modules, SQLite) is a real share of a small
+    // server's start-up, and most small trees need few of them: a small tree starts each at its
+    // first use (its lookup indexes, over few rows, are made on this thread). A big tree has
+    // them ready, started while the first statement is awaited: loading their modules takes
+    // longer than the first steps of its first fill or burst of moves.
+    if (folders >= SMALL_TREE_FOLDERS) {
+      this.fillWorker?.start();
+      this.stagingWorker()?.start();
+    }
     if (folders >= MOVE_THREADS_READY_FROM_FOLDERS) {
       this.treeLister().start();
       this.moveWriter()?.start();
     }
     this.lookupsSoon();
+  }
+
+  /**
+   * Checkpoints the index file's log: on the staging thread, or, while that thread has not
+   * started and the log is small, on this one (copying a small log takes less than the
+   * thread's start).
+   */
+  private async checkpointLog(): Promise<void> {
+    const staging = this.staging;
+    if (staging === null || this.databasePath === null) return;
+    if (!staging.running) {
+      const log = statSync(`${this.databasePath}-wal`, { throwIfNoEntry: false });
+      if ((log?.size ?? 0) < CHECKPOINT_HERE_BELOW_BYTES) {
+        this.db.pragma("wal_checkpoint(PASSIVE)");
+        return;
+      }
+      staging.start();
+    }
+    await staging.checkpoint();
   }
 
   private lookupsSoon(): void {

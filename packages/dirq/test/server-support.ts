@@ -534,13 +534,16 @@ export async function openEvents(server: { url: string }): Promise<EventStream> 
     ended,
     async next(match, timeoutMs = WAIT_MS) {
       let found: RowEvent | null = null;
+      // Each frame is tried once, as it comes: trying every frame since the cursor again at
+      // each new one made a wait through a burst of frames cost the square of its length.
+      let tried = stream.cursor;
       await waitFor(
         () => {
-          for (let i = stream.cursor; i < frames.length; i++) {
-            const frame = frames[i] as SseFrame;
+          for (; tried < frames.length; tried++) {
+            const frame = frames[tried] as SseFrame;
             const row = rowOf(frame);
             if (row !== null && match(row, frame)) {
-              stream.cursor = i + 1;
+              stream.cursor = tried + 1;
               found = row;
               return true;
             }

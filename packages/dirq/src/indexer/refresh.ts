@@ -138,6 +138,25 @@ const MAX_COVERED_NAMES = 100_000;
 /** The stat key of a path that is not a file row. */
 const MISSING = "missing";
 
+/**
+ * Lookup indexes over this many rows in all are made on the staging thread; fewer, on the
+ * index's own (see `ensureLookupIndexes`).
+ */
+const LOOKUPS_OFF_THREAD_FROM_ROWS = 20_000;
+
+/**
+ * At least as many as a table's rows, found without reading them: its largest rowid
+ * (`Infinity` when it has none to ask, which leaves its index to the staging thread).
+ */
+function rowsAtMost(db: SqliteDatabase, table: string): number {
+  try {
+    const statement = cachedStatement(db, `SELECT max(rowid) FROM ${quoteIdentifier(table)}`);
+    return Number(statement.pluck().get() ?? 0);
+  } catch {
+    return Infinity;
+  }
+}
+
 /** A file's output for one table read through the staging table when committed. */
 const STAGED = Symbol("staged");
 
@@ -381,11 +400,15 @@ export class Refresher {
       "SELECT count(*) FROM sqlite_master WHERE type = 'index' AND name = ?",
     ).pluck();
     const missing: string[] = [];
+    let rows = 0;
     for (const [table, column] of this.liveTables()) {
-      if (exists.get(lookupIndexName(table)) === 0) missing.push(lookupIndexSql(table, column));
+      if (exists.get(lookupIndexName(table)) !== 0) continue;
+      missing.push(lookupIndexSql(table, column));
+      rows += rowsAtMost(this.db, table);
     }
     if (missing.length === 0) return;
-    const worker = this.stagingFor(options);
+    // An index of a few rows is made here: the staging thread's start would cost more.
+    const worker = rows < LOOKUPS_OFF_THREAD_FROM_ROWS ? null : this.stagingFor(options);
     if (worker === null) {
       await withWriter(() => this.db.exec(missing.join(";\n")));
       return;

@@ -168,6 +168,11 @@ export class StagingWorker {
     readonly runsDdl = false,
   ) {}
 
+  /** Whether the thread has been started (and not lost since). */
+  get running(): boolean {
+    return this.worker !== null;
+  }
+
   /** Starts the thread now, so a first request later need not wait for its start. */
   start(): void {
     if (!this.closed) this.started();
