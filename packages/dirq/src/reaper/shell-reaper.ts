@@ -13,10 +13,9 @@ import type { ReaperMessage } from "./reaper.js";
  * already. When the parent ends, however it ends, the kernel closes the pipe's other end and
  * `read` meets its end. Then it kills the processes still running (each leads its own process
  * group: the group, then the process), and on Linux every process whose environment carries the
- * parent's mark (a hook
- * the parent was killed before it could report, and what hooks started outside their group),
- * and removes the folders. The lists are kept in variables, edited without a command, so a
- * message costs no process.
+ * parent's mark (a hook the parent was killed before it could report, and what hooks started
+ * outside their group), and removes the folders. The lists are kept in variables, edited
+ * without a command, so a message costs no process.
  *
  * Arguments: `$1` the mark, `$2` the first folder.
  */
