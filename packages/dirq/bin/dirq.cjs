@@ -225,8 +225,16 @@ function markRun(path) {
     if (error.code !== "EEXIST") return "failed";
     return diedWith(readText(path)) ? "died" : "shared";
   }
-  process.once("exit", () => removeFiles([path]));
+  process.once("exit", () => releaseRunMarker(path));
   return "marked";
+}
+
+/**
+ * Removes this run's marker, if it made one (see markRun): once removed, another run may have
+ * made its own there.
+ */
+function releaseRunMarker(path) {
+  if (readText(path) === String(process.pid)) removeFiles([path]);
 }
 
 /** Whether a run marker names a process that has ended (it died with the cache). */
@@ -312,22 +320,28 @@ function keepCodeCache(script, path, cached) {
  * read-only home, a full disk) just leaves none.
  */
 function writeCodeCacheOnExit(script, path, kindsFor) {
-  process.once("exit", () => {
-    const temporary = `${path}.${process.pid}.tmp`;
+  process.once("exit", () => writeCodeCache(script, path, kindsFor));
+}
+
+/**
+ * Writes the code cache of `script` now, with the kinds `kindsFor` gives for V8's bytes (see
+ * writeCodeCacheOnExit).
+ */
+function writeCodeCache(script, path, kindsFor) {
+  const temporary = `${path}.${process.pid}.tmp`;
+  try {
+    const data = script.createCachedData();
+    makeFolder(dirname(path));
+    writeFileSync(temporary, Buffer.concat([codeCacheHeader(data, kindsFor(data)), data]));
+    renameSync(temporary, path);
+    pruneCodeCaches(dirname(path));
+  } catch {
     try {
-      const data = script.createCachedData();
-      makeFolder(dirname(path));
-      writeFileSync(temporary, Buffer.concat([codeCacheHeader(data, kindsFor(data)), data]));
-      renameSync(temporary, path);
-      pruneCodeCaches(dirname(path));
+      rmSync(temporary, { force: true });
     } catch {
-      try {
-        rmSync(temporary, { force: true });
-      } catch {
-        // no folder to remove it from: nothing was written
-      }
+      // no folder to remove it from: nothing was written
     }
-  });
+  }
 }
 
 /**
@@ -442,6 +456,38 @@ function loadCli(env, folder, argv) {
   return { cli: exports, onRunKind };
 }
 
+/**
+ * The first argument of a query process that a server, a REPL, `watch` or `sdk` run from the
+ * bundle starts (src/runner/pooled-process.ts, rewritten by scripts/build-cli.mjs): this
+ * launcher then runs the bundle's query process, not the CLI.
+ */
+const QUERY_PROCESS_ARG = "--dirq-query-process";
+
+/**
+ * Runs the bundle's query process (dist/src/cli-bundle/query-process.cjs) with the arguments
+ * after QUERY_PROCESS_ARG, compiled from a code cache of its own. A query process usually ends
+ * by `SIGKILL` (its pool stops it, or the reaper with its owner), so two things differ from the
+ * CLI's runs. Its run marker (see usableCache) is removed once the process is up, not at its
+ * exit, or every kill would read as a run that died with the cache. And a missing or refused
+ * cache is written once the process has answered its first statements (`afterFirstAnswer`), so
+ * that it holds the code a statement runs, and is written at all.
+ */
+function runQueryProcess() {
+  process.argv.splice(2, 1);
+  const file = join(BUNDLE_FOLDER, "query-process.cjs");
+  const cachePath = codeCachePath("cli.query-process", file, process.env, cacheFolderPath);
+  const { exports, script, cached } = runBundleFile(
+    file,
+    cachePath,
+    Buffer.allocUnsafeSlow(CHUNK_BUFFER_BYTES),
+  );
+  if (cachePath === null) return;
+  releaseRunMarker(`${cachePath}.run`);
+  if (cached === null) {
+    exports.afterFirstAnswer(() => writeCodeCache(script, cachePath, () => new Set()));
+  }
+}
+
 /** The chunks loaded so far, by name: each runs once, as a module does. */
 const chunks = new Map();
 
@@ -478,6 +524,10 @@ function bundleRequire(id) {
 bundleRequire.resolve = require.resolve;
 
 const cacheFolderPath = cacheFolder(process.env);
+if (process.argv[2] === QUERY_PROCESS_ARG) {
+  runQueryProcess();
+  return;
+}
 const { cli, onRunKind } = loadCli(process.env, cacheFolderPath, process.argv.slice(2));
 // A reader that goes away (`dirq ... | head`) is not an error; any other failure to write
 // stdout (`> /dev/full`) is one diagnostic line, never a stack trace.

@@ -48,6 +48,42 @@ const CHUNKS = {
   sdk: join(srcDir, "sdk-stdio", "run-sdk-stdio.js"),
 };
 
+/**
+ * Programs of their own that dirq starts as Node child processes, bundled beside the CLI: the
+ * query process of a server, a REPL, `watch` and `sdk`. bin/dirq.cjs runs one, compiled from a
+ * V8 code cache of its own, when its first argument names it (see startedThroughLauncher).
+ */
+const PROCESSES = {
+  "query-process": join(srcDir, "runner", "query-process.js"),
+};
+
+/** The npm launcher, from the bundle's folder (the `__dirname` bin/dirq.cjs gives the bundle). */
+const LAUNCHER_FROM_BUNDLE = JSON.stringify(relative(outdir, join(packageDir, "bin", "dirq.cjs")));
+
+/**
+ * The bundle's query processes are started as `node bin/dirq.cjs --dirq-query-process …`: the
+ * launcher runs the bundled program (PROCESSES) from its code cache. The library's own line
+ * starts the ES module (src/runner/pooled-process.ts), which costs Node's ES module loader and
+ * a compile of every module at each start.
+ */
+const startedThroughLauncher = {
+  name: "started-through-launcher",
+  setup(build) {
+    build.onLoad({ filter: /[\\/]runner[\\/]pooled-process\.js$/ }, (args) => {
+      const source = readFileSync(args.path, "utf8");
+      const contents = source.replace(
+        /const QUERY_PROCESS_START = \[[^\]]*\];/,
+        `const QUERY_PROCESS_START = [require("node:path").join(__dirname, ${LAUNCHER_FROM_BUNDLE}), "--dirq-query-process"];`,
+      );
+      if (contents === source)
+        throw new Error(
+          "build-cli: pooled-process.js no longer says how it starts a query process",
+        );
+      return { contents: relocated(contents, args.path), loader: "js" };
+    });
+  },
+};
+
 /** Marks the resolve that chunkImports asks esbuild for, so that it does not answer itself. */
 const CHUNK_PROBE = Symbol("chunk probe");
 
@@ -186,6 +222,7 @@ const built = await build({
   entryPoints: {
     dirq: join(srcDir, "launcher", "launch.js"),
     ...CHUNKS,
+    ...PROCESSES,
   },
   outdir,
   // Metafile paths are relative to it, whatever folder the build is run from.
@@ -229,7 +266,7 @@ const built = await build({
   sourcemap: false,
   legalComments: "none",
   logLevel: "warning",
-  plugins: [chunkImports, bundledSqlite, relocate],
+  plugins: [chunkImports, bundledSqlite, startedThroughLauncher, relocate],
   metafile: true,
 });
 
@@ -243,7 +280,7 @@ for (const path of Object.values(CHUNKS)) {
   }
 }
 
-for (const name of ["dirq", ...Object.keys(CHUNKS)]) {
+for (const name of ["dirq", ...Object.keys(CHUNKS), ...Object.keys(PROCESSES)]) {
   const path = join(outdir, `${name}.cjs`);
   const bundled = readFileSync(path);
   // A single non-ASCII character would make V8 hold the source as a two-byte string.

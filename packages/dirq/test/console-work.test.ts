@@ -189,7 +189,7 @@ describe("web console tools in Chromium", { skip }, () => {
     const queryProcesses = () =>
       processTree(server.pid).filter((pid) => {
         try {
-          return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("query-process.js");
+          return readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--dirq-query-process");
         } catch {
           return false;
         }

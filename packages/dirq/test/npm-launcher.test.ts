@@ -22,6 +22,7 @@ import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { takeNoPluginFlag, withPluginConfigs } from "../src/launcher/plugin-args.js";
 import { assertUserError, DIRQ_BIN, makeTree, parseRows, removeTree, runDirq } from "./helpers.js";
+import { processTree, queryRows, type ServerProcess, startServer } from "./server-support.js";
 
 const run = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL("../..", import.meta.url));
@@ -733,6 +734,51 @@ describe("npm launcher: the V8 code cache", () => {
       writeFileSync(path, "not a code cache");
       await table();
       assert.ok(statSync(chunkCache()).size > 1000, "rewritten");
+    } finally {
+      removeTree(home);
+    }
+  });
+
+  test("a server's query processes run the bundle's, with a cache written after a statement and kept through kills", async () => {
+    const home = mkdtempSync(join(tmpdir(), "dirq-code-cache-"));
+    try {
+      const folder = join(home, "dirq");
+      const env = { XDG_CACHE_HOME: home, DIRQ_NO_PLUGIN: "1" };
+      const queryCaches = () =>
+        cacheFiles(folder).filter((name) => name.startsWith("cli.query-process-"));
+      /** A server that answers a statement and is stopped (its query process is killed). */
+      const session = async (check: (server: ServerProcess) => Promise<void>) => {
+        const server = await startServer(["--port", "0"], { cwd: root, env });
+        try {
+          assert.deepEqual(await queryRows(server, "SELECT count(*) AS n FROM './'"), [{ n: 1 }]);
+          await check(server);
+        } finally {
+          await server.kill();
+        }
+      };
+      await session(async (server) => {
+        const commands = processTree(server.pid).map((pid) =>
+          readFileSync(`/proc/${pid}/cmdline`, "utf8").split("\0"),
+        );
+        const queryProcess = commands.find((args) => args.includes("--dirq-query-process"));
+        assert.equal(queryProcess?.[1], DIRQ_BIN, JSON.stringify(commands));
+        // Written on a turn of the event loop after the answer.
+        while (queryCaches().length === 0) await new Promise((done) => setTimeout(done, 20));
+      });
+      const [name] = queryCaches();
+      const path = join(folder, name ?? "");
+      const written = statSync(path).mtimeMs;
+      assert.equal(existsSync(`${path}.run`), false, "a killed query process left no marker");
+      await session(async () => {
+        assert.ok(existsSync(`${path}.ok`), "the next query process took the cache");
+      });
+      assert.equal(statSync(path).mtimeMs, written, "an accepted cache is not rewritten");
+      assert.deepEqual(queryCaches(), [name]);
+      // A cache V8 refuses: the statement is answered, and a good cache is written again.
+      writeFileSync(path, "not a code cache");
+      await session(async () => {
+        while (statSync(path).size < 1000) await new Promise((done) => setTimeout(done, 20));
+      });
     } finally {
       removeTree(home);
     }

@@ -51,7 +51,7 @@ function commandLine(pid: number): string {
 
 /** The server's live query processes (an exited one not yet reaped has no command line). */
 function queryProcesses(server: ServerProcess): number[] {
-  return processTree(server.pid).filter((pid) => commandLine(pid).includes("query-process.js"));
+  return processTree(server.pid).filter((pid) => commandLine(pid).includes("--dirq-query-process"));
 }
 
 /** Whether a process has ended (gone, or a zombie its parent has not reaped yet). */

@@ -75,7 +75,16 @@ export interface ProcessEvents {
   lost(process: PooledProcess): void;
 }
 
-const QUERY_PROCESS = fileURLToPath(new URL("./query-process.js", import.meta.url));
+/**
+ * How a query process starts: `node <these> <its arguments>`. As the library runs, its module
+ * (query-process.ts). The CLI's bundle starts its own copy through the npm launcher instead
+ * (scripts/build-cli.mjs rewrites this line): one CommonJS file compiled from a V8 code cache,
+ * where the module costs Node's ES module loader and a compile of each of its modules at every
+ * start.
+ */
+const QUERY_PROCESS_START: readonly string[] = [
+  fileURLToPath(new URL("./query-process.js", import.meta.url)),
+];
 
 /**
  * One query process of the pool: the child, its frame channel, the statements sent to it (the
@@ -110,7 +119,7 @@ export class PooledProcess {
     // process when this one ends in any way; otherwise the process watches for that itself.
     const reaped = reaperStopsChildren();
     const args = [
-      QUERY_PROCESS,
+      ...QUERY_PROCESS_START,
       options.databasePath,
       String(options.maxAnswerBytes),
       JSON.stringify(options.profile ?? EMPTY_PROFILE),

@@ -351,6 +351,18 @@ function serve(request: QueryRequest): Promise<void> | null {
   );
 }
 
+let firstAnswerListener: (() => void) | null = null;
+
+/**
+ * Calls `listener` once, on a turn of the event loop after this process has answered its first
+ * statements. The npm launcher, which runs this program from the CLI's bundle (bin/dirq.cjs),
+ * writes its V8 code cache then: a cache written at the start would hold only the start's code,
+ * and one written at exit is never written, since a query process usually ends by `SIGKILL`.
+ */
+export function afterFirstAnswer(listener: () => void): void {
+  firstAnswerListener = listener;
+}
+
 function leave(): void {
   connection?.functions.close();
   process.exit(0);
@@ -385,6 +397,10 @@ function serveNext(): void {
   }
   const next = () => {
     serving = false;
+    if (firstAnswerListener !== null) {
+      setImmediate(firstAnswerListener);
+      firstAnswerListener = null;
+    }
     if (queue.length > 0) setImmediate(serveNext);
     else if (ended) leave();
   };
