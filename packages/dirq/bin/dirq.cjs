@@ -474,18 +474,23 @@ const QUERY_PROCESS_ARG = "--dirq-query-process";
  */
 function runQueryProcess() {
   process.argv.splice(2, 1);
-  const file = join(BUNDLE_FOLDER, "query-process.cjs");
-  const cachePath = codeCachePath("cli.query-process", file, process.env, cacheFolderPath);
-  const { exports, script, cached } = runBundleFile(
-    file,
-    cachePath,
-    Buffer.allocUnsafeSlow(CHUNK_BUFFER_BYTES),
-  );
+  const { exports, script, cached, cachePath } = runWithOwnCache("query-process");
   if (cachePath === null) return;
   releaseRunMarker(`${cachePath}.run`);
   if (cached === null) {
     exports.afterFirstAnswer(() => writeCodeCache(script, cachePath, () => new Set()));
   }
+}
+
+/**
+ * Runs `./<name>.cjs` of the bundle (a chunk, or a program such as the query process) with a
+ * code cache of its own (`cli.<name>-...`): what runBundleFile gives, and the cache's path.
+ */
+function runWithOwnCache(name) {
+  const file = join(BUNDLE_FOLDER, `${name}.cjs`);
+  const cachePath = codeCachePath(`cli.${name}`, file, process.env, cacheFolderPath);
+  const buffer = Buffer.allocUnsafeSlow(CHUNK_BUFFER_BYTES);
+  return { ...runBundleFile(file, cachePath, buffer), cachePath };
 }
 
 /** The chunks loaded so far, by name: each runs once, as a module does. */
@@ -498,9 +503,7 @@ const chunks = new Map();
 function loadChunk(name) {
   let exports = chunks.get(name);
   if (exports === undefined) {
-    const file = join(BUNDLE_FOLDER, `${name}.cjs`);
-    const cachePath = codeCachePath(`cli.${name}`, file, process.env, cacheFolderPath);
-    const loaded = runBundleFile(file, cachePath, Buffer.allocUnsafeSlow(CHUNK_BUFFER_BYTES));
+    const { cachePath, ...loaded } = runWithOwnCache(name);
     if (cachePath && loaded.cached === null) {
       writeCodeCacheOnExit(loaded.script, cachePath, () => new Set());
     }
