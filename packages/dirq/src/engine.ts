@@ -54,7 +54,7 @@ export type { PreparedStatement, PrepareOptions };
 
 /**
  * From this many folders on, a live index starts the threads of a burst of folder moves (see
- * `keepLookupsReady`) before any burst.
+ * `keepLookupsReady`) before any burst, and a session its query processes (`LiveSession.watch`).
  */
 const MOVE_THREADS_READY_FROM_FOLDERS = 1000;
 
@@ -124,6 +124,8 @@ export class DirqIndex {
   private readonly refresher: Refresher;
   /** Whether a watcher keeps this index current (see `keepLookupsReady`). */
   private live = false;
+  /** Whether its tree is big enough to be ready for a burst before any (see `keepLookupsReady`). */
+  private bigTree = false;
   private readonly caseVariants = new CaseVariants();
   /** Checks statements and builds what they read (see `StatementPreparer`). */
   private readonly preparer: StatementPreparer;
@@ -540,11 +542,20 @@ export class DirqIndex {
       this.fillWorker?.start();
       this.stagingWorker()?.start();
     }
-    if (folders >= MOVE_THREADS_READY_FROM_FOLDERS) {
+    this.bigTree = folders >= MOVE_THREADS_READY_FROM_FOLDERS;
+    if (this.bigTree) {
       this.treeLister().start();
       this.moveWriter()?.start();
     }
     this.lookupsSoon();
+  }
+
+  /**
+   * Whether the live tree has the folders (1,000 or more) for which what a burst of folder
+   * moves needs is started before any burst (`keepLookupsReady`).
+   */
+  get readyForBursts(): boolean {
+    return this.bigTree;
   }
 
   /**

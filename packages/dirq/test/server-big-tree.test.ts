@@ -1,5 +1,6 @@
 import assert from "node:assert/strict";
 import { mkdirSync, readdirSync, renameSync, statSync, unlinkSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { makeTree, removeTree } from "./helpers.js";
@@ -7,6 +8,7 @@ import {
   delay,
   eventually,
   openEvents,
+  queryProcesses,
   queryRows,
   request,
   type ServerProcess,
@@ -55,6 +57,30 @@ describe("a checkout in a big tree", () => {
       assert.deepEqual(answer, { n: FOLDERS * PER_FOLDER, indexes: "_dirq_lookup_./" });
     } finally {
       await own.kill();
+    }
+  });
+
+  it("starts its pool's query processes before any statement, where a small tree starts one", async () => {
+    // A burst slows the statements asked meanwhile, and a slow one makes the pool start a
+    // process: in a big tree they are all started ahead, so none starts in a burst.
+    const poolSize = Math.max(2, availableParallelism());
+    const small = makeTree({ "a.txt": "a" });
+    const servers = await Promise.all([
+      startServer(["--host", "127.0.0.1", "--port", "0"], { cwd: root }),
+      startServer(["--host", "127.0.0.1", "--port", "0"], { cwd: small }),
+    ]);
+    const [big, little] = servers as [ServerProcess, ServerProcess];
+    try {
+      await eventually(
+        () => queryProcesses(big).length === poolSize,
+        `${poolSize} query processes of the big tree's server before any statement`,
+      );
+      assert.equal(queryProcesses(little).length, 1);
+      assert.equal(await count(big), FOLDERS * PER_FOLDER);
+      assert.equal(queryProcesses(big).length, poolSize);
+    } finally {
+      await Promise.all(servers.map((server) => server.kill()));
+      removeTree(small);
     }
   });
 

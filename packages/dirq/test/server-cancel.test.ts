@@ -11,7 +11,7 @@ import {
   cpuTicks,
   eventually,
   postQuery,
-  processTree,
+  queryProcesses,
   queryRows,
   serverFixtures,
   type ServerProcess,
@@ -40,19 +40,6 @@ const POOL_SIZE = Math.max(2, availableParallelism());
 
 /** Well within the 30-second statement limit, which would end an abandoned statement too. */
 const SAFETY_MS = 20_000;
-
-function commandLine(pid: number): string {
-  try {
-    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
-  } catch {
-    return "";
-  }
-}
-
-/** The server's live query processes (an exited one not yet reaped has no command line). */
-function queryProcesses(server: ServerProcess): number[] {
-  return processTree(server.pid).filter((pid) => commandLine(pid).includes("--dirq-query-process"));
-}
 
 /** Whether a process has ended (gone, or a zombie its parent has not reaped yet). */
 function ended(pid: number): boolean {

@@ -1108,6 +1108,19 @@ export function processTree(pid: number): number[] {
   return all;
 }
 
+function commandLine(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/** The server's live query processes (an exited one not yet reaped has no command line). */
+export function queryProcesses(server: ServerProcess): number[] {
+  return processTree(server.pid).filter((pid) => commandLine(pid).includes("--dirq-query-process"));
+}
+
 /** CPU ticks of the process tree, by pid. */
 export function treeCpu(pid: number): Map<number, number> {
   const ticks = new Map<number, number>();

@@ -180,6 +180,19 @@ export class LiveSession {
   }
 
   /**
+   * In a big tree, a warmed pool starts the rest of its processes once the watcher is ready. A
+   * burst there (a checkout) slows the statements asked meanwhile, and a statement that runs
+   * 50 ms makes the pool start a process for the next: started in the burst, its start (a
+   * fork of the server, then Node's start-up) took from the burst's two cores while a
+   * statement waited for it.
+   */
+  private fillPoolForBursts(): void {
+    const pool = this.pool;
+    if (pool === null || this.stopping.signal.aborted || !this.index.readyForBursts) return;
+    pool.warm(pool.maxProcesses);
+  }
+
+  /**
    * Gets every commit's row changes (`error` changes included), in commit order, from the
    * watcher and from `publish`. Returns the unsubscribe function.
    */
@@ -286,6 +299,9 @@ export class LiveSession {
         if (!this.stopping.signal.aborted) this.options.onWatchError(error);
       },
       signal: this.stopping.signal,
+    }).then((live) => {
+      this.fillPoolForBursts();
+      return live;
     });
     return this.live.then(() => undefined);
   }

@@ -127,9 +127,13 @@ export class QueryPool {
     this.hardCap = 4 * Math.max(this.maxProcesses, 4);
   }
 
-  /** Starts one process ahead of the first query, so it pays no start-up. */
-  warm(): void {
-    if (this.runners.size === 0 && !this.closed) this.start();
+  /**
+   * Starts processes ahead of the first queries, so they pay no start-up: up to `count` in all
+   * (one by default), never more than the pool's size.
+   */
+  warm(count = 1): void {
+    const wanted = Math.min(count, this.maxProcesses);
+    while (this.runners.size < wanted && !this.closed) this.start();
   }
 
   private start(): PooledProcess {
