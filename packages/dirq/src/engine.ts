@@ -124,7 +124,7 @@ export class DirqIndex {
   private readonly refresher: Refresher;
   /** Whether a watcher keeps this index current (see `keepLookupsReady`). */
   private live = false;
-  /** Whether its tree is big enough to be ready for a burst before any (see `keepLookupsReady`). */
+  /** Whether its tree is big enough to be made ready for bursts ahead (`keepLookupsReady`). */
   private bigTree = false;
   private readonly caseVariants = new CaseVariants();
   /** Checks statements and builds what they read (see `StatementPreparer`). */
@@ -551,8 +551,8 @@ export class DirqIndex {
   }
 
   /**
-   * Whether the live tree has the folders (1,000 or more) for which what a burst of folder
-   * moves needs is started before any burst (`keepLookupsReady`).
+   * Whether the live tree has enough folders (`MOVE_THREADS_READY_FROM_FOLDERS`) for what a
+   * burst of folder moves needs to be started before any burst (`keepLookupsReady`).
    */
   get readyForBursts(): boolean {
     return this.bigTree;

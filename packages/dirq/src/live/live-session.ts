@@ -182,9 +182,9 @@ export class LiveSession {
   /**
    * In a big tree, a warmed pool starts the rest of its processes once the watcher is ready. A
    * burst there (a checkout) slows the statements asked meanwhile, and a statement that runs
-   * 50 ms makes the pool start a process for the next: started in the burst, its start (a
-   * fork of the server, then Node's start-up) took from the burst's two cores while a
-   * statement waited for it.
+   * a while makes the pool start a process for the next: started in the burst, its start (a
+   * fork of the server, then Node's start-up) took CPU from the burst while a statement waited
+   * for it.
    */
   private fillPoolForBursts(): void {
     const pool = this.pool;
