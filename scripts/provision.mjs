@@ -56,9 +56,17 @@ export function missingNeeds(needs, probes = { hasCommand, hasDebianPackage }) {
   );
 }
 
+/**
+ * apt-get's options for the install. The tests drive each package itself, not what Debian
+ * recommends beside it (Chromium's recommends alone bring udev, upower, Perl's web modules and
+ * an upgrade of systemd), and those took more than half of a fresh machine's install.
+ */
+const INSTALL_OPTIONS = ["-y", "--no-install-recommends"];
+
 /** The command line that installs these packages, as this user would type it. */
 export function installLine(packages, isRoot) {
-  return `${isRoot ? "" : "sudo "}apt-get update && ${isRoot ? "" : "sudo "}apt-get install -y ${packages.join(" ")}`;
+  const sudo = isRoot ? "" : "sudo ";
+  return `${sudo}apt-get update && ${sudo}apt-get install ${INSTALL_OPTIONS.join(" ")} ${packages.join(" ")}`;
 }
 
 /** How this machine can install Debian packages: as root, through sudo, or not at all. */
@@ -98,7 +106,7 @@ function main() {
   process.stderr.write(`npm test: installing what the tests need: ${packages.join(" ")}\n`);
   const installed =
     run(prefix, ["apt-get", "update", "-qq"]) &&
-    run(prefix, ["apt-get", "install", "-y", "-qq", ...packages]);
+    run(prefix, ["apt-get", "install", ...INSTALL_OPTIONS, "-qq", ...packages]);
   const still = missingNeeds(missing);
   if (!installed || still.length > 0) {
     process.stderr.write(

@@ -27,9 +27,12 @@ describe("npm test's provisioning", () => {
   test("the install line is the one a user types: sudo unless root", () => {
     assert.equal(
       installLine(["chromium", "python3-mypy"], false),
-      "sudo apt-get update && sudo apt-get install -y chromium python3-mypy",
+      "sudo apt-get update && sudo apt-get install -y --no-install-recommends chromium python3-mypy",
     );
-    assert.equal(installLine(["zsh"], true), "apt-get update && apt-get install -y zsh");
+    assert.equal(
+      installLine(["zsh"], true),
+      "apt-get update && apt-get install -y --no-install-recommends zsh",
+    );
   });
 
   test("every package CI used to install itself is provisioned by npm test now", () => {
