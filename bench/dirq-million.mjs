@@ -19,7 +19,7 @@
 //
 //   node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100]
 //                               [--watch-limit N] [--rename-ms 0] [--only full|limited|watchman]
-//                               [--skip-checkout] [--checkout-only] [--warm-pool]
+//                               [--skip-checkout] [--checkout-only] [--warm-pool] [--checkouts 1]
 //                               [--bin another build's bin/dirq.cjs, to compare]
 import { spawn, spawnSync } from "node:child_process";
 import {
@@ -47,7 +47,7 @@ import {
 } from "./lib.mjs";
 
 const USAGE =
-  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--rename-ms 0] [--only full|limited|watchman] [--skip-checkout] [--checkout-only] [--warm-pool] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
+  "Usage: node bench/dirq-million.mjs [--files 1000000] [--renames 1000] [--writes 100] [--watch-limit N] [--rename-ms 0] [--only full|limited|watchman] [--skip-checkout] [--checkout-only] [--warm-pool] [--checkouts 1] [--bin path/to/dirq.cjs] [--node-args='--cpu-prof ...']\n";
 const values = parseOptions(
   process.argv.slice(2),
   {
@@ -66,6 +66,10 @@ const values = parseOptions(
     // Two statements at once before the checkout: the query pool then has its second process
     // already (a statement handed to a process still starting waits for its start).
     "warm-pool": { type: "boolean", default: false },
+    // Checkouts one after another on the same server (each renames the folders back): the
+    // first runs on code the server has not run before, the later ones as a long-lived
+    // server's do.
+    checkouts: { type: "string", default: "1" },
     bin: { type: "string" },
     // Node's own options for the server (a profile: "--cpu-prof --cpu-prof-dir=DIR").
     "node-args": { type: "string", default: "" },
@@ -78,6 +82,7 @@ const PER_FOLDER = 100;
 const FILES = Number(values.files);
 const FOLDERS = Math.ceil(FILES / PER_FOLDER);
 const RENAMES = Math.min(Number(values.renames), FOLDERS);
+const CHECKOUTS = Math.max(1, Number(values.checkouts));
 const WRITES = Number(values.writes);
 const RENAME_MS = Number(values["rename-ms"]);
 // About half the folders get a watch, as in a tree twice the size of the limit.
@@ -629,21 +634,26 @@ async function runDirq(label, limit) {
       await Promise.all([timedQuery(server, slow), timedQuery(server, slow)]);
     }
     if (values["skip-checkout"]) return;
-    const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
-    report(
-      `${label}: the probes' window (epoch ms, for a profile or trace): ${burst.window.join("-")}; probes over 100 ms (from its start, ms): ${burst.slowProbes || "none"}`,
-    );
-    report(
-      `${label}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} from the first rename, ${fmt(burst.equalAt === undefined ? undefined : burst.equalAt - burst.renameMs)} from the last (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${burst.cutOff ? `; the event stream was cut off: ${burst.cutOff}` : ""})`,
-    );
-    report(
-      `${label}: server CPU for the burst: ${burst.cpu.toEqual.toFixed(2)} s until the index equals a scan, ${burst.cpu.toLastEvent.toFixed(2)} s until 1 s after; its main thread ${burst.cpu.mainToEqual.toFixed(2)} s and ${burst.cpu.mainToLastEvent.toFixed(2)} s`,
-    );
-    report(`${label}: POST /query during the burst: ${spread(burst.probeSamples)}`);
-    report(`${label}: the settle check's statements: ${spread(burst.checkMs)}`);
-    report(
-      `${label}: memory before ${mb(burst.memory.before)}, peak ${mb(burst.memory.peak)}, 15 s after (before the path-list check) ${mb(burst.memory.after)}, after that check ${mb(burst.memory.afterCheck)}`,
-    );
+    for (let round = 1; round <= CHECKOUTS; round++) {
+      // The previous round's path-list answer (a million paths) collected first.
+      if (round > 1) await sleep(5000);
+      const burst = await checkout(server, limit === undefined ? 60_000 : 300_000);
+      const of = CHECKOUTS === 1 ? label : `${label}, checkout ${round} of ${CHECKOUTS}`;
+      report(
+        `${of}: the probes' window (epoch ms, for a profile or trace): ${burst.window.join("-")}; probes over 100 ms (from its start, ms): ${burst.slowProbes || "none"}`,
+      );
+      report(
+        `${of}: ${RENAMES} folders renamed (${(RENAMES * PER_FOLDER).toLocaleString("en-US")} files) in ${fmt(burst.renameMs)}; index equals a fresh scan after ${fmt(burst.equalAt)} from the first rename, ${fmt(burst.equalAt === undefined ? undefined : burst.equalAt - burst.renameMs)} from the last (one-shot scan ${fmt(burst.oneShotMs)}; path lists ${burst.same ? "equal" : `DIFFER: live ${burst.livePaths}`}); last row event after ${fmt(burst.lastEventMs)} (${burst.events} row events${burst.cutOff ? `; the event stream was cut off: ${burst.cutOff}` : ""})`,
+      );
+      report(
+        `${of}: server CPU for the burst: ${burst.cpu.toEqual.toFixed(2)} s until the index equals a scan, ${burst.cpu.toLastEvent.toFixed(2)} s until 1 s after; its main thread ${burst.cpu.mainToEqual.toFixed(2)} s and ${burst.cpu.mainToLastEvent.toFixed(2)} s`,
+      );
+      report(`${of}: POST /query during the burst: ${spread(burst.probeSamples)}`);
+      report(`${of}: the settle check's statements: ${spread(burst.checkMs)}`);
+      report(
+        `${of}: memory before ${mb(burst.memory.before)}, peak ${mb(burst.memory.peak)}, 15 s after (before the path-list check) ${mb(burst.memory.after)}, after that check ${mb(burst.memory.afterCheck)}`,
+      );
+    }
   } catch (error) {
     log(`${label}: ${error.message}; the server's stderr:\n${server.stderr()}`);
     throw error;
