@@ -1,36 +1,39 @@
 #!/usr/bin/env node
-// The step of `npm test` after the build: the checks and every suite, on two runners side by
-// side that take the steps from one queue. dirq's suite (the longest, its files three at a
-// time) is the first runner's first step; the second takes the rest in order (the packed-install
-// matrix first: it is the longest of them), and the first joins it once dirq's suite ends, so
-// neither runner sits idle while the other still has steps queued. Many tests wait (for
-// servers, timers, child processes) rather than compute, so two runners share two cores well;
-// one after the other the steps took longer than CI's time limit allows.
+// The step of `npm test` after the build: the checks and every suite, in two lanes that run side
+// by side. dirq's suite (the longest, its files three at a time), then lmclient's, have the first
+// lane; lint, the web console's type check (the build checks the rest), pubtool's suite, the
+// repository's own tests (the README's Quick start in a fresh copy), the release's tests and the
+// packed-install matrix run one after another in the second, so the two lanes take about as
+// long. Many tests wait (for servers, timers, child processes)
+// rather than compute, so the two lanes share two cores well; run one after the other they took
+// longer than CI's time limit allows.
 //
 // Every step runs even when an earlier one failed, so one failure hides no other. dirq's output
-// streams as it comes; the other steps' output is printed whole as each ends, so the two never
-// interleave. The summary at the end gives each step's exit code and time, in the queue's order.
+// streams as it comes; the second lane's is printed whole as each of its steps ends, so the two
+// never interleave. The summary at the end gives each step's exit code and time.
 import { spawn } from "node:child_process";
 import { dirname, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const REPO = resolve(dirname(fileURLToPath(import.meta.url)), "..");
 
-/** dirq's suite streams its output, so it runs first and alone on the first runner. */
-const FIRST = { name: "dirq", args: ["run", "test", "-w", "packages/dirq"], stream: true };
-/** The other steps, longest first, so that the short ones fill the end of the run. */
-const QUEUE = [
-  // Installs under each Node version of the matrix, one after another: the longest step.
-  { name: "packed-install", args: ["run", "test:packed"] },
-  { name: "pubtool", args: ["run", "test", "-w", "packages/pubtool"] },
-  { name: "release", args: ["run", "test:release"] },
-  { name: "lint", args: ["run", "lint"] },
-  // The README's Quick start in a fresh copy, and npm test's own provisioning.
-  { name: "repository", args: ["run", "test:repository"] },
-  { name: "lmclient", args: ["run", "test", "-w", "packages/lmclient"] },
-  // The build type-checks every package's sources and tests; the web console is bundled
-  // without a type check, so it has a step of its own.
-  { name: "typecheck web", args: ["run", "typecheck:web", "-w", "packages/dirq"] },
+const LANES = [
+  [
+    { name: "dirq", args: ["run", "test", "-w", "packages/dirq"], stream: true },
+    // After dirq's suite, so the two lanes end about together.
+    { name: "lmclient", args: ["run", "test", "-w", "packages/lmclient"] },
+  ],
+  [
+    { name: "lint", args: ["run", "lint"] },
+    // The build type-checks every package's sources and tests; the web console is bundled
+    // without a type check, so it has a step of its own.
+    { name: "typecheck web", args: ["run", "typecheck:web", "-w", "packages/dirq"] },
+    { name: "pubtool", args: ["run", "test", "-w", "packages/pubtool"] },
+    // The README's Quick start in a fresh copy, and npm test's own provisioning.
+    { name: "repository", args: ["run", "test:repository"] },
+    { name: "release", args: ["run", "test:release"] },
+    { name: "packed-install", args: ["run", "test:packed"] },
+  ],
 ];
 
 /**
@@ -73,18 +76,13 @@ function runStep(step) {
   });
 }
 
-/** Runs `first` (if any), then steps taken from `queue` until it is empty. */
-async function runner(first, queue, results) {
-  if (first !== undefined) results.set(first.name, await runStep(first));
-  for (let step = queue.shift(); step !== undefined; step = queue.shift()) {
-    results.set(step.name, await runStep(step));
-  }
+async function runLane(steps) {
+  const results = [];
+  for (const step of steps) results.push(await runStep(step));
+  return results;
 }
 
-const queue = [...QUEUE];
-const finished = new Map();
-await Promise.all([runner(FIRST, queue, finished), runner(undefined, queue, finished)]);
-const results = [FIRST, ...QUEUE].map((step) => finished.get(step.name));
+const results = (await Promise.all(LANES.map(runLane))).flat();
 process.stdout.write("\n===== tests =====\n");
 for (const { name, code, seconds } of results) {
   process.stdout.write(
