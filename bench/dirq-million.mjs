@@ -22,18 +22,11 @@
 //                               [--skip-checkout] [--checkout-only] [--warm-pool] [--checkouts 1]
 //                               [--bin another build's bin/dirq.cjs, to compare]
 import { spawn, spawnSync } from "node:child_process";
-import {
-  existsSync,
-  mkdirSync,
-  readdirSync,
-  readFileSync,
-  renameSync,
-  writeFileSync,
-} from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { request } from "node:http";
 import { connect } from "node:net";
 import { Worker } from "node:worker_threads";
-import { join, resolve } from "node:path";
+import { basename, join, resolve } from "node:path";
 import {
   DEFAULT_BENCH_DIR,
   DIRQ_BIN,
@@ -123,6 +116,36 @@ function generateTree() {
   writeFileSync(marker, "");
 }
 
+/** The checkout's renames: d{i} to m{i}, or back after a run that made them m{i}. */
+function checkoutPairs() {
+  return Array.from({ length: RENAMES }, (_, i) => {
+    const from = folderName(i);
+    return [join(root, from), join(root, from.startsWith("d") ? `m${i}` : `d${i}`)];
+  });
+}
+
+/** The thread that renames (see million-renamer.mjs), started once and kept unreferenced. */
+const renamer = (() => {
+  let thread = null;
+  return {
+    /** Renames `pairs` there; when the first began and how long all took (this clock). */
+    rename(pairs, spreadMs) {
+      thread ??= new Worker(new URL("./million-renamer.mjs", import.meta.url));
+      thread.ref();
+      return new Promise((resolve, reject) => {
+        thread.once("error", reject);
+        thread.once("message", ({ firstAt, lastAt }) => {
+          thread.off("error", reject);
+          thread.unref();
+          const started = firstAt - performance.timeOrigin;
+          resolve({ started, renameMs: lastAt - firstAt });
+        });
+        thread.postMessage({ pairs, spreadMs });
+      });
+    },
+  };
+})();
+
 /** Every file path of a fresh one-shot scan, sorted, and how long the scan took. */
 function oneShotPaths() {
   const started = performance.now();
@@ -170,16 +193,21 @@ function processTree(pid) {
 
 /** Resident memory of `pid` alone (the server) and with its children. */
 function memory(pid) {
-  const rss = (each) => {
-    try {
-      const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${each}/status`, "utf8"));
-      return match ? Number(match[1]) * 1024 : 0;
-    } catch {
-      return 0;
-    }
-  };
   const tree = processTree(pid);
-  return { own: rss(pid), tree: tree.reduce((sum, each) => sum + rss(each), 0) };
+  return {
+    own: residentBytes(pid),
+    tree: tree.reduce((sum, each) => sum + residentBytes(each), 0),
+  };
+}
+
+/** Resident memory of one process (0 once it is gone). */
+function residentBytes(pid) {
+  try {
+    const match = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    return match ? Number(match[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
 
 /** CPU seconds used so far by `pid`'s tree (user + system). */
@@ -396,25 +424,19 @@ async function checkout(server, settleTimeoutMs) {
   const before = memory(server.pid);
   const eventsBefore = (await server.stats()).events;
   let peak = before.own;
-  const sampler = setInterval(() => (peak = Math.max(peak, memory(server.pid).own)), 100);
+  // The server's own memory only: listing the process tree (every /proc entry) ten times a
+  // second cost the two cores the burst runs on about 3 ms each time.
+  const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(server.pid))), 100);
   const probes = probe(server);
   const windowStart = Date.now();
   await sleep(200);
-  const started = performance.now();
   // CPU the server spends on the burst: a figure a loaded machine changes less than wall time.
   const cpuBefore = cpuSeconds(server.pid);
   const mainBefore = mainThreadSeconds(server.pid);
-  const targets = [];
-  for (let i = 0; i < RENAMES; i++) {
-    const from = folderName(i);
-    const to = from.startsWith("d") ? `m${i}` : `d${i}`;
-    renameSync(join(root, from), join(root, to));
-    targets.push(to);
-    // Paced by timers: the probes and the event client in this process go on meanwhile.
-    const ahead = ((i + 1) / RENAMES) * RENAME_MS - (performance.now() - started);
-    if (ahead >= 2) await sleep(ahead);
-  }
-  const renameMs = performance.now() - started;
+  const pairs = checkoutPairs();
+  const targets = pairs.map(([, to]) => basename(to));
+  // On the renamer's thread: the probes and their timing go on here meanwhile.
+  const { started, renameMs } = await renamer.rename(pairs, RENAME_MS);
   const expectedMoved = String(Math.min(FILES, targets.length * PER_FOLDER));
   // The index has every moved file under its new name and the total unchanged. Only the
   // renamed folders count (after a run that renamed them back, every other folder has the same
@@ -777,11 +799,11 @@ async function runWatchman() {
     );
     const renamed = watchRenames(listeners);
     const before = memory(daemon.pid).own;
+    const pairs = checkoutPairs();
+    // Counted from the first rename; until the thread tells when that was, the time it was
+    // asked stands in for it (messages come only after the renames begin).
     renamed.begun = performance.now();
-    for (let i = 0; i < RENAMES; i++) {
-      const from = folderName(i);
-      renameSync(join(root, from), join(root, from.startsWith("d") ? `m${i}` : `d${i}`));
-    }
+    renamed.begun = (await renamer.rename(pairs, 0)).started;
     const all = RENAMES * PER_FOLDER;
     while (renamed.olds.size + renamed.news.size < 2 * all) {
       if (performance.now() - renamed.begun > 60_000) break;
