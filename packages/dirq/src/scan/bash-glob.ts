@@ -52,6 +52,12 @@ export interface BashGlob {
    */
   bulkFileMatcherIn(dir: string): RegExp | null;
   /**
+   * Whether a walk needs to enter folder `dir` (relative, not `''`): some alternative can
+   * still match it (a trailing-`/` one) or something below it. `{src,test}/**` enters two of
+   * the root's folders, not all of them.
+   */
+  entersFolder(dir: string): boolean;
+  /**
    * The deepest directory below which every match lies (`''` for the root), and the most
    * segments a match can have below the root (`null` when a `**` makes it unbounded).
    */
@@ -524,6 +530,9 @@ export function compileBashGlob(pattern: string): BashGlob {
   const fileAlternatives = alternatives.filter((alt) => !alt.directoriesOnly);
   const folders = new FolderPositions(fileAlternatives);
   const directoryAlternatives = alternatives.filter((alt) => alt.directoriesOnly);
+  // Without trailing-`/` alternatives the same positions decide both, worked out once a folder.
+  const entered = directoryAlternatives.length === 0 ? folders : new FolderPositions(alternatives);
+  const globstarFirst = alternatives.every((alt) => alt.segments[0]?.kind === "globstar");
   const unbounded = alternatives.some((alt) => alt.segments.some((s) => s.kind === "globstar"));
   const base = commonPrefix(expanded.map(literalPrefix)).join("/");
   return {
@@ -557,6 +566,11 @@ export function compileBashGlob(pattern: string): BashGlob {
         (anyVisibleName && !name.startsWith(".")) ||
         segments.some((segment) => nameMatches(segment, name));
     },
+    entersFolder(dir) {
+      // A folder whose name a leading `**` takes leaves it room below: no positions needed.
+      if (globstarFirst && !dir.slice(dir.lastIndexOf("/") + 1).startsWith(".")) return true;
+      return entered.leavesRoomIn(dir);
+    },
     bulkFileMatcherIn(dir) {
       const { segments, anyVisibleName } = folders.lastSegmentsIn(dir);
       const [only] = segments;
@@ -583,22 +597,42 @@ function bulkRegexFor(segment: Segment & { kind: "name" }): RegExp {
   return bulk;
 }
 
-/** Where a glob's file alternatives stand in each folder a walk enters, remembered per folder. */
+/**
+ * Where a glob's alternatives stand in each folder a walk enters, remembered per folder: its
+ * file alternatives' (which names a folder's files may take), or all of them (which folders a
+ * walk enters).
+ */
 class FolderPositions {
   private readonly positionsByDir = new Map<string, readonly (readonly number[])[]>();
   private readonly lastSegmentsAt = new WeakMap<readonly (readonly number[])[], LastSegments>();
+  private readonly roomAt = new WeakMap<readonly (readonly number[])[], boolean>();
 
-  constructor(private readonly fileAlternatives: readonly CompiledAlternative[]) {}
+  constructor(private readonly alternatives: readonly CompiledAlternative[]) {}
+
+  /**
+   * Whether some alternative can still match at folder `dir` or below: a trailing-`/` one
+   * that has matched or may match further, a file one with a segment left for what lies
+   * below (one whose segments the folder's names used up names the folder, not a file).
+   */
+  leavesRoomIn(dir: string): boolean {
+    return remembered(this.roomAt, this.positionsIn(dir), (positions) => this.hasRoom(positions));
+  }
+
+  private hasRoom(positions: readonly (readonly number[])[]): boolean {
+    for (let i = 0; i < this.alternatives.length; i++) {
+      const alt = this.alternatives[i] as CompiledAlternative;
+      for (const from of positions[i] as readonly number[]) {
+        if (alt.directoriesOnly || from < alt.segments.length) return true;
+      }
+    }
+    return false;
+  }
 
   /** The name segments that can take a file's name in folder `dir` (see fileMatcherIn). */
   lastSegmentsIn(dir: string): LastSegments {
-    const positions = this.positionsIn(dir);
-    let found = this.lastSegmentsAt.get(positions);
-    if (found === undefined) {
-      found = this.lastSegmentsFrom(positions);
-      this.lastSegmentsAt.set(positions, found);
-    }
-    return found;
+    return remembered(this.lastSegmentsAt, this.positionsIn(dir), (positions) =>
+      this.lastSegmentsFrom(positions),
+    );
   }
 
   /**
@@ -611,8 +645,8 @@ class FolderPositions {
   private lastSegmentsFrom(positions: readonly (readonly number[])[]): LastSegments {
     const segments: (Segment & { kind: "name" })[] = [];
     let anyVisibleName = false;
-    for (let i = 0; i < this.fileAlternatives.length; i++) {
-      const alt = this.fileAlternatives[i] as CompiledAlternative;
+    for (let i = 0; i < this.alternatives.length; i++) {
+      const alt = this.alternatives[i] as CompiledAlternative;
       const last = alt.segments.length - 1;
       for (const from of positions[i] as readonly number[]) {
         const segment = alt.segments[from];
@@ -635,7 +669,7 @@ class FolderPositions {
   private positionsIn(dir: string): readonly (readonly number[])[] {
     const known = this.positionsByDir.get(dir);
     if (known !== undefined) return known;
-    const alternatives = this.fileAlternatives;
+    const alternatives = this.alternatives;
     let positions: readonly (readonly number[])[];
     if (dir === "") {
       positions = alternatives.map((alt) => positionsAfter(alt.segments, []));
@@ -653,6 +687,23 @@ class FolderPositions {
     this.positionsByDir.set(dir, positions);
     return positions;
   }
+}
+
+/**
+ * What `make` gives for `positions`, made once per positions array: folders below a `**` share
+ * their parent's array (see positionsIn).
+ */
+function remembered<T>(
+  made: WeakMap<readonly (readonly number[])[], T>,
+  positions: readonly (readonly number[])[],
+  make: (positions: readonly (readonly number[])[]) => T,
+): T {
+  let found = made.get(positions);
+  if (found === undefined) {
+    found = make(positions);
+    made.set(positions, found);
+  }
+  return found;
 }
 
 interface LastSegments {

@@ -98,6 +98,14 @@ function mentionsRawName(listing: Listing): boolean {
   return listing.names.some((name) => name.includes(RAW_NAME_MARK));
 }
 
+/**
+ * Whether the walk enters subfolder `path` of the frame's folder: it goes deep enough, and
+ * the glob can still match there or below (a folder it cannot is never listed).
+ */
+function entersFolder(frame: DirFrame, path: string): boolean {
+  return frame.descend && (frame.glob === null || frame.glob.entersFolder(path));
+}
+
 /** The name matcher of a folder where the glob selects no file. */
 const NO_FILE = () => false;
 
@@ -138,6 +146,8 @@ interface DirFrame {
   rules: IgnoreRules;
   /** Whether a file of this folder is selected, by name; `null`: every file is. */
   matchName: ((name: string) => boolean) | null;
+  /** The glob that decides which subfolders are entered; `null`: every one is. */
+  glob: BashGlob | null;
   all: boolean;
   childDepth: number;
   descend: boolean;
@@ -333,6 +343,7 @@ export class SelectionWalker {
       refillAt: next,
       rules,
       matchName,
+      glob: globHere,
       all,
       childDepth,
       descend,
@@ -359,7 +370,9 @@ export class SelectionWalker {
       if (types.charCodeAt(i) !== DIRECTORY) continue;
       const name = listing.names[i] as string;
       if (BUILT_IN_SKIPS.has(name) || raw?.has(name) === true) continue;
-      if (!rules.isEmpty && rules.ignores(dir === "" ? name : `${dir}/${name}`, true)) continue;
+      const path = dir === "" ? name : `${dir}/${name}`;
+      if (!entersFolder(frame, path)) continue;
+      if (!rules.isEmpty && rules.ignores(path, true)) continue;
       indexes.push(i);
       paths.push(`${frame.absoluteDir as string}/${name}`);
     }
@@ -443,7 +456,7 @@ export class SelectionWalker {
       const rawChild =
         rawName !== null || rawDir !== null ? joinRaw(absoluteDir, rawName ?? name) : null;
       if (type === DIRECTORY) {
-        if (!frame.descend || (checkRules && rules.ignores(path, true))) continue;
+        if (!entersFolder(frame, path) || (checkRules && rules.ignores(path, true))) continue;
         if (frame.tickets !== null && index >= frame.refillAt) this.queueSubfolders(frame);
         const ticket = frame.tickets?.get(index) ?? 0;
         this.endRun(); // this folder's files so far come before the subfolder's
