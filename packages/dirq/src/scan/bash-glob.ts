@@ -17,7 +17,15 @@
  */
 
 /** One segment of a pattern: a globstar, or a regular expression for one name. */
-type Segment = { kind: "globstar" } | { kind: "name"; regex: RegExp; literalDot: boolean };
+type Segment =
+  | { kind: "globstar" }
+  | {
+      kind: "name";
+      regex: RegExp;
+      literalDot: boolean;
+      /** The one name it matches, when it has no glob syntax: compared, not run as a regex. */
+      literal: string | null;
+    };
 
 /** A capture where it starts in a pattern: `{name}`, the name one SQL identifier. */
 const CAPTURE = /^\{([A-Za-z_][A-Za-z0-9_]*)\}/;
@@ -364,10 +372,13 @@ function segmentRegex(segment: string, names: string[] = []): Segment {
     }
   }
   const literalDot = segment.startsWith(".") || segment.startsWith("\\.");
-  return { kind: "name", regex: new RegExp(`^${source}$`, "s"), literalDot };
+  const literal = hasGlobSyntax(segment) ? null : unescapeGlob(segment);
+  return { kind: "name", regex: new RegExp(`^${source}$`, "s"), literalDot, literal };
 }
 
 function nameMatches(segment: Segment & { kind: "name" }, name: string): boolean {
+  // A brace of many folder names is as many literal segments, each tried on every folder.
+  if (segment.literal !== null) return name === segment.literal;
   if (name.startsWith(".") && !segment.literalDot) return false;
   return segment.regex.test(name);
 }
@@ -478,10 +489,14 @@ function positionsAfter(
         next.push(s + 1);
       }
     }
-    positions = globstarClosure(segments, next);
+    // No match is the common outcome with many alternatives: one shared empty array for it.
+    positions = next.length === 0 ? NO_POSITIONS : globstarClosure(segments, next);
   }
   return positions;
 }
+
+/** The positions of an alternative that can no longer match. */
+const NO_POSITIONS: readonly number[] = [];
 
 /** The positions with, after each globstar, the one past it (it may take no name), sorted. */
 function globstarClosure(segments: Segment[], positions: readonly number[]): number[] {
