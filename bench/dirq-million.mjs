@@ -425,7 +425,7 @@ async function checkout(server, settleTimeoutMs) {
   const eventsBefore = (await server.stats()).events;
   let peak = before.own;
   // The server's own memory only: listing the process tree (every /proc entry) ten times a
-  // second cost the two cores the burst runs on about 3 ms each time.
+  // second took CPU from the two cores the burst runs on.
   const sampler = setInterval(() => (peak = Math.max(peak, residentBytes(server.pid))), 100);
   const probes = probe(server);
   const windowStart = Date.now();

@@ -1,8 +1,7 @@
 // The checkout's renames of bench/dirq-million.mjs, on a thread of their own. A thousand
-// synchronous renames take 90-180 ms; on the bench's own event loop they held up whatever it
-// was doing then: a probe statement in flight when they began was timed with the renames'
-// length added (a probe of the server's 10 ms answered after 126 ms), and the watchman
-// subscription's messages were stamped late.
+// synchronous renames on the bench's own event loop held up whatever it was doing then: a probe
+// statement in flight when they began was timed with the renames' length added, and the
+// watchman subscription's messages were stamped late (see bench/notes/million.md).
 // Each message is `{ pairs: [from, to][], spreadMs }`; the answer gives the epoch times of the
 // first and last rename. With `spreadMs` the renames are paced over that time, as a checkout
 // that writes between them.

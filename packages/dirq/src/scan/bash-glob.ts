@@ -583,7 +583,7 @@ export function compileBashGlob(pattern: string): BashGlob {
     },
     entersFolder(dir) {
       // A folder whose name a leading `**` takes leaves it room below: no positions needed.
-      if (globstarFirst && !dir.slice(dir.lastIndexOf("/") + 1).startsWith(".")) return true;
+      if (globstarFirst && !dir.startsWith(".", dir.lastIndexOf("/") + 1)) return true;
       return entered.leavesRoomIn(dir);
     },
     bulkFileMatcherIn(dir) {
