@@ -101,11 +101,33 @@ function forBash(pattern: string): string {
   return out;
 }
 
+/** Names a wide brace takes its alternatives from: literal in both spellings. */
+const WIDE_NAMES = [...DIRS, ...FILES.filter((name) => !name.includes("["))];
+
+/**
+ * A brace of 8 to 15 alternatives, most of them literal names (some two names deep, a few
+ * patterns): enough that dirq looks the literal ones up by name instead of trying each.
+ */
+function wideBrace(random: () => number): string {
+  const count = 8 + Math.floor(random() * 8);
+  const alternatives = Array.from({ length: count }, () => {
+    if (random() < 0.15)
+      return pick(
+        random,
+        PIECES.filter((piece) => !piece.includes("{")),
+      );
+    const name = pick(random, WIDE_NAMES);
+    return random() < 0.15 ? `${name}/${pick(random, WIDE_NAMES)}` : name;
+  });
+  return `{${alternatives.join(",")}}`;
+}
+
 function generatePattern(random: () => number): string {
   const depth = 1 + Math.floor(random() * 3);
   const segments: string[] = [];
   for (let d = 0; d < depth; d++) {
-    if (random() < 0.2) segments.push("**");
+    if (random() < 0.12) segments.push(wideBrace(random));
+    else if (random() < 0.2) segments.push("**");
     else if (random() < 0.3) segments.push(pick(random, DIRS));
     else segments.push(pick(random, PIECES) + (random() < 0.2 ? pick(random, ["*", "", "?"]) : ""));
   }

@@ -3,7 +3,7 @@ import { FORMAT_LIST, FORMAT_NAMES } from "../parse/formats/format-names.js";
 import { hookTimeoutProblem } from "../parse/hook-timeout.js";
 import { INTERNAL_PREFIX } from "../shared/reserved-names.js";
 import { foldName } from "../shared/sql-names.js";
-import { captureProblem } from "../scan/bash-glob.js";
+import { globProblem } from "../scan/bash-glob.js";
 import { tomlKey } from "./toml-text.js";
 
 // Validated with valibot rather than zod: zod 4 is slow to load, a cost every dirq run with a
@@ -135,7 +135,7 @@ const tableGlob = v.pipe(
   nonEmptyString,
   v.rawCheck(({ dataset, addIssue }) => {
     if (!dataset.typed) return;
-    const problem = captureProblem(dataset.value);
+    const problem = globProblem(dataset.value);
     if (problem !== null) addIssue({ message: problem });
   }),
 );

@@ -121,11 +121,15 @@ export function captureNames(pattern: string): string[] {
 }
 
 /**
- * What is wrong with a pattern's captures, or `null`: one name twice in one alternative (it
- * could capture two things).
+ * What is wrong with a pattern, or `null`: braces that expand to more paths than a glob takes,
+ * or one capture name twice in one alternative (it could capture two things).
  */
-export function captureProblem(pattern: string): string | null {
-  for (const alternative of expandBraces(pattern)) {
+export function globProblem(pattern: string): string | null {
+  const alternatives = expandBraces(pattern);
+  if (alternatives.length > MAX_ALTERNATIVES) {
+    return `its braces expand to more than ${MAX_ALTERNATIVES.toLocaleString("en-US")} paths (each brace multiplies the ones before it): split it into several globs (path-tables joined with UNION ALL), or select more with a wildcard and filter with WHERE`;
+  }
+  for (const alternative of alternatives) {
     const names: string[] = [];
     let twice: string | null = null;
     eachCapture(alternative, (name) => {
@@ -227,10 +231,17 @@ function sequenceWords(body: string): string[] | null {
   return words;
 }
 
-/** Most patterns one brace expression may expand to, against `{a,b}{c,d}...` blow-ups. */
-const MAX_ALTERNATIVES = 1024;
+/**
+ * Most paths a pattern's braces may expand to, against `{a,b}{c,d}...` blow-ups: a generated
+ * list of thousands of names fits (a walk looks literal names up), and `globProblem` refuses
+ * a pattern past it. Expansion stops one past it, so a blow-up costs no more than that.
+ */
+export const MAX_ALTERNATIVES = 10_000;
 
-/** Bash brace expansion: `a{b,c}d` → `abd`, `acd`; a brace without a comma stays literal. */
+/**
+ * Bash brace expansion: `a{b,c}d` → `abd`, `acd`; a brace without a comma stays literal. Past
+ * MAX_ALTERNATIVES it returns MAX_ALTERNATIVES + 1 of them (see globProblem).
+ */
 export function expandBraces(text: string): string[] {
   for (let i = 0; i < text.length; i++) {
     const ch = text[i];
@@ -474,7 +485,7 @@ function positionsAfter(
   from: readonly number[] = globstarClosure(segments, [0]),
 ): readonly number[] {
   // Plain loops over arrays: a walk calls this for every folder it enters, so V8 optimizes
-  // it, and over Sets that optimizing takes a core's time from the walk (see positionsIn).
+  // it, and over Sets that optimizing takes a core's time from the walk (see stateIn).
   let positions = from;
   for (let n = 0; n < names.length && positions.length > 0; n++) {
     const name = names[n] as string;
@@ -563,23 +574,25 @@ export function compileBashGlob(pattern: string): BashGlob {
         ? null
         : Math.max(0, ...alternatives.map((alt) => alt.segments.length)),
     matchesFile(path) {
-      const names = path.split("/");
-      return fileAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, false));
+      // By its folder's state, as a walk selects: a live change is checked against every
+      // table's glob, and a brace of thousands of names is then one lookup, not thousands.
+      const slash = path.lastIndexOf("/");
+      const taken = folders.lastSegmentsIn(slash === -1 ? "" : path.slice(0, slash));
+      return nameTaken(taken, path.slice(slash + 1));
     },
     matchesDirectory(path) {
       const names = path === "" ? [] : path.split("/");
       return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, true));
     },
     fileMatcherIn(dir) {
-      const { segments, anyVisibleName } = folders.lastSegmentsIn(dir);
+      const taken = folders.lastSegmentsIn(dir);
+      const { segments, anyVisibleName } = taken;
       if (segments.length === 0 && !anyVisibleName) return null;
       const [only] = segments;
       if (!anyVisibleName && only !== undefined && segments.length === 1) {
         return (name) => nameMatches(only, name);
       }
-      return (name) =>
-        (anyVisibleName && !name.startsWith(".")) ||
-        segments.some((segment) => nameMatches(segment, name));
+      return (name) => nameTaken(taken, name);
     },
     entersFolder(dir) {
       // A folder whose name a leading `**` takes leaves it room below: no positions needed.
@@ -613,14 +626,39 @@ function bulkRegexFor(segment: Segment & { kind: "name" }): RegExp {
 }
 
 /**
+ * Where a glob stands after a folder's names: the alternatives that can still match there
+ * (indexes into the alternatives, ascending) and each one's positions (positionsAfter, none
+ * empty). Only the live ones are kept: below one of a thousand folder names in a brace, one
+ * alternative is left, and the folder's subfolders are stepped for it alone.
+ */
+interface FolderState {
+  readonly alternatives: readonly number[];
+  readonly positions: readonly (readonly number[])[];
+}
+
+/**
+ * A state's alternatives split for stepping one name: those whose one next segment is a
+ * literal name, by that name (a lookup finds the ones a folder's name moves on), and the rest,
+ * each tried (as indexes into the state's lists).
+ */
+interface SteppedBy {
+  byLiteral: Map<string, number[]> | null;
+  tried: readonly number[];
+}
+
+/** Alternatives a state has before a literal index pays for itself over trying each. */
+const LITERAL_INDEX_FROM = 8;
+
+/**
  * Where a glob's alternatives stand in each folder a walk enters, remembered per folder: its
  * file alternatives' (which names a folder's files may take), or all of them (which folders a
  * walk enters).
  */
 class FolderPositions {
-  private readonly positionsByDir = new Map<string, readonly (readonly number[])[]>();
-  private readonly lastSegmentsAt = new WeakMap<readonly (readonly number[])[], LastSegments>();
-  private readonly roomAt = new WeakMap<readonly (readonly number[])[], boolean>();
+  private readonly stateByDir = new Map<string, FolderState>();
+  private readonly lastSegmentsAt = new WeakMap<FolderState, LastSegments>();
+  private readonly roomAt = new WeakMap<FolderState, boolean>();
+  private readonly steppedAt = new WeakMap<FolderState, SteppedBy>();
 
   constructor(private readonly alternatives: readonly CompiledAlternative[]) {}
 
@@ -630,13 +668,13 @@ class FolderPositions {
    * below (one whose segments the folder's names used up names the folder, not a file).
    */
   leavesRoomIn(dir: string): boolean {
-    return remembered(this.roomAt, this.positionsIn(dir), (positions) => this.hasRoom(positions));
+    return remembered(this.roomAt, this.stateIn(dir), (state) => this.hasRoom(state));
   }
 
-  private hasRoom(positions: readonly (readonly number[])[]): boolean {
-    for (let i = 0; i < this.alternatives.length; i++) {
-      const alt = this.alternatives[i] as CompiledAlternative;
-      for (const from of positions[i] as readonly number[]) {
+  private hasRoom(state: FolderState): boolean {
+    for (let k = 0; k < state.alternatives.length; k++) {
+      const alt = this.alternatives[state.alternatives[k] as number] as CompiledAlternative;
+      for (const from of state.positions[k] as readonly number[]) {
         if (alt.directoriesOnly || from < alt.segments.length) return true;
       }
     }
@@ -645,8 +683,8 @@ class FolderPositions {
 
   /** The name segments that can take a file's name in folder `dir` (see fileMatcherIn). */
   lastSegmentsIn(dir: string): LastSegments {
-    return remembered(this.lastSegmentsAt, this.positionsIn(dir), (positions) =>
-      this.lastSegmentsFrom(positions),
+    return remembered(this.lastSegmentsAt, this.stateIn(dir), (state) =>
+      this.lastSegmentsFrom(state),
     );
   }
 
@@ -657,73 +695,155 @@ class FolderPositions {
    * segments that take no name, which none does (a final globstar takes one at least). A
    * final globstar takes any name not starting with `.`.
    */
-  private lastSegmentsFrom(positions: readonly (readonly number[])[]): LastSegments {
+  private lastSegmentsFrom(state: FolderState): LastSegments {
     const segments: (Segment & { kind: "name" })[] = [];
     let anyVisibleName = false;
-    for (let i = 0; i < this.alternatives.length; i++) {
-      const alt = this.alternatives[i] as CompiledAlternative;
+    for (let k = 0; k < state.alternatives.length; k++) {
+      const alt = this.alternatives[state.alternatives[k] as number] as CompiledAlternative;
       const last = alt.segments.length - 1;
-      for (const from of positions[i] as readonly number[]) {
+      for (const from of state.positions[k] as readonly number[]) {
         const segment = alt.segments[from];
         if (from !== last || segment === undefined) continue;
         if (segment.kind === "globstar") anyVisibleName = true;
         else if (!segments.includes(segment)) segments.push(segment);
       }
     }
-    return { segments, anyVisibleName };
+    const literalNames = new Set<string>();
+    const patterned: (Segment & { kind: "name" })[] = [];
+    for (const segment of segments) {
+      if (segment.literal === null) patterned.push(segment);
+      else literalNames.add(segment.literal);
+    }
+    return { segments, anyVisibleName, literalNames, patterned };
   }
 
   /**
-   * The positions of each file alternative after the folder names of `dir` (positionsAfter),
-   * made from its parent folder's with one step, and the parent's own array when the step
-   * changes nothing (below a `**`, nearly always), so lastSegmentsIn works once per distinct
-   * positions. A walk asks for every folder it enters; going from the root each time, with
-   * Sets, makes V8 spend long optimizing these functions on a background thread during a big
-   * glob, and on a machine with few cores that time comes out of the listing's.
+   * The state after the folder names of `dir`, made from its parent folder's with one step,
+   * and the parent's own object when the step changes nothing (below a `**`, nearly always),
+   * so lastSegmentsIn works once per distinct state. A walk asks for every folder it enters;
+   * going from the root each time, with Sets, makes V8 spend long optimizing these functions
+   * on a background thread during a big glob, and on a machine with few cores that time
+   * comes out of the listing's.
    */
-  private positionsIn(dir: string): readonly (readonly number[])[] {
-    const known = this.positionsByDir.get(dir);
+  private stateIn(dir: string): FolderState {
+    const known = this.stateByDir.get(dir);
     if (known !== undefined) return known;
-    const alternatives = this.alternatives;
-    let positions: readonly (readonly number[])[];
+    let state: FolderState;
     if (dir === "") {
-      positions = alternatives.map((alt) => positionsAfter(alt.segments, []));
+      state = this.rootState();
     } else {
       const slash = dir.lastIndexOf("/");
-      const parent = this.positionsIn(slash === -1 ? "" : dir.slice(0, slash));
-      const name = [dir.slice(slash + 1)];
-      const next = alternatives.map((alt, i) =>
-        positionsAfter(alt.segments, name, parent[i] as readonly number[]),
-      );
-      const unchanged = next.every((after, i) => samePositions(after, parent[i] as number[]));
-      positions = unchanged ? parent : next;
+      const parent = this.stateIn(slash === -1 ? "" : dir.slice(0, slash));
+      const next = this.step(parent, dir.slice(slash + 1));
+      state = sameState(next, parent) ? parent : next;
     }
-    if (this.positionsByDir.size >= FOLDERS_REMEMBERED) this.positionsByDir.clear();
-    this.positionsByDir.set(dir, positions);
-    return positions;
+    if (this.stateByDir.size >= FOLDERS_REMEMBERED) this.stateByDir.clear();
+    this.stateByDir.set(dir, state);
+    return state;
+  }
+
+  private rootState(): FolderState {
+    const alternatives: number[] = [];
+    const positions: (readonly number[])[] = [];
+    this.alternatives.forEach((alt, i) => {
+      const from = positionsAfter(alt.segments, []);
+      if (from.length === 0) return;
+      alternatives.push(i);
+      positions.push(from);
+    });
+    return { alternatives, positions };
+  }
+
+  /** The state after one more folder name: the tried alternatives, and the literal ones it names. */
+  private step(state: FolderState, name: string): FolderState {
+    const { byLiteral, tried } = remembered(
+      this.steppedAt,
+      state,
+      splitForStepping(this.alternatives),
+    );
+    const named = byLiteral?.get(name);
+    // Ascending, as sameState compares them in order.
+    const ks = named === undefined ? tried : [...tried, ...named].sort((a, b) => a - b);
+    const alternatives: number[] = [];
+    const positions: (readonly number[])[] = [];
+    const names = [name];
+    for (let j = 0; j < ks.length; j++) {
+      const k = ks[j] as number;
+      const i = state.alternatives[k] as number;
+      const alt = this.alternatives[i] as CompiledAlternative;
+      const after = positionsAfter(alt.segments, names, state.positions[k] as readonly number[]);
+      if (after.length === 0) continue;
+      alternatives.push(i);
+      positions.push(after);
+    }
+    return { alternatives, positions };
   }
 }
 
 /**
- * What `make` gives for `positions`, made once per positions array: folders below a `**` share
- * their parent's array (see positionsIn).
+ * How a state's alternatives are stepped (see SteppedBy): with few, each is tried; with many,
+ * those whose one position is a literal name segment are looked up by it.
  */
-function remembered<T>(
-  made: WeakMap<readonly (readonly number[])[], T>,
-  positions: readonly (readonly number[])[],
-  make: (positions: readonly (readonly number[])[]) => T,
-): T {
-  let found = made.get(positions);
+function splitForStepping(
+  alternatives: readonly CompiledAlternative[],
+): (state: FolderState) => SteppedBy {
+  return (state) => {
+    const all = state.alternatives.map((_, k) => k);
+    if (all.length < LITERAL_INDEX_FROM) return { byLiteral: null, tried: all };
+    const byLiteral = new Map<string, number[]>();
+    const tried: number[] = [];
+    for (const k of all) {
+      const [only, more] = state.positions[k] as readonly number[];
+      const alt = alternatives[state.alternatives[k] as number] as CompiledAlternative;
+      const segment = only === undefined ? undefined : alt.segments[only];
+      if (more !== undefined || segment?.kind !== "name" || segment.literal === null) {
+        tried.push(k);
+        continue;
+      }
+      const same = byLiteral.get(segment.literal);
+      if (same === undefined) byLiteral.set(segment.literal, [k]);
+      else same.push(k);
+    }
+    return { byLiteral, tried };
+  };
+}
+
+function sameState(a: FolderState, b: FolderState): boolean {
+  if (a.alternatives.length !== b.alternatives.length) return false;
+  for (let k = 0; k < a.alternatives.length; k++) {
+    if (a.alternatives[k] !== b.alternatives[k]) return false;
+    if (!samePositions(a.positions[k] as number[], b.positions[k] as number[])) return false;
+  }
+  return true;
+}
+
+/** What `make` gives for `state`, made once per state: folders below a `**` share their parent's. */
+function remembered<S extends object, T>(made: WeakMap<S, T>, state: S, make: (state: S) => T): T {
+  let found = made.get(state);
   if (found === undefined) {
-    found = make(positions);
-    made.set(positions, found);
+    found = make(state);
+    made.set(state, found);
   }
   return found;
+}
+
+/** Whether a file's name in a folder is one the folder's last segments take. */
+function nameTaken(taken: LastSegments, name: string): boolean {
+  if (taken.anyVisibleName && !name.startsWith(".")) return true;
+  if (taken.literalNames.has(name)) return true;
+  const { patterned } = taken;
+  for (let i = 0; i < patterned.length; i++) {
+    if (nameMatches(patterned[i] as Segment & { kind: "name" }, name)) return true;
+  }
+  return false;
 }
 
 interface LastSegments {
   segments: (Segment & { kind: "name" })[];
   anyVisibleName: boolean;
+  /** The literal ones of `segments` by name, and the others: a file's name looked up, then tried. */
+  literalNames: ReadonlySet<string>;
+  patterned: (Segment & { kind: "name" })[];
 }
 
 /** Folders whose glob positions a compiled glob keeps (a walk of 10,000 folders keeps all). */

@@ -2,7 +2,7 @@ import { lstatSync, statSync } from "node:fs";
 import { join, posix } from "node:path";
 import { DirqError } from "../errors.js";
 import {
-  captureProblem,
+  globProblem,
   compileBashGlob,
   hasEscape,
   hasGlobSyntax,
@@ -40,7 +40,7 @@ function normalizeRelative(name: string, relative: string): string {
 /** `maxDepth` counts segments below `base`. A pattern ending in `/` keeps its slash. */
 function globSelection(name: string, relative: string, trailingSlash: boolean): PathSelection {
   const pattern = trailingSlash ? `${relative}/` : relative;
-  const problem = captureProblem(pattern);
+  const problem = globProblem(pattern);
   if (problem !== null) throw new DirqError("PATH_INVALID", `path-table '${name}': ${problem}`);
   const glob = compileBashGlob(pattern);
   const baseDepth = glob.base === "" ? 0 : glob.base.split("/").length;
