@@ -581,8 +581,8 @@ export function compileBashGlob(pattern: string): BashGlob {
       return nameTaken(taken, path.slice(slash + 1));
     },
     matchesDirectory(path) {
-      const names = path === "" ? [] : path.split("/");
-      return directoryAlternatives.some((alt) => matchFrom(alt.segments, 0, names, 0, true));
+      // By the folder's state, as matchesFile: a walk asks it for every folder it enters.
+      return directoryAlternatives.length > 0 && entered.selectsFolder(path);
     },
     fileMatcherIn(dir) {
       const taken = folders.lastSegmentsIn(dir);
@@ -658,9 +658,25 @@ class FolderPositions {
   private readonly stateByDir = new Map<string, FolderState>();
   private readonly lastSegmentsAt = new WeakMap<FolderState, LastSegments>();
   private readonly roomAt = new WeakMap<FolderState, boolean>();
+  private readonly selectedAt = new WeakMap<FolderState, boolean>();
   private readonly steppedAt = new WeakMap<FolderState, SteppedBy>();
 
   constructor(private readonly alternatives: readonly CompiledAlternative[]) {}
+
+  /**
+   * Whether a trailing-`/` alternative matches folder `dir` itself: its names used up every
+   * segment (a `**` at the end takes none or more, never a dot name, as matchFrom says).
+   */
+  selectsFolder(dir: string): boolean {
+    return remembered(this.selectedAt, this.stateIn(dir), (state) =>
+      state.alternatives.some((i, k) => {
+        const alt = this.alternatives[i] as CompiledAlternative;
+        return (
+          alt.directoriesOnly && (state.positions[k] as number[]).includes(alt.segments.length)
+        );
+      }),
+    );
+  }
 
   /**
    * Whether some alternative can still match at folder `dir` or below: a trailing-`/` one
