@@ -200,6 +200,8 @@ export interface FirstCheck {
   cpuMs: number;
   /** The pause before the next check (ms). */
   pauseMs: number;
+  /** The least pause (ms): the pause is otherwise `PAUSE_PER_CHECK_CPU` times `cpuMs`. */
+  minPauseMs: number;
 }
 
 /**
@@ -221,7 +223,7 @@ export class WatchLimitError extends Error {
     const delay =
       first === null
         ? `, one check every ${seconds(POLL_INTERVAL_MS)} or more`
-        : ` (${first.files} files), one check every ${seconds(first.pauseMs + first.ms)} (the first took ${seconds(first.ms)}, ${seconds(first.cpuMs)} of CPU; the pause between checks is ${PAUSE_PER_CHECK_CPU} times a check's CPU time, ${seconds(POLL_INTERVAL_MS)} at least), so their changes arrive up to about ${seconds(first.pauseMs + 2 * first.ms)} late`;
+        : ` (${first.files} files), one check every ${seconds(first.pauseMs + first.ms)} (the first took ${seconds(first.ms)}, ${seconds(first.cpuMs)} of CPU; the pause between checks is ${PAUSE_PER_CHECK_CPU} times a check's CPU time, ${seconds(first.minPauseMs)} at least), so their changes arrive up to about ${seconds(first.pauseMs + 2 * first.ms)} late`;
     super(
       `${limit} is reached (${cause.code} for ${cause.path ?? "a folder"}): ${unwatched} of ${unwatched + watched} folders have no watch, and changes in them are found by checks that list those folders and stat their files${delay}; changes in the ${watched} watched folders stay immediate; raise the limit for immediate updates everywhere`,
     );
@@ -271,6 +273,12 @@ export interface WatchOptions {
    * (for tests of the fallback; default: only the system's limit).
    */
   maxWatches?: number;
+  /**
+   * The least pause after a check of the folders without a watch before the next (ms; default
+   * `POLL_INTERVAL_MS`). Tests of the pacing set less, so that the pause a check's CPU time
+   * gives shows on a small tree.
+   */
+  minCheckPauseMs?: number;
 }
 
 export interface TreeWatcher {
@@ -373,6 +381,8 @@ class FolderWatches implements TreeWatcher {
   private warned = false;
   private opened = false;
   private pollTimer: NodeJS.Timeout | null = null;
+  /** A check of the folders without a watch is under way: it schedules the next when done. */
+  private checking = false;
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
   private readonly unwatched = new FolderMap<Set<string>>();
   /**
@@ -425,6 +435,10 @@ class FolderWatches implements TreeWatcher {
     this.rootBytes = Buffer.from(root, "utf8");
     this.links = new SymlinkTargets(root);
     this.ready = this.open();
+  }
+
+  private get minCheckPauseMs(): number {
+    return this.options.minCheckPauseMs ?? POLL_INTERVAL_MS;
   }
 
   get folders(): number {
@@ -579,6 +593,7 @@ class FolderWatches implements TreeWatcher {
     const moves = this.movesSinceRequest;
     this.movesSinceRequest = [];
     this.movesDuringCheck = [];
+    this.checking = true;
     try {
       const answer = await this.check.run(this.root, folders, this.checkSince, moves);
       if (this.closed) return;
@@ -604,9 +619,10 @@ class FolderWatches implements TreeWatcher {
       this.options.onError?.(error);
     } finally {
       this.movesDuringCheck = null;
+      this.checking = false;
     }
     const { stats } = this.check;
-    stats.periodMs = Math.max(POLL_INTERVAL_MS, PAUSE_PER_CHECK_CPU * stats.lastCheckCpuMs);
+    stats.periodMs = Math.max(this.minCheckPauseMs, PAUSE_PER_CHECK_CPU * stats.lastCheckCpuMs);
     this.warnLimit();
     this.schedulePoll(stats.periodMs);
   }
@@ -645,7 +661,11 @@ class FolderWatches implements TreeWatcher {
     // for the walk to end (`open`): begun while it lists folders, a check took the part listed
     // so far, competed with the walk and the first fill for the cores, and made the period that
     // follows four times its length.
-    if (this.opened) this.schedulePoll(POLL_INTERVAL_MS);
+    // Not while a check runs: it refuses one when it asks watches back for the folders it found
+    // unchanged, and its own end schedules the next check. Scheduled here, that one came after
+    // the least pause, not after nine times the check's CPU time, and checks of a big tree ran
+    // back to back.
+    if (this.opened && !this.checking) this.schedulePoll(POLL_INTERVAL_MS);
     if (this.polling) return;
     this.polling = true;
   }
@@ -666,6 +686,7 @@ class FolderWatches implements TreeWatcher {
             ms: stats.lastCheckMs,
             cpuMs: stats.lastCheckCpuMs,
             pauseMs: stats.periodMs,
+            minPauseMs: this.minCheckPauseMs,
           };
     const error = new WatchLimitError(this.refusal, this.unwatched.size, this.watches.size, first);
     this.options.onError?.(error);
