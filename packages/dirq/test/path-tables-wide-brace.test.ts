@@ -65,6 +65,37 @@ describe("path-tables: a brace of thousands of names", () => {
     assert.deepEqual(await dirqFiles(pattern), want);
   });
 
+  it("takes a file's captures from the first alternative that matches it", async () => {
+    // Each folder's file f0000.txt is matched by two alternatives, the first giving `a`.
+    const alternatives = Array.from({ length: 40 }, (_, i) => [
+      `${folderName(i)}/{a}0.txt`,
+      `${folderName(i)}/f{b}.txt`,
+    ]).flat();
+    const result = await runDirq(
+      [
+        `SELECT path, a, b FROM './{${alternatives.join(",")}}' WHERE path GLOB '*/f0000.txt' OR path GLOB '*/f0001.txt' ORDER BY path`,
+        "--format",
+        "json",
+      ],
+      { cwd: root },
+    );
+    assert.equal(result.code, 0, result.stderr);
+    const rows = JSON.parse(result.stdout) as {
+      path: string;
+      a: string | null;
+      b: string | null;
+    }[];
+    assert.equal(rows.length, 80);
+    for (const row of rows) {
+      const zero = row.path.endsWith("/f0000.txt");
+      assert.deepEqual(
+        { a: row.a, b: row.b },
+        zero ? { a: "f000", b: null } : { a: null, b: "0001" },
+        row.path,
+      );
+    }
+  });
+
   it("refuses braces that expand past its limit, naming the table", async () => {
     const ten = "{a,b,c,d,e,f,g,h,i,j}";
     const pattern = `${ten}${ten}${ten}${ten}${ten}`;

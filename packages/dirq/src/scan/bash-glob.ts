@@ -452,14 +452,17 @@ function matchFrom(
 
 /**
  * The captures of the first of `alternatives` that matches `names` (`null`: none does): each
- * name matched by a segment with captures gives its named groups.
+ * name matched by a segment with captures gives its named groups. `tried`: the indexes of the
+ * alternatives that can match at all, ascending (default: every one).
  */
 function capturesIn(
   alternatives: readonly CompiledAlternative[],
   names: string[],
   directory: boolean,
+  tried: readonly number[] = alternatives.map((_, i) => i),
 ): Record<string, string> | null {
-  for (const alt of alternatives) {
+  for (const i of tried) {
+    const alt = alternatives[i] as CompiledAlternative;
     const trail = new Array<number>(names.length).fill(-1);
     if (!matchFrom(alt.segments, 0, names, 0, directory, trail)) continue;
     const found: Record<string, string> = {};
@@ -564,7 +567,13 @@ export function compileBashGlob(pattern: string): BashGlob {
   return {
     pattern,
     captureNames: captureNames(pattern),
-    fileCaptures: (path) => capturesIn(fileAlternatives, path.split("/"), false),
+    fileCaptures(path) {
+      // Only the alternatives still live in the file's folder can match it: with a brace of
+      // many folder names, one or two, not every one of them.
+      const slash = path.lastIndexOf("/");
+      const live = folders.liveIn(slash === -1 ? "" : path.slice(0, slash));
+      return capturesIn(fileAlternatives, path.split("/"), false, live);
+    },
     directoryCaptures: (path) =>
       capturesIn(directoryAlternatives, path === "" ? [] : path.split("/"), true),
     selectsDirectories: directoryAlternatives.length > 0,
@@ -695,6 +704,11 @@ class FolderPositions {
       }
     }
     return false;
+  }
+
+  /** The alternatives (indexes, ascending) that can still match at folder `dir` or below. */
+  liveIn(dir: string): readonly number[] {
+    return this.stateIn(dir).alternatives;
   }
 
   /** The name segments that can take a file's name in folder `dir` (see fileMatcherIn). */
