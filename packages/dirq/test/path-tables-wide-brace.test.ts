@@ -96,6 +96,26 @@ describe("path-tables: a brace of thousands of names", () => {
     }
   });
 
+  it("takes a folder's captures under a trailing / from the first alternative that matches it", async () => {
+    // d000..d007 match a literal alternative first (no capture); the others only `d0{rest}`.
+    const literal = Array.from({ length: 8 }, (_, i) => folderName(i));
+    const result = await runDirq(
+      [
+        `SELECT path, rest FROM './{${literal.join(",")},d0{rest}}/' WHERE path GLOB '*/f0000.txt' ORDER BY path`,
+        "--format",
+        "json",
+      ],
+      { cwd: root },
+    );
+    assert.equal(result.code, 0, result.stderr);
+    const rows = JSON.parse(result.stdout) as { path: string; rest: string | null }[];
+    assert.equal(rows.length, FOLDERS);
+    for (const row of rows) {
+      const folder = row.path.slice(0, row.path.indexOf("/"));
+      assert.equal(row.rest, literal.includes(folder) ? null : folder.slice(2), row.path);
+    }
+  });
+
   it("refuses braces that expand past its limit, naming the table", async () => {
     const ten = "{a,b,c,d,e,f,g,h,i,j}";
     const pattern = `${ten}${ten}${ten}${ten}${ten}`;

@@ -574,8 +574,13 @@ export function compileBashGlob(pattern: string): BashGlob {
       const live = folders.liveIn(slash === -1 ? "" : path.slice(0, slash));
       return capturesIn(fileAlternatives, path.split("/"), false, live);
     },
-    directoryCaptures: (path) =>
-      capturesIn(directoryAlternatives, path === "" ? [] : path.split("/"), true),
+    directoryCaptures(path) {
+      // As fileCaptures: only the trailing-`/` alternatives live at the folder itself (their
+      // indexes are into all the alternatives, which `entered` holds when there are any).
+      if (directoryAlternatives.length === 0) return null;
+      const live = entered.liveIn(path).filter((i) => alternatives[i]?.directoriesOnly === true);
+      return capturesIn(alternatives, path === "" ? [] : path.split("/"), true, live);
+    },
     selectsDirectories: directoryAlternatives.length > 0,
     base,
     maxDepth:
