@@ -388,7 +388,7 @@ function segmentRegex(segment: string, names: string[] = []): Segment {
 }
 
 function nameMatches(segment: Segment & { kind: "name" }, name: string): boolean {
-  // A brace of many folder names is as many literal segments, each tried on every folder.
+  // A segment without glob syntax (each name of a brace of names is one) is compared.
   if (segment.literal !== null) return name === segment.literal;
   if (name.startsWith(".") && !segment.literalDot) return false;
   return segment.regex.test(name);
@@ -791,10 +791,8 @@ class FolderPositions {
 
   /** The state after one more folder name: the tried alternatives, and the literal ones it names. */
   private step(state: FolderState, name: string): FolderState {
-    const { byLiteral, tried } = remembered(
-      this.steppedAt,
-      state,
-      splitForStepping(this.alternatives),
+    const { byLiteral, tried } = remembered(this.steppedAt, state, (known) =>
+      splitForStepping(this.alternatives, known),
     );
     const named = byLiteral?.get(name);
     // Ascending, as sameState compares them in order.
@@ -821,26 +819,25 @@ class FolderPositions {
  */
 function splitForStepping(
   alternatives: readonly CompiledAlternative[],
-): (state: FolderState) => SteppedBy {
-  return (state) => {
-    const all = state.alternatives.map((_, k) => k);
-    if (all.length < LITERAL_INDEX_FROM) return { byLiteral: null, tried: all };
-    const byLiteral = new Map<string, number[]>();
-    const tried: number[] = [];
-    for (const k of all) {
-      const [only, more] = state.positions[k] as readonly number[];
-      const alt = alternatives[state.alternatives[k] as number] as CompiledAlternative;
-      const segment = only === undefined ? undefined : alt.segments[only];
-      if (more !== undefined || segment?.kind !== "name" || segment.literal === null) {
-        tried.push(k);
-        continue;
-      }
-      const same = byLiteral.get(segment.literal);
-      if (same === undefined) byLiteral.set(segment.literal, [k]);
-      else same.push(k);
+  state: FolderState,
+): SteppedBy {
+  const all = state.alternatives.map((_, k) => k);
+  if (all.length < LITERAL_INDEX_FROM) return { byLiteral: null, tried: all };
+  const byLiteral = new Map<string, number[]>();
+  const tried: number[] = [];
+  for (const k of all) {
+    const [only, more] = state.positions[k] as readonly number[];
+    const alt = alternatives[state.alternatives[k] as number] as CompiledAlternative;
+    const segment = only === undefined ? undefined : alt.segments[only];
+    if (more !== undefined || segment?.kind !== "name" || segment.literal === null) {
+      tried.push(k);
+      continue;
     }
-    return { byLiteral, tried };
-  };
+    const same = byLiteral.get(segment.literal);
+    if (same === undefined) byLiteral.set(segment.literal, [k]);
+    else same.push(k);
+  }
+  return { byLiteral, tried };
 }
 
 function sameState(a: FolderState, b: FolderState): boolean {

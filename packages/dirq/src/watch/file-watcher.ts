@@ -381,8 +381,6 @@ class FolderWatches implements TreeWatcher {
   private warned = false;
   private opened = false;
   private pollTimer: NodeJS.Timeout | null = null;
-  /** A check of the folders without a watch is under way: it schedules the next when done. */
-  private checking = false;
   /** Folders the system gave no watch: each one's subfolder names at its last listing. */
   private readonly unwatched = new FolderMap<Set<string>>();
   /**
@@ -435,6 +433,11 @@ class FolderWatches implements TreeWatcher {
     this.rootBytes = Buffer.from(root, "utf8");
     this.links = new SymlinkTargets(root);
     this.ready = this.open();
+  }
+
+  /** A check of the folders without a watch is under way (it schedules the next when done). */
+  private get checking(): boolean {
+    return this.movesDuringCheck !== null;
   }
 
   private get minCheckPauseMs(): number {
@@ -593,7 +596,6 @@ class FolderWatches implements TreeWatcher {
     const moves = this.movesSinceRequest;
     this.movesSinceRequest = [];
     this.movesDuringCheck = [];
-    this.checking = true;
     try {
       const answer = await this.check.run(this.root, folders, this.checkSince, moves);
       if (this.closed) return;
@@ -619,7 +621,6 @@ class FolderWatches implements TreeWatcher {
       this.options.onError?.(error);
     } finally {
       this.movesDuringCheck = null;
-      this.checking = false;
     }
     const { stats } = this.check;
     stats.periodMs = Math.max(this.minCheckPauseMs, PAUSE_PER_CHECK_CPU * stats.lastCheckCpuMs);
@@ -661,10 +662,9 @@ class FolderWatches implements TreeWatcher {
     // for the walk to end (`open`): begun while it lists folders, a check took the part listed
     // so far, competed with the walk and the first fill for the cores, and made the period that
     // follows four times its length.
-    // Not while a check runs: it refuses one when it asks watches back for the folders it found
-    // unchanged, and its own end schedules the next check. Scheduled here, that one came after
-    // the least pause, not after nine times the check's CPU time, and checks of a big tree ran
-    // back to back.
+    // Not while a check runs: a check meets a refusal whenever it asks watches back for the
+    // folders it found unchanged, and its end schedules the next check after the pause its CPU
+    // time gives, which one scheduled here would cut to the least pause.
     if (this.opened && !this.checking) this.schedulePoll(POLL_INTERVAL_MS);
     if (this.polling) return;
     this.polling = true;
